@@ -1,0 +1,39 @@
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Logger } from 'nestjs-pino';
+import { AppModule } from './app.module';
+import { AppConfig } from './config/app-config';
+import { ApiExceptionFilter } from './platform/http/api-exception.filter';
+import { setupOpenApi } from './platform/http/openapi-document';
+import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
+import { createValidationPipe } from './platform/http/validation';
+
+/** Builds the whole application, ready to listen; shared by main, the demo and the tests. */
+export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    genReqId: assignRequestId,
+    requestIdHeader: false,
+    return503OnClosing: true,
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), adapter, {
+    bufferLogs: true,
+    bodyParser: false,
+    abortOnError: false,
+  });
+  app.useLogger(app.get(Logger));
+  app.flushLogs();
+  const fastify = app.getHttpAdapter().getInstance();
+  // JSON only: Fastify's own application/json parser stays, its text/plain one goes, so any other type is a 415.
+  fastify.removeContentTypeParser('text/plain');
+  fastify.addHook('onRequest', (request, reply, done) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+    done();
+  });
+  app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES));
+  app.useGlobalPipes(createValidationPipe());
+  setupOpenApi(app, config);
+  await app.init();
+  await fastify.ready();
+  return app;
+}

@@ -1,0 +1,27 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { LoggerModule } from 'nestjs-pino';
+import { AppConfig } from './config/app-config';
+import { DemoModule } from './demo/demo.module';
+import { AuthModule } from './modules/auth';
+import { HealthModule } from './modules/health/health.module';
+import { ConfigModule } from './config/config.module';
+import { DatabaseModule } from './platform/database/database.module';
+import { pinoHttpOptions } from './platform/logging/logging';
+
+/** The modular monolith: platform modules first, then one module per part of the spec. */
+@Module({})
+export class AppModule {
+  static register(config: AppConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        ConfigModule.register(config),
+        LoggerModule.forRoot({ pinoHttp: pinoHttpOptions(config) }),
+        DatabaseModule,
+        AuthModule,
+        HealthModule,
+        DemoModule,
+      ],
+    };
+  }
+}

@@ -1,0 +1,160 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import {
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Max,
+  Min,
+  MinLength,
+  validateSync,
+} from 'class-validator';
+import { resolve } from 'node:path';
+
+const toInt = ({ value }: { value: unknown }) =>
+  value === undefined || value === '' ? undefined : Number(value);
+const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? undefined : value);
+
+/** 32 MiB: room for base64 images and PDFs in a message, small enough to bound memory per request. */
+export const DEFAULT_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Every setting the server reads from its environment, validated once at boot.
+ * Fields marked secret are never logged (see `describe()`).
+ */
+export class AppConfig {
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  PORT = 3000;
+
+  @IsString()
+  HOST = '127.0.0.1';
+
+  /** Public address of the API (`{base_url}`); defaults to this server's own address. */
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @IsUrl({ require_tld: false, require_protocol: true })
+  BASE_URL?: string;
+
+  /** Public address of the web application (`{app_url}`); defaults to BASE_URL. */
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @IsUrl({ require_tld: false, require_protocol: true })
+  APP_URL?: string;
+
+  /** Folder of the embedded PostgreSQL (PGlite); unused when DATABASE_URL is set. */
+  @IsString()
+  DATA_DIR = './data';
+
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @IsString()
+  DATABASE_URL?: string;
+
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(200)
+  DATABASE_POOL_SIZE = 10;
+
+  /** HS256 secret for JWTs. Secret. */
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @IsString()
+  @MinLength(32, { message: 'JWT_SECRET must be at least 32 characters' })
+  JWT_SECRET?: string;
+
+  /** JWKS address whose keys verify JWTs (RS256, ES256, EdDSA, ...). */
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @IsUrl({ require_tld: false, require_protocol: true })
+  JWT_JWKS_URL?: string;
+
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @IsString()
+  JWT_ISSUER?: string;
+
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @IsString()
+  JWT_AUDIENCE?: string;
+
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  BODY_LIMIT_BYTES = DEFAULT_BODY_LIMIT_BYTES;
+
+  /** How long shutdown waits for in-flight requests before closing connections. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  SHUTDOWN_TIMEOUT_MS = 10_000;
+
+  @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+  LOG_LEVEL = 'info';
+
+  static readonly secrets: ReadonlyArray<keyof AppConfig> = ['JWT_SECRET', 'DATABASE_URL'];
+
+  get dataDir(): string {
+    return resolve(this.DATA_DIR);
+  }
+
+  get baseUrl(): string {
+    const host = this.HOST === '0.0.0.0' || this.HOST === '::' ? '127.0.0.1' : this.HOST;
+    return (this.BASE_URL ?? `http://${host}:${this.PORT}`).replace(/\/+$/, '');
+  }
+
+  get appUrl(): string {
+    return (this.APP_URL ?? this.baseUrl).replace(/\/+$/, '');
+  }
+
+  get engine(): 'postgres' | 'pglite' {
+    return this.DATABASE_URL ? 'postgres' : 'pglite';
+  }
+
+  /** The settings as they may be logged: secrets masked. */
+  describe(): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const key of ENV_KEYS) {
+      const value = this[key];
+      out[key] = AppConfig.secrets.includes(key) && value ? '***' : value;
+    }
+    return out;
+  }
+}
+
+const ENV_KEYS = [
+  'PORT',
+  'HOST',
+  'BASE_URL',
+  'APP_URL',
+  'DATA_DIR',
+  'DATABASE_URL',
+  'DATABASE_POOL_SIZE',
+  'JWT_SECRET',
+  'JWT_JWKS_URL',
+  'JWT_ISSUER',
+  'JWT_AUDIENCE',
+  'BODY_LIMIT_BYTES',
+  'SHUTDOWN_TIMEOUT_MS',
+  'LOG_LEVEL',
+] as const satisfies ReadonlyArray<keyof AppConfig>;
+
+export class ConfigError extends Error {}
+
+/** Reads and validates the configuration; throws a ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const raw: Record<string, unknown> = {};
+  for (const key of ENV_KEYS) if (env[key] !== undefined) raw[key] = env[key];
+  const config = plainToInstance(AppConfig, raw, { exposeDefaultValues: true });
+  const errors = validateSync(config, { forbidUnknownValues: false });
+  if (errors.length > 0) {
+    const lines = errors.map((e) => `${e.property}: ${Object.values(e.constraints ?? {}).join(', ')}`);
+    throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  return config;
+}

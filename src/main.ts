@@ -1,0 +1,44 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { createApp } from './app.factory';
+import { ConfigError, loadConfig } from './config/app-config';
+import { DemoSeeder } from './demo/demo.seeder';
+import { DataDirectoryBusyError } from './platform/database/embedded-postgres';
+
+async function main(): Promise<void> {
+  const startedAt = Date.now();
+  const config = loadConfig();
+  const app = await createApp(config);
+  const logger = new Logger('Main');
+  if (process.argv.includes('--demo')) await app.get(DemoSeeder).seed();
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    logger.log(`${signal}: finishing in-flight requests, then closing the database`);
+    setTimeout(() => {
+      logger.error(`Shutdown took longer than ${config.SHUTDOWN_TIMEOUT_MS} ms; exiting`);
+      process.exit(1);
+    }, config.SHUTDOWN_TIMEOUT_MS).unref();
+    await app.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+
+  await app.listen({ port: config.PORT, host: config.HOST });
+  logger.log(
+    `Agent Platform listening on ${await app.getUrl()} (${config.engine}) in ${Date.now() - startedAt} ms; ` +
+      `API docs at ${config.baseUrl}/docs`,
+  );
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof DataDirectoryBusyError) {
+    console.error(error.message);
+  } else {
+    console.error('Failed to start:', error);
+  }
+  process.exit(1);
+});

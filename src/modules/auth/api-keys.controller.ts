@@ -1,0 +1,66 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { V0ErrorSchema } from '../../platform/http/openapi';
+import { ApiKeysService } from './api-keys.service';
+import { Authenticated, CurrentPrincipal } from './auth.decorators';
+import { Principal } from './domain/principal';
+import { ApiKeyListView, ApiKeyView, CreateApiKeyDto, CreatedApiKeyView, ListApiKeysQueryDto } from './dto/api-key.dto';
+import { ApiKeyEntity } from './entities';
+
+/** The web application's `{app_url}/settings/api-keys`, where users manage their API keys. */
+@ApiTags('API keys')
+@Controller('settings/api-keys')
+@Authenticated()
+@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
+export class ApiKeysController {
+  constructor(private readonly apiKeys: ApiKeysService) {}
+
+  @Post()
+  @ApiOperation({
+    summary: 'Create an API key',
+    description:
+      'Creates a key acting as the caller, with the caller\'s role. The key is in the response only once; the server keeps only its hash. ' +
+      'Any role may create keys, unless the enterprise control `restrictApiKeyCreationToManagers` is on: then members and guests receive 403.',
+  })
+  @ApiCreatedResponse({ type: CreatedApiKeyView })
+  async create(@CurrentPrincipal() principal: Principal, @Body() body: CreateApiKeyDto): Promise<CreatedApiKeyView> {
+    const { entity, key } = await this.apiKeys.createForCaller(principal, {
+      name: body.name,
+      expiresAt: body.expiresAt ? new Date(body.expiresAt) : undefined,
+    });
+    return { ...toView(entity), key };
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'List API keys', description: 'Your own keys by default, newest first. Keys themselves are never shown again.' })
+  @ApiOkResponse({ type: ApiKeyListView })
+  async list(@CurrentPrincipal() principal: Principal, @Query() query: ListApiKeysQueryDto): Promise<ApiKeyListView> {
+    const page = await this.apiKeys.list(principal, query.scope ?? 'own', query.cursor, query.pageSize);
+    return { apiKeys: page.items.map(toView), pagination: page.pagination };
+  }
+
+  @Delete(':apiKeyId')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Revoke an API key',
+    description: 'The key answers 401 from the next request on. Your own keys; owners and managers may revoke any key of the organization. Revoking twice is harmless.',
+  })
+  @ApiOkResponse({ type: ApiKeyView })
+  @ApiNotFoundResponse({ description: 'No such key in your organization (or not yours, for members and guests).', type: V0ErrorSchema })
+  async revoke(@CurrentPrincipal() principal: Principal, @Param('apiKeyId') id: string): Promise<ApiKeyView> {
+    return toView(await this.apiKeys.revoke(principal, id));
+  }
+}
+
+function toView(key: ApiKeyEntity): ApiKeyView {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    userId: key.userId,
+    createdAt: key.createdAt.getTime(),
+    lastUsedAt: key.lastUsedAt?.getTime() ?? null,
+    expiresAt: key.expiresAt?.getTime() ?? null,
+    revokedAt: key.revokedAt?.getTime() ?? null,
+  };
+}

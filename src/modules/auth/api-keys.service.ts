@@ -1,0 +1,78 @@
+import { Injectable } from '@nestjs/common';
+import { isUuid, newId } from '../../platform/database/ids';
+import { Page } from '../../platform/http/pagination';
+import { validationError } from '../../platform/http/validation';
+import { AuthRepository } from './auth.repository';
+import { generateApiKey } from './domain/api-key-secret';
+import { AuthError, AuthErrorCode } from './domain/auth.errors';
+import { Principal } from './domain/principal';
+import { isAdmin } from './domain/role';
+import { ApiKeyEntity } from './entities';
+import { OrganizationControlsReader } from './organization-controls.reader';
+
+export interface CreatedApiKey {
+  entity: ApiKeyEntity;
+  key: string;
+}
+
+@Injectable()
+export class ApiKeysService {
+  constructor(
+    private readonly repository: AuthRepository,
+    private readonly controls: OrganizationControlsReader,
+  ) {}
+
+  /** Creates a key for the caller, unless the organization restricts creation to managers. */
+  async createForCaller(principal: Principal, input: { name: string; expiresAt?: Date }, now = new Date()): Promise<CreatedApiKey> {
+    const { restrictApiKeyCreationToManagers } = await this.controls.read(principal.organizationId);
+    if (restrictApiKeyCreationToManagers && !isAdmin(principal.role)) {
+      throw new AuthError(
+        AuthErrorCode.ApiKeyCreationRestricted,
+        'Your organization restricts API key creation to managers and owners (restrictApiKeyCreationToManagers).',
+      );
+    }
+    return this.create({ organizationId: principal.organizationId, userId: principal.userId, ...input }, now);
+  }
+
+  /** Creates a key for any user; operators reach this through the CLI. */
+  async create(input: { organizationId: string; userId: string; name: string; expiresAt?: Date }, now = new Date()): Promise<CreatedApiKey> {
+    if (input.expiresAt && input.expiresAt <= now) {
+      throw validationError([{ field: 'expiresAt', message: 'must be in the future' }]);
+    }
+    const { key, prefix, hash } = generateApiKey();
+    const entity = await this.repository.insertApiKey({
+      id: newId(),
+      organizationId: input.organizationId,
+      userId: input.userId,
+      name: input.name,
+      prefix,
+      keyHash: hash,
+      expiresAt: input.expiresAt ?? null,
+    });
+    return { entity, key };
+  }
+
+  list(principal: Principal, scope: 'own' | 'organization', cursor: string | undefined, limit: number): Promise<Page<ApiKeyEntity>> {
+    if (scope === 'organization' && !isAdmin(principal.role)) {
+      throw new AuthError(AuthErrorCode.InsufficientRole, 'Listing every key of the organization requires the owner or manager role.');
+    }
+    const userId = scope === 'organization' ? undefined : principal.userId;
+    return this.repository.listApiKeys({ organizationId: principal.organizationId, userId }, cursor, limit);
+  }
+
+  /** Users revoke their own keys; owners and managers may revoke any key of their organization. */
+  async revoke(principal: Principal, id: string, now = new Date()): Promise<ApiKeyEntity> {
+    const key = isUuid(id) ? await this.repository.findApiKey(id, principal.organizationId) : null;
+    if (!key || (key.userId !== principal.userId && !isAdmin(principal.role))) {
+      throw new AuthError(AuthErrorCode.ApiKeyNotFound, `No API key ${id} exists in your organization.`);
+    }
+    return (await this.repository.revokeApiKey(key.id, now)) ?? key;
+  }
+
+  /** Revocation by an operator, who knows the key's id (CLI). */
+  async revokeById(id: string, now = new Date()): Promise<ApiKeyEntity> {
+    const key = isUuid(id) ? await this.repository.revokeApiKey(id, now) : null;
+    if (!key) throw new AuthError(AuthErrorCode.ApiKeyNotFound, `No API key ${id} exists.`);
+    return key;
+  }
+}

@@ -1,0 +1,43 @@
+import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
+import { ApiBearerAuth, ApiForbiddenResponse, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import { V0ErrorSchema } from '../../platform/http/openapi';
+import { Principal } from './domain/principal';
+import { Role, ROLES } from './domain/role';
+
+export const PUBLIC_ROUTE = 'auth:public';
+export const ALLOWED_ROLES = 'auth:roles';
+export const BEARER_SCHEME = 'bearer';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+/** The route needs no credentials (health, docs). Everything else is denied by default. */
+export const Public = () => SetMetadata(PUBLIC_ROUTE, true);
+
+/**
+ * Who may call a route: any authenticated user by default, or only the roles named
+ * (others answer 403). Also writes the route's OpenAPI security and auth error responses.
+ */
+export function Authenticated(...roles: Role[]) {
+  const allowed = roles.length > 0 ? roles : ROLES;
+  const decorators = [
+    SetMetadata(ALLOWED_ROLES, allowed),
+    ApiBearerAuth(BEARER_SCHEME),
+    ApiUnauthorizedResponse({ description: 'Credentials missing, malformed, unknown, revoked or expired.', type: V0ErrorSchema }),
+  ];
+  if (roles.length > 0) {
+    decorators.push(ApiForbiddenResponse({ description: `Only ${roles.join(' and ')} may call this.`, type: V0ErrorSchema }));
+  }
+  return applyDecorators(...decorators);
+}
+
+/** The authenticated caller of the current request. */
+export const CurrentPrincipal = createParamDecorator((_: unknown, context: ExecutionContext): Principal => {
+  const principal = context.switchToHttp().getRequest<FastifyRequest>().principal;
+  if (!principal) throw new Error('CurrentPrincipal used on a route without authentication');
+  return principal;
+});

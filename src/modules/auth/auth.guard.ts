@@ -1,0 +1,33 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyRequest } from 'fastify';
+import { ALLOWED_ROLES, PUBLIC_ROUTE } from './auth.decorators';
+import { Authenticator } from './authenticator';
+import { AuthError, AuthErrorCode } from './domain/auth.errors';
+import { Role, ROLES } from './domain/role';
+
+/** Global: every route needs a valid credential unless marked @Public; @Authenticated narrows roles. */
+@Injectable()
+export class AuthGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly authenticator: Authenticator,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    const principal = await this.authenticator.authenticate(request.headers.authorization);
+    request.principal = principal;
+    const allowed = this.reflector.getAllAndOverride<readonly Role[]>(ALLOWED_ROLES, targets) ?? ROLES;
+    if (!allowed.includes(principal.role)) {
+      throw new AuthError(
+        AuthErrorCode.InsufficientRole,
+        `This operation requires the ${allowed.join(' or ')} role; you are a ${principal.role}.`,
+        { requiredRoles: allowed, role: principal.role },
+      );
+    }
+    return true;
+  }
+}

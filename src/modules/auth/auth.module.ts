@@ -1,0 +1,25 @@
+import { Module } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import { ApiKeysController } from './api-keys.controller';
+import { ApiKeysService } from './api-keys.service';
+import { AuthGuard } from './auth.guard';
+import { AuthRepository } from './auth.repository';
+import { Authenticator } from './authenticator';
+import { JwtVerifier } from './jwt-verifier';
+import { DefaultOrganizationControls, OrganizationControlsReader } from './organization-controls.reader';
+import { OrganizationsService } from './organizations.service';
+
+@Module({
+  controllers: [ApiKeysController],
+  providers: [
+    AuthRepository,
+    Authenticator,
+    JwtVerifier,
+    ApiKeysService,
+    OrganizationsService,
+    { provide: OrganizationControlsReader, useClass: DefaultOrganizationControls },
+    { provide: APP_GUARD, useClass: AuthGuard },
+  ],
+  exports: [ApiKeysService, OrganizationsService, Authenticator],
+})
+export class AuthModule {}

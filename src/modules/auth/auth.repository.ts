@@ -1,0 +1,102 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager, IsNull } from 'typeorm';
+import { NewestFirst } from '../../platform/database/keyset';
+import { Page, toPage } from '../../platform/http/pagination';
+import { Role } from './domain/role';
+import { ApiKeyEntity, OrganizationEntity, UserEntity } from './entities';
+import { OrganizationFeatures } from './entities/organization.entity';
+
+/** API keys are touched at most once a minute, so authentication rarely writes. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+/** All SQL of the Auth module. */
+@Injectable()
+export class AuthRepository {
+  static readonly apiKeysOrder = new NewestFirst('api-keys');
+
+  constructor(private readonly dataSource: DataSource) {}
+
+  findApiKeyByHash(keyHash: string): Promise<(ApiKeyEntity & { user: UserEntity }) | null> {
+    return this.dataSource.getRepository(ApiKeyEntity).findOne({
+      where: { keyHash },
+      relations: { user: true },
+    }) as Promise<(ApiKeyEntity & { user: UserEntity }) | null>;
+  }
+
+  async touchApiKey(key: ApiKeyEntity, now: Date): Promise<void> {
+    if (key.lastUsedAt && now.getTime() - key.lastUsedAt.getTime() < LAST_USED_RESOLUTION_MS) return;
+    await this.dataSource
+      .createQueryBuilder()
+      .update(ApiKeyEntity)
+      .set({ lastUsedAt: now })
+      .where('id = :id', { id: key.id })
+      .andWhere('(last_used_at IS NULL OR last_used_at < :stale)', { stale: new Date(now.getTime() - LAST_USED_RESOLUTION_MS) })
+      .execute();
+  }
+
+  findUser(userId: string, organizationId: string): Promise<UserEntity | null> {
+    return this.dataSource.getRepository(UserEntity).findOneBy({ id: userId, organizationId });
+  }
+
+  findUserByEmail(organizationId: string, email: string, manager: EntityManager = this.dataSource.manager): Promise<UserEntity | null> {
+    return manager.getRepository(UserEntity).findOneBy({ organizationId, email: email.toLowerCase() });
+  }
+
+  findOrganizationBySlug(slug: string, manager: EntityManager = this.dataSource.manager): Promise<OrganizationEntity | null> {
+    return manager.getRepository(OrganizationEntity).findOneBy({ slug });
+  }
+
+  findOrganization(id: string): Promise<OrganizationEntity | null> {
+    return this.dataSource.getRepository(OrganizationEntity).findOneBy({ id });
+  }
+
+  async insertOrganization(organization: Omit<OrganizationEntity, 'createdAt'>, manager: EntityManager = this.dataSource.manager): Promise<OrganizationEntity> {
+    return manager.getRepository(OrganizationEntity).save(manager.create(OrganizationEntity, organization));
+  }
+
+  async insertUser(user: { id: string; organizationId: string; email: string; name: string; role: Role }, manager: EntityManager = this.dataSource.manager): Promise<UserEntity> {
+    return manager.getRepository(UserEntity).save(manager.create(UserEntity, { ...user, email: user.email.toLowerCase() }));
+  }
+
+  /** Sets one feature flag without touching the others, atomically. */
+  async setFeature(organizationId: string, feature: keyof OrganizationFeatures, enabled: boolean): Promise<boolean> {
+    const result = await this.dataSource.query(
+      `UPDATE organizations SET features = features || jsonb_build_object($2::text, $3::boolean) WHERE id = $1`,
+      [organizationId, feature, enabled],
+    );
+    return (result as [unknown, number])[1] > 0;
+  }
+
+  insertApiKey(key: Omit<ApiKeyEntity, 'createdAt' | 'lastUsedAt' | 'revokedAt' | 'user'>): Promise<ApiKeyEntity> {
+    const repository = this.dataSource.getRepository(ApiKeyEntity);
+    return repository.save(repository.create({ ...key, lastUsedAt: null, revokedAt: null }));
+  }
+
+  async listApiKeys(
+    filter: { organizationId: string; userId?: string },
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<Page<ApiKeyEntity>> {
+    const query = this.dataSource
+      .getRepository(ApiKeyEntity)
+      .createQueryBuilder('k')
+      .where('k.organization_id = :organizationId', { organizationId: filter.organizationId });
+    if (filter.userId) query.andWhere('k.user_id = :userId', { userId: filter.userId });
+    const rows = await AuthRepository.apiKeysOrder.apply(query, 'k', cursor, limit).getMany();
+    return toPage(rows, limit, (row) => AuthRepository.apiKeysOrder.cursorOf(row));
+  }
+
+  findApiKey(id: string, organizationId: string): Promise<ApiKeyEntity | null> {
+    return this.dataSource.getRepository(ApiKeyEntity).findOneBy({ id, organizationId });
+  }
+
+  /** Marks the key revoked once; revoking again keeps the first time. */
+  async revokeApiKey(id: string, now: Date): Promise<ApiKeyEntity | null> {
+    await this.dataSource.getRepository(ApiKeyEntity).update({ id, revokedAt: IsNull() }, { revokedAt: now });
+    return this.dataSource.getRepository(ApiKeyEntity).findOneBy({ id });
+  }
+
+  transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return this.dataSource.transaction(work);
+  }
+}

@@ -1,0 +1,25 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+/** Recognisable by secret scanners and by the auth guard, which routes on it. */
+export const API_KEY_PREFIX = 'apk_';
+const DISPLAY_PREFIX_LENGTH = API_KEY_PREFIX.length + 8;
+const API_KEY_SHAPE = /^apk_[A-Za-z0-9_-]{43}$/;
+
+/** A new key: 256 random bits. Only the hash is stored; the key is shown once. */
+export function generateApiKey(): { key: string; prefix: string; hash: string } {
+  const key = API_KEY_PREFIX + randomBytes(32).toString('base64url');
+  return { key, prefix: key.slice(0, DISPLAY_PREFIX_LENGTH), hash: hashApiKey(key) };
+}
+
+/** SHA-256 suffices: the key has 256 bits of entropy, so there is nothing to brute-force. */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+export function looksLikeApiKey(token: string): boolean {
+  return token.startsWith(API_KEY_PREFIX);
+}
+
+export function isWellFormedApiKey(token: string): boolean {
+  return API_KEY_SHAPE.test(token);
+}

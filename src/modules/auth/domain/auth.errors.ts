@@ -1,0 +1,41 @@
+import { DomainError, ErrorKind } from '../../../platform/http/domain-error';
+
+export enum AuthErrorCode {
+  MissingCredentials = 'missing_credentials',
+  MalformedCredentials = 'malformed_credentials',
+  InvalidCredentials = 'invalid_credentials',
+  RevokedApiKey = 'revoked_api_key',
+  ExpiredCredentials = 'expired_credentials',
+  JwtNotConfigured = 'jwt_not_configured',
+  InsufficientRole = 'insufficient_role',
+  ApiKeyCreationRestricted = 'api_key_creation_restricted',
+  ApiKeyNotFound = 'api_key_not_found',
+  OrganizationNotFound = 'organization_not_found',
+  UserNotFound = 'user_not_found',
+  OrganizationExists = 'organization_exists',
+  UserExists = 'user_exists',
+}
+
+export class AuthError extends DomainError<AuthErrorCode> {
+  get kind(): ErrorKind {
+    switch (this.code) {
+      case AuthErrorCode.MissingCredentials:
+      case AuthErrorCode.MalformedCredentials:
+      case AuthErrorCode.InvalidCredentials:
+      case AuthErrorCode.RevokedApiKey:
+      case AuthErrorCode.ExpiredCredentials:
+      case AuthErrorCode.JwtNotConfigured:
+        return ErrorKind.Unauthenticated;
+      case AuthErrorCode.InsufficientRole:
+      case AuthErrorCode.ApiKeyCreationRestricted:
+        return ErrorKind.Forbidden;
+      case AuthErrorCode.ApiKeyNotFound:
+      case AuthErrorCode.OrganizationNotFound:
+      case AuthErrorCode.UserNotFound:
+        return ErrorKind.NotFound;
+      case AuthErrorCode.OrganizationExists:
+      case AuthErrorCode.UserExists:
+        return ErrorKind.Conflict;
+    }
+  }
+}

@@ -1,0 +1,16 @@
+/** The four roles of an organization member; each user holds exactly one. */
+export enum Role {
+  Owner = 'owner',
+  Manager = 'manager',
+  Member = 'member',
+  Guest = 'guest',
+}
+
+export const ROLES: readonly Role[] = [Role.Owner, Role.Manager, Role.Member, Role.Guest];
+
+/** Owners and managers see and manage everything in their organization. */
+export const ADMIN_ROLES: readonly Role[] = [Role.Owner, Role.Manager];
+
+export function isAdmin(role: Role): boolean {
+  return ADMIN_ROLES.includes(role);
+}

@@ -1,0 +1,3 @@
+export { ApiKeyEntity } from './api-key.entity';
+export { OrganizationEntity } from './organization.entity';
+export { UserEntity } from './user.entity';

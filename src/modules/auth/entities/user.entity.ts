@@ -1,0 +1,30 @@
+import { Column, CreateDateColumn, Entity, Index, ManyToOne, JoinColumn, PrimaryColumn } from 'typeorm';
+import { Role } from '../domain/role';
+import { OrganizationEntity } from './organization.entity';
+
+@Entity({ name: 'users' })
+@Index('users_organization_email_key', ['organizationId', 'email'], { unique: true })
+export class UserEntity {
+  @PrimaryColumn('uuid', { primaryKeyConstraintName: 'users_pkey' })
+  id: string;
+
+  @Column({ name: 'organization_id', type: 'uuid' })
+  organizationId: string;
+
+  @ManyToOne(() => OrganizationEntity, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'organization_id', foreignKeyConstraintName: 'users_organization_id_fkey' })
+  organization?: OrganizationEntity;
+
+  /** Stored lower-cased, so one address is one user per organization. */
+  @Column({ type: 'varchar', length: 320 })
+  email: string;
+
+  @Column({ type: 'varchar', length: 200 })
+  name: string;
+
+  @Column({ type: 'varchar', length: 16 })
+  role: Role;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz', precision: 3 })
+  createdAt: Date;
+}

@@ -1,0 +1,81 @@
+import { Injectable } from '@nestjs/common';
+import { QueryFailedError } from 'typeorm';
+import { newId } from '../../platform/database/ids';
+import { AuthRepository } from './auth.repository';
+import { AuthError, AuthErrorCode } from './domain/auth.errors';
+import { Role } from './domain/role';
+import { OrganizationEntity, UserEntity } from './entities';
+import { OrganizationFeatures } from './entities/organization.entity';
+
+/** PostgreSQL's unique_violation. */
+const UNIQUE_VIOLATION = '23505';
+
+/** Organizations and their users, as operators create them (CLI, demo). */
+@Injectable()
+export class OrganizationsService {
+  constructor(private readonly repository: AuthRepository) {}
+
+  async createOrganization(input: { slug: string; name: string; features?: OrganizationFeatures }): Promise<OrganizationEntity> {
+    try {
+      return await this.repository.insertOrganization({ id: newId(), slug: input.slug, name: input.name, features: input.features ?? {} });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new AuthError(AuthErrorCode.OrganizationExists, `An organization with slug ${input.slug} already exists.`);
+      throw error;
+    }
+  }
+
+  async createUser(organizationSlug: string, input: { email: string; name: string; role: Role }): Promise<UserEntity> {
+    const organization = await this.requireOrganization(organizationSlug);
+    try {
+      return await this.repository.insertUser({ id: newId(), organizationId: organization.id, ...input });
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new AuthError(AuthErrorCode.UserExists, `${input.email} is already a user of ${organizationSlug}.`);
+      throw error;
+    }
+  }
+
+  /** Returns the organization, creating it when missing (idempotent seeding). */
+  async ensureOrganization(input: { slug: string; name: string }): Promise<OrganizationEntity> {
+    const existing = await this.repository.findOrganizationBySlug(input.slug);
+    if (existing) return existing;
+    try {
+      return await this.createOrganization(input);
+    } catch (error) {
+      const raced = await this.repository.findOrganizationBySlug(input.slug);
+      if (raced) return raced;
+      throw error;
+    }
+  }
+
+  async ensureUser(organizationSlug: string, input: { email: string; name: string; role: Role }): Promise<UserEntity> {
+    const organization = await this.requireOrganization(organizationSlug);
+    return (await this.repository.findUserByEmail(organization.id, input.email)) ?? this.createUser(organizationSlug, input);
+  }
+
+  async setFeature(organizationSlug: string, feature: keyof OrganizationFeatures, enabled: boolean): Promise<void> {
+    const organization = await this.requireOrganization(organizationSlug);
+    await this.repository.setFeature(organization.id, feature, enabled);
+  }
+
+  async hasFeature(organizationId: string, feature: keyof OrganizationFeatures): Promise<boolean> {
+    const organization = await this.repository.findOrganization(organizationId);
+    return organization?.features[feature] === true;
+  }
+
+  async requireOrganization(slug: string): Promise<OrganizationEntity> {
+    const organization = await this.repository.findOrganizationBySlug(slug);
+    if (!organization) throw new AuthError(AuthErrorCode.OrganizationNotFound, `No organization with slug ${slug} exists.`);
+    return organization;
+  }
+
+  async requireUser(organizationSlug: string, email: string): Promise<UserEntity> {
+    const organization = await this.requireOrganization(organizationSlug);
+    const user = await this.repository.findUserByEmail(organization.id, email);
+    if (!user) throw new AuthError(AuthErrorCode.UserNotFound, `No user ${email} exists in ${organizationSlug}.`);
+    return user;
+  }
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return error instanceof QueryFailedError && (error.driverError as { code?: string }).code === UNIQUE_VIOLATION;
+}

@@ -1,0 +1,37 @@
+import { Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { AppConfig } from '../../config/app-config';
+import { openDatabase, OpenDatabase } from './open-database';
+
+export const OPEN_DATABASE = Symbol('OPEN_DATABASE');
+
+/**
+ * Owns the connection for the whole process. The data source closes in onApplicationShutdown,
+ * which Nest calls after the HTTP server has finished its in-flight requests.
+ */
+@Global()
+@Module({
+  providers: [
+    {
+      provide: OPEN_DATABASE,
+      inject: [AppConfig],
+      useFactory: (config: AppConfig) => openDatabase(config),
+    },
+    {
+      provide: DataSource,
+      inject: [OPEN_DATABASE],
+      useFactory: (db: OpenDatabase) => db.dataSource,
+    },
+  ],
+  exports: [DataSource],
+})
+export class DatabaseModule implements OnApplicationShutdown {
+  private readonly logger = new Logger(DatabaseModule.name);
+
+  constructor(@Inject(OPEN_DATABASE) private readonly db: OpenDatabase) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.db.close();
+    this.logger.log('Database closed');
+  }
+}

@@ -1,0 +1,93 @@
+import { Logger } from '@nestjs/common';
+import { DataSource, DataSourceOptions } from 'typeorm';
+import { AppConfig } from '../../config/app-config';
+import { entities, migrations } from '../../schema';
+import { AdvisoryLock } from './advisory-locks';
+import { EmbeddedPostgres } from './embedded-postgres';
+
+export interface OpenDatabase {
+  dataSource: DataSource;
+  engine: 'postgres' | 'pglite';
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /** Apply pending migrations before returning (default true). */
+  migrate?: boolean;
+}
+
+const logger = new Logger('Database');
+
+export function dataSourceOptions(
+  connection: { url: string } | { host: string; port: number; username: string; database: string },
+  poolSize: number,
+): DataSourceOptions {
+  return {
+    type: 'postgres',
+    ...connection,
+    entities,
+    migrations,
+    migrationsTableName: 'migrations',
+    synchronize: false,
+    migrationsRun: false,
+    logging: ['error'],
+    extra: { max: poolSize, connectionTimeoutMillis: 10_000 },
+  };
+}
+
+/** Opens PostgreSQL (DATABASE_URL) or the embedded PGlite under DATA_DIR, and migrates it. */
+export async function openDatabase(config: AppConfig, options: OpenDatabaseOptions = {}): Promise<OpenDatabase> {
+  let embedded: EmbeddedPostgres | undefined;
+  let connection: Parameters<typeof dataSourceOptions>[0];
+  if (config.DATABASE_URL) {
+    connection = { url: config.DATABASE_URL };
+  } else {
+    embedded = await EmbeddedPostgres.start(config.dataDir);
+    connection = embedded.connectionOptions;
+  }
+  // PGlite is one session: one pooled connection serializes statements and transactions
+  // alike, so one request's statement can never land inside another's.
+  const poolSize = embedded ? 1 : config.DATABASE_POOL_SIZE;
+  const dataSource = new DataSource(dataSourceOptions(connection, poolSize));
+  try {
+    await dataSource.initialize();
+    if (options.migrate !== false) await migrate(dataSource, { serialize: !embedded });
+  } catch (error) {
+    if (dataSource.isInitialized) await dataSource.destroy();
+    await embedded?.stop();
+    throw error;
+  }
+  return {
+    dataSource,
+    engine: config.engine,
+    async close() {
+      if (dataSource.isInitialized) await dataSource.destroy();
+      await embedded?.stop();
+    },
+  };
+}
+
+/**
+ * Runs pending migrations. On a PostgreSQL server several instances may start together, so they
+ * take turns under an advisory lock; PGlite's lock file already guarantees a single process.
+ */
+export async function migrate(dataSource: DataSource, { serialize }: { serialize: boolean }): Promise<void> {
+  if (!serialize) {
+    await runMigrations(dataSource);
+    return;
+  }
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  try {
+    await runner.query('SELECT pg_advisory_lock($1)', [AdvisoryLock.Migrations]);
+    await runMigrations(dataSource);
+  } finally {
+    await runner.query('SELECT pg_advisory_unlock($1)', [AdvisoryLock.Migrations]).catch(() => undefined);
+    await runner.release();
+  }
+}
+
+async function runMigrations(dataSource: DataSource): Promise<void> {
+  const applied = await dataSource.runMigrations({ transaction: 'each' });
+  if (applied.length > 0) logger.log(`Applied migrations: ${applied.map((m) => m.name).join(', ')}`);
+}

@@ -1,0 +1,106 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError, statusOf } from './domain-error';
+import { errorBody, errorFlavourOf } from './error-body';
+
+interface Described {
+  status: number;
+  detail: string;
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * The single place where failures become HTTP responses: the spec's error bodies, the right
+ * status, never a stack trace. Unexpected errors answer 500 and are logged with the request id.
+ */
+@Catch()
+export class ApiExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HTTP');
+
+  constructor(private readonly bodyLimitBytes: number) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const request = host.switchToHttp().getRequest<FastifyRequest>();
+    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const { status, detail, metadata } = this.describe(exception, request);
+    if (status >= 500) {
+      this.logger.error(
+        { err: exception, requestId: request.id, method: request.method, url: request.url },
+        'Unexpected error',
+      );
+    }
+    reply
+      .status(status)
+      .header('content-type', 'application/json; charset=utf-8')
+      .send(errorBody(errorFlavourOf(request.url), status, detail, String(request.id), metadata));
+  }
+
+  private describe(exception: unknown, request: FastifyRequest): Described {
+    if (exception instanceof DomainError) {
+      return {
+        status: statusOf(exception.kind),
+        detail: exception.message,
+        metadata: { code: exception.code, ...exception.metadata },
+      };
+    }
+    if (exception instanceof HttpException) return this.describeHttp(exception, request);
+    return {
+      status: 500,
+      detail: `An unexpected error occurred. Quote request id ${String(request.id)} when reporting it.`,
+      metadata: { code: 'internal_error' },
+    };
+  }
+
+  /** Exceptions raised by Nest or Fastify themselves: routing, body parsing, size limits. */
+  private describeHttp(exception: HttpException, request: FastifyRequest): Described {
+    const status = exception.getStatus();
+    switch (status) {
+      case 404:
+        return {
+          status,
+          detail: `No route matches ${request.method} ${request.url.split('?')[0]}.`,
+          metadata: { code: 'route_not_found' },
+        };
+      case 413:
+        return {
+          status,
+          detail: `The request body is larger than the limit of ${this.bodyLimitBytes} bytes.`,
+          metadata: { code: 'payload_too_large', limitBytes: this.bodyLimitBytes },
+        };
+      case 415:
+        return {
+          status,
+          detail: 'Request bodies must be JSON: send Content-Type: application/json.',
+          metadata: { code: 'unsupported_media_type' },
+        };
+    }
+    if (status === 400 && isBodyParseError(exception)) {
+      return { status, detail: 'The request body is not valid JSON.', metadata: { code: 'invalid_json' } };
+    }
+    if (status >= 500) {
+      return { status, detail: `An unexpected error occurred. Quote request id ${String(request.id)} when reporting it.` };
+    }
+    return { status, detail: messageOf(exception), metadata: { code: codeOf(exception) } };
+  }
+}
+
+function messageOf(exception: HttpException): string {
+  const response = exception.getResponse();
+  if (typeof response === 'string') return response;
+  const message = (response as { message?: unknown }).message;
+  if (Array.isArray(message)) return message.join('; ');
+  return typeof message === 'string' ? message : exception.message;
+}
+
+function codeOf(exception: HttpException): string {
+  return exception.name.replace(/Exception$/, '').replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
+}
+
+function isBodyParseError(exception: HttpException): boolean {
+  const cause = exception.cause as { code?: string; name?: string } | undefined;
+  return (
+    cause?.name === 'SyntaxError' ||
+    (cause?.code?.startsWith('FST_ERR_CTP') ?? false) ||
+    /JSON|body/i.test(exception.message)
+  );
+}

@@ -1,0 +1,82 @@
+/** What went wrong, in the terms the HTTP layer maps to a status code. */
+export enum ErrorKind {
+  InvalidRequest = 'invalid_request',
+  Unauthenticated = 'unauthenticated',
+  Forbidden = 'forbidden',
+  NotFound = 'not_found',
+  Conflict = 'conflict',
+  PreconditionFailed = 'precondition_failed',
+  PayloadTooLarge = 'payload_too_large',
+  UnsupportedMediaType = 'unsupported_media_type',
+  Unprocessable = 'unprocessable',
+  Unavailable = 'unavailable',
+}
+
+/**
+ * Base of every module's error class. Services throw these, never HttpException;
+ * the exception filter turns `kind` into a status and `code` into `metadata.code`.
+ */
+export abstract class DomainError<Code extends string = string> extends Error {
+  abstract readonly kind: ErrorKind;
+
+  constructor(
+    readonly code: Code,
+    message: string,
+    readonly metadata: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+/** Errors of the shared HTTP conventions (validation, pagination, content type). */
+export enum RequestErrorCode {
+  ValidationFailed = 'validation_failed',
+  InvalidCursor = 'invalid_cursor',
+  InvalidJson = 'invalid_json',
+  UnsupportedMediaType = 'unsupported_media_type',
+  PayloadTooLarge = 'payload_too_large',
+  RouteNotFound = 'route_not_found',
+}
+
+export class RequestError extends DomainError<RequestErrorCode> {
+  get kind(): ErrorKind {
+    switch (this.code) {
+      case RequestErrorCode.ValidationFailed:
+      case RequestErrorCode.InvalidCursor:
+      case RequestErrorCode.InvalidJson:
+        return ErrorKind.InvalidRequest;
+      case RequestErrorCode.UnsupportedMediaType:
+        return ErrorKind.UnsupportedMediaType;
+      case RequestErrorCode.PayloadTooLarge:
+        return ErrorKind.PayloadTooLarge;
+      case RequestErrorCode.RouteNotFound:
+        return ErrorKind.NotFound;
+    }
+  }
+}
+
+export function statusOf(kind: ErrorKind): number {
+  switch (kind) {
+    case ErrorKind.InvalidRequest:
+      return 400;
+    case ErrorKind.Unauthenticated:
+      return 401;
+    case ErrorKind.Forbidden:
+      return 403;
+    case ErrorKind.NotFound:
+      return 404;
+    case ErrorKind.Conflict:
+      return 409;
+    case ErrorKind.PreconditionFailed:
+      return 412;
+    case ErrorKind.PayloadTooLarge:
+      return 413;
+    case ErrorKind.UnsupportedMediaType:
+      return 415;
+    case ErrorKind.Unprocessable:
+      return 422;
+    case ErrorKind.Unavailable:
+      return 503;
+  }
+}

@@ -1,0 +1,38 @@
+import { randomUUID } from 'node:crypto';
+import { ApiKeysService, OrganizationsService, Role } from '../../src/modules/auth';
+import { OrganizationFeatures } from '../../src/modules/auth/entities/organization.entity';
+import { TestApp } from './test-app';
+
+export interface TestUser {
+  organizationId: string;
+  organizationSlug: string;
+  userId: string;
+  role: Role;
+  key: string;
+  apiKeyId: string;
+  /** `{ Authorization: 'Bearer <key>' }` */
+  auth: { Authorization: string };
+}
+
+export async function createOrganization(t: TestApp, features: OrganizationFeatures = {}) {
+  const slug = `org-${randomUUID().slice(0, 8)}`;
+  return t.app.get(OrganizationsService).createOrganization({ slug, name: `Org ${slug}`, features });
+}
+
+/** A user of the given role with a fresh API key, in the given organization or a new one. */
+export async function createUser(t: TestApp, role: Role, organization?: { id: string; slug: string }): Promise<TestUser> {
+  const org = organization ?? (await createOrganization(t));
+  const user = await t.app
+    .get(OrganizationsService)
+    .createUser(org.slug, { email: `${role}-${randomUUID().slice(0, 8)}@example.test`, name: `A ${role}`, role });
+  const { entity, key } = await t.app.get(ApiKeysService).create({ organizationId: org.id, userId: user.id, name: 'test' });
+  return {
+    organizationId: org.id,
+    organizationSlug: org.slug,
+    userId: user.id,
+    role,
+    key,
+    apiKeyId: entity.id,
+    auth: { Authorization: `Bearer ${key}` },
+  };
+}

@@ -1,0 +1,34 @@
+import 'reflect-metadata';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import request from 'supertest';
+import type TestAgent from 'supertest/lib/agent';
+import { createApp } from '../../src/app.factory';
+import { AppConfig, loadConfig } from '../../src/config/app-config';
+import { createTestDatabase, TestDatabase } from './test-database';
+
+export interface TestApp {
+  app: NestFastifyApplication;
+  config: AppConfig;
+  database: TestDatabase;
+  /** Real HTTP requests against the running server. */
+  http(): TestAgent;
+  close(): Promise<void>;
+}
+
+/** The real application on a fresh database of its own, listening on an ephemeral port. */
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const database = await createTestDatabase();
+  const config = loadConfig({ LOG_LEVEL: 'silent', DATABASE_POOL_SIZE: '5', ...database.env, ...env });
+  const app = await createApp(config);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    app,
+    config,
+    database,
+    http: () => request(app.getHttpServer()),
+    close: async () => {
+      await app.close();
+      await database.drop();
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import { cp, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+
+/** The PostgreSQL server the suite runs against, or undefined for the embedded PGlite. */
+export function serverUrl(): string | undefined {
+  return process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || undefined;
+}
+
+export const TEMPLATE_ENV = 'AGENT_PLATFORM_TEST_TEMPLATE';
+
+export interface TestDatabase {
+  /** Environment for the app: DATABASE_URL, or DATA_DIR holding a migrated PGlite. */
+  env: Record<string, string>;
+  dataDir: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh, migrated database for one test file: a copy of the template made in global setup. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const template = process.env[TEMPLATE_ENV];
+  if (!template) throw new Error('Global setup did not prepare a template database');
+  const dataDir = await mkdtemp(join(tmpdir(), 'ap-test-'));
+  const url = serverUrl();
+  if (!url) {
+    await cp(template, dataDir, { recursive: true });
+    return { env: { DATA_DIR: dataDir }, dataDir, drop: () => rm(dataDir, { recursive: true, force: true }) };
+  }
+  const name = `ap_test_${process.pid}_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
+  await withAdmin(url, (client) => client.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`));
+  return {
+    env: { DATABASE_URL: withDatabase(url, name), DATA_DIR: dataDir },
+    dataDir,
+    drop: async () => {
+      await withAdmin(url, (client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${database}`;
+  return parsed.toString();
+}
+
+export async function withAdmin<T>(url: string, work: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
