@@ -1,9 +1,11 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { ApiExceptionFilter } from './platform/http/api-exception.filter';
+import { errorBody, errorFlavourOf } from './platform/http/error-body';
 import { setupOpenApi } from './platform/http/openapi-document';
 import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
 import { createValidationPipe } from './platform/http/validation';
@@ -15,6 +17,14 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     genReqId: assignRequestId,
     requestIdHeader: false,
     return503OnClosing: true,
+    // Errors Fastify raises before routing (e.g. a malformed percent-escape in the path).
+    frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;
+      void reply
+        .code(status)
+        .header(REQUEST_ID_HEADER, request.id)
+        .send(errorBody(errorFlavourOf(request.url), status, 'The request URL is malformed.', request.id, { code: 'malformed_url' }));
+    },
   });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), adapter, {
     bufferLogs: true,

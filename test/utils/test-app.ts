@@ -15,9 +15,12 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** The real application on a fresh database of its own, listening on an ephemeral port. */
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
-  const database = await createTestDatabase();
+/**
+ * The real application listening on an ephemeral port, on a fresh database of its own, or on
+ * the one given (which it then leaves in place when closed).
+ */
+export async function startTestApp(env: Record<string, string> = {}, existing?: TestDatabase): Promise<TestApp> {
+  const database = existing ?? (await createTestDatabase());
   const config = loadConfig({ LOG_LEVEL: 'silent', DATABASE_POOL_SIZE: '5', ...database.env, ...env });
   const app = await createApp(config);
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -28,7 +31,7 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     http: () => request(app.getHttpServer()),
     close: async () => {
       await app.close();
-      await database.drop();
+      if (!existing) await database.drop();
     },
   };
 }

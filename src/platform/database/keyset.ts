@@ -1,5 +1,8 @@
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
-import { decodeCursor, encodeCursor } from '../http/cursor';
+import { decodeCursor, encodeCursor, invalidCursor } from '../http/cursor';
+
+/** The last instant a JavaScript Date can hold. */
+const MAX_TIME = 8_640_000_000_000_000;
 
 /**
  * Newest-first keyset paging over `(created_at, id)`: stable while rows are inserted between
@@ -16,6 +19,7 @@ export class NewestFirst {
   ): SelectQueryBuilder<T> {
     if (cursor !== undefined) {
       const [createdAt, id] = decodeCursor(this.list, cursor, ['number', 'uuid']);
+      if ((createdAt as number) < 0 || (createdAt as number) > MAX_TIME) throw invalidCursor();
       query.andWhere(`(${alias}.created_at, ${alias}.id) < (:keysetCreatedAt, :keysetId)`, {
         keysetCreatedAt: new Date(createdAt as number),
         keysetId: id,

@@ -30,7 +30,8 @@ export function dataSourceOptions(
     migrationsTableName: 'migrations',
     synchronize: false,
     migrationsRun: false,
-    logging: ['error'],
+    // TypeORM would log failing queries with their parameters, which can hold secrets; errors are logged by the HTTP layer.
+    logging: false,
     extra: { max: poolSize, connectionTimeoutMillis: 10_000 },
   };
 }

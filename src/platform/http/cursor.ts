@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { RequestError, RequestErrorCode } from './domain-error';
 
 export type CursorField = 'string' | 'number' | 'uuid';
@@ -5,19 +6,28 @@ export type CursorField = 'string' | 'number' | 'uuid';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * Opaque keyset cursors: base64url of `[list, ...sortKey]`. Decoding checks that the cursor was
- * issued by the same list and that every key has the type the sort expects, so a tampered or
- * foreign cursor is a 400 rather than a wrong page.
+ * Opaque keyset cursors: base64url of `[list, ...sortKey]` and a checksum of it. Decoding checks
+ * the checksum, that the cursor was issued by the same list, and that every key has the type the
+ * sort expects, so an altered or foreign cursor is a 400 rather than another page. The checksum
+ * catches alteration, not forgery: a cursor is a position in the caller's own data, every query
+ * is scoped to the caller's organization, so a forged one could reveal nothing more.
  */
 export function encodeCursor(list: string, key: ReadonlyArray<string | number>): string {
-  return Buffer.from(JSON.stringify([list, ...key]), 'utf8').toString('base64url');
+  return sealCursor([list, ...key]);
+}
+
+/** Any JSON value as a checksummed cursor; tests use it to build well-sealed but ill-shaped ones. */
+export function sealCursor(value: unknown): string {
+  const payload = Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
+  return `${payload}.${checksum(payload)}`;
 }
 
 export function decodeCursor(list: string, cursor: string, shape: readonly CursorField[]): Array<string | number> {
   let parsed: unknown;
   try {
-    if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new Error('not base64url');
-    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    const match = /^([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)$/.exec(cursor);
+    if (!match || checksum(match[1]) !== match[2]) throw new Error('altered');
+    parsed = JSON.parse(Buffer.from(match[1], 'base64url').toString('utf8'));
   } catch {
     throw invalidCursor();
   }
@@ -33,10 +43,14 @@ export function decodeCursor(list: string, cursor: string, shape: readonly Curso
   return key as Array<string | number>;
 }
 
-function invalidCursor(): RequestError {
+export function invalidCursor(): RequestError {
   return new RequestError(
     RequestErrorCode.InvalidCursor,
     'cursor: is not a cursor issued by this list; pass the nextCursor of the previous page unchanged',
     { errors: [{ field: 'cursor', message: 'is not a valid cursor for this list' }] },
   );
+}
+
+function checksum(payload: string): string {
+  return createHash('sha256').update(`cursor:${payload}`).digest('base64url').slice(0, 16);
 }

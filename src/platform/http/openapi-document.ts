@@ -43,7 +43,8 @@ caller's own, when it sends a sane one); quote it when reporting a 500. Unknown 
 
 ## Pagination
 Paged v0 lists take \`limit\` (a string holding 1-100, default 20; anything else is 400) and \`cursor\` (the
-previous page's \`nextCursor\`, unchanged; an altered or foreign cursor is 400), and answer
+previous page's \`nextCursor\`, unchanged; a cursor carries a checksum, so an altered cursor, or one from
+another list, is 400), and answer
 \`pagination: {hasMore, nextCursor}\` with \`nextCursor: null\` on the last page. Cursors are keyset positions,
 not offsets: rows inserted while you page are never repeated and never make you skip a row.
 

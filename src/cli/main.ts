@@ -1,0 +1,52 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import { ConfigError, loadConfig } from '../config/app-config';
+import { DataDirectoryBusyError } from '../platform/database/embedded-postgres';
+import { DomainError } from '../platform/http/domain-error';
+import { CliModule } from './cli.module';
+import { COMMANDS, USAGE, UsageError } from './commands';
+
+/** Exit codes: 0 done, 1 refused (e.g. not found, already exists), 2 database busy, 64 usage. */
+async function main(argv: string[]): Promise<number> {
+  const [name, ...args] = argv;
+  if (!name || name === 'help' || name === '--help') {
+    console.log(USAGE);
+    return name ? 0 : 64;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    console.error(`Unknown command "${name}".\n\n${USAGE}`);
+    return 64;
+  }
+  const config = loadConfig({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
+  const app = await NestFactory.createApplicationContext(CliModule.register(config), { logger: false, abortOnError: false });
+  try {
+    console.log(JSON.stringify(await command(app, args), null, 2));
+    return 0;
+  } finally {
+    await app.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof UsageError || error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(64);
+    }
+    if (error instanceof DataDirectoryBusyError) {
+      console.error(
+        `${error.message}\nNothing was changed. PGlite allows one process at a time: stop the server, run this ` +
+          'command, then start the server again. With PostgreSQL (DATABASE_URL) the CLI runs beside running servers.',
+      );
+      process.exit(2);
+    }
+    if (error instanceof DomainError) {
+      console.error(error.message);
+      process.exit(1);
+    }
+    console.error('The command failed:', error);
+    process.exit(1);
+  },
+);

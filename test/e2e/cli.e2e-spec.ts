@@ -1,0 +1,92 @@
+import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
+import { runNode } from '../utils/processes';
+import { startTestApp } from '../utils/test-app';
+
+/** The operator CLI, run as a real process against the same database the server uses. */
+describe('npm run cli', () => {
+  let database: TestDatabase;
+  const cli = (...args: string[]) => runNode('dist/cli/main.js', args, database.env);
+  const json = async (...args: string[]) => {
+    const result = await cli(...args);
+    expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 0, stderr: '' });
+    return JSON.parse(result.stdout);
+  };
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+
+  afterAll(() => database.drop());
+
+  it('creates an organization, a user and a key that the server accepts', async () => {
+    const org = await json('org:create', 'initech', 'Initech');
+    expect(org).toMatchObject({ slug: 'initech', name: 'Initech' });
+    const user = await json('user:create', 'initech', 'Peter@Initech.example', 'Peter', 'manager');
+    expect(user).toMatchObject({ organizationId: org.id, email: 'peter@initech.example', role: 'manager' });
+    const key = await json('key:create', 'initech', 'peter@initech.example', 'laptop');
+    expect(key.key).toMatch(/^apk_/);
+
+    const t = await startTestApp({}, database);
+    try {
+      const res = await t.http().get('/settings/api-keys?scope=organization').set('Authorization', `Bearer ${key.key}`);
+      expect(res.status).toBe(200);
+      expect(res.body.apiKeys.map((k: { id: string }) => k.id)).toEqual([key.id]);
+    } finally {
+      await t.close();
+    }
+
+    const revoked = await json('key:revoke', key.id);
+    expect(revoked.revokedAt).toEqual(expect.any(String));
+    const after = await startTestApp({}, database);
+    try {
+      expect((await after.http().get('/settings/api-keys').set('Authorization', `Bearer ${key.key}`)).status).toBe(401);
+    } finally {
+      await after.close();
+    }
+  });
+
+  it('toggles an organization feature', async () => {
+    await json('org:create', 'hooli', 'Hooli');
+    expect(await json('feature:enable', 'hooli', 'message-history')).toEqual({ organization: 'hooli', feature: 'message-history', enabled: true });
+    expect(await json('feature:disable', 'hooli', 'message-history')).toMatchObject({ enabled: false });
+  });
+
+  it.each([
+    [['org:create', 'Bad Slug', 'x'], 64, /not a valid organization slug/],
+    [['user:create', 'initech', 'not-an-email', 'X', 'owner'], 64, /not an email/],
+    [['user:create', 'initech', 'x@initech.example', 'X', 'admin'], 64, /Unknown role/],
+    [['feature:enable', 'initech', 'teleport'], 64, /Unknown feature/],
+    [['nonsense'], 64, /Unknown command/],
+    [['org:create', 'initech', 'Initech again'], 1, /already exists/],
+    [['user:create', 'nowhere', 'x@y.example', 'X', 'owner'], 1, /No organization with slug nowhere/],
+    [['key:revoke', '01a1fdca-0000-7000-8000-000000000000'], 1, /No API key/],
+  ])('%j exits %i with a clear message', async (args, code, message) => {
+    const result = await cli(...(args as string[]));
+    expect(result.code).toBe(code);
+    expect(result.stderr).toMatch(message as RegExp);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  (serverUrl() ? it.skip : it)('refuses, changing nothing, while the server holds the PGlite data directory', async () => {
+    const t = await startTestApp({}, database);
+    try {
+      const result = await cli('org:create', 'umbrella', 'Umbrella');
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/in use by another process \(pid \d+/);
+      expect(result.stderr).toMatch(/stop the server/);
+      expect((await t.http().get('/healthz')).status).toBe(200);
+    } finally {
+      await t.close();
+    }
+    expect((await cli('user:create', 'umbrella', 'a@umbrella.example', 'A', 'owner')).stderr).toMatch(/No organization with slug umbrella/);
+  });
+
+  (serverUrl() ? it : it.skip)('works beside a running server on PostgreSQL', async () => {
+    const t = await startTestApp({}, database);
+    try {
+      expect((await cli('org:create', 'umbrella', 'Umbrella')).code).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+});

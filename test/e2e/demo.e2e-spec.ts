@@ -1,0 +1,100 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
+import { runNode, ServerProcess, startServer } from '../utils/processes';
+
+type DemoKeys = Record<string, Record<string, string>>;
+
+const keysOf = async (res: Response) => ((await res.json()) as { apiKeys: Array<{ id: string; name: string }> }).apiKeys;
+
+/** `npm run demo` as a user runs it: the built server in a real process. */
+describe('npm run demo', () => {
+  let database: TestDatabase;
+  let server: ServerProcess | undefined;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    await database.drop();
+  });
+
+  const readKeys = async (): Promise<DemoKeys> => JSON.parse(await readFile(join(database.dataDir, 'demo-keys.json'), 'utf8'));
+  const get = (path: string, key: string) => fetch(`${server!.url}${path}`, { headers: { Authorization: `Bearer ${key}` } });
+
+  it('seeds both organizations and writes working keys before it listens', async () => {
+    server = await startServer(['--demo'], database.env);
+    const keys = await readKeys();
+    expect(Object.keys(keys.acme).sort()).toEqual(['guest', 'manager', 'member', 'orgId', 'owner']);
+    expect(Object.keys(keys.globex).sort()).toEqual(['member', 'orgId', 'owner']);
+    for (const org of ['acme', 'globex']) {
+      for (const [role, key] of Object.entries(keys[org]).filter(([role]) => role !== 'orgId')) {
+        const res = await get('/settings/api-keys', key);
+        expect([org, role, res.status]).toEqual([org, role, 200]);
+      }
+    }
+    expect(await keysOf(await get('/settings/api-keys?scope=organization', keys.acme.owner))).toHaveLength(4);
+    expect((await get('/settings/api-keys?scope=organization', keys.acme.member)).status).toBe(403);
+    expect((await get('/healthz', '')).status).toBe(200);
+  });
+
+  it('stops cleanly on SIGTERM', async () => {
+    expect(await server!.stop()).toBe(0);
+    expect(server!.output()).toMatch(/closing the database/);
+  });
+
+  it('a second run on the same data changes nothing', async () => {
+    const before = await readKeys();
+    server = await startServer(['--demo'], database.env);
+    expect(await readKeys()).toEqual(before);
+    expect(await keysOf(await get('/settings/api-keys?scope=organization', before.acme.owner))).toHaveLength(4);
+    expect(await keysOf(await get('/settings/api-keys?scope=organization', before.globex.owner))).toHaveLength(2);
+  });
+
+  it('keeps acme and globex apart', async () => {
+    const keys = await readKeys();
+    const acmeKeys = await keysOf(await get('/settings/api-keys?scope=organization', keys.acme.owner));
+    const res = await fetch(`${server!.url}/settings/api-keys/${acmeKeys[0].id}`, {
+      method: 'DELETE',
+      headers: { Authorization: `Bearer ${keys.globex.owner}` },
+    });
+    expect(res.status).toBe(404);
+    expect((await get('/settings/api-keys', keys.acme.owner)).status).toBe(200);
+  });
+});
+
+describe('start-up', () => {
+  it('starts on an empty data directory and again on the existing one, keeping the data', async () => {
+    const database = await createTestDatabase();
+    // On PGlite, a folder with nothing in it: the server creates and migrates the database itself.
+    const env = serverUrl() ? database.env : { DATA_DIR: join(database.dataDir, 'fresh') };
+    try {
+      const first = await startServer(['--demo'], env);
+      if (!serverUrl()) expect(first.output()).toMatch(/Applied migrations/);
+      const key = JSON.parse(await readFile(join(env.DATA_DIR, 'demo-keys.json'), 'utf8')).globex.member;
+      const created = await fetch(`${first.url}/settings/api-keys`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'survives restarts' }),
+      });
+      expect(created.status).toBe(201);
+      expect(await first.stop()).toBe(0);
+
+      const second = await startServer([], env);
+      expect(second.output()).not.toMatch(/Applied migrations/);
+      const listed = await keysOf(await fetch(`${second.url}/settings/api-keys`, { headers: { Authorization: `Bearer ${key}` } }));
+      expect(listed.map((k) => k.name)).toContain('survives restarts');
+      expect(await second.stop()).toBe(0);
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it('refuses a bad configuration with a message naming the variable', async () => {
+    const result = await runNode('dist/main.js', [], { PORT: 'eighty', DATA_DIR: '/nonexistent-never-created' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('PORT');
+  });
+});

@@ -1,0 +1,80 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '..', '..');
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a built entry point (`dist/...`) as a real process, as an operator would. */
+export async function runNode(script: string, args: string[], env: Record<string, string>): Promise<RunResult> {
+  const child = spawn(process.execPath, [join(ROOT, script), ...args], { cwd: ROOT, env: cleanEnv(env) });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  output(): string;
+  /** SIGTERM, then the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Starts `dist/main.js` as a real process and waits until it listens. */
+export async function startServer(args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [join(ROOT, 'dist/main.js'), ...args], {
+    cwd: ROOT,
+    env: cleanEnv({ ...env, PORT: String(port), HOST: '127.0.0.1' }),
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const deadline = Date.now() + timeoutMs;
+  while (!/listening on/.test(output)) {
+    if (child.exitCode !== null) throw new Error(`The server exited with ${child.exitCode}:\n${output}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`The server did not start in ${timeoutMs} ms:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    child,
+    url: `http://127.0.0.1:${port}`,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill('SIGTERM');
+      const [code] = (await once(child, 'exit')) as [number | null];
+      return code;
+    },
+  };
+}
+
+function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base = { ...process.env };
+  for (const key of ['DATABASE_URL', 'TEST_DATABASE_URL', 'NODE_OPTIONS', 'DATA_DIR', 'PORT', 'HOST']) delete base[key];
+  return { ...base, LOG_LEVEL: 'info', ...env };
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
