@@ -78,7 +78,11 @@ export class ApiExceptionFilter implements ExceptionFilter {
       return { status, detail: 'The request body is not valid JSON.', metadata: { code: 'invalid_json' } };
     }
     if (status >= 500) {
-      return { status, detail: `An unexpected error occurred. Quote request id ${String(request.id)} when reporting it.` };
+      return {
+        status,
+        detail: `An unexpected error occurred. Quote request id ${String(request.id)} when reporting it.`,
+        metadata: { code: 'internal_error' },
+      };
     }
     return { status, detail: messageOf(exception), metadata: { code: codeOf(exception) } };
   }
