@@ -1,11 +1,15 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
 import { LoggerModule } from 'nestjs-pino';
 import { AppConfig } from './config/app-config';
 import { DemoModule } from './demo/demo.module';
 import { AuthModule } from './modules/auth';
 import { HealthModule } from './modules/health/health.module';
+import { SessionsModule } from './modules/sessions';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './platform/database/database.module';
+import { EventsModule } from './platform/events';
+import { IdempotencyModule } from './platform/idempotency';
 import { pinoHttpOptions } from './platform/logging/logging';
 
 /** The modular monolith: platform modules first, then one module per part of the spec. */
@@ -18,7 +22,11 @@ export class AppModule {
         ConfigModule.register(config),
         LoggerModule.forRoot({ pinoHttp: pinoHttpOptions(config) }),
         DatabaseModule,
+        EventsModule,
+        ScheduleModule.forRoot(),
+        IdempotencyModule,
         AuthModule,
+        SessionsModule,
         HealthModule,
         DemoModule,
       ],

@@ -94,6 +94,12 @@ export class AppConfig {
   @Min(0)
   SHUTDOWN_TIMEOUT_MS = 10_000;
 
+  /** How long an agent's turn lasts without a sign of life before another agent may take the work. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  AGENT_LEASE_MS = 300_000;
+
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 
@@ -141,6 +147,7 @@ const ENV_KEYS = [
   'JWT_AUDIENCE',
   'BODY_LIMIT_BYTES',
   'SHUTDOWN_TIMEOUT_MS',
+  'AGENT_LEASE_MS',
   'LOG_LEVEL',
 ] as const satisfies ReadonlyArray<keyof AppConfig>;
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { AppConfig } from '../config/app-config';
 import { ApiKeysService, OrganizationsService, Role } from '../modules/auth';
 import { Authenticator } from '../modules/auth/authenticator';
+import { DemoConversations } from './demo-conversations';
 
 interface DemoOrganization {
   slug: string;
@@ -52,6 +53,7 @@ export class DemoSeeder {
     private readonly organizations: OrganizationsService,
     private readonly apiKeys: ApiKeysService,
     private readonly authenticator: Authenticator,
+    private readonly conversations: DemoConversations,
   ) {}
 
   async seed(): Promise<DemoKeys> {
@@ -72,6 +74,13 @@ export class DemoSeeder {
       }
       keys[demo.slug] = entry;
     }
+    const as = (org: string, role: Role) => this.authenticator.authenticate(`Bearer ${keys[org][role]}`);
+    await this.conversations.seedAcme({
+      owner: await as('acme', Role.Owner),
+      manager: await as('acme', Role.Manager),
+      member: await as('acme', Role.Member),
+    });
+    await this.conversations.seedGlobex({ owner: await as('globex', Role.Owner) });
     await mkdir(this.config.dataDir, { recursive: true });
     await writeFile(path, JSON.stringify(keys, null, 2) + '\n', { mode: 0o600 });
     this.logger.log(`Demo organizations ready; their API keys are in ${path}`);

@@ -40,6 +40,21 @@ describe('npm run demo', () => {
     expect((await get('/healthz', '')).status).toBe(200);
   });
 
+  it('gives the demo organizations realistic conversations to look at', async () => {
+    const keys = await readKeys();
+    const { sessions } = (await (await get('/api/v0/sessions', keys.acme.owner)).json()) as { sessions: Array<{ sessionId: string; title: string; status: string }> };
+    expect(sessions.map((s) => s.status).sort()).toEqual(['idle', 'idle', 'pending', 'running']);
+    const finished = sessions.find((s) => s.title === 'Fix the flaky CI build')!;
+    const { messages } = (await (await get(`/api/v0/sessions/${finished.sessionId}/messages`, keys.acme.owner)).json()) as {
+      messages: Array<{ role: string; content: Array<{ type: string }> }>;
+    };
+    const blockTypes = new Set(messages.flatMap((m) => m.content.map((block) => block.type)));
+    for (const type of ['text', 'image', 'thinking', 'tool_use', 'tool_result']) expect(blockTypes).toContain(type);
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'system', 'assistant']);
+    const globex = (await (await get('/api/v0/sessions', keys.globex.owner)).json()) as { sessions: unknown[] };
+    expect(globex.sessions).toHaveLength(1);
+  });
+
   it('stops cleanly on SIGTERM', async () => {
     expect(await server!.stop()).toBe(0);
     expect(server!.output()).toMatch(/closing the database/);
@@ -51,6 +66,8 @@ describe('npm run demo', () => {
     expect(await readKeys()).toEqual(before);
     expect(await keysOf(await get('/settings/api-keys?scope=organization', before.acme.owner))).toHaveLength(4);
     expect(await keysOf(await get('/settings/api-keys?scope=organization', before.globex.owner))).toHaveLength(2);
+    const { sessions } = (await (await get('/api/v0/sessions', before.acme.owner)).json()) as { sessions: unknown[] };
+    expect(sessions).toHaveLength(4);
   });
 
   it('keeps acme and globex apart', async () => {

@@ -20,6 +20,6 @@ import { OrganizationsService } from './organizations.service';
     { provide: OrganizationControlsReader, useClass: DefaultOrganizationControls },
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
-  exports: [ApiKeysService, OrganizationsService, Authenticator],
+  exports: [ApiKeysService, OrganizationsService, Authenticator, OrganizationControlsReader],
 })
 export class AuthModule {}

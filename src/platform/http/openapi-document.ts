@@ -1,6 +1,7 @@
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { AppConfig } from '../../config/app-config';
+import { SchemaRegistry } from './json-schema';
 
 export const API_VERSION = '0.1.0';
 
@@ -48,7 +49,51 @@ another list, is 400), and answer
 \`pagination: {hasMore, nextCursor}\` with \`nextCursor: null\` on the last page. Cursors are keyset positions,
 not offsets: rows inserted while you page are never repeated and never make you skip a row.
 
+## Sessions (decisions where the spec says "not shown")
+**Status transitions.** A new session is \`idle\`. A user message makes it \`pending\` (work waiting for an agent). An agent
+taking the work (agent channel) makes it \`running\`. The agent ending its turn makes it \`idle\` (and sets \`completedAt\`), or
+\`pending\` again when user messages arrived during the turn. A user message while \`running\` keeps it \`running\`. The
+add-message response reports the status after submission. A turn whose agent goes silent past its lease (\`AGENT_LEASE_MS\`,
+default 5 minutes) stays \`running\` and is given to the next agent that asks.
+
+**Ordering.** Sessions: newest first (\`createdAt\`, then \`sessionId\`, descending). Messages: conversation order, oldest
+first; each message's \`parentId\` is the message before it unless an agent names another.
+
+**sessionSettings.** Every field is optional. Value sets: \`reasoningEffort\` and \`specModeReasoningEffort\`: none, dynamic, off,
+minimal, low, medium, high, xhigh, max (the Message enum); \`interactionMode\`: auto, spec, ask; \`autonomyLevel\`: off, low, medium,
+high; \`autonomyMode\`: normal, unattended; \`providerLock\`: vendor-a, vendor-b, vendor-c, generic-chat-completion-api, custom;
+\`apiProviderLock\`: messages, responses, chat-completions. \`tokenUsage\` and \`assistantActiveTimeMs\` are kept by the server from
+agent reports and cannot be set by clients.
+
+**Messages.** \`createdAt\` and \`updatedAt\` of a message are Unix ms, like a session's. Add-message stores text, then images,
+then files as content blocks; text files use the document text source \`{type: "text", mediaType: "text/plain", data: <text>,
+name?, mime?}\`. Base64 must be valid and its bytes must match \`mediaType\` (400 otherwise). \`userMessageSource\` is
+\`sessions_api\`.
+
+**computerId on reads** asks that computer directly: only sessions connected to it are answered. It must be a computer of
+your organization, else 404 \`computer_not_found\` (until the Computers API exists, no computer does).
+
+**List messages** is enabled per organization; elsewhere it answers 403 \`message_history_disabled\`, checked before the session.
+
+**Added operations** (not in the spec): create, update and delete a session; the agent channel under \`/api/v0/agent\`.
+
+**Status codes.** 200 reads and add-message, 201 create, 204 delete; 400 invalid input; 401; 403 (guest writes
+\`insufficient_role\`, a member changing another's session \`read_only_role\`, \`message_history_disabled\`); 404
+(\`session_not_found\`, \`computer_not_found\`); 409 \`turn_not_active\` on the agent channel; 413; 415; 422
+\`idempotency_key_reused\`.
+
+## Idempotency
+Every POST under \`/api/v0\` takes an optional \`Idempotency-Key\` header (1-255 visible ASCII characters, per user, remembered for
+at least 24 hours). A retry with the same key and body returns the first response with \`Idempotent-Replayed: true\` and does
+nothing again; the same key with a different request is **422**. The key is stored in the same transaction as the work, so a
+stored key always means the work was done. Failed requests are not remembered. API key creation does not take the header: a
+stored response would keep the secret key.
+
 ## Limits
+Messages (not shown in the spec; our decision): add-message \`text\` 1-200,000 characters and not blank; at most 20 images of at
+most 7,000,000 base64 characters (about 5 MiB) each; at most 20 files: PDFs of at most 14,000,000 base64 characters (about
+10 MiB), text files of at most 2,000,000 characters; at most 500 content blocks per message, 100 messages per agent append.
+
 Request bodies: JSON only (\`Content-Type: application/json\`, else **415**), at most \`BODY_LIMIT_BYTES\`
 (default 32 MiB, room for base64 images and PDFs), else **413** in the v0 body.
 Rate limits (numbers not shown in the spec; our decision): the server applies none itself; put a reverse proxy
@@ -63,6 +108,10 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
     .addServer(config.baseUrl, '{base_url}')
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key (apk_...) or a JWT.' }, 'bearer');
   const document = SwaggerModule.createDocument(app, builder.build());
+  // The JSON Schemas that validate request bodies are published as they are.
+  document.components ??= {};
+  document.components.schemas ??= {};
+  for (const registry of SchemaRegistry.all) Object.assign(document.components.schemas, registry.components() as typeof document.components.schemas);
   if (config.appUrl !== config.baseUrl) {
     for (const [path, item] of Object.entries(document.paths)) {
       if (APP_URL_PATHS.some((pattern) => pattern.test(path))) item.servers = [{ url: config.appUrl, description: '{app_url}' }];

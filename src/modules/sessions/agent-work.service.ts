@@ -1,0 +1,260 @@
+import { Injectable } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
+import { AppConfig } from '../../config/app-config';
+import { AccessPolicy, Principal, Role } from '../auth';
+import { DomainEventBus } from '../../platform/events';
+import { isUuid, newId } from '../../platform/database/ids';
+import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
+import { FieldError, validationError } from '../../platform/http/validation';
+import { MessageEntity, SessionEntity } from './entities';
+import { checkContentPayloads } from './domain/attachments';
+import { ContentBlock, MessageRole } from './domain/message';
+import { TokenUsage } from './domain/session-settings';
+import { SessionStatus, statusAfterTurn } from './domain/session-status';
+import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
+import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
+import { MessageAddedEvent, SessionStatusChangedEvent, TokenUsageReportedEvent } from './events';
+import { ComputerDirectory } from './ports/computer-directory';
+import { MESSAGE_ATTRIBUTE_FIELDS } from './schemas/session.schemas';
+import { SessionsRepository } from './sessions.repository';
+import { WorkSignal } from './work-signal';
+
+/** Long polls re-check the database this often, to see work that arrived through other instances. */
+const RECHECK_MS = 1_000;
+
+export interface WorkView {
+  turnId: string;
+  sessionId: string;
+  leaseExpiresAt: number;
+  session: SessionView;
+  /** The user messages this turn is to answer, in order. */
+  messages: MessageView[];
+}
+
+export type AgentMessageInput = { role: MessageRole; content: ContentBlock[]; parentId?: string } & Record<string, unknown>;
+
+class NoWork extends Error {}
+
+/**
+ * The agent channel: agents take waiting work (one agent per session at a time), write their
+ * messages, report token usage and end their turn. A turn holds a lease that every call renews;
+ * a turn whose agent goes silent past the lease is given to the next agent that asks.
+ */
+@Injectable()
+export class AgentWorkService {
+  constructor(
+    private readonly repository: SessionsRepository,
+    private readonly computers: ComputerDirectory,
+    private readonly idempotency: IdempotencyService,
+    private readonly events: DomainEventBus,
+    private readonly signal: WorkSignal,
+    private readonly config: AppConfig,
+  ) {}
+
+  async claim(
+    principal: Principal,
+    input: { computerId?: string; waitMs?: number },
+    idempotent?: IdempotentRequest,
+  ): Promise<IdempotentResult<{ work: WorkView | null }>> {
+    if (input.computerId !== undefined && (!isUuid(input.computerId) || !(await this.computers.belongsTo(principal.organizationId, input.computerId)))) {
+      throw new SessionsError(SessionsErrorCode.ComputerNotFound, `No computer ${input.computerId} exists in your organization.`, { field: 'computerId' });
+    }
+    const deadline = Date.now() + (input.waitMs ?? 0);
+    for (;;) {
+      let events: SessionStatusChangedEvent[] = [];
+      try {
+        const result = await this.idempotency.run(principal, idempotent, async (manager) => {
+          const claimed = await this.takeWork(manager, principal, input.computerId ?? null);
+          if (!claimed) throw new NoWork();
+          events = claimed.events;
+          return { work: claimed.work };
+        });
+        this.events.publish(...events);
+        return result;
+      } catch (error) {
+        if (!(error instanceof NoWork)) throw error;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) return { body: { work: null }, replayed: false };
+      await this.signal.wait(principal.organizationId, Math.min(left, RECHECK_MS));
+    }
+  }
+
+  async appendMessages(
+    principal: Principal,
+    sessionId: string,
+    input: { turnId: string; messages: AgentMessageInput[] },
+    idempotent?: IdempotentRequest,
+  ): Promise<IdempotentResult<{ messages: MessageView[] }>> {
+    const errors: FieldError[] = input.messages.flatMap((message, i) => checkContentPayloads(message.content, `messages[${i}].content`));
+    if (errors.length > 0) throw validationError(errors);
+    const now = new Date();
+    let added: MessageEntity[] = [];
+    const result = await this.idempotency.run(principal, idempotent, async (manager) => {
+      const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
+      const parents = input.messages.map((message) => message.parentId).filter((id): id is string => id !== undefined);
+      const known = await this.repository.existingMessageIds(manager, session.id, parents.filter(isUuid));
+      const missing = input.messages.flatMap((message, i) =>
+        message.parentId !== undefined && !known.has(message.parentId) ? [{ field: `messages[${i}].parentId`, message: 'is not a message of this session' }] : [],
+      );
+      if (missing.length > 0) {
+        throw new SessionsError(SessionsErrorCode.ParentNotFound, `${missing[0].field}: ${missing[0].message}`, { errors: missing });
+      }
+      const ids = input.messages.map(() => newId());
+      const change = await this.repository.reserveMessages(manager, {
+        sessionId: session.id,
+        organizationId: principal.organizationId,
+        count: ids.length,
+        lastMessageId: ids[ids.length - 1],
+        now,
+        leaseExpiresAt: this.leaseFrom(now),
+      });
+      const firstSeq = change!.session.messageCount - ids.length + 1;
+      added = input.messages.map((message, i) =>
+        Object.assign(new MessageEntity(), {
+          id: ids[i],
+          sessionId: session.id,
+          seq: firstSeq + i,
+          role: message.role,
+          parentId: message.parentId ?? (i === 0 ? change!.previousLastMessageId : ids[i - 1]),
+          userMessageSource: null,
+          authorId: null,
+          content: message.content,
+          attributes: attributesOf(message),
+          createdAt: now,
+          updatedAt: now,
+        }),
+      );
+      await this.repository.insertMessages(manager, added);
+      return { messages: added.map(toMessageView) };
+    });
+    if (!result.replayed) {
+      this.events.publish(
+        ...added.map((m) => new MessageAddedEvent(principal.organizationId, now, m.sessionId, m.id, m.role, m.seq, null, null)),
+      );
+    }
+    return result;
+  }
+
+  async reportUsage(
+    principal: Principal,
+    sessionId: string,
+    input: { turnId: string; model: string } & Partial<TokenUsage>,
+    idempotent?: IdempotentRequest,
+  ): Promise<IdempotentResult<{ session: SessionView }>> {
+    const usage: TokenUsage = {
+      inputTokens: input.inputTokens ?? 0,
+      outputTokens: input.outputTokens ?? 0,
+      cacheCreationTokens: input.cacheCreationTokens ?? 0,
+      cacheReadTokens: input.cacheReadTokens ?? 0,
+      thinkingTokens: input.thinkingTokens ?? 0,
+    };
+    const now = new Date();
+    let owner = '';
+    const result = await this.idempotency.run(principal, idempotent, async (manager) => {
+      const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
+      owner = session.ownerId;
+      const updated = await this.repository.addTokenUsage(manager, {
+        session,
+        model: input.model,
+        usage,
+        day: now.toISOString().slice(0, 10),
+        leaseExpiresAt: this.leaseFrom(now),
+        now,
+      });
+      return { session: toSessionView(updated) };
+    });
+    if (!result.replayed) {
+      this.events.publish(new TokenUsageReportedEvent(principal.organizationId, now, sessionId, owner, input.model, usage));
+    }
+    return result;
+  }
+
+  async heartbeat(
+    principal: Principal,
+    sessionId: string,
+    input: { turnId: string },
+    idempotent?: IdempotentRequest,
+  ): Promise<IdempotentResult<{ leaseExpiresAt: number }>> {
+    const now = new Date();
+    const leaseExpiresAt = this.leaseFrom(now);
+    return this.idempotency.run(principal, idempotent, async (manager) => {
+      const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
+      await this.repository.extendLease(manager, session.id, leaseExpiresAt, now);
+      return { leaseExpiresAt: leaseExpiresAt.getTime() };
+    });
+  }
+
+  /** Ends the turn: idle, or pending again when user messages arrived that the agent never took. */
+  async endTurn(
+    principal: Principal,
+    sessionId: string,
+    input: { turnId: string; assistantActiveTimeMs?: number },
+    idempotent?: IdempotentRequest,
+  ): Promise<IdempotentResult<{ session: SessionView }>> {
+    const now = new Date();
+    let next: SessionStatus = SessionStatus.Idle;
+    const result = await this.idempotency.run(principal, idempotent, async (manager) => {
+      const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
+      next = statusAfterTurn(session);
+      const ended = await this.repository.endTurn(manager, session.id, { status: next, now, activeTimeMs: input.assistantActiveTimeMs ?? 0 });
+      return { session: toSessionView(ended) };
+    });
+    if (!result.replayed) {
+      this.events.publish(new SessionStatusChangedEvent(principal.organizationId, now, sessionId, SessionStatus.Running, next));
+    }
+    return result;
+  }
+
+  private async takeWork(
+    manager: EntityManager,
+    principal: Principal,
+    computerId: string | null,
+  ): Promise<{ work: WorkView; events: SessionStatusChangedEvent[] } | null> {
+    const now = new Date();
+    const ownerId = principal.role === Role.Member ? principal.userId : undefined;
+    const session = await this.repository.lockNextWork(manager, { organizationId: principal.organizationId, computerId, ownerId }, now);
+    if (!session) return null;
+    // A turn whose lease ran out is restarted with the same work; fresh work starts where the last turn stopped.
+    const reclaimed = session.status === SessionStatus.Running;
+    const turnBaseSeq = reclaimed ? session.turnBaseSeq : session.claimedSeq;
+    const leaseExpiresAt = this.leaseFrom(now);
+    const started = await this.repository.startTurn(manager, session, { turnId: newId(), turnBaseSeq, leaseExpiresAt, now });
+    const messages = await this.repository.userMessagesAfter(manager, session.id, turnBaseSeq);
+    return {
+      work: {
+        turnId: started.turnId!,
+        sessionId: started.id,
+        leaseExpiresAt: leaseExpiresAt.getTime(),
+        session: toSessionView(started),
+        messages: messages.map(toMessageView),
+      },
+      events: reclaimed ? [] : [new SessionStatusChangedEvent(principal.organizationId, now, session.id, session.status, SessionStatus.Running)],
+    };
+  }
+
+  /** The session, locked, if `turnId` is its running turn: 404 for no such session, 409 for a turn that is over. */
+  private async lockTurn(manager: EntityManager, principal: Principal, sessionId: string, turnId: string): Promise<SessionEntity> {
+    const session = isUuid(sessionId) && isUuid(turnId) ? await this.repository.lockTurn(manager, sessionId, principal.organizationId, turnId) : null;
+    if (session && AccessPolicy.canWrite(principal, session)) return session;
+    const exists = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId, manager) : null;
+    if (!exists || !AccessPolicy.canWrite(principal, exists)) {
+      throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
+    }
+    throw new SessionsError(
+      SessionsErrorCode.TurnNotActive,
+      `Turn ${turnId} is not the running turn of session ${sessionId}: it ended, or its lease ran out and another agent took the work.`,
+      { sessionStatus: exists.status },
+    );
+  }
+
+  private leaseFrom(now: Date): Date {
+    return new Date(now.getTime() + this.config.AGENT_LEASE_MS);
+  }
+}
+
+function attributesOf(message: AgentMessageInput): Record<string, unknown> {
+  const attributes: Record<string, unknown> = {};
+  for (const field of MESSAGE_ATTRIBUTE_FIELDS) if (message[field] !== undefined) attributes[field] = message[field];
+  return attributes;
+}

@@ -1,0 +1,154 @@
+import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiBody, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
+import { ref } from '../../platform/http/json-schema';
+import { V0ErrorSchema } from '../../platform/http/openapi';
+import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
+import { AgentMessageInput, AgentWorkService, WorkView } from './agent-work.service';
+import { TokenUsage } from './domain/session-settings';
+import { MessageView, SessionView } from './domain/views';
+import { sessionSchemas } from './schemas/session.schemas';
+import { respond } from './sessions.controller';
+
+const sessionResponse = { type: 'object', required: ['session'], properties: { session: ref('Session') } };
+const TURN_CONFLICT = 'The turn is over: it ended, or its lease ran out and another agent took the work (`turn_not_active`).';
+
+/**
+ * The agent channel (not in the spec): the endpoints an agent process uses to take waiting work
+ * and answer it. Authenticated with the organization's API keys for now; members' keys reach
+ * only their own sessions, guests' none.
+ */
+@ApiTags('Agent channel')
+@Controller('api/v0/agent')
+@Authenticated(Role.Owner, Role.Manager, Role.Member)
+@ApiIdempotencyKey()
+@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
+export class AgentController {
+  constructor(private readonly work: AgentWorkService) {}
+
+  @Post('claims')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Take the next waiting work',
+    description:
+      'Takes the session that has waited longest (`pending`), routed to `computerId` or, without it, unrouted; a turn whose lease ran out ' +
+      'comes first, restarted with the same messages. The session becomes `running` under a new `turnId` leased for `AGENT_LEASE_MS` ' +
+      '(default 5 minutes); every call of the turn renews the lease. Two agents asking at once never get the same work. With `waitMs`, ' +
+      'waits up to that long (at most 30 s) for work to arrive; `work` is null when none did.',
+  })
+  @ApiBody({ schema: ref('ClaimWorkBody') })
+  @ApiOkResponse({
+    schema: {
+      type: 'object',
+      required: ['work'],
+      properties: {
+        work: {
+          type: 'object',
+          nullable: true,
+          required: ['turnId', 'sessionId', 'leaseExpiresAt', 'session', 'messages'],
+          properties: {
+            turnId: { type: 'string' },
+            sessionId: { type: 'string' },
+            leaseExpiresAt: { type: 'integer', description: 'Unix ms.' },
+            session: ref('Session'),
+            messages: { type: 'array', items: ref('Message'), description: 'The user messages this turn answers, in order.' },
+          },
+        },
+      },
+    },
+  })
+  @ApiNotFoundResponse({ description: 'Unknown `computerId`.', type: V0ErrorSchema })
+  async claim(
+    @CurrentPrincipal() principal: Principal,
+    @Body(sessionSchemas.pipe('ClaimWorkBody')) body: { computerId?: string; waitMs?: number },
+    @IdempotencyKey() idempotent: IdempotentRequest | undefined,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<{ work: WorkView | null }> {
+    return respond(reply, await this.work.claim(principal, body, idempotent));
+  }
+
+  @Post('sessions/:sessionId/messages')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Append agent messages',
+    description:
+      'Appends assistant, tool and system messages in the given order. Ids and times are assigned by the server; a message without ' +
+      '`parentId` follows the one before it (the previous message of the session for the first), and a given `parentId` must be a ' +
+      'message of the session.',
+  })
+  @ApiBody({ schema: ref('AppendMessagesBody') })
+  @ApiOkResponse({ schema: { type: 'object', required: ['messages'], properties: { messages: { type: 'array', items: ref('Message') } } } })
+  @ApiNotFoundResponse({ description: 'No such session in your organization.', type: V0ErrorSchema })
+  @ApiConflictResponse({ description: TURN_CONFLICT, type: V0ErrorSchema })
+  async append(
+    @CurrentPrincipal() principal: Principal,
+    @Param('sessionId') sessionId: string,
+    @Body(sessionSchemas.pipe('AppendMessagesBody')) body: { turnId: string; messages: AgentMessageInput[] },
+    @IdempotencyKey() idempotent: IdempotentRequest | undefined,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<{ messages: MessageView[] }> {
+    return respond(reply, await this.work.appendMessages(principal, sessionId, body, idempotent));
+  }
+
+  @Post('sessions/:sessionId/usage')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Report token usage',
+    description:
+      'Adds the tokens one model used to the session\'s `sessionSettings.tokenUsage` and to the organization\'s daily totals per user ' +
+      '(the session\'s owner) and model, which analytics reads. Omitted counts are 0.',
+  })
+  @ApiBody({ schema: ref('ReportUsageBody') })
+  @ApiOkResponse({ schema: sessionResponse })
+  @ApiNotFoundResponse({ description: 'No such session in your organization.', type: V0ErrorSchema })
+  @ApiConflictResponse({ description: TURN_CONFLICT, type: V0ErrorSchema })
+  async usage(
+    @CurrentPrincipal() principal: Principal,
+    @Param('sessionId') sessionId: string,
+    @Body(sessionSchemas.pipe('ReportUsageBody')) body: { turnId: string; model: string } & Partial<TokenUsage>,
+    @IdempotencyKey() idempotent: IdempotentRequest | undefined,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<{ session: SessionView }> {
+    return respond(reply, await this.work.reportUsage(principal, sessionId, body, idempotent));
+  }
+
+  @Post('sessions/:sessionId/heartbeat')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Renew the turn\'s lease', description: 'For long steps without other calls.' })
+  @ApiBody({ schema: ref('TurnBody') })
+  @ApiOkResponse({ schema: { type: 'object', required: ['leaseExpiresAt'], properties: { leaseExpiresAt: { type: 'integer', description: 'Unix ms.' } } } })
+  @ApiNotFoundResponse({ description: 'No such session in your organization.', type: V0ErrorSchema })
+  @ApiConflictResponse({ description: TURN_CONFLICT, type: V0ErrorSchema })
+  async heartbeat(
+    @CurrentPrincipal() principal: Principal,
+    @Param('sessionId') sessionId: string,
+    @Body(sessionSchemas.pipe('TurnBody')) body: { turnId: string },
+    @IdempotencyKey() idempotent: IdempotentRequest | undefined,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<{ leaseExpiresAt: number }> {
+    return respond(reply, await this.work.heartbeat(principal, sessionId, body, idempotent));
+  }
+
+  @Post('sessions/:sessionId/end-turn')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'End the turn',
+    description:
+      'The session becomes `idle` (and `completedAt` is set), or `pending` again when user messages arrived during the turn. ' +
+      '`assistantActiveTimeMs` is added to the session\'s total.',
+  })
+  @ApiBody({ schema: ref('EndTurnBody') })
+  @ApiOkResponse({ schema: sessionResponse })
+  @ApiNotFoundResponse({ description: 'No such session in your organization.', type: V0ErrorSchema })
+  @ApiConflictResponse({ description: TURN_CONFLICT, type: V0ErrorSchema })
+  async endTurn(
+    @CurrentPrincipal() principal: Principal,
+    @Param('sessionId') sessionId: string,
+    @Body(sessionSchemas.pipe('EndTurnBody')) body: { turnId: string; assistantActiveTimeMs?: number },
+    @IdempotencyKey() idempotent: IdempotentRequest | undefined,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<{ session: SessionView }> {
+    return respond(reply, await this.work.endTurn(principal, sessionId, body, idempotent));
+  }
+}

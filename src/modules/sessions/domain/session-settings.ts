@@ -1,0 +1,49 @@
+/**
+ * Value sets the spec leaves out ("not shown"), decided here and published in OpenAPI.
+ * The spec fixes one value of each (`none`, `auto`, `off`, `normal`); the rest are ours.
+ */
+export const REASONING_EFFORTS = ['none', 'dynamic', 'off', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
+export const INTERACTION_MODES = ['auto', 'spec', 'ask'] as const;
+export const AUTONOMY_LEVELS = ['off', 'low', 'medium', 'high'] as const;
+export const AUTONOMY_MODES = ['normal', 'unattended'] as const;
+/** Model providers a session can be locked to. */
+export const PROVIDER_LOCKS = ['vendor-a', 'vendor-b', 'vendor-c', 'generic-chat-completion-api', 'custom'] as const;
+/** API flavours a session can be locked to. */
+export const API_PROVIDER_LOCKS = ['messages', 'responses', 'chat-completions'] as const;
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheCreationTokens: number;
+  cacheReadTokens: number;
+  thinkingTokens: number;
+}
+
+export const TOKEN_USAGE_FIELDS = ['inputTokens', 'outputTokens', 'cacheCreationTokens', 'cacheReadTokens', 'thinkingTokens'] as const;
+
+export function emptyTokenUsage(): TokenUsage {
+  return { inputTokens: 0, outputTokens: 0, cacheCreationTokens: 0, cacheReadTokens: 0, thinkingTokens: 0 };
+}
+
+/** `sessionSettings` as stored and returned; every field is optional (spec: required fields not shown). */
+export interface StoredSessionSettings {
+  model?: string;
+  reasoningEffort?: string;
+  interactionMode?: string;
+  autonomyLevel?: string;
+  autonomyMode?: string;
+  specModeModel?: string;
+  specModeReasoningEffort?: string;
+  providerLock?: string;
+  providerLockTimestamp?: string;
+  apiProviderLock?: string;
+  assistantActiveTimeMs?: number;
+  tokenUsage?: TokenUsage;
+  archivedAt?: string;
+  tags?: Array<{ name: string; metadata: Record<string, unknown> }>;
+  enabledToolIds?: string[];
+  disabledToolIds?: string[];
+}
+
+/** Fields the server keeps up to date from agent reports; clients cannot set them. */
+export const SERVER_MAINTAINED_SETTINGS = ['assistantActiveTimeMs', 'tokenUsage'] as const;

@@ -1,0 +1,55 @@
+/** Spec: "current session execution status". */
+export enum SessionStatus {
+  /** Nothing waiting: the agent's last turn ended and no user message arrived since. */
+  Idle = 'idle',
+  /** A user message waits for an agent to take it. */
+  Pending = 'pending',
+  /** An agent has taken the work and its turn has not ended. */
+  Running = 'running',
+}
+
+export const SESSION_STATUSES = Object.values(SessionStatus);
+
+/** What moves a session from one status to another. */
+export enum SessionTrigger {
+  UserMessageAdded = 'userMessageAdded',
+  AgentTookWork = 'agentTookWork',
+  AgentEndedTurn = 'agentEndedTurn',
+  AgentLeaseExpired = 'agentLeaseExpired',
+}
+
+/**
+ * The status machine as data. A user message while running keeps the session running (the agent
+ * sees it when its turn ends: the session then goes back to pending rather than idle).
+ * `AgentEndedTurn` lists both outcomes; which one applies depends on whether user messages
+ * arrived during the turn (see `statusAfterTurn`).
+ */
+export const SESSION_TRANSITIONS: Readonly<Record<SessionTrigger, Partial<Record<SessionStatus, readonly SessionStatus[]>>>> = {
+  [SessionTrigger.UserMessageAdded]: {
+    [SessionStatus.Idle]: [SessionStatus.Pending],
+    [SessionStatus.Pending]: [SessionStatus.Pending],
+    [SessionStatus.Running]: [SessionStatus.Running],
+  },
+  [SessionTrigger.AgentTookWork]: {
+    [SessionStatus.Pending]: [SessionStatus.Running],
+  },
+  [SessionTrigger.AgentEndedTurn]: {
+    [SessionStatus.Running]: [SessionStatus.Idle, SessionStatus.Pending],
+  },
+  [SessionTrigger.AgentLeaseExpired]: {
+    [SessionStatus.Running]: [SessionStatus.Running],
+  },
+};
+
+export function canTransition(trigger: SessionTrigger, from: SessionStatus, to: SessionStatus): boolean {
+  return SESSION_TRANSITIONS[trigger][from]?.includes(to) ?? false;
+}
+
+export function statusAfterUserMessage(current: SessionStatus): SessionStatus {
+  return current === SessionStatus.Running ? SessionStatus.Running : SessionStatus.Pending;
+}
+
+/** After a turn: pending again if user messages arrived that the agent never took, else idle. */
+export function statusAfterTurn(session: { lastUserSeq: number; claimedSeq: number }): SessionStatus {
+  return session.lastUserSeq > session.claimedSeq ? SessionStatus.Pending : SessionStatus.Idle;
+}

@@ -1,0 +1,27 @@
+import { DomainError, ErrorKind } from '../../../platform/http/domain-error';
+
+export enum SessionsErrorCode {
+  SessionNotFound = 'session_not_found',
+  ComputerNotFound = 'computer_not_found',
+  MessageHistoryDisabled = 'message_history_disabled',
+  ReadOnlyRole = 'read_only_role',
+  TurnNotActive = 'turn_not_active',
+  ParentNotFound = 'parent_message_not_found',
+}
+
+export class SessionsError extends DomainError<SessionsErrorCode> {
+  get kind(): ErrorKind {
+    switch (this.code) {
+      case SessionsErrorCode.SessionNotFound:
+      case SessionsErrorCode.ComputerNotFound:
+        return ErrorKind.NotFound;
+      case SessionsErrorCode.MessageHistoryDisabled:
+      case SessionsErrorCode.ReadOnlyRole:
+        return ErrorKind.Forbidden;
+      case SessionsErrorCode.TurnNotActive:
+        return ErrorKind.Conflict;
+      case SessionsErrorCode.ParentNotFound:
+        return ErrorKind.InvalidRequest;
+    }
+  }
+}

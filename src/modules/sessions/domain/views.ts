@@ -1,0 +1,57 @@
+import { MessageEntity, SessionEntity } from '../entities';
+import { ContentBlock } from './message';
+import { StoredSessionSettings } from './session-settings';
+import { SessionStatus } from './session-status';
+
+/** The spec's Session: optional fields are omitted when unset, never null. */
+export interface SessionView {
+  sessionId: string;
+  status: SessionStatus;
+  messageCount: number;
+  createdAt: number;
+  updatedAt: number;
+  title?: string;
+  completedAt?: number;
+  computerId?: string;
+  sessionSettings?: StoredSessionSettings;
+}
+
+/** The spec's Message: exactly its fields, optional ones omitted when unset. */
+export interface MessageView {
+  id: string;
+  role: string;
+  content: ContentBlock[];
+  createdAt: number;
+  updatedAt: number;
+  parentId?: string;
+  userMessageSource?: string;
+  [optional: string]: unknown;
+}
+
+export function toSessionView(session: SessionEntity): SessionView {
+  const view: SessionView = {
+    sessionId: session.id,
+    status: session.status,
+    messageCount: session.messageCount,
+    createdAt: session.createdAt.getTime(),
+    updatedAt: session.updatedAt.getTime(),
+  };
+  if (session.title !== null) view.title = session.title;
+  if (session.completedAt) view.completedAt = session.completedAt.getTime();
+  if (session.computerId) view.computerId = session.computerId;
+  if (Object.keys(session.settings).length > 0) view.sessionSettings = session.settings;
+  return view;
+}
+
+export function toMessageView(message: MessageEntity): MessageView {
+  const view: MessageView = {
+    id: message.id,
+    role: message.role,
+    content: message.content,
+    createdAt: message.createdAt.getTime(),
+    updatedAt: message.updatedAt.getTime(),
+  };
+  if (message.parentId) view.parentId = message.parentId;
+  if (message.userMessageSource) view.userMessageSource = message.userMessageSource;
+  return Object.assign(view, message.attributes);
+}

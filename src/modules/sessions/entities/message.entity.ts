@@ -1,0 +1,47 @@
+import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
+import { ContentBlock, MessageAttributes, MessageRole } from '../domain/message';
+
+/**
+ * One message of a session. `seq` is its place in the conversation (1, 2, 3, ...), given under
+ * the session's row lock, so order is total and `messageCount` exact under concurrent writers.
+ * The spec's optional fields other than parentId and userMessageSource live in `attributes`.
+ */
+@Entity({ name: 'messages' })
+@Index('messages_session_seq_key', ['sessionId', 'seq'], { unique: true })
+@Index('messages_session_role_seq_idx', ['sessionId', 'role', 'seq'])
+export class MessageEntity {
+  @PrimaryColumn('uuid', { primaryKeyConstraintName: 'messages_pkey' })
+  id: string;
+
+  @Column({ name: 'session_id', type: 'uuid' })
+  @ForeignKey('SessionEntity', { name: 'messages_session_id_fkey', onDelete: 'CASCADE' })
+  sessionId: string;
+
+  @Column({ type: 'integer' })
+  seq: number;
+
+  @Column({ type: 'varchar', length: 16 })
+  role: MessageRole;
+
+  @Column({ name: 'parent_id', type: 'uuid', nullable: true })
+  parentId: string | null;
+
+  @Column({ name: 'user_message_source', type: 'varchar', length: 40, nullable: true })
+  userMessageSource: string | null;
+
+  /** The user who wrote a user message; null for agent messages. */
+  @Column({ name: 'author_id', type: 'uuid', nullable: true })
+  authorId: string | null;
+
+  @Column({ type: 'jsonb' })
+  content: ContentBlock[];
+
+  @Column({ type: 'jsonb', default: {} })
+  attributes: MessageAttributes;
+
+  @Column({ name: 'created_at', type: 'timestamptz', precision: 3 })
+  createdAt: Date;
+
+  @Column({ name: 'updated_at', type: 'timestamptz', precision: 3 })
+  updatedAt: Date;
+}

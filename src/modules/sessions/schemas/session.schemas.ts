@@ -1,0 +1,265 @@
+import { ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
+import { IMAGE_MEDIA_TYPES, MESSAGE_ROLES, USER_MESSAGE_SOURCES } from '../domain/message';
+import {
+  API_PROVIDER_LOCKS,
+  AUTONOMY_LEVELS,
+  AUTONOMY_MODES,
+  INTERACTION_MODES,
+  PROVIDER_LOCKS,
+  REASONING_EFFORTS,
+} from '../domain/session-settings';
+import { SESSION_STATUSES } from '../domain/session-status';
+import { ATTACHMENT_LIMITS, THINKING_SIGNATURE_PROVIDERS } from '../domain/limits';
+
+/**
+ * The Sessions module's JSON Schemas: the spec's Session, Message and content blocks (closed
+ * objects, as the spec requires), and the request bodies. Ajv validates requests against them and
+ * the OpenAPI document publishes the very same schemas.
+ */
+const str = (description?: string, extra: SchemaObject = {}): SchemaObject => ({ type: 'string', ...(description ? { description } : {}), ...extra });
+const tag = (value: string): SchemaObject => ({ type: 'string', enum: [value] });
+const closed = (required: string[], properties: Record<string, SchemaObject>, description?: string): SchemaObject => ({
+  type: 'object',
+  additionalProperties: false,
+  required,
+  properties,
+  ...(description ? { description } : {}),
+});
+const anyOfTypes = (names: string[]): SchemaObject => ({
+  type: 'object',
+  oneOf: names.map(ref),
+  discriminator: { propertyName: 'type' },
+});
+
+const base64 = (maxLength: number, what: string): SchemaObject =>
+  str(`${what}, base64-encoded (standard alphabet, padded). At most ${maxLength.toLocaleString('en')} characters.`, {
+    minLength: 1,
+    maxLength,
+  });
+
+const contentBlocks: Record<string, SchemaObject> = {
+  TextBlock: closed(['type', 'text'], { type: tag('text'), text: str(), id: str() }, 'Plain text.'),
+  ImageSource: closed(
+    ['type', 'data', 'mediaType'],
+    {
+      type: tag('base64'),
+      data: base64(ATTACHMENT_LIMITS.imageBase64Chars, 'The image bytes'),
+      mediaType: { type: 'string', enum: [...IMAGE_MEDIA_TYPES], description: 'Must match the bytes (checked by their signature).' },
+    },
+    'A base64 image.',
+  ),
+  ImageBlock: closed(['type', 'source'], { type: tag('image'), source: ref('ImageSource'), id: str() }),
+  ThinkingBlock: closed(['type', 'signature', 'thinking'], {
+    type: tag('thinking'),
+    signature: str(),
+    thinking: str(),
+    id: str(),
+    signatureProvider: {
+      type: 'string',
+      enum: [...THINKING_SIGNATURE_PROVIDERS],
+      description: 'Who issued the signature. The spec names one of its eight providers; the others are ours (vendors anonymised as in the spec).',
+    },
+    durationMs: { type: 'number', minimum: 0 },
+  }),
+  RedactedThinkingBlock: closed(['type', 'data'], { type: tag('redacted_thinking'), data: str(), id: str() }),
+  ToolUseBlock: closed(['type', 'id', 'input', 'name'], {
+    type: tag('tool_use'),
+    id: str(),
+    input: { type: 'object', description: 'Free-form tool input.' },
+    name: str(),
+    thoughtSignature: str(),
+  }),
+  ToolResultBlock: closed(['type', 'toolUseId'], {
+    type: tag('tool_result'),
+    toolUseId: str(),
+    id: str(),
+    isError: { type: 'boolean' },
+    content: {
+      type: ['string', 'array'] as unknown as 'string',
+      description: 'A string, or an array of text, image and document blocks.',
+      items: anyOfTypes(['TextBlock', 'ImageBlock', 'DocumentBlock']),
+    } as SchemaObject,
+  }),
+  PdfDocumentSource: closed(
+    ['type', 'mediaType', 'data'],
+    {
+      type: tag('base64'),
+      mediaType: tag('application/pdf'),
+      data: base64(ATTACHMENT_LIMITS.pdfBase64Chars, 'The PDF bytes'),
+      parsedData: str('Text extracted from the PDF.'),
+      name: str(),
+      path: str(),
+    },
+    'A PDF document.',
+  ),
+  TextDocumentSource: closed(
+    ['type', 'mediaType', 'data'],
+    {
+      type: tag('text'),
+      mediaType: tag('text/plain'),
+      data: str('The file\'s text itself (not base64).', { maxLength: ATTACHMENT_LIMITS.textFileChars }),
+      name: str(),
+      mime: str('The file\'s own media type, e.g. `text/markdown` or `application/json`.'),
+    },
+    'A text file.',
+  ),
+  DocumentBlock: closed(['type', 'source'], {
+    type: tag('document'),
+    source: { type: 'object', oneOf: [ref('PdfDocumentSource'), ref('TextDocumentSource')], discriminator: { propertyName: 'type' } },
+    id: str(),
+  }),
+  ContentBlock: {
+    ...anyOfTypes(['TextBlock', 'ImageBlock', 'ThinkingBlock', 'RedactedThinkingBlock', 'ToolUseBlock', 'ToolResultBlock', 'DocumentBlock']),
+    description: 'One content block, selected by `type`. No block accepts other properties.',
+  },
+};
+
+/** The Message fields every writer may set (all optional), shared by Message and the agent's input. */
+const optionalMessageFields: Record<string, SchemaObject> = {
+  parentId: str('The message this one follows or answers.'),
+  visibility: { type: 'string', enum: ['both', 'llm_only', 'user_only'] },
+  vendorAMessageId: str(),
+  vendorAPhase: { type: 'string', nullable: true, enum: ['commentary', 'final_answer', null] },
+  vendorAEncryptedContent: str(),
+  vendorAReasoningId: str(),
+  vendorAReasoningSummary: str(),
+  vendorBThoughtSignature: str('Deprecated: use a thinking block\'s `signature` with `signatureProvider`.', { deprecated: true }),
+  chatCompletionReasoningField: { type: 'string', enum: ['reasoning', 'reasoning_content'] },
+  chatCompletionReasoningContent: str(),
+  isUserVisible: { type: 'boolean' },
+  isError: { type: 'boolean' },
+  modelId: str(),
+  routerId: str(),
+  reasoningEffort: { type: 'string', enum: [...REASONING_EFFORTS] },
+  hookEventName: str(),
+  hookMatcher: str(),
+  hookCommands: {
+    type: 'array',
+    items: closed(['command'], { command: str(), timeout: { type: 'number', description: 'Seconds.' } }),
+  },
+  hookStatus: { type: 'string', enum: ['executing', 'completed', 'error'] },
+  hookResults: {
+    type: 'array',
+    items: closed(['exitCode', 'stdout', 'stderr'], {
+      exitCode: { type: 'number' },
+      stdout: str(),
+      stderr: str(),
+      suppressOutput: { type: 'boolean' },
+    }),
+  },
+  hookToolCallId: str(),
+  hiddenFromUserViews: { type: 'boolean' },
+  hookStartTime: { type: 'number' },
+  hookEndTime: { type: 'number' },
+  isParallelExecution: { type: 'boolean' },
+  parallelGroupId: str(),
+};
+
+/** The optional fields kept in a message's `attributes` (all but parentId). */
+export const MESSAGE_ATTRIBUTE_FIELDS = Object.keys(optionalMessageFields).filter((field) => field !== 'parentId');
+
+const content = (minItems: number): SchemaObject => ({
+  type: 'array',
+  minItems,
+  maxItems: ATTACHMENT_LIMITS.blocksPerMessage,
+  items: ref('ContentBlock'),
+});
+
+const sessionSettingsFields: Record<string, SchemaObject> = {
+  model: str(undefined, { maxLength: 200 }),
+  reasoningEffort: { type: 'string', enum: [...REASONING_EFFORTS] },
+  interactionMode: { type: 'string', enum: [...INTERACTION_MODES] },
+  autonomyLevel: { type: 'string', enum: [...AUTONOMY_LEVELS] },
+  autonomyMode: { type: 'string', enum: [...AUTONOMY_MODES] },
+  specModeModel: str(undefined, { maxLength: 200 }),
+  specModeReasoningEffort: { type: 'string', enum: [...REASONING_EFFORTS] },
+  providerLock: { type: 'string', enum: [...PROVIDER_LOCKS], description: 'Model-provider lock.' },
+  providerLockTimestamp: str('When the provider lock was set (ISO 8601).', { maxLength: 64 }),
+  apiProviderLock: { type: 'string', enum: [...API_PROVIDER_LOCKS] },
+  archivedAt: str('When the session was archived (ISO 8601).', { maxLength: 64 }),
+  tags: {
+    type: 'array',
+    maxItems: 50,
+    items: closed(['name', 'metadata'], { name: str(undefined, { minLength: 1, maxLength: 100 }), metadata: { type: 'object' } }),
+  },
+  enabledToolIds: { type: 'array', maxItems: 500, items: str(undefined, { maxLength: 200 }) },
+  disabledToolIds: { type: 'array', maxItems: 500, items: str(undefined, { maxLength: 200 }) },
+};
+
+const tokenUsageFields = ['inputTokens', 'outputTokens', 'cacheCreationTokens', 'cacheReadTokens', 'thinkingTokens'];
+const tokenCount: SchemaObject = { type: 'integer', minimum: 0, maximum: 1_000_000_000_000 };
+
+export const sessionSchemas = new SchemaRegistry('sessions').add({
+  ...contentBlocks,
+  Message: closed(['id', 'role', 'content', 'createdAt', 'updatedAt'], {
+    id: str(),
+    role: { type: 'string', enum: [...MESSAGE_ROLES] },
+    content: { type: 'array', items: ref('ContentBlock') },
+    createdAt: { type: 'number', description: 'Unix ms.' },
+    updatedAt: { type: 'number', description: 'Unix ms.' },
+    userMessageSource: { type: 'string', enum: [...USER_MESSAGE_SOURCES], description: 'Where a user message came from.' },
+    ...optionalMessageFields,
+  }, 'A message of a session. Accepts and carries no other properties.'),
+  TokenUsage: closed(tokenUsageFields, Object.fromEntries(tokenUsageFields.map((field) => [field, { type: 'number' }]))),
+  SessionSettings: closed([], {
+    ...sessionSettingsFields,
+    assistantActiveTimeMs: { type: 'number', description: 'Time agents spent working on the session, in ms (from the agent channel).' },
+    tokenUsage: { ...ref('TokenUsage'), description: 'Tokens used by the session, all models together (from the agent channel).' } as SchemaObject,
+  }, 'Every field is optional. `assistantActiveTimeMs` and `tokenUsage` are kept by the server from agent reports.'),
+  Session: closed(['sessionId', 'status', 'messageCount', 'createdAt', 'updatedAt'], {
+    sessionId: str(),
+    status: { type: 'string', enum: [...SESSION_STATUSES], description: 'Current session execution status.' },
+    messageCount: { type: 'integer', description: 'Number of messages in the session.' },
+    createdAt: { type: 'integer', description: 'Unix ms.' },
+    updatedAt: { type: 'integer', description: 'Unix ms.' },
+    title: str(),
+    completedAt: { type: 'integer', description: 'Unix ms: when an agent last ended its turn with nothing left to do.' },
+    computerId: str('The connected computer.'),
+    sessionSettings: ref('SessionSettings'),
+  }),
+  CreateSessionBody: closed([], {
+    title: str(undefined, { minLength: 1, maxLength: 500 }),
+    computerId: str('The computer to connect the session to; it must be one of your organization\'s (else 404).'),
+    sessionSettings: closed([], sessionSettingsFields, 'Settings for the session; `assistantActiveTimeMs` and `tokenUsage` are kept by the server and cannot be set.'),
+  }),
+  UpdateSessionBody: closed([], {
+    title: { type: 'string', nullable: true, minLength: 1, maxLength: 500, description: 'A new title, or null to remove it.' },
+    sessionSettings: closed([], sessionSettingsFields, 'Settings to change; fields not given keep their value.'),
+  }),
+  AddMessageBody: closed(['text'], {
+    text: str('The message text; must contain a non-blank character.', { minLength: 1, maxLength: ATTACHMENT_LIMITS.textChars }),
+    images: { type: 'array', maxItems: ATTACHMENT_LIMITS.images, items: ref('ImageSource'), description: 'Base64 images, stored as image blocks after the text.' },
+    files: {
+      type: 'array',
+      maxItems: ATTACHMENT_LIMITS.files,
+      description:
+        'File attachments, stored as document blocks after the images: PDFs as `{type: "base64", mediaType: "application/pdf", data, parsedData?, name?, path?}`, ' +
+        'text files as the document text source `{type: "text", mediaType: "text/plain", data: <the text>, name?, mime?}`.',
+      items: { type: 'object', oneOf: [ref('PdfDocumentSource'), ref('TextDocumentSource')], discriminator: { propertyName: 'type' } },
+    },
+    computerId: str('The computer to route the message to; when omitted, the session\'s computerId is used.'),
+  }),
+  AgentMessageInput: closed(['role', 'content'], {
+    role: { type: 'string', enum: ['assistant', 'tool', 'system'] },
+    content: content(0),
+    ...optionalMessageFields,
+  }, 'A message written by an agent: the Message schema without the server-assigned `id`, `createdAt` and `updatedAt`, and without `userMessageSource`.'),
+  ClaimWorkBody: closed([], {
+    computerId: str('Take work routed to this computer. Omitted: the organization\'s unrouted work.'),
+    waitMs: { type: 'integer', minimum: 0, maximum: 30_000, description: 'Wait up to this long for work when there is none (long poll). Default 0.' },
+  }),
+  AppendMessagesBody: closed(['turnId', 'messages'], {
+    turnId: str('The turn from the claim.'),
+    messages: { type: 'array', minItems: 1, maxItems: 100, items: ref('AgentMessageInput') },
+  }),
+  ReportUsageBody: closed(['turnId', 'model'], {
+    turnId: str(),
+    model: str(undefined, { minLength: 1, maxLength: 200 }),
+    ...Object.fromEntries(tokenUsageFields.map((field) => [field, tokenCount])),
+  }),
+  EndTurnBody: closed(['turnId'], {
+    turnId: str(),
+    assistantActiveTimeMs: { type: 'integer', minimum: 0, maximum: 86_400_000, description: 'Time the agent worked in this turn, added to the session\'s total.' },
+  }),
+  TurnBody: closed(['turnId'], { turnId: str() }),
+});

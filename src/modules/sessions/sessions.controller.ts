@@ -1,0 +1,173 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
+import {
+  ApiBody,
+  ApiCreatedResponse,
+  ApiExtraModels,
+  ApiForbiddenResponse,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiBadRequestResponse,
+  ApiTags,
+  ApiUnprocessableEntityResponse,
+  getSchemaPath,
+} from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
+import { ref } from '../../platform/http/json-schema';
+import { V0ErrorSchema } from '../../platform/http/openapi';
+import { PaginationDto } from '../../platform/http/pagination';
+import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest, IdempotentResult, REPLAYED_HEADER } from '../../platform/idempotency';
+import { MessageRole } from './domain/message';
+import { MessageView, SessionView } from './domain/views';
+import { GetSessionQueryDto, ListMessagesQueryDto, ListSessionsQueryDto } from './dto/session-queries.dto';
+import { sessionSchemas } from './schemas/session.schemas';
+import { AddMessageInput, AddMessageResult, CreateSessionInput, SessionsService, UpdateSessionInput } from './sessions.service';
+
+const WRITERS = [Role.Owner, Role.Manager, Role.Member];
+
+const page = (items: string, schema: string) => ({
+  type: 'object',
+  required: [items, 'pagination'],
+  properties: { [items]: { type: 'array', items: ref(schema) }, pagination: { $ref: getSchemaPath(PaginationDto) } },
+});
+
+/** Sets `Idempotent-Replayed` on a replayed answer and returns the body. */
+export function respond<T>(reply: FastifyReply, result: IdempotentResult<T>): T {
+  if (result.replayed) void reply.header(REPLAYED_HEADER, 'true');
+  return result.body;
+}
+
+@ApiTags('Sessions')
+@ApiExtraModels(PaginationDto)
+@Controller('api/v0/sessions')
+@Authenticated()
+@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
+@ApiNotFoundResponse({ description: 'No such session in your organization, or one you may not read (another organization\'s included); or an unknown `computerId`.', type: V0ErrorSchema })
+export class SessionsController {
+  constructor(private readonly sessions: SessionsService) {}
+
+  @Post()
+  @Authenticated(...WRITERS)
+  @ApiIdempotencyKey()
+  @ApiOperation({
+    summary: 'Create a session',
+    description:
+      'Not in the spec; added so clients can start work. The session starts `idle` with no messages and belongs to the caller. ' +
+      'Its id is a UUIDv7: time-ordered and unguessable. `sessionSettings` are laid over the organization\'s session defaults.',
+  })
+  @ApiBody({ schema: ref('CreateSessionBody') })
+  @ApiCreatedResponse({ schema: ref('Session') })
+  @ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request.', type: V0ErrorSchema })
+  async create(
+    @CurrentPrincipal() principal: Principal,
+    @Body(sessionSchemas.pipe('CreateSessionBody')) body: CreateSessionInput,
+    @IdempotencyKey() idempotent: IdempotentRequest | undefined,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<SessionView> {
+    return respond(reply, await this.sessions.create(principal, body, idempotent));
+  }
+
+  @Get()
+  @ApiOperation({
+    summary: 'List sessions',
+    description:
+      'Newest first (by `createdAt`, then `sessionId`, both descending). Owners and managers see every session of the organization; ' +
+      'members see them all unless `restrictMemberVisibility` is on, then only their own; guests see their own.',
+  })
+  @ApiOkResponse({ schema: page('sessions', 'Session') })
+  async list(@CurrentPrincipal() principal: Principal, @Query() query: ListSessionsQueryDto): Promise<{ sessions: SessionView[]; pagination: PaginationDto }> {
+    const result = await this.sessions.list(principal, { cursor: query.cursor, limit: query.pageSize, computerId: query.computerId });
+    return { sessions: result.items, pagination: result.pagination };
+  }
+
+  @Get(':sessionId')
+  @ApiOperation({ summary: 'Get a session' })
+  @ApiOkResponse({ schema: ref('Session') })
+  get(@CurrentPrincipal() principal: Principal, @Param('sessionId') sessionId: string, @Query() query: GetSessionQueryDto): Promise<SessionView> {
+    return this.sessions.get(principal, sessionId, query.computerId);
+  }
+
+  @Patch(':sessionId')
+  @Authenticated(...WRITERS)
+  @ApiOperation({
+    summary: 'Update a session',
+    description: 'Not in the spec; added. Changes the title and settings (archive with `sessionSettings.archivedAt`). Given settings replace those fields; others stay.',
+  })
+  @ApiBody({ schema: ref('UpdateSessionBody') })
+  @ApiOkResponse({ schema: ref('Session') })
+  @ApiForbiddenResponse({ description: 'A member changing someone else\'s session, or a guest.', type: V0ErrorSchema })
+  update(
+    @CurrentPrincipal() principal: Principal,
+    @Param('sessionId') sessionId: string,
+    @Body(sessionSchemas.pipe('UpdateSessionBody')) body: UpdateSessionInput,
+  ): Promise<SessionView> {
+    return this.sessions.update(principal, sessionId, body);
+  }
+
+  @Delete(':sessionId')
+  @HttpCode(204)
+  @Authenticated(...WRITERS)
+  @ApiOperation({ summary: 'Delete a session', description: 'Not in the spec; added. Deletes the session and all its messages, for good.' })
+  @ApiNoContentResponse({ description: 'Deleted.' })
+  @ApiForbiddenResponse({ description: 'A member deleting someone else\'s session, or a guest.', type: V0ErrorSchema })
+  async remove(@CurrentPrincipal() principal: Principal, @Param('sessionId') sessionId: string): Promise<void> {
+    await this.sessions.remove(principal, sessionId);
+  }
+
+  @Get(':sessionId/messages')
+  @ApiOperation({
+    summary: 'List session messages',
+    description:
+      'In conversation order, oldest first. Enabled for selected organizations only: elsewhere every call answers 403 ' +
+      '(`message_history_disabled`), checked before the session. `role` keeps only messages of that role.',
+  })
+  @ApiOkResponse({ schema: page('messages', 'Message') })
+  @ApiForbiddenResponse({ description: 'Message history is not enabled for your organization.', type: V0ErrorSchema })
+  async listMessages(
+    @CurrentPrincipal() principal: Principal,
+    @Param('sessionId') sessionId: string,
+    @Query() query: ListMessagesQueryDto,
+  ): Promise<{ messages: MessageView[]; pagination: PaginationDto }> {
+    const result = await this.sessions.listMessages(principal, sessionId, {
+      cursor: query.cursor,
+      limit: query.pageSize,
+      computerId: query.computerId,
+      role: query.role as MessageRole | undefined,
+    });
+    return { messages: result.items, pagination: result.pagination };
+  }
+
+  @Post(':sessionId/messages')
+  @HttpCode(200)
+  @Authenticated(...WRITERS)
+  @ApiIdempotencyKey()
+  @ApiOperation({
+    summary: 'Add a user message',
+    description:
+      'Stores the text, then the images, then the files as the content blocks of one user message (`userMessageSource: sessions_api`), ' +
+      'its `parentId` the previous message. An `idle` session becomes `pending` (work waiting for an agent); a `running` one stays running, ' +
+      'and goes back to `pending` when the agent ends its turn. `status` is the session\'s status after submission. ' +
+      'Base64 must be valid and its bytes must match `mediaType`. The work is routed to `computerId`, else to the session\'s computer.',
+  })
+  @ApiBody({ schema: ref('AddMessageBody') })
+  @ApiOkResponse({
+    schema: {
+      type: 'object',
+      required: ['messageId', 'status'],
+      properties: { messageId: { type: 'string' }, status: { type: 'string', enum: ['idle', 'pending', 'running'] } },
+    },
+  })
+  @ApiForbiddenResponse({ description: 'A member writing to someone else\'s session, or a guest.', type: V0ErrorSchema })
+  @ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request.', type: V0ErrorSchema })
+  async addMessage(
+    @CurrentPrincipal() principal: Principal,
+    @Param('sessionId') sessionId: string,
+    @Body(sessionSchemas.pipe('AddMessageBody')) body: AddMessageInput,
+    @IdempotencyKey() idempotent: IdempotentRequest | undefined,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<AddMessageResult> {
+    return respond(reply, await this.sessions.addMessage(principal, sessionId, body, idempotent));
+  }
+}

@@ -1,0 +1,30 @@
+import { Module, OnModuleInit } from '@nestjs/common';
+import { AuthModule } from '../auth';
+import { AgentController } from './agent.controller';
+import { AgentWorkService } from './agent-work.service';
+import { ComputerDirectory, NoComputers } from './ports/computer-directory';
+import { NoSessionDefaults, SessionDefaults } from './ports/session-defaults';
+import { sessionSchemas } from './schemas/session.schemas';
+import { SessionsController } from './sessions.controller';
+import { SessionsRepository } from './sessions.repository';
+import { SessionsService } from './sessions.service';
+import { WorkSignal } from './work-signal';
+
+@Module({
+  imports: [AuthModule],
+  controllers: [SessionsController, AgentController],
+  providers: [
+    SessionsRepository,
+    SessionsService,
+    AgentWorkService,
+    WorkSignal,
+    { provide: ComputerDirectory, useClass: NoComputers },
+    { provide: SessionDefaults, useClass: NoSessionDefaults },
+  ],
+  exports: [SessionsService, AgentWorkService],
+})
+export class SessionsModule implements OnModuleInit {
+  onModuleInit(): void {
+    sessionSchemas.compileAll();
+  }
+}

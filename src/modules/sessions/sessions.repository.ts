@@ -1,0 +1,384 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/http/cursor';
+import { Page, toPage } from '../../platform/http/pagination';
+import { NewestFirst } from '../../platform/database/keyset';
+import { MessageEntity, SessionEntity } from './entities';
+import { ContentBlock, MessageAttributes, MessageRole } from './domain/message';
+import { StoredSessionSettings, TokenUsage } from './domain/session-settings';
+import { SessionStatus } from './domain/session-status';
+
+/** The columns of a session as the API reads them; work-queue columns included. */
+const SESSION_COLUMNS = `
+  s.id, s.organization_id, s.owner_id, s.computer_id, s.title, s.status, s.message_count, s.last_message_id,
+  s.last_user_seq, s.claimed_seq, s.work_computer_id, s.pending_since, s.turn_base_seq, s.turn_id,
+  s.lease_expires_at, s.settings, s.created_at, s.updated_at, s.completed_at`;
+
+const MESSAGE_COLUMNS = `m.id, m.session_id, m.seq, m.role, m.parent_id, m.user_message_source, m.author_id, m.content, m.attributes, m.created_at, m.updated_at`;
+
+interface SessionRow {
+  id: string;
+  organization_id: string;
+  owner_id: string;
+  computer_id: string | null;
+  title: string | null;
+  status: SessionStatus;
+  message_count: number;
+  last_message_id: string | null;
+  last_user_seq: number;
+  claimed_seq: number;
+  work_computer_id: string | null;
+  pending_since: Date | null;
+  turn_base_seq: number;
+  turn_id: string | null;
+  lease_expires_at: Date | null;
+  settings: StoredSessionSettings;
+  created_at: Date;
+  updated_at: Date;
+  completed_at: Date | null;
+}
+
+interface MessageRow {
+  id: string;
+  session_id: string;
+  seq: number;
+  role: MessageRole;
+  parent_id: string | null;
+  user_message_source: string | null;
+  author_id: string | null;
+  content: ContentBlock[];
+  attributes: MessageAttributes;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface SessionFilter {
+  organizationId: string;
+  /** Only this user's sessions (guests; members under restrictMemberVisibility). */
+  ownerId?: string;
+  computerId?: string;
+}
+
+/** A session row changed under its lock, with the status it had before. */
+export interface SessionChange {
+  session: SessionEntity;
+  previousStatus: SessionStatus;
+  /** The newest message before this change (the parent of the first new message). */
+  previousLastMessageId: string | null;
+}
+
+/**
+ * All SQL of the Sessions module. Hot paths are single statements: adding messages takes the
+ * session's row lock, numbers the messages and moves the status in one UPDATE.
+ */
+@Injectable()
+export class SessionsRepository {
+  static readonly sessionsOrder = new NewestFirst('sessions');
+
+  constructor(private readonly dataSource: DataSource) {}
+
+  async insertSession(manager: EntityManager, s: SessionEntity): Promise<void> {
+    await manager.query(
+      `INSERT INTO sessions (id, organization_id, owner_id, computer_id, title, status, settings, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [s.id, s.organizationId, s.ownerId, s.computerId, s.title, s.status, JSON.stringify(s.settings), s.createdAt, s.updatedAt],
+    );
+  }
+
+  async findSession(
+    id: string,
+    organizationId: string,
+    manager: EntityManager = this.dataSource.manager,
+    lock = false,
+  ): Promise<SessionEntity | null> {
+    const rows = (await manager.query(
+      `SELECT ${SESSION_COLUMNS} FROM sessions s WHERE s.id = $1 AND s.organization_id = $2${lock ? ' FOR UPDATE' : ''}`,
+      [id, organizationId],
+    )) as SessionRow[];
+    return rows.length > 0 ? toSession(rows[0]) : null;
+  }
+
+  async listSessions(filter: SessionFilter, cursor: string | undefined, limit: number): Promise<Page<SessionEntity>> {
+    const query = this.dataSource
+      .getRepository(SessionEntity)
+      .createQueryBuilder('s')
+      .where('s.organization_id = :organizationId', { organizationId: filter.organizationId });
+    if (filter.ownerId) query.andWhere('s.owner_id = :ownerId', { ownerId: filter.ownerId });
+    if (filter.computerId) query.andWhere('s.computer_id = :computerId', { computerId: filter.computerId });
+    const rows = await SessionsRepository.sessionsOrder.apply(query, 's', cursor, limit).getMany();
+    return toPage(rows, limit, (row) => SessionsRepository.sessionsOrder.cursorOf(row));
+  }
+
+  async updateSession(manager: EntityManager, id: string, changes: { title?: string | null; settings: StoredSessionSettings; updatedAt: Date }): Promise<void> {
+    await manager.query(
+      `UPDATE sessions SET title = CASE WHEN $2 THEN $3 ELSE title END, settings = $4, updated_at = $5 WHERE id = $1`,
+      [id, changes.title !== undefined, changes.title ?? null, JSON.stringify(changes.settings), changes.updatedAt],
+    );
+  }
+
+  async deleteSession(manager: EntityManager, id: string): Promise<void> {
+    await manager.query(`DELETE FROM sessions WHERE id = $1`, [id]);
+  }
+
+  /**
+   * Appends `count` messages' worth of numbering to a session under its row lock and applies
+   * the status/queue changes of a user message (when `user` is given).
+   */
+  async reserveMessages(
+    manager: EntityManager,
+    input: {
+      sessionId: string;
+      organizationId: string;
+      count: number;
+      lastMessageId: string;
+      now: Date;
+      /** A user message, routed to this computer, else to the session's. */
+      user?: { computerId: string | null };
+      leaseExpiresAt?: Date;
+    },
+  ): Promise<SessionChange | null> {
+    const user = input.user !== undefined;
+    const rows = (await manager.query(
+      `WITH old AS (SELECT id, status, last_message_id FROM sessions WHERE id = $1 AND organization_id = $2 FOR UPDATE)
+       UPDATE sessions s SET
+         message_count = s.message_count + $3,
+         last_message_id = $4,
+         updated_at = $5,
+         last_user_seq = CASE WHEN $6 THEN s.message_count + $3 ELSE s.last_user_seq END,
+         status = CASE WHEN $6 AND s.status <> 'running' THEN 'pending' ELSE s.status END,
+         pending_since = CASE WHEN $6 AND s.status <> 'running' THEN COALESCE(s.pending_since, $5) ELSE s.pending_since END,
+         work_computer_id = CASE WHEN $6 THEN COALESCE($7::uuid, s.computer_id) ELSE s.work_computer_id END,
+         lease_expires_at = COALESCE($8, s.lease_expires_at)
+       FROM old WHERE s.id = old.id
+       RETURNING ${SESSION_COLUMNS}, old.status AS previous_status, old.last_message_id AS previous_last_message_id`,
+      [
+        input.sessionId,
+        input.organizationId,
+        input.count,
+        input.lastMessageId,
+        input.now,
+        user,
+        input.user?.computerId ?? null,
+        input.leaseExpiresAt ?? null,
+      ],
+    )) as [Array<SessionRow & { previous_status: SessionStatus; previous_last_message_id: string | null }>, number];
+    const row = rows[0][0];
+    if (!row) return null;
+    return { session: toSession(row), previousStatus: row.previous_status, previousLastMessageId: row.previous_last_message_id };
+  }
+
+  async insertMessages(manager: EntityManager, messages: MessageEntity[]): Promise<void> {
+    const params: unknown[] = [];
+    const rows = messages.map((m) => {
+      params.push(m.id, m.sessionId, m.seq, m.role, m.parentId, m.userMessageSource, m.authorId, JSON.stringify(m.content), JSON.stringify(m.attributes), m.createdAt, m.updatedAt);
+      const at = params.length - 11;
+      return `(${Array.from({ length: 11 }, (_, i) => `$${at + i + 1}`).join(', ')})`;
+    });
+    await manager.query(
+      `INSERT INTO messages (id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
+       VALUES ${rows.join(', ')}`,
+      params,
+    );
+  }
+
+  /** Ids among `ids` that are messages of the session. */
+  async existingMessageIds(manager: EntityManager, sessionId: string, ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = (await manager.query(`SELECT id FROM messages WHERE session_id = $1 AND id = ANY($2::uuid[])`, [sessionId, ids])) as Array<{ id: string }>;
+    return new Set(rows.map((row) => row.id));
+  }
+
+  /** A page of messages in conversation order; the cursor is the last seq returned. */
+  async listMessages(sessionId: string, role: MessageRole | undefined, cursor: string | undefined, limit: number): Promise<Page<MessageEntity>> {
+    const list = `messages:${sessionId}`;
+    let afterSeq = 0;
+    if (cursor !== undefined) {
+      afterSeq = decodeCursor(list, cursor, ['number'])[0] as number;
+      if (afterSeq < 0 || afterSeq > 2_147_483_647) throw invalidCursor();
+    }
+    const params: unknown[] = [sessionId, afterSeq, limit + 1];
+    const roleFilter = role ? `AND m.role = $4` : '';
+    if (role) params.push(role);
+    const rows = (await this.dataSource.query(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = $1 AND m.seq > $2 ${roleFilter} ORDER BY m.seq LIMIT $3`,
+      params,
+    )) as MessageRow[];
+    return toPage(rows.map(toMessage), limit, (row) => encodeCursor(list, [row.seq]));
+  }
+
+  async userMessagesAfter(manager: EntityManager, sessionId: string, afterSeq: number): Promise<MessageEntity[]> {
+    const rows = (await manager.query(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = $1 AND m.seq > $2 AND m.role = 'user' ORDER BY m.seq`,
+      [sessionId, afterSeq],
+    )) as MessageRow[];
+    return rows.map(toMessage);
+  }
+
+  /**
+   * Locks the oldest work an agent may take, skipping rows other agents are taking: first a turn
+   * whose lease ran out (its agent is gone), then waiting work.
+   */
+  async lockNextWork(
+    manager: EntityManager,
+    filter: { organizationId: string; computerId: string | null; ownerId?: string },
+    now: Date,
+  ): Promise<SessionEntity | null> {
+    const params: unknown[] = [filter.organizationId];
+    const where = [`s.organization_id = $1`];
+    if (filter.computerId) {
+      params.push(filter.computerId);
+      where.push(`s.work_computer_id = $${params.length}`);
+    } else {
+      where.push(`s.work_computer_id IS NULL`);
+    }
+    if (filter.ownerId) {
+      params.push(filter.ownerId);
+      where.push(`s.owner_id = $${params.length}`);
+    }
+    const common = where.join(' AND ');
+    const queries: Array<[string, unknown[]]> = [
+      [
+        `${common} AND s.status = 'running' AND s.lease_expires_at < $${params.length + 1} ORDER BY s.lease_expires_at, s.id`,
+        [...params, now],
+      ],
+      [`${common} AND s.status = 'pending' ORDER BY s.pending_since, s.id`, params],
+    ];
+    for (const [condition, values] of queries) {
+      const rows = (await manager.query(`SELECT ${SESSION_COLUMNS} FROM sessions s WHERE ${condition} LIMIT 1 FOR UPDATE SKIP LOCKED`, values)) as SessionRow[];
+      if (rows.length > 0) return toSession(rows[0]);
+    }
+    return null;
+  }
+
+  /** Starts a turn on a locked session: running, its user messages so far handed out. */
+  async startTurn(
+    manager: EntityManager,
+    session: SessionEntity,
+    turn: { turnId: string; turnBaseSeq: number; leaseExpiresAt: Date; now: Date },
+  ): Promise<SessionEntity> {
+    const rows = (await manager.query(
+      `UPDATE sessions s SET status = 'running', turn_id = $2, turn_base_seq = $3, claimed_seq = s.last_user_seq,
+         lease_expires_at = $4, pending_since = NULL, updated_at = $5
+       WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
+      [session.id, turn.turnId, turn.turnBaseSeq, turn.leaseExpiresAt, turn.now],
+    )) as [SessionRow[], number];
+    return toSession(rows[0][0]);
+  }
+
+  /** Locks a session whose running turn is `turnId`; null when that turn is not the running one. */
+  async lockTurn(manager: EntityManager, sessionId: string, organizationId: string, turnId: string): Promise<SessionEntity | null> {
+    const rows = (await manager.query(
+      `SELECT ${SESSION_COLUMNS} FROM sessions s
+       WHERE s.id = $1 AND s.organization_id = $2 AND s.turn_id = $3 AND s.status = 'running' FOR UPDATE`,
+      [sessionId, organizationId, turnId],
+    )) as SessionRow[];
+    return rows.length > 0 ? toSession(rows[0]) : null;
+  }
+
+  async extendLease(manager: EntityManager, sessionId: string, leaseExpiresAt: Date, now: Date): Promise<void> {
+    await manager.query(`UPDATE sessions SET lease_expires_at = $2, updated_at = $3 WHERE id = $1`, [sessionId, leaseExpiresAt, now]);
+  }
+
+  async endTurn(
+    manager: EntityManager,
+    sessionId: string,
+    end: { status: SessionStatus; now: Date; activeTimeMs: number },
+  ): Promise<SessionEntity> {
+    const rows = (await manager.query(
+      `UPDATE sessions s SET status = $2::varchar, turn_id = NULL, lease_expires_at = NULL, updated_at = $3,
+         completed_at = CASE WHEN $2::varchar = 'idle' THEN $3 ELSE s.completed_at END,
+         pending_since = CASE WHEN $2::varchar = 'pending' THEN $3 ELSE NULL END,
+         settings = CASE WHEN $4::bigint > 0
+           THEN jsonb_set(s.settings, '{assistantActiveTimeMs}', to_jsonb(COALESCE((s.settings->>'assistantActiveTimeMs')::bigint, 0) + $4::bigint))
+           ELSE s.settings END
+       WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
+      [sessionId, end.status, end.now, end.activeTimeMs],
+    )) as [SessionRow[], number];
+    return toSession(rows[0][0]);
+  }
+
+  /** Adds a usage report to the session's `tokenUsage` and to the day's per-user, per-model totals. */
+  async addTokenUsage(
+    manager: EntityManager,
+    input: { session: SessionEntity; model: string; usage: TokenUsage; day: string; leaseExpiresAt: Date; now: Date },
+  ): Promise<SessionEntity> {
+    const u = input.usage;
+    const rows = (await manager.query(
+      `UPDATE sessions s SET updated_at = $7, lease_expires_at = $8,
+         settings = jsonb_set(s.settings, '{tokenUsage}', jsonb_build_object(
+           'inputTokens', COALESCE((s.settings->'tokenUsage'->>'inputTokens')::bigint, 0) + $2,
+           'outputTokens', COALESCE((s.settings->'tokenUsage'->>'outputTokens')::bigint, 0) + $3,
+           'cacheCreationTokens', COALESCE((s.settings->'tokenUsage'->>'cacheCreationTokens')::bigint, 0) + $4,
+           'cacheReadTokens', COALESCE((s.settings->'tokenUsage'->>'cacheReadTokens')::bigint, 0) + $5,
+           'thinkingTokens', COALESCE((s.settings->'tokenUsage'->>'thinkingTokens')::bigint, 0) + $6))
+       WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
+      [input.session.id, u.inputTokens, u.outputTokens, u.cacheCreationTokens, u.cacheReadTokens, u.thinkingTokens, input.now, input.leaseExpiresAt],
+    )) as [SessionRow[], number];
+    await manager.query(
+      `INSERT INTO token_usage_daily AS t (organization_id, day, user_id, model, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, thinking_tokens)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+       ON CONFLICT (organization_id, day, user_id, model) DO UPDATE SET
+         input_tokens = t.input_tokens + EXCLUDED.input_tokens,
+         output_tokens = t.output_tokens + EXCLUDED.output_tokens,
+         cache_creation_tokens = t.cache_creation_tokens + EXCLUDED.cache_creation_tokens,
+         cache_read_tokens = t.cache_read_tokens + EXCLUDED.cache_read_tokens,
+         thinking_tokens = t.thinking_tokens + EXCLUDED.thinking_tokens`,
+      [
+        input.session.organizationId,
+        input.day,
+        input.session.ownerId,
+        input.model,
+        u.inputTokens,
+        u.outputTokens,
+        u.cacheCreationTokens,
+        u.cacheReadTokens,
+        u.thinkingTokens,
+      ],
+    );
+    return toSession(rows[0][0]);
+  }
+
+  transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return this.dataSource.transaction(work);
+  }
+}
+
+function toSession(row: SessionRow): SessionEntity {
+  return Object.assign(new SessionEntity(), {
+    id: row.id,
+    organizationId: row.organization_id,
+    ownerId: row.owner_id,
+    computerId: row.computer_id,
+    title: row.title,
+    status: row.status,
+    messageCount: row.message_count,
+    lastMessageId: row.last_message_id,
+    lastUserSeq: row.last_user_seq,
+    claimedSeq: row.claimed_seq,
+    workComputerId: row.work_computer_id,
+    pendingSince: row.pending_since,
+    turnBaseSeq: row.turn_base_seq,
+    turnId: row.turn_id,
+    leaseExpiresAt: row.lease_expires_at,
+    settings: row.settings,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    completedAt: row.completed_at,
+  });
+}
+
+function toMessage(row: MessageRow): MessageEntity {
+  return Object.assign(new MessageEntity(), {
+    id: row.id,
+    sessionId: row.session_id,
+    seq: row.seq,
+    role: row.role,
+    parentId: row.parent_id,
+    userMessageSource: row.user_message_source,
+    authorId: row.author_id,
+    content: row.content,
+    attributes: row.attributes,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  });
+}

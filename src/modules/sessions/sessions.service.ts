@@ -1,0 +1,281 @@
+import { Injectable } from '@nestjs/common';
+import { AccessPolicy, OrganizationControlsReader, OrganizationsService, Principal, Role } from '../auth';
+import { DomainEventBus } from '../../platform/events';
+import { isUuid, newId } from '../../platform/database/ids';
+import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
+import { Page } from '../../platform/http/pagination';
+import { validationError } from '../../platform/http/validation';
+import { MessageEntity, SessionEntity } from './entities';
+import { checkBase64Payload } from './domain/attachments';
+import { ContentBlock, MessageRole } from './domain/message';
+import { SERVER_MAINTAINED_SETTINGS, StoredSessionSettings } from './domain/session-settings';
+import { SessionStatus } from './domain/session-status';
+import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
+import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
+import { MessageAddedEvent, SessionCreatedEvent, SessionStatusChangedEvent } from './events';
+import { ComputerDirectory } from './ports/computer-directory';
+import { SessionDefaults } from './ports/session-defaults';
+import { SessionChange, SessionsRepository } from './sessions.repository';
+
+export interface CreateSessionInput {
+  title?: string;
+  computerId?: string;
+  sessionSettings?: StoredSessionSettings;
+}
+
+export interface UpdateSessionInput {
+  title?: string | null;
+  sessionSettings?: StoredSessionSettings;
+}
+
+export interface AddMessageInput {
+  text: string;
+  images?: Array<{ type: 'base64'; data: string; mediaType: string }>;
+  files?: Array<Record<string, unknown> & { type: string; mediaType: string; data: string }>;
+  computerId?: string;
+}
+
+export interface AddMessageResult {
+  messageId: string;
+  status: SessionStatus;
+}
+
+/** Where add-message records a user message as coming from. */
+export const API_MESSAGE_SOURCE = 'sessions_api';
+
+/** The public v0 sessions API: sessions and their user messages, under the role matrix. */
+@Injectable()
+export class SessionsService {
+  constructor(
+    private readonly repository: SessionsRepository,
+    private readonly controls: OrganizationControlsReader,
+    private readonly organizations: OrganizationsService,
+    private readonly computers: ComputerDirectory,
+    private readonly defaults: SessionDefaults,
+    private readonly idempotency: IdempotencyService,
+    private readonly events: DomainEventBus,
+  ) {}
+
+  async create(principal: Principal, input: CreateSessionInput, idempotent?: IdempotentRequest): Promise<IdempotentResult<SessionView>> {
+    if (input.computerId !== undefined) await this.requireComputer(principal, input.computerId);
+    const defaults = await this.defaults.read(principal.organizationId);
+    const now = new Date();
+    const session = Object.assign(new SessionEntity(), {
+      id: newId(),
+      organizationId: principal.organizationId,
+      ownerId: principal.userId,
+      computerId: input.computerId ?? null,
+      title: input.title ?? null,
+      status: SessionStatus.Idle,
+      messageCount: 0,
+      lastMessageId: null,
+      lastUserSeq: 0,
+      claimedSeq: 0,
+      workComputerId: null,
+      pendingSince: null,
+      turnBaseSeq: 0,
+      turnId: null,
+      leaseExpiresAt: null,
+      settings: { ...withoutServerMaintained(defaults), ...input.sessionSettings },
+      createdAt: now,
+      updatedAt: now,
+      completedAt: null,
+    });
+    const result = await this.idempotency.run(principal, idempotent, async (manager) => {
+      await this.repository.insertSession(manager, session);
+      return toSessionView(session);
+    }, 201);
+    if (!result.replayed) {
+      this.events.publish(new SessionCreatedEvent(session.organizationId, now, session.id, session.ownerId, session.computerId));
+    }
+    return result;
+  }
+
+  async get(principal: Principal, sessionId: string, computerId?: string): Promise<SessionView> {
+    return toSessionView(await this.readable(principal, sessionId, computerId));
+  }
+
+  async list(principal: Principal, query: { cursor?: string; limit: number; computerId?: string }): Promise<Page<SessionView>> {
+    if (query.computerId !== undefined) await this.requireComputer(principal, query.computerId);
+    const ownerId = (await this.seesOnlyOwnSessions(principal)) ? principal.userId : undefined;
+    const page = await this.repository.listSessions(
+      { organizationId: principal.organizationId, ownerId, computerId: query.computerId },
+      query.cursor,
+      query.limit,
+    );
+    return { items: page.items.map(toSessionView), pagination: page.pagination };
+  }
+
+  async update(principal: Principal, sessionId: string, input: UpdateSessionInput): Promise<SessionView> {
+    const session = this.writable(principal, await this.readable(principal, sessionId));
+    return this.repository.transaction(async (manager) => {
+      const locked = (await this.repository.findSession(session.id, principal.organizationId, manager, true)) ?? notFound(sessionId);
+      const settings = { ...locked.settings, ...input.sessionSettings };
+      const changes = {
+        ...(input.title !== undefined ? { title: input.title } : {}),
+        settings,
+        updatedAt: new Date(),
+      };
+      await this.repository.updateSession(manager, session.id, changes);
+      return toSessionView(Object.assign(locked, changes));
+    });
+  }
+
+  async remove(principal: Principal, sessionId: string): Promise<void> {
+    const session = this.writable(principal, await this.readable(principal, sessionId));
+    await this.repository.transaction((manager) => this.repository.deleteSession(manager, session.id));
+  }
+
+  /**
+   * Stores a user message (text, then images, then files, as content blocks) and moves the
+   * session to pending, or keeps it running when an agent is at work.
+   */
+  async addMessage(
+    principal: Principal,
+    sessionId: string,
+    input: AddMessageInput,
+    idempotent?: IdempotentRequest,
+  ): Promise<IdempotentResult<AddMessageResult>> {
+    const content = userContent(input);
+    if (!isUuid(sessionId)) notFound(sessionId);
+    if (input.computerId !== undefined) await this.requireComputer(principal, input.computerId);
+    // Owners and managers may write to any session of the organization: no read is needed
+    // before the locked update. Members must own the session.
+    const ownerOnly = principal.role === Role.Member;
+    const messageId = newId();
+    const now = new Date();
+    let published: SessionChange | undefined;
+    const result = await this.idempotency.run(principal, idempotent, async (manager) => {
+      const session = ownerOnly ? await this.repository.findSession(sessionId, principal.organizationId, manager) : undefined;
+      if (session === null) notFound(sessionId);
+      if (session) this.writable(principal, await this.readableEntity(principal, session, sessionId));
+      const change = await this.repository.reserveMessages(manager, {
+        sessionId,
+        organizationId: principal.organizationId,
+        count: 1,
+        lastMessageId: messageId,
+        now,
+        user: { computerId: input.computerId ?? null },
+      });
+      if (!change) notFound(sessionId);
+      const message = Object.assign(new MessageEntity(), {
+        id: messageId,
+        sessionId,
+        seq: change.session.messageCount,
+        role: MessageRole.User,
+        parentId: change.previousLastMessageId,
+        userMessageSource: API_MESSAGE_SOURCE,
+        authorId: principal.userId,
+        content,
+        attributes: {},
+        createdAt: now,
+        updatedAt: now,
+      });
+      await this.repository.insertMessages(manager, [message]);
+      published = change;
+      return { messageId, status: change.session.status };
+    });
+    if (!result.replayed && published) {
+      const { session, previousStatus } = published;
+      const events: Array<MessageAddedEvent | SessionStatusChangedEvent> = [
+        new MessageAddedEvent(session.organizationId, now, session.id, messageId, MessageRole.User, session.messageCount, principal.userId, session.workComputerId),
+      ];
+      if (previousStatus !== session.status) {
+        events.push(new SessionStatusChangedEvent(session.organizationId, now, session.id, previousStatus, session.status));
+      }
+      this.events.publish(...events);
+    }
+    return result;
+  }
+
+  async listMessages(
+    principal: Principal,
+    sessionId: string,
+    query: { cursor?: string; limit: number; computerId?: string; role?: MessageRole },
+  ): Promise<Page<MessageView>> {
+    if (!(await this.organizations.hasFeature(principal.organizationId, 'messageHistory'))) {
+      throw new SessionsError(
+        SessionsErrorCode.MessageHistoryDisabled,
+        'Reading message history is not enabled for your organization.',
+      );
+    }
+    const session = await this.readable(principal, sessionId, query.computerId);
+    const page = await this.repository.listMessages(session.id, query.role, query.cursor, query.limit);
+    return { items: page.items.map(toMessageView), pagination: page.pagination };
+  }
+
+  /** The session if the caller may read it; 404 otherwise, whatever the reason. */
+  async readable(principal: Principal, sessionId: string, computerId?: string): Promise<SessionEntity> {
+    if (computerId !== undefined) await this.requireComputer(principal, computerId);
+    const session = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId) : null;
+    if (!session || (computerId !== undefined && session.computerId !== computerId)) notFound(sessionId);
+    return this.readableEntity(principal, session, sessionId);
+  }
+
+  private async readableEntity(principal: Principal, session: SessionEntity, sessionId: string): Promise<SessionEntity> {
+    const { restrictMemberVisibility } = await this.controls.read(principal.organizationId);
+    if (!AccessPolicy.canRead(principal, session, restrictMemberVisibility)) notFound(sessionId);
+    return session;
+  }
+
+  /** A readable session the caller may not change answers 403. */
+  private writable(principal: Principal, session: SessionEntity): SessionEntity {
+    if (!AccessPolicy.canWrite(principal, session)) {
+      throw new SessionsError(
+        SessionsErrorCode.ReadOnlyRole,
+        principal.role === Role.Guest
+          ? 'Guests can read their sessions but not change them.'
+          : 'Members can change only their own sessions; this one belongs to someone else.',
+      );
+    }
+    return session;
+  }
+
+  private async seesOnlyOwnSessions(principal: Principal): Promise<boolean> {
+    if (principal.role === Role.Guest) return true;
+    if (principal.role !== Role.Member) return false;
+    return (await this.controls.read(principal.organizationId)).restrictMemberVisibility;
+  }
+
+  private async requireComputer(principal: Principal, computerId: string): Promise<void> {
+    if (!isUuid(computerId) || !(await this.computers.belongsTo(principal.organizationId, computerId))) {
+      throw new SessionsError(SessionsErrorCode.ComputerNotFound, `No computer ${computerId} exists in your organization.`, {
+        field: 'computerId',
+      });
+    }
+  }
+}
+
+function notFound(sessionId: string): never {
+  throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
+}
+
+function withoutServerMaintained(settings: StoredSessionSettings): StoredSessionSettings {
+  const copy = { ...settings };
+  for (const field of SERVER_MAINTAINED_SETTINGS) delete copy[field];
+  return copy;
+}
+
+/** The user message's content blocks, after checking what the schema cannot: blank text, base64, media types. */
+function userContent(input: AddMessageInput): ContentBlock[] {
+  const errors = [];
+  if (input.text.trim().length === 0) errors.push({ field: 'text', message: 'must contain a non-blank character' });
+  (input.images ?? []).forEach((image, i) => {
+    const error = checkBase64Payload(`images[${i}]`, image.data, image.mediaType);
+    if (error) errors.push(error);
+  });
+  (input.files ?? []).forEach((file, i) => {
+    if (file.type === 'base64') {
+      const error = checkBase64Payload(`files[${i}]`, file.data, file.mediaType);
+      if (error) errors.push(error);
+    } else if (file.data.length === 0) {
+      errors.push({ field: `files[${i}].data`, message: 'must not be empty' });
+    }
+  });
+  if (errors.length > 0) throw validationError(errors);
+  return [
+    { type: 'text', text: input.text },
+    ...(input.images ?? []).map((source) => ({ type: 'image', source })),
+    ...(input.files ?? []).map((source) => ({ type: 'document', source })),
+  ];
+}

@@ -1,0 +1,148 @@
+import { PipeTransform } from '@nestjs/common';
+import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
+import { FieldError, validationError } from './validation';
+
+/** A JSON Schema in OpenAPI 3.0's dialect. */
+export type SchemaObject = { [keyword: string]: unknown };
+
+/**
+ * Request bodies whose shape is a closed JSON Schema (messages and their content blocks) are
+ * validated with Ajv against the same schemas the OpenAPI document publishes, so the docs and
+ * the checks cannot drift. Schemas are OpenAPI 3.0 flavoured: `nullable`, `discriminator`,
+ * single-value `enum` for tags, refs as `#/components/schemas/<Name>`.
+ */
+export class SchemaRegistry {
+  /** Every registry, so the OpenAPI document can publish all their schemas. */
+  static readonly all: SchemaRegistry[] = [];
+
+  private readonly ajv = new Ajv({
+    allErrors: true,
+    verbose: true,
+    discriminator: true,
+    allowUnionTypes: true,
+    strict: true,
+    coerceTypes: false,
+    useDefaults: false,
+  });
+  private readonly schemas: Record<string, SchemaObject> = {};
+  private readonly compiled = new Map<string, ValidateFunction>();
+  private sealed = false;
+
+  constructor(private readonly documentId: string) {
+    this.ajv.addVocabulary(['example', 'components']);
+    SchemaRegistry.all.push(this);
+  }
+
+  /** Adds named component schemas; all must be added before the first `validator()`. */
+  add(schemas: Record<string, SchemaObject>): this {
+    if (this.sealed) throw new Error('SchemaRegistry: add schemas before compiling validators');
+    Object.assign(this.schemas, schemas);
+    return this;
+  }
+
+  /** The schemas to merge into the OpenAPI document's `components.schemas`. */
+  components(): Record<string, SchemaObject> {
+    return this.schemas;
+  }
+
+  /** Compiles every schema now, so a broken schema stops the boot instead of failing a request. */
+  compileAll(): void {
+    for (const name of Object.keys(this.schemas)) this.validator(name);
+  }
+
+  validator(name: string): ValidateFunction {
+    if (!this.sealed) {
+      this.ajv.addSchema({ $id: this.documentId, components: { schemas: this.schemas } });
+      this.sealed = true;
+    }
+    let validate = this.compiled.get(name);
+    if (!validate) {
+      validate = this.ajv.compile({ $ref: `${this.documentId}#/components/schemas/${name}` });
+      this.compiled.set(name, validate);
+    }
+    return validate;
+  }
+
+  /** A pipe for `@Body(...)` that answers 400 naming every offending field. */
+  pipe(name: string): PipeTransform {
+    return { transform: (value: unknown) => this.check(name, value) };
+  }
+
+  check<T>(name: string, value: unknown): T {
+    const validate = this.validator(name);
+    if (!validate(value)) throw validationError(toFieldErrors(validate.errors ?? [], value, (name) => this.schemas[name]));
+    return value as T;
+  }
+}
+
+export function ref(name: string): { $ref: string } {
+  return { $ref: `#/components/schemas/${name}` };
+}
+
+/** Ajv's errors as `{field, message}` with `a.b[2].c` paths, most specific first, without duplicates. */
+type Resolve = (name: string) => SchemaObject | undefined;
+
+export function toFieldErrors(errors: ErrorObject[], body: unknown, resolve: Resolve = () => undefined): FieldError[] {
+  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
+    return [{ field: 'body', message: 'must be a JSON object' }];
+  }
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const error of errors) {
+    const { field, message } = describe(error, resolve);
+    const key = `${field}\u0000${message}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      out.push({ field, message });
+    }
+  }
+  return out;
+}
+
+function describe(error: ErrorObject, resolve: Resolve): FieldError {
+  const path = pathOf(error.instancePath);
+  const child = (name: string) => (path ? `${path}.${name}` : name);
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'required':
+      return { field: child(String(params.missingProperty)), message: 'is required' };
+    case 'additionalProperties':
+      return { field: child(String(params.additionalProperty)), message: 'is not an accepted field' };
+    case 'enum':
+      return { field: path, message: `must be one of: ${(params.allowedValues as unknown[]).map(String).join(', ')}` };
+    case 'const':
+      return { field: path, message: `must be ${JSON.stringify(params.allowedValue)}` };
+    case 'type':
+      return { field: path || 'body', message: `must be ${article(String(params.type))}` };
+    case 'discriminator':
+      return params.error === 'mapping'
+        ? { field: child(String(params.tag)), message: `is not a known ${String(params.tag)}${mappingHint(error, resolve)}` }
+        : { field: child(String(params.tag)), message: 'is required and must be a string' };
+    default:
+      return { field: path || 'body', message: error.message ?? 'is invalid' };
+  }
+}
+
+type Branch = { $ref?: string; properties?: Record<string, { enum?: unknown[] }> };
+
+function mappingHint(error: ErrorObject, resolve: Resolve): string {
+  const oneOf = (error.parentSchema as { oneOf?: Branch[] } | undefined)?.oneOf ?? [];
+  const tag = String((error.params as { tag: string }).tag);
+  const branches = oneOf.map((branch) => (branch.$ref ? (resolve(branch.$ref.split('/').pop()!) as Branch | undefined) : branch));
+  const values = branches.flatMap((branch) => branch?.properties?.[tag]?.enum ?? []);
+  return values.length > 0 ? `; must be one of: ${values.map(String).join(', ')}` : '';
+}
+
+function pathOf(instancePath: string): string {
+  return instancePath
+    .split('/')
+    .slice(1)
+    .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce((path, segment) => (/^\d+$/.test(segment) ? `${path}[${segment}]` : path ? `${path}.${segment}` : segment), '');
+}
+
+function article(type: string): string {
+  const types = type.split(',');
+  const named = types.map((t) => (t === 'array' || t === 'object' || t === 'integer' ? `an ${t}` : `a ${t}`));
+  return named.join(' or ');
+}

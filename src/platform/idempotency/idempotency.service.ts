@@ -1,0 +1,75 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { Interval } from '@nestjs/schedule';
+import { DataSource, EntityManager } from 'typeorm';
+import { IdempotentRequest } from './idempotency-key.decorator';
+import { IdempotencyError, IdempotencyErrorCode } from './idempotency.errors';
+
+/** How long a key is remembered: retries come within minutes; a day is generous. */
+export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
+
+export interface IdempotentResult<T> {
+  body: T;
+  /** True when the body is the stored answer to an earlier request with the same key. */
+  replayed: boolean;
+}
+
+/**
+ * Runs a write at most once per `Idempotency-Key`. The key row is inserted in the same
+ * transaction as the work and holds its response, so a stored key always means "done, and this
+ * was the answer". Two requests with one key at once: the second's insert waits for the first
+ * transaction, then replays its answer (or runs, if the first failed and rolled back).
+ */
+@Injectable()
+export class IdempotencyService {
+  private readonly logger = new Logger(IdempotencyService.name);
+
+  constructor(private readonly dataSource: DataSource) {}
+
+  async run<T>(
+    scope: { organizationId: string; userId: string },
+    request: IdempotentRequest | undefined,
+    work: (manager: EntityManager) => Promise<T>,
+    statusCode = 200,
+  ): Promise<IdempotentResult<T>> {
+    if (!request) return { body: await this.dataSource.transaction(work), replayed: false };
+    return this.dataSource.transaction(async (manager) => {
+      const claimed = (await manager.query(
+        `INSERT INTO idempotency_keys (organization_id, user_id, key, request_hash, status_code, response, created_at)
+         VALUES ($1, $2, $3, $4, $5, 'null'::jsonb, now())
+         ON CONFLICT DO NOTHING RETURNING key`,
+        [scope.organizationId, scope.userId, request.key, request.requestHash, statusCode],
+      )) as unknown[];
+      if (claimed.length === 0) return { body: await this.replay<T>(manager, scope, request), replayed: true };
+      const body = await work(manager);
+      await manager.query(
+        `UPDATE idempotency_keys SET response = $4::jsonb WHERE organization_id = $1 AND user_id = $2 AND key = $3`,
+        [scope.organizationId, scope.userId, request.key, JSON.stringify(body)],
+      );
+      return { body, replayed: false };
+    });
+  }
+
+  private async replay<T>(manager: EntityManager, scope: { organizationId: string; userId: string }, request: IdempotentRequest): Promise<T> {
+    const [stored] = (await manager.query(
+      `SELECT request_hash, response FROM idempotency_keys WHERE organization_id = $1 AND user_id = $2 AND key = $3`,
+      [scope.organizationId, scope.userId, request.key],
+    )) as Array<{ request_hash: string; response: T }>;
+    if (!stored || stored.request_hash !== request.requestHash) {
+      throw new IdempotencyError(
+        IdempotencyErrorCode.KeyReused,
+        'Idempotency-Key: this key was already used with a different request; use a new key for a new request.',
+      );
+    }
+    return stored.response;
+  }
+
+  /** Forgets keys past retention. Safe on every instance at once: a plain DELETE. */
+  @Interval(60 * 60 * 1000)
+  async forgetExpiredKeys(now = new Date()): Promise<number> {
+    const result = (await this.dataSource.query(`DELETE FROM idempotency_keys WHERE created_at < $1`, [
+      new Date(now.getTime() - IDEMPOTENCY_RETENTION_MS),
+    ])) as [unknown, number];
+    if (result[1] > 0) this.logger.log({ deleted: result[1] }, 'Forgot expired idempotency keys');
+    return result[1];
+  }
+}
