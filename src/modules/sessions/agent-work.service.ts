@@ -75,7 +75,7 @@ export class AgentWorkService {
         if (!(error instanceof NoWork)) throw error;
       }
       const left = deadline - Date.now();
-      if (left <= 0) return { body: { work: null }, replayed: false };
+      if (left <= 0 || this.signal.closing) return { body: { work: null }, replayed: false };
       await this.signal.wait(principal.organizationId, Math.min(left, RECHECK_MS));
     }
   }
@@ -88,7 +88,6 @@ export class AgentWorkService {
   ): Promise<IdempotentResult<{ messages: MessageView[] }>> {
     const errors: FieldError[] = input.messages.flatMap((message, i) => checkContentPayloads(message.content, `messages[${i}].content`));
     if (errors.length > 0) throw validationError(errors);
-    const now = new Date();
     let added: MessageEntity[] = [];
     const result = await this.idempotency.run(principal, idempotent, async (manager) => {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
@@ -106,9 +105,9 @@ export class AgentWorkService {
         organizationId: principal.organizationId,
         count: ids.length,
         lastMessageId: ids[ids.length - 1],
-        now,
-        leaseExpiresAt: this.leaseFrom(now),
+        leaseExpiresAt: this.leaseFrom(new Date()),
       });
+      const now = change!.session.updatedAt;
       const firstSeq = change!.session.messageCount - ids.length + 1;
       added = input.messages.map((message, i) =>
         Object.assign(new MessageEntity(), {
@@ -130,7 +129,7 @@ export class AgentWorkService {
     });
     if (!result.replayed) {
       this.events.publish(
-        ...added.map((m) => new MessageAddedEvent(principal.organizationId, now, m.sessionId, m.id, m.role, m.seq, null, null)),
+        ...added.map((m) => new MessageAddedEvent(principal.organizationId, m.createdAt, m.sessionId, m.id, m.role, m.seq, null, null)),
       );
     }
     return result;
@@ -176,11 +175,10 @@ export class AgentWorkService {
     input: { turnId: string },
     idempotent?: IdempotentRequest,
   ): Promise<IdempotentResult<{ leaseExpiresAt: number }>> {
-    const now = new Date();
-    const leaseExpiresAt = this.leaseFrom(now);
+    const leaseExpiresAt = this.leaseFrom(new Date());
     return this.idempotency.run(principal, idempotent, async (manager) => {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
-      await this.repository.extendLease(manager, session.id, leaseExpiresAt, now);
+      await this.repository.extendLease(manager, session.id, leaseExpiresAt);
       return { leaseExpiresAt: leaseExpiresAt.getTime() };
     });
   }

@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiBody, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
-import { ref } from '../../platform/http/json-schema';
+import { DefaultBody, ref } from '../../platform/http/json-schema';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
 import { AgentMessageInput, AgentWorkService, WorkView } from './agent-work.service';
@@ -35,7 +35,7 @@ export class AgentController {
       'Takes the session that has waited longest (`pending`), routed to `computerId` or, without it, unrouted; a turn whose lease ran out ' +
       'comes first, restarted with the same messages. The session becomes `running` under a new `turnId` leased for `AGENT_LEASE_MS` ' +
       '(default 5 minutes); every call of the turn renews the lease. Two agents asking at once never get the same work. With `waitMs`, ' +
-      'waits up to that long (at most 30 s) for work to arrive; `work` is null when none did.',
+      'waits up to that long (at most 30 s) for work to arrive; `work` is null when none did. The body may be omitted.',
   })
   @ApiBody({ schema: ref('ClaimWorkBody') })
   @ApiOkResponse({
@@ -61,7 +61,7 @@ export class AgentController {
   @ApiNotFoundResponse({ description: 'Unknown `computerId`.', type: V0ErrorSchema })
   async claim(
     @CurrentPrincipal() principal: Principal,
-    @Body(sessionSchemas.pipe('ClaimWorkBody')) body: { computerId?: string; waitMs?: number },
+    @Body(new DefaultBody({}), sessionSchemas.pipe('ClaimWorkBody')) body: { computerId?: string; waitMs?: number },
     @IdempotencyKey() idempotent: IdempotentRequest | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<{ work: WorkView | null }> {

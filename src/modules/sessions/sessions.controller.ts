@@ -15,7 +15,7 @@ import {
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
-import { ref } from '../../platform/http/json-schema';
+import { DefaultBody, ref } from '../../platform/http/json-schema';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { PaginationDto } from '../../platform/http/pagination';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest, IdempotentResult, REPLAYED_HEADER } from '../../platform/idempotency';
@@ -62,7 +62,7 @@ export class SessionsController {
   @ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request.', type: V0ErrorSchema })
   async create(
     @CurrentPrincipal() principal: Principal,
-    @Body(sessionSchemas.pipe('CreateSessionBody')) body: CreateSessionInput,
+    @Body(new DefaultBody({}), sessionSchemas.pipe('CreateSessionBody')) body: CreateSessionInput,
     @IdempotencyKey() idempotent: IdempotentRequest | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<SessionView> {

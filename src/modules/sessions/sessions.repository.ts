@@ -109,11 +109,13 @@ export class SessionsRepository {
     return toPage(rows, limit, (row) => SessionsRepository.sessionsOrder.cursorOf(row));
   }
 
-  async updateSession(manager: EntityManager, id: string, changes: { title?: string | null; settings: StoredSessionSettings; updatedAt: Date }): Promise<void> {
-    await manager.query(
-      `UPDATE sessions SET title = CASE WHEN $2 THEN $3 ELSE title END, settings = $4, updated_at = $5 WHERE id = $1`,
+  async updateSession(manager: EntityManager, id: string, changes: { title?: string | null; settings: StoredSessionSettings; updatedAt: Date }): Promise<Date> {
+    const [rows] = (await manager.query(
+      `UPDATE sessions SET title = CASE WHEN $2 THEN $3 ELSE title END, settings = $4, updated_at = GREATEST(updated_at, $5)
+       WHERE id = $1 RETURNING updated_at`,
       [id, changes.title !== undefined, changes.title ?? null, JSON.stringify(changes.settings), changes.updatedAt],
-    );
+    )) as [Array<{ updated_at: Date }>, number];
+    return rows[0].updated_at;
   }
 
   async deleteSession(manager: EntityManager, id: string): Promise<void> {
@@ -122,7 +124,9 @@ export class SessionsRepository {
 
   /**
    * Appends `count` messages' worth of numbering to a session under its row lock and applies
-   * the status/queue changes of a user message (when `user` is given).
+   * the status/queue changes of a user message (when `user` is given). The time is taken under
+   * the lock and never goes backwards, so the new messages' times (the returned `updatedAt`)
+   * follow conversation order even with concurrent writers.
    */
   async reserveMessages(
     manager: EntityManager,
@@ -131,7 +135,6 @@ export class SessionsRepository {
       organizationId: string;
       count: number;
       lastMessageId: string;
-      now: Date;
       /** A user message, routed to this computer, else to the session's. */
       user?: { computerId: string | null };
       leaseExpiresAt?: Date;
@@ -143,12 +146,12 @@ export class SessionsRepository {
        UPDATE sessions s SET
          message_count = s.message_count + $3,
          last_message_id = $4,
-         updated_at = $5,
-         last_user_seq = CASE WHEN $6 THEN s.message_count + $3 ELSE s.last_user_seq END,
-         status = CASE WHEN $6 AND s.status <> 'running' THEN 'pending' ELSE s.status END,
-         pending_since = CASE WHEN $6 AND s.status <> 'running' THEN COALESCE(s.pending_since, $5) ELSE s.pending_since END,
-         work_computer_id = CASE WHEN $6 THEN COALESCE($7::uuid, s.computer_id) ELSE s.work_computer_id END,
-         lease_expires_at = COALESCE($8, s.lease_expires_at)
+         updated_at = GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp())),
+         last_user_seq = CASE WHEN $5 THEN s.message_count + $3 ELSE s.last_user_seq END,
+         status = CASE WHEN $5 AND s.status <> 'running' THEN 'pending' ELSE s.status END,
+         pending_since = CASE WHEN $5 AND s.status <> 'running' THEN COALESCE(s.pending_since, date_trunc('milliseconds', clock_timestamp())) ELSE s.pending_since END,
+         work_computer_id = CASE WHEN $5 THEN COALESCE($6::uuid, s.computer_id) ELSE s.work_computer_id END,
+         lease_expires_at = COALESCE($7, s.lease_expires_at)
        FROM old WHERE s.id = old.id
        RETURNING ${SESSION_COLUMNS}, old.status AS previous_status, old.last_message_id AS previous_last_message_id`,
       [
@@ -156,7 +159,6 @@ export class SessionsRepository {
         input.organizationId,
         input.count,
         input.lastMessageId,
-        input.now,
         user,
         input.user?.computerId ?? null,
         input.leaseExpiresAt ?? null,
@@ -258,7 +260,7 @@ export class SessionsRepository {
   ): Promise<SessionEntity> {
     const rows = (await manager.query(
       `UPDATE sessions s SET status = 'running', turn_id = $2, turn_base_seq = $3, claimed_seq = s.last_user_seq,
-         lease_expires_at = $4, pending_since = NULL, updated_at = $5
+         lease_expires_at = $4, pending_since = NULL, updated_at = GREATEST(s.updated_at, $5)
        WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
       [session.id, turn.turnId, turn.turnBaseSeq, turn.leaseExpiresAt, turn.now],
     )) as [SessionRow[], number];
@@ -275,8 +277,9 @@ export class SessionsRepository {
     return rows.length > 0 ? toSession(rows[0]) : null;
   }
 
-  async extendLease(manager: EntityManager, sessionId: string, leaseExpiresAt: Date, now: Date): Promise<void> {
-    await manager.query(`UPDATE sessions SET lease_expires_at = $2, updated_at = $3 WHERE id = $1`, [sessionId, leaseExpiresAt, now]);
+  /** Renews a turn's lease; not a change clients see, so `updated_at` stays. */
+  async extendLease(manager: EntityManager, sessionId: string, leaseExpiresAt: Date): Promise<void> {
+    await manager.query(`UPDATE sessions SET lease_expires_at = $2 WHERE id = $1`, [sessionId, leaseExpiresAt]);
   }
 
   async endTurn(
@@ -285,9 +288,11 @@ export class SessionsRepository {
     end: { status: SessionStatus; now: Date; activeTimeMs: number },
   ): Promise<SessionEntity> {
     const rows = (await manager.query(
-      `UPDATE sessions s SET status = $2::varchar, turn_id = NULL, lease_expires_at = NULL, updated_at = $3,
-         completed_at = CASE WHEN $2::varchar = 'idle' THEN $3 ELSE s.completed_at END,
-         pending_since = CASE WHEN $2::varchar = 'pending' THEN $3 ELSE NULL END,
+      `UPDATE sessions s SET status = $2::varchar, turn_id = NULL, lease_expires_at = NULL, updated_at = GREATEST(s.updated_at, $3),
+         completed_at = CASE WHEN $2::varchar = 'idle' THEN GREATEST(s.updated_at, $3) ELSE s.completed_at END,
+         pending_since = CASE WHEN $2::varchar = 'pending' THEN (
+           SELECT min(m.created_at) FROM messages m WHERE m.session_id = s.id AND m.seq > s.claimed_seq AND m.role = 'user'
+         ) ELSE NULL END,
          settings = CASE WHEN $4::bigint > 0
            THEN jsonb_set(s.settings, '{assistantActiveTimeMs}', to_jsonb(COALESCE((s.settings->>'assistantActiveTimeMs')::bigint, 0) + $4::bigint))
            ELSE s.settings END
@@ -304,7 +309,7 @@ export class SessionsRepository {
   ): Promise<SessionEntity> {
     const u = input.usage;
     const rows = (await manager.query(
-      `UPDATE sessions s SET updated_at = $7, lease_expires_at = $8,
+      `UPDATE sessions s SET updated_at = GREATEST(s.updated_at, $7), lease_expires_at = $8,
          settings = jsonb_set(s.settings, '{tokenUsage}', jsonb_build_object(
            'inputTokens', COALESCE((s.settings->'tokenUsage'->>'inputTokens')::bigint, 0) + $2,
            'outputTokens', COALESCE((s.settings->'tokenUsage'->>'outputTokens')::bigint, 0) + $3,

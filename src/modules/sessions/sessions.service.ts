@@ -110,13 +110,11 @@ export class SessionsService {
     const session = this.writable(principal, await this.readable(principal, sessionId));
     return this.repository.transaction(async (manager) => {
       const locked = (await this.repository.findSession(session.id, principal.organizationId, manager, true)) ?? notFound(sessionId);
-      const settings = { ...locked.settings, ...input.sessionSettings };
-      const changes = {
-        ...(input.title !== undefined ? { title: input.title } : {}),
-        settings,
-        updatedAt: new Date(),
-      };
-      await this.repository.updateSession(manager, session.id, changes);
+      const settings: StoredSessionSettings = { ...locked.settings, ...input.sessionSettings };
+      // A null setting removes it (e.g. `archivedAt: null` unarchives).
+      for (const [field, value] of Object.entries(settings)) if (value === null) delete settings[field as keyof StoredSessionSettings];
+      const changes = { ...(input.title !== undefined ? { title: input.title } : {}), settings, updatedAt: new Date() };
+      changes.updatedAt = await this.repository.updateSession(manager, session.id, changes);
       return toSessionView(Object.assign(locked, changes));
     });
   }
@@ -139,25 +137,21 @@ export class SessionsService {
     const content = userContent(input);
     if (!isUuid(sessionId)) notFound(sessionId);
     if (input.computerId !== undefined) await this.requireComputer(principal, input.computerId);
-    // Owners and managers may write to any session of the organization: no read is needed
-    // before the locked update. Members must own the session.
-    const ownerOnly = principal.role === Role.Member;
+    // Owners and managers may write to any session of the organization, so they need no read
+    // before the locked update; members must own the session (ownership never changes).
+    if (principal.role === Role.Member) this.writable(principal, await this.readable(principal, sessionId));
     const messageId = newId();
-    const now = new Date();
     let published: SessionChange | undefined;
     const result = await this.idempotency.run(principal, idempotent, async (manager) => {
-      const session = ownerOnly ? await this.repository.findSession(sessionId, principal.organizationId, manager) : undefined;
-      if (session === null) notFound(sessionId);
-      if (session) this.writable(principal, await this.readableEntity(principal, session, sessionId));
       const change = await this.repository.reserveMessages(manager, {
         sessionId,
         organizationId: principal.organizationId,
         count: 1,
         lastMessageId: messageId,
-        now,
         user: { computerId: input.computerId ?? null },
       });
       if (!change) notFound(sessionId);
+      const now = change.session.updatedAt;
       const message = Object.assign(new MessageEntity(), {
         id: messageId,
         sessionId,
@@ -178,10 +172,10 @@ export class SessionsService {
     if (!result.replayed && published) {
       const { session, previousStatus } = published;
       const events: Array<MessageAddedEvent | SessionStatusChangedEvent> = [
-        new MessageAddedEvent(session.organizationId, now, session.id, messageId, MessageRole.User, session.messageCount, principal.userId, session.workComputerId),
+        new MessageAddedEvent(session.organizationId, session.updatedAt, session.id, messageId, MessageRole.User, session.messageCount, principal.userId, session.workComputerId),
       ];
       if (previousStatus !== session.status) {
-        events.push(new SessionStatusChangedEvent(session.organizationId, now, session.id, previousStatus, session.status));
+        events.push(new SessionStatusChangedEvent(session.organizationId, session.updatedAt, session.id, previousStatus, session.status));
       }
       this.events.publish(...events);
     }

@@ -1,4 +1,4 @@
-import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { OnDomainEvent } from '../../platform/events';
 import { MessageAddedEvent, SessionStatusChangedEvent } from './events';
 import { MessageRole } from './domain/message';
@@ -9,11 +9,14 @@ import { SessionStatus } from './domain/session-status';
  * Work arriving through another instance is found by the waiters' periodic re-check.
  */
 @Injectable()
-export class WorkSignal implements OnApplicationShutdown {
+export class WorkSignal implements BeforeApplicationShutdown {
   private readonly waiters = new Map<string, Set<() => void>>();
+  /** Set when the application starts to shut down: long polls then answer at once. */
+  closing = false;
 
   /** Resolves when work may have arrived for the organization, or after `ms`. */
   wait(organizationId: string, ms: number): Promise<void> {
+    if (this.closing) return Promise.resolve();
     return new Promise((resolve) => {
       const waiters = this.waiters.get(organizationId) ?? new Set<() => void>();
       this.waiters.set(organizationId, waiters);
@@ -42,8 +45,12 @@ export class WorkSignal implements OnApplicationShutdown {
     if (event.to === SessionStatus.Pending) this.notify(event.organizationId);
   }
 
-  /** Lets waiting requests answer at once so shutdown does not wait for their timeouts. */
-  onApplicationShutdown(): void {
+  /**
+   * Runs before the HTTP server stops accepting and drains requests: waiting long polls answer at
+   * once, so shutdown does not wait for their timeouts.
+   */
+  beforeApplicationShutdown(): void {
+    this.closing = true;
     for (const organizationId of [...this.waiters.keys()]) this.notify(organizationId);
   }
 }

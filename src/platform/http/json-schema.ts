@@ -71,7 +71,38 @@ export class SchemaRegistry {
   check<T>(name: string, value: unknown): T {
     const validate = this.validator(name);
     if (!validate(value)) throw validationError(toFieldErrors(validate.errors ?? [], value, (name) => this.schemas[name]));
+    const unstorable = unstorableStrings(value);
+    if (unstorable.length > 0) throw validationError(unstorable);
     return value as T;
+  }
+}
+
+// eslint-disable-next-line no-control-regex -- finding NUL is the point
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Strings PostgreSQL cannot store in text or jsonb: NUL characters and unpaired UTF-16 surrogates.
+ * Refused with the field's path rather than failing in the database.
+ */
+export function unstorableStrings(value: unknown, path = ''): FieldError[] {
+  const message = 'must not contain NUL characters (\\u0000) or unpaired surrogates; escape binary data (e.g. base64)';
+  if (typeof value === 'string') return UNSTORABLE.test(value) ? [{ field: path || 'body', message }] : [];
+  if (Array.isArray(value)) return value.flatMap((item, i) => unstorableStrings(item, `${path}[${i}]`));
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).flatMap(([key, item]) => {
+      const field = path ? `${path}.${key}` : key;
+      return UNSTORABLE.test(key) ? [{ field, message }] : unstorableStrings(item, field);
+    });
+  }
+  return [];
+}
+
+/** For bodies whose fields are all optional: no body at all counts as `{}`. */
+export class DefaultBody implements PipeTransform {
+  constructor(private readonly fallback: Record<string, unknown>) {}
+
+  transform(value: unknown): unknown {
+    return value === undefined ? { ...this.fallback } : value;
   }
 }
 
@@ -110,6 +141,8 @@ function describe(error: ErrorObject, resolve: Resolve): FieldError {
       return { field: child(String(params.additionalProperty)), message: 'is not an accepted field' };
     case 'enum':
       return { field: path, message: `must be one of: ${(params.allowedValues as unknown[]).map(String).join(', ')}` };
+    case 'pattern':
+      return { field: path, message: params.pattern === '\\S' ? 'must contain a non-blank character' : `must match ${String(params.pattern)}` };
     case 'const':
       return { field: path, message: `must be ${JSON.stringify(params.allowedValue)}` };
     case 'type':

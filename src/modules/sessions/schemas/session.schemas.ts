@@ -186,6 +186,16 @@ const sessionSettingsFields: Record<string, SchemaObject> = {
   disabledToolIds: { type: 'array', maxItems: 500, items: str(undefined, { maxLength: 200 }) },
 };
 
+/** The same fields, each also accepting null. */
+function nullable(fields: Record<string, SchemaObject>): Record<string, SchemaObject> {
+  return Object.fromEntries(
+    Object.entries(fields).map(([name, schema]) => [
+      name,
+      { ...schema, nullable: true, ...(Array.isArray(schema.enum) ? { enum: [...(schema.enum as unknown[]), null] } : {}) },
+    ]),
+  );
+}
+
 const tokenUsageFields = ['inputTokens', 'outputTokens', 'cacheCreationTokens', 'cacheReadTokens', 'thinkingTokens'];
 const tokenCount: SchemaObject = { type: 'integer', minimum: 0, maximum: 1_000_000_000_000 };
 
@@ -218,13 +228,13 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
     sessionSettings: ref('SessionSettings'),
   }),
   CreateSessionBody: closed([], {
-    title: str(undefined, { minLength: 1, maxLength: 500 }),
+    title: str('Must contain a non-blank character.', { minLength: 1, maxLength: 500, pattern: '\\S' }),
     computerId: str('The computer to connect the session to; it must be one of your organization\'s (else 404).'),
     sessionSettings: closed([], sessionSettingsFields, 'Settings for the session; `assistantActiveTimeMs` and `tokenUsage` are kept by the server and cannot be set.'),
   }),
   UpdateSessionBody: closed([], {
-    title: { type: 'string', nullable: true, minLength: 1, maxLength: 500, description: 'A new title, or null to remove it.' },
-    sessionSettings: closed([], sessionSettingsFields, 'Settings to change; fields not given keep their value.'),
+    title: { type: 'string', nullable: true, minLength: 1, maxLength: 500, pattern: '\\S', description: 'A new title, or null to remove it.' },
+    sessionSettings: closed([], nullable(sessionSettingsFields), 'Settings to change; fields not given keep their value, null removes one (`archivedAt: null` unarchives).'),
   }),
   AddMessageBody: closed(['text'], {
     text: str('The message text; must contain a non-blank character.', { minLength: 1, maxLength: ATTACHMENT_LIMITS.textChars }),
