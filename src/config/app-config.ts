@@ -94,6 +94,13 @@ export class AppConfig {
   @Min(0)
   SHUTDOWN_TIMEOUT_MS = 10_000;
 
+  /** How long a credential's lookup is reused (0: every request reads the database). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(60_000)
+  AUTH_CACHE_MS = 1_000;
+
   /** How long an agent's turn lasts without a sign of life before another agent may take the work. */
   @Transform(toInt)
   @IsInt()
@@ -148,6 +155,7 @@ const ENV_KEYS = [
   'BODY_LIMIT_BYTES',
   'SHUTDOWN_TIMEOUT_MS',
   'AGENT_LEASE_MS',
+  'AUTH_CACHE_MS',
   'LOG_LEVEL',
 ] as const satisfies ReadonlyArray<keyof AppConfig>;
 

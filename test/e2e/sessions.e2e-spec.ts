@@ -149,6 +149,7 @@ describe('Sessions API (v0)', () => {
       email: 'guest@example.test',
       name: 'A guest',
       credential: { kind: 'api_key', apiKeyId: user.apiKeyId },
+      features: {},
     };
     return (await t.app.get(SessionsService).create(principal, { title })).body as SessionView;
   }

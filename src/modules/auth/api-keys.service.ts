@@ -3,6 +3,7 @@ import { isUuid, newId } from '../../platform/database/ids';
 import { Page } from '../../platform/http/pagination';
 import { validationError } from '../../platform/http/validation';
 import { AuthRepository } from './auth.repository';
+import { CredentialCache } from './credential-cache';
 import { generateApiKey } from './domain/api-key-secret';
 import { AuthError, AuthErrorCode } from './domain/auth.errors';
 import { Principal } from './domain/principal';
@@ -20,6 +21,7 @@ export class ApiKeysService {
   constructor(
     private readonly repository: AuthRepository,
     private readonly controls: OrganizationControlsReader,
+    private readonly credentials: CredentialCache,
   ) {}
 
   /** Creates a key for the caller, unless the organization restricts creation to managers. */
@@ -66,13 +68,16 @@ export class ApiKeysService {
     if (!key || (key.userId !== principal.userId && !isAdmin(principal.role))) {
       throw new AuthError(AuthErrorCode.ApiKeyNotFound, `No API key ${id} exists in your organization.`);
     }
-    return (await this.repository.revokeApiKey(key.id, now)) ?? key;
+    const revoked = (await this.repository.revokeApiKey(key.id, now)) ?? key;
+    this.credentials.forget(revoked.keyHash);
+    return revoked;
   }
 
   /** Revocation by an operator, who knows the key's id (CLI). */
   async revokeById(id: string, now = new Date()): Promise<ApiKeyEntity> {
     const key = isUuid(id) ? await this.repository.revokeApiKey(id, now) : null;
     if (!key) throw new AuthError(AuthErrorCode.ApiKeyNotFound, `No API key ${id} exists.`);
+    this.credentials.forget(key.keyHash);
     return key;
   }
 }

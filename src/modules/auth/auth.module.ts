@@ -5,6 +5,7 @@ import { ApiKeysService } from './api-keys.service';
 import { AuthGuard } from './auth.guard';
 import { AuthRepository } from './auth.repository';
 import { Authenticator } from './authenticator';
+import { CredentialCache } from './credential-cache';
 import { JwtVerifier } from './jwt-verifier';
 import { DefaultOrganizationControls, OrganizationControlsReader } from './organization-controls.reader';
 import { OrganizationsService } from './organizations.service';
@@ -14,6 +15,7 @@ import { OrganizationsService } from './organizations.service';
   providers: [
     AuthRepository,
     Authenticator,
+    CredentialCache,
     JwtVerifier,
     ApiKeysService,
     OrganizationsService,

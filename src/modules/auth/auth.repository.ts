@@ -1,10 +1,25 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, IsNull } from 'typeorm';
 import { NewestFirst } from '../../platform/database/keyset';
+import { Sql } from '../../platform/database/sql';
 import { Page, toPage } from '../../platform/http/pagination';
 import { Role } from './domain/role';
 import { ApiKeyEntity, OrganizationEntity, UserEntity } from './entities';
 import { OrganizationFeatures } from './entities/organization.entity';
+
+/** Who is calling, as the credential lookups return it. */
+export interface CallerRow {
+  api_key_id: string | null;
+  revoked_at: Date | null;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+  user_id: string;
+  organization_id: string;
+  role: Role;
+  email: string;
+  name: string;
+  features: OrganizationFeatures;
+}
 
 /** API keys are touched at most once a minute, so authentication rarely writes. */
 const LAST_USED_RESOLUTION_MS = 60_000;
@@ -14,17 +29,39 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 export class AuthRepository {
   static readonly apiKeysOrder = new NewestFirst('api-keys');
 
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly sql: Sql,
+  ) {}
 
-  findApiKeyByHash(keyHash: string): Promise<(ApiKeyEntity & { user: UserEntity }) | null> {
-    return this.dataSource.getRepository(ApiKeyEntity).findOne({
-      where: { keyHash },
-      relations: { user: true },
-    }) as Promise<(ApiKeyEntity & { user: UserEntity }) | null>;
+  /** Every request's first query: the key, its user and the organization's features, in one statement. */
+  async findApiKeyByHash(keyHash: string): Promise<CallerRow | null> {
+    const rows = await this.sql.query<CallerRow>(
+      'auth.apiKeyByHash',
+      `SELECT k.id AS api_key_id, k.revoked_at, k.expires_at, k.last_used_at,
+              u.id AS user_id, u.organization_id, u.role, u.email, u.name, o.features
+       FROM api_keys k JOIN users u ON u.id = k.user_id JOIN organizations o ON o.id = u.organization_id
+       WHERE k.key_hash = $1`,
+      [keyHash],
+    );
+    return rows[0] ?? null;
   }
 
-  async touchApiKey(key: ApiKeyEntity, now: Date): Promise<void> {
-    if (key.lastUsedAt && now.getTime() - key.lastUsedAt.getTime() < LAST_USED_RESOLUTION_MS) return;
+  async findCaller(userId: string, organizationId: string): Promise<CallerRow | null> {
+    const rows = await this.sql.query<CallerRow>(
+      'auth.caller',
+      `SELECT NULL::uuid AS api_key_id, NULL::timestamptz AS revoked_at, NULL::timestamptz AS expires_at, NULL::timestamptz AS last_used_at,
+              u.id AS user_id, u.organization_id, u.role, u.email, u.name, o.features
+       FROM users u JOIN organizations o ON o.id = u.organization_id
+       WHERE u.id = $1 AND u.organization_id = $2`,
+      [userId, organizationId],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** Records use of a key at most once a minute; true when it wrote. */
+  async touchApiKey(key: { id: string; lastUsedAt: Date | null }, now: Date): Promise<boolean> {
+    if (key.lastUsedAt && now.getTime() - key.lastUsedAt.getTime() < LAST_USED_RESOLUTION_MS) return false;
     await this.dataSource
       .createQueryBuilder()
       .update(ApiKeyEntity)
@@ -32,10 +69,7 @@ export class AuthRepository {
       .where('id = :id', { id: key.id })
       .andWhere('(last_used_at IS NULL OR last_used_at < :stale)', { stale: new Date(now.getTime() - LAST_USED_RESOLUTION_MS) })
       .execute();
-  }
-
-  findUser(userId: string, organizationId: string): Promise<UserEntity | null> {
-    return this.dataSource.getRepository(UserEntity).findOneBy({ id: userId, organizationId });
+    return true;
   }
 
   findUserByEmail(organizationId: string, email: string, manager: EntityManager = this.dataSource.manager): Promise<UserEntity | null> {

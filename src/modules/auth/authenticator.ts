@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { isUuid } from '../../platform/database/ids';
-import { AuthRepository } from './auth.repository';
+import { AuthRepository, CallerRow } from './auth.repository';
+import { CredentialCache } from './credential-cache';
 import { hashApiKey, isWellFormedApiKey, looksLikeApiKey } from './domain/api-key-secret';
 import { AuthError, AuthErrorCode } from './domain/auth.errors';
 import { Principal } from './domain/principal';
@@ -12,6 +13,7 @@ export class Authenticator {
   constructor(
     private readonly repository: AuthRepository,
     private readonly jwt: JwtVerifier,
+    private readonly cache: CredentialCache,
   ) {}
 
   async authenticate(header: string | undefined, now = new Date()): Promise<Principal> {
@@ -29,34 +31,37 @@ export class Authenticator {
   }
 
   private async fromApiKey(token: string, now: Date): Promise<Principal> {
-    const key = isWellFormedApiKey(token) ? await this.repository.findApiKeyByHash(hashApiKey(token)) : null;
-    if (!key) throw new AuthError(AuthErrorCode.InvalidCredentials, 'The API key is not valid.');
-    if (key.revokedAt) throw new AuthError(AuthErrorCode.RevokedApiKey, 'The API key has been revoked.');
-    if (key.expiresAt && key.expiresAt <= now) throw new AuthError(AuthErrorCode.ExpiredCredentials, 'The API key has expired.');
-    await this.repository.touchApiKey(key, now);
-    const { user } = key;
-    return {
-      userId: user.id,
-      organizationId: user.organizationId,
-      role: user.role,
-      email: user.email,
-      name: user.name,
-      credential: { kind: 'api_key', apiKeyId: key.id },
-    };
+    const hash = isWellFormedApiKey(token) ? hashApiKey(token) : null;
+    const caller = hash ? await this.cache.get(hash, () => this.repository.findApiKeyByHash(hash)) : null;
+    if (!caller) throw new AuthError(AuthErrorCode.InvalidCredentials, 'The API key is not valid.');
+    if (caller.revoked_at) throw new AuthError(AuthErrorCode.RevokedApiKey, 'The API key has been revoked.');
+    if (caller.expires_at && caller.expires_at <= now) throw new AuthError(AuthErrorCode.ExpiredCredentials, 'The API key has expired.');
+    const apiKeyId = caller.api_key_id!;
+    if (await this.repository.touchApiKey({ id: apiKeyId, lastUsedAt: caller.last_used_at }, now)) caller.last_used_at = now;
+    return toPrincipal(caller, { kind: 'api_key', apiKeyId });
   }
 
   /** The user's current role comes from the database, so a demotion takes effect at once. */
   private async fromJwt(token: string): Promise<Principal> {
     const claims = await this.jwt.verify(token);
-    const user = isUuid(claims.userId) && isUuid(claims.organizationId) ? await this.repository.findUser(claims.userId, claims.organizationId) : null;
-    if (!user) throw new AuthError(AuthErrorCode.InvalidCredentials, 'The JWT names a user this server does not know.');
-    return {
-      userId: user.id,
-      organizationId: user.organizationId,
-      role: user.role,
-      email: user.email,
-      name: user.name,
-      credential: { kind: 'jwt' },
-    };
+    const { userId, organizationId } = claims;
+    const caller =
+      isUuid(userId) && isUuid(organizationId)
+        ? await this.cache.get(`jwt:${userId}:${organizationId}`, () => this.repository.findCaller(userId, organizationId))
+        : null;
+    if (!caller) throw new AuthError(AuthErrorCode.InvalidCredentials, 'The JWT names a user this server does not know.');
+    return toPrincipal(caller, { kind: 'jwt' });
   }
+}
+
+function toPrincipal(caller: CallerRow, credential: Principal['credential']): Principal {
+  return {
+    userId: caller.user_id,
+    organizationId: caller.organization_id,
+    role: caller.role,
+    email: caller.email,
+    name: caller.name,
+    credential,
+    features: caller.features ?? {},
+  };
 }

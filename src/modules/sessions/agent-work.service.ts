@@ -100,22 +100,21 @@ export class AgentWorkService {
         throw new SessionsError(SessionsErrorCode.ParentNotFound, `${missing[0].field}: ${missing[0].message}`, { errors: missing });
       }
       const ids = input.messages.map(() => newId());
-      const change = await this.repository.reserveMessages(manager, {
+      const change = await this.repository.reserveAgentMessages(manager, {
         sessionId: session.id,
-        organizationId: principal.organizationId,
         count: ids.length,
         lastMessageId: ids[ids.length - 1],
         leaseExpiresAt: this.leaseFrom(new Date()),
       });
-      const now = change!.session.updatedAt;
-      const firstSeq = change!.session.messageCount - ids.length + 1;
+      const now = change.session.updatedAt;
+      const firstSeq = change.session.messageCount - ids.length + 1;
       added = input.messages.map((message, i) =>
         Object.assign(new MessageEntity(), {
           id: ids[i],
           sessionId: session.id,
           seq: firstSeq + i,
           role: message.role,
-          parentId: message.parentId ?? (i === 0 ? change!.previousLastMessageId : ids[i - 1]),
+          parentId: message.parentId ?? (i === 0 ? change.previousLastMessageId : ids[i - 1]),
           userMessageSource: null,
           authorId: null,
           content: message.content,

@@ -3,18 +3,34 @@ import { DataSource, EntityManager } from 'typeorm';
 import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/http/cursor';
 import { Page, toPage } from '../../platform/http/pagination';
 import { NewestFirst } from '../../platform/database/keyset';
+import { Sql, SqlExecutor } from '../../platform/database/sql';
 import { MessageEntity, SessionEntity } from './entities';
 import { ContentBlock, MessageAttributes, MessageRole } from './domain/message';
 import { StoredSessionSettings, TokenUsage } from './domain/session-settings';
 import { SessionStatus } from './domain/session-status';
 
+/**
+ * A timestamp as Unix ms (a float8 the driver hands over as a number): parsing timestamp text
+ * into Dates was a measurable share of a list request's time.
+ */
+const ms = (column: string) => `(extract(epoch from ${column}) * 1000)::float8 AS ${column.split('.').pop()}`;
+
 /** The columns of a session as the API reads them; work-queue columns included. */
 const SESSION_COLUMNS = `
   s.id, s.organization_id, s.owner_id, s.computer_id, s.title, s.status, s.message_count, s.last_message_id,
-  s.last_user_seq, s.claimed_seq, s.work_computer_id, s.pending_since, s.turn_base_seq, s.turn_id,
-  s.lease_expires_at, s.settings, s.created_at, s.updated_at, s.completed_at`;
+  s.last_user_seq, s.claimed_seq, s.work_computer_id, ${ms('s.pending_since')}, s.turn_base_seq, s.turn_id,
+  ${ms('s.lease_expires_at')}, s.settings, ${ms('s.created_at')}, ${ms('s.updated_at')}, ${ms('s.completed_at')}`;
 
-const MESSAGE_COLUMNS = `m.id, m.session_id, m.seq, m.role, m.parent_id, m.user_message_source, m.author_id, m.content, m.attributes, m.created_at, m.updated_at`;
+/** Only what a Session view shows: lists read 21 rows per page, so every column counts. */
+const SUMMARY_COLUMNS = `s.id, s.status, s.message_count, s.title, s.computer_id, s.settings,
+  ${ms('s.created_at')}, ${ms('s.updated_at')}, ${ms('s.completed_at')}`;
+
+/** What a Message view shows, and its seq for the cursor. */
+const MESSAGE_VIEW_COLUMNS = `m.id, m.seq, m.role, m.parent_id, m.user_message_source, m.content, m.attributes,
+  ${ms('m.created_at')}, ${ms('m.updated_at')}`;
+
+const MESSAGE_COLUMNS = `m.id, m.session_id, m.seq, m.role, m.parent_id, m.user_message_source, m.author_id, m.content, m.attributes,
+  ${ms('m.created_at')}, ${ms('m.updated_at')}`;
 
 interface SessionRow {
   id: string;
@@ -28,15 +44,28 @@ interface SessionRow {
   last_user_seq: number;
   claimed_seq: number;
   work_computer_id: string | null;
-  pending_since: Date | null;
+  pending_since: number | null;
   turn_base_seq: number;
   turn_id: string | null;
-  lease_expires_at: Date | null;
+  lease_expires_at: number | null;
   settings: StoredSessionSettings;
-  created_at: Date;
-  updated_at: Date;
-  completed_at: Date | null;
+  created_at: number;
+  updated_at: number;
+  completed_at: number | null;
 }
+
+type SummaryRow = Pick<SessionRow, 'id' | 'status' | 'message_count' | 'title' | 'computer_id' | 'settings' | 'created_at' | 'updated_at' | 'completed_at'>;
+
+type MessageSummaryRow = Omit<MessageRow, 'session_id' | 'author_id'>;
+
+/** A message as lists show it. */
+export type MessageSummary = Omit<MessageEntity, 'sessionId' | 'authorId'>;
+
+/** A session as lists show it. */
+export type SessionSummary = Pick<
+  SessionEntity,
+  'id' | 'status' | 'messageCount' | 'title' | 'computerId' | 'settings' | 'createdAt' | 'updatedAt' | 'completedAt'
+>;
 
 interface MessageRow {
   id: string;
@@ -48,8 +77,8 @@ interface MessageRow {
   author_id: string | null;
   content: ContentBlock[];
   attributes: MessageAttributes;
-  created_at: Date;
-  updated_at: Date;
+  created_at: number;
+  updated_at: number;
 }
 
 export interface SessionFilter {
@@ -75,7 +104,10 @@ export interface SessionChange {
 export class SessionsRepository {
   static readonly sessionsOrder = new NewestFirst('sessions');
 
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly sql: Sql,
+  ) {}
 
   async insertSession(manager: EntityManager, s: SessionEntity): Promise<void> {
     await manager.query(
@@ -85,28 +117,31 @@ export class SessionsRepository {
     );
   }
 
-  async findSession(
-    id: string,
-    organizationId: string,
-    manager: EntityManager = this.dataSource.manager,
-    lock = false,
-  ): Promise<SessionEntity | null> {
-    const rows = (await manager.query(
-      `SELECT ${SESSION_COLUMNS} FROM sessions s WHERE s.id = $1 AND s.organization_id = $2${lock ? ' FOR UPDATE' : ''}`,
-      [id, organizationId],
-    )) as SessionRow[];
+  async findSession(id: string, organizationId: string, manager?: EntityManager, lock = false): Promise<SessionEntity | null> {
+    const rows = await this.sql
+      .in(manager)
+      .query<SessionRow>(
+        lock ? 'sessions.findForUpdate' : 'sessions.find',
+        `SELECT ${SESSION_COLUMNS} FROM sessions s WHERE s.id = $1 AND s.organization_id = $2${lock ? ' FOR UPDATE' : ''}`,
+        [id, organizationId],
+      );
     return rows.length > 0 ? toSession(rows[0]) : null;
   }
 
-  async listSessions(filter: SessionFilter, cursor: string | undefined, limit: number): Promise<Page<SessionEntity>> {
-    const query = this.dataSource
-      .getRepository(SessionEntity)
-      .createQueryBuilder('s')
-      .where('s.organization_id = :organizationId', { organizationId: filter.organizationId });
-    if (filter.ownerId) query.andWhere('s.owner_id = :ownerId', { ownerId: filter.ownerId });
-    if (filter.computerId) query.andWhere('s.computer_id = :computerId', { computerId: filter.computerId });
-    const rows = await SessionsRepository.sessionsOrder.apply(query, 's', cursor, limit).getMany();
-    return toPage(rows, limit, (row) => SessionsRepository.sessionsOrder.cursorOf(row));
+  async listSessions(filter: SessionFilter, cursor: string | undefined, limit: number): Promise<Page<SessionSummary>> {
+    const after = SessionsRepository.sessionsOrder.positionOf(cursor);
+    const values: unknown[] = [filter.organizationId, limit + 1];
+    const where = ['s.organization_id = $1'];
+    if (filter.ownerId) where.push(`s.owner_id = $${values.push(filter.ownerId)}`);
+    if (filter.computerId) where.push(`s.computer_id = $${values.push(filter.computerId)}`);
+    if (after) where.push(`(s.created_at, s.id) < ($${values.push(after.createdAt)}, $${values.push(after.id)})`);
+    const variant = `${filter.ownerId ? 'o' : ''}${filter.computerId ? 'c' : ''}${after ? 'k' : ''}`;
+    const rows = await this.sql.query<SummaryRow>(
+      `sessions.list.${variant}`,
+      `SELECT ${SUMMARY_COLUMNS} FROM sessions s WHERE ${where.join(' AND ')} ORDER BY s.created_at DESC, s.id DESC LIMIT $2`,
+      values,
+    );
+    return toPage(rows.map(toSummary), limit, (row) => SessionsRepository.sessionsOrder.cursorOf(row));
   }
 
   async updateSession(manager: EntityManager, id: string, changes: { title?: string | null; settings: StoredSessionSettings; updatedAt: Date }): Promise<Date> {
@@ -123,49 +158,26 @@ export class SessionsRepository {
   }
 
   /**
-   * Appends `count` messages' worth of numbering to a session under its row lock and applies
-   * the status/queue changes of a user message (when `user` is given). The time is taken under
-   * the lock and never goes backwards, so the new messages' times (the returned `updatedAt`)
-   * follow conversation order even with concurrent writers.
+   * Numbers `count` agent messages under the session's row lock and renews the turn's lease.
+   * The time is taken under the lock and never goes backwards (see addUserMessage).
    */
-  async reserveMessages(
+  async reserveAgentMessages(
     manager: EntityManager,
-    input: {
-      sessionId: string;
-      organizationId: string;
-      count: number;
-      lastMessageId: string;
-      /** A user message, routed to this computer, else to the session's. */
-      user?: { computerId: string | null };
-      leaseExpiresAt?: Date;
-    },
-  ): Promise<SessionChange | null> {
-    const user = input.user !== undefined;
-    const rows = (await manager.query(
-      `WITH old AS (SELECT id, status, last_message_id FROM sessions WHERE id = $1 AND organization_id = $2 FOR UPDATE)
+    input: { sessionId: string; count: number; lastMessageId: string; leaseExpiresAt: Date },
+  ): Promise<SessionChange> {
+    const rows = await this.sql.in(manager).query<SessionRow & { previous_status: SessionStatus; previous_last_message_id: string | null }>(
+      'messages.reserveAgent',
+      `WITH old AS (SELECT id, status, last_message_id FROM sessions WHERE id = $1 FOR UPDATE)
        UPDATE sessions s SET
-         message_count = s.message_count + $3,
-         last_message_id = $4,
+         message_count = s.message_count + $2,
+         last_message_id = $3,
          updated_at = GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp())),
-         last_user_seq = CASE WHEN $5 THEN s.message_count + $3 ELSE s.last_user_seq END,
-         status = CASE WHEN $5 AND s.status <> 'running' THEN 'pending' ELSE s.status END,
-         pending_since = CASE WHEN $5 AND s.status <> 'running' THEN COALESCE(s.pending_since, date_trunc('milliseconds', clock_timestamp())) ELSE s.pending_since END,
-         work_computer_id = CASE WHEN $5 THEN COALESCE($6::uuid, s.computer_id) ELSE s.work_computer_id END,
-         lease_expires_at = COALESCE($7, s.lease_expires_at)
+         lease_expires_at = $4
        FROM old WHERE s.id = old.id
        RETURNING ${SESSION_COLUMNS}, old.status AS previous_status, old.last_message_id AS previous_last_message_id`,
-      [
-        input.sessionId,
-        input.organizationId,
-        input.count,
-        input.lastMessageId,
-        user,
-        input.user?.computerId ?? null,
-        input.leaseExpiresAt ?? null,
-      ],
-    )) as [Array<SessionRow & { previous_status: SessionStatus; previous_last_message_id: string | null }>, number];
-    const row = rows[0][0];
-    if (!row) return null;
+      [input.sessionId, input.count, input.lastMessageId, input.leaseExpiresAt],
+    );
+    const row = rows[0];
     return { session: toSession(row), previousStatus: row.previous_status, previousLastMessageId: row.previous_last_message_id };
   }
 
@@ -190,22 +202,75 @@ export class SessionsRepository {
     return new Set(rows.map((row) => row.id));
   }
 
-  /** A page of messages in conversation order; the cursor is the last seq returned. */
-  async listMessages(sessionId: string, role: MessageRole | undefined, cursor: string | undefined, limit: number): Promise<Page<MessageEntity>> {
+  /**
+   * A page of messages in conversation order (the cursor is the last seq returned), read in the
+   * same statement as the session they belong to: null when there is no such session.
+   */
+  async listMessages(
+    sessionId: string,
+    organizationId: string,
+    query: { role?: MessageRole; cursor?: string; limit: number },
+  ): Promise<{ session: Pick<SessionEntity, 'organizationId' | 'ownerId' | 'computerId'>; page: Page<MessageSummary> } | null> {
     const list = `messages:${sessionId}`;
     let afterSeq = 0;
-    if (cursor !== undefined) {
-      afterSeq = decodeCursor(list, cursor, ['number'])[0] as number;
+    if (query.cursor !== undefined) {
+      afterSeq = decodeCursor(list, query.cursor, ['number'])[0] as number;
       if (afterSeq < 0 || afterSeq > 2_147_483_647) throw invalidCursor();
     }
-    const params: unknown[] = [sessionId, afterSeq, limit + 1];
-    const roleFilter = role ? `AND m.role = $4` : '';
-    if (role) params.push(role);
-    const rows = (await this.dataSource.query(
-      `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = $1 AND m.seq > $2 ${roleFilter} ORDER BY m.seq LIMIT $3`,
-      params,
-    )) as MessageRow[];
-    return toPage(rows.map(toMessage), limit, (row) => encodeCursor(list, [row.seq]));
+    const values: unknown[] = [sessionId, organizationId, afterSeq, query.limit + 1];
+    const roleFilter = query.role ? `AND m.role = $${values.push(query.role)}` : '';
+    const rows = await this.sql.query<MessageSummaryRow & { session_owner_id: string; session_computer_id: string | null }>(
+      `messages.list${query.role ? '.role' : ''}`,
+      `SELECT s.owner_id AS session_owner_id, s.computer_id AS session_computer_id, m.*
+       FROM sessions s
+       LEFT JOIN LATERAL (
+         SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages m
+         WHERE m.session_id = s.id AND m.seq > $3 ${roleFilter} ORDER BY m.seq LIMIT $4
+       ) m ON true
+       WHERE s.id = $1 AND s.organization_id = $2`,
+      values,
+    );
+    if (rows.length === 0) return null;
+    const session = { organizationId, ownerId: rows[0].session_owner_id, computerId: rows[0].session_computer_id };
+    const messages = rows.filter((row) => row.id !== null).map(toMessageSummary);
+    return { session, page: toPage(messages, query.limit, (row) => encodeCursor(list, [row.seq])) };
+  }
+
+  /**
+   * Adds a user message in one statement: locks the session, numbers the message, moves the
+   * status and the work queue, and inserts it. The time is taken under the lock and never goes
+   * backwards, so message times follow conversation order even with concurrent writers.
+   */
+  async addUserMessage(
+    executor: SqlExecutor,
+    input: { sessionId: string; organizationId: string; messageId: string; computerId: string | null; authorId: string; source: string; content: ContentBlock[] },
+  ): Promise<SessionChange | null> {
+    const rows = await executor.query<SessionRow & { previous_status: SessionStatus; previous_last_message_id: string | null }>(
+      'messages.addUser',
+      `WITH old AS (
+         SELECT id, status, last_message_id FROM sessions WHERE id = $1 AND organization_id = $2 FOR UPDATE
+       ), s AS (
+         UPDATE sessions s SET
+           message_count = s.message_count + 1,
+           last_message_id = $3,
+           last_user_seq = s.message_count + 1,
+           updated_at = GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp())),
+           status = CASE WHEN s.status = 'running' THEN 'running' ELSE 'pending' END,
+           pending_since = CASE WHEN s.status = 'running' THEN s.pending_since
+                                ELSE COALESCE(s.pending_since, GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp()))) END,
+           work_computer_id = COALESCE($4::uuid, s.computer_id)
+         FROM old WHERE s.id = old.id
+         RETURNING s.*, old.status AS previous_status, old.last_message_id AS previous_last_message_id
+       ), inserted AS (
+         INSERT INTO messages (id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
+         SELECT $3, s.id, s.message_count, 'user', s.previous_last_message_id, $5, $6, $7::jsonb, '{}'::jsonb, s.updated_at, s.updated_at FROM s
+       )
+       SELECT ${SESSION_COLUMNS}, s.previous_status, s.previous_last_message_id FROM s`,
+      [input.sessionId, input.organizationId, input.messageId, input.computerId, input.source, input.authorId, JSON.stringify(input.content)],
+    );
+    const row = rows[0];
+    if (!row) return null;
+    return { session: toSession(row), previousStatus: row.previous_status, previousLastMessageId: row.previous_last_message_id };
   }
 
   async userMessagesAfter(manager: EntityManager, sessionId: string, afterSeq: number): Promise<MessageEntity[]> {
@@ -348,6 +413,24 @@ export class SessionsRepository {
   }
 }
 
+function dateOf(ms: number | null): Date | null {
+  return ms === null ? null : new Date(ms);
+}
+
+function toSummary(row: SummaryRow): SessionSummary {
+  return {
+    id: row.id,
+    status: row.status,
+    messageCount: row.message_count,
+    title: row.title,
+    computerId: row.computer_id,
+    settings: row.settings,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+    completedAt: dateOf(row.completed_at),
+  };
+}
+
 function toSession(row: SessionRow): SessionEntity {
   return Object.assign(new SessionEntity(), {
     id: row.id,
@@ -361,15 +444,29 @@ function toSession(row: SessionRow): SessionEntity {
     lastUserSeq: row.last_user_seq,
     claimedSeq: row.claimed_seq,
     workComputerId: row.work_computer_id,
-    pendingSince: row.pending_since,
+    pendingSince: dateOf(row.pending_since),
     turnBaseSeq: row.turn_base_seq,
     turnId: row.turn_id,
-    leaseExpiresAt: row.lease_expires_at,
+    leaseExpiresAt: dateOf(row.lease_expires_at),
     settings: row.settings,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    completedAt: row.completed_at,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+    completedAt: dateOf(row.completed_at),
   });
+}
+
+function toMessageSummary(row: MessageSummaryRow): MessageSummary {
+  return {
+    id: row.id,
+    seq: row.seq,
+    role: row.role,
+    parentId: row.parent_id,
+    userMessageSource: row.user_message_source,
+    content: row.content,
+    attributes: row.attributes,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+  };
 }
 
 function toMessage(row: MessageRow): MessageEntity {
@@ -383,7 +480,7 @@ function toMessage(row: MessageRow): MessageEntity {
     authorId: row.author_id,
     content: row.content,
     attributes: row.attributes,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
   });
 }

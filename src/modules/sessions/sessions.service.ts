@@ -1,11 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import { AccessPolicy, OrganizationControlsReader, OrganizationsService, Principal, Role } from '../auth';
+import { EntityManager } from 'typeorm';
+import { AccessPolicy, OrganizationControlsReader, Principal, Role } from '../auth';
 import { DomainEventBus } from '../../platform/events';
 import { isUuid, newId } from '../../platform/database/ids';
+import { Sql } from '../../platform/database/sql';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { Page } from '../../platform/http/pagination';
 import { validationError } from '../../platform/http/validation';
-import { MessageEntity, SessionEntity } from './entities';
+import { SessionEntity } from './entities';
 import { checkBase64Payload } from './domain/attachments';
 import { ContentBlock, MessageRole } from './domain/message';
 import { SERVER_MAINTAINED_SETTINGS, StoredSessionSettings } from './domain/session-settings';
@@ -49,11 +51,11 @@ export class SessionsService {
   constructor(
     private readonly repository: SessionsRepository,
     private readonly controls: OrganizationControlsReader,
-    private readonly organizations: OrganizationsService,
     private readonly computers: ComputerDirectory,
     private readonly defaults: SessionDefaults,
     private readonly idempotency: IdempotencyService,
     private readonly events: DomainEventBus,
+    private readonly sql: Sql,
   ) {}
 
   async create(principal: Principal, input: CreateSessionInput, idempotent?: IdempotentRequest): Promise<IdempotentResult<SessionView>> {
@@ -142,33 +144,22 @@ export class SessionsService {
     if (principal.role === Role.Member) this.writable(principal, await this.readable(principal, sessionId));
     const messageId = newId();
     let published: SessionChange | undefined;
-    const result = await this.idempotency.run(principal, idempotent, async (manager) => {
-      const change = await this.repository.reserveMessages(manager, {
+    const add = async (manager?: EntityManager) => {
+      const change = await this.repository.addUserMessage(this.sql.in(manager), {
         sessionId,
         organizationId: principal.organizationId,
-        count: 1,
-        lastMessageId: messageId,
-        user: { computerId: input.computerId ?? null },
+        messageId,
+        computerId: input.computerId ?? null,
+        authorId: principal.userId,
+        source: API_MESSAGE_SOURCE,
+        content,
       });
       if (!change) notFound(sessionId);
-      const now = change.session.updatedAt;
-      const message = Object.assign(new MessageEntity(), {
-        id: messageId,
-        sessionId,
-        seq: change.session.messageCount,
-        role: MessageRole.User,
-        parentId: change.previousLastMessageId,
-        userMessageSource: API_MESSAGE_SOURCE,
-        authorId: principal.userId,
-        content,
-        attributes: {},
-        createdAt: now,
-        updatedAt: now,
-      });
-      await this.repository.insertMessages(manager, [message]);
       published = change;
       return { messageId, status: change.session.status };
-    });
+    };
+    // One statement is atomic by itself; an Idempotency-Key needs a transaction to be stored with it.
+    const result = idempotent ? await this.idempotency.run(principal, idempotent, add) : { body: await add(), replayed: false };
     if (!result.replayed && published) {
       const { session, previousStatus } = published;
       const events: Array<MessageAddedEvent | SessionStatusChangedEvent> = [
@@ -187,15 +178,17 @@ export class SessionsService {
     sessionId: string,
     query: { cursor?: string; limit: number; computerId?: string; role?: MessageRole },
   ): Promise<Page<MessageView>> {
-    if (!(await this.organizations.hasFeature(principal.organizationId, 'messageHistory'))) {
+    if (principal.features.messageHistory !== true) {
       throw new SessionsError(
         SessionsErrorCode.MessageHistoryDisabled,
         'Reading message history is not enabled for your organization.',
       );
     }
-    const session = await this.readable(principal, sessionId, query.computerId);
-    const page = await this.repository.listMessages(session.id, query.role, query.cursor, query.limit);
-    return { items: page.items.map(toMessageView), pagination: page.pagination };
+    if (query.computerId !== undefined) await this.requireComputer(principal, query.computerId);
+    const found = isUuid(sessionId) ? await this.repository.listMessages(sessionId, principal.organizationId, query) : null;
+    if (!found || (query.computerId !== undefined && found.session.computerId !== query.computerId)) notFound(sessionId);
+    await this.readableEntity(principal, found.session, sessionId);
+    return { items: found.page.items.map(toMessageView), pagination: found.page.pagination };
   }
 
   /** The session if the caller may read it; 404 otherwise, whatever the reason. */
@@ -206,7 +199,7 @@ export class SessionsService {
     return this.readableEntity(principal, session, sessionId);
   }
 
-  private async readableEntity(principal: Principal, session: SessionEntity, sessionId: string): Promise<SessionEntity> {
+  private async readableEntity<S extends Pick<SessionEntity, 'organizationId' | 'ownerId'>>(principal: Principal, session: S, sessionId: string): Promise<S> {
     const { restrictMemberVisibility } = await this.controls.read(principal.organizationId);
     if (!AccessPolicy.canRead(principal, session, restrictMemberVisibility)) notFound(sessionId);
     return session;

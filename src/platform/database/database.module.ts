@@ -2,6 +2,7 @@ import { Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/c
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
 import { openDatabase, OpenDatabase } from './open-database';
+import { Sql } from './sql';
 
 export const OPEN_DATABASE = Symbol('OPEN_DATABASE');
 
@@ -22,8 +23,9 @@ export const OPEN_DATABASE = Symbol('OPEN_DATABASE');
       inject: [OPEN_DATABASE],
       useFactory: (db: OpenDatabase) => db.dataSource,
     },
+    Sql,
   ],
-  exports: [DataSource],
+  exports: [DataSource, Sql],
 })
 export class DatabaseModule implements OnApplicationShutdown {
   private readonly logger = new Logger(DatabaseModule.name);

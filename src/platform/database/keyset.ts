@@ -28,6 +28,14 @@ export class NewestFirst {
     return query.orderBy(`${alias}.created_at`, 'DESC').addOrderBy(`${alias}.id`, 'DESC').limit(limit + 1);
   }
 
+  /** The position a cursor names, for queries written in SQL: rows strictly after it come next. */
+  positionOf(cursor: string | undefined): { createdAt: Date; id: string } | undefined {
+    if (cursor === undefined) return undefined;
+    const [createdAt, id] = decodeCursor(this.list, cursor, ['number', 'uuid']);
+    if ((createdAt as number) < 0 || (createdAt as number) > MAX_TIME) throw invalidCursor();
+    return { createdAt: new Date(createdAt as number), id: id as string };
+  }
+
   cursorOf(row: { createdAt: Date; id: string }): string {
     return encodeCursor(this.list, [row.createdAt.getTime(), row.id]);
   }

@@ -21,8 +21,10 @@ Missing, malformed, unknown, revoked or expired credentials answer **401**.
 until an optional \`expiresAt\` chosen at creation. The server issues no JWTs; it accepts JWTs from the
 operator's identity provider, signed HS256 with \`JWT_SECRET\` or by a key published at \`JWT_JWKS_URL\`.
 A JWT must carry \`exp\`, \`sub\` (the user id) and \`org_id\` (the organization id); \`iss\`/\`aud\` are checked
-when \`JWT_ISSUER\`/\`JWT_AUDIENCE\` are set. The user's role is read from the server on every request, so a
-role change takes effect at once.
+when \`JWT_ISSUER\`/\`JWT_AUDIENCE\` are set. The user's role and the organization's features are read from the
+server, not the token; each instance reuses a credential's lookup for \`AUTH_CACHE_MS\` (default 1 s), so a role or
+feature change takes effect within that time. A key revoked through an instance stops working there at once, on
+other instances within \`AUTH_CACHE_MS\`; an expired key stops at once everywhere.
 
 ## Roles (not shown in the spec beyond analytics; our decision)
 | Role | Sessions | Computers | Analytics, enterprise-control history | API keys |

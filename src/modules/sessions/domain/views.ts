@@ -28,7 +28,9 @@ export interface MessageView {
   [optional: string]: unknown;
 }
 
-export function toSessionView(session: SessionEntity): SessionView {
+export function toSessionView(
+  session: Pick<SessionEntity, 'id' | 'status' | 'messageCount' | 'title' | 'computerId' | 'settings' | 'createdAt' | 'updatedAt' | 'completedAt'>,
+): SessionView {
   const view: SessionView = {
     sessionId: session.id,
     status: session.status,
@@ -43,7 +45,7 @@ export function toSessionView(session: SessionEntity): SessionView {
   return view;
 }
 
-export function toMessageView(message: MessageEntity): MessageView {
+export function toMessageView(message: Omit<MessageEntity, 'sessionId' | 'authorId'>): MessageView {
   const view: MessageView = {
     id: message.id,
     role: message.role,

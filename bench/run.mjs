@@ -1,0 +1,262 @@
+// `npm run bench`: load a large database, start the real server and a bare baseline, and measure every scenario.
+import autocannon from 'autocannon';
+import { execFileSync } from 'node:child_process';
+import console from 'node:console';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import process from 'node:process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { createApiKey, ensureFixtures } from './lib/fixtures.mjs';
+import { seconds } from './lib/bulk.mjs';
+import { runLoaders } from './lib/load.mjs';
+import { Database, LOAD_SETTINGS, REPORTED_SETTINGS, RUN_SETTINGS } from './lib/postgres.mjs';
+import { startNodeServer } from './lib/processes.mjs';
+import { formatBytes, judge, markdownTable } from './lib/report.mjs';
+
+const BENCH = dirname(fileURLToPath(import.meta.url));
+const ROOT = dirname(BENCH);
+const RESULTS = join(BENCH, 'results');
+const env = process.env;
+const number = (name, fallback) => {
+  const value = Number(env[name] ?? fallback);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name}: expected a number, got ${env[name]}`);
+  return value;
+};
+const config = {
+  duration: number('BENCH_DURATION', 10),
+  warmup: number('BENCH_WARMUP', 3),
+  connections: number('BENCH_CONNECTIONS', 50),
+  // Comma-separated parts of scenario names to run (baselines always run).
+  only: env.BENCH_SCENARIOS ? env.BENCH_SCENARIOS.toLowerCase().split(',') : null,
+};
+const startedAt = Date.now();
+const log = (line) => console.log(`[bench ${seconds(startedAt).padStart(6)} s] ${line}`);
+
+const db = new Database({ url: env.BENCH_DATABASE_URL, dir: env.BENCH_DATA_DIR, keep: env.BENCH_KEEP === '1', log });
+const servers = [];
+let cleaning;
+let interrupted = false;
+const cleanup = () =>
+  (cleaning ??= (async () => {
+    for (const server of servers) await server.stop().catch(() => undefined);
+    await db.dispose();
+  })());
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]]) {
+  process.on(signal, () => {
+    interrupted = true;
+    log(`${signal}: stopping the servers and PostgreSQL`);
+    void cleanup().finally(() => process.exit(code));
+  });
+}
+
+try {
+  process.exitCode = (await main()) ? 0 : 1;
+} catch (error) {
+  if (!interrupted) console.error(error);
+  process.exitCode = 1;
+} finally {
+  await cleanup();
+}
+
+/** Resolves to whether every scenario passed. */
+async function main() {
+  if (env.BENCH_SKIP_BUILD !== '1') {
+    log('npm run build');
+    execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+  }
+  mkdirSync(RESULTS, { recursive: true });
+
+  // Load with the fast settings, then restart with the durable ones for the measured run.
+  await db.start(LOAD_SETTINGS);
+  log(db.owned ? `PostgreSQL cluster in ${db.dir}${db.reused ? ' (reused)' : ''}` : 'using BENCH_DATABASE_URL');
+  const loadStarted = Date.now();
+  await migrate(db.url);
+  const load = await withClient(db.url, async (client) => {
+    const fixtures = await ensureFixtures(client);
+    const loaders = await runLoaders({ dir: join(BENCH, 'load'), db: client, fixtures, env, log });
+    let vacuumSeconds = null;
+    if (loaders.some((l) => !l.reused)) {
+      const started = Date.now();
+      await client.query('VACUUM ANALYZE');
+      vacuumSeconds = Number(seconds(started));
+      log(`VACUUM ANALYZE in ${vacuumSeconds} s`);
+    }
+    return { loaders, vacuumSeconds };
+  });
+  load.seconds = Number(seconds(loadStarted));
+  if (db.owned) {
+    await db.start(RUN_SETTINGS);
+    // The load wrote with fsync off: flush it now rather than during the measurements.
+    execFileSync('sync');
+  }
+
+  const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+  pool.on('error', () => undefined); // an idle connection dropped at shutdown is no failure
+  try {
+    const fixtures = await ensureFixtures(pool);
+    const apiKey = await createApiKey(pool, fixtures);
+    const facts = await databaseFacts(pool);
+    log(`database: ${facts.version}, ${formatBytes(facts.sizeBytes)}; ${Object.entries(facts.settings).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+
+    const serverEnv = { DATABASE_URL: db.url, DATABASE_POOL_SIZE: '10', LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
+    const app = await startNodeServer({ name: 'app', script: join(ROOT, 'dist/main.js'), env: serverEnv, logFile: join(RESULTS, 'app.log'), healthPath: '/healthz' });
+    servers.push(app);
+    const baseline = await startNodeServer({ name: 'baseline', script: join(BENCH, 'baseline-server.mjs'), env: serverEnv, logFile: join(RESULTS, 'baseline.log'), healthPath: '/healthz' });
+    servers.push(baseline);
+
+    const scenarios = await loadScenarios({ db: pool, fixtures, root: ROOT, log });
+    const busy = await cpuBusy();
+    if (busy > 0.15) log(`warning: before measuring, other processes kept the CPUs ${Math.round(busy * 100)}% busy; the numbers will be low`);
+    const results = [];
+    for (const scenario of scenarios) {
+      const server = scenario.server === 'baseline' ? baseline : app;
+      results.push(await measure(scenario, server.url, apiKey));
+    }
+    judge(results);
+
+    const report = {
+      finishedAt: new Date().toISOString(),
+      machine: { cores: cpus().length, cpu: cpus()[0]?.model, memory: formatBytes(totalmem()), node: process.version, busyBefore: busy },
+      database: { ...facts, size: formatBytes(facts.sizeBytes), load },
+      run: config,
+      scenarios: results,
+    };
+    writeFileSync(join(RESULTS, 'latest.json'), JSON.stringify(report, null, 2) + '\n');
+    print(report);
+    return results.every((r) => ['pass', '—'].includes(r.verdict));
+  } finally {
+    await pool.end();
+  }
+}
+
+/** Share of CPU time used over one second while the bench itself is idle: anything else running skews the results. */
+async function cpuBusy() {
+  const total = () => cpus().reduce((acc, { times }) => ({ idle: acc.idle + times.idle, all: acc.all + Object.values(times).reduce((a, b) => a + b, 0) }), { idle: 0, all: 0 });
+  const before = total();
+  await sleep(1000);
+  const after = total();
+  return 1 - (after.idle - before.idle) / (after.all - before.all);
+}
+
+/** The app's own migrations, run as the app runs them. */
+async function migrate(url) {
+  const require = createRequire(import.meta.url);
+  const { DataSource } = require('typeorm');
+  const { dataSourceOptions } = require(join(ROOT, 'dist/platform/database/open-database.js'));
+  const dataSource = new DataSource(dataSourceOptions({ url }, 2));
+  await dataSource.initialize();
+  try {
+    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    if (applied.length) log(`migrations: ${applied.map((m) => m.name).join(', ')}`);
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
+async function withClient(url, fn) {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => undefined); // the query in progress fails too, and says why
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+async function databaseFacts(pool) {
+  const { rows } = await pool.query(
+    `SELECT current_setting('server_version') AS version, pg_database_size(current_database())::float8 AS size,
+            (SELECT json_object_agg(name, current_setting(name)) FROM unnest($1::text[]) name) AS settings,
+            (SELECT json_object_agg(relname, pg_total_relation_size(oid)::float8 ORDER BY pg_total_relation_size(oid) DESC)
+             FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace) AS tables`,
+    [REPORTED_SETTINGS],
+  );
+  const [{ version, size, settings, tables }] = rows;
+  return { version: `PostgreSQL ${version}`, sizeBytes: size, settings, tableBytes: tables };
+}
+
+/**
+ * Every file in bench/scenarios/ exports `scenarios` (and optionally `setup(ctx)`, whose result each scenario's
+ * `request(data)` receives). Baselines run first, since the other scenarios are compared with them.
+ */
+async function loadScenarios(ctx) {
+  const dir = join(BENCH, 'scenarios');
+  const all = [];
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.mjs')).sort()) {
+    const module = await import(pathToFileURL(join(dir, file)).href);
+    const wanted = module.scenarios.filter((s) => s.baseline || !config.only || config.only.some((part) => s.name.toLowerCase().includes(part)));
+    if (wanted.length === 0) continue;
+    const data = (await module.setup?.(ctx)) ?? {};
+    all.push(...wanted.map((s) => ({ ...s, data })));
+  }
+  return [...all.filter((s) => s.baseline), ...all.filter((s) => !s.baseline)];
+}
+
+/** A short warm-up, then `duration` seconds of `connections` concurrent clients. */
+async function measure(scenario, url, apiKey) {
+  const expectStatus = scenario.expectStatus ?? 200;
+  const headers = { authorization: `Bearer ${apiKey}` };
+  const requests = [
+    {
+      setupRequest: (request) => {
+        const next = scenario.request(scenario.data);
+        return { ...request, method: next.method ?? 'GET', path: next.path, headers: { ...headers, ...next.headers }, body: next.body };
+      },
+    },
+  ];
+  // One request first, to show what a failing endpoint answers.
+  const sample = scenario.request(scenario.data);
+  const probe = await globalThis.fetch(url + sample.path, { method: sample.method ?? 'GET', headers: { ...headers, ...sample.headers }, body: sample.body })
+    .then(async (res) => ({ status: res.status, body: (await res.text()).slice(0, 300) }))
+    .catch((error) => ({ status: 0, body: error.message }));
+  const options = { url, connections: config.connections, requests };
+  if (config.warmup > 0) await autocannon({ ...options, duration: config.warmup });
+  const r = await autocannon({ ...options, duration: config.duration });
+
+  const statusCodes = Object.fromEntries(Object.entries(r.statusCodeStats).map(([code, { count }]) => [code, count]));
+  const unexpected = Object.entries(statusCodes).filter(([code]) => Number(code) !== expectStatus);
+  const failure =
+    r.requests.total === 0 ? 'no responses'
+    : unexpected.length ? unexpected.map(([code, count]) => `${code}×${count}`).join(', ')
+    : r.errors ? `${r.errors} errors`
+    : null;
+  const result = {
+    name: scenario.name,
+    baseline: Boolean(scenario.baseline),
+    target: scenario.target ?? null,
+    requestsPerSec: r.requests.average,
+    requests: r.requests.total,
+    latency: { p50: r.latency.p50, p99: r.latency.p99, mean: r.latency.average, max: r.latency.max },
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    statusCodes,
+    ok: failure === null,
+    failure,
+    probe: failure ? probe : undefined,
+  };
+  log(`${scenario.name}: ${Math.round(result.requestsPerSec)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms${failure ? `, FAILED: ${failure}` : ''}`);
+  return result;
+}
+
+function print({ machine, database, run, scenarios }) {
+  const loaded = database.load.loaders.map((l) => `${l.name} ${JSON.stringify(l.summary)} in ${l.seconds} s${l.reused ? ' (reused)' : ''}`);
+  console.log(`
+## Results (${run.connections} connections, ${run.duration} s each after ${run.warmup} s warm-up)
+
+${markdownTable(scenarios)}
+
+- Machine: ${machine.cores} cores (${machine.cpu}), ${machine.memory} RAM, Node ${machine.node}; CPU ${Math.round(machine.busyBefore * 100)}% busy with other work before measuring
+- Database: ${database.version}, ${database.size}; ${Object.entries(database.settings).map(([k, v]) => `${k}=${v}`).join(', ')}
+- Load: ${loaded.join('; ')}${database.load.vacuumSeconds !== null ? `; VACUUM ANALYZE ${database.load.vacuumSeconds} s; total ${database.load.seconds} s` : ''}
+- Largest tables: ${Object.entries(database.tableBytes ?? {}).slice(0, 4).map(([t, b]) => `${t} ${formatBytes(b)}`).join(', ')}`);
+  for (const r of scenarios.filter((s) => s.probe)) {
+    console.log(`- ${r.name}: a sample request answered ${r.probe.status}: ${r.probe.body}`);
+  }
+  console.log(`\nWritten to ${join('bench', 'results', 'latest.json')}`);
+}

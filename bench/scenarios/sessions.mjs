@@ -1,0 +1,68 @@
+// The sessions endpoints, and the baseline they are measured against: the same primary-key read without NestJS.
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+
+const DEEP_ITEM = 500_000;
+const FIRST_PAGE = 'list sessions, first page';
+
+/** Runs once before these scenarios: picks the sessions to read and write, and the cursor of a deep page. */
+export async function setup({ db, fixtures, root, log }) {
+  const org = fixtures.benchOrg.id;
+  const ids = (await db.query('SELECT id FROM sessions WHERE organization_id = $1 ORDER BY random() LIMIT 10000', [org])).rows.map((r) => r.id);
+  if (ids.length === 0) throw new Error('the bench org has no sessions');
+  const total = (await db.query('SELECT count(*)::int AS n FROM sessions WHERE organization_id = $1', [org])).rows[0].n;
+  // Item 500,000 of the newest-first list, or as deep as a small smoke-test database allows.
+  const offset = Math.max(0, Math.min(DEEP_ITEM, total - 1000));
+  const { rows } = await db.query(
+    'SELECT created_at, id FROM sessions WHERE organization_id = $1 ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1',
+    [org, offset],
+  );
+  const { encodeCursor } = createRequire(import.meta.url)(join(root, 'dist/platform/http/cursor.js'));
+  log(`deep page: the cursor of item ${offset.toLocaleString('en')} of the bench org's ${total.toLocaleString('en')} sessions`);
+  return { ids, deepCursor: encodeCursor('sessions', [rows[0].created_at.getTime(), rows[0].id]) };
+}
+
+const pick = (ids) => ids[Math.floor(Math.random() * ids.length)];
+const MESSAGE = JSON.stringify({
+  text: 'Please run the test suite again with the new configuration and tell me which tests still fail, with the first error of each.',
+});
+
+export const scenarios = [
+  {
+    name: 'baseline: Fastify + pg, no NestJS, no auth',
+    server: 'baseline',
+    baseline: true,
+    request: (d) => ({ path: `/sessions/${pick(d.ids)}` }),
+  },
+  {
+    name: 'get session',
+    target: { minBaselineRatio: 0.5 },
+    request: (d) => ({ path: `/api/v0/sessions/${pick(d.ids)}` }),
+  },
+  {
+    name: FIRST_PAGE,
+    target: { minBaselineRatio: 0.5 },
+    request: () => ({ path: '/api/v0/sessions?limit=20' }),
+  },
+  {
+    name: 'list sessions, deep page',
+    target: { minBaselineRatio: 0.5, maxMeanLatencyRatio: { of: FIRST_PAGE, ratio: 1.2 } },
+    request: (d) => ({ path: `/api/v0/sessions?limit=20&cursor=${d.deepCursor}` }),
+  },
+  {
+    name: 'list messages',
+    target: { minBaselineRatio: 0.5 },
+    request: (d) => ({ path: `/api/v0/sessions/${pick(d.ids)}/messages?limit=20` }),
+  },
+  {
+    // Random sessions among 10,000, so concurrent writers rarely wait for the same session row.
+    name: 'add message',
+    target: { minBaselineRatio: 0.3 },
+    request: (d) => ({
+      method: 'POST',
+      path: `/api/v0/sessions/${pick(d.ids)}/messages`,
+      headers: { 'content-type': 'application/json' },
+      body: MESSAGE,
+    }),
+  },
+];

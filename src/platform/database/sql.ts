@@ -1,0 +1,38 @@
+import { Injectable } from '@nestjs/common';
+import type { Pool } from 'pg';
+import { DataSource, EntityManager } from 'typeorm';
+
+/** Runs one SQL statement: on the pool, or inside a transaction. */
+export interface SqlExecutor {
+  /** `name` identifies the statement so the pool can prepare it once per connection. */
+  query<T>(name: string, text: string, values: unknown[]): Promise<T[]>;
+}
+
+/**
+ * The hot paths' way to the database: statements go straight to the `pg` pool under TypeORM as
+ * named prepared statements, parsed and planned once per connection, without TypeORM's per-query
+ * query-runner. Inside a transaction, `in(manager)` runs the same statements on its connection.
+ */
+@Injectable()
+export class Sql implements SqlExecutor {
+  private readonly pool: Pool;
+
+  constructor(dataSource: DataSource) {
+    this.pool = (dataSource.driver as unknown as { master: Pool }).master;
+  }
+
+  async query<T>(name: string, text: string, values: unknown[]): Promise<T[]> {
+    return (await this.pool.query({ name, text, values })).rows as T[];
+  }
+
+  in(manager: EntityManager | undefined): SqlExecutor {
+    if (!manager) return this;
+    return {
+      query: async <T>(_name: string, text: string, values: unknown[]) => {
+        const result = (await manager.query(text, values)) as T[] | [T[], number];
+        // TypeORM answers UPDATE and DELETE with [rows, count].
+        return (Array.isArray(result[0]) ? result[0] : result) as T[];
+      },
+    };
+  }
+}
