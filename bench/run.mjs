@@ -112,9 +112,13 @@ async function main() {
     const busy = await cpuBusy();
     if (busy > 0.15) log(`warning: before measuring, other processes kept the CPUs ${Math.round(busy * 100)}% busy; the numbers will be low`);
     const results = [];
-    for (const scenario of scenarios) {
-      const server = scenario.server === 'baseline' ? baseline : app;
-      results.push(await measure(scenario, server.url, apiKey));
+    // Each scenario is measured right after a run of the baseline and compared with that run: on a shared
+    // machine the baseline alone drifted by 20% within one bench, so a single baseline run misjudges.
+    const [reference, ...rest] = scenarios;
+    for (const scenario of rest) {
+      const paired = await measure({ ...reference, name: `${reference.name} (before ${scenario.name})` }, baseline.url, apiKey);
+      const result = await measure(scenario, scenario.server === 'baseline' ? baseline.url : app.url, apiKey);
+      results.push(paired, { ...result, pairedBaseline: paired.ok ? paired.requestsPerSec : null });
     }
     judge(results);
 

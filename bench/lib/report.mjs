@@ -2,13 +2,16 @@
 
 /**
  * Adds `ratio` (req/s over the baseline's), `verdict` and `targetText` to each result. A scenario is FAILED
- * when any response was not the expected status or a request errored: a fast 404 is no success.
+ * when any response was not the expected status or a request errored: a fast 404 is no success. A ratio is
+ * taken against the baseline run just before the scenario (`pairedBaseline`), else the mean of the baseline runs.
  */
 export function judge(results) {
-  const baseline = results.find((r) => r.baseline && r.ok);
+  const baselines = results.filter((r) => r.baseline && r.ok);
+  const baselineRps = baselines.length > 0 ? baselines.reduce((sum, r) => sum + r.requestsPerSec, 0) / baselines.length : null;
   const byName = new Map(results.map((r) => [r.name, r]));
   for (const r of results) {
-    r.ratio = baseline && !r.baseline ? r.requestsPerSec / baseline.requestsPerSec : null;
+    const reference = r.pairedBaseline ?? baselineRps;
+    r.ratio = reference && !r.baseline ? r.requestsPerSec / reference : null;
     const checks = [];
     const { minBaselineRatio, maxMeanLatencyRatio } = r.target ?? {};
     if (minBaselineRatio !== undefined) {

@@ -3,7 +3,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/http/cursor';
 import { Page, toPage } from '../../platform/http/pagination';
 import { NewestFirst } from '../../platform/database/keyset';
-import { Sql, SqlExecutor } from '../../platform/database/sql';
+import { Sql } from '../../platform/database/sql';
 import { MessageEntity, SessionEntity } from './entities';
 import { ContentBlock, MessageAttributes, MessageRole } from './domain/message';
 import { StoredSessionSettings, TokenUsage } from './domain/session-settings';
@@ -242,10 +242,10 @@ export class SessionsRepository {
    * backwards, so message times follow conversation order even with concurrent writers.
    */
   async addUserMessage(
-    executor: SqlExecutor,
     input: { sessionId: string; organizationId: string; messageId: string; computerId: string | null; authorId: string; source: string; content: ContentBlock[] },
+    manager?: EntityManager,
   ): Promise<SessionChange | null> {
-    const rows = await executor.query<SessionRow & { previous_status: SessionStatus; previous_last_message_id: string | null }>(
+    const rows = await this.sql.in(manager).query<SessionRow & { previous_status: SessionStatus; previous_last_message_id: string | null }>(
       'messages.addUser',
       `WITH old AS (
          SELECT id, status, last_message_id FROM sessions WHERE id = $1 AND organization_id = $2 FOR UPDATE

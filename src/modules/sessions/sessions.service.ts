@@ -3,7 +3,6 @@ import { EntityManager } from 'typeorm';
 import { AccessPolicy, OrganizationControlsReader, Principal, Role } from '../auth';
 import { DomainEventBus } from '../../platform/events';
 import { isUuid, newId } from '../../platform/database/ids';
-import { Sql } from '../../platform/database/sql';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { Page } from '../../platform/http/pagination';
 import { validationError } from '../../platform/http/validation';
@@ -55,7 +54,6 @@ export class SessionsService {
     private readonly defaults: SessionDefaults,
     private readonly idempotency: IdempotencyService,
     private readonly events: DomainEventBus,
-    private readonly sql: Sql,
   ) {}
 
   async create(principal: Principal, input: CreateSessionInput, idempotent?: IdempotentRequest): Promise<IdempotentResult<SessionView>> {
@@ -145,15 +143,18 @@ export class SessionsService {
     const messageId = newId();
     let published: SessionChange | undefined;
     const add = async (manager?: EntityManager) => {
-      const change = await this.repository.addUserMessage(this.sql.in(manager), {
-        sessionId,
-        organizationId: principal.organizationId,
-        messageId,
-        computerId: input.computerId ?? null,
-        authorId: principal.userId,
-        source: API_MESSAGE_SOURCE,
-        content,
-      });
+      const change = await this.repository.addUserMessage(
+        {
+          sessionId,
+          organizationId: principal.organizationId,
+          messageId,
+          computerId: input.computerId ?? null,
+          authorId: principal.userId,
+          source: API_MESSAGE_SOURCE,
+          content,
+        },
+        manager,
+      );
       if (!change) notFound(sessionId);
       published = change;
       return { messageId, status: change.session.status };
