@@ -8,7 +8,8 @@ const FIRST_PAGE = 'list sessions, first page';
 /** Runs once before these scenarios: picks the sessions to read and write, and the cursor of a deep page. */
 export async function setup({ db, fixtures, root, log }) {
   const org = fixtures.benchOrg.id;
-  const ids = (await db.query('SELECT id FROM sessions WHERE organization_id = $1 ORDER BY random() LIMIT 10000', [org])).rows.map((r) => r.id);
+  // A fixed pseudo-random sample, so repeated runs read the same sessions (and compare like with like).
+  const ids = (await db.query('SELECT id FROM sessions WHERE organization_id = $1 ORDER BY md5(id::text) LIMIT 10000', [org])).rows.map((r) => r.id);
   if (ids.length === 0) throw new Error('the bench org has no sessions');
   const total = (await db.query('SELECT count(*)::int AS n FROM sessions WHERE organization_id = $1', [org])).rows[0].n;
   // Item 500,000 of the newest-first list, or as deep as a small smoke-test database allows.
