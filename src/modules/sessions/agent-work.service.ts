@@ -10,7 +10,7 @@ import { MessageEntity, SessionEntity } from './entities';
 import { checkContentPayloads } from './domain/attachments';
 import { ContentBlock, MessageRole } from './domain/message';
 import { TokenUsage } from './domain/session-settings';
-import { SessionStatus, statusAfterTurn } from './domain/session-status';
+import { assertTransition, SessionStatus, SessionTrigger, statusAfterTurn } from './domain/session-status';
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
 import { MessageAddedEvent, SessionStatusChangedEvent, TokenUsageReportedEvent } from './events';
@@ -194,6 +194,7 @@ export class AgentWorkService {
     const result = await this.idempotency.run(principal, idempotent, async (manager) => {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
       next = statusAfterTurn(session);
+      assertTransition(SessionTrigger.AgentEndedTurn, session.status, next);
       const ended = await this.repository.endTurn(manager, session.id, { status: next, now, activeTimeMs: input.assistantActiveTimeMs ?? 0 });
       return { session: toSessionView(ended) };
     });
@@ -217,6 +218,7 @@ export class AgentWorkService {
     const turnBaseSeq = reclaimed ? session.turnBaseSeq : session.claimedSeq;
     const leaseExpiresAt = this.leaseFrom(now);
     const started = await this.repository.startTurn(manager, session, { turnId: newId(), turnBaseSeq, leaseExpiresAt, now });
+    assertTransition(reclaimed ? SessionTrigger.AgentLeaseExpired : SessionTrigger.AgentTookWork, session.status, started.status);
     const messages = await this.repository.userMessagesAfter(manager, session.id, turnBaseSeq);
     return {
       work: {

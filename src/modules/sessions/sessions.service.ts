@@ -10,7 +10,7 @@ import { SessionEntity } from './entities';
 import { checkBase64Payload } from './domain/attachments';
 import { ContentBlock, MessageRole } from './domain/message';
 import { SERVER_MAINTAINED_SETTINGS, StoredSessionSettings } from './domain/session-settings';
-import { SessionStatus } from './domain/session-status';
+import { assertTransition, SessionStatus, SessionTrigger } from './domain/session-status';
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
 import { MessageAddedEvent, SessionCreatedEvent, SessionStatusChangedEvent } from './events';
@@ -156,6 +156,7 @@ export class SessionsService {
         manager,
       );
       if (!change) notFound(sessionId);
+      assertTransition(SessionTrigger.UserMessageAdded, change.previousStatus, change.session.status);
       published = change;
       return { messageId, status: change.session.status };
     };

@@ -1,10 +1,12 @@
-import { canTransition, SessionStatus, SessionTrigger, statusAfterTurn, statusAfterUserMessage } from './session-status';
+import { assertTransition, canTransition, SessionStatus, SessionTrigger, statusAfterTurn } from './session-status';
 
 describe('session status', () => {
   it('a user message makes an idle or pending session pending and keeps a running one running', () => {
-    expect(statusAfterUserMessage(SessionStatus.Idle)).toBe(SessionStatus.Pending);
-    expect(statusAfterUserMessage(SessionStatus.Pending)).toBe(SessionStatus.Pending);
-    expect(statusAfterUserMessage(SessionStatus.Running)).toBe(SessionStatus.Running);
+    expect(canTransition(SessionTrigger.UserMessageAdded, SessionStatus.Idle, SessionStatus.Pending)).toBe(true);
+    expect(canTransition(SessionTrigger.UserMessageAdded, SessionStatus.Pending, SessionStatus.Pending)).toBe(true);
+    expect(canTransition(SessionTrigger.UserMessageAdded, SessionStatus.Running, SessionStatus.Running)).toBe(true);
+    expect(canTransition(SessionTrigger.UserMessageAdded, SessionStatus.Running, SessionStatus.Pending)).toBe(false);
+    expect(canTransition(SessionTrigger.UserMessageAdded, SessionStatus.Idle, SessionStatus.Idle)).toBe(false);
   });
 
   it('ending a turn gives idle when the agent took every user message, pending when more arrived', () => {
@@ -12,12 +14,14 @@ describe('session status', () => {
     expect(statusAfterTurn({ lastUserSeq: 5, claimedSeq: 3 })).toBe(SessionStatus.Pending);
   });
 
-  it('every outcome of the helpers is an allowed transition', () => {
-    for (const from of Object.values(SessionStatus)) {
-      expect(canTransition(SessionTrigger.UserMessageAdded, from, statusAfterUserMessage(from))).toBe(true);
-    }
+  it('both outcomes of a turn are allowed transitions', () => {
     expect(canTransition(SessionTrigger.AgentEndedTurn, SessionStatus.Running, SessionStatus.Idle)).toBe(true);
     expect(canTransition(SessionTrigger.AgentEndedTurn, SessionStatus.Running, SessionStatus.Pending)).toBe(true);
+  });
+
+  it('assertTransition refuses a move the machine forbids', () => {
+    expect(() => assertTransition(SessionTrigger.AgentTookWork, SessionStatus.Idle, SessionStatus.Running)).toThrow(/forbids/);
+    expect(() => assertTransition(SessionTrigger.UserMessageAdded, SessionStatus.Idle, SessionStatus.Pending)).not.toThrow();
   });
 
   it('agents take only pending work and end only running turns', () => {

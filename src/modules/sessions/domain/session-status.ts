@@ -45,8 +45,12 @@ export function canTransition(trigger: SessionTrigger, from: SessionStatus, to: 
   return SESSION_TRANSITIONS[trigger][from]?.includes(to) ?? false;
 }
 
-export function statusAfterUserMessage(current: SessionStatus): SessionStatus {
-  return current === SessionStatus.Running ? SessionStatus.Running : SessionStatus.Pending;
+/**
+ * The hot paths move the status inside their SQL statements; this checks each move they made
+ * against the machine, so SQL and machine cannot drift apart unnoticed.
+ */
+export function assertTransition(trigger: SessionTrigger, from: SessionStatus, to: SessionStatus): void {
+  if (!canTransition(trigger, from, to)) throw new Error(`Session status moved ${from} -> ${to} on ${trigger}, which the status machine forbids`);
 }
 
 /** After a turn: pending again if user messages arrived that the agent never took, else idle. */
