@@ -1,7 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { Logger } from '@nestjs/common';
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as lockfile from 'proper-lockfile';
@@ -62,15 +62,16 @@ export class EmbeddedPostgres {
     let db: PGlite | undefined;
     try {
       const started = Date.now();
-      db = await PGlite.create(join(dataDir, 'pgdata'));
+      // Written at once, so server.json always names the lock's holder (see holderIsGone).
       const { socketDir, ownsSocketDir } = await EmbeddedPostgres.socketDirFor(dataDir);
+      const info: EmbeddedServerInfo = { pid: process.pid, socketDir, startedAt: new Date().toISOString() };
+      await writeFile(join(dataDir, SERVER_INFO_FILE), JSON.stringify(info), { mode: 0o600 });
+      db = await PGlite.create(join(dataDir, 'pgdata'));
       const socketPath = join(socketDir, SOCKET_NAME);
       await rm(socketPath, { force: true });
       const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 1 });
       await server.start();
       await chmod(socketPath, 0o600);
-      const info: EmbeddedServerInfo = { pid: process.pid, socketDir, startedAt: new Date().toISOString() };
-      await writeFile(join(dataDir, SERVER_INFO_FILE), JSON.stringify(info), { mode: 0o600 });
       EmbeddedPostgres.logger.log(`PGlite ready in ${Date.now() - started} ms at ${dataDir}`);
       return new EmbeddedPostgres(dataDir, socketDir, db, server, releaseLock, ownsSocketDir);
     } catch (error) {
@@ -103,10 +104,11 @@ export class EmbeddedPostgres {
     await this.releaseLock();
   }
 
-  private static async lock(dataDir: string): Promise<() => Promise<void>> {
+  private static async lock(dataDir: string, retried = false): Promise<() => Promise<void>> {
+    const lockPath = join(dataDir, LOCK_FILE);
     try {
       return await lockfile.lock(dataDir, {
-        lockfilePath: join(dataDir, LOCK_FILE),
+        lockfilePath: lockPath,
         stale: 15_000,
         update: 5_000,
         retries: 0,
@@ -114,10 +116,30 @@ export class EmbeddedPostgres {
           EmbeddedPostgres.logger.error(`Lost the lock on ${dataDir}: ${error.message}`),
       });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ELOCKED') {
-        throw new DataDirectoryBusyError(dataDir, await EmbeddedPostgres.runningServer(dataDir));
+      if ((error as NodeJS.ErrnoException).code !== 'ELOCKED') throw error;
+      if (!retried && (await EmbeddedPostgres.holderIsGone(dataDir, lockPath))) {
+        // The holder was killed (SIGKILL, power loss): take over now rather than after `stale`.
+        EmbeddedPostgres.logger.warn(`${dataDir} was left locked by a process that no longer runs; taking it over`);
+        await rm(lockPath, { recursive: true, force: true });
+        return EmbeddedPostgres.lock(dataDir, true);
       }
-      throw error;
+      throw new DataDirectoryBusyError(dataDir, await EmbeddedPostgres.runningServer(dataDir));
+    }
+  }
+
+  /**
+   * Whether the lock's holder is dead: the pid in server.json no longer runs and the lock was
+   * not just taken (a new holder writes server.json right after locking, within this margin).
+   */
+  private static async holderIsGone(dataDir: string, lockPath: string): Promise<boolean> {
+    try {
+      const info = JSON.parse(await readFile(join(dataDir, SERVER_INFO_FILE), 'utf8')) as EmbeddedServerInfo;
+      const lockedFor = Date.now() - (await stat(lockPath)).mtimeMs;
+      if (lockedFor < 2_000) return false;
+      process.kill(info.pid, 0);
+      return false;
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'ESRCH';
     }
   }
 
