@@ -41,7 +41,7 @@ export class Authenticator {
     return toPrincipal(caller, { kind: 'api_key', apiKeyId });
   }
 
-  /** The user's current role comes from the database, so a demotion takes effect at once. */
+  /** The role comes from the database, not the token: a demotion applies within AUTH_CACHE_MS. */
   private async fromJwt(token: string): Promise<Principal> {
     const claims = await this.jwt.verify(token);
     const { userId, organizationId } = claims;
