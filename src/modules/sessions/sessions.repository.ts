@@ -15,22 +15,19 @@ import { SessionStatus } from './domain/session-status';
  */
 const ms = (column: string) => `(extract(epoch from ${column}) * 1000)::float8 AS ${column.split('.').pop()}`;
 
-/** The columns of a session as the API reads them; work-queue columns included. */
-const SESSION_COLUMNS = `
-  s.id, s.organization_id, s.owner_id, s.computer_id, s.title, s.status, s.message_count, s.last_message_id,
-  s.last_user_seq, s.claimed_seq, s.work_computer_id, ${ms('s.pending_since')}, s.turn_base_seq, s.turn_id,
-  ${ms('s.lease_expires_at')}, s.settings, ${ms('s.created_at')}, ${ms('s.updated_at')}, ${ms('s.completed_at')}`;
-
 /** Only what a Session view shows: lists read 21 rows per page, so every column counts. */
 const SUMMARY_COLUMNS = `s.id, s.status, s.message_count, s.title, s.computer_id, s.settings,
   ${ms('s.created_at')}, ${ms('s.updated_at')}, ${ms('s.completed_at')}`;
+
+/** The whole session: the view's columns, its owner and the work-queue state. */
+const SESSION_COLUMNS = `${SUMMARY_COLUMNS}, s.organization_id, s.owner_id, s.last_message_id, s.last_user_seq,
+  s.claimed_seq, s.work_computer_id, ${ms('s.pending_since')}, s.turn_base_seq, s.turn_id, ${ms('s.lease_expires_at')}`;
 
 /** What a Message view shows, and its seq for the cursor. */
 const MESSAGE_VIEW_COLUMNS = `m.id, m.seq, m.role, m.parent_id, m.user_message_source, m.content, m.attributes,
   ${ms('m.created_at')}, ${ms('m.updated_at')}`;
 
-const MESSAGE_COLUMNS = `m.id, m.session_id, m.seq, m.role, m.parent_id, m.user_message_source, m.author_id, m.content, m.attributes,
-  ${ms('m.created_at')}, ${ms('m.updated_at')}`;
+const MESSAGE_COLUMNS = `${MESSAGE_VIEW_COLUMNS}, m.session_id, m.author_id`;
 
 interface SessionRow {
   id: string;
@@ -110,7 +107,8 @@ export class SessionsRepository {
   ) {}
 
   async insertSession(manager: EntityManager, s: SessionEntity): Promise<void> {
-    await manager.query(
+    await this.sql.in(manager).query(
+      'sessions.insert',
       `INSERT INTO sessions (id, organization_id, owner_id, computer_id, title, status, settings, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
       [s.id, s.organizationId, s.ownerId, s.computerId, s.title, s.status, JSON.stringify(s.settings), s.createdAt, s.updatedAt],
@@ -145,16 +143,18 @@ export class SessionsRepository {
   }
 
   async updateSession(manager: EntityManager, id: string, changes: { title?: string | null; settings: StoredSessionSettings; updatedAt: Date }): Promise<Date> {
-    const [rows] = (await manager.query(
+    const [row] = await this.sql.in(manager).query<{ updated_at: Date }>(
+      'sessions.update',
       `UPDATE sessions SET title = CASE WHEN $2 THEN $3 ELSE title END, settings = $4, updated_at = GREATEST(updated_at, $5)
        WHERE id = $1 RETURNING updated_at`,
       [id, changes.title !== undefined, changes.title ?? null, JSON.stringify(changes.settings), changes.updatedAt],
-    )) as [Array<{ updated_at: Date }>, number];
-    return rows[0].updated_at;
+    );
+    return row.updated_at;
   }
 
-  async deleteSession(manager: EntityManager, id: string): Promise<void> {
-    await manager.query(`DELETE FROM sessions WHERE id = $1`, [id]);
+  /** Deletes the session; its messages go with it (ON DELETE CASCADE), in the same statement. */
+  async deleteSession(id: string): Promise<void> {
+    await this.sql.query('sessions.delete', `DELETE FROM sessions WHERE id = $1`, [id]);
   }
 
   /**
@@ -188,7 +188,8 @@ export class SessionsRepository {
       const at = params.length - 11;
       return `(${Array.from({ length: 11 }, (_, i) => `$${at + i + 1}`).join(', ')})`;
     });
-    await manager.query(
+    await this.sql.in(manager).query(
+      `messages.insert.${messages.length}`,
       `INSERT INTO messages (id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
        VALUES ${rows.join(', ')}`,
       params,
@@ -198,7 +199,9 @@ export class SessionsRepository {
   /** Ids among `ids` that are messages of the session. */
   async existingMessageIds(manager: EntityManager, sessionId: string, ids: string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
-    const rows = (await manager.query(`SELECT id FROM messages WHERE session_id = $1 AND id = ANY($2::uuid[])`, [sessionId, ids])) as Array<{ id: string }>;
+    const rows = await this.sql
+      .in(manager)
+      .query<{ id: string }>('messages.existing', `SELECT id FROM messages WHERE session_id = $1 AND id = ANY($2::uuid[])`, [sessionId, ids]);
     return new Set(rows.map((row) => row.id));
   }
 
@@ -274,10 +277,11 @@ export class SessionsRepository {
   }
 
   async userMessagesAfter(manager: EntityManager, sessionId: string, afterSeq: number): Promise<MessageEntity[]> {
-    const rows = (await manager.query(
+    const rows = await this.sql.in(manager).query<MessageRow>(
+      'messages.userAfter',
       `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = $1 AND m.seq > $2 AND m.role = 'user' ORDER BY m.seq`,
       [sessionId, afterSeq],
-    )) as MessageRow[];
+    );
     return rows.map(toMessage);
   }
 
@@ -311,7 +315,9 @@ export class SessionsRepository {
       [`${common} AND s.status = 'pending' ORDER BY s.pending_since, s.id`, params],
     ];
     for (const [condition, values] of queries) {
-      const rows = (await manager.query(`SELECT ${SESSION_COLUMNS} FROM sessions s WHERE ${condition} LIMIT 1 FOR UPDATE SKIP LOCKED`, values)) as SessionRow[];
+      const rows = await this.sql
+        .in(manager)
+        .query<SessionRow>('sessions.nextWork', `SELECT ${SESSION_COLUMNS} FROM sessions s WHERE ${condition} LIMIT 1 FOR UPDATE SKIP LOCKED`, values);
       if (rows.length > 0) return toSession(rows[0]);
     }
     return null;
@@ -323,28 +329,30 @@ export class SessionsRepository {
     session: SessionEntity,
     turn: { turnId: string; turnBaseSeq: number; leaseExpiresAt: Date; now: Date },
   ): Promise<SessionEntity> {
-    const rows = (await manager.query(
+    const [row] = await this.sql.in(manager).query<SessionRow>(
+      'sessions.startTurn',
       `UPDATE sessions s SET status = 'running', turn_id = $2, turn_base_seq = $3, claimed_seq = s.last_user_seq,
          lease_expires_at = $4, pending_since = NULL, updated_at = GREATEST(s.updated_at, $5)
        WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
       [session.id, turn.turnId, turn.turnBaseSeq, turn.leaseExpiresAt, turn.now],
-    )) as [SessionRow[], number];
-    return toSession(rows[0][0]);
+    );
+    return toSession(row);
   }
 
   /** Locks a session whose running turn is `turnId`; null when that turn is not the running one. */
   async lockTurn(manager: EntityManager, sessionId: string, organizationId: string, turnId: string): Promise<SessionEntity | null> {
-    const rows = (await manager.query(
+    const rows = await this.sql.in(manager).query<SessionRow>(
+      'sessions.lockTurn',
       `SELECT ${SESSION_COLUMNS} FROM sessions s
        WHERE s.id = $1 AND s.organization_id = $2 AND s.turn_id = $3 AND s.status = 'running' FOR UPDATE`,
       [sessionId, organizationId, turnId],
-    )) as SessionRow[];
+    );
     return rows.length > 0 ? toSession(rows[0]) : null;
   }
 
   /** Renews a turn's lease; not a change clients see, so `updated_at` stays. */
   async extendLease(manager: EntityManager, sessionId: string, leaseExpiresAt: Date): Promise<void> {
-    await manager.query(`UPDATE sessions SET lease_expires_at = $2 WHERE id = $1`, [sessionId, leaseExpiresAt]);
+    await this.sql.in(manager).query('sessions.extendLease', `UPDATE sessions SET lease_expires_at = $2 WHERE id = $1`, [sessionId, leaseExpiresAt]);
   }
 
   async endTurn(
@@ -352,7 +360,8 @@ export class SessionsRepository {
     sessionId: string,
     end: { status: SessionStatus; now: Date; activeTimeMs: number },
   ): Promise<SessionEntity> {
-    const rows = (await manager.query(
+    const [row] = await this.sql.in(manager).query<SessionRow>(
+      'sessions.endTurn',
       `UPDATE sessions s SET status = $2::varchar, turn_id = NULL, lease_expires_at = NULL, updated_at = GREATEST(s.updated_at, $3),
          completed_at = CASE WHEN $2::varchar = 'idle' THEN GREATEST(s.updated_at, $3) ELSE s.completed_at END,
          pending_since = CASE WHEN $2::varchar = 'pending' THEN (
@@ -363,8 +372,8 @@ export class SessionsRepository {
            ELSE s.settings END
        WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
       [sessionId, end.status, end.now, end.activeTimeMs],
-    )) as [SessionRow[], number];
-    return toSession(rows[0][0]);
+    );
+    return toSession(row);
   }
 
   /** Adds a usage report to the session's `tokenUsage` and to the day's per-user, per-model totals. */
@@ -373,7 +382,9 @@ export class SessionsRepository {
     input: { session: SessionEntity; model: string; usage: TokenUsage; day: string; leaseExpiresAt: Date; now: Date },
   ): Promise<SessionEntity> {
     const u = input.usage;
-    const rows = (await manager.query(
+    const sql = this.sql.in(manager);
+    const [row] = await sql.query<SessionRow>(
+      'sessions.addTokenUsage',
       `UPDATE sessions s SET updated_at = GREATEST(s.updated_at, $7), lease_expires_at = $8,
          settings = jsonb_set(s.settings, '{tokenUsage}', jsonb_build_object(
            'inputTokens', COALESCE((s.settings->'tokenUsage'->>'inputTokens')::bigint, 0) + $2,
@@ -383,8 +394,9 @@ export class SessionsRepository {
            'thinkingTokens', COALESCE((s.settings->'tokenUsage'->>'thinkingTokens')::bigint, 0) + $6))
        WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
       [input.session.id, u.inputTokens, u.outputTokens, u.cacheCreationTokens, u.cacheReadTokens, u.thinkingTokens, input.now, input.leaseExpiresAt],
-    )) as [SessionRow[], number];
-    await manager.query(
+    );
+    await sql.query(
+      'tokenUsage.add',
       `INSERT INTO token_usage_daily AS t (organization_id, day, user_id, model, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, thinking_tokens)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
        ON CONFLICT (organization_id, day, user_id, model) DO UPDATE SET
@@ -405,7 +417,7 @@ export class SessionsRepository {
         u.thinkingTokens,
       ],
     );
-    return toSession(rows[0][0]);
+    return toSession(row);
   }
 
   transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
@@ -432,14 +444,9 @@ function toSummary(row: SummaryRow): SessionSummary {
 }
 
 function toSession(row: SessionRow): SessionEntity {
-  return Object.assign(new SessionEntity(), {
-    id: row.id,
+  return Object.assign(new SessionEntity(), toSummary(row), {
     organizationId: row.organization_id,
     ownerId: row.owner_id,
-    computerId: row.computer_id,
-    title: row.title,
-    status: row.status,
-    messageCount: row.message_count,
     lastMessageId: row.last_message_id,
     lastUserSeq: row.last_user_seq,
     claimedSeq: row.claimed_seq,
@@ -448,10 +455,6 @@ function toSession(row: SessionRow): SessionEntity {
     turnBaseSeq: row.turn_base_seq,
     turnId: row.turn_id,
     leaseExpiresAt: dateOf(row.lease_expires_at),
-    settings: row.settings,
-    createdAt: new Date(row.created_at),
-    updatedAt: new Date(row.updated_at),
-    completedAt: dateOf(row.completed_at),
   });
 }
 
@@ -470,17 +473,5 @@ function toMessageSummary(row: MessageSummaryRow): MessageSummary {
 }
 
 function toMessage(row: MessageRow): MessageEntity {
-  return Object.assign(new MessageEntity(), {
-    id: row.id,
-    sessionId: row.session_id,
-    seq: row.seq,
-    role: row.role,
-    parentId: row.parent_id,
-    userMessageSource: row.user_message_source,
-    authorId: row.author_id,
-    content: row.content,
-    attributes: row.attributes,
-    createdAt: new Date(row.created_at),
-    updatedAt: new Date(row.updated_at),
-  });
+  return Object.assign(new MessageEntity(), toMessageSummary(row), { sessionId: row.session_id, authorId: row.author_id });
 }

@@ -107,21 +107,25 @@ export class SessionsService {
   }
 
   async update(principal: Principal, sessionId: string, input: UpdateSessionInput): Promise<SessionView> {
-    const session = this.writable(principal, await this.readable(principal, sessionId));
+    if (!isUuid(sessionId)) notFound(sessionId);
+    // Read before the transaction: on PGlite's one connection, a read outside it would wait for it.
+    const { restrictMemberVisibility } = await this.controls.read(principal.organizationId);
     return this.repository.transaction(async (manager) => {
-      const locked = (await this.repository.findSession(session.id, principal.organizationId, manager, true)) ?? notFound(sessionId);
+      const locked = await this.repository.findSession(sessionId, principal.organizationId, manager, true);
+      if (!locked || !AccessPolicy.canRead(principal, locked, restrictMemberVisibility)) notFound(sessionId);
+      this.writable(principal, locked);
       const settings: StoredSessionSettings = { ...locked.settings, ...input.sessionSettings };
       // A null setting removes it (e.g. `archivedAt: null` unarchives).
       for (const [field, value] of Object.entries(settings)) if (value === null) delete settings[field as keyof StoredSessionSettings];
       const changes = { ...(input.title !== undefined ? { title: input.title } : {}), settings, updatedAt: new Date() };
-      changes.updatedAt = await this.repository.updateSession(manager, session.id, changes);
+      changes.updatedAt = await this.repository.updateSession(manager, locked.id, changes);
       return toSessionView(Object.assign(locked, changes));
     });
   }
 
   async remove(principal: Principal, sessionId: string): Promise<void> {
     const session = this.writable(principal, await this.readable(principal, sessionId));
-    await this.repository.transaction((manager) => this.repository.deleteSession(manager, session.id));
+    await this.repository.deleteSession(session.id);
   }
 
   /**

@@ -17,12 +17,11 @@ export class NewestFirst {
     cursor: string | undefined,
     limit: number,
   ): SelectQueryBuilder<T> {
-    if (cursor !== undefined) {
-      const [createdAt, id] = decodeCursor(this.list, cursor, ['number', 'uuid']);
-      if ((createdAt as number) < 0 || (createdAt as number) > MAX_TIME) throw invalidCursor();
+    const after = this.positionOf(cursor);
+    if (after) {
       query.andWhere(`(${alias}.created_at, ${alias}.id) < (:keysetCreatedAt, :keysetId)`, {
-        keysetCreatedAt: new Date(createdAt as number),
-        keysetId: id,
+        keysetCreatedAt: after.createdAt,
+        keysetId: after.id,
       });
     }
     return query.orderBy(`${alias}.created_at`, 'DESC').addOrderBy(`${alias}.id`, 'DESC').limit(limit + 1);

@@ -30,7 +30,6 @@ export const USER_MESSAGE_SOURCES = [
 ] as const;
 
 export const IMAGE_MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const;
-export type ImageMediaType = (typeof IMAGE_MEDIA_TYPES)[number];
 
 /** A content block as stored: exactly the fields the spec lists for its type. */
 export type ContentBlock = { type: string; [field: string]: unknown };

@@ -21,10 +21,6 @@ export interface TokenUsage {
 
 export const TOKEN_USAGE_FIELDS = ['inputTokens', 'outputTokens', 'cacheCreationTokens', 'cacheReadTokens', 'thinkingTokens'] as const;
 
-export function emptyTokenUsage(): TokenUsage {
-  return { inputTokens: 0, outputTokens: 0, cacheCreationTokens: 0, cacheReadTokens: 0, thinkingTokens: 0 };
-}
-
 /** `sessionSettings` as stored and returned; every field is optional (spec: required fields not shown). */
 export interface StoredSessionSettings {
   model?: string;

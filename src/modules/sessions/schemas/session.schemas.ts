@@ -1,5 +1,5 @@
 import { ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
-import { IMAGE_MEDIA_TYPES, MESSAGE_ROLES, USER_MESSAGE_SOURCES } from '../domain/message';
+import { AGENT_MESSAGE_ROLES, IMAGE_MEDIA_TYPES, MESSAGE_ROLES, USER_MESSAGE_SOURCES } from '../domain/message';
 import {
   API_PROVIDER_LOCKS,
   AUTONOMY_LEVELS,
@@ -7,6 +7,7 @@ import {
   INTERACTION_MODES,
   PROVIDER_LOCKS,
   REASONING_EFFORTS,
+  TOKEN_USAGE_FIELDS,
 } from '../domain/session-settings';
 import { SESSION_STATUSES } from '../domain/session-status';
 import { ATTACHMENT_LIMITS, THINKING_SIGNATURE_PROVIDERS } from '../domain/limits';
@@ -196,7 +197,7 @@ function nullable(fields: Record<string, SchemaObject>): Record<string, SchemaOb
   );
 }
 
-const tokenUsageFields = ['inputTokens', 'outputTokens', 'cacheCreationTokens', 'cacheReadTokens', 'thinkingTokens'];
+const tokenUsageFields = [...TOKEN_USAGE_FIELDS];
 const tokenCount: SchemaObject = { type: 'integer', minimum: 0, maximum: 1_000_000_000_000 };
 
 export const sessionSchemas = new SchemaRegistry('sessions').add({
@@ -250,7 +251,7 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
     computerId: str('The computer to route the message to; when omitted, the session\'s computerId is used.'),
   }),
   AgentMessageInput: closed(['role', 'content'], {
-    role: { type: 'string', enum: ['assistant', 'tool', 'system'] },
+    role: { type: 'string', enum: [...AGENT_MESSAGE_ROLES] },
     content: content(0),
     ...optionalMessageFields,
   }, 'A message written by an agent: the Message schema without the server-assigned `id`, `createdAt` and `updatedAt`, and without `userMessageSource`.'),
