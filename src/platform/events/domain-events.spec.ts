@@ -30,7 +30,7 @@ class Listeners {
   }
 
   @OnDomainEvent('test.thing.happened')
-  fail(): Promise<void> {
+  fail(_event: ThingHappenedEvent): Promise<void> {
     return Promise.reject(new Error('listener broke'));
   }
 }
