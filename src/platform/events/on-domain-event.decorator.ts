@@ -10,20 +10,22 @@ const logger = new Logger('DomainEvents');
  * left to crash the process as an unhandled rejection.
  */
 export function OnDomainEvent<Name extends DomainEventName>(name: Name) {
-  return (
+  // Generic in the method's own type, so listeners returning void or a promise both fit.
+  return <Listener extends (event: DomainEventMap[Name]) => unknown>(
     target: object,
     method: string | symbol,
-    descriptor: TypedPropertyDescriptor<(event: DomainEventMap[Name]) => unknown>,
+    descriptor: TypedPropertyDescriptor<Listener>,
   ): void => {
     const listener = descriptor.value!;
     const where = `${target.constructor.name}.${String(method)}`;
-    descriptor.value = async function (this: unknown, event: DomainEventMap[Name]) {
+    const guarded = async function (this: unknown, event: DomainEventMap[Name]) {
       try {
         await listener.call(this, event);
       } catch (error) {
         logger.error({ err: error, event: name, listener: where, payload: event }, 'A domain event listener failed');
       }
     };
+    descriptor.value = guarded as unknown as Listener;
     OnEvent(name, { async: true, promisify: true, suppressErrors: false })(target, method, descriptor);
   };
 }
