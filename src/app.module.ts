@@ -4,6 +4,7 @@ import { LoggerModule } from 'nestjs-pino';
 import { AppConfig } from './config/app-config';
 import { DemoModule } from './demo/demo.module';
 import { AuthModule } from './modules/auth';
+import { ComputersModule } from './modules/computers';
 import { HealthModule } from './modules/health/health.module';
 import { SessionsModule } from './modules/sessions';
 import { ConfigModule } from './config/config.module';
@@ -27,6 +28,7 @@ export class AppModule {
         IdempotencyModule,
         AuthModule,
         SessionsModule,
+        ComputersModule,
         HealthModule,
         DemoModule,
       ],

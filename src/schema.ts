@@ -1,9 +1,21 @@
 import { ApiKeyEntity, OrganizationEntity, UserEntity } from './modules/auth/entities';
 import { Foundation1763712000000 } from './migrations/1763712000000-Foundation';
 import { Sessions1763798400000 } from './migrations/1763798400000-Sessions';
+import { Computers1763884800000 } from './migrations/1763884800000-Computers';
 import { MessageEntity, SessionEntity, TokenUsageDailyEntity } from './modules/sessions/entities';
+import { ComputerEntity, ProvisioningStepEntity } from './modules/computers/entities';
 import { IdempotencyKeyEntity } from './platform/idempotency/idempotency-key.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
-export const entities = [OrganizationEntity, UserEntity, ApiKeyEntity, IdempotencyKeyEntity, SessionEntity, MessageEntity, TokenUsageDailyEntity];
-export const migrations = [Foundation1763712000000, Sessions1763798400000];
+export const entities = [
+  OrganizationEntity,
+  UserEntity,
+  ApiKeyEntity,
+  IdempotencyKeyEntity,
+  SessionEntity,
+  MessageEntity,
+  TokenUsageDailyEntity,
+  ComputerEntity,
+  ProvisioningStepEntity,
+];
+export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000];

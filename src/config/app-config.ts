@@ -110,6 +110,46 @@ export class AppConfig {
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 
+  /** Where the `local` provider prepares computers' workspaces (default: DATA_DIR/computers). */
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @IsString()
+  COMPUTERS_DIR?: string;
+
+  /**
+   * The one directory whose git repositories (local paths and file:// URLs) computers may clone.
+   * Unset by default: no user can make the server clone its own files.
+   */
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @IsString()
+  LOCAL_REPOS_DIR?: string;
+
+  /** How often each instance looks for provisioning steps to run. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(50)
+  PROVISIONING_POLL_MS = 1_000;
+
+  /** A running step's claim lasts this long without renewal; then another instance takes it over. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(500)
+  PROVISIONING_LEASE_MS = 30_000;
+
+  /** A step still running after this long is stopped and fails. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1_000)
+  PROVISIONING_STEP_TIMEOUT_MS = 600_000;
+
+  /** Steps one instance runs at the same time (0: this instance provisions nothing). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(64)
+  PROVISIONING_CONCURRENCY = 2;
+
   static readonly secrets: ReadonlyArray<keyof AppConfig> = ['JWT_SECRET', 'DATABASE_URL'];
 
   get dataDir(): string {
@@ -123,6 +163,14 @@ export class AppConfig {
 
   get appUrl(): string {
     return (this.APP_URL ?? this.baseUrl).replace(/\/+$/, '');
+  }
+
+  get computersDir(): string {
+    return resolve(this.COMPUTERS_DIR ?? resolve(this.DATA_DIR, 'computers'));
+  }
+
+  get localReposDir(): string | undefined {
+    return this.LOCAL_REPOS_DIR === undefined ? undefined : resolve(this.LOCAL_REPOS_DIR);
   }
 
   get engine(): 'postgres' | 'pglite' {
@@ -157,6 +205,12 @@ const ENV_KEYS = [
   'AGENT_LEASE_MS',
   'AUTH_CACHE_MS',
   'LOG_LEVEL',
+  'COMPUTERS_DIR',
+  'LOCAL_REPOS_DIR',
+  'PROVISIONING_POLL_MS',
+  'PROVISIONING_LEASE_MS',
+  'PROVISIONING_STEP_TIMEOUT_MS',
+  'PROVISIONING_CONCURRENCY',
 ] as const satisfies ReadonlyArray<keyof AppConfig>;
 
 export class ConfigError extends Error {}

@@ -3,7 +3,7 @@ import { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
-import { OrganizationControlsReader } from '../../src/modules/auth/organization-controls.reader';
+import { DEFAULT_CONTROLS, OrganizationControlsReader } from '../../src/modules/auth/organization-controls.reader';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { startTestApp, TestApp } from '../utils/test-app';
 
@@ -246,8 +246,8 @@ describe('restrictApiKeyCreationToManagers', () => {
     // Stand in for the EnterpriseControls module, which binds this reader when it lands.
     const reader = t.app.get(OrganizationControlsReader);
     jest.spyOn(reader, 'read').mockImplementation(async (organizationId: string) => ({
+      ...DEFAULT_CONTROLS,
       restrictApiKeyCreationToManagers: restricted.has(organizationId),
-      restrictMemberVisibility: false,
     }));
   });
 

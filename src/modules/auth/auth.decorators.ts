@@ -8,6 +8,7 @@ import { Role, ROLES } from './domain/role';
 export const PUBLIC_ROUTE = 'auth:public';
 export const ALLOWED_ROLES = 'auth:roles';
 export const BEARER_SCHEME = 'bearer';
+export const ACCEPTS_COMPUTER_TOKENS = 'auth:computerTokens';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -34,6 +35,9 @@ export function Authenticated(...roles: Role[]) {
   }
   return applyDecorators(...decorators);
 }
+
+/** The route also accepts computers' agent tokens (every other route answers them 403). */
+export const AcceptsComputerTokens = () => SetMetadata(ACCEPTS_COMPUTER_TOKENS, true);
 
 /** The authenticated caller of the current request. */
 export const CurrentPrincipal = createParamDecorator((_: unknown, context: ExecutionContext): Principal => {

@@ -1,7 +1,7 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { ALLOWED_ROLES, PUBLIC_ROUTE } from './auth.decorators';
+import { ACCEPTS_COMPUTER_TOKENS, ALLOWED_ROLES, PUBLIC_ROUTE } from './auth.decorators';
 import { Authenticator } from './authenticator';
 import { AuthError, AuthErrorCode } from './domain/auth.errors';
 import { Role, ROLES } from './domain/role';
@@ -20,6 +20,12 @@ export class AuthGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     const principal = await this.authenticator.authenticate(request.headers.authorization);
     request.principal = principal;
+    if (principal.credential.kind === 'computer' && !this.reflector.getAllAndOverride<boolean>(ACCEPTS_COMPUTER_TOKENS, targets)) {
+      throw new AuthError(
+        AuthErrorCode.ComputerTokenNotAccepted,
+        'A computer\'s agent token works only on the agent channel (/api/v0/agent); use an API key or JWT here.',
+      );
+    }
     const allowed = this.reflector.getAllAndOverride<readonly Role[]>(ALLOWED_ROLES, targets) ?? ROLES;
     if (!allowed.includes(principal.role)) {
       throw new AuthError(

@@ -5,6 +5,7 @@ import { ApiKeysService } from './api-keys.service';
 import { AuthGuard } from './auth.guard';
 import { AuthRepository } from './auth.repository';
 import { Authenticator } from './authenticator';
+import { ComputerTokenLookup } from './computer-token.lookup';
 import { CredentialCache } from './credential-cache';
 import { JwtVerifier } from './jwt-verifier';
 import { DefaultOrganizationControls, OrganizationControlsReader } from './organization-controls.reader';
@@ -16,12 +17,13 @@ import { OrganizationsService } from './organizations.service';
     AuthRepository,
     Authenticator,
     CredentialCache,
+    ComputerTokenLookup,
     JwtVerifier,
     ApiKeysService,
     OrganizationsService,
     { provide: OrganizationControlsReader, useClass: DefaultOrganizationControls },
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
-  exports: [ApiKeysService, OrganizationsService, Authenticator, OrganizationControlsReader],
+  exports: [ApiKeysService, OrganizationsService, Authenticator, OrganizationControlsReader, ComputerTokenLookup],
 })
 export class AuthModule {}

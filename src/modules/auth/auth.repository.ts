@@ -19,6 +19,8 @@ export interface CallerRow {
   email: string;
   name: string;
   features: OrganizationFeatures;
+  /** Set when the credential is a computer's agent token. */
+  computer_id?: string;
 }
 
 /** API keys are touched at most once a minute, so authentication rarely writes. */

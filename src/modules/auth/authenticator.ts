@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { isUuid } from '../../platform/database/ids';
 import { AuthRepository, CallerRow } from './auth.repository';
 import { CredentialCache } from './credential-cache';
-import { hashApiKey, isWellFormedApiKey, looksLikeApiKey } from './domain/api-key-secret';
+import { ComputerTokenLookup } from './computer-token.lookup';
+import { hashApiKey, isWellFormedApiKey, isWellFormedComputerToken, looksLikeApiKey, looksLikeComputerToken } from './domain/api-key-secret';
 import { AuthError, AuthErrorCode } from './domain/auth.errors';
 import { Principal } from './domain/principal';
 import { JwtVerifier } from './jwt-verifier';
@@ -14,6 +15,7 @@ export class Authenticator {
     private readonly repository: AuthRepository,
     private readonly jwt: JwtVerifier,
     private readonly cache: CredentialCache,
+    private readonly computerTokens: ComputerTokenLookup,
   ) {}
 
   async authenticate(header: string | undefined, now = new Date()): Promise<Principal> {
@@ -26,6 +28,7 @@ export class Authenticator {
     }
     const token = match[1];
     if (looksLikeApiKey(token)) return this.fromApiKey(token, now);
+    if (looksLikeComputerToken(token)) return this.fromComputerToken(token);
     if (JwtVerifier.looksLikeJwt(token)) return this.fromJwt(token);
     throw new AuthError(AuthErrorCode.MalformedCredentials, 'The bearer token is neither an API key nor a well-formed JWT.');
   }
@@ -39,6 +42,19 @@ export class Authenticator {
     const apiKeyId = caller.api_key_id!;
     if (await this.repository.touchApiKey({ id: apiKeyId, lastUsedAt: caller.last_used_at }, now)) caller.last_used_at = now;
     return toPrincipal(caller, { kind: 'api_key', apiKeyId });
+  }
+
+  /** A computer's agent token acts for the computer's owner; rotating the token invalidates the old one. */
+  private async fromComputerToken(token: string): Promise<Principal> {
+    const hash = isWellFormedComputerToken(token) ? hashApiKey(token) : null;
+    const caller = hash ? await this.cache.get(`cpt:${hash}`, () => this.computerTokens.byHash(hash)) : null;
+    if (!caller?.computer_id) throw new AuthError(AuthErrorCode.InvalidCredentials, 'The computer token is not valid (rotated, or its computer was deleted).');
+    return toPrincipal(caller, { kind: 'computer', computerId: caller.computer_id });
+  }
+
+  /** Drops a rotated token from this instance's cache, so it answers 401 here at once. */
+  forgetComputerToken(tokenHash: string): void {
+    this.cache.forget(`cpt:${tokenHash}`);
   }
 
   /** The role comes from the database, not the token: a demotion applies within AUTH_CACHE_MS. */

@@ -1,9 +1,14 @@
 export { AuthModule } from './auth.module';
 export { ApiKeysService } from './api-keys.service';
 export { OrganizationsService } from './organizations.service';
-export { Authenticated, CurrentPrincipal, Public } from './auth.decorators';
+export { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Public } from './auth.decorators';
+export { Authenticator } from './authenticator';
+export { ComputerTokenLookup } from './computer-token.lookup';
+export type { CallerRow } from './auth.repository';
+export { generateComputerToken } from './domain/api-key-secret';
 export { AccessPolicy } from './domain/access-policy';
 export type { Principal } from './domain/principal';
 export { Role, ROLES, ADMIN_ROLES, isAdmin } from './domain/role';
 export { OrganizationControlsReader } from './organization-controls.reader';
-export type { AuthControls } from './organization-controls.reader';
+export type { AuthControls, OrganizationControls } from './organization-controls.reader';
+export { DEFAULT_CONTROLS } from './organization-controls.reader';

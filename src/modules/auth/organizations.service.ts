@@ -62,6 +62,11 @@ export class OrganizationsService {
     return organization?.features[feature] === true;
   }
 
+  /** Whether `userId` is a user of the organization. */
+  async isMember(organizationId: string, userId: string): Promise<boolean> {
+    return (await this.repository.findCaller(userId, organizationId)) !== null;
+  }
+
   async requireOrganization(slug: string): Promise<OrganizationEntity> {
     const organization = await this.repository.findOrganizationBySlug(slug);
     if (!organization) throw new AuthError(AuthErrorCode.OrganizationNotFound, `No organization with slug ${slug} exists.`);

@@ -56,15 +56,13 @@ export class AgentWorkService {
     input: { computerId?: string; waitMs?: number },
     idempotent?: IdempotentRequest,
   ): Promise<IdempotentResult<{ work: WorkView | null }>> {
-    if (input.computerId !== undefined && (!isUuid(input.computerId) || !(await this.computers.belongsTo(principal.organizationId, input.computerId)))) {
-      throw new SessionsError(SessionsErrorCode.ComputerNotFound, `No computer ${input.computerId} exists in your organization.`, { field: 'computerId' });
-    }
+    const computerId = await this.claimScope(principal, input.computerId);
     const deadline = Date.now() + (input.waitMs ?? 0);
     for (;;) {
       let events: SessionStatusChangedEvent[] = [];
       try {
         const result = await this.idempotency.run(principal, idempotent, async (manager) => {
-          const claimed = await this.takeWork(manager, principal, input.computerId ?? null);
+          const claimed = await this.takeWork(manager, principal, computerId);
           if (!claimed) throw new NoWork();
           events = claimed.events;
           return { work: claimed.work };
@@ -210,7 +208,8 @@ export class AgentWorkService {
     computerId: string | null,
   ): Promise<{ work: WorkView; events: SessionStatusChangedEvent[] } | null> {
     const now = new Date();
-    const ownerId = principal.role === Role.Member ? principal.userId : undefined;
+    // A member's key takes only their own sessions' work; a computer's token takes all work routed to it.
+    const ownerId = principal.role === Role.Member && principal.credential.kind !== 'computer' ? principal.userId : undefined;
     const session = await this.repository.lockNextWork(manager, { organizationId: principal.organizationId, computerId, ownerId }, now);
     if (!session) return null;
     // A turn whose lease ran out is restarted with the same work; fresh work starts where the last turn stopped.
@@ -235,9 +234,9 @@ export class AgentWorkService {
   /** The session, locked, if `turnId` is its running turn: 404 for no such session, 409 for a turn that is over. */
   private async lockTurn(manager: EntityManager, principal: Principal, sessionId: string, turnId: string): Promise<SessionEntity> {
     const session = isUuid(sessionId) && isUuid(turnId) ? await this.repository.lockTurn(manager, sessionId, principal.organizationId, turnId) : null;
-    if (session && AccessPolicy.canWrite(principal, session)) return session;
+    if (session && mayWorkOn(principal, session)) return session;
     const exists = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId, manager) : null;
-    if (!exists || !AccessPolicy.canWrite(principal, exists)) {
+    if (!exists || !mayWorkOn(principal, exists)) {
       throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
     }
     throw new SessionsError(
@@ -247,9 +246,31 @@ export class AgentWorkService {
     );
   }
 
+  /**
+   * The queue a claim takes from: a computer's token takes its computer's work (naming another
+   * computer is 404); an API key or JWT takes the named computer's, which it must see, or the
+   * unrouted work.
+   */
+  private async claimScope(principal: Principal, computerId: string | undefined): Promise<string | null> {
+    const own = principal.credential.kind === 'computer' ? principal.credential.computerId : undefined;
+    const visible =
+      computerId === undefined ||
+      (own !== undefined ? computerId === own : isUuid(computerId) && (await this.computers.visibleTo(principal, computerId)));
+    if (!visible) {
+      throw new SessionsError(SessionsErrorCode.ComputerNotFound, `No computer ${computerId} exists in your organization.`, { field: 'computerId' });
+    }
+    return computerId ?? own ?? null;
+  }
+
   private leaseFrom(now: Date): Date {
     return new Date(now.getTime() + this.config.AGENT_LEASE_MS);
   }
+}
+
+/** Agents write to sessions they may write to; a computer's token to those whose work is routed to it. */
+function mayWorkOn(principal: Principal, session: SessionEntity): boolean {
+  if (principal.credential.kind !== 'computer') return AccessPolicy.canWrite(principal, session);
+  return session.organizationId === principal.organizationId && session.workComputerId === principal.credential.computerId;
 }
 
 function attributesOf(message: AgentMessageInput): Record<string, unknown> {

@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiBody, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
+import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { DefaultBody, ref } from '../../platform/http/json-schema';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
@@ -16,12 +16,13 @@ const TURN_CONFLICT = 'The turn is over: it ended, or its lease ran out and anot
 
 /**
  * The agent channel (not in the spec): the endpoints an agent process uses to take waiting work
- * and answer it. Authenticated with the organization's API keys for now; members' keys reach
- * only their own sessions, guests' none.
+ * and answer it. Authenticated with a computer's agent token (work routed to that computer) or an
+ * API key or JWT (members reach only their own sessions, guests none).
  */
 @ApiTags('Agent channel')
 @Controller('api/v0/agent')
 @Authenticated(Role.Owner, Role.Manager, Role.Member)
+@AcceptsComputerTokens()
 @ApiIdempotencyKey()
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
 export class AgentController {

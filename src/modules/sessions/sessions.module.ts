@@ -2,7 +2,7 @@ import { Module, OnModuleInit } from '@nestjs/common';
 import { AuthModule } from '../auth';
 import { AgentController } from './agent.controller';
 import { AgentWorkService } from './agent-work.service';
-import { ComputerDirectory, NoComputers } from './ports/computer-directory';
+import { ComputerDirectory } from './ports/computer-directory';
 import { NoSessionDefaults, SessionDefaults } from './ports/session-defaults';
 import { sessionSchemas } from './schemas/session.schemas';
 import { SessionsController } from './sessions.controller';
@@ -18,10 +18,10 @@ import { WorkSignal } from './work-signal';
     SessionsService,
     AgentWorkService,
     WorkSignal,
-    { provide: ComputerDirectory, useClass: NoComputers },
+    ComputerDirectory,
     { provide: SessionDefaults, useClass: NoSessionDefaults },
   ],
-  exports: [SessionsService, AgentWorkService],
+  exports: [SessionsService, AgentWorkService, ComputerDirectory],
 })
 export class SessionsModule implements OnModuleInit {
   onModuleInit(): void {

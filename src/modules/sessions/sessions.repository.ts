@@ -276,6 +276,29 @@ export class SessionsRepository {
     return { session: toSession(row), previousStatus: row.previous_status, previousLastMessageId: row.previous_last_message_id };
   }
 
+  /** Appends a server-written message (a provisioning log line) in one statement; the status stays. */
+  async appendServerMessage(input: { sessionId: string; organizationId: string; messageId: string; role: MessageRole; content: ContentBlock[] }): Promise<number | null> {
+    const rows = await this.sql.query<{ message_count: number }>(
+      'messages.appendServer',
+      `WITH old AS (
+         SELECT id, last_message_id FROM sessions WHERE id = $1 AND organization_id = $2 FOR UPDATE
+       ), s AS (
+         UPDATE sessions s SET
+           message_count = s.message_count + 1,
+           last_message_id = $3,
+           updated_at = GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp()))
+         FROM old WHERE s.id = old.id
+         RETURNING s.id, s.message_count, s.updated_at, old.last_message_id AS previous_last_message_id
+       ), inserted AS (
+         INSERT INTO messages (id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
+         SELECT $3, s.id, s.message_count, $4, s.previous_last_message_id, NULL, NULL, $5::jsonb, '{}'::jsonb, s.updated_at, s.updated_at FROM s
+       )
+       SELECT s.message_count FROM s`,
+      [input.sessionId, input.organizationId, input.messageId, input.role, JSON.stringify(input.content)],
+    );
+    return rows[0]?.message_count ?? null;
+  }
+
   async userMessagesAfter(manager: EntityManager, sessionId: string, afterSeq: number): Promise<MessageEntity[]> {
     const rows = await this.sql.in(manager).query<MessageRow>(
       'messages.userAfter',

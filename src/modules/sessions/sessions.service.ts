@@ -197,6 +197,42 @@ export class SessionsService {
     return { items: found.page.items.map(toMessageView), pagination: found.page.pagination };
   }
 
+  /**
+   * Opens a session in which the server records work it does itself (a computer's provisioning
+   * output), inside the caller's transaction. It stays `idle`: no agent is asked to answer it.
+   */
+  async openServerLog(manager: EntityManager, input: { organizationId: string; ownerId: string; computerId: string; title: string }): Promise<string> {
+    const now = new Date();
+    const session = Object.assign(new SessionEntity(), {
+      id: newId(),
+      organizationId: input.organizationId,
+      ownerId: input.ownerId,
+      computerId: input.computerId,
+      title: input.title,
+      status: SessionStatus.Idle,
+      settings: {},
+      createdAt: now,
+      updatedAt: now,
+    });
+    await this.repository.insertSession(manager, session);
+    return session.id;
+  }
+
+  /** Appends one `tool` message of text to a server log; false when the session is gone. */
+  async appendServerLog(organizationId: string, sessionId: string, text: string): Promise<boolean> {
+    const messageId = newId();
+    const seq = await this.repository.appendServerMessage({
+      sessionId,
+      organizationId,
+      messageId,
+      role: MessageRole.Tool,
+      content: [{ type: 'text', text }],
+    });
+    if (seq === null) return false;
+    this.events.publish(new MessageAddedEvent(organizationId, new Date(), sessionId, messageId, MessageRole.Tool, seq, null, null));
+    return true;
+  }
+
   /** The session if the caller may read it; 404 otherwise, whatever the reason. */
   async readable(principal: Principal, sessionId: string, computerId?: string): Promise<SessionEntity> {
     if (computerId !== undefined) await this.requireComputer(principal, computerId);
@@ -231,7 +267,7 @@ export class SessionsService {
   }
 
   private async requireComputer(principal: Principal, computerId: string): Promise<void> {
-    if (!isUuid(computerId) || !(await this.computers.belongsTo(principal.organizationId, computerId))) {
+    if (!isUuid(computerId) || !(await this.computers.visibleTo(principal, computerId))) {
       throw new SessionsError(SessionsErrorCode.ComputerNotFound, `No computer ${computerId} exists in your organization.`, {
         field: 'computerId',
       });

@@ -2,6 +2,8 @@ import { PipeTransform } from '@nestjs/common';
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import { FieldError, validationError } from './validation';
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** A JSON Schema in OpenAPI 3.0's dialect. */
 export type SchemaObject = { [keyword: string]: unknown };
 
@@ -30,6 +32,8 @@ export class SchemaRegistry {
 
   constructor(private readonly documentId: string) {
     this.ajv.addVocabulary(['example', 'components']);
+    this.ajv.addFormat('uuid', UUID);
+    this.ajv.addFormat('uri', (value: string) => URL.canParse(value));
     SchemaRegistry.all.push(this);
   }
 

@@ -23,3 +23,21 @@ export function looksLikeApiKey(token: string): boolean {
 export function isWellFormedApiKey(token: string): boolean {
   return API_KEY_SHAPE.test(token);
 }
+
+/** A computer's agent token: the same strength as an API key, a prefix of its own. */
+export const COMPUTER_TOKEN_PREFIX = 'cpt_';
+const COMPUTER_TOKEN_SHAPE = /^cpt_[A-Za-z0-9_-]{43}$/;
+
+/** A new agent token for a computer. Only the hash is stored; the token is shown once. */
+export function generateComputerToken(): { token: string; prefix: string; hash: string } {
+  const token = COMPUTER_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  return { token, prefix: token.slice(0, COMPUTER_TOKEN_PREFIX.length + 8), hash: hashApiKey(token) };
+}
+
+export function looksLikeComputerToken(token: string): boolean {
+  return token.startsWith(COMPUTER_TOKEN_PREFIX);
+}
+
+export function isWellFormedComputerToken(token: string): boolean {
+  return COMPUTER_TOKEN_SHAPE.test(token);
+}

@@ -14,6 +14,7 @@ export enum AuthErrorCode {
   UserNotFound = 'user_not_found',
   OrganizationExists = 'organization_exists',
   UserExists = 'user_exists',
+  ComputerTokenNotAccepted = 'computer_token_not_accepted',
 }
 
 export class AuthError extends DomainError<AuthErrorCode> {
@@ -28,6 +29,7 @@ export class AuthError extends DomainError<AuthErrorCode> {
         return ErrorKind.Unauthenticated;
       case AuthErrorCode.InsufficientRole:
       case AuthErrorCode.ApiKeyCreationRestricted:
+      case AuthErrorCode.ComputerTokenNotAccepted:
         return ErrorKind.Forbidden;
       case AuthErrorCode.ApiKeyNotFound:
       case AuthErrorCode.OrganizationNotFound:

@@ -8,7 +8,11 @@ export interface Principal {
   role: Role;
   email: string;
   name: string;
-  credential: { kind: 'api_key'; apiKeyId: string } | { kind: 'jwt' };
+  /**
+   * How the caller proved who it is. A computer's agent token acts for the computer's owner, on
+   * the agent channel only, and only for work routed to that computer.
+   */
+  credential: { kind: 'api_key'; apiKeyId: string } | { kind: 'jwt' } | { kind: 'computer'; computerId: string };
   /** The organization's feature flags, read with the credential (no extra query per request). */
   features: OrganizationFeatures;
 }

@@ -13,6 +13,7 @@ import { StoredSessionSettings } from '../domain/session-settings';
 @Index('sessions_computer_created_idx', ['computerId', 'createdAt', 'id'], { where: 'computer_id IS NOT NULL' })
 @Index('sessions_waiting_work_idx', ['organizationId', 'workComputerId', 'pendingSince'], { where: `status = 'pending'` })
 @Index('sessions_turn_lease_idx', ['leaseExpiresAt'], { where: `status = 'running'` })
+@Index('sessions_work_computer_idx', ['workComputerId'], { where: 'work_computer_id IS NOT NULL' })
 export class SessionEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'sessions_pkey' })
   id: string;
@@ -26,7 +27,9 @@ export class SessionEntity {
   @ForeignKey('UserEntity', { name: 'sessions_owner_id_fkey', onDelete: 'CASCADE' })
   ownerId: string;
 
+  /** Deleting the computer disconnects the session (the Computers migration adds the key). */
   @Column({ name: 'computer_id', type: 'uuid', nullable: true })
+  @ForeignKey('ComputerEntity', { name: 'sessions_computer_id_fkey', onDelete: 'SET NULL' })
   computerId: string | null;
 
   @Column({ type: 'varchar', length: 500, nullable: true })
@@ -52,6 +55,7 @@ export class SessionEntity {
 
   /** Where the waiting work is routed: a computer, or null for the organization's unrouted queue. */
   @Column({ name: 'work_computer_id', type: 'uuid', nullable: true })
+  @ForeignKey('ComputerEntity', { name: 'sessions_work_computer_id_fkey', onDelete: 'SET NULL' })
   workComputerId: string | null;
 
   /** When the oldest waiting work arrived: agents take work oldest first. */

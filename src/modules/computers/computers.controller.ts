@@ -1,0 +1,148 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiBody,
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiForbiddenResponse,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
+import { ref } from '../../platform/http/json-schema';
+import { V0ErrorSchema } from '../../platform/http/openapi';
+import { ComputerView } from './domain/views';
+import { ComputersService, CreateComputerInput, UpdateComputerInput } from './computers.service';
+import { computerSchemas } from './schemas/computer.schemas';
+
+const NOT_FOUND = 'No such computer in your organization, or one you may not see (another organization\'s, or for a member another member\'s).';
+
+@ApiTags('Computers')
+@Controller('api/v0/computers')
+@Authenticated(Role.Owner, Role.Manager, Role.Member)
+@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
+export class ComputersController {
+  constructor(private readonly computers: ComputersService) {}
+
+  @Post()
+  @ApiOperation({
+    summary: 'Create a computer',
+    description:
+      '`provider: "byom"` registers an existing machine: `hostId` and `remoteUser` are required, `repos`, `autoInstallDeps: true` and `source` are refused; ' +
+      'it is `active` at once. `provider: "local"` (managed) prepares a workspace on the server\'s host: `hostId` is assigned (giving one is 400), ' +
+      '`remoteUser` defaults to the server\'s user; it is `provisioning` with its `provisioningSteps` and becomes `active` when they complete, `error` when one fails. ' +
+      'With `serviceAccountId` (owners and managers) the computer belongs to that user, `ownerPrincipalKind: "service_account"`. ' +
+      'The answer carries `agentToken` once: the credential the computer\'s agent uses on the agent channel.',
+  })
+  @ApiBody({ schema: ref('CreateComputerBody') })
+  @ApiCreatedResponse({ schema: ref('Computer') })
+  @ApiForbiddenResponse({
+    description: 'Guests; `serviceAccountId` from a member; or enterprise controls turn this kind of computer off or limit it to other people.',
+    type: V0ErrorSchema,
+  })
+  @ApiNotFoundResponse({ description: 'Unknown `serviceAccountId` or `source.computerId`.', type: V0ErrorSchema })
+  create(@CurrentPrincipal() principal: Principal, @Body(computerSchemas.pipe('CreateComputerBody')) body: CreateComputerInput): Promise<ComputerView> {
+    return this.computers.create(principal, body);
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'List computers', description: 'Newest first. Owners and managers see every computer of the organization, members their own.' })
+  @ApiOkResponse({ schema: { type: 'object', required: ['computers'], properties: { computers: { type: 'array', items: ref('Computer') } } } })
+  async list(@CurrentPrincipal() principal: Principal): Promise<{ computers: ComputerView[] }> {
+    return { computers: await this.computers.list(principal) };
+  }
+
+  @Get(':computerId')
+  @ApiOperation({ summary: 'Get a computer', description: 'Not in the spec; added. Every field, the create response\'s additions included (not `agentToken`).' })
+  @ApiOkResponse({ schema: ref('Computer') })
+  @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
+  get(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<ComputerView> {
+    return this.computers.get(principal, computerId);
+  }
+
+  @Patch(':computerId')
+  @ApiOperation({ summary: 'Update a computer', description: 'Renames it or changes its `remoteUser`; at least one of the two.' })
+  @ApiBody({ schema: ref('UpdateComputerBody') })
+  @ApiOkResponse({ schema: ref('Computer') })
+  @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
+  update(
+    @CurrentPrincipal() principal: Principal,
+    @Param('computerId') computerId: string,
+    @Body(computerSchemas.pipe('UpdateComputerBody')) body: UpdateComputerInput,
+  ): Promise<ComputerView> {
+    return this.computers.update(principal, computerId, body);
+  }
+
+  @Delete(':computerId')
+  @HttpCode(204)
+  @ApiOperation({
+    summary: 'Delete a computer',
+    description:
+      'Not in the spec; added. Deletes the computer and its steps, invalidates its agent token, and removes a managed computer\'s workspace ' +
+      '(a step running at that moment is stopped). Its sessions stay, disconnected (`computerId` removed); work routed to it becomes unrouted.',
+  })
+  @ApiNoContentResponse({ description: 'Deleted.' })
+  @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
+  async remove(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<void> {
+    await this.computers.remove(principal, computerId);
+  }
+
+  @Post(':computerId/retry')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Retry provisioning',
+    description: 'Not in the spec; added. A computer in `error` goes back to `provisioning`: its failed step is `pending` again (its `error` cleared), then the rest run.',
+  })
+  @ApiOkResponse({ schema: ref('Computer') })
+  @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
+  @ApiConflictResponse({ description: 'The computer is not in `error` (`computer_not_failed`, with `computerStatus`).', type: V0ErrorSchema })
+  retry(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<ComputerView> {
+    return this.computers.retry(principal, computerId);
+  }
+
+  @Post(':computerId/agent-token')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Rotate the agent token',
+    description: 'Not in the spec; added. Issues a new agent token, shown this once; the old one stops working (on other instances within `AUTH_CACHE_MS`).',
+  })
+  @ApiOkResponse({
+    schema: {
+      type: 'object',
+      required: ['computerId', 'agentToken', 'createdAt'],
+      properties: { computerId: { type: 'string' }, agentToken: { type: 'string' }, createdAt: { type: 'integer', description: 'Unix ms.' } },
+    },
+  })
+  @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
+  rotateToken(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<{ computerId: string; agentToken: string; createdAt: number }> {
+    return this.computers.rotateToken(principal, computerId);
+  }
+}
+
+/** The computer's own agent, on the agent channel: where it reports the machine it runs on. */
+@ApiTags('Agent channel')
+@Controller('api/v0/agent')
+@Authenticated(Role.Owner, Role.Manager, Role.Member)
+@AcceptsComputerTokens()
+export class AgentConnectController {
+  constructor(private readonly computers: ComputersService) {}
+
+  @Post('connect')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Connect a computer\'s agent',
+    description:
+      'Called by the agent at start with the computer\'s agent token (from `relayAgentUrl`): records the machine\'s `hostname`, shown in list and update responses. ' +
+      'API keys and JWTs answer 403 (`computer_credential_required`).',
+  })
+  @ApiBody({ schema: ref('ConnectAgentBody') })
+  @ApiOkResponse({ schema: ref('Computer') })
+  @ApiBadRequestResponse({ description: 'Invalid `hostname`.', type: V0ErrorSchema })
+  @ApiForbiddenResponse({ description: 'Not a computer\'s agent token.', type: V0ErrorSchema })
+  connect(@CurrentPrincipal() principal: Principal, @Body(computerSchemas.pipe('ConnectAgentBody')) body: { hostname: string }): Promise<ComputerView> {
+    return this.computers.connectAgent(principal, body);
+  }
+}

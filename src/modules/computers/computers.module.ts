@@ -1,0 +1,32 @@
+import { Module, OnModuleInit } from '@nestjs/common';
+import { AuthModule, ComputerTokenLookup } from '../auth';
+import { ComputerDirectory, SessionsModule } from '../sessions';
+import { AgentConnectController, ComputersController } from './computers.controller';
+import { ComputersRepository } from './computers.repository';
+import { ComputersService } from './computers.service';
+import { ProvisioningJob } from './jobs/provisioning.job';
+import { ComputeProvider } from './providers/compute-provider';
+import { LocalProvider } from './providers/local.provider';
+import { computerSchemas } from './schemas/computer.schemas';
+
+@Module({
+  imports: [AuthModule, SessionsModule],
+  controllers: [ComputersController, AgentConnectController],
+  providers: [ComputersRepository, ComputersService, ProvisioningJob, { provide: ComputeProvider, useClass: LocalProvider }],
+  exports: [ComputersService],
+})
+export class ComputersModule implements OnModuleInit {
+  constructor(
+    private readonly computers: ComputersService,
+    private readonly repository: ComputersRepository,
+    private readonly directory: ComputerDirectory,
+    private readonly tokens: ComputerTokenLookup,
+  ) {}
+
+  /** Sessions and Auth cannot import this module (it imports them), so it hands them its lookups. */
+  onModuleInit(): void {
+    computerSchemas.compileAll();
+    this.directory.bind((principal, computerId) => this.computers.isVisible(principal, computerId));
+    this.tokens.bind((hash) => this.repository.findCallerByTokenHash(hash));
+  }
+}

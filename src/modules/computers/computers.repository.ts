@@ -1,0 +1,238 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import type { CallerRow } from '../auth';
+import { Sql } from '../../platform/database/sql';
+import { ComputerEntity, ProvisioningStepEntity } from './entities';
+import { ComputerStatus } from './domain/computer-status';
+import { StepStatus } from './domain/provisioning-step';
+
+/** A step claimed by this instance, with its computer. */
+export interface ClaimedStep {
+  step: ProvisioningStepEntity;
+  computer: ComputerEntity;
+}
+
+/** How a fenced finish went: `lost` when the claim is no longer this instance's. */
+export type FinishOutcome = { lost: true } | { lost: false; computer: ComputerEntity };
+
+const STEP_COLUMNS = `s.computer_id AS "computerId", s.position, s.step_id AS "stepId", s.name, s.status, s.error,
+  s.started_at AS "startedAt", s.completed_at AS "completedAt", s.install_session_id AS "installSessionId",
+  s.attempts, s.claim_id AS "claimId", s.lease_expires_at AS "leaseExpiresAt"`;
+
+/** The database clock, to the millisecond: leases compare times from several instances. */
+const NOW = `date_trunc('milliseconds', clock_timestamp())`;
+
+/** All SQL of the Computers module. */
+@Injectable()
+export class ComputersRepository {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly sql: Sql,
+  ) {}
+
+  transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return this.dataSource.transaction(work);
+  }
+
+  async insertComputer(manager: EntityManager, computer: ComputerEntity): Promise<void> {
+    await manager.getRepository(ComputerEntity).insert(computer);
+  }
+
+  async insertSteps(manager: EntityManager, steps: ProvisioningStepEntity[]): Promise<void> {
+    await manager.getRepository(ProvisioningStepEntity).insert(steps);
+  }
+
+
+  find(id: string, organizationId: string, manager: EntityManager = this.dataSource.manager, lock = false): Promise<ComputerEntity | null> {
+    return manager.getRepository(ComputerEntity).findOne({ where: { id, organizationId }, ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}) });
+  }
+
+  /** The organization's computers (or one owner's), newest first. */
+  list(organizationId: string, ownerId?: string): Promise<ComputerEntity[]> {
+    return this.dataSource.manager.getRepository(ComputerEntity).find({
+      where: { organizationId, ...(ownerId ? { ownerId } : {}) },
+      order: { createdAt: 'DESC', id: 'DESC' },
+    });
+  }
+
+  /** Each computer's steps, in order. */
+  async stepsOf(computerIds: string[], manager: EntityManager = this.dataSource.manager): Promise<Map<string, ProvisioningStepEntity[]>> {
+    const steps = new Map<string, ProvisioningStepEntity[]>(computerIds.map((id) => [id, []]));
+    if (computerIds.length === 0) return steps;
+    const rows = await manager
+      .getRepository(ProvisioningStepEntity)
+      .createQueryBuilder('s')
+      .where('s.computer_id IN (:...ids)', { ids: computerIds })
+      .orderBy('s.computer_id')
+      .addOrderBy('s.position')
+      .getMany();
+    for (const row of rows) steps.get(row.computerId)!.push(row);
+    return steps;
+  }
+
+  async update(manager: EntityManager, id: string, changes: Partial<Pick<ComputerEntity, 'name' | 'remoteUser' | 'hostname' | 'agentConnectedAt' | 'agentTokenHash' | 'agentTokenCreatedAt' | 'status'>>): Promise<ComputerEntity> {
+    await manager.getRepository(ComputerEntity).update({ id }, { ...changes, updatedAt: () => `GREATEST(updated_at, ${NOW})` });
+    return (await manager.getRepository(ComputerEntity).findOneBy({ id }))!;
+  }
+
+  /** Deletes the computer; its steps go with it, sessions are disconnected (foreign keys). */
+  async delete(id: string): Promise<void> {
+    await this.dataSource.manager.getRepository(ComputerEntity).delete({ id });
+  }
+
+  /** The computer's owner as a caller, for its agent token (one statement, as for API keys). */
+  async findCallerByTokenHash(tokenHash: string): Promise<(CallerRow & { computer_id: string }) | null> {
+    const rows = await this.sql.query<CallerRow & { computer_id: string }>(
+      'computers.callerByToken',
+      `SELECT NULL::uuid AS api_key_id, NULL::timestamptz AS revoked_at, NULL::timestamptz AS expires_at, NULL::timestamptz AS last_used_at,
+              u.id AS user_id, u.organization_id, u.role, u.email, u.name, o.features, c.id AS computer_id
+       FROM computers c JOIN users u ON u.id = c.owner_id JOIN organizations o ON o.id = c.organization_id
+       WHERE c.agent_token_hash = $1`,
+      [tokenHash],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** Whether the computer exists in the organization (and belongs to `ownerId`, when given). */
+  async exists(id: string, organizationId: string, ownerId?: string): Promise<boolean> {
+    const rows = await this.sql.query(
+      ownerId ? 'computers.existsForOwner' : 'computers.exists',
+      `SELECT 1 FROM computers WHERE id = $1 AND organization_id = $2${ownerId ? ' AND owner_id = $3' : ''}`,
+      ownerId ? [id, organizationId, ownerId] : [id, organizationId],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Claims the next step to run, in one transaction: the first unfinished step of a provisioning
+   * computer, pending, or running under a claim whose lease ran out (its instance died). Rows
+   * other instances are claiming are skipped, so no step is claimed twice.
+   */
+  async claimNext(claimId: string, leaseMs: number, maxAttempts: number): Promise<{ claimed: ClaimedStep } | { abandoned: ClaimedStep } | null> {
+    return this.transaction(async (manager) => {
+      const sql = this.sql.in(manager);
+      const [candidate] = await sql.query<{ computer_id: string; position: number; attempts: number; status: StepStatus }>(
+        'computers.steps.nextClaimable',
+        `SELECT s.computer_id, s.position, s.attempts, s.status FROM provisioning_steps s
+         JOIN computers c ON c.id = s.computer_id AND c.status = 'provisioning'
+         WHERE (s.status = 'pending' AND NOT EXISTS (
+                  SELECT 1 FROM provisioning_steps e WHERE e.computer_id = s.computer_id AND e.position < s.position AND e.status <> 'completed'))
+            OR (s.status = 'running' AND s.lease_expires_at < clock_timestamp())
+         ORDER BY c.created_at, s.computer_id, s.position
+         LIMIT 1
+         FOR UPDATE OF s SKIP LOCKED`,
+        [],
+      );
+      if (!candidate) return null;
+      if (candidate.status === StepStatus.Running && candidate.attempts >= maxAttempts) {
+        const error = `Abandoned: ${candidate.attempts} instances took this step and none finished it (each stopped without a word).`;
+        const abandoned = await this.finishStep(manager, { computerId: candidate.computer_id, position: candidate.position, claimId: null }, StepStatus.Failed, error);
+        return { abandoned: abandoned! };
+      }
+      const [row] = await sql.query<ProvisioningStepEntity>(
+        'computers.steps.claim',
+        `UPDATE provisioning_steps s SET status = 'running', claim_id = $3, attempts = s.attempts + 1, error = NULL, completed_at = NULL,
+           started_at = ${NOW}, lease_expires_at = ${NOW} + $4 * interval '1 millisecond'
+         WHERE s.computer_id = $1 AND s.position = $2 RETURNING ${STEP_COLUMNS}`,
+        [candidate.computer_id, candidate.position, claimId, leaseMs],
+      );
+      const computer = (await manager.getRepository(ComputerEntity).findOneBy({ id: candidate.computer_id }))!;
+      return { claimed: { step: row, computer } };
+    });
+  }
+
+  /** Renews a claim's lease; false when the claim is no longer held (computer deleted, or taken over). */
+  async renewClaim(step: { computerId: string; position: number; claimId: string }, leaseMs: number): Promise<boolean> {
+    const rows = await this.sql.query(
+      'computers.steps.renew',
+      `UPDATE provisioning_steps SET lease_expires_at = ${NOW} + $4 * interval '1 millisecond'
+       WHERE computer_id = $1 AND position = $2 AND claim_id = $3 AND status = 'running' RETURNING 1`,
+      [step.computerId, step.position, step.claimId, leaseMs],
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * Finishes a claimed step (fenced by its claim): completed, with the computer active when it was
+   * the last; or failed, with the computer in error. `lost` when the claim was no longer held.
+   */
+  async finish(
+    step: { computerId: string; position: number; claimId: string },
+    outcome: { status: StepStatus.Completed; clonedRepoDirectories?: string[] } | { status: StepStatus.Failed; error: string },
+  ): Promise<FinishOutcome & { activated?: boolean }> {
+    return this.transaction(async (manager) => {
+      if (outcome.status === StepStatus.Completed && outcome.clonedRepoDirectories) {
+        await this.sql.in(manager).query(
+          'computers.setCloned',
+          `UPDATE computers c SET cloned_repo_directories = $2::jsonb FROM provisioning_steps s
+           WHERE c.id = $1 AND s.computer_id = c.id AND s.position = $3 AND s.claim_id = $4 AND s.status = 'running'`,
+          [step.computerId, JSON.stringify(outcome.clonedRepoDirectories), step.position, step.claimId],
+        );
+      }
+      const result = await this.finishStep(manager, step, outcome.status, outcome.status === StepStatus.Failed ? outcome.error : null);
+      return result ? { lost: false, computer: result.computer, activated: result.computer.status === ComputerStatus.Active } : { lost: true };
+    });
+  }
+
+  /** Gives a claim back (its instance is stopping): the step is pending again, for any instance. */
+  async release(step: { computerId: string; position: number; claimId: string }): Promise<void> {
+    await this.sql.query(
+      'computers.steps.release',
+      `UPDATE provisioning_steps SET status = 'pending', claim_id = NULL, lease_expires_at = NULL, started_at = NULL
+       WHERE computer_id = $1 AND position = $2 AND claim_id = $3 AND status = 'running'`,
+      [step.computerId, step.position, step.claimId],
+    );
+  }
+
+  /** On an embedded database only this process can hold claims: any running step is from a previous run. */
+  async releaseAll(): Promise<number> {
+    const rows = await this.sql.query(
+      'computers.steps.releaseAll',
+      `UPDATE provisioning_steps SET status = 'pending', claim_id = NULL, lease_expires_at = NULL, started_at = NULL
+       WHERE status = 'running' RETURNING 1`,
+      [],
+    );
+    return rows.length;
+  }
+
+  /** Retry: the failed step is pending again (later steps never ran), the computer provisioning. */
+  async retry(manager: EntityManager, computerId: string): Promise<void> {
+    await this.sql.in(manager).query(
+      'computers.steps.retry',
+      `UPDATE provisioning_steps SET status = 'pending', error = NULL, started_at = NULL, completed_at = NULL, attempts = 0,
+         claim_id = NULL, lease_expires_at = NULL
+       WHERE computer_id = $1 AND status = 'failed'`,
+      [computerId],
+    );
+  }
+
+  private async finishStep(
+    manager: EntityManager,
+    step: { computerId: string; position: number; claimId: string | null },
+    status: StepStatus.Completed | StepStatus.Failed,
+    error: string | null,
+  ): Promise<{ step: ProvisioningStepEntity; computer: ComputerEntity } | null> {
+    const sql = this.sql.in(manager);
+    const [finished] = await sql.query<ProvisioningStepEntity>(
+      'computers.steps.finish',
+      `UPDATE provisioning_steps s SET status = $4::varchar, error = $5, completed_at = ${NOW}, claim_id = NULL, lease_expires_at = NULL
+       WHERE s.computer_id = $1 AND s.position = $2 AND s.status = 'running' AND s.claim_id IS NOT DISTINCT FROM $3::uuid
+       RETURNING ${STEP_COLUMNS}`,
+      [step.computerId, step.position, step.claimId, status, error],
+    );
+    if (!finished) return null;
+    const [{ unfinished }] = await sql.query<{ unfinished: number }>(
+      'computers.steps.unfinished',
+      `SELECT count(*)::int AS unfinished FROM provisioning_steps WHERE computer_id = $1 AND status <> 'completed'`,
+      [step.computerId],
+    );
+    const next = status === StepStatus.Failed ? ComputerStatus.Error : unfinished === 0 ? ComputerStatus.Active : ComputerStatus.Provisioning;
+    await sql.query(
+      'computers.setStatus',
+      `UPDATE computers SET status = $2, updated_at = GREATEST(updated_at, ${NOW}) WHERE id = $1 AND status = 'provisioning'`,
+      [step.computerId, next],
+    );
+    const computer = (await manager.getRepository(ComputerEntity).findOneBy({ id: step.computerId }))!;
+    return { step: finished, computer };
+  }
+}

@@ -1,0 +1,282 @@
+import { Injectable } from '@nestjs/common';
+import { userInfo } from 'node:os';
+import { AppConfig } from '../../config/app-config';
+import { AccessPolicy, Authenticator, generateComputerToken, isAdmin, OrganizationControlsReader, OrganizationsService, Principal, Role } from '../auth';
+import { SessionsService } from '../sessions';
+import { isUuid, newId } from '../../platform/database/ids';
+import { FieldError, validationError } from '../../platform/http/validation';
+import { ComputersRepository } from './computers.repository';
+import { BYOM, ComputerSource, LOCAL_PROVIDER, LOCAL_TEMPLATES, OwnerPrincipalKind } from './domain/computer';
+import { ComputerTrigger, nextStatus } from './domain/computer-status';
+import { ComputersError, ComputersErrorCode } from './domain/computers.errors';
+import { planSteps, STEP_NAMES, StepStatus } from './domain/provisioning-step';
+import { locateRepo } from './domain/repo-location';
+import { ComputerShape, ComputerView, toComputerView } from './domain/views';
+import { ComputerEntity, ProvisioningStepEntity } from './entities';
+import { ComputeProvider } from './providers/compute-provider';
+
+export interface CreateComputerInput {
+  name: string;
+  provider: string;
+  hostId?: string;
+  remoteUser?: string;
+  repos?: string[];
+  autoInstallDeps?: boolean;
+  serviceAccountId?: string;
+  source?: ComputerSource;
+}
+
+export interface UpdateComputerInput {
+  name?: string;
+  remoteUser?: string;
+}
+
+/** Fields only a managed provider's computer takes. */
+const MANAGED_ONLY = ['repos', 'autoInstallDeps', 'source'] as const;
+
+/**
+ * The v0 computers API. Owners and managers see and change every computer of the organization,
+ * members only their own; guests none (the controller refuses them).
+ */
+@Injectable()
+export class ComputersService {
+  constructor(
+    private readonly repository: ComputersRepository,
+    private readonly controls: OrganizationControlsReader,
+    private readonly sessions: SessionsService,
+    private readonly provider: ComputeProvider,
+    private readonly authenticator: Authenticator,
+    private readonly organizations: OrganizationsService,
+    private readonly config: AppConfig,
+  ) {}
+
+  async create(principal: Principal, input: CreateComputerInput): Promise<ComputerView> {
+    const managed = input.provider !== BYOM;
+    await this.checkControls(principal, managed);
+    const errors = this.checkModeFields(input, managed);
+    if (errors.length > 0) throw validationError(errors);
+    const owner = await this.ownerOf(principal, input.serviceAccountId);
+    const copied = input.source?.kind === 'computer' ? await this.visible(principal, input.source.computerId, 'source.computerId') : null;
+    const repos = input.repos ?? copied?.repos ?? [];
+    const autoInstallDeps = input.autoInstallDeps ?? copied?.autoInstallDeps ?? false;
+    const token = generateComputerToken();
+    const now = new Date();
+    const computer = Object.assign(new ComputerEntity(), {
+      id: newId(),
+      organizationId: principal.organizationId,
+      ownerId: owner.id,
+      ownerPrincipalKind: owner.kind,
+      name: input.name,
+      provider: input.provider,
+      hostId: managed ? newId() : input.hostId!,
+      remoteUser: input.remoteUser ?? (managed ? serverUser() : null),
+      hostname: null,
+      repos,
+      autoInstallDeps,
+      source: input.source ?? null,
+      status: nextStatus(managed ? ComputerTrigger.ManagedCreated : ComputerTrigger.ByomRegistered, null)!,
+      clonedRepoDirectories: [],
+      agentTokenHash: token.hash,
+      agentTokenCreatedAt: now,
+      agentConnectedAt: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    const steps = await this.repository.transaction(async (manager) => {
+      const planned = managed ? planSteps({ repos, autoInstallDeps }) : [];
+      const steps = planned.map((stepId, position) =>
+        Object.assign(new ProvisioningStepEntity(), {
+          computerId: computer.id,
+          position,
+          stepId,
+          name: STEP_NAMES[stepId],
+          status: StepStatus.Pending,
+          error: null,
+          startedAt: null,
+          completedAt: null,
+          installSessionId: null as string | null,
+          attempts: 0,
+          claimId: null,
+          leaseExpiresAt: null,
+        }),
+      );
+      await this.repository.insertComputer(manager, computer);
+      if (steps.length > 0) {
+        const log = await this.sessions.openServerLog(manager, {
+          organizationId: computer.organizationId,
+          ownerId: computer.ownerId,
+          computerId: computer.id,
+          title: `Provisioning log: ${computer.name}`,
+        });
+        for (const step of steps) step.installSessionId = log;
+        await this.repository.insertSteps(manager, steps);
+      }
+      return steps;
+    });
+    return { ...this.view(computer, steps, 'create'), agentToken: token.token };
+  }
+
+  async list(principal: Principal): Promise<ComputerView[]> {
+    const computers = await this.repository.list(principal.organizationId, isAdmin(principal.role) ? undefined : principal.userId);
+    const steps = await this.repository.stepsOf(computers.map((c) => c.id));
+    return computers.map((computer) => this.view(computer, steps.get(computer.id)!, 'list'));
+  }
+
+  async get(principal: Principal, computerId: string): Promise<ComputerView> {
+    const computer = await this.visible(principal, computerId);
+    return this.view(computer, (await this.repository.stepsOf([computer.id])).get(computer.id)!, 'full');
+  }
+
+  async update(principal: Principal, computerId: string, input: UpdateComputerInput): Promise<ComputerView> {
+    const updated = await this.repository.transaction(async (manager) => {
+      const computer = await this.visible(principal, computerId, undefined, manager);
+      return this.repository.update(manager, computer.id, { name: input.name, remoteUser: input.remoteUser });
+    });
+    return this.view(updated, (await this.repository.stepsOf([updated.id])).get(updated.id)!, 'list');
+  }
+
+  /** Deletes the computer (its steps, its token) and tears down what its provider made. */
+  async remove(principal: Principal, computerId: string): Promise<void> {
+    const computer = await this.visible(principal, computerId);
+    await this.repository.delete(computer.id);
+    this.authenticator.forgetComputerToken(computer.agentTokenHash);
+    if (computer.provider !== BYOM) await this.provider.teardown(computer.id);
+  }
+
+  /** Puts a computer in error back to provisioning: its failed step runs again, then the rest. */
+  async retry(principal: Principal, computerId: string): Promise<ComputerView> {
+    const computer = await this.repository.transaction(async (manager) => {
+      const locked = await this.visible(principal, computerId, undefined, manager, true);
+      const next = nextStatus(ComputerTrigger.Retried, locked.status);
+      if (!next) {
+        throw new ComputersError(
+          ComputersErrorCode.NotFailed,
+          `Computer ${computerId} is ${locked.status}; only a computer in error can be retried.`,
+          { computerStatus: locked.status },
+        );
+      }
+      await this.repository.retry(manager, locked.id);
+      return this.repository.update(manager, locked.id, { status: next });
+    });
+    return this.view(computer, (await this.repository.stepsOf([computer.id])).get(computer.id)!, 'full');
+  }
+
+  /** A new agent token; the old one stops working at once on this instance, within AUTH_CACHE_MS elsewhere. */
+  async rotateToken(principal: Principal, computerId: string): Promise<{ computerId: string; agentToken: string; createdAt: number }> {
+    const token = generateComputerToken();
+    const now = new Date();
+    const previous = await this.repository.transaction(async (manager) => {
+      const locked = await this.visible(principal, computerId, undefined, manager, true);
+      await this.repository.update(manager, locked.id, { agentTokenHash: token.hash, agentTokenCreatedAt: now });
+      return locked.agentTokenHash;
+    });
+    this.authenticator.forgetComputerToken(previous);
+    return { computerId, agentToken: token.token, createdAt: now.getTime() };
+  }
+
+  /** The computer's agent reports where it runs; only its own token may. */
+  async connectAgent(principal: Principal, input: { hostname: string }): Promise<ComputerView> {
+    if (principal.credential.kind !== 'computer') {
+      throw new ComputersError(ComputersErrorCode.NotComputerCredential, 'Connect with the computer\'s agent token (cpt_…), not an API key or JWT.');
+    }
+    const { computerId } = principal.credential;
+    const updated = await this.repository.transaction(async (manager) => {
+      const computer = await this.repository.find(computerId, principal.organizationId, manager, true);
+      if (!computer) throw notFound(computerId);
+      return this.repository.update(manager, computer.id, { hostname: input.hostname, agentConnectedAt: new Date() });
+    });
+    return this.view(updated, (await this.repository.stepsOf([updated.id])).get(updated.id)!, 'list');
+  }
+
+  /** Whether the caller may see the computer (Sessions asks through its ComputerDirectory). */
+  async isVisible(principal: Principal, computerId: string): Promise<boolean> {
+    if (principal.role === Role.Guest || !isUuid(computerId)) return false;
+    return this.repository.exists(computerId, principal.organizationId, isAdmin(principal.role) ? undefined : principal.userId);
+  }
+
+  /** The computer if the caller may see it (members: their own); 404 otherwise, whatever the reason. */
+  private async visible(principal: Principal, computerId: string, field?: string, manager?: Parameters<ComputersRepository['find']>[2], lock = false): Promise<ComputerEntity> {
+    const computer = isUuid(computerId) ? await this.repository.find(computerId, principal.organizationId, manager, lock) : null;
+    if (!computer || !AccessPolicy.canWrite(principal, computer)) throw notFound(computerId, field);
+    return computer;
+  }
+
+  /** Enterprise controls: each kind of computer can be switched off, or limited to listed emails. */
+  private async checkControls(principal: Principal, managed: boolean): Promise<void> {
+    const controls = await this.controls.read(principal.organizationId);
+    const [enabled, allowed, kind] = managed
+      ? [controls.managedComputersEnabled, controls.managedComputersAllowedEmails, 'Managed']
+      : [controls.byomComputersEnabled, controls.byomComputersAllowedEmails, 'BYOM'];
+    if (!enabled) {
+      throw new ComputersError(ComputersErrorCode.ProviderDisabled, `${kind} computers are turned off for your organization.`, {
+        control: managed ? 'managedComputersEnabled' : 'byomComputersEnabled',
+      });
+    }
+    if (allowed.length > 0 && !allowed.some((email) => email.toLowerCase() === principal.email.toLowerCase())) {
+      throw new ComputersError(ComputersErrorCode.NotAllowedByControls, `${kind} computers are limited to listed people, and you are not on the list.`, {
+        control: managed ? 'managedComputersAllowedEmails' : 'byomComputersAllowedEmails',
+      });
+    }
+  }
+
+  /** What each mode requires and refuses, beyond the schema. */
+  private checkModeFields(input: CreateComputerInput, managed: boolean): FieldError[] {
+    const errors: FieldError[] = [];
+    if (!managed) {
+      if (input.hostId === undefined) errors.push({ field: 'hostId', message: 'is required for a byom computer: the id of the machine you register' });
+      if (input.remoteUser === undefined) errors.push({ field: 'remoteUser', message: 'is required for a byom computer: the user its agent runs as' });
+      // Values that ask for nothing (no repos, no install) are harmless; anything else would be silently ignored.
+      const asks = { repos: (input.repos ?? []).length > 0, autoInstallDeps: input.autoInstallDeps === true, source: input.source !== undefined };
+      for (const field of MANAGED_ONLY) {
+        if (asks[field]) errors.push({ field, message: 'is for managed computers; a byom machine is already set up' });
+      }
+      return errors;
+    }
+    if (input.hostId !== undefined) errors.push({ field: 'hostId', message: `is for byom computers; the ${input.provider} provider assigns its own` });
+    (input.repos ?? []).forEach((repo, i) => {
+      const location = locateRepo(repo, this.config.localReposDir);
+      if ('error' in location) errors.push({ field: `repos[${i}]`, message: location.error });
+    });
+    if (input.source?.kind === 'template' && input.provider === LOCAL_PROVIDER && !(LOCAL_TEMPLATES as readonly string[]).includes(input.source.templateId)) {
+      errors.push({ field: 'source.templateId', message: `is not a template of the ${LOCAL_PROVIDER} provider (it offers: ${LOCAL_TEMPLATES.join(', ')})` });
+    }
+    return errors;
+  }
+
+  /** The caller, or the service account the computer is created for (owners and managers only). */
+  private async ownerOf(principal: Principal, serviceAccountId: string | undefined): Promise<{ id: string; kind: OwnerPrincipalKind }> {
+    if (serviceAccountId === undefined) return { id: principal.userId, kind: OwnerPrincipalKind.User };
+    if (!isAdmin(principal.role)) {
+      throw new ComputersError(ComputersErrorCode.ReadOnlyRole, 'Only owners and managers may create computers for a service account.');
+    }
+    if (!isUuid(serviceAccountId) || !(await this.organizations.isMember(principal.organizationId, serviceAccountId))) {
+      throw new ComputersError(ComputersErrorCode.ServiceAccountNotFound, `No service account ${serviceAccountId} exists in your organization.`, {
+        field: 'serviceAccountId',
+      });
+    }
+    return { id: serviceAccountId, kind: OwnerPrincipalKind.ServiceAccount };
+  }
+
+  private view(computer: ComputerEntity, steps: ProvisioningStepEntity[], shape: ComputerShape): ComputerView {
+    const base = this.config.baseUrl;
+    return toComputerView(
+      computer,
+      steps,
+      { agentUrl: `${base}/api/v0/agent`, clientUrl: `${base}/api/v0/sessions?computerId=${computer.id}` },
+      shape,
+    );
+  }
+}
+
+function notFound(computerId: string, field?: string): ComputersError {
+  return new ComputersError(ComputersErrorCode.ComputerNotFound, `No computer ${computerId} exists in your organization.`, field ? { field } : {});
+}
+
+/** The `local` provider's workspaces belong to the user the server runs as. */
+function serverUser(): string {
+  try {
+    return userInfo().username.slice(0, 63) || 'agent';
+  } catch {
+    return 'agent';
+  }
+}

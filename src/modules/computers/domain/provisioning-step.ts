@@ -1,0 +1,47 @@
+/** A provisioning step's status. */
+export enum StepStatus {
+  Pending = 'pending',
+  Running = 'running',
+  Completed = 'completed',
+  Failed = 'failed',
+}
+
+export const STEP_STATUSES = Object.values(StepStatus);
+
+/**
+ * The phases of a managed computer, in order. A computer has `create-computer` always, and the
+ * others when its body asks for them (repos, autoInstallDeps).
+ */
+export enum StepId {
+  CreateComputer = 'create-computer',
+  CloneRepos = 'clone-repos',
+  InstallDependencies = 'install-dependencies',
+}
+
+export const STEP_IDS = Object.values(StepId);
+
+export const STEP_NAMES: Readonly<Record<StepId, string>> = {
+  [StepId.CreateComputer]: 'Create the computer',
+  [StepId.CloneRepos]: 'Clone repositories',
+  [StepId.InstallDependencies]: 'Install dependencies',
+};
+
+/**
+ * Step status transitions: pending → running when an instance claims it; running → running when
+ * another instance takes over a claim whose lease ran out; running → completed or failed; failed →
+ * pending on retry (with every later step, which never ran).
+ */
+export const STEP_TRANSITIONS: Readonly<Record<StepStatus, readonly StepStatus[]>> = {
+  [StepStatus.Pending]: [StepStatus.Running],
+  [StepStatus.Running]: [StepStatus.Running, StepStatus.Completed, StepStatus.Failed],
+  [StepStatus.Completed]: [],
+  [StepStatus.Failed]: [StepStatus.Pending],
+};
+
+/** The steps a new managed computer gets. */
+export function planSteps(input: { repos: readonly string[]; autoInstallDeps: boolean }): StepId[] {
+  const steps = [StepId.CreateComputer];
+  if (input.repos.length > 0) steps.push(StepId.CloneRepos);
+  if (input.autoInstallDeps && input.repos.length > 0) steps.push(StepId.InstallDependencies);
+  return steps;
+}

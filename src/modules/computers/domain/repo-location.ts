@@ -1,0 +1,75 @@
+import { realpathSync } from 'node:fs';
+import { basename, isAbsolute, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Where a repo string points: a network remote, or a path on this host. */
+export type RepoLocation = { kind: 'remote'; url: string } | { kind: 'local'; path: string };
+
+const SCP_LIKE = /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+$/;
+const REMOTE_PROTOCOLS = new Set(['https:', 'http:', 'ssh:', 'git:']);
+
+/**
+ * Reads a repo string, or says which rule it breaks. Remote URLs are https, http, ssh or git, or
+ * an scp-style address (`git@host:org/repo.git`), without a password in them (it would be stored
+ * and shown back). Local paths and file:// URLs only resolve under `localRoot`, the directory the
+ * operator allows; with none, they are refused, so no caller can make the server clone its own files.
+ */
+export function locateRepo(repo: string, localRoot: string | undefined): RepoLocation | { error: string } {
+  // eslint-disable-next-line no-control-regex -- finding control characters is the point
+  if (/[\s\u0000-\u001f]/.test(repo)) return { error: 'must not contain whitespace or control characters' };
+  if (SCP_LIKE.test(repo)) return { kind: 'remote', url: repo };
+  let path: string | undefined;
+  if (repo.startsWith('file:')) {
+    try {
+      path = fileURLToPath(repo);
+    } catch {
+      return { error: 'is not a valid file:// URL' };
+    }
+  } else if (isAbsolute(repo)) {
+    path = repo;
+  } else {
+    let url: URL | undefined;
+    try {
+      url = new URL(repo);
+    } catch {
+      url = undefined;
+    }
+    if (!url || !REMOTE_PROTOCOLS.has(url.protocol) || !url.hostname) {
+      return { error: 'must be an https, http, ssh or git URL, an scp-style address (git@host:org/repo.git), or a local path the operator allows' };
+    }
+    if (url.password) return { error: 'must not contain a password; give the server access another way (a deploy key, a credential helper)' };
+    return { kind: 'remote', url: repo };
+  }
+  if (localRoot === undefined) {
+    return { error: 'is a local path or file:// URL, and this server allows none (the operator sets LOCAL_REPOS_DIR to allow one directory)' };
+  }
+  const target = realOrResolved(path);
+  const root = realOrResolved(localRoot);
+  const inside = relative(root, target);
+  if (inside.startsWith('..') || isAbsolute(inside)) {
+    return { error: `is outside the one directory this server allows local repositories in (LOCAL_REPOS_DIR)` };
+  }
+  return { kind: 'local', path: target };
+}
+
+/** Symlinks resolved, so a link inside the allowed directory cannot lead out of it. */
+function realOrResolved(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
+/** Directory names for the repos' clones: the repo's name without `.git`, made unique. */
+export function cloneDirectoryNames(repos: readonly string[]): string[] {
+  const used = new Map<string, number>();
+  return repos.map((repo) => {
+    const last = basename(repo.replace(/[/\\]+$/, '').replace(/^.*:/, '')).replace(/\.git$/, '');
+    const name = last.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^\.+/, '') || 'repo';
+    let candidate = name;
+    for (let n = 2; used.has(candidate); n++) candidate = `${name}-${n}`;
+    used.set(candidate, 1);
+    return candidate;
+  });
+}

@@ -1,0 +1,77 @@
+import { ComputerEntity, ProvisioningStepEntity } from '../entities';
+import { ComputerStatus } from './computer-status';
+import { ComputerSource } from './computer';
+
+/** The spec's provisioning step; optional fields omitted when unset. */
+export interface StepView {
+  id: string;
+  name: string;
+  status: string;
+  error?: string;
+  startedAt?: number;
+  completedAt?: number;
+  installSessionId?: string;
+}
+
+/**
+ * The spec's Computer. List and update responses carry the list shape (with `hostname`); the
+ * create response adds `hostId`, `clonedRepoDirectories`, `ownerPrincipalKind`, `ownerId` and
+ * `computerSource` (and our `agentToken`, shown once); our get-one and retry answer every field.
+ */
+export interface ComputerView {
+  id: string;
+  name: string;
+  providerType: string;
+  createdAt: number;
+  hostname?: string;
+  hostId?: string;
+  status?: ComputerStatus;
+  provisioningSteps?: StepView[];
+  relayClientUrl?: string;
+  relayAgentUrl?: string;
+  remoteUser?: string;
+  clonedRepoDirectories?: string[];
+  ownerPrincipalKind?: string;
+  ownerId?: string;
+  computerSource?: ComputerSource;
+  agentToken?: string;
+}
+
+export type ComputerShape = 'list' | 'create' | 'full';
+
+export function toStepView(step: ProvisioningStepEntity, shape: ComputerShape): StepView {
+  const view: StepView = { id: step.stepId, name: step.name, status: step.status };
+  if (step.error !== null) view.error = step.error;
+  if (step.startedAt) view.startedAt = step.startedAt.getTime();
+  if (step.completedAt) view.completedAt = step.completedAt.getTime();
+  if (step.installSessionId && shape !== 'list') view.installSessionId = step.installSessionId;
+  return view;
+}
+
+export function toComputerView(
+  computer: ComputerEntity,
+  steps: ProvisioningStepEntity[],
+  relay: { agentUrl: string; clientUrl: string },
+  shape: ComputerShape,
+): ComputerView {
+  const view: ComputerView = {
+    id: computer.id,
+    name: computer.name,
+    providerType: computer.provider,
+    createdAt: computer.createdAt.getTime(),
+  };
+  if (shape !== 'create' && computer.hostname) view.hostname = computer.hostname;
+  if (shape !== 'list' && computer.hostId) view.hostId = computer.hostId;
+  view.status = computer.status;
+  if (steps.length > 0) view.provisioningSteps = steps.map((step) => toStepView(step, shape));
+  view.relayClientUrl = relay.clientUrl;
+  view.relayAgentUrl = relay.agentUrl;
+  if (computer.remoteUser) view.remoteUser = computer.remoteUser;
+  if (shape !== 'list') {
+    view.clonedRepoDirectories = computer.clonedRepoDirectories;
+    view.ownerPrincipalKind = computer.ownerPrincipalKind;
+    view.ownerId = computer.ownerId;
+    if (computer.source) view.computerSource = computer.source;
+  }
+  return view;
+}

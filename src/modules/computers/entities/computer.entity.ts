@@ -1,0 +1,74 @@
+import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
+import { ComputerStatus } from '../domain/computer-status';
+import { ComputerSource, OwnerPrincipalKind } from '../domain/computer';
+
+/** A machine that hosts an agent: a registered BYOM machine or one a provider prepares. */
+@Entity({ name: 'computers' })
+@Index('computers_organization_created_idx', ['organizationId', 'createdAt', 'id'])
+@Index('computers_owner_created_idx', ['ownerId', 'createdAt', 'id'])
+export class ComputerEntity {
+  @PrimaryColumn('uuid', { primaryKeyConstraintName: 'computers_pkey' })
+  id: string;
+
+  @Column({ name: 'organization_id', type: 'uuid' })
+  @ForeignKey('OrganizationEntity', { name: 'computers_organization_id_fkey', onDelete: 'CASCADE' })
+  organizationId: string;
+
+  /** The user the computer belongs to: its creator, or the service account it was created for. */
+  @Column({ name: 'owner_id', type: 'uuid' })
+  @ForeignKey('UserEntity', { name: 'computers_owner_id_fkey', onDelete: 'CASCADE' })
+  ownerId: string;
+
+  @Column({ name: 'owner_principal_kind', type: 'varchar', length: 16 })
+  ownerPrincipalKind: OwnerPrincipalKind;
+
+  @Column({ type: 'varchar', length: 63 })
+  name: string;
+
+  /** `byom` or a managed provider's type. */
+  @Column({ type: 'varchar', length: 32 })
+  provider: string;
+
+  @Column({ name: 'host_id', type: 'uuid', nullable: true })
+  hostId: string | null;
+
+  @Column({ name: 'remote_user', type: 'varchar', length: 63, nullable: true })
+  remoteUser: string | null;
+
+  /** Reported by the computer's agent when it connects. */
+  @Column({ type: 'varchar', length: 253, nullable: true })
+  hostname: string | null;
+
+  @Column({ type: 'jsonb', default: [] })
+  repos: string[];
+
+  @Column({ name: 'auto_install_deps', type: 'boolean', default: false })
+  autoInstallDeps: boolean;
+
+  @Column({ type: 'jsonb', nullable: true })
+  source: ComputerSource | null;
+
+  @Column({ type: 'varchar', length: 16 })
+  status: ComputerStatus;
+
+  @Column({ name: 'cloned_repo_directories', type: 'jsonb', default: [] })
+  clonedRepoDirectories: string[];
+
+  /** SHA-256 of the agent token; the token itself is shown once, at creation or rotation. */
+  @Index('computers_agent_token_hash_key', { unique: true })
+  @Column({ name: 'agent_token_hash', type: 'varchar', length: 64 })
+  agentTokenHash: string;
+
+  @Column({ name: 'agent_token_created_at', type: 'timestamptz', precision: 3 })
+  agentTokenCreatedAt: Date;
+
+  /** When the agent last connected through the agent channel's connect call. */
+  @Column({ name: 'agent_connected_at', type: 'timestamptz', precision: 3, nullable: true })
+  agentConnectedAt: Date | null;
+
+  @Column({ name: 'created_at', type: 'timestamptz', precision: 3 })
+  createdAt: Date;
+
+  @Column({ name: 'updated_at', type: 'timestamptz', precision: 3 })
+  updatedAt: Date;
+}

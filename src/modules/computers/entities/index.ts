@@ -1,0 +1,2 @@
+export { ComputerEntity } from './computer.entity';
+export { ProvisioningStepEntity } from './provisioning-step.entity';

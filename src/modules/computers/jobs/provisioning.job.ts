@@ -1,0 +1,167 @@
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { AppConfig } from '../../../config/app-config';
+import { newId } from '../../../platform/database/ids';
+import { DomainEventBus } from '../../../platform/events';
+import { SessionsService } from '../../sessions';
+import { ClaimedStep, ComputersRepository } from '../computers.repository';
+import { StepStatus } from '../domain/provisioning-step';
+import { ComputerFailedEvent, ComputerProvisionedEvent } from '../events';
+import { ComputeProvider, StepFailure } from '../providers/compute-provider';
+
+const JOB_NAME = 'computers.provisioning';
+
+/** A step taken over this often without ever finishing fails (it keeps killing its instance). */
+const MAX_ATTEMPTS = 3;
+
+class StepTimedOut extends Error {}
+class ClaimLost extends Error {}
+class InstanceStopping extends Error {}
+
+interface RunningStep {
+  claim: ClaimedStep;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+/**
+ * Advances managed computers' provisioning steps. Every instance ticks (`@nestjs/schedule` fires
+ * everywhere); a tick only claims steps in PostgreSQL (`FOR UPDATE SKIP LOCKED`, leased), so no
+ * step runs on two live instances. A running step renews its lease; an instance that dies lets
+ * it lapse, and another instance takes the step over and runs it again from the start.
+ */
+@Injectable()
+export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(ProvisioningJob.name);
+  private readonly running = new Map<string, RunningStep>();
+  private ticking = false;
+  private stopping = false;
+
+  constructor(
+    private readonly repository: ComputersRepository,
+    private readonly provider: ComputeProvider,
+    private readonly sessions: SessionsService,
+    private readonly events: DomainEventBus,
+    private readonly scheduler: SchedulerRegistry,
+    private readonly config: AppConfig,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.config.PROVISIONING_CONCURRENCY === 0) return;
+    if (this.config.engine === 'pglite') {
+      // The data directory's lock makes this the only process: claims left running are from a previous run.
+      const released = await this.repository.releaseAll();
+      if (released > 0) this.logger.log(`Resuming ${released} provisioning step(s) left running by the previous run`);
+    }
+    this.scheduler.addInterval(JOB_NAME, setInterval(() => void this.tick(), this.config.PROVISIONING_POLL_MS));
+    void this.tick();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    if (this.scheduler.doesExist('interval', JOB_NAME)) this.scheduler.deleteInterval(JOB_NAME);
+    const steps = [...this.running.values()];
+    for (const step of steps) step.controller.abort(new InstanceStopping());
+    await Promise.all(steps.map((step) => step.done));
+  }
+
+  /** Claims steps while this instance has room; each runs in the background. */
+  async tick(): Promise<void> {
+    if (this.ticking || this.stopping) return;
+    this.ticking = true;
+    try {
+      while (!this.stopping && this.running.size < this.config.PROVISIONING_CONCURRENCY) {
+        const next = await this.repository.claimNext(newId(), this.config.PROVISIONING_LEASE_MS, MAX_ATTEMPTS);
+        if (!next) break;
+        if ('abandoned' in next) {
+          this.publishFinish(next.abandoned, { lost: false, computer: next.abandoned.computer, activated: false }, next.abandoned.step.error ?? 'Abandoned');
+          continue;
+        }
+        this.start(next.claimed);
+      }
+    } catch (error) {
+      this.logger.error(`Provisioning tick failed: ${(error as Error).message}`);
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  private start(claim: ClaimedStep): void {
+    const key = `${claim.step.computerId}:${claim.step.position}`;
+    const controller = new AbortController();
+    const running: RunningStep = { claim, controller, done: Promise.resolve() };
+    this.running.set(key, running);
+    running.done = this.run(claim, controller).finally(() => {
+      this.running.delete(key);
+      if (!this.stopping) setImmediate(() => void this.tick());
+    });
+  }
+
+  private async run(claim: ClaimedStep, controller: AbortController): Promise<void> {
+    const { step, computer } = claim;
+    const fence = { computerId: step.computerId, position: step.position, claimId: step.claimId! };
+    const timeoutMs = this.config.PROVISIONING_STEP_TIMEOUT_MS;
+    const timer = setTimeout(() => controller.abort(new StepTimedOut()), timeoutMs);
+    const renewal = setInterval(() => {
+      this.repository.renewClaim(fence, this.config.PROVISIONING_LEASE_MS).then(
+        (held) => held || controller.abort(new ClaimLost()),
+        (error: Error) => this.logger.warn(`Could not renew the claim on ${step.stepId} of computer ${computer.id}: ${error.message}`),
+      );
+    }, Math.max(100, Math.floor(this.config.PROVISIONING_LEASE_MS / 3)));
+    const log = async (text: string) => {
+      if (step.installSessionId) await this.sessions.appendServerLog(computer.organizationId, step.installSessionId, text);
+    };
+    try {
+      await log(`Step ${step.stepId} started (attempt ${step.attempts}).`);
+      const result = await this.provider.runStep(step.stepId, {
+        computer: { id: computer.id, repos: computer.repos, autoInstallDeps: computer.autoInstallDeps },
+        signal: controller.signal,
+        log,
+      });
+      controller.signal.throwIfAborted();
+      const finished = await this.repository.finish(fence, { status: StepStatus.Completed, clonedRepoDirectories: result.clonedRepoDirectories });
+      this.publishFinish(claim, finished, null);
+    } catch (caught) {
+      const reason = controller.signal.aborted ? (controller.signal.reason as Error) : (caught as Error);
+      if (reason instanceof InstanceStopping) {
+        await this.repository.release(fence);
+        return;
+      }
+      if (reason instanceof ClaimLost) {
+        await this.tearDownIfDeleted(computer);
+        return;
+      }
+      const error =
+        reason instanceof StepTimedOut
+          ? `Timed out: still running after ${Math.round(timeoutMs / 1000)} s (PROVISIONING_STEP_TIMEOUT_MS), so it was stopped.`
+          : reason instanceof StepFailure
+            ? reason.message
+            : `Internal error: ${reason.message}`;
+      if (!(reason instanceof StepFailure) && !(reason instanceof StepTimedOut)) {
+        this.logger.error(`Step ${step.stepId} of computer ${computer.id} failed unexpectedly: ${reason.stack ?? reason.message}`);
+      }
+      await log(`Step ${step.stepId} failed: ${error}`).catch(() => undefined);
+      const finished = await this.repository.finish(fence, { status: StepStatus.Failed, error });
+      this.publishFinish(claim, finished, error);
+    } finally {
+      clearTimeout(timer);
+      clearInterval(renewal);
+    }
+  }
+
+  private publishFinish(claim: ClaimedStep, finished: Awaited<ReturnType<ComputersRepository['finish']>>, error: string | null): void {
+    if (finished.lost) return void this.tearDownIfDeleted(claim.computer);
+    const { computer } = finished;
+    const now = new Date();
+    if (error !== null) {
+      this.events.publish(new ComputerFailedEvent(computer.organizationId, now, computer.id, computer.ownerId, claim.step.stepId, error));
+    } else if (finished.activated) {
+      this.events.publish(new ComputerProvisionedEvent(computer.organizationId, now, computer.id, computer.ownerId, computer.provider, computer.clonedRepoDirectories));
+    }
+  }
+
+  /** A computer deleted while its step ran: the step may have written files after the delete removed them. */
+  private async tearDownIfDeleted(computer: ClaimedStep['computer']): Promise<void> {
+    if (!(await this.repository.exists(computer.id, computer.organizationId))) await this.provider.teardown(computer.id);
+  }
+}

@@ -1,0 +1,124 @@
+import { Injectable } from '@nestjs/common';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { AppConfig } from '../../../config/app-config';
+import { LOCAL_PROVIDER } from '../domain/computer';
+import { StepId } from '../domain/provisioning-step';
+import { cloneDirectoryNames, locateRepo } from '../domain/repo-location';
+import { ComputeProvider, StepContext, StepFailure, StepResult } from './compute-provider';
+import { detectPackageManager, KNOWN_LOCKFILES } from './package-managers';
+import { runCommand } from './run-command';
+
+/** The end of a failed command's output that goes into the step's `error`. */
+const ERROR_TAIL = 600;
+
+/**
+ * The `local` managed provider: a computer is a workspace directory on the server's own host,
+ * `COMPUTERS_DIR/<computerId>`, with its repos cloned by git and their dependencies installed.
+ */
+@Injectable()
+export class LocalProvider extends ComputeProvider {
+  readonly type = LOCAL_PROVIDER;
+
+  constructor(private readonly config: AppConfig) {
+    super();
+  }
+
+  workspaceOf(computerId: string): string {
+    return join(this.config.computersDir, computerId);
+  }
+
+  async runStep(step: StepId, context: StepContext): Promise<StepResult> {
+    switch (step) {
+      case StepId.CreateComputer:
+        await mkdir(this.workspaceOf(context.computer.id), { recursive: true, mode: 0o700 });
+        await context.log(`Workspace ready at ${this.workspaceOf(context.computer.id)}.`);
+        return {};
+      case StepId.CloneRepos:
+        return { clonedRepoDirectories: await this.cloneRepos(context) };
+      case StepId.InstallDependencies:
+        await this.installDependencies(context);
+        return {};
+    }
+  }
+
+  async teardown(computerId: string): Promise<void> {
+    const workspace = this.workspaceOf(computerId);
+    const inside = relative(this.config.computersDir, workspace);
+    if (!inside || inside.startsWith('..')) throw new Error(`Refusing to remove ${workspace}: not inside ${this.config.computersDir}`);
+    await rm(workspace, { recursive: true, force: true });
+  }
+
+  /** Each repo is cloned beside its final place and moved there when complete, so a re-run skips finished clones. */
+  private async cloneRepos(context: StepContext): Promise<string[]> {
+    const workspace = this.workspaceOf(context.computer.id);
+    await mkdir(workspace, { recursive: true, mode: 0o700 });
+    const names = cloneDirectoryNames(context.computer.repos);
+    const directories: string[] = [];
+    for (const [i, repo] of context.computer.repos.entries()) {
+      const target = join(workspace, names[i]);
+      directories.push(target);
+      if (existsSync(join(target, '.git'))) {
+        await context.log(`${repo} is already cloned in ${target}.`);
+        continue;
+      }
+      // Checked again at run time: the operator may have narrowed LOCAL_REPOS_DIR since creation.
+      const location = locateRepo(repo, this.config.localReposDir);
+      if ('error' in location) throw new StepFailure(`repos[${i}] ${location.error}`);
+      const partial = join(workspace, `.partial-${names[i]}`);
+      await rm(partial, { recursive: true, force: true });
+      const source = location.kind === 'local' ? location.path : location.url;
+      await this.run(context, 'git', ['clone', '--no-hardlinks', '--', source, partial], workspace, this.gitEnvironment());
+      await rm(target, { recursive: true, force: true });
+      await rename(partial, target);
+    }
+    return directories;
+  }
+
+  private async installDependencies(context: StepContext): Promise<void> {
+    const workspace = this.workspaceOf(context.computer.id);
+    const names = cloneDirectoryNames(context.computer.repos);
+    for (const name of names) {
+      const directory = join(workspace, name);
+      const install = detectPackageManager(await readdir(directory));
+      if (!install) {
+        await context.log(`${directory}: no lockfile (looked for ${KNOWN_LOCKFILES.join(', ')}); nothing to install.`);
+        continue;
+      }
+      await context.log(`${directory}: ${install.lockfile} found, installing with ${install.command}.`);
+      await this.run(context, install.command, install.args, directory, { CI: 'true', npm_config_update_notifier: 'false' });
+    }
+  }
+
+  /** Runs a command, logs it with its output, and fails the step on a non-zero exit. */
+  private async run(context: StepContext, command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
+    const line = `$ ${[command, ...args].join(' ')}`;
+    let result;
+    try {
+      result = await runCommand(command, args, { cwd, env, signal: context.signal });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        await context.log(`${line}\n${command} is not installed on this host.`);
+        throw new StepFailure(`${command} is not installed on the server's host, so this step cannot run.`);
+      }
+      throw error;
+    }
+    const outcome = result.exitCode === 0 ? 'exit 0' : result.signal ? `killed by ${result.signal}` : `exit ${result.exitCode}`;
+    await context.log(`${line}  (in ${cwd})\n${result.output.trimEnd()}\n[${outcome} after ${(result.durationMs / 1000).toFixed(1)} s]`);
+    if (result.exitCode !== 0) {
+      const tail = result.output.trim().slice(-ERROR_TAIL);
+      throw new StepFailure(`${command} ${args[0]} failed (${outcome})${tail ? `: ${tail}` : ''}`);
+    }
+  }
+
+  /** git never prompts, never runs a transport other than these, and trusts new SSH hosts once. */
+  private gitEnvironment(): NodeJS.ProcessEnv {
+    return {
+      GIT_TERMINAL_PROMPT: '0',
+      GIT_ALLOW_PROTOCOL: this.config.localReposDir ? 'https:http:ssh:git:file' : 'https:http:ssh:git',
+      GIT_SSH_COMMAND: 'ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new',
+      GIT_CONFIG_NOSYSTEM: '1',
+    };
+  }
+}

@@ -1,0 +1,118 @@
+import { ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
+import { BYOM, LOCAL_PROVIDER, LOCAL_TEMPLATES, NAME_LIMITS, OwnerPrincipalKind, PROVIDERS, REPO_LIMITS } from '../domain/computer';
+import { COMPUTER_STATUSES } from '../domain/computer-status';
+import { STEP_IDS, STEP_STATUSES } from '../domain/provisioning-step';
+
+const closed = (required: string[], properties: Record<string, SchemaObject>, description?: string): SchemaObject => ({
+  type: 'object',
+  additionalProperties: false,
+  required,
+  properties,
+  ...(description ? { description } : {}),
+});
+const unixMs: SchemaObject = { type: 'integer', description: 'Unix ms.' };
+
+/** Names and remote users: 1-63 characters with a visible one; no control characters. */
+const shortName = (description: string): SchemaObject => ({
+  type: 'string',
+  minLength: NAME_LIMITS.min,
+  maxLength: NAME_LIMITS.max,
+  pattern: '^[^\\u0000-\\u001f\\u007f]*\\S[^\\u0000-\\u001f\\u007f]*$',
+  description: `${description} 1-63 characters, not blank, no control characters.`,
+});
+const remoteUser: SchemaObject = {
+  type: 'string',
+  minLength: NAME_LIMITS.min,
+  maxLength: NAME_LIMITS.max,
+  pattern: '^[A-Za-z0-9_][A-Za-z0-9._-]*\\$?$',
+  description:
+    'The operating-system user the agent runs as: 1-63 characters, a POSIX user name (letters, digits, `.`, `_`, `-`; not starting with `.` or `-`). ' +
+    'Required for `byom`; for `local`, defaults to the user the server runs as.',
+};
+const uuid = (description: string): SchemaObject => ({ type: 'string', format: 'uuid', description });
+
+/**
+ * The Computers module's JSON Schemas: the spec's Computer and provisioning step (closed), and the
+ * request bodies, validated by Ajv and published unchanged in the OpenAPI document.
+ */
+export const computerSchemas = new SchemaRegistry('computers').add({
+  ProvisioningStep: closed(['id', 'name', 'status'], {
+    id: { type: 'string', enum: [...STEP_IDS], description: 'The phase: `create-computer`, then `clone-repos` (with repos), then `install-dependencies` (with `autoInstallDeps`).' },
+    name: { type: 'string' },
+    status: { type: 'string', enum: [...STEP_STATUSES], description: '`pending` → `running` → `completed` or `failed`.' },
+    error: { type: 'string', description: 'Why the step failed.' },
+    startedAt: unixMs,
+    completedAt: unixMs,
+    installSessionId: { type: 'string', description: 'The session recording the step\'s commands and output (create, get and retry responses).' },
+  }),
+  TemplateSource: closed(['kind', 'templateId'], {
+    kind: { type: 'string', enum: ['template'] },
+    templateId: { type: 'string', minLength: 1, maxLength: 200, description: `A template of the provider. \`${LOCAL_PROVIDER}\` offers: ${LOCAL_TEMPLATES.map((t) => `\`${t}\``).join(', ')} (an empty workspace).` },
+  }, 'Start from one of the provider\'s templates.'),
+  ComputerCopySource: closed(['kind', 'computerId'], {
+    kind: { type: 'string', enum: ['computer'] },
+    computerId: uuid('A computer you can see. Its `repos` and `autoInstallDeps` are used where the body gives none.'),
+  }, 'Our second variant: start from the set-up of an existing computer.'),
+  ComputerSource: {
+    type: 'object',
+    oneOf: [ref('TemplateSource'), ref('ComputerCopySource')],
+    discriminator: { propertyName: 'kind' },
+    description: 'Where a managed computer starts from: `{kind: "template", templateId}` or `{kind: "computer", computerId}`.',
+  },
+  Computer: closed(['id', 'name', 'providerType', 'createdAt'], {
+    id: { type: 'string' },
+    name: { type: 'string' },
+    providerType: { type: 'string', enum: [...PROVIDERS], description: `\`${BYOM}\`, or the managed provider \`${LOCAL_PROVIDER}\`.` },
+    createdAt: unixMs,
+    hostname: { type: 'string', description: 'Reported by the computer\'s agent when it connects (list, update, get).' },
+    hostId: { type: 'string', format: 'uuid', description: 'The machine\'s id: given for `byom`, assigned by a managed provider (create, get).' },
+    status: { type: 'string', enum: [...COMPUTER_STATUSES] },
+    provisioningSteps: { type: 'array', items: ref('ProvisioningStep'), description: 'A managed computer\'s steps, in order.' },
+    relayClientUrl: { type: 'string', format: 'uri', description: 'Where clients reach the computer\'s sessions: `{base_url}/api/v0/sessions?computerId={id}`.' },
+    relayAgentUrl: { type: 'string', format: 'uri', description: 'Where the computer\'s agent connects with its agent token: `{base_url}/api/v0/agent`.' },
+    remoteUser: { type: 'string' },
+    clonedRepoDirectories: { type: 'array', items: { type: 'string' }, description: 'Where each repo was cloned, in `repos` order, once `clone-repos` completed (create, get).' },
+    ownerPrincipalKind: { type: 'string', enum: Object.values(OwnerPrincipalKind), description: '`user`, or `service_account` when created with `serviceAccountId` (create, get).' },
+    ownerId: { type: 'string', description: 'The owning user or service account (create, get).' },
+    computerSource: ref('ComputerSource'),
+    agentToken: {
+      type: 'string',
+      description: 'Not in the spec. The computer\'s agent token (`cpt_…`), in the create response only and never again; rotate it to get a new one.',
+    },
+  }, 'A computer. Accepts and carries no other properties.'),
+  CreateComputerBody: closed(['name', 'provider'], {
+    name: shortName('The computer\'s name.'),
+    provider: { type: 'string', minLength: 1, enum: [...PROVIDERS], description: `\`${BYOM}\` registers an existing machine (active at once); \`${LOCAL_PROVIDER}\` prepares a workspace on the server's host (provisioning).` },
+    hostId: uuid('Required for `byom`: the machine\'s id. Not accepted for a managed provider, which assigns one.'),
+    remoteUser,
+    repos: {
+      type: 'array',
+      maxItems: REPO_LIMITS.maxRepos,
+      items: { type: 'string', minLength: 1, maxLength: REPO_LIMITS.maxLength },
+      description:
+        'Managed only. At most 20 git repositories to clone, each at most 2048 characters: https, http, ssh or git URLs or scp-style addresses, ' +
+        'or local paths and file:// URLs under the directory the operator allows (`LOCAL_REPOS_DIR`; none by default).',
+    },
+    autoInstallDeps: { type: 'boolean', description: 'Managed only. Install each repo\'s dependencies with the package manager its lockfile names.' },
+    serviceAccountId: {
+      type: 'string',
+      minLength: 1,
+      description: 'Owners and managers only: create the computer for this service account (a user of your organization) instead of yourself.',
+    },
+    source: ref('ComputerSource'),
+  }),
+  UpdateComputerBody: {
+    ...closed([], { name: shortName('A new name.'), remoteUser }),
+    minProperties: 1,
+    description: 'At least one of `name` and `remoteUser`.',
+  },
+  ConnectAgentBody: closed(['hostname'], {
+    hostname: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 253,
+      pattern: '^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$',
+      description: 'The machine\'s host name (RFC 1123).',
+    },
+  }),
+});
