@@ -1,5 +1,6 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import { hostname } from 'node:os';
 import { AppConfig } from '../../../config/app-config';
 import { newId } from '../../../platform/database/ids';
 import { DomainEventBus } from '../../../platform/events';
@@ -34,6 +35,8 @@ interface RunningStep {
 export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(ProvisioningJob.name);
   private readonly running = new Map<string, RunningStep>();
+  /** Names this instance in provisioning logs, so an operator sees which instance ran a step. */
+  private readonly instance = `${hostname()}/${process.pid}/${newId().slice(-6)}`;
   private ticking = false;
   private stopping = false;
 
@@ -112,7 +115,7 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
       if (step.installSessionId) await this.sessions.appendServerLog(computer.organizationId, step.installSessionId, text);
     };
     try {
-      await log(`Step ${step.stepId} started (attempt ${step.attempts}).`);
+      await log(`Step ${step.stepId} started on ${this.instance} (attempt ${step.attempts}).`);
       const result = await this.provider.runStep(step.stepId, {
         computer: { id: computer.id, repos: computer.repos, autoInstallDeps: computer.autoInstallDeps },
         signal: controller.signal,

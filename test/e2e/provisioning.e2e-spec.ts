@@ -1,0 +1,214 @@
+import { EventEmitter2 } from '@nestjs/event-emitter';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import { Role } from '../../src/modules/auth';
+import { ComputerFailedEvent, ComputerProvisionedEvent } from '../../src/modules/computers';
+import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { createGitRepo, npmProject, reposRoot } from '../utils/git-fixtures';
+import { startServer } from '../utils/processes';
+import { startTestApp, TestApp } from '../utils/test-app';
+import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
+type Body = Record<string, any>;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `read` until `done` holds. */
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}: ${JSON.stringify(value)}`);
+    await sleep(100);
+  }
+}
+
+/** A node one-liner for a postinstall script: waits `ms`, then writes `file`. */
+const sleepThenWrite = (ms: number, file: string) => `node -e "setTimeout(() => require('fs').writeFileSync('${file}', 'x'), ${ms})"`;
+
+async function api(base: string, user: TestUser, method: string, path: string, body?: unknown): Promise<{ status: number; body: Body }> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { ...user.auth, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: res.status === 204 ? {} : ((await res.json()) as Body) };
+}
+
+/** The provisioning log's lines that say a step started. */
+async function stepStarts(base: string, user: TestUser, sessionId: string): Promise<string[]> {
+  const res = await api(base, user, 'GET', `/api/v0/sessions/${sessionId}/messages?limit=100`);
+  return (res.body.messages as Body[])
+    .map((m) => m.content[0].text as string)
+    .filter((text) => / started on /.test(text))
+    .map((text) => /^Step (\S+)/.exec(text)![1]);
+}
+
+describe('Provisioning', () => {
+  let root: string;
+
+  beforeAll(async () => {
+    root = await reposRoot();
+  });
+
+  describe('on one instance', () => {
+    let t: TestApp;
+    let owner: TestUser;
+    let base: string;
+    const events: Array<ComputerProvisionedEvent | ComputerFailedEvent> = [];
+
+    beforeAll(async () => {
+      t = await startTestApp({ LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '100', PROVISIONING_LEASE_MS: '900', PROVISIONING_STEP_TIMEOUT_MS: '1500' });
+      owner = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
+      base = await t.app.getUrl();
+      const emitter = t.app.get(EventEmitter2);
+      emitter.on(ComputerProvisionedEvent.eventName, (event: ComputerProvisionedEvent) => events.push(event));
+      emitter.on(ComputerFailedEvent.eventName, (event: ComputerFailedEvent) => events.push(event));
+    });
+
+    afterAll(() => t.close());
+
+    it('a managed computer with one small repo becomes active, and says so in an event', async () => {
+      const repo = await createGitRepo(root, 'small', npmProject('small'));
+      const started = Date.now();
+      const created = await api(base, owner, 'POST', '/api/v0/computers', { name: 'small', provider: 'local', repos: [repo], autoInstallDeps: true });
+      expect(created.status).toBe(201);
+      const active = await until(() => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'active');
+      const elapsed = Date.now() - started;
+      expect(active.body.status).toBe('active');
+      console.log(`A managed computer with one small repo (npm ci) became active in ${elapsed} ms`);
+      for (const step of active.body.provisioningSteps as Body[]) {
+        expect(step.startedAt).toBeLessThanOrEqual(step.completedAt);
+        expect(step.completedAt).toBeGreaterThanOrEqual(active.body.createdAt);
+      }
+      await until(async () => events, (list) => list.some((e) => e.computerId === created.body.id), 'the provisioned event');
+      expect(events.find((e) => e.computerId === created.body.id)).toBeInstanceOf(ComputerProvisionedEvent);
+    });
+
+    it('a step that hangs is stopped at the timeout: failed, its processes killed, a failed event', async () => {
+      const repo = await createGitRepo(root, 'hangs', npmProject('hangs', sleepThenWrite(4_000, 'late.txt')));
+      const created = await api(base, owner, 'POST', '/api/v0/computers', { name: 'hangs', provider: 'local', repos: [repo], autoInstallDeps: true });
+      const failed = await until(() => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'error');
+      expect(failed.body.status).toBe('error');
+      const install = (failed.body.provisioningSteps as Body[]).find((s) => s.id === 'install-dependencies')!;
+      expect(install).toMatchObject({ status: 'failed', error: expect.stringMatching(/^Timed out/) });
+      await sleep(4_500);
+      expect(existsSync(join(failed.body.clonedRepoDirectories[0], 'late.txt'))).toBe(false);
+      const event = events.find((e) => e.computerId === created.body.id);
+      expect(event).toBeInstanceOf(ComputerFailedEvent);
+      expect(event).toMatchObject({ stepId: 'install-dependencies' });
+    });
+
+    it('deleting a computer mid-step stops the step and removes its workspace', async () => {
+      const repo = await createGitRepo(root, 'slow-delete', npmProject('slow-delete', sleepThenWrite(1_200, 'late.txt')));
+      const created = await api(base, owner, 'POST', '/api/v0/computers', { name: 'doomed', provider: 'local', repos: [repo], autoInstallDeps: true });
+      await until(
+        () => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`),
+        (r) => (r.body.provisioningSteps as Body[]).some((s) => s.id === 'install-dependencies' && s.status === 'running'),
+        'the install step to run',
+      );
+      expect((await api(base, owner, 'DELETE', `/api/v0/computers/${created.body.id}`)).status).toBe(204);
+      await sleep(2_000);
+      expect(existsSync(join(t.config.computersDir, created.body.id))).toBe(false);
+      expect((await api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`)).status).toBe(404);
+    });
+  });
+
+  (serverUrl() ? describe : describe.skip)('on two instances sharing one PostgreSQL', () => {
+    let database: TestDatabase;
+    let a: TestApp;
+    let b: TestApp;
+    let owner: TestUser;
+
+    beforeAll(async () => {
+      database = await createTestDatabase();
+      const env = { LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '50', PROVISIONING_CONCURRENCY: '2' };
+      a = await startTestApp(env, database);
+      b = await startTestApp(env, database);
+      owner = await createUser(a, Role.Owner, await createOrganization(a, { messageHistory: true }));
+    });
+
+    afterAll(async () => {
+      await a.close();
+      await b.close();
+      await database.drop();
+    });
+
+    it('every step of every computer runs exactly once, shared between the instances', async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 8; i++) {
+        const repo = await createGitRepo(root, `shared-${i}`, npmProject(`shared-${i}`));
+        const base = await (i % 2 ? a : b).app.getUrl();
+        const created = await api(base, owner, 'POST', '/api/v0/computers', { name: `c${i}`, provider: 'local', repos: [repo], autoInstallDeps: true });
+        expect(created.status).toBe(201);
+        ids.push(created.body.id);
+      }
+      const base = await a.app.getUrl();
+      const computers = await until(
+        () => api(base, owner, 'GET', '/api/v0/computers'),
+        (r) => (r.body.computers as Body[]).every((c) => c.status !== 'provisioning'),
+        'every computer to finish',
+        120_000,
+      );
+      expect((computers.body.computers as Body[]).map((c) => c.status)).toEqual(ids.map(() => 'active'));
+      const attempts = await a.app.get(DataSource).query(`SELECT attempts, count(*)::int AS n FROM provisioning_steps GROUP BY attempts`);
+      expect(attempts).toEqual([{ attempts: 1, n: 24 }]);
+      const instances = new Set<string>();
+      for (const id of ids) {
+        const full = await api(base, owner, 'GET', `/api/v0/computers/${id}`);
+        const sessionId = full.body.provisioningSteps[0].installSessionId;
+        expect(await stepStarts(base, owner, sessionId)).toEqual(['create-computer', 'clone-repos', 'install-dependencies']);
+        const log = await api(base, owner, 'GET', `/api/v0/sessions/${sessionId}/messages?limit=100`);
+        for (const m of log.body.messages as Body[]) {
+          const match = / started on (\S+) /.exec(m.content[0].text);
+          if (match) instances.add(match[1]);
+        }
+      }
+      expect(instances.size).toBeGreaterThanOrEqual(1);
+      console.log(`Steps were run by ${instances.size} instance(s): ${[...instances].join(', ')}`);
+    });
+  });
+
+  describe('across a crash', () => {
+    it('a server killed mid-step leaves the step to the next server, which runs it again and finishes', async () => {
+      const database = await createTestDatabase();
+      const env = { ...database.env, LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '100', PROVISIONING_LEASE_MS: '1000' };
+      const setup = await startTestApp(env, database);
+      const owner = await createUser(setup, Role.Owner, await createOrganization(setup, { messageHistory: true }));
+      await setup.close();
+
+      const repo = await createGitRepo(root, 'crash', npmProject('crash', sleepThenWrite(3_000, 'installed.txt')));
+      const first = await startServer([], env);
+      let second: Awaited<ReturnType<typeof startServer>> | undefined;
+      try {
+        const created = await api(first.url, owner, 'POST', '/api/v0/computers', { name: 'crash', provider: 'local', repos: [repo], autoInstallDeps: true });
+        expect(created.status).toBe(201);
+        await until(
+          () => api(first.url, owner, 'GET', `/api/v0/computers/${created.body.id}`),
+          (r) => (r.body.provisioningSteps as Body[]).some((s) => s.id === 'install-dependencies' && s.status === 'running'),
+          'the install step to run',
+        );
+        first.child.kill('SIGKILL');
+        await new Promise((resolve) => first.child.once('exit', resolve));
+
+        second = await startServer([], env);
+        const done = await until(
+          () => api(second!.url, owner, 'GET', `/api/v0/computers/${created.body.id}`),
+          (r) => r.body.status !== 'provisioning',
+          'the computer to finish',
+        );
+        expect(done.body.status).toBe('active');
+        expect(existsSync(join(done.body.clonedRepoDirectories[0], 'installed.txt'))).toBe(true);
+        const starts = await stepStarts(second.url, owner, done.body.provisioningSteps[0].installSessionId);
+        expect(starts).toEqual(['create-computer', 'clone-repos', 'install-dependencies', 'install-dependencies']);
+      } finally {
+        if (first.child.exitCode === null) first.child.kill('SIGKILL');
+        await second?.stop();
+        await database.drop();
+      }
+    });
+  });
+});
