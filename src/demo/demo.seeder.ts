@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { AppConfig } from '../config/app-config';
 import { ApiKeysService, OrganizationsService, Role } from '../modules/auth';
 import { Authenticator } from '../modules/auth/authenticator';
+import { DemoComputers } from './demo-computers';
 import { DemoConversations } from './demo-conversations';
 
 interface DemoOrganization {
@@ -39,6 +40,8 @@ export const DEMO_ORGANIZATIONS: DemoOrganization[] = [
 export type DemoKeys = Record<string, { orgId: string } & Partial<Record<Role, string>>>;
 
 export const DEMO_KEYS_FILE = 'demo-keys.json';
+/** The demo computers' agent tokens, written when they are created (tokens are shown only once). */
+export const DEMO_AGENT_TOKENS_FILE = 'demo-agent-tokens.json';
 
 /**
  * Seeds the demo organizations, idempotently: existing organizations and users are kept, and a
@@ -54,6 +57,7 @@ export class DemoSeeder {
     private readonly apiKeys: ApiKeysService,
     private readonly authenticator: Authenticator,
     private readonly conversations: DemoConversations,
+    private readonly computers: DemoComputers,
   ) {}
 
   async seed(): Promise<DemoKeys> {
@@ -81,7 +85,12 @@ export class DemoSeeder {
       member: await as('acme', Role.Member),
     });
     await this.conversations.seedGlobex({ owner: await as('globex', Role.Owner) });
+    // After the conversations: a managed computer's provisioning log is a session, and conversations go only where there are none.
+    const tokens = await this.computers.seedAcme({ owner: await as('acme', Role.Owner), member: await as('acme', Role.Member) });
     await mkdir(this.config.dataDir, { recursive: true });
+    if (Object.keys(tokens).length > 0) {
+      await writeFile(join(this.config.dataDir, DEMO_AGENT_TOKENS_FILE), JSON.stringify(tokens, null, 2) + '\n', { mode: 0o600 });
+    }
     await writeFile(path, JSON.stringify(keys, null, 2) + '\n', { mode: 0o600 });
     this.logger.log(`Demo organizations ready; their API keys are in ${path}`);
     return keys;

@@ -1,6 +1,6 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 
-/** Computers, their provisioning steps (also the scheduler's claim queue), and sessions' keys to them. */
+/** Computers, their provisioning steps (also the scheduler's claim queue), and sessions' keys to them and their turns' computer. */
 export class Computers1763884800000 implements MigrationInterface {
   name = 'Computers1763884800000';
 
@@ -58,6 +58,7 @@ export class Computers1763884800000 implements MigrationInterface {
     await q.query(
       `CREATE INDEX "provisioning_steps_claimable_idx" ON "provisioning_steps" ("status", "lease_expires_at") WHERE status IN ('pending', 'running')`,
     );
+    await q.query(`ALTER TABLE "sessions" ADD "turn_computer_id" uuid`);
     // Deleting a computer disconnects its sessions; the index keeps that from scanning every session.
     await q.query(`CREATE INDEX "sessions_work_computer_idx" ON "sessions" ("work_computer_id") WHERE work_computer_id IS NOT NULL`);
     await q.query(`
@@ -72,6 +73,7 @@ export class Computers1763884800000 implements MigrationInterface {
     await q.query(`ALTER TABLE "sessions" DROP CONSTRAINT "sessions_work_computer_id_fkey"`);
     await q.query(`ALTER TABLE "sessions" DROP CONSTRAINT "sessions_computer_id_fkey"`);
     await q.query(`DROP INDEX "sessions_work_computer_idx"`);
+    await q.query(`ALTER TABLE "sessions" DROP COLUMN "turn_computer_id"`);
     await q.query(`DROP TABLE "provisioning_steps"`);
     await q.query(`DROP TABLE "computers"`);
   }

@@ -175,6 +175,33 @@ describe('Computer agents', () => {
   });
 
   describe('the work a token reaches', () => {
+    it('is never replayed to another computer of the same owner through an Idempotency-Key', async () => {
+      const { owner, computer: a } = await api.ownerWithComputer();
+      const b = await api.createComputer(owner, 'desktop');
+      await api.pendingWork(owner, 'for A only', a.id);
+      const first = await http().post('/api/v0/agent/claims').set(a.auth).set('Idempotency-Key', 'same-key').send({}).expect(200);
+      expect(first.body.work.messages[0].content[0].text).toBe('for A only');
+      const other = await http().post('/api/v0/agent/claims').set(b.auth).set('Idempotency-Key', 'same-key').send({}).expect(200);
+      expect(other.headers['idempotent-replayed']).toBeUndefined();
+      expect(other.body.work).toBeNull();
+      const again = await http().post('/api/v0/agent/claims').set(a.auth).set('Idempotency-Key', 'same-key').send({}).expect(200);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.body.work.turnId).toBe(first.body.work.turnId);
+    });
+
+    it('keeps the running turn when a user routes new work to another computer mid-turn', async () => {
+      const { owner, computer: a } = await api.ownerWithComputer();
+      const b = await api.createComputer(owner, 'desktop');
+      const { sessionId } = await api.pendingWork(owner, 'start on A', a.id);
+      const work = (await api.claim(a.auth))!;
+      await api.say(owner, sessionId, 'continue on B', b.id);
+      expect((await api.append(a.auth, sessionId, work.turnId)).status).toBe(200);
+      expect((await api.endTurn(a.auth, sessionId, work.turnId)).status).toBe(200);
+      const next = (await api.claim(b.auth))!;
+      expect(next.sessionId).toBe(sessionId);
+      expect(next.messages.map((m) => m.content[0].text)).toEqual(['continue on B']);
+    });
+
     it('is the work routed to its computer only: not another computer\'s, not unrouted work', async () => {
       const { owner, computer: a } = await api.ownerWithComputer();
       const b = await api.createComputer(owner, 'desktop');

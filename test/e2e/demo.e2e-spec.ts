@@ -43,7 +43,9 @@ describe('npm run demo', () => {
   it('gives the demo organizations realistic conversations to look at', async () => {
     const keys = await readKeys();
     const { sessions } = (await (await get('/api/v0/sessions', keys.acme.owner)).json()) as { sessions: Array<{ sessionId: string; title: string; status: string }> };
-    expect(sessions.map((s) => s.status).sort()).toEqual(['idle', 'idle', 'pending', 'running']);
+    // The four conversations, and the managed demo computer's provisioning log.
+    expect(sessions.map((s) => s.status).sort()).toEqual(['idle', 'idle', 'idle', 'pending', 'running']);
+    expect(sessions.filter((s) => s.title.startsWith('Provisioning log'))).toHaveLength(1);
     const finished = sessions.find((s) => s.title === 'Fix the flaky CI build')!;
     const { messages } = (await (await get(`/api/v0/sessions/${finished.sessionId}/messages`, keys.acme.owner)).json()) as {
       messages: Array<{ role: string; content: Array<{ type: string }> }>;
@@ -53,6 +55,20 @@ describe('npm run demo', () => {
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'system', 'assistant']);
     const globex = (await (await get('/api/v0/sessions', keys.globex.owner)).json()) as { sessions: unknown[] };
     expect(globex.sessions).toHaveLength(1);
+  });
+
+  it('gives acme a BYOM computer and a managed one that provisions, with working agent tokens', async () => {
+    const keys = await readKeys();
+    const list = async () => ((await (await get('/api/v0/computers', keys.acme.owner)).json()) as { computers: Array<{ name: string; providerType: string; status: string }> }).computers;
+    const deadline = Date.now() + 30_000;
+    while ((await list()).some((c) => c.status === 'provisioning') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await list()).map((c) => [c.name, c.providerType, c.status]).sort()).toEqual([
+      ["Mia's workspace", 'local', 'active'],
+      ["Olivia's laptop", 'byom', 'active'],
+    ]);
+    const tokens = JSON.parse(await readFile(join(database.dataDir, 'demo-agent-tokens.json'), 'utf8')) as Record<string, string>;
+    const claim = await fetch(`${server!.url}/api/v0/agent/claims`, { method: 'POST', headers: { Authorization: `Bearer ${tokens["Olivia's laptop"]}` } });
+    expect(claim.status).toBe(200);
   });
 
   it('stops cleanly on SIGTERM', async () => {
@@ -67,7 +83,9 @@ describe('npm run demo', () => {
     expect(await keysOf(await get('/settings/api-keys?scope=organization', before.acme.owner))).toHaveLength(4);
     expect(await keysOf(await get('/settings/api-keys?scope=organization', before.globex.owner))).toHaveLength(2);
     const { sessions } = (await (await get('/api/v0/sessions', before.acme.owner)).json()) as { sessions: unknown[] };
-    expect(sessions).toHaveLength(4);
+    expect(sessions).toHaveLength(5);
+    const { computers } = (await (await get('/api/v0/computers', before.acme.owner)).json()) as { computers: unknown[] };
+    expect(computers).toHaveLength(2);
   });
 
   it('keeps acme and globex apart', async () => {

@@ -216,7 +216,7 @@ export class AgentWorkService {
     const reclaimed = session.status === SessionStatus.Running;
     const turnBaseSeq = reclaimed ? session.turnBaseSeq : session.claimedSeq;
     const leaseExpiresAt = this.leaseFrom(now);
-    const started = await this.repository.startTurn(manager, session, { turnId: newId(), turnBaseSeq, leaseExpiresAt, now });
+    const started = await this.repository.startTurn(manager, session, { turnId: newId(), turnBaseSeq, leaseExpiresAt, now, computerId });
     assertTransition(reclaimed ? SessionTrigger.AgentLeaseExpired : SessionTrigger.AgentTookWork, session.status, started.status);
     const messages = await this.repository.userMessagesAfter(manager, session.id, turnBaseSeq);
     return {
@@ -267,10 +267,13 @@ export class AgentWorkService {
   }
 }
 
-/** Agents write to sessions they may write to; a computer's token to those whose work is routed to it. */
+/**
+ * Agents write to sessions they may write to; a computer's token to turns it took from its
+ * computer's queue (work routed elsewhere mid-turn does not take the running turn away).
+ */
 function mayWorkOn(principal: Principal, session: SessionEntity): boolean {
   if (principal.credential.kind !== 'computer') return AccessPolicy.canWrite(principal, session);
-  return session.organizationId === principal.organizationId && session.workComputerId === principal.credential.computerId;
+  return session.organizationId === principal.organizationId && session.turnComputerId === principal.credential.computerId;
 }
 
 function attributesOf(message: AgentMessageInput): Record<string, unknown> {

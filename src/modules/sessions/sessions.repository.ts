@@ -21,7 +21,7 @@ const SUMMARY_COLUMNS = `s.id, s.status, s.message_count, s.title, s.computer_id
 
 /** The whole session: the view's columns, its owner and the work-queue state. */
 const SESSION_COLUMNS = `${SUMMARY_COLUMNS}, s.organization_id, s.owner_id, s.last_message_id, s.last_user_seq,
-  s.claimed_seq, s.work_computer_id, ${ms('s.pending_since')}, s.turn_base_seq, s.turn_id, ${ms('s.lease_expires_at')}`;
+  s.claimed_seq, s.work_computer_id, ${ms('s.pending_since')}, s.turn_base_seq, s.turn_id, s.turn_computer_id, ${ms('s.lease_expires_at')}`;
 
 /** What a Message view shows, and its seq for the cursor. */
 const MESSAGE_VIEW_COLUMNS = `m.id, m.seq, m.role, m.parent_id, m.user_message_source, m.content, m.attributes,
@@ -44,6 +44,7 @@ interface SessionRow {
   pending_since: number | null;
   turn_base_seq: number;
   turn_id: string | null;
+  turn_computer_id: string | null;
   lease_expires_at: number | null;
   settings: StoredSessionSettings;
   created_at: number;
@@ -350,14 +351,14 @@ export class SessionsRepository {
   async startTurn(
     manager: EntityManager,
     session: SessionEntity,
-    turn: { turnId: string; turnBaseSeq: number; leaseExpiresAt: Date; now: Date },
+    turn: { turnId: string; turnBaseSeq: number; leaseExpiresAt: Date; now: Date; computerId: string | null },
   ): Promise<SessionEntity> {
     const [row] = await this.sql.in(manager).query<SessionRow>(
       'sessions.startTurn',
-      `UPDATE sessions s SET status = 'running', turn_id = $2, turn_base_seq = $3, claimed_seq = s.last_user_seq,
+      `UPDATE sessions s SET status = 'running', turn_id = $2, turn_computer_id = $6, turn_base_seq = $3, claimed_seq = s.last_user_seq,
          lease_expires_at = $4, pending_since = NULL, updated_at = GREATEST(s.updated_at, $5)
        WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
-      [session.id, turn.turnId, turn.turnBaseSeq, turn.leaseExpiresAt, turn.now],
+      [session.id, turn.turnId, turn.turnBaseSeq, turn.leaseExpiresAt, turn.now, turn.computerId],
     );
     return toSession(row);
   }
@@ -385,7 +386,7 @@ export class SessionsRepository {
   ): Promise<SessionEntity> {
     const [row] = await this.sql.in(manager).query<SessionRow>(
       'sessions.endTurn',
-      `UPDATE sessions s SET status = $2::varchar, turn_id = NULL, lease_expires_at = NULL, updated_at = GREATEST(s.updated_at, $3),
+      `UPDATE sessions s SET status = $2::varchar, turn_id = NULL, turn_computer_id = NULL, lease_expires_at = NULL, updated_at = GREATEST(s.updated_at, $3),
          completed_at = CASE WHEN $2::varchar = 'idle' THEN GREATEST(s.updated_at, $3) ELSE s.completed_at END,
          pending_since = CASE WHEN $2::varchar = 'pending' THEN (
            SELECT min(m.created_at) FROM messages m WHERE m.session_id = s.id AND m.seq > s.claimed_seq AND m.role = 'user'
@@ -477,6 +478,7 @@ function toSession(row: SessionRow): SessionEntity {
     pendingSince: dateOf(row.pending_since),
     turnBaseSeq: row.turn_base_seq,
     turnId: row.turn_id,
+    turnComputerId: row.turn_computer_id,
     leaseExpiresAt: dateOf(row.lease_expires_at),
   });
 }

@@ -75,6 +75,7 @@ export class SessionsService {
       pendingSince: null,
       turnBaseSeq: 0,
       turnId: null,
+      turnComputerId: null,
       leaseExpiresAt: null,
       settings: { ...withoutServerMaintained(defaults), ...input.sessionSettings },
       createdAt: now,

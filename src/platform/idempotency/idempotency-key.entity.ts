@@ -10,6 +10,7 @@ export class IdempotencyKeyEntity {
   @PrimaryColumn('uuid', { name: 'organization_id', primaryKeyConstraintName: 'idempotency_keys_pkey' })
   organizationId: string;
 
+  /** The user's id, or the computer's when its agent token made the request. */
   @PrimaryColumn('uuid', { name: 'user_id' , primaryKeyConstraintName: 'idempotency_keys_pkey' })
   userId: string;
 

@@ -4,6 +4,21 @@ import { DataSource, EntityManager } from 'typeorm';
 import { IdempotentRequest } from './idempotency-key.decorator';
 import { IdempotencyError, IdempotencyErrorCode } from './idempotency.errors';
 
+/**
+ * Whose keys these are: a user's, or a computer's when its agent token calls. Two computers of
+ * one owner must not replay each other's answers (they hold each other's work).
+ */
+export interface IdempotencyCaller {
+  organizationId: string;
+  userId: string;
+  credential?: { kind: string; computerId?: string };
+}
+
+function scopeOf(caller: IdempotencyCaller): { organizationId: string; userId: string } {
+  const computerId = caller.credential?.kind === 'computer' ? caller.credential.computerId : undefined;
+  return { organizationId: caller.organizationId, userId: computerId ?? caller.userId };
+}
+
 /** How long a key is remembered: retries come within minutes; a day is generous. */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
@@ -26,12 +41,13 @@ export class IdempotencyService {
   constructor(private readonly dataSource: DataSource) {}
 
   async run<T>(
-    scope: { organizationId: string; userId: string },
+    caller: IdempotencyCaller,
     request: IdempotentRequest | undefined,
     work: (manager: EntityManager) => Promise<T>,
     statusCode = 200,
   ): Promise<IdempotentResult<T>> {
     if (!request) return { body: await this.dataSource.transaction(work), replayed: false };
+    const scope = scopeOf(caller);
     return this.dataSource.transaction(async (manager) => {
       const claimed = (await manager.query(
         `INSERT INTO idempotency_keys (organization_id, user_id, key, request_hash, status_code, response, created_at)

@@ -69,6 +69,10 @@ export class SessionEntity {
   @Column({ name: 'turn_id', type: 'uuid', nullable: true })
   turnId: string | null;
 
+  /** The computer whose queue the running turn was taken from: its agent token may finish the turn. */
+  @Column({ name: 'turn_computer_id', type: 'uuid', nullable: true })
+  turnComputerId: string | null;
+
   /** A running turn whose lease passes without a sign of life is given to another agent. */
   @Column({ name: 'lease_expires_at', type: 'timestamptz', precision: 3, nullable: true })
   leaseExpiresAt: Date | null;
