@@ -225,9 +225,22 @@ describe('Computers API (v0): input, roles and limits', () => {
       expectInvalid(await post(owner, byomBody({ name })), 'name');
     });
 
+    it.each([['a\u001b[31mred'], ['a\u0001b'], ['\u001b'], ['a\u007fb'], ['a\u009bb']])('name %j (one control character): 400 name', async (name) => {
+      expectInvalid(await post(owner, byomBody({ name })), 'name');
+    });
+
+    it('a long name ending in a newline is refused promptly (the name pattern is linear, not quadratic)', async () => {
+      const res = await post(owner, byomBody({ name: `${'x'.repeat(200_000)}\n` }));
+      expectInvalid(res, 'name');
+    });
+
     it('a NUL in the name: 400 name', async () => {
       expectInvalid(await post(owner, byomBody({ name: 'lap\u0000top' })), 'name');
       expectInvalid(await post(owner, byomBody({ name: '\u0000' })), 'name');
+    });
+
+    it('an unpaired surrogate in the name: 400 name', async () => {
+      expectInvalid(await post(owner, byomBody({ name: 'lap\ud800top' })), 'name');
     });
 
     it('names may be any visible text, spaces inside included', async () => {
@@ -541,9 +554,14 @@ describe('Computers API (v0): input, roles and limits', () => {
       ['an ftp URL', 'ftp://example.com/x.git', ''],
       ['a URL with a space', 'https://example.com/a b.git', ''],
       ['a URL with a newline', 'https://example.com/a\n.git', ''],
-      ['a URL without host', 'https:///x.git', ''],
+      ['a URL without host', 'git:/x.git', ''],
+      ['a URL that is only a scheme', 'https://', ''],
       ['a file URL with a host', 'file://otherhost/srv/x.git', ''],
       ['an scp address without user', 'example.com:org/repo.git', ''],
+      ['an scp address whose user is an option', '-oProxyCommand@evil.example:/x', ''],
+      ['an ssh URL whose host is an option', 'ssh://-oProxyCommand=touch/x', ''],
+      ['an ssh URL whose user is an option', 'ssh://-oProxy@example.com/x', ''],
+      ['a git URL whose host starts with a dash', 'git://-host/x', ''],
     ])('%s is 400 naming its index', async (_, repo, mentions) => {
       const res = await post(owner, localBody({ repos: ['https://example.com/a.git', 'git@example.com:b.git', 'https://example.com/c.git', repo] }));
       expectInvalid(res, 'repos[3]');

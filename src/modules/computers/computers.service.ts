@@ -68,12 +68,12 @@ export class ComputersService {
       ownerPrincipalKind: owner.kind,
       name: input.name,
       provider: input.provider,
-      hostId: managed ? newId() : input.hostId!,
+      hostId: managed ? newId() : input.hostId!.toLowerCase(),
       remoteUser: input.remoteUser ?? (managed ? serverUser() : null),
       hostname: null,
       repos,
       autoInstallDeps,
-      source: input.source ?? null,
+      source: normalizedSource(input.source),
       status: nextStatus(managed ? ComputerTrigger.ManagedCreated : ComputerTrigger.ByomRegistered, null)!,
       clonedRepoDirectories: [],
       agentTokenHash: token.hash,
@@ -168,10 +168,10 @@ export class ComputersService {
     const previous = await this.repository.transaction(async (manager) => {
       const locked = await this.visible(principal, computerId, undefined, manager, true);
       await this.repository.update(manager, locked.id, { agentTokenHash: token.hash, agentTokenCreatedAt: now });
-      return locked.agentTokenHash;
+      return { id: locked.id, hash: locked.agentTokenHash };
     });
-    this.authenticator.forgetComputerToken(previous);
-    return { computerId, agentToken: token.token, createdAt: now.getTime() };
+    this.authenticator.forgetComputerToken(previous.hash);
+    return { computerId: previous.id, agentToken: token.token, createdAt: now.getTime() };
   }
 
   /** The computer's agent reports where it runs; only its own token may. */
@@ -246,6 +246,7 @@ export class ComputersService {
   /** The caller, or the service account the computer is created for (owners and managers only). */
   private async ownerOf(principal: Principal, serviceAccountId: string | undefined): Promise<{ id: string; kind: OwnerPrincipalKind }> {
     if (serviceAccountId === undefined) return { id: principal.userId, kind: OwnerPrincipalKind.User };
+    serviceAccountId = serviceAccountId.toLowerCase();
     if (!isAdmin(principal.role)) {
       throw new ComputersError(ComputersErrorCode.ReadOnlyRole, 'Only owners and managers may create computers for a service account.');
     }
@@ -270,6 +271,12 @@ export class ComputersService {
 
 function notFound(computerId: string, field?: string): ComputersError {
   return new ComputersError(ComputersErrorCode.ComputerNotFound, `No computer ${computerId} exists in your organization.`, field ? { field } : {});
+}
+
+/** Ids as the database prints them (lower case), so responses never echo another spelling. */
+function normalizedSource(source: ComputerSource | undefined): ComputerSource | null {
+  if (!source) return null;
+  return source.kind === 'computer' ? { kind: 'computer', computerId: source.computerId.toLowerCase() } : source;
 }
 
 /** The `local` provider's workspaces belong to the user the server runs as. */

@@ -4,6 +4,9 @@ import { FieldError, validationError } from './validation';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** A pattern for one-line text: no C0 or C1 control characters (nor DEL). Linear to check, whatever the input. */
+export const NO_CONTROL_CHARACTERS = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
+
 /** A JSON Schema in OpenAPI 3.0's dialect. */
 export type SchemaObject = { [keyword: string]: unknown };
 
@@ -146,7 +149,9 @@ function describe(error: ErrorObject, resolve: Resolve): FieldError {
     case 'enum':
       return { field: path, message: `must be one of: ${(params.allowedValues as unknown[]).map(String).join(', ')}` };
     case 'pattern':
-      return { field: path, message: params.pattern === '\\S' ? 'must contain a non-blank character' : `must match ${String(params.pattern)}` };
+      if (params.pattern === '\\S') return { field: path, message: 'must contain a non-blank character' };
+      if (params.pattern === NO_CONTROL_CHARACTERS) return { field: path, message: 'must not contain control characters' };
+      return { field: path, message: `must match ${String(params.pattern)}` };
     case 'const':
       return { field: path, message: `must be ${JSON.stringify(params.allowedValue)}` };
     case 'type':

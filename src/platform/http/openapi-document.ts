@@ -31,7 +31,7 @@ other instances within \`AUTH_CACHE_MS\`; an expired key stops at once everywher
 |---|---|---|---|---|
 | owner, manager | read and write all of the organization's | read and write all | yes | own; may list and revoke any of the organization's |
 | member | own, read and write; read all of the organization's unless \`restrictMemberVisibility\` | own, read and write | **403** | own |
-| guest | read own only; every write **403** | **403** on writes | **403** | own |
+| guest | read own only; every write **403** | **403** on every computers route | **403** | own |
 
 \`restrictApiKeyCreationToManagers\` makes key creation **403** for members and guests.
 A resource of another organization answers **404**, exactly as one that does not exist: never 403, never its data.
@@ -73,7 +73,7 @@ name?, mime?}\`. Base64 must be valid and its bytes must match \`mediaType\` (40
 \`sessions_api\`.
 
 **computerId on reads** asks that computer directly: only sessions connected to it are answered. It must be a computer of
-your organization, else 404 \`computer_not_found\` (until the Computers API exists, no computer does).
+your organization that you can see (members: their own computers; guests: none), else 404 \`computer_not_found\`.
 
 **List messages** is enabled per organization; elsewhere it answers 403 \`message_history_disabled\`, checked before the session.
 
@@ -84,12 +84,61 @@ your organization, else 404 \`computer_not_found\` (until the Computers API exis
 (\`session_not_found\`, \`computer_not_found\`); 409 \`turn_not_active\` on the agent channel; 413; 415; 422
 \`idempotency_key_reused\`.
 
+## Computers (decisions where the spec says "not shown")
+**Modes.** \`provider\` is \`byom\` or \`local\` (the managed provider this server ships); any other value is 400.
+*BYOM* registers an existing machine: \`name\`, \`hostId\` (a UUID, the machine's id) and \`remoteUser\` (the user its agent runs as)
+are required; \`repos\`, \`autoInstallDeps: true\` and \`source\` are refused (400); it is \`active\` at once, with no steps.
+*Managed* (\`local\`) prepares a workspace on the server's host, \`COMPUTERS_DIR/<id>\`: \`name\` is required; \`hostId\` is assigned
+(giving one is 400); \`remoteUser\` defaults to the user the server runs as; \`repos\` are cloned with git and, with
+\`autoInstallDeps\`, each repo's dependencies are installed by the package manager its lockfile names (pnpm, yarn, bun, npm, uv,
+poetry, pipenv, bundler, composer, cargo, go). Constraints: \`name\` and \`remoteUser\` 1-63 characters (\`remoteUser\` a POSIX user
+name); \`repos\` at most 20, each 1-2048 characters; \`provider\`, \`serviceAccountId\` and \`source.templateId\` at least 1.
+Repos are https, http, ssh or git URLs or scp-style addresses, without a password; local paths and file:// URLs only under the
+one directory the operator allows (\`LOCAL_REPOS_DIR\`, none by default), so no caller can make the server clone its own files.
+\`serviceAccountId\` (owners and managers) creates the computer for that user of the organization
+(\`ownerPrincipalKind: service_account\`). Enterprise controls \`managedComputersEnabled\` / \`byomComputersEnabled\` and their
+allowed-email lists (empty: everyone) gate creation: **403** \`computer_provider_disabled\` or \`computer_creation_not_allowed\`.
+
+**source.** \`{kind: "template", templateId}\` names a template of the provider (\`local\` offers \`blank\`, an empty workspace), or
+our second variant \`{kind: "computer", computerId}\`: start from an existing computer you can see, whose \`repos\` and
+\`autoInstallDeps\` apply where the body gives none.
+
+**Provisioning steps.** \`create-computer\` (the workspace), then \`clone-repos\` (when there are repos), then
+\`install-dependencies\` (with \`autoInstallDeps\` and repos). Each goes \`pending\` → \`running\` → \`completed\`, or \`failed\` with
+\`error\`; \`startedAt\`/\`completedAt\` are Unix ms. Every step's \`installSessionId\` is the computer's provisioning-log session,
+where each command and its output is a \`tool\` message. A scheduler on every instance claims steps in the database
+(\`FOR UPDATE SKIP LOCKED\`, leased for \`PROVISIONING_LEASE_MS\`): a step runs on one instance at a time; if its instance dies, another
+takes it over after the lease and runs it again from the start (steps are safe to repeat); a step running longer than
+\`PROVISIONING_STEP_TIMEOUT_MS\` (default 10 minutes) is killed and fails.
+
+**Computer status.** BYOM: created \`active\`. Managed: created \`provisioning\`; → \`active\` when the last step completes; →
+\`error\` when a step fails. \`POST /api/v0/computers/{id}/retry\` moves \`error\` → \`provisioning\` (the failed step runs again,
+then the rest); on any other status it is 409 \`computer_not_failed\`. \`DELETE\` removes the computer and its workspace from any status.
+
+**Response shapes.** List and update answer the spec's list shape (with \`hostname\` once the agent connected); create adds
+\`hostId\`, \`clonedRepoDirectories\`, \`ownerPrincipalKind\`, \`ownerId\`, \`computerSource\` and our \`agentToken\`; our get-one
+and retry answer every field except \`agentToken\`. The list is \`{computers}\`, not paged, newest first.
+
+**Agent tokens.** Each computer has an agent token (\`cpt_…\`), shown once in the create response, stored as a SHA-256 hash, replaced
+by \`POST /api/v0/computers/{id}/agent-token\` (the old one stops working). It works only on the agent channel
+(\`relayAgentUrl\` = \`{base_url}/api/v0/agent\`; elsewhere **403** \`computer_token_not_accepted\`), only for work routed to its
+computer; its agent reports the machine's \`hostname\` with \`POST /api/v0/agent/connect\`. \`relayClientUrl\` is
+\`{base_url}/api/v0/sessions?computerId={id}\`, where clients read the computer's sessions.
+
+**Added operations** (not in the spec): get one (\`GET /api/v0/computers/{id}\`), delete, retry, rotate the agent token, connect.
+
+**Status codes.** 201 create; 200 list, get, update, retry, rotate, connect; 204 delete; 400 invalid input (\`validation_failed\`);
+401; 403 (\`insufficient_role\` for guests, \`read_only_role\` for a member's \`serviceAccountId\`, \`computer_provider_disabled\`,
+\`computer_creation_not_allowed\`, \`computer_token_not_accepted\`, \`computer_credential_required\`); 404 (\`computer_not_found\`,
+\`service_account_not_found\`); 409 \`computer_not_failed\`; 413; 415.
+
 ## Idempotency
-Every POST under \`/api/v0\` takes an optional \`Idempotency-Key\` header (1-255 visible ASCII characters, per user, remembered for
+The POSTs under \`/api/v0/sessions\` and \`/api/v0/agent\` (not connect) take an optional \`Idempotency-Key\` header (1-255 visible ASCII characters, per user, remembered for
 at least 24 hours). A retry with the same key and body returns the first response with \`Idempotent-Replayed: true\` and does
 nothing again; the same key with a different request is **422**. The key is stored in the same transaction as the work, so a
-stored key always means the work was done. Failed requests are not remembered. API key creation does not take the header: a
-stored response would keep the secret key.
+stored key always means the work was done. Failed requests are not remembered. API key creation, computer creation and agent
+token rotation do not take the header: a stored response would keep the secret they answer. A computer's agent token has keys of
+its own, apart from its owner's.
 
 ## Limits
 Messages (not shown in the spec; our decision): add-message \`text\` 1-200,000 characters and not blank; at most 20 images of at

@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 /** Where a repo string points: a network remote, or a path on this host. */
 export type RepoLocation = { kind: 'remote'; url: string } | { kind: 'local'; path: string };
 
-const SCP_LIKE = /^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+$/;
+/** `user@host:path`; neither user nor host may start with `-` (it would read as an ssh option). */
+const SCP_LIKE = /^[A-Za-z0-9._][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:[^\s]+$/;
 const REMOTE_PROTOCOLS = new Set(['https:', 'http:', 'ssh:', 'git:']);
 
 /**
@@ -37,6 +38,7 @@ export function locateRepo(repo: string, localRoot: string | undefined): RepoLoc
     if (!url || !REMOTE_PROTOCOLS.has(url.protocol) || !url.hostname) {
       return { error: 'must be an https, http, ssh or git URL, an scp-style address (git@host:org/repo.git), or a local path the operator allows' };
     }
+    if (url.hostname.startsWith('-') || url.username.startsWith('-')) return { error: 'must not have a host or user starting with "-"' };
     if (url.password) return { error: 'must not contain a password; give the server access another way (a deploy key, a credential helper)' };
     return { kind: 'remote', url: repo };
   }
