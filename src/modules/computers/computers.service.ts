@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { userInfo } from 'node:os';
 import { AppConfig } from '../../config/app-config';
 import { AccessPolicy, Authenticator, generateComputerToken, isAdmin, OrganizationControlsReader, OrganizationsService, Principal, Role } from '../auth';
@@ -13,6 +13,7 @@ import { planSteps, STEP_NAMES, StepStatus } from './domain/provisioning-step';
 import { locateRepo } from './domain/repo-location';
 import { ComputerShape, ComputerView, toComputerView } from './domain/views';
 import { ComputerEntity, ProvisioningStepEntity } from './entities';
+import { ProvisioningJob } from './jobs/provisioning.job';
 import { ComputeProvider } from './providers/compute-provider';
 
 export interface CreateComputerInput {
@@ -40,6 +41,8 @@ const MANAGED_ONLY = ['repos', 'autoInstallDeps', 'source'] as const;
  */
 @Injectable()
 export class ComputersService {
+  private readonly logger = new Logger(ComputersService.name);
+
   constructor(
     private readonly repository: ComputersRepository,
     private readonly controls: OrganizationControlsReader,
@@ -47,6 +50,7 @@ export class ComputersService {
     private readonly provider: ComputeProvider,
     private readonly authenticator: Authenticator,
     private readonly organizations: OrganizationsService,
+    private readonly provisioning: ProvisioningJob,
     private readonly config: AppConfig,
   ) {}
 
@@ -113,6 +117,7 @@ export class ComputersService {
       }
       return steps;
     });
+    if (steps.length > 0) this.provisioning.wake();
     return { ...this.view(computer, steps, 'create'), agentToken: token.token };
   }
 
@@ -140,7 +145,9 @@ export class ComputersService {
     const computer = await this.visible(principal, computerId);
     await this.repository.delete(computer.id);
     this.authenticator.forgetComputerToken(computer.agentTokenHash);
-    if (computer.provider !== BYOM) await this.provider.teardown(computer.id);
+    if (computer.provider === BYOM) return;
+    // The computer is gone either way; a workspace that cannot be removed is the operator's to clean up.
+    await this.provider.teardown(computer.id).catch((error: Error) => this.logger.error(`Could not remove the workspace of deleted computer ${computer.id}: ${error.message}`));
   }
 
   /** Puts a computer in error back to provisioning: its failed step runs again, then the rest. */
@@ -158,6 +165,7 @@ export class ComputersService {
       await this.repository.retry(manager, locked.id);
       return this.repository.update(manager, locked.id, { status: next });
     });
+    this.provisioning.wake();
     return this.view(computer, (await this.repository.stepsOf([computer.id])).get(computer.id)!, 'full');
   }
 

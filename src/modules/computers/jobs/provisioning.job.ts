@@ -68,6 +68,11 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
     await Promise.all(steps.map((step) => step.done));
   }
 
+  /** Looks for work now rather than at the next tick: a computer was just created or retried here. */
+  wake(): void {
+    if (this.config.PROVISIONING_CONCURRENCY > 0) setImmediate(() => void this.tick());
+  }
+
   /** Claims steps while this instance has room; each runs in the background. */
   async tick(): Promise<void> {
     if (this.ticking || this.stopping) return;
