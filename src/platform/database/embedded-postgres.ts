@@ -131,16 +131,21 @@ export class EmbeddedPostgres {
    * Whether the lock's holder is dead: the pid in server.json no longer runs and the lock was
    * not just taken (a new holder writes server.json right after locking, within this margin).
    */
-  private static async holderIsGone(dataDir: string, lockPath: string): Promise<boolean> {
+  private static async holderIsGone(dataDir: string, lockPath: string, waited = false): Promise<boolean> {
+    let lockedFor = 0;
     try {
       const info = JSON.parse(await readFile(join(dataDir, SERVER_INFO_FILE), 'utf8')) as EmbeddedServerInfo;
-      const lockedFor = Date.now() - (await stat(lockPath)).mtimeMs;
-      if (lockedFor < 2_000) return false;
+      lockedFor = Date.now() - (await stat(lockPath)).mtimeMs;
       process.kill(info.pid, 0);
       return false;
     } catch (error) {
-      return (error as NodeJS.ErrnoException).code === 'ESRCH';
+      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') return false;
     }
+    if (lockedFor >= 2_000) return true;
+    // Refreshed moments ago: by the dead holder just before it died, or by a new holder yet to write server.json. Look again after the margin.
+    if (waited) return false;
+    await new Promise((resolve) => setTimeout(resolve, 2_100 - lockedFor));
+    return EmbeddedPostgres.holderIsGone(dataDir, lockPath, true);
   }
 
   private static async socketDirFor(dataDir: string): Promise<{ socketDir: string; ownsSocketDir: boolean }> {

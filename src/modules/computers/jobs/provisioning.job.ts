@@ -99,10 +99,13 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
     const controller = new AbortController();
     const running: RunningStep = { claim, controller, done: Promise.resolve() };
     this.running.set(key, running);
-    running.done = this.run(claim, controller).finally(() => {
-      this.running.delete(key);
-      if (!this.stopping) setImmediate(() => void this.tick());
-    });
+    running.done = this.run(claim, controller)
+      // The database failed while finishing: the claim's lease runs out and another instance takes the step over.
+      .catch((error: Error) => this.logger.error(`Step ${claim.step.stepId} of computer ${claim.step.computerId} could not be recorded: ${error.message}`))
+      .finally(() => {
+        this.running.delete(key);
+        if (!this.stopping) setImmediate(() => void this.tick());
+      });
   }
 
   private async run(claim: ClaimedStep, controller: AbortController): Promise<void> {
@@ -158,7 +161,10 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
   }
 
   private publishFinish(claim: ClaimedStep, finished: Awaited<ReturnType<ComputersRepository['finish']>>, error: string | null): void {
-    if (finished.lost) return void this.tearDownIfDeleted(claim.computer);
+    if (finished.lost) {
+      this.tearDownIfDeleted(claim.computer).catch((error: Error) => this.logger.error(`Could not remove the workspace of deleted computer ${claim.computer.id}: ${error.message}`));
+      return;
+    }
     const { computer } = finished;
     const now = new Date();
     if (error !== null) {
