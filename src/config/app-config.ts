@@ -1,5 +1,6 @@
 import { plainToInstance, Transform } from 'class-transformer';
 import {
+  IsBoolean,
   IsIn,
   IsInt,
   IsOptional,
@@ -14,6 +15,8 @@ import { resolve } from 'node:path';
 
 const toInt = ({ value }: { value: unknown }) =>
   value === undefined || value === '' ? undefined : Number(value);
+const toBoolean = ({ value }: { value: unknown }) =>
+  value === undefined || value === '' ? undefined : value === 'true' || value === '1' ? true : value === 'false' || value === '0' ? false : value;
 const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? undefined : value);
 
 /** 32 MiB: room for base64 images and PDFs in a message, small enough to bound memory per request. */
@@ -125,6 +128,15 @@ export class AppConfig {
   @IsString()
   LOCAL_REPOS_DIR?: string;
 
+  /**
+   * Whether installing a managed computer's dependencies may run the packages' own scripts
+   * (npm, pnpm, yarn, bun lifecycle scripts). Off by default: with them, anyone who may create a
+   * managed computer can run code on the server's host.
+   */
+  @Transform(toBoolean)
+  @IsBoolean({ message: 'LOCAL_INSTALL_SCRIPTS must be true or false' })
+  LOCAL_INSTALL_SCRIPTS = false;
+
   /** How often each instance looks for provisioning steps to run. */
   @Transform(toInt)
   @IsInt()
@@ -207,6 +219,7 @@ const ENV_KEYS = [
   'LOG_LEVEL',
   'COMPUTERS_DIR',
   'LOCAL_REPOS_DIR',
+  'LOCAL_INSTALL_SCRIPTS',
   'PROVISIONING_POLL_MS',
   'PROVISIONING_LEASE_MS',
   'PROVISIONING_STEP_TIMEOUT_MS',

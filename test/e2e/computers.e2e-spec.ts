@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
 import { createGitRepo, npmProject, reposRoot } from '../utils/git-fixtures';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
@@ -43,7 +44,7 @@ describe('Computers', () => {
     expect(list.body.computers.map((c: { id: string }) => c.id)).toContain(res.body.id);
   });
 
-  it('a managed computer clones a local repository, installs its dependencies and becomes active', async () => {
+  it('a managed computer clones a local repository, installs its dependencies without their scripts and becomes active', async () => {
     const repo = await createGitRepo(root, 'app', { ...npmProject('app', 'node -e "require(\'fs\').writeFileSync(\'installed.txt\', \'yes\')"'), 'README.md': '# app\n' });
     const res = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'box', provider: 'local', repos: [repo], autoInstallDeps: true }).expect(201);
     expect(res.body.status).toBe('provisioning');
@@ -53,9 +54,14 @@ describe('Computers', () => {
     expect(done.provisioningSteps.every((s: { status: string }) => s.status === 'completed')).toBe(true);
     const [dir] = done.clonedRepoDirectories;
     expect(await readFile(join(dir, 'README.md'), 'utf8')).toBe('# app\n');
-    expect(await readFile(join(dir, 'installed.txt'), 'utf8')).toBe('yes');
+    // LOCAL_INSTALL_SCRIPTS is off by default: the package's postinstall never ran on the server's host.
+    expect(existsSync(join(dir, 'installed.txt'))).toBe(false);
     const log = await t.http().get(`/api/v0/sessions/${done.provisioningSteps[2].installSessionId}`).set(owner.auth).expect(200);
     expect(log.body.messageCount).toBeGreaterThan(3);
+    const lines = await t.app.get(DataSource).query(`SELECT content->0->>'text' AS text FROM messages WHERE session_id = $1 ORDER BY seq`, [log.body.sessionId]);
+    const text = lines.map((l: { text: string }) => l.text).join('\n');
+    expect(text).toContain('without running package scripts');
+    expect(text).toMatch(/\$ npm ci --no-audit --no-fund {2}\(in .*\)\n[\s\S]*\[exit 0 after/);
   });
 
   it('an unreachable repository fails its step cleanly, retry and delete work', async () => {

@@ -62,7 +62,7 @@ describe('Provisioning', () => {
 
     beforeAll(async () => {
       // The default poll interval: a new computer's first step is claimed at once (the instance wakes), not at the next tick.
-      t = await startTestApp({ LOCAL_REPOS_DIR: root, PROVISIONING_LEASE_MS: '900', PROVISIONING_STEP_TIMEOUT_MS: '1500' });
+      t = await startTestApp({ LOCAL_REPOS_DIR: root, LOCAL_INSTALL_SCRIPTS: 'true', PROVISIONING_LEASE_MS: '900', PROVISIONING_STEP_TIMEOUT_MS: '1500' });
       owner = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
       base = await t.app.getUrl();
       const emitter = t.app.get(EventEmitter2);
@@ -177,7 +177,7 @@ describe('Provisioning', () => {
   describe('across a crash', () => {
     it('a server killed mid-step leaves the step to the next server, which runs it again and finishes', async () => {
       const database = await createTestDatabase();
-      const env = { ...database.env, LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '100', PROVISIONING_LEASE_MS: '1000' };
+      const env = { ...database.env, LOCAL_REPOS_DIR: root, LOCAL_INSTALL_SCRIPTS: 'true', PROVISIONING_POLL_MS: '100', PROVISIONING_LEASE_MS: '1000' };
       const setup = await startTestApp(env, database);
       const owner = await createUser(setup, Role.Owner, await createOrganization(setup, { messageHistory: true }));
       await setup.close();

@@ -91,7 +91,7 @@ are required; \`repos\`, \`autoInstallDeps: true\` and \`source\` are refused (4
 *Managed* (\`local\`) prepares a workspace on the server's host, \`COMPUTERS_DIR/<id>\`: \`name\` is required; \`hostId\` is assigned
 (giving one is 400); \`remoteUser\` defaults to the user the server runs as; \`repos\` are cloned with git and, with
 \`autoInstallDeps\`, each repo's dependencies are installed by the package manager its lockfile names (pnpm, yarn, bun, npm, uv,
-poetry, pipenv, bundler, composer, cargo, go). Constraints: \`name\` and \`remoteUser\` 1-63 characters (\`remoteUser\` a POSIX user
+poetry, pipenv, bundler, composer, cargo, go), with npm-family package scripts off unless the operator sets \`LOCAL_INSTALL_SCRIPTS\`. Constraints: \`name\` and \`remoteUser\` 1-63 characters (\`remoteUser\` a POSIX user
 name); \`repos\` at most 20, each 1-2048 characters; \`provider\`, \`serviceAccountId\` and \`source.templateId\` at least 1.
 Repos are https, http, ssh or git URLs or scp-style addresses, without a password; local paths and file:// URLs only under the
 one directory the operator allows (\`LOCAL_REPOS_DIR\`, none by default), so no caller can make the server clone its own files.

@@ -86,8 +86,14 @@ export class LocalProvider extends ComputeProvider {
         await context.log(`${directory}: no lockfile (looked for ${KNOWN_LOCKFILES.join(', ')}); nothing to install.`);
         continue;
       }
-      await context.log(`${directory}: ${install.lockfile} found, installing with ${install.command}.`);
-      await this.run(context, install.command, install.args, directory, { CI: 'true', npm_config_update_notifier: 'false' });
+      const scriptsOff = !this.config.LOCAL_INSTALL_SCRIPTS && install.withoutScripts;
+      await context.log(
+        `${directory}: ${install.lockfile} found, installing with ${install.command}` +
+          (scriptsOff ? ' without running package scripts (LOCAL_INSTALL_SCRIPTS is off).' : '.'),
+      );
+      const args = scriptsOff ? [...install.args, ...(scriptsOff.args ?? [])] : install.args;
+      const env = { CI: 'true', npm_config_update_notifier: 'false', ...(scriptsOff ? scriptsOff.env : {}) };
+      await this.run(context, install.command, args, directory, env);
     }
   }
 

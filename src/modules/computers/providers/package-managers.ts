@@ -3,16 +3,21 @@ export interface InstallCommand {
   lockfile: string;
   command: string;
   args: string[];
+  /** How to keep the packages' own install scripts from running, for the managers that run them. */
+  withoutScripts?: { args?: string[]; env?: Record<string, string> };
 }
+
+const NPM_NO_SCRIPTS = { env: { npm_config_ignore_scripts: 'true' } };
 
 /** In order of preference: the first lockfile found names the package manager. */
 const BY_LOCKFILE: ReadonlyArray<InstallCommand> = [
-  { lockfile: 'pnpm-lock.yaml', command: 'pnpm', args: ['install', '--frozen-lockfile'] },
-  { lockfile: 'yarn.lock', command: 'yarn', args: ['install', '--frozen-lockfile'] },
-  { lockfile: 'bun.lock', command: 'bun', args: ['install', '--frozen-lockfile'] },
-  { lockfile: 'bun.lockb', command: 'bun', args: ['install', '--frozen-lockfile'] },
-  { lockfile: 'package-lock.json', command: 'npm', args: ['ci', '--no-audit', '--no-fund'] },
-  { lockfile: 'npm-shrinkwrap.json', command: 'npm', args: ['ci', '--no-audit', '--no-fund'] },
+  { lockfile: 'pnpm-lock.yaml', command: 'pnpm', args: ['install', '--frozen-lockfile'], withoutScripts: NPM_NO_SCRIPTS },
+  // Yarn 1 reads the npm setting; Yarn 2+ its own.
+  { lockfile: 'yarn.lock', command: 'yarn', args: ['install', '--frozen-lockfile'], withoutScripts: { env: { ...NPM_NO_SCRIPTS.env, YARN_ENABLE_SCRIPTS: 'false' } } },
+  { lockfile: 'bun.lock', command: 'bun', args: ['install', '--frozen-lockfile'], withoutScripts: { args: ['--ignore-scripts'] } },
+  { lockfile: 'bun.lockb', command: 'bun', args: ['install', '--frozen-lockfile'], withoutScripts: { args: ['--ignore-scripts'] } },
+  { lockfile: 'package-lock.json', command: 'npm', args: ['ci', '--no-audit', '--no-fund'], withoutScripts: NPM_NO_SCRIPTS },
+  { lockfile: 'npm-shrinkwrap.json', command: 'npm', args: ['ci', '--no-audit', '--no-fund'], withoutScripts: NPM_NO_SCRIPTS },
   { lockfile: 'uv.lock', command: 'uv', args: ['sync', '--frozen'] },
   { lockfile: 'poetry.lock', command: 'poetry', args: ['install', '--no-interaction'] },
   { lockfile: 'Pipfile.lock', command: 'pipenv', args: ['install', '--deploy'] },
