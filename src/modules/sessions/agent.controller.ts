@@ -33,7 +33,8 @@ export class AgentController {
   @ApiOperation({
     summary: 'Take the next waiting work',
     description:
-      'Takes the session that has waited longest (`pending`), routed to `computerId` or, without it, unrouted; a turn whose lease ran out ' +
+      'Takes the session that has waited longest (`pending`), routed to `computerId` or, without it, unrouted; with a computer\'s agent token, ' +
+      'its computer\'s work only (another `computerId` is 404). A turn whose lease ran out ' +
       'comes first, restarted with the same messages. The session becomes `running` under a new `turnId` leased for `AGENT_LEASE_MS` ' +
       '(default 5 minutes); every call of the turn renews the lease. Two agents asking at once never get the same work. With `waitMs`, ' +
       'waits up to that long (at most 30 s) for work to arrive; `work` is null when none did. The body may be omitted.',
