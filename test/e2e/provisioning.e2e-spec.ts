@@ -90,6 +90,15 @@ describe('Provisioning', () => {
       expect(events.find((e) => e.computerId === created.body.id)).toBeInstanceOf(ComputerProvisionedEvent);
     });
 
+    it('install output PostgreSQL cannot store (a NUL byte) is recorded with a replacement character', async () => {
+      const repo = await createGitRepo(root, 'nul-output', npmProject('nul-output', 'node -e "process.stdout.write(String.fromCharCode(97, 0, 98))"'));
+      const created = await api(base, owner, 'POST', '/api/v0/computers', { name: 'nul', provider: 'local', repos: [repo], autoInstallDeps: true });
+      const done = await until(() => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'active');
+      expect(done.body.status).toBe('active');
+      const log = await api(base, owner, 'GET', `/api/v0/sessions/${done.body.provisioningSteps[0].installSessionId}/messages?limit=100`);
+      expect((log.body.messages as Body[]).some((m) => (m.content[0].text as string).includes('a\uFFFDb'))).toBe(true);
+    });
+
     it('a step that hangs is stopped at the timeout: failed, its processes killed, a failed event', async () => {
       const repo = await createGitRepo(root, 'hangs', npmProject('hangs', sleepThenWrite(4_000, 'late.txt')));
       const created = await api(base, owner, 'POST', '/api/v0/computers', { name: 'hangs', provider: 'local', repos: [repo], autoInstallDeps: true });

@@ -255,11 +255,11 @@ export class AgentWorkService {
     const own = principal.credential.kind === 'computer' ? principal.credential.computerId : undefined;
     const visible =
       computerId === undefined ||
-      (own !== undefined ? computerId === own : isUuid(computerId) && (await this.computers.visibleTo(principal, computerId)));
+      (own !== undefined ? computerId.toLowerCase() === own : isUuid(computerId) && (await this.computers.visibleTo(principal, computerId)));
     if (!visible) {
       throw new SessionsError(SessionsErrorCode.ComputerNotFound, `No computer ${computerId} exists in your organization.`, { field: 'computerId' });
     }
-    return computerId ?? own ?? null;
+    return own ?? computerId?.toLowerCase() ?? null;
   }
 
   private leaseFrom(now: Date): Date {

@@ -227,7 +227,7 @@ export class SessionsService {
       organizationId,
       messageId,
       role: MessageRole.Tool,
-      content: [{ type: 'text', text }],
+      content: [{ type: 'text', text: storable(text) }],
     });
     if (seq === null) return false;
     this.events.publish(new MessageAddedEvent(organizationId, new Date(), sessionId, messageId, MessageRole.Tool, seq, null, null));
@@ -274,6 +274,12 @@ export class SessionsService {
       });
     }
   }
+}
+
+/** Command output may hold what PostgreSQL cannot store in jsonb (NUL, unpaired surrogates): replaced by U+FFFD. */
+function storable(text: string): string {
+  // eslint-disable-next-line no-control-regex -- replacing NUL is the point
+  return text.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 }
 
 function notFound(sessionId: string): never {
