@@ -197,11 +197,9 @@ describe('Provisioning', () => {
       try {
         const created = await api(first.url, owner, 'POST', '/api/v0/computers', { name: 'crash', provider: 'local', repos: [repo], autoInstallDeps: true });
         expect(created.status).toBe(201);
-        await until(
-          () => api(first.url, owner, 'GET', `/api/v0/computers/${created.body.id}`),
-          (r) => (r.body.provisioningSteps as Body[]).some((s) => s.id === 'install-dependencies' && s.status === 'running'),
-          'the install step to run',
-        );
+        // Killed once the install has started: its "started" line is logged (the claim alone commits a moment earlier).
+        const logId = created.body.provisioningSteps[0].installSessionId as string;
+        await until(() => stepStarts(first.url, owner, logId), (starts) => starts.includes('install-dependencies'), 'the install step to start');
         first.child.kill('SIGKILL');
         await new Promise((resolve) => first.child.once('exit', resolve));
 
