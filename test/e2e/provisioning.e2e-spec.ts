@@ -113,6 +113,25 @@ describe('Provisioning', () => {
       expect(event).toMatchObject({ stepId: 'install-dependencies' });
     });
 
+    it('a step whose claims keep lapsing (its instances keep dying) fails as abandoned after 3 claims', async () => {
+      const repo = await createGitRepo(root, 'abandoned', npmProject('abandoned', sleepThenWrite(1_200, 'late.txt')));
+      const created = await api(base, owner, 'POST', '/api/v0/computers', { name: 'abandoned', provider: 'local', repos: [repo], autoInstallDeps: true });
+      await until(
+        () => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`),
+        (r) => (r.body.provisioningSteps as Body[]).some((s) => s.id === 'install-dependencies' && s.status === 'running'),
+        'the install step to run',
+      );
+      // As if two more instances had claimed the step and died: a third claim, lapsed, held by nobody alive.
+      await t.app.get(DataSource).query(
+        `UPDATE provisioning_steps SET attempts = 3, claim_id = gen_random_uuid(), lease_expires_at = now() - interval '1 second'
+         WHERE computer_id = $1 AND status = 'running'`,
+        [created.body.id],
+      );
+      const failed = await until(() => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'error');
+      expect(failed.body.status).toBe('error');
+      expect((failed.body.provisioningSteps as Body[])[2]).toMatchObject({ id: 'install-dependencies', status: 'failed', error: expect.stringMatching(/^Abandoned: 3 /) });
+    });
+
     it('deleting a computer mid-step stops the step and removes its workspace', async () => {
       const repo = await createGitRepo(root, 'slow-delete', npmProject('slow-delete', sleepThenWrite(1_200, 'late.txt')));
       const created = await api(base, owner, 'POST', '/api/v0/computers', { name: 'doomed', provider: 'local', repos: [repo], autoInstallDeps: true });

@@ -111,9 +111,9 @@ export class ComputersRepository {
   async claimNext(claimId: string, leaseMs: number, maxAttempts: number): Promise<{ claimed: ClaimedStep } | { abandoned: ClaimedStep } | null> {
     return this.transaction(async (manager) => {
       const sql = this.sql.in(manager);
-      const [candidate] = await sql.query<{ computer_id: string; position: number; attempts: number; status: StepStatus }>(
+      const [candidate] = await sql.query<{ computer_id: string; position: number; attempts: number; status: StepStatus; claim_id: string | null }>(
         'computers.steps.nextClaimable',
-        `SELECT s.computer_id, s.position, s.attempts, s.status FROM provisioning_steps s
+        `SELECT s.computer_id, s.position, s.attempts, s.status, s.claim_id FROM provisioning_steps s
          JOIN computers c ON c.id = s.computer_id AND c.status = 'provisioning'
          WHERE (s.status = 'pending' AND NOT EXISTS (
                   SELECT 1 FROM provisioning_steps e WHERE e.computer_id = s.computer_id AND e.position < s.position AND e.status <> 'completed'))
@@ -126,7 +126,7 @@ export class ComputersRepository {
       if (!candidate) return null;
       if (candidate.status === StepStatus.Running && candidate.attempts >= maxAttempts) {
         const error = `Abandoned: ${candidate.attempts} instances took this step and none finished it (each stopped without a word).`;
-        const abandoned = await this.finishStep(manager, { computerId: candidate.computer_id, position: candidate.position, claimId: null }, StepStatus.Failed, error);
+        const abandoned = await this.finishStep(manager, { computerId: candidate.computer_id, position: candidate.position, claimId: candidate.claim_id }, StepStatus.Failed, error);
         return { abandoned: abandoned! };
       }
       const [row] = await sql.query<ProvisioningStepEntity>(
