@@ -1,5 +1,6 @@
 import { EventEmitter2 } from '@nestjs/event-emitter';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
@@ -36,6 +37,16 @@ async function api(base: string, user: TestUser, method: string, path: string, b
     body: body ? JSON.stringify(body) : undefined,
   });
   return { status: res.status, body: res.status === 204 ? {} : ((await res.json()) as Body) };
+}
+
+/** Whether a process runs (a zombie, killed but not yet reaped, does not). */
+function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
 }
 
 /** The provisioning log's lines that say a step started. */
@@ -210,17 +221,30 @@ describe('Provisioning', () => {
       const owner = await createUser(setup, Role.Owner, await createOrganization(setup, { messageHistory: true }));
       await setup.close();
 
-      const repo = await createGitRepo(root, 'crash', npmProject('crash', sleepThenWrite(3_000, 'installed.txt')));
+      // The install's script records its pid in started.txt; the first run then sleeps a minute, a later one half a second.
+      const script =
+        `node -e "const fs = require('fs'); const first = !fs.existsSync('started.txt'); fs.appendFileSync('started.txt', process.pid + '\\n'); ` +
+        `setTimeout(() => fs.appendFileSync('done.txt', 'done\\n'), first ? 60000 : 500)"`;
+      const repo = await createGitRepo(root, 'crash', npmProject('crash', script));
       const first = await startServer([], env);
       let second: Awaited<ReturnType<typeof startServer>> | undefined;
+      let orphan: number | undefined;
       try {
         const created = await api(first.url, owner, 'POST', '/api/v0/computers', { name: 'crash', provider: 'local', repos: [repo], autoInstallDeps: true });
         expect(created.status).toBe(201);
-        // Killed once the install has started: its "started" line is logged (the claim alone commits a moment earlier).
-        const logId = created.body.provisioningSteps[0].installSessionId as string;
-        await until(() => stepStarts(first.url, owner, logId), (starts) => starts.includes('install-dependencies'), 'the install step to start');
+        // Killed while the install's script runs.
+        const cloned = await until(
+          () => api(first.url, owner, 'GET', `/api/v0/computers/${created.body.id}`),
+          (r) => (r.body.clonedRepoDirectories as string[]).length === 1,
+          'the clone',
+        );
+        const dir = cloned.body.clonedRepoDirectories[0] as string;
+        await until(async () => existsSync(join(dir, 'started.txt')), (started) => started, 'the install script to start');
         first.child.kill('SIGKILL');
         await new Promise((resolve) => first.child.once('exit', resolve));
+        // Killing the server alone leaves its install running in its own process group.
+        orphan = Number((await readFile(join(dir, 'started.txt'), 'utf8')).split('\n')[0]);
+        expect(isAlive(orphan)).toBe(true);
 
         second = await startServer([], env);
         const done = await until(
@@ -229,11 +253,16 @@ describe('Provisioning', () => {
           'the computer to finish',
         );
         expect(done.body.status).toBe('active');
-        expect(existsSync(join(done.body.clonedRepoDirectories[0], 'installed.txt'))).toBe(true);
         const starts = await stepStarts(second.url, owner, done.body.provisioningSteps[0].installSessionId);
         expect(starts).toEqual(['create-computer', 'clone-repos', 'install-dependencies', 'install-dependencies']);
+        // The server that took the step over stopped the dead one's install before running its own.
+        expect(isAlive(orphan)).toBe(false);
+        expect(await readFile(join(dir, 'done.txt'), 'utf8')).toBe('done\n');
+        const log = await api(second.url, owner, 'GET', `/api/v0/sessions/${done.body.provisioningSteps[0].installSessionId}/messages?limit=100`);
+        expect((log.body.messages as Body[]).some((m) => /^Stopped a command \(pid \d+\) left running/.test(m.content[0].text as string))).toBe(true);
       } finally {
         if (first.child.exitCode === null) first.child.kill('SIGKILL');
+        if (orphan !== undefined && isAlive(orphan)) process.kill(orphan, 'SIGKILL');
         await second?.stop();
         await database.drop();
       }

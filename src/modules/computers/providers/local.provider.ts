@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { AppConfig } from '../../../config/app-config';
 import { LOCAL_PROVIDER } from '../domain/computer';
@@ -12,6 +12,9 @@ import { runCommand } from './run-command';
 
 /** The end of a failed command's output that goes into the step's `error`. */
 const ERROR_TAIL = 600;
+
+/** Which command a step is running, so an instance taking the step over can stop one its dead predecessor left. */
+const RUNNING_COMMAND_FILE = '.running-command.json';
 
 /**
  * The `local` managed provider: a computer is a workspace directory on the server's own host,
@@ -30,6 +33,7 @@ export class LocalProvider extends ComputeProvider {
   }
 
   async runStep(step: StepId, context: StepContext): Promise<StepResult> {
+    await this.stopLeftoverCommand(context);
     switch (step) {
       case StepId.CreateComputer:
         await mkdir(this.workspaceOf(context.computer.id), { recursive: true, mode: 0o700 });
@@ -102,7 +106,7 @@ export class LocalProvider extends ComputeProvider {
     const line = `$ ${[command, ...args].join(' ')}`;
     let result;
     try {
-      result = await runCommand(command, args, { cwd, env, signal: context.signal });
+      result = await runCommand(command, args, { cwd, env, signal: context.signal, onSpawn: (pid) => this.recordCommand(context.computer.id, pid) });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
         await context.log(`${line}\n${command} is not installed on this host.`);
@@ -110,12 +114,45 @@ export class LocalProvider extends ComputeProvider {
       }
       throw error;
     }
+    await rm(join(this.workspaceOf(context.computer.id), RUNNING_COMMAND_FILE), { force: true });
     const outcome = result.exitCode === 0 ? 'exit 0' : result.signal ? `killed by ${result.signal}` : `exit ${result.exitCode}`;
     await context.log(`${line}  (in ${cwd})\n${result.output.trimEnd()}\n[${outcome} after ${(result.durationMs / 1000).toFixed(1)} s]`);
     if (result.exitCode !== 0) {
       const tail = result.output.trim().slice(-ERROR_TAIL);
       throw new StepFailure(`${command} ${args[0]} failed (${outcome})${tail ? `: ${tail}` : ''}`);
     }
+  }
+
+  /**
+   * A command runs in its own process group, so killing only the server leaves it running. The
+   * instance that takes the step over stops that group first.
+   */
+  private async stopLeftoverCommand(context: StepContext): Promise<void> {
+    const file = join(this.workspaceOf(context.computer.id), RUNNING_COMMAND_FILE);
+    let recorded: { pid: number; startTime: string };
+    try {
+      recorded = JSON.parse(await readFile(file, 'utf8')) as { pid: number; startTime: string };
+    } catch {
+      return;
+    }
+    // The leader may have died (an install's npm dies on its dead server's pipe) while its scripts run on. Linux never
+    // reuses a pid as long as a group of that id has members, so a live process with that pid but another start time
+    // means the group is gone and the pid is someone else's; otherwise the group is ours.
+    const leaderStart = await processStartTime(recorded.pid);
+    if (leaderStart === null || leaderStart === recorded.startTime) {
+      try {
+        process.kill(-recorded.pid, 'SIGKILL');
+        await context.log(`Stopped a command (pid ${recorded.pid}) left running by an instance that stopped mid-step.`);
+      } catch {
+        // The group has ended by itself.
+      }
+    }
+    await rm(file, { force: true });
+  }
+
+  private async recordCommand(computerId: string, pid: number): Promise<void> {
+    const startTime = await processStartTime(pid);
+    if (startTime) await writeFile(join(this.workspaceOf(computerId), RUNNING_COMMAND_FILE), JSON.stringify({ pid, startTime }), { mode: 0o600 });
   }
 
   /** git never prompts, never runs a transport other than these, and trusts new SSH hosts once. */
@@ -126,5 +163,16 @@ export class LocalProvider extends ComputeProvider {
       GIT_SSH_COMMAND: 'ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new',
       GIT_CONFIG_NOSYSTEM: '1',
     };
+  }
+}
+
+/** A process's start time (clock ticks since boot) from /proc, or null where there is no /proc or no such process. */
+async function processStartTime(pid: number): Promise<string | null> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces); starttime is field 22, the 20th after it.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
   }
 }

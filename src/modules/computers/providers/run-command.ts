@@ -19,7 +19,7 @@ export interface CommandResult {
 export function runCommand(
   command: string,
   args: readonly string[],
-  options: { cwd: string; env?: NodeJS.ProcessEnv; signal: AbortSignal },
+  options: { cwd: string; env?: NodeJS.ProcessEnv; signal: AbortSignal; onSpawn?: (pid: number) => Promise<void> },
 ): Promise<CommandResult> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
@@ -30,6 +30,9 @@ export function runCommand(
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
+    if (child.pid !== undefined && options.onSpawn) {
+      options.onSpawn(child.pid).catch(() => undefined);
+    }
     let output = '';
     const collect = (chunk: Buffer) => {
       output += chunk.toString('utf8');
