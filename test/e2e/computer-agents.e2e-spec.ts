@@ -3,6 +3,7 @@ import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { expectV0Error } from '../utils/v0-errors';
 import { startTestApp, TestApp } from '../utils/test-app';
 
 /**
@@ -29,12 +30,6 @@ interface Work {
 type Auth = { Authorization: string };
 const bearer = (token: string): Auth => ({ Authorization: `Bearer ${token}` });
 
-function expectV0Error(res: Response, status: number, code: string) {
-  expect({ status: res.status, body: res.body }).toMatchObject({
-    status,
-    body: { status, title: expect.any(String), detail: expect.any(String), metadata: { code } },
-  });
-}
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 

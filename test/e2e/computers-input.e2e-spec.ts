@@ -10,6 +10,7 @@ import { Role } from '../../src/modules/auth';
 import { DEFAULT_CONTROLS, OrganizationControls, OrganizationControlsReader } from '../../src/modules/auth/organization-controls.reader';
 import { createGitRepo, reposRoot } from '../utils/git-fixtures';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { expectInvalid as expectInvalidField, expectStatus, expectV0Error, messageFor } from '../utils/v0-errors';
 import { startTestApp, TestApp } from '../utils/test-app';
 
 /** The v0 computers API's bad input, roles and limits, over real HTTP against the real application. */
@@ -26,36 +27,8 @@ const CREATE_ONLY = ['hostId', 'clonedRepoDirectories', 'ownerId', 'ownerPrincip
 const byomBody = (extra: Json = {}): Json => ({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev', ...extra });
 const localBody = (extra: Json = {}): Json => ({ name: 'box', provider: 'local', ...extra });
 
-/** Fails with the response body in the diff, not just the status. */
-function expectStatus(res: Response, status: number) {
-  expect({ status: res.status, body: res.body as unknown }).toMatchObject({ status });
-}
-
-/** The v0 error body: exactly detail, status, title and metadata (with its code). */
-function expectV0Error(res: Response, status: number, code: string) {
-  expectStatus(res, status);
-  expect(res.headers['content-type']).toMatch(/^application\/json/);
-  expect(Object.keys(res.body).sort()).toEqual(['detail', 'metadata', 'status', 'title']);
-  expect(res.body).toMatchObject({ status, title: expect.any(String), detail: expect.any(String), metadata: { code } });
-  expect((res.body.detail as string).length).toBeGreaterThan(0);
-}
-
-const escape = (field: string) => field.replace(/[.[\]$]/g, '\\$&');
-
-/** 400 validation_failed naming `field` first in `detail` and among `metadata.errors`. */
-function expectInvalid(res: Response, field: string) {
-  expectV0Error(res, 400, 'validation_failed');
-  const errors = res.body.metadata.errors as Array<{ field: string; message: string }>;
-  expect(errors).toEqual(expect.arrayContaining([{ field, message: expect.any(String) }]));
-  expect(errors[0].field).toBe(field);
-  expect(res.body.detail).toMatch(new RegExp(`^${escape(field)}: `));
-}
-
-/** The message given for `field` in a 400. */
-function messageFor(res: Response, field: string): string {
-  const errors = res.body.metadata.errors as Array<{ field: string; message: string }>;
-  return errors.find((e) => e.field === field)?.message ?? '';
-}
+/** Invalid input names `field` first. */
+const expectInvalid = (res: Response, field: string) => expectInvalidField(res, field, { first: true });
 
 describe('Computers API (v0): input, roles and limits', () => {
   let t: TestApp;

@@ -77,6 +77,18 @@ describe('Computers', () => {
     await t.http().get(`/api/v0/computers/${res.body.id}`).set(owner.auth).expect(404);
   });
 
+  it('a lockfile whose package manager is not installed on the host fails the install step, saying so', async () => {
+    const repo = await createGitRepo(root, 'php-app', { 'composer.json': '{}', 'composer.lock': '{}' });
+    const res = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'php', provider: 'local', repos: [repo], autoInstallDeps: true }).expect(201);
+    const failed = await waitForStatus(t, owner, res.body.id, ['error', 'active']);
+    expect(failed.status).toBe('error');
+    expect(failed.provisioningSteps[2]).toMatchObject({
+      id: 'install-dependencies',
+      status: 'failed',
+      error: "composer is not installed on the server's host, so this step cannot run.",
+    });
+  });
+
   it('another organization\'s computer is 404', async () => {
     const other = await createUser(t, Role.Owner, await createOrganization(t));
     const res = await t.http().post('/api/v0/computers').set(owner.auth).send(BYOM_BODY).expect(201);

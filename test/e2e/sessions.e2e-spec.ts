@@ -6,6 +6,7 @@ import { Principal, Role } from '../../src/modules/auth';
 import { SessionsService } from '../../src/modules/sessions/sessions.service';
 import { encodeCursor } from '../../src/platform/http/cursor';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { expectInvalid, expectStatus, expectV0Error } from '../utils/v0-errors';
 import { startTestApp, TestApp } from '../utils/test-app';
 
 /** The public v0 sessions API over real HTTP, against the real application and database. */
@@ -57,28 +58,6 @@ const NOT_A_PDF = Buffer.from('just some plain text, not a PDF at all').toString
 const image = (data: string, mediaType: string) => ({ type: 'base64', data, mediaType });
 const pdf = (extra: Json = {}) => ({ type: 'base64', mediaType: 'application/pdf', data: PDF, ...extra });
 const textFile = (data: string, extra: Json = {}) => ({ type: 'text', mediaType: 'text/plain', data, ...extra });
-
-/** Fails with the response body in the diff, not just the status. */
-function expectStatus(res: Response, status: number) {
-  expect({ status: res.status, body: res.body as unknown }).toMatchObject({ status });
-}
-
-/** The v0 error body: exactly detail, status, title and metadata (with its code). */
-function expectV0Error(res: Response, status: number, code: string) {
-  expectStatus(res, status);
-  expect(res.headers['content-type']).toMatch(/^application\/json/);
-  expect(Object.keys(res.body).sort()).toEqual(['detail', 'metadata', 'status', 'title']);
-  expect(res.body).toMatchObject({ status, title: expect.any(String), detail: expect.any(String), metadata: { code } });
-  expect((res.body.detail as string).length).toBeGreaterThan(0);
-}
-
-/** 400 validation_failed naming `field` first in `detail` and among `metadata.errors`. */
-function expectInvalid(res: Response, field: string) {
-  expectV0Error(res, 400, 'validation_failed');
-  const errors = res.body.metadata.errors as Array<{ field: string; message: string }>;
-  expect(errors).toEqual(expect.arrayContaining([{ field, message: expect.any(String) }]));
-  expect(res.body.detail).toMatch(new RegExp(`^${field.replace(/[.[\]]/g, '\\$&')}: `));
-}
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

@@ -129,7 +129,7 @@ export class ComputersService {
 
   async get(principal: Principal, computerId: string): Promise<ComputerView> {
     const computer = await this.visible(principal, computerId);
-    return this.view(computer, (await this.repository.stepsOf([computer.id])).get(computer.id)!, 'full');
+    return this.viewWithSteps(computer, 'full');
   }
 
   async update(principal: Principal, computerId: string, input: UpdateComputerInput): Promise<ComputerView> {
@@ -137,7 +137,7 @@ export class ComputersService {
       const computer = await this.visible(principal, computerId, undefined, manager);
       return this.repository.update(manager, computer.id, { name: input.name, remoteUser: input.remoteUser });
     });
-    return this.view(updated, (await this.repository.stepsOf([updated.id])).get(updated.id)!, 'list');
+    return this.viewWithSteps(updated, 'list');
   }
 
   /** Deletes the computer (its steps, its token) and tears down what its provider made. */
@@ -166,7 +166,7 @@ export class ComputersService {
       return this.repository.update(manager, locked.id, { status: next });
     });
     this.provisioning.wake();
-    return this.view(computer, (await this.repository.stepsOf([computer.id])).get(computer.id)!, 'full');
+    return this.viewWithSteps(computer, 'full');
   }
 
   /** A new agent token; the old one stops working at once on this instance, within AUTH_CACHE_MS elsewhere. */
@@ -193,7 +193,7 @@ export class ComputersService {
       if (!computer) throw notFound(computerId);
       return this.repository.update(manager, computer.id, { hostname: input.hostname, agentConnectedAt: new Date() });
     });
-    return this.view(updated, (await this.repository.stepsOf([updated.id])).get(updated.id)!, 'list');
+    return this.viewWithSteps(updated, 'list');
   }
 
   /** Whether the caller may see the computer (Sessions asks through its ComputerDirectory). */
@@ -264,6 +264,10 @@ export class ComputersService {
       });
     }
     return { id: serviceAccountId, kind: OwnerPrincipalKind.ServiceAccount };
+  }
+
+  private async viewWithSteps(computer: ComputerEntity, shape: ComputerShape): Promise<ComputerView> {
+    return this.view(computer, (await this.repository.stepsOf([computer.id])).get(computer.id)!, shape);
   }
 
   private view(computer: ComputerEntity, steps: ProvisioningStepEntity[], shape: ComputerShape): ComputerView {

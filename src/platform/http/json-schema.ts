@@ -1,8 +1,7 @@
 import { PipeTransform } from '@nestjs/common';
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
+import { isUuid } from '../database/ids';
 import { FieldError, validationError } from './validation';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A pattern for one-line text: no C0 or C1 control characters (nor DEL). Linear to check, whatever the input. */
 export const NO_CONTROL_CHARACTERS = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
@@ -35,7 +34,7 @@ export class SchemaRegistry {
 
   constructor(private readonly documentId: string) {
     this.ajv.addVocabulary(['example', 'components']);
-    this.ajv.addFormat('uuid', UUID);
+    this.ajv.addFormat('uuid', isUuid);
     this.ajv.addFormat('uri', (value: string) => URL.canParse(value));
     SchemaRegistry.all.push(this);
   }
@@ -111,6 +110,11 @@ export class DefaultBody implements PipeTransform {
   transform(value: unknown): unknown {
     return value === undefined ? { ...this.fallback } : value;
   }
+}
+
+/** An object schema that accepts no property it does not name. */
+export function closedObject(required: string[], properties: Record<string, SchemaObject>, description?: string): SchemaObject {
+  return { type: 'object', additionalProperties: false, required, properties, ...(description ? { description } : {}) };
 }
 
 export function ref(name: string): { $ref: string } {

@@ -1,15 +1,9 @@
-import { NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
+import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
 import { BYOM, LOCAL_PROVIDER, LOCAL_TEMPLATES, NAME_LIMITS, OwnerPrincipalKind, PROVIDERS, REPO_LIMITS } from '../domain/computer';
 import { COMPUTER_STATUSES } from '../domain/computer-status';
 import { STEP_IDS, STEP_STATUSES } from '../domain/provisioning-step';
 
-const closed = (required: string[], properties: Record<string, SchemaObject>, description?: string): SchemaObject => ({
-  type: 'object',
-  additionalProperties: false,
-  required,
-  properties,
-  ...(description ? { description } : {}),
-});
+const closed = closedObject;
 const unixMs: SchemaObject = { type: 'integer', description: 'Unix ms.' };
 
 /**

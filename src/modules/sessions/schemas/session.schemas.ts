@@ -1,4 +1,4 @@
-import { ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
+import { closedObject, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
 import { AGENT_MESSAGE_ROLES, IMAGE_MEDIA_TYPES, MESSAGE_ROLES, USER_MESSAGE_SOURCES } from '../domain/message';
 import {
   API_PROVIDER_LOCKS,
@@ -19,13 +19,7 @@ import { ATTACHMENT_LIMITS, THINKING_SIGNATURE_PROVIDERS } from '../domain/limit
  */
 const str = (description?: string, extra: SchemaObject = {}): SchemaObject => ({ type: 'string', ...(description ? { description } : {}), ...extra });
 const tag = (value: string): SchemaObject => ({ type: 'string', enum: [value] });
-const closed = (required: string[], properties: Record<string, SchemaObject>, description?: string): SchemaObject => ({
-  type: 'object',
-  additionalProperties: false,
-  required,
-  properties,
-  ...(description ? { description } : {}),
-});
+const closed = closedObject;
 const anyOfTypes = (names: string[]): SchemaObject => ({
   type: 'object',
   oneOf: names.map(ref),
