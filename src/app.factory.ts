@@ -36,6 +36,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const fastify = app.getHttpAdapter().getInstance();
   // JSON only: Fastify's own application/json parser stays, its text/plain one goes, so any other type is a 415.
   fastify.removeContentTypeParser('text/plain');
+  // JSON Merge Patch bodies (RFC 7396) are JSON, parsed with the same guards.
+  fastify.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, fastify.getDefaultJsonParser('error', 'error'));
   fastify.addHook('onRequest', (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id);
     done();

@@ -5,6 +5,7 @@ import { AppConfig } from './config/app-config';
 import { DemoModule } from './demo/demo.module';
 import { AuthModule } from './modules/auth';
 import { ComputersModule } from './modules/computers';
+import { EnterpriseControlsModule } from './modules/enterprise-controls';
 import { HealthModule } from './modules/health/health.module';
 import { SessionsModule } from './modules/sessions';
 import { ConfigModule } from './config/config.module';
@@ -29,6 +30,7 @@ export class AppModule {
         AuthModule,
         SessionsModule,
         ComputersModule,
+        EnterpriseControlsModule,
         HealthModule,
         DemoModule,
       ],

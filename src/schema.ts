@@ -4,6 +4,8 @@ import { Sessions1763798400000 } from './migrations/1763798400000-Sessions';
 import { Computers1763884800000 } from './migrations/1763884800000-Computers';
 import { MessageEntity, SessionEntity, TokenUsageDailyEntity } from './modules/sessions/entities';
 import { ComputerEntity, ProvisioningStepEntity } from './modules/computers/entities';
+import { EnterpriseControls1763971200000 } from './migrations/1763971200000-EnterpriseControls';
+import { ControlRevisionEntity } from './modules/enterprise-controls/entities';
 import { IdempotencyKeyEntity } from './platform/idempotency/idempotency-key.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
@@ -17,5 +19,6 @@ export const entities = [
   TokenUsageDailyEntity,
   ComputerEntity,
   ProvisioningStepEntity,
+  ControlRevisionEntity,
 ];
-export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000];
+export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000];

@@ -162,7 +162,30 @@ export class AppConfig {
   @Max(64)
   PROVISIONING_CONCURRENCY = 2;
 
-  static readonly secrets: ReadonlyArray<keyof AppConfig> = ['JWT_SECRET', 'DATABASE_URL'];
+  /**
+   * Keys that encrypt secrets stored in the database (custom models' API keys): 32 bytes each,
+   * base64 or hex, comma-separated; the first encrypts, all decrypt. Required with DATABASE_URL;
+   * on the embedded database one is made in DATA_DIR/secrets.key. Secret.
+   */
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @IsString()
+  SECRETS_KEY?: string;
+
+  /** How long an organization's enterprise controls are reused before being read again (0: every time). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(60_000)
+  CONTROLS_CACHE_MS = 1_000;
+
+  /** How often each instance deletes sessions older than their organization's `sessionRetentionDays`. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  RETENTION_SWEEP_MS = 3_600_000;
+
+  static readonly secrets: ReadonlyArray<keyof AppConfig> = ['JWT_SECRET', 'DATABASE_URL', 'SECRETS_KEY'];
 
   get dataDir(): string {
     return resolve(this.DATA_DIR);
@@ -224,6 +247,9 @@ const ENV_KEYS = [
   'PROVISIONING_LEASE_MS',
   'PROVISIONING_STEP_TIMEOUT_MS',
   'PROVISIONING_CONCURRENCY',
+  'SECRETS_KEY',
+  'CONTROLS_CACHE_MS',
+  'RETENTION_SWEEP_MS',
 ] as const satisfies ReadonlyArray<keyof AppConfig>;
 
 export class ConfigError extends Error {}

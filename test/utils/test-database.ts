@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,7 +31,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `ap_test_${process.pid}_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
   await withAdmin(url, (client) => client.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`));
   return {
-    env: { DATABASE_URL: withDatabase(url, name), DATA_DIR: dataDir },
+    // DATABASE_URL needs SECRETS_KEY (custom models' keys are encrypted with it).
+    env: { DATABASE_URL: withDatabase(url, name), DATA_DIR: dataDir, SECRETS_KEY: randomBytes(32).toString('base64') },
     dataDir,
     drop: async () => {
       await withAdmin(url, (client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));

@@ -8,7 +8,7 @@ import { Authenticator } from './authenticator';
 import { ComputerTokenLookup } from './computer-token.lookup';
 import { CredentialCache } from './credential-cache';
 import { JwtVerifier } from './jwt-verifier';
-import { DefaultOrganizationControls, OrganizationControlsReader } from './organization-controls.reader';
+import { OrganizationControlsReader } from './organization-controls.reader';
 import { OrganizationsService } from './organizations.service';
 
 @Module({
@@ -21,7 +21,7 @@ import { OrganizationsService } from './organizations.service';
     JwtVerifier,
     ApiKeysService,
     OrganizationsService,
-    { provide: OrganizationControlsReader, useClass: DefaultOrganizationControls },
+    OrganizationControlsReader,
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
   exports: [ApiKeysService, OrganizationsService, Authenticator, OrganizationControlsReader, ComputerTokenLookup],

@@ -61,6 +61,13 @@ export class AuthRepository {
     return rows[0] ?? null;
   }
 
+  /** Which of these ids are users of the organization (ids must be UUIDs). */
+  async usersAmong(organizationId: string, userIds: string[]): Promise<Set<string>> {
+    if (userIds.length === 0) return new Set();
+    const rows = await this.dataSource.query<Array<{ id: string }>>('SELECT id FROM users WHERE organization_id = $1 AND id = ANY($2::uuid[])', [organizationId, userIds]);
+    return new Set(rows.map((row) => row.id));
+  }
+
   /** Records use of a key at most once a minute; true when it wrote. */
   async touchApiKey(key: { id: string; lastUsedAt: Date | null }, now: Date): Promise<boolean> {
     if (key.lastUsedAt && now.getTime() - key.lastUsedAt.getTime() < LAST_USED_RESOLUTION_MS) return false;

@@ -10,5 +10,5 @@ export { AccessPolicy } from './domain/access-policy';
 export type { Principal } from './domain/principal';
 export { Role, ROLES, ADMIN_ROLES, isAdmin } from './domain/role';
 export { OrganizationControlsReader } from './organization-controls.reader';
-export type { AuthControls, OrganizationControls } from './organization-controls.reader';
+export type { AuthControls, ControlsSource, OrganizationControls } from './organization-controls.reader';
 export { DEFAULT_CONTROLS } from './organization-controls.reader';

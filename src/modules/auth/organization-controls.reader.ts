@@ -25,17 +25,22 @@ export const DEFAULT_CONTROLS: Readonly<OrganizationControls> = {
   byomComputersAllowedEmails: [],
 };
 
-/**
- * Where Auth reads an organization's enterprise controls. The EnterpriseControls module binds
- * its own implementation here; until it does, every organization has the defaults.
- */
-export abstract class OrganizationControlsReader {
-  abstract read(organizationId: string): Promise<OrganizationControls>;
-}
+export type ControlsSource = (organizationId: string) => Promise<OrganizationControls>;
 
+/**
+ * Where Auth, Sessions and Computers read an organization's enterprise controls. The
+ * EnterpriseControls module imports Auth, so it binds its reader here at start-up; unbound (as in
+ * the CLI), every organization has the defaults.
+ */
 @Injectable()
-export class DefaultOrganizationControls extends OrganizationControlsReader {
-  read(): Promise<OrganizationControls> {
-    return Promise.resolve({ ...DEFAULT_CONTROLS, managedComputersAllowedEmails: [], byomComputersAllowedEmails: [] });
+export class OrganizationControlsReader {
+  private source: ControlsSource = () => Promise.resolve({ ...DEFAULT_CONTROLS, managedComputersAllowedEmails: [], byomComputersAllowedEmails: [] });
+
+  bind(source: ControlsSource): void {
+    this.source = source;
+  }
+
+  read(organizationId: string): Promise<OrganizationControls> {
+    return this.source(organizationId);
   }
 }

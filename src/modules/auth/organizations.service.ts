@@ -67,6 +67,11 @@ export class OrganizationsService {
     return (await this.repository.findCaller(userId, organizationId)) !== null;
   }
 
+  /** Which of these user ids are users of the organization. */
+  usersAmong(organizationId: string, userIds: string[]): Promise<Set<string>> {
+    return this.repository.usersAmong(organizationId, [...new Set(userIds.map((id) => id.toLowerCase()))]);
+  }
+
   async requireOrganization(slug: string): Promise<OrganizationEntity> {
     const organization = await this.repository.findOrganizationBySlug(slug);
     if (!organization) throw new AuthError(AuthErrorCode.OrganizationNotFound, `No organization with slug ${slug} exists.`);

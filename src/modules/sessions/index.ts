@@ -6,4 +6,5 @@ export { SessionStatus } from './domain/session-status';
 export { MessageRole } from './domain/message';
 export * from './events';
 export { ComputerDirectory } from './ports/computer-directory';
-export { SessionDefaults } from './ports/session-defaults';
+export { SessionPolicy } from './ports/session-policy';
+export type { SessionRules } from './ports/session-policy';

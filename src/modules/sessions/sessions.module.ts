@@ -3,7 +3,7 @@ import { AuthModule } from '../auth';
 import { AgentController } from './agent.controller';
 import { AgentWorkService } from './agent-work.service';
 import { ComputerDirectory } from './ports/computer-directory';
-import { NoSessionDefaults, SessionDefaults } from './ports/session-defaults';
+import { SessionPolicy } from './ports/session-policy';
 import { sessionSchemas } from './schemas/session.schemas';
 import { SessionsController } from './sessions.controller';
 import { SessionsRepository } from './sessions.repository';
@@ -19,9 +19,9 @@ import { WorkSignal } from './work-signal';
     AgentWorkService,
     WorkSignal,
     ComputerDirectory,
-    { provide: SessionDefaults, useClass: NoSessionDefaults },
+    SessionPolicy,
   ],
-  exports: [SessionsService, AgentWorkService, ComputerDirectory],
+  exports: [SessionsService, AgentWorkService, ComputerDirectory, SessionPolicy],
 })
 export class SessionsModule implements OnModuleInit {
   onModuleInit(): void {

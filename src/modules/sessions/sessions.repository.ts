@@ -159,6 +159,27 @@ export class SessionsRepository {
   }
 
   /**
+   * Deletes up to `limit` of the organization's sessions with no activity since `before` (their
+   * messages go with them), skipping any an agent holds a live turn on. Rows another instance is
+   * deleting are skipped, not waited for. Returns how many were deleted.
+   */
+  async deleteInactive(organizationId: string, before: Date, limit: number): Promise<number> {
+    const rows = await this.sql.query<{ id: string }>(
+      'sessions.deleteInactive',
+      `DELETE FROM sessions WHERE id IN (
+         SELECT id FROM sessions
+         WHERE organization_id = $1 AND updated_at < $2
+           AND NOT (status = 'running' AND lease_expires_at > clock_timestamp())
+         ORDER BY updated_at
+         LIMIT $3
+         FOR UPDATE SKIP LOCKED)
+       RETURNING id`,
+      [organizationId, before, limit],
+    );
+    return rows.length;
+  }
+
+  /**
    * Numbers `count` agent messages under the session's row lock and renews the turn's lease.
    * The time is taken under the lock and never goes backwards (see addUserMessage).
    */

@@ -15,7 +15,7 @@ import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
 import { MessageAddedEvent, SessionCreatedEvent, SessionStatusChangedEvent } from './events';
 import { ComputerDirectory } from './ports/computer-directory';
-import { SessionDefaults } from './ports/session-defaults';
+import { SessionPolicy } from './ports/session-policy';
 import { SessionChange, SessionsRepository } from './sessions.repository';
 
 export interface CreateSessionInput {
@@ -51,14 +51,16 @@ export class SessionsService {
     private readonly repository: SessionsRepository,
     private readonly controls: OrganizationControlsReader,
     private readonly computers: ComputerDirectory,
-    private readonly defaults: SessionDefaults,
+    private readonly policy: SessionPolicy,
     private readonly idempotency: IdempotencyService,
     private readonly events: DomainEventBus,
   ) {}
 
   async create(principal: Principal, input: CreateSessionInput, idempotent?: IdempotentRequest): Promise<IdempotentResult<SessionView>> {
     if (input.computerId !== undefined) await this.requireComputer(principal, input.computerId);
-    const defaults = await this.defaults.read(principal.organizationId);
+    const defaults = await this.policy.defaults(principal.organizationId);
+    const settings: StoredSessionSettings = { ...withoutServerMaintained(defaults), ...input.sessionSettings };
+    await this.policy.requireModels(principal, settings);
     const now = new Date();
     const session = Object.assign(new SessionEntity(), {
       id: newId(),
@@ -77,7 +79,7 @@ export class SessionsService {
       turnId: null,
       turnComputerId: null,
       leaseExpiresAt: null,
-      settings: { ...withoutServerMaintained(defaults), ...input.sessionSettings },
+      settings,
       createdAt: now,
       updatedAt: now,
       completedAt: null,
@@ -111,6 +113,7 @@ export class SessionsService {
     if (!isUuid(sessionId)) notFound(sessionId);
     // Read before the transaction: on PGlite's one connection, a read outside it would wait for it.
     const { restrictMemberVisibility } = await this.controls.read(principal.organizationId);
+    if (input.sessionSettings) await this.policy.requireModels(principal, input.sessionSettings);
     return this.repository.transaction(async (manager) => {
       const locked = await this.repository.findSession(sessionId, principal.organizationId, manager, true);
       if (!locked || !AccessPolicy.canRead(principal, locked, restrictMemberVisibility)) notFound(sessionId);
@@ -122,6 +125,11 @@ export class SessionsService {
       changes.updatedAt = await this.repository.updateSession(manager, locked.id, changes);
       return toSessionView(Object.assign(locked, changes));
     });
+  }
+
+  /** Retention: deletes one batch of the organization's sessions inactive since `before`; how many. */
+  purgeInactive(organizationId: string, before: Date, batchSize: number): Promise<number> {
+    return this.repository.deleteInactive(organizationId, before, batchSize);
   }
 
   async remove(principal: Principal, sessionId: string): Promise<void> {
@@ -143,8 +151,15 @@ export class SessionsService {
     if (!isUuid(sessionId)) notFound(sessionId);
     if (input.computerId !== undefined) await this.requireComputer(principal, input.computerId);
     // Owners and managers may write to any session of the organization, so they need no read
-    // before the locked update; members must own the session (ownership never changes).
-    if (principal.role === Role.Member) this.writable(principal, await this.readable(principal, sessionId));
+    // before the locked update unless the session's models must be checked; members must own the
+    // session (ownership never changes).
+    const restrictsModels = await this.policy.restrictsModels(principal);
+    if (principal.role === Role.Member || restrictsModels) {
+      const session = await this.readable(principal, sessionId);
+      if (principal.role === Role.Member) this.writable(principal, session);
+      // A model blocked since the session chose it takes no more turns.
+      if (restrictsModels) await this.policy.requireModels(principal, session.settings);
+    }
     const messageId = newId();
     let published: SessionChange | undefined;
     const add = async (manager?: EntityManager) => {

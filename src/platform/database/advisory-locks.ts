@@ -1,4 +1,6 @@
 /** Every PostgreSQL advisory lock the platform takes, in one place so ids never collide. */
 export enum AdvisoryLock {
   Migrations = 7_345_001,
+  /** With the organization's id hashed as the second key: one change of its controls at a time. */
+  EnterpriseControls = 7_345_002,
 }

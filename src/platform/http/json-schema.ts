@@ -1,10 +1,23 @@
 import { PipeTransform } from '@nestjs/common';
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
+import { isIP } from 'node:net';
 import { isUuid } from '../database/ids';
 import { FieldError, validationError } from './validation';
 
 /** A pattern for one-line text: no C0 or C1 control characters (nor DEL). Linear to check, whatever the input. */
 export const NO_CONTROL_CHARACTERS = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
+
+/** An address with one `@`, no spaces, and a dot in the domain: what mail systems accept, roughly. */
+const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
+
+/** An IPv4 or IPv6 address, or a CIDR block of either (`10.0.0.0/8`, `2001:db8::/32`). */
+export function isIpOrCidr(value: string): boolean {
+  const [address, prefix, extra] = value.split('/');
+  const version = isIP(address);
+  if (version === 0 || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128);
+}
 
 /** A JSON Schema in OpenAPI 3.0's dialect. */
 export type SchemaObject = { [keyword: string]: unknown };
@@ -36,6 +49,9 @@ export class SchemaRegistry {
     this.ajv.addVocabulary(['example', 'components']);
     this.ajv.addFormat('uuid', isUuid);
     this.ajv.addFormat('uri', (value: string) => URL.canParse(value));
+    this.ajv.addFormat('date-time', (value: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value)));
+    this.ajv.addFormat('email', (value: string) => EMAIL.test(value));
+    this.ajv.addFormat('ip-or-cidr', isIpOrCidr);
     SchemaRegistry.all.push(this);
   }
 
@@ -75,11 +91,16 @@ export class SchemaRegistry {
   }
 
   check<T>(name: string, value: unknown): T {
-    const validate = this.validator(name);
-    if (!validate(value)) throw validationError(toFieldErrors(validate.errors ?? [], value, (name) => this.schemas[name]));
-    const unstorable = unstorableStrings(value);
-    if (unstorable.length > 0) throw validationError(unstorable);
+    const problems = this.problems(name, value);
+    if (problems.length > 0) throw validationError(problems);
     return value as T;
+  }
+
+  /** Every way the value breaks the schema (or holds strings PostgreSQL cannot store); none when valid. */
+  problems(name: string, value: unknown): FieldError[] {
+    const validate = this.validator(name);
+    if (!validate(value)) return toFieldErrors(validate.errors ?? [], value, (name) => this.schemas[name]);
+    return unstorableStrings(value);
   }
 }
 
@@ -160,6 +181,8 @@ function describe(error: ErrorObject, resolve: Resolve): FieldError {
       return { field: path, message: `must be ${JSON.stringify(params.allowedValue)}` };
     case 'type':
       return { field: path || 'body', message: `must be ${article(String(params.type))}` };
+    case 'format':
+      return { field: path, message: `must be ${FORMAT_NAMES[String(params.format)] ?? `a valid ${String(params.format)}`}` };
     case 'discriminator':
       return params.error === 'mapping'
         ? { field: child(String(params.tag)), message: `is not a known ${String(params.tag)}${mappingHint(error, resolve)}` }
@@ -186,6 +209,13 @@ function pathOf(instancePath: string): string {
     .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'))
     .reduce((path, segment) => (/^\d+$/.test(segment) ? `${path}[${segment}]` : path ? `${path}.${segment}` : segment), '');
 }
+
+const FORMAT_NAMES: Record<string, string> = {
+  uuid: 'a UUID',
+  uri: 'an absolute URL',
+  email: 'an email address',
+  'ip-or-cidr': 'an IP address or a CIDR block (e.g. 10.0.0.0/8)',
+};
 
 function article(type: string): string {
   const types = type.split(',');

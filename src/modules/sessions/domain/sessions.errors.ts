@@ -5,6 +5,7 @@ export enum SessionsErrorCode {
   ComputerNotFound = 'computer_not_found',
   MessageHistoryDisabled = 'message_history_disabled',
   ReadOnlyRole = 'read_only_role',
+  ModelNotAllowed = 'model_not_allowed',
   TurnNotActive = 'turn_not_active',
   ParentNotFound = 'parent_message_not_found',
 }
@@ -17,6 +18,7 @@ export class SessionsError extends DomainError<SessionsErrorCode> {
         return ErrorKind.NotFound;
       case SessionsErrorCode.MessageHistoryDisabled:
       case SessionsErrorCode.ReadOnlyRole:
+      case SessionsErrorCode.ModelNotAllowed:
         return ErrorKind.Forbidden;
       case SessionsErrorCode.TurnNotActive:
         return ErrorKind.Conflict;

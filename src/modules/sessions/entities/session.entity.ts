@@ -13,6 +13,7 @@ import { StoredSessionSettings } from '../domain/session-settings';
 @Index('sessions_computer_created_idx', ['computerId', 'createdAt', 'id'], { where: 'computer_id IS NOT NULL' })
 @Index('sessions_waiting_work_idx', ['organizationId', 'workComputerId', 'pendingSince'], { where: `status = 'pending'` })
 @Index('sessions_turn_lease_idx', ['leaseExpiresAt'], { where: `status = 'running'` })
+@Index('sessions_organization_updated_idx', ['organizationId', 'updatedAt'])
 @Index('sessions_work_computer_idx', ['workComputerId'], { where: 'work_computer_id IS NOT NULL' })
 export class SessionEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'sessions_pkey' })

@@ -1,0 +1,54 @@
+import { checkModel, effectiveModelPolicy } from './model-policy';
+import { defaultSettings, EnterpriseSettings } from './settings';
+
+const USER = '0190a000-0000-7000-8000-000000000001';
+
+function settings(change: (s: EnterpriseSettings) => void): EnterpriseSettings {
+  const s = defaultSettings();
+  s.customModels = [{ id: 'custom:llama', model: 'llama-3', baseUrl: 'https://llm.example.com/v1' }];
+  change(s);
+  return s;
+}
+
+describe('checkModel', () => {
+  it('allows every model under the defaults', () => {
+    expect(checkModel(settings(() => undefined), USER, 'any-model')).toBeNull();
+    expect(checkModel(settings(() => undefined), USER, 'custom:llama')).toBeNull();
+  });
+
+  it('refuses a blocked model, custom or not, naming the rule', () => {
+    const s = settings((x) => (x.modelPolicy.blockedModelIds = ['gpt-x', 'custom:llama']));
+    expect(checkModel(s, USER, 'gpt-x')?.rule).toBe('modelPolicy.blockedModelIds');
+    expect(checkModel(s, USER, 'custom:llama')?.rule).toBe('modelPolicy.blockedModelIds');
+  });
+
+  it('limits service models to the allowed ones when allowAllServiceModels is off', () => {
+    const s = settings((x) => Object.assign(x.modelPolicy, { allowAllServiceModels: false, allowedModelIds: ['model-a'] }));
+    expect(checkModel(s, USER, 'model-a')).toBeNull();
+    expect(checkModel(s, USER, 'model-b')?.rule).toBe('modelPolicy.allowedModelIds');
+    expect(checkModel(s, USER, 'custom:llama')).toBeNull();
+  });
+
+  it('needs explicit opt-in for listed models even when all service models are allowed', () => {
+    const s = settings((x) => (x.modelPolicy.requireExplicitOptInModelIds = ['big-model']));
+    expect(checkModel(s, USER, 'big-model')?.rule).toBe('modelPolicy.requireExplicitOptInModelIds');
+    s.modelPolicy.allowedModelIds = ['big-model'];
+    expect(checkModel(s, USER, 'big-model')).toBeNull();
+  });
+
+  it('gates custom models on allowCustomModels and allowedBaseUrls', () => {
+    expect(checkModel(settings((x) => (x.modelPolicy.allowCustomModels = false)), USER, 'custom:llama')?.rule).toBe('modelPolicy.allowCustomModels');
+    expect(checkModel(settings((x) => (x.modelPolicy.allowedBaseUrls = ['https://llm.example.co'])), USER, 'custom:llama')?.rule).toBe('modelPolicy.allowedBaseUrls');
+    expect(checkModel(settings((x) => (x.modelPolicy.allowedBaseUrls = ['https://llm.example.com/'])), USER, 'custom:llama')).toBeNull();
+  });
+
+  it('lays a user\'s policy over the organization\'s', () => {
+    const s = settings((x) => {
+      x.modelPolicy.blockedModelIds = ['model-b'];
+      x.userModelPolicies = { [USER]: { blockedModelIds: [] } };
+    });
+    expect(checkModel(s, USER, 'model-b')).toBeNull();
+    expect(checkModel(s, '0190a000-0000-7000-8000-000000000002', 'model-b')?.rule).toBe('modelPolicy.blockedModelIds');
+    expect(effectiveModelPolicy(s, USER).allowAllServiceModels).toBe(true);
+  });
+});

@@ -1,0 +1,68 @@
+import { EnterpriseSettings, ModelPolicy } from './settings';
+
+/** Why a model may not be used: the rule (a settings path) and a sentence naming it. */
+export interface ModelRefusal {
+  rule: string;
+  detail: string;
+}
+
+/** The organization's model policy with the user's entry of `userModelPolicies` laid over it. */
+export function effectiveModelPolicy(settings: EnterpriseSettings, userId: string): ModelPolicy {
+  return { ...settings.modelPolicy, ...(settings.userModelPolicies[userId] ?? {}) };
+}
+
+/**
+ * Whether a user may use a model, by these rules in order (documented in `/docs`):
+ * 1. a model in `blockedModelIds` is refused;
+ * 2. a custom model (its `id` names an entry of `customModels`) needs `allowCustomModels`, and its
+ *    `baseUrl` must start with one of `allowedBaseUrls` when that list is not empty;
+ * 3. a model in `requireExplicitOptInModelIds` must also be in `allowedModelIds`;
+ * 4. any other model is allowed under `allowAllServiceModels`, else only if in `allowedModelIds`.
+ * The server keeps no model catalogue, so `isFastModelsAllowed` and `allowServiceRouterByok`
+ * are served to agents and enforced by them.
+ */
+export function checkModel(settings: EnterpriseSettings, userId: string, model: string): ModelRefusal | null {
+  const policy = effectiveModelPolicy(settings, userId);
+  const scope = settings.userModelPolicies[userId] ? 'your model policy' : 'your organization\'s model policy';
+  if (policy.blockedModelIds.includes(model)) {
+    return { rule: 'modelPolicy.blockedModelIds', detail: `Model "${model}" is blocked by ${scope} (modelPolicy.blockedModelIds).` };
+  }
+  const custom = settings.customModels.find((candidate) => candidate.id === model);
+  if (custom) {
+    if (!policy.allowCustomModels) {
+      return { rule: 'modelPolicy.allowCustomModels', detail: `Model "${model}" is a custom model, and ${scope} does not allow custom models (modelPolicy.allowCustomModels).` };
+    }
+    if (policy.allowedBaseUrls.length > 0 && !policy.allowedBaseUrls.some((base) => underBase(custom.baseUrl, base))) {
+      return { rule: 'modelPolicy.allowedBaseUrls', detail: `Custom model "${model}" calls ${custom.baseUrl}, which is not under any of modelPolicy.allowedBaseUrls.` };
+    }
+    return null;
+  }
+  const listed = policy.allowedModelIds.includes(model);
+  if (policy.requireExplicitOptInModelIds.includes(model) && !listed) {
+    return {
+      rule: 'modelPolicy.requireExplicitOptInModelIds',
+      detail: `Model "${model}" needs explicit opt-in (modelPolicy.requireExplicitOptInModelIds) and is not in modelPolicy.allowedModelIds.`,
+    };
+  }
+  if (!policy.allowAllServiceModels && !listed) {
+    return { rule: 'modelPolicy.allowedModelIds', detail: `Model "${model}" is not in the allowed models of ${scope} (modelPolicy.allowedModelIds).` };
+  }
+  return null;
+}
+
+/** `https://llm.example.com/v1` is under `https://llm.example.com` and under itself, not under `https://llm.example.co`. */
+function underBase(url: string, base: string): boolean {
+  const trimmed = base.replace(/\/+$/, '');
+  return url === trimmed || url.startsWith(`${trimmed}/`);
+}
+
+/** Whether `checkModel` can refuse any model to this user; false under the open defaults. */
+export function restrictsModels(settings: EnterpriseSettings, userId: string): boolean {
+  const policy = effectiveModelPolicy(settings, userId);
+  return (
+    policy.blockedModelIds.length > 0 ||
+    !policy.allowAllServiceModels ||
+    policy.requireExplicitOptInModelIds.length > 0 ||
+    (settings.customModels.length > 0 && (!policy.allowCustomModels || policy.allowedBaseUrls.length > 0))
+  );
+}

@@ -1,0 +1,1 @@
+export { ControlRevisionEntity } from './control-revision.entity';

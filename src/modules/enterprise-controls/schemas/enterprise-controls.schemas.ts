@@ -1,0 +1,239 @@
+import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
+import { AGENT_POLICY_FIELDS } from '../domain/agent-policy';
+import { CLOUD_MODEL_CONFIG_FIELDS, CODE_HOSTS, MCP_AUTONOMY_LEVELS, SETTINGS_LIMITS } from '../domain/settings';
+
+const L = SETTINGS_LIMITS;
+const closed = closedObject;
+const bool = (description?: string): SchemaObject => ({ type: 'boolean', ...(description ? { description } : {}) });
+
+/** One line of text: not blank, no control characters, at most `max` characters. */
+const text = (max: number = L.string, description?: string): SchemaObject => ({
+  type: 'string',
+  minLength: 1,
+  maxLength: max,
+  allOf: [{ pattern: NO_CONTROL_CHARACTERS }, { pattern: '\\S' }],
+  ...(description ? { description } : {}),
+});
+/** Free text (guidance): may span lines, may be empty. */
+const prose = (description: string): SchemaObject => ({ type: 'string', maxLength: L.guidance, description });
+const list = (items: SchemaObject, description: string, maxItems: number = L.listItems): SchemaObject => ({
+  type: 'array',
+  maxItems,
+  items,
+  description: `${description} At most ${maxItems} entries.`,
+});
+const map = (values: SchemaObject, description: string, maxEntries: number = L.mapEntries): SchemaObject => ({
+  type: 'object',
+  maxProperties: maxEntries,
+  propertyNames: { minLength: 1, maxLength: 256, pattern: NO_CONTROL_CHARACTERS },
+  additionalProperties: values,
+  description: `${description} At most ${maxEntries} entries; keys 1-256 characters.`,
+});
+const httpUrl: SchemaObject = { type: 'string', maxLength: L.string, format: 'uri', pattern: '^https?://' };
+const email: SchemaObject = { type: 'string', maxLength: 254, format: 'email' };
+const userId: SchemaObject = { type: 'string', format: 'uuid' };
+const positive = (max: number, description?: string): SchemaObject => ({ type: 'integer', minimum: 1, maximum: max, ...(description ? { description } : {}) });
+const port: SchemaObject = { type: 'integer', minimum: 1, maximum: 65535 };
+
+const changeUser = closed(
+  ['id', 'email', 'name'],
+  { id: { type: 'string' }, email: { type: 'string' }, name: { type: 'string' } },
+  'The user who made the change, as they were at the time.',
+);
+
+const modelPolicyProperties: Record<string, SchemaObject> = {
+  allowedModelIds: list(text(256), 'Models allowed when `allowAllServiceModels` is off, and opted-in models.'),
+  blockedModelIds: list(text(256), 'Models nobody may use, custom ones included; checked first.'),
+  allowCustomModels: bool('Whether sessions may use the organization\'s `customModels`.'),
+  allowedBaseUrls: list(httpUrl, 'When not empty, a custom model\'s `baseUrl` must start with one of these.'),
+  allowAllServiceModels: bool('Whether every model that is not custom is allowed (except blocked and opt-in ones).'),
+  isFastModelsAllowed: bool('Served to agents, which enforce it (the server keeps no model catalogue).'),
+  requireExplicitOptInModelIds: list(text(256), 'Models allowed only when also listed in `allowedModelIds`.'),
+  allowServiceRouterByok: bool('Served to agents, which enforce it.'),
+};
+
+/** The settings' fields; every one but `sessionRetentionDays` is required. */
+const settingsProperties: Record<string, SchemaObject> = {
+    sessionDefaultSettings: closed(['runInWorktree'], {
+      model: text(256, 'Filled into new sessions that name no model; absent: none.'),
+      specModeModel: text(256, 'Filled into new sessions that name no spec-mode model; absent: none.'),
+      runInWorktree: bool('Served to agents.'),
+    }),
+    mcpAutonomyOverrides: map({ type: 'string', enum: [...MCP_AUTONOMY_LEVELS] }, 'MCP server name → the autonomy level its tools run at.'),
+    mcpAutonomyUrlOverrides: list(closed(['urlPattern'], { urlPattern: text() }), 'MCP servers, by URL pattern, whose autonomy is overridden.'),
+    cloudSessionSync: bool(),
+    wikiCloudSync: bool(),
+    includeCoAuthoredByAgent: bool(),
+    enableAgentShield: bool(),
+    ideAutoConnect: bool(),
+    commandAllowlist: list(text(), 'Commands the agent may run without asking.'),
+    commandDenylist: list(text(), 'Commands the agent must ask before running.'),
+    commandBlocklist: list(text(), 'Commands the agent may never run.'),
+    customModels: list(ref('CustomModel'), 'The organization\'s own models; ids are unique.', L.customModels),
+    modelPolicy: ref('ModelPolicy'),
+    mcpPolicy: closed(['enabled', 'allowlist'], {
+      enabled: bool('Whether agents may use MCP servers at all.'),
+      allowlist: list(text(), 'When not empty, the only MCP servers agents may use.'),
+    }),
+    missionPolicy: closed(['restrictedAccess', 'allowedUserIds'], {
+      restrictedAccess: bool(),
+      allowedUserIds: list(userId, 'Users of the organization who may run missions when access is restricted.'),
+    }),
+    userModelPolicies: map(
+      closed([], modelPolicyProperties, 'Any fields of `modelPolicy`; they replace the organization\'s for this user.'),
+      'User id (a user of the organization) → a partial model policy laid over `modelPolicy` for that user.',
+    ),
+    enabledPlugins: map({ type: 'boolean' }, '`plugin@marketplace` → whether agents load it.'),
+    extraKnownMarketplaces: map(
+      closed(['source', 'repo'], { source: { type: 'string', enum: [...CODE_HOSTS] }, repo: text(), ref: text(255) }),
+      'Marketplace name → where its plugins come from.',
+    ),
+    strictKnownMarketplaces: list(
+      closed(['source', 'repo', 'ref', 'sha'], {
+        source: { type: 'string', enum: [...CODE_HOSTS], description: 'The code host: `github`, `gitlab`, `bitbucket`, or `git` (any URL).' },
+        repo: text(),
+        ref: text(255),
+        sha: { type: 'string', pattern: '^([0-9a-f]{40}|[0-9a-f]{64})$', description: 'The full commit id (40 or 64 hexadecimal digits).' },
+      }),
+      'When not empty, the only marketplaces agents may use, pinned to a commit.',
+    ),
+    networkPolicy: closed(['allowedIps'], { allowedIps: list({ type: 'string', format: 'ip-or-cidr' }, 'When not empty, the only IP addresses or CIDR blocks agents may connect to; enforced by agents.') }),
+    sandbox: ref('Sandbox'),
+    restrictMemberVisibility: bool('Members see only their own sessions.'),
+    restrictApiKeyCreationToManagers: bool('Only owners and managers may create API keys.'),
+    managedComputersEnabled: bool(),
+    managedComputersAllowedEmails: list(email, 'When not empty, only these people may create managed computers.'),
+    byomComputersEnabled: bool(),
+    byomComputersAllowedEmails: list(email, 'When not empty, only these people may register BYOM computers.'),
+    disableAutoUpdate: bool(),
+    sessionRetentionDays: {
+      type: 'integer',
+      minimum: L.retentionDays.min,
+      maximum: L.retentionDays.max,
+      description: 'Sessions with no activity for this many days are deleted with their messages. Absent (null in a change): kept forever.',
+    },
+    serviceRouterGuidance: prose('Guidance for the model router; may be empty.'),
+    serviceRouterRules: list(closed(['guidance', 'when'], { guidance: prose('What the router should do.'), when: text() }), 'Routing rules.', L.serviceRouterRules),
+  };
+
+const REQUIRED_SETTINGS = [
+    'sessionDefaultSettings', 'mcpAutonomyOverrides', 'mcpAutonomyUrlOverrides', 'cloudSessionSync', 'wikiCloudSync',
+    'includeCoAuthoredByAgent', 'enableAgentShield', 'ideAutoConnect', 'commandAllowlist', 'commandDenylist', 'commandBlocklist',
+    'customModels', 'modelPolicy', 'mcpPolicy', 'missionPolicy', 'userModelPolicies', 'enabledPlugins', 'extraKnownMarketplaces',
+    'strictKnownMarketplaces', 'networkPolicy', 'sandbox', 'restrictMemberVisibility', 'restrictApiKeyCreationToManagers',
+    'managedComputersEnabled', 'managedComputersAllowedEmails', 'byomComputersEnabled', 'byomComputersAllowedEmails',
+    'disableAutoUpdate', 'serviceRouterGuidance', 'serviceRouterRules',
+  ];
+
+/**
+ * The enterprise settings as JSON Schemas: the spec's fields, every one typed and bounded, closed
+ * at every level. Request bodies and responses share them; Ajv validates against the same
+ * schemas the OpenAPI document publishes.
+ */
+export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls').add({
+  CustomModel: closed(
+    ['id', 'model', 'baseUrl'],
+    {
+      id: text(256, 'What sessions name as their `model` to use this one; unique within `customModels`.'),
+      model: text(256, 'The model name the vendor\'s API expects.'),
+      index: { type: 'integer', minimum: 0, maximum: 10_000, description: 'Display order.' },
+      baseUrl: { ...httpUrl, description: 'The vendor API\'s address (http or https).' },
+      apiKey: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 4096,
+        pattern: NO_CONTROL_CHARACTERS,
+        description:
+          'Write-only in full: encrypted at rest, and answered masked (`****` plus the last four characters of keys of 12 or more). ' +
+          'Send the masked value back to keep the stored key; omit it for a model that needs none.',
+      },
+      displayName: text(256),
+      maxContextLimit: positive(100_000_000),
+      enableThinking: bool(),
+      thinkingMaxTokens: positive(100_000_000),
+      maxOutputTokens: positive(100_000_000),
+      extraHeaders: {
+        type: 'object',
+        maxProperties: 50,
+        propertyNames: { maxLength: 256, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" },
+        additionalProperties: { type: 'string', maxLength: L.string, pattern: NO_CONTROL_CHARACTERS },
+        description: 'HTTP headers sent with each call: valid header names, one-line values; at most 50.',
+      },
+      extraArgs: { type: 'object', maxProperties: 100, description: 'Extra request parameters, any JSON; at most 100.' },
+      noImageSupport: bool(),
+      cloudModelConfig: closed([], Object.fromEntries(CLOUD_MODEL_CONFIG_FIELDS.map((field) => [field, text()]))),
+      baseModelId: text(256, 'The model this one derives from (the spec leaves its type open; a string here).'),
+      useInRouter: bool(),
+    },
+    'A model the organization adds, served by its own vendor endpoint.',
+  ),
+  ModelPolicy: closed(Object.keys(modelPolicyProperties), modelPolicyProperties, 'Which models sessions may use; see the rules in `/docs` § Enterprise controls.'),
+  Sandbox: closed(['enabled', 'filesystem', 'network'], {
+    enabled: bool(),
+    filesystem: closed(['allowWrite', 'allowRead', 'denyWrite', 'denyRead'], {
+      allowWrite: list(text(), 'Paths the agent may write.'),
+      allowRead: list(text(), 'Paths the agent may read.'),
+      denyWrite: list(text(), 'Paths the agent may not write.'),
+      denyRead: list(text(), 'Paths the agent may not read.'),
+    }),
+    network: closed(['allowedDomains', 'allowUnixSockets', 'allowAllUnixSockets', 'allowLocalBinding'], {
+      allowedDomains: list({ type: 'string', minLength: 1, maxLength: 253, pattern: '^(\\*\\.)?[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$' }, 'Domains the agent may reach; `*.example.com` covers subdomains.'),
+      allowUnixSockets: list(text(), 'Unix socket paths the agent may use.'),
+      allowAllUnixSockets: bool(),
+      allowLocalBinding: bool(),
+      httpProxyPort: { ...port, description: 'Absent: no HTTP proxy.' },
+      socksProxyPort: { ...port, description: 'Absent: no SOCKS proxy.' },
+    }),
+  }),
+  EnterpriseSettings: closed(
+    REQUIRED_SETTINGS,
+    settingsProperties,
+    'A snapshot of the organization\'s settings: every field is present except `sessionRetentionDays`, `sessionDefaultSettings.model`/`specModeModel` and the sandbox proxy ports.',
+  ),
+  ChangeEnterpriseControlsBody: closed(['settings'], {
+    settings: {
+      type: 'object',
+      description:
+        'A JSON Merge Patch (RFC 7396) over the current settings: fields given replace theirs, objects merge member by member, ' +
+        '`null` removes a field (an optional one; a required one answers 400), arrays replace the whole array.',
+    },
+  }),
+  EnterpriseControlUser: changeUser,
+  EnterpriseControlChange: closed(['revision', 'settings', 'user', 'updatedAt'], {
+    revision: { type: 'integer', minimum: 1 },
+    settings: ref('EnterpriseSettings'),
+    user: ref('EnterpriseControlUser'),
+    updatedAt: { type: 'string', format: 'date-time' },
+  }),
+  JsonPatchOperation: closed(['op', 'path'], {
+    op: { type: 'string', enum: ['add', 'remove', 'replace'] },
+    path: { type: 'string', description: 'A JSON Pointer into the settings (RFC 6901).' },
+    value: { description: 'The new value (add, replace); secrets masked.' },
+  }),
+  EnterpriseControlRevision: closed(['revision', 'settings', 'user', 'updatedAt', 'diff'], {
+    revision: { type: 'integer', minimum: 1 },
+    settings: ref('EnterpriseSettings'),
+    user: ref('EnterpriseControlUser'),
+    updatedAt: { type: 'string', format: 'date-time' },
+    diff: {
+      type: 'array',
+      items: ref('JsonPatchOperation'),
+      description: 'What this revision changed: RFC 6902 operations that turn the previous revision\'s settings (the defaults, for revision 1) into these.',
+    },
+  }),
+  EnterpriseControls: closed(['revision', 'settings', 'user', 'updatedAt'], {
+    revision: { type: 'integer', minimum: 0, description: 'The latest revision; 0 while the organization has the defaults.' },
+    settings: ref('EnterpriseSettings'),
+    user: { ...changeUser, nullable: true, description: 'Who made the latest revision; null at revision 0.' },
+    updatedAt: { type: 'string', format: 'date-time', nullable: true, description: 'When; null at revision 0.' },
+  }),
+  AgentPolicy: closed(
+    ['revision', 'modelPolicy', ...AGENT_POLICY_FIELDS],
+    {
+      revision: { type: 'integer', minimum: 0, description: 'The revision of the controls this policy comes from.' },
+      modelPolicy: { ...ref('ModelPolicy'), description: 'The caller\'s effective model policy: the organization\'s, with the caller\'s `userModelPolicies` entry laid over it.' },
+      ...Object.fromEntries(AGENT_POLICY_FIELDS.map((field) => [field, settingsProperties[field]])),
+    },
+    'The controls an agent obeys, as one document (custom models\' keys masked).',
+  ),
+});
