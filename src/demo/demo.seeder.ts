@@ -5,6 +5,7 @@ import { AppConfig } from '../config/app-config';
 import { ApiKeysService, OrganizationsService, Role } from '../modules/auth';
 import { Authenticator } from '../modules/auth/authenticator';
 import { DemoComputers } from './demo-computers';
+import { DemoControls } from './demo-controls';
 import { DemoConversations } from './demo-conversations';
 
 interface DemoOrganization {
@@ -58,6 +59,7 @@ export class DemoSeeder {
     private readonly authenticator: Authenticator,
     private readonly conversations: DemoConversations,
     private readonly computers: DemoComputers,
+    private readonly controls: DemoControls,
   ) {}
 
   async seed(): Promise<DemoKeys> {
@@ -87,6 +89,8 @@ export class DemoSeeder {
     await this.conversations.seedGlobex({ owner: await as('globex', Role.Owner) });
     // After the conversations: a managed computer's provisioning log is a session, and conversations go only where there are none.
     const tokens = await this.computers.seedAcme({ owner: await as('acme', Role.Owner), member: await as('acme', Role.Member) });
+    // Last: the controls' model policy and defaults apply to sessions created after them.
+    await this.controls.seedAcme({ owner: await as('acme', Role.Owner), manager: await as('acme', Role.Manager) });
     await mkdir(this.config.dataDir, { recursive: true });
     if (Object.keys(tokens).length > 0) {
       await writeFile(join(this.config.dataDir, DEMO_AGENT_TOKENS_FILE), JSON.stringify(tokens, null, 2) + '\n', { mode: 0o600 });

@@ -71,6 +71,18 @@ describe('npm run demo', () => {
     expect(claim.status).toBe(200);
   });
 
+  it('gives acme a history of enterprise control changes by two admins, its custom model key masked', async () => {
+    const keys = await readKeys();
+    const res = await get('/api/v0/organization/enterprise-controls/history', keys.acme.manager);
+    expect(res.status).toBe(200);
+    const { changes } = (await res.json()) as { changes: Array<{ revision: number; user: { email: string }; settings: Record<string, unknown> }> };
+    expect(changes.map((c) => c.revision)).toEqual([4, 3, 2, 1]);
+    expect(new Set(changes.map((c) => c.user.email))).toEqual(new Set(['olivia.owner@acme.example', 'max.manager@acme.example']));
+    expect(changes[0].settings).toMatchObject({ sessionRetentionDays: 365, restrictApiKeyCreationToManagers: true, customModels: [{ id: 'custom:acme-llama', apiKey: '****7d2e' }] });
+    const globex = (await (await get('/api/v0/organization/enterprise-controls/history', keys.globex.owner)).json()) as { changes: unknown[] };
+    expect(globex.changes).toEqual([]);
+  });
+
   it('stops cleanly on SIGTERM', async () => {
     expect(await server!.stop()).toBe(0);
     expect(server!.output()).toMatch(/closing the database/);
@@ -86,6 +98,8 @@ describe('npm run demo', () => {
     expect(sessions).toHaveLength(5);
     const { computers } = (await (await get('/api/v0/computers', before.acme.owner)).json()) as { computers: unknown[] };
     expect(computers).toHaveLength(2);
+    const { changes } = (await (await get('/api/v0/organization/enterprise-controls/history', before.acme.owner)).json()) as { changes: unknown[] };
+    expect(changes).toHaveLength(4);
   });
 
   it('keeps acme and globex apart', async () => {
