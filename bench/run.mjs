@@ -1,6 +1,7 @@
 // `npm run bench`: load a large database, start the real server and a bare baseline, and measure every scenario.
 import autocannon from 'autocannon';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import console from 'node:console';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -102,7 +103,7 @@ async function main() {
     const facts = await databaseFacts(pool);
     log(`database: ${facts.version}, ${formatBytes(facts.sizeBytes)}; ${Object.entries(facts.settings).map(([k, v]) => `${k}=${v}`).join(' ')}`);
 
-    const serverEnv = { DATABASE_URL: db.url, DATABASE_POOL_SIZE: '10', LOG_LEVEL: 'warn', HOST: '127.0.0.1' };
+    const serverEnv = { DATABASE_URL: db.url, DATABASE_POOL_SIZE: '10', LOG_LEVEL: 'warn', HOST: '127.0.0.1', SECRETS_KEY: randomBytes(32).toString('base64') };
     const app = await startNodeServer({ name: 'app', script: join(ROOT, 'dist/main.js'), env: serverEnv, logFile: join(RESULTS, 'app.log'), healthPath: '/healthz' });
     servers.push(app);
     const baseline = await startNodeServer({ name: 'baseline', script: join(BENCH, 'baseline-server.mjs'), env: serverEnv, logFile: join(RESULTS, 'baseline.log'), healthPath: '/healthz' });

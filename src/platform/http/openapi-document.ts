@@ -27,7 +27,7 @@ feature change takes effect within that time. A key revoked through an instance 
 other instances within \`AUTH_CACHE_MS\`; an expired key stops at once everywhere.
 
 ## Roles (not shown in the spec beyond analytics; our decision)
-| Role | Sessions | Computers | Analytics, enterprise-control history | API keys |
+| Role | Sessions | Computers | Analytics, enterprise controls and their history | API keys |
 |---|---|---|---|---|
 | owner, manager | read and write all of the organization's | read and write all | yes | own; may list and revoke any of the organization's |
 | member | own, read and write; read all of the organization's unless \`restrictMemberVisibility\` | own, read and write | **403** | own |
@@ -132,6 +132,55 @@ computer; its agent reports the machine's \`hostname\` with \`POST /api/v0/agent
 \`computer_creation_not_allowed\`, \`computer_token_not_accepted\`, \`computer_credential_required\`); 404 (\`computer_not_found\`,
 \`service_account_not_found\`); 409 \`computer_not_failed\`; 413; 415.
 
+## Enterprise controls (decisions where the spec says "not shown")
+**Roles.** Owners and managers read the controls, change them, and read their history; members and guests get **403**
+\`insufficient_role\`. Any user, and a computer's agent token, reads the agent policy.
+
+**Revisions.** \`GET /api/v0/organization/enterprise-controls\` (added) answers the settings in force with their revision
+(\`ETag: "N"\`); an organization never changed has the defaults at revision 0, and an empty history. \`PATCH\` (added) takes
+\`{settings}\`, a JSON Merge Patch (RFC 7396) over the whole snapshot: objects merge member by member, arrays are replaced whole,
+\`null\` removes a field (only an optional one: nulling a required field is **400**). The patched settings are checked whole;
+**400** names every bad path (\`settings.sandbox.network.httpProxyPort\`). A change that alters something becomes revision N+1
+(per organization, from 1, no gaps) holding the whole snapshot, its diff and the user who made it (their id, email and name
+as they were); a change that alters nothing creates no revision. \`If-Match: "N"\` makes the change conditional: another revision
+in force answers **412** \`revision_mismatch\` (\`metadata.currentRevision\`). Without it, concurrent changes are applied one after
+the other, each on the revision before it. \`GET …/history\` lists revisions newest first (the spec's shape);
+\`GET …/history/{revision}\` (added) adds \`diff\`: RFC 6902 operations from the revision before (the defaults, for revision 1).
+Writing a revision is applying it: every module reads the latest revision, so no change is ever written but not in force.
+Each instance reuses an organization's controls for \`CONTROLS_CACHE_MS\` (default 1 s); a change takes effect at once on the
+instance that made it, within that time on the others. Each change publishes \`enterpriseControls.settings.revised\`.
+
+**Settings.** Every field is present in a snapshot except \`sessionRetentionDays\` (absent: sessions are kept forever),
+\`sessionDefaultSettings.model\`/\`specModeModel\` (absent: no default) and the sandbox proxy ports (absent: no proxy). Maps:
+\`mcpAutonomyOverrides\` MCP server → autonomy level (off, low, medium, high); \`userModelPolicies\` user id (a user of the
+organization) → any fields of \`modelPolicy\`, which replace the organization's for that user; \`enabledPlugins\`
+\`plugin@marketplace\` → on/off; \`extraKnownMarketplaces\` name → \`{source, repo, ref?}\`. Marketplace \`source\` (a code host):
+github, gitlab, bitbucket, git. Limits: lists 1,000 entries, strings 2,048 characters (guidance 16,384), 100 custom models,
+maps 500 entries, 100 router rules, \`sessionRetentionDays\` 1-36,500, the whole snapshot 1 MiB. Defaults: nothing is
+restricted that was open before (every model allowed, both kinds of computers on, no retention); see schema \`EnterpriseSettings\`.
+
+**Custom model keys.** \`apiKey\` is encrypted at rest (AES-256-GCM, \`SECRETS_KEY\`) and never answered in full: every answer,
+the history and the diffs show \`****\` plus the last four characters (keys of 12 or more characters). Sending the masked value
+back keeps the stored key; a masked value that is not the stored key's mask is **400**.
+
+**In force.** \`sessionDefaultSettings.model\` and \`specModeModel\` fill new sessions that name none. \`modelPolicy\` decides
+which models a session may use, on create, on update, and on each new message (a model blocked since stops taking turns):
+1. \`blockedModelIds\` are refused; 2. a custom model (a session \`model\` equal to a \`customModels[].id\`) needs
+\`allowCustomModels\` and, when \`allowedBaseUrls\` is not empty, a \`baseUrl\` under one of them; 3. \`requireExplicitOptInModelIds\`
+must also be in \`allowedModelIds\`; 4. other models are allowed under \`allowAllServiceModels\`, else only \`allowedModelIds\`.
+A refusal is **403** \`model_not_allowed\` whose \`detail\` and \`metadata.rule\` name the rule. \`isFastModelsAllowed\` and
+\`allowServiceRouterByok\` need a model catalogue the server does not keep: agents enforce them. \`restrictApiKeyCreationToManagers\`,
+\`restrictMemberVisibility\` and the computer controls: see § Roles and § Computers. \`sessionRetentionDays\`: each instance
+sweeps every \`RETENTION_SWEEP_MS\` (default 1 h) and deletes sessions with no activity (\`updatedAt\`) for that many days, with
+their messages, in batches of 500 (\`FOR UPDATE SKIP LOCKED\`, so instances never delete twice or wait on each other); a session
+an agent holds a live turn on is kept. \`GET /api/v0/agent/policy\` (added) serves what agents obey as one document: command
+lists, sandbox, network policy, MCP policy and overrides, plugins and marketplaces, custom models (keys masked), session
+defaults, and the caller's effective \`modelPolicy\`.
+
+**Status codes.** 200; 400 \`validation_failed\` (also a malformed \`If-Match\`), \`invalid_cursor\`; 401; 403
+\`insufficient_role\`; 404 \`revision_not_found\`; 409 \`too_many_concurrent_changes\` (a change that lost the race 20 times);
+412 \`revision_mismatch\`; 413; 415; 503 \`secret_unreadable\` (a stored key no key in \`SECRETS_KEY\` decrypts).
+
 ## Idempotency
 The POSTs under \`/api/v0/sessions\` and \`/api/v0/agent\` (not connect) take an optional \`Idempotency-Key\` header (1-255 visible ASCII characters, per user, remembered for
 at least 24 hours). A retry with the same key and body returns the first response with \`Idempotent-Replayed: true\` and does
@@ -145,7 +194,7 @@ Messages (not shown in the spec; our decision): add-message \`text\` 1-200,000 c
 most 7,000,000 base64 characters (about 5 MiB) each; at most 20 files: PDFs of at most 14,000,000 base64 characters (about
 10 MiB), text files of at most 2,000,000 characters; at most 500 content blocks per message, 100 messages per agent append.
 
-Request bodies: JSON only (\`Content-Type: application/json\`, else **415**), at most \`BODY_LIMIT_BYTES\`
+Request bodies: JSON only (\`Content-Type: application/json\`, or \`application/merge-patch+json\`, else **415**), at most \`BODY_LIMIT_BYTES\`
 (default 32 MiB, room for base64 images and PDFs), else **413** in the v0 body.
 Rate limits (numbers not shown in the spec; our decision): the server applies none itself; put a reverse proxy
 in front for per-client limits.
