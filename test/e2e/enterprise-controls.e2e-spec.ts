@@ -28,6 +28,7 @@ describe('Enterprise controls', () => {
     const doc = (await t.http().get('/docs-json').expect(200)).body as Json;
     const ajv = new Ajv({ strict: false, allErrors: true });
     ajv.addFormat('uuid', /^[0-9a-f-]{36}$/i);
+    ajv.addFormat('lowercase-uuid', /^[0-9a-f-]{36}$/);
     ajv.addFormat('uri', (value: string) => URL.canParse(value));
     ajv.addFormat('email', /@/);
     ajv.addFormat('date-time', (value: string) => !Number.isNaN(Date.parse(value)));
@@ -312,6 +313,51 @@ describe('Enterprise controls', () => {
       expect(kept.body.revision).toBe(2);
     } finally {
       await second.close();
+      await database.drop();
+    }
+  });
+
+  it('a server killed in the middle of changes loses no acknowledged revision and leaves no gap', async () => {
+    const database = await createTestDatabase();
+    const setup = await startTestApp({}, database);
+    const owner = await createUser(setup, Role.Owner);
+    await setup.close();
+    const send = (url: string, i: number) =>
+      fetch(`${url}${CONTROLS}`, { method: 'PATCH', headers: { ...owner.auth, 'content-type': 'application/json' }, body: JSON.stringify({ settings: { serviceRouterGuidance: `step ${i}` } }) });
+    const first = await startServer([], database.env);
+    const acknowledged: number[] = [];
+    try {
+      // Changes keep coming; the server dies with some of them in flight.
+      const inFlight = Array.from({ length: 30 }, async (_, i) => {
+        await new Promise((resolve) => setTimeout(resolve, i * 10));
+        const res = await send(first.url, i).catch(() => null);
+        if (res?.status === 200) acknowledged.push(((await res.json()) as Json).revision);
+      });
+      const deadline = Date.now() + 20_000;
+      while (acknowledged.length < 3) {
+        if (Date.now() > deadline) throw new Error(`no change was acknowledged:\n${first.output()}`);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      first.child.kill('SIGKILL');
+      await Promise.all(inFlight);
+      expect(acknowledged.length).toBeLessThan(30);
+    } finally {
+      await first.stop();
+    }
+    const second = await startServer([], database.env);
+    try {
+      const headers = owner.auth;
+      const current = (await (await fetch(`${second.url}${CONTROLS}`, { headers })).json()) as Json;
+      const history = (await (await fetch(`${second.url}${CONTROLS}/history?limit=100`, { headers })).json()) as Json;
+      const revisions = (history.changes as Json[]).map((c) => c.revision as number);
+      // Gapless, the newest in force, and every change the dead server acknowledged is there.
+      expect(revisions).toEqual(Array.from({ length: revisions.length }, (_, i) => revisions.length - i));
+      expect(current.revision).toBe(revisions.length);
+      expect(current.settings.serviceRouterGuidance).toBe((history.changes as Json[])[0]?.settings.serviceRouterGuidance ?? '');
+      for (const revision of acknowledged) expect(revisions).toContain(revision);
+      expect((await send(second.url, 99)).status).toBe(200);
+    } finally {
+      await second.stop();
       await database.drop();
     }
   });

@@ -54,7 +54,8 @@ export async function startServer(args: string[], env: Record<string, string>, t
     url: `http://127.0.0.1:${port}`,
     output: () => output,
     stop: async () => {
-      if (child.exitCode !== null) return child.exitCode;
+      // Already gone (a signal leaves exitCode null and sets signalCode): its exit event has passed.
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       child.kill('SIGTERM');
       const [code] = (await once(child, 'exit')) as [number | null];
       return code;

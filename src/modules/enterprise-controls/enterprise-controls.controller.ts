@@ -2,7 +2,6 @@ import { Body, Controller, Get, Headers, Param, Patch, Query, Res } from '@nestj
 import {
   ApiBadRequestResponse,
   ApiBody,
-  ApiConflictResponse,
   ApiExtraModels,
   ApiHeader,
   ApiNotFoundResponse,
@@ -60,7 +59,6 @@ export class EnterpriseControlsController {
   @ApiOkResponse({ schema: ref('EnterpriseControls'), headers: { ETag: { description: 'The revision now in force.', schema: { type: 'string' } } } })
   @ApiBadRequestResponse({ description: 'Invalid settings; `detail` names the first problem, `metadata.errors` lists all.', type: V0ErrorSchema })
   @ApiPreconditionFailedResponse({ description: '`If-Match` names another revision than the one in force (`metadata.currentRevision`).', type: V0ErrorSchema })
-  @ApiConflictResponse({ description: 'Changes kept colliding with other changes; try again.', type: V0ErrorSchema })
   async change(
     @CurrentPrincipal() principal: Principal,
     @Body(enterpriseControlsSchemas.pipe('ChangeEnterpriseControlsBody')) body: { settings: Record<string, unknown> },

@@ -28,8 +28,9 @@ export interface InForce {
 
 const HISTORY_LIST = 'enterprise-control-history';
 
-/** Concurrent changes without If-Match are re-applied on the newer revision this many times. */
-const MAX_REBASES = 20;
+/** A user id as the API writes it: a lower-case UUID. */
+export const USER_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 
 /**
  * The organization's enterprise controls: a history of revisions, the latest in force. Changes
@@ -70,21 +71,23 @@ export class EnterpriseControlsService {
   }
 
   /**
-   * Applies a merge patch. `expected` (from If-Match) lists revisions the caller accepts as the
-   * base; another answers 412. Without it, a change that lost a race is re-applied on the newer
-   * revision, so concurrent changes land as consecutive revisions.
+   * Applies a merge patch on the revision in force, under the organization's lock, so concurrent
+   * changes land one after the other as consecutive revisions. `expected` (from If-Match) lists
+   * the revisions the caller accepts as the base; another answers 412.
    */
   async change(principal: Principal, patch: Record<string, unknown>, expected?: number[]): Promise<{ controls: ControlsView; changed: boolean }> {
     const organizationId = principal.organizationId;
-    for (let attempt = 0; attempt < MAX_REBASES; attempt++) {
-      const latest = await this.repository.latest(organizationId);
+    // Outside the transaction: on PGlite's one connection, Auth's query would wait for it.
+    const members = await this.organizations.usersAmong(organizationId, userIdsNamedBy(patch));
+    const { row, diff } = await this.repository.transaction(async (manager) => {
+      await this.repository.lockOrganization(manager, organizationId);
+      const latest = await this.repository.latest(organizationId, manager);
       const base = latest?.revision ?? 0;
       if (expected && !expected.includes(base)) throw mismatch(base, expected);
       const before = this.reveal(organizationId, latest?.settings ?? defaultSettings());
-      const after = await this.apply(organizationId, before, patch);
+      const after = this.apply(before, patch, members);
       const diff = diffSettings(before, after);
-      if (diff.length === 0) return { controls: await this.controlsView(organizationId, latest), changed: false };
-
+      if (diff.length === 0) return { row: latest, diff };
       const row = Object.assign(new ControlRevisionEntity(), {
         organizationId,
         revision: base + 1,
@@ -93,23 +96,18 @@ export class EnterpriseControlsService {
         userId: principal.userId,
         userEmail: principal.email,
         userName: principal.name,
+        // Never before the previous revision, whatever the clocks of the instances.
         createdAt: latest && latest.createdAt.getTime() > Date.now() ? latest.createdAt : new Date(),
       });
-      const written = await this.repository.transaction(async (manager) => {
-        await this.repository.lockOrganization(manager, organizationId);
-        const now = await this.repository.latest(organizationId, manager);
-        if ((now?.revision ?? 0) !== base) return false;
-        await this.repository.insert(manager, row);
-        return true;
-      });
-      if (!written) continue;
-      this.cache?.delete(organizationId);
-      const changedSettings = [...new Set(diff.map((operation) => operation.path.split('/')[1]))];
-      this.events.publish(new SettingsRevisedEvent(organizationId, row.createdAt, row.revision, principal.userId, changedSettings));
-      this.logger.log({ organizationId, revision: row.revision, userId: principal.userId, changedSettings }, 'Enterprise controls revised');
-      return { controls: await this.controlsView(organizationId, row), changed: true };
-    }
-    throw new EnterpriseControlsError(EnterpriseControlsErrorCode.TooManyConcurrentChanges, 'Too many concurrent changes to your organization\'s controls; try again.');
+      await this.repository.insert(manager, row);
+      return { row, diff };
+    });
+    if (diff.length === 0) return { controls: this.controlsView(organizationId, row), changed: false };
+    this.cache?.delete(organizationId);
+    const changedSettings = [...new Set(diff.map((operation) => operation.path.split('/')[1]))];
+    this.events.publish(new SettingsRevisedEvent(organizationId, row!.createdAt, row!.revision, principal.userId, changedSettings));
+    this.logger.log({ organizationId, revision: row!.revision, userId: principal.userId, changedSettings }, 'Enterprise controls revised');
+    return { controls: this.controlsView(organizationId, row), changed: true };
   }
 
   async history(principal: Principal, cursor: string | undefined, limit: number): Promise<Page<ControlChangeView>> {
@@ -136,8 +134,8 @@ export class EnterpriseControlsService {
     return { revision, ...policy, modelPolicy: effectiveModelPolicy(settings, principal.userId) };
   }
 
-  /** The patched settings, checked whole; 400 naming every problem. */
-  private async apply(organizationId: string, before: EnterpriseSettings, patch: Record<string, unknown>): Promise<EnterpriseSettings> {
+  /** The patched settings, checked whole; 400 naming every problem. `members`: the patch's user ids that are users of the organization. */
+  private apply(before: EnterpriseSettings, patch: Record<string, unknown>, members: Set<string>): EnterpriseSettings {
     const after = structuredClone(applyMergePatch(before, patch)) as EnterpriseSettings;
     const nulled = nulledPaths(patch, 'settings');
     const problems = enterpriseControlsSchemas.problems('EnterpriseSettings', after).map(({ field, message }) => {
@@ -145,7 +143,7 @@ export class EnterpriseControlsService {
       return { field: path, message: message === 'is required' && nulled.has(path) ? 'is required; null would remove it, and only optional fields can be removed' : message };
     });
     if (problems.length > 0) throw validationError(problems);
-    problems.push(...this.restoreMaskedKeys(after, before), ...duplicateModelIds(after), ...(await this.unknownUsers(organizationId, after, before)));
+    problems.push(...this.restoreMaskedKeys(after, before), ...duplicateModelIds(after), ...unknownUsers(after, before, members));
     const bytes = Buffer.byteLength(JSON.stringify(after));
     if (bytes > SETTINGS_LIMITS.snapshotBytes) {
       problems.push({ field: 'settings', message: `would take ${bytes} bytes as JSON; the limit is ${SETTINGS_LIMITS.snapshotBytes}` });
@@ -175,21 +173,7 @@ export class EnterpriseControlsService {
     return problems;
   }
 
-  /** User ids newly named in the settings must be users of the organization. */
-  private async unknownUsers(organizationId: string, after: EnterpriseSettings, before: EnterpriseSettings): Promise<FieldError[]> {
-    const known = new Set([...before.missionPolicy.allowedUserIds, ...Object.keys(before.userModelPolicies)]);
-    const named: FieldError[] = [
-      ...after.missionPolicy.allowedUserIds.map((id, i) => ({ field: `settings.missionPolicy.allowedUserIds[${i}]`, message: id })),
-      ...Object.keys(after.userModelPolicies).map((id) => ({ field: `settings.userModelPolicies.${id}`, message: id })),
-    ].filter((entry) => !known.has(entry.message));
-    if (named.length === 0) return [];
-    const members = await this.organizations.usersAmong(organizationId, named.map((entry) => entry.message));
-    return named
-      .filter((entry) => !members.has(entry.message.toLowerCase()))
-      .map((entry) => ({ field: entry.field, message: 'is not a user of your organization' }));
-  }
-
-  private async controlsView(organizationId: string, row: ControlRevisionEntity | null): Promise<ControlsView> {
+  private controlsView(organizationId: string, row: ControlRevisionEntity | null): ControlsView {
     if (!row) return { revision: 0, settings: defaultSettings(), user: null, updatedAt: null };
     return toChangeView(row, this.masked(organizationId, row.settings));
   }
@@ -249,6 +233,24 @@ function mismatch(current: number, expected: number[]): EnterpriseControlsError 
     `The controls are at revision ${current}, not ${expected.join(' or ')} as If-Match expects: someone changed them since you read them. Read them again and reapply your change.`,
     { currentRevision: current },
   );
+}
+
+/** The user ids a patch names (mission access, per-user model policies), to look up before the transaction. */
+function userIdsNamedBy(patch: Record<string, unknown>): string[] {
+  const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+  const mission = isObject(patch.missionPolicy) && Array.isArray(patch.missionPolicy.allowedUserIds) ? patch.missionPolicy.allowedUserIds : [];
+  const policies = isObject(patch.userModelPolicies) ? Object.keys(patch.userModelPolicies) : [];
+  return [...mission, ...policies].filter((id): id is string => typeof id === 'string' && USER_ID.test(id)).slice(0, SETTINGS_LIMITS.listItems + SETTINGS_LIMITS.mapEntries);
+}
+
+/** User ids newly named in the settings must be users of the organization (ids already there may be of users since removed). */
+function unknownUsers(after: EnterpriseSettings, before: EnterpriseSettings, members: Set<string>): FieldError[] {
+  const known = new Set([...before.missionPolicy.allowedUserIds, ...Object.keys(before.userModelPolicies)]);
+  const unknown = (id: string) => !known.has(id) && !members.has(id);
+  return [
+    ...after.missionPolicy.allowedUserIds.flatMap((id, i) => (unknown(id) ? [{ field: `settings.missionPolicy.allowedUserIds[${i}]`, message: 'is not a user of your organization' }] : [])),
+    ...Object.keys(after.userModelPolicies).flatMap((id) => (unknown(id) ? [{ field: `settings.userModelPolicies.${id}`, message: 'is not a user of your organization' }] : [])),
+  ];
 }
 
 function duplicateModelIds(settings: EnterpriseSettings): FieldError[] {

@@ -50,6 +50,7 @@ export class SchemaRegistry {
     this.ajv.addFormat('uuid', isUuid);
     this.ajv.addFormat('uri', (value: string) => URL.canParse(value));
     this.ajv.addFormat('date-time', (value: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value)));
+    this.ajv.addFormat('lowercase-uuid', (value: string) => isUuid(value) && value === value.toLowerCase());
     this.ajv.addFormat('email', (value: string) => EMAIL.test(value));
     this.ajv.addFormat('ip-or-cidr', isIpOrCidr);
     SchemaRegistry.all.push(this);
@@ -98,10 +99,28 @@ export class SchemaRegistry {
 
   /** Every way the value breaks the schema (or holds strings PostgreSQL cannot store); none when valid. */
   problems(name: string, value: unknown): FieldError[] {
+    if (depthOf(value) > MAX_JSON_DEPTH) return [{ field: 'body', message: `nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep` }];
     const validate = this.validator(name);
     if (!validate(value)) return toFieldErrors(validate.errors ?? [], value, (name) => this.schemas[name]);
     return unstorableStrings(value);
   }
+}
+
+/** Deeper bodies are refused before anything walks them: recursive code would run out of stack. */
+export const MAX_JSON_DEPTH = 64;
+
+/** How deeply objects and arrays nest in a value (a scalar is 0), walked without recursion, stopping past the limit. */
+function depthOf(value: unknown): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!;
+    if (item === null || typeof item !== 'object') continue;
+    deepest = Math.max(deepest, depth);
+    if (deepest > MAX_JSON_DEPTH) return deepest;
+    for (const child of Object.values(item)) stack.push([child, depth + 1]);
+  }
+  return deepest;
 }
 
 // eslint-disable-next-line no-control-regex -- finding NUL is the point
@@ -152,6 +171,8 @@ export function toFieldErrors(errors: ErrorObject[], body: unknown, resolve: Res
   const seen = new Set<string>();
   const out: FieldError[] = [];
   for (const error of errors) {
+    // Ajv adds a summary ("property name must be valid") after the error that says why.
+    if (error.keyword === 'propertyNames') continue;
     const { field, message } = describe(error, resolve);
     const key = `${field}\u0000${message}`;
     if (!seen.has(key)) {
@@ -163,6 +184,12 @@ export function toFieldErrors(errors: ErrorObject[], body: unknown, resolve: Res
 }
 
 function describe(error: ErrorObject, resolve: Resolve): FieldError {
+  if (error.propertyName !== undefined) {
+    // A map's key broke the rule: name the key, and say the rule is about keys.
+    const { message } = describe({ ...error, propertyName: undefined }, resolve);
+    const parent = pathOf(error.instancePath);
+    return { field: parent ? `${parent}.${error.propertyName}` : error.propertyName, message: `is not an accepted key: it ${message}` };
+  }
   const path = pathOf(error.instancePath);
   const child = (name: string) => (path ? `${path}.${name}` : name);
   const params = error.params as Record<string, unknown>;
@@ -212,6 +239,7 @@ function pathOf(instancePath: string): string {
 
 const FORMAT_NAMES: Record<string, string> = {
   uuid: 'a UUID',
+  'lowercase-uuid': 'an id as the API writes it (a lower-case UUID)',
   uri: 'an absolute URL',
   email: 'an email address',
   'ip-or-cidr': 'an IP address or a CIDR block (e.g. 10.0.0.0/8)',

@@ -144,7 +144,7 @@ computer; its agent reports the machine's \`hostname\` with \`POST /api/v0/agent
 (per organization, from 1, no gaps) holding the whole snapshot, its diff and the user who made it (their id, email and name
 as they were); a change that alters nothing creates no revision. \`If-Match: "N"\` makes the change conditional: another revision
 in force answers **412** \`revision_mismatch\` (\`metadata.currentRevision\`). Without it, concurrent changes are applied one after
-the other, each on the revision before it. \`GET …/history\` lists revisions newest first (the spec's shape);
+the other (under a lock per organization), each on the revision before it. \`GET …/history\` lists revisions newest first (the spec's shape);
 \`GET …/history/{revision}\` (added) adds \`diff\`: RFC 6902 operations from the revision before (the defaults, for revision 1).
 Writing a revision is applying it: every module reads the latest revision, so no change is ever written but not in force.
 Each instance reuses an organization's controls for \`CONTROLS_CACHE_MS\` (default 1 s); a change takes effect at once on the
@@ -156,7 +156,8 @@ instance that made it, within that time on the others. Each change publishes \`e
 organization) → any fields of \`modelPolicy\`, which replace the organization's for that user; \`enabledPlugins\`
 \`plugin@marketplace\` → on/off; \`extraKnownMarketplaces\` name → \`{source, repo, ref?}\`. Marketplace \`source\` (a code host):
 github, gitlab, bitbucket, git. Limits: lists 1,000 entries, strings 2,048 characters (guidance 16,384), 100 custom models,
-maps 500 entries, 100 router rules, \`sessionRetentionDays\` 1-36,500, the whole snapshot 1 MiB. Defaults: nothing is
+maps 500 entries, 100 router rules, \`sessionRetentionDays\` 1-36,500, nesting 64 levels, the whole snapshot 1 MiB. User ids
+(\`missionPolicy.allowedUserIds\`, \`userModelPolicies\` keys) are written as the API writes them, in lower case. Defaults: nothing is
 restricted that was open before (every model allowed, both kinds of computers on, no retention); see schema \`EnterpriseSettings\`.
 
 **Custom model keys.** \`apiKey\` is encrypted at rest (AES-256-GCM, \`SECRETS_KEY\`) and never answered in full: every answer,
@@ -178,8 +179,7 @@ lists, sandbox, network policy, MCP policy and overrides, plugins and marketplac
 defaults, and the caller's effective \`modelPolicy\`.
 
 **Status codes.** 200; 400 \`validation_failed\` (also a malformed \`If-Match\`), \`invalid_cursor\`; 401; 403
-\`insufficient_role\`; 404 \`revision_not_found\`; 409 \`too_many_concurrent_changes\` (a change that lost the race 20 times);
-412 \`revision_mismatch\`; 413; 415; 503 \`secret_unreadable\` (a stored key no key in \`SECRETS_KEY\` decrypts).
+\`insufficient_role\`; 404 \`revision_not_found\`; 412 \`revision_mismatch\`; 413; 415; 503 \`secret_unreadable\` (a stored key no key in \`SECRETS_KEY\` decrypts).
 
 ## Idempotency
 The POSTs under \`/api/v0/sessions\` and \`/api/v0/agent\` (not connect) take an optional \`Idempotency-Key\` header (1-255 visible ASCII characters, per user, remembered for

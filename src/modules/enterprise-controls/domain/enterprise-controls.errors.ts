@@ -3,7 +3,6 @@ import { DomainError, ErrorKind } from '../../../platform/http/domain-error';
 export enum EnterpriseControlsErrorCode {
   RevisionNotFound = 'revision_not_found',
   RevisionMismatch = 'revision_mismatch',
-  TooManyConcurrentChanges = 'too_many_concurrent_changes',
   SecretUnreadable = 'secret_unreadable',
 }
 
@@ -14,8 +13,6 @@ export class EnterpriseControlsError extends DomainError<EnterpriseControlsError
         return ErrorKind.NotFound;
       case EnterpriseControlsErrorCode.RevisionMismatch:
         return ErrorKind.PreconditionFailed;
-      case EnterpriseControlsErrorCode.TooManyConcurrentChanges:
-        return ErrorKind.Conflict;
       case EnterpriseControlsErrorCode.SecretUnreadable:
         return ErrorKind.Unavailable;
     }

@@ -22,16 +22,17 @@ const list = (items: SchemaObject, description: string, maxItems: number = L.lis
   items,
   description: `${description} At most ${maxItems} entries.`,
 });
-const map = (values: SchemaObject, description: string, maxEntries: number = L.mapEntries): SchemaObject => ({
+const mapKey: SchemaObject = { minLength: 1, maxLength: 256, pattern: NO_CONTROL_CHARACTERS };
+const map = (values: SchemaObject, description: string, keys: SchemaObject = mapKey, maxEntries: number = L.mapEntries): SchemaObject => ({
   type: 'object',
   maxProperties: maxEntries,
-  propertyNames: { minLength: 1, maxLength: 256, pattern: NO_CONTROL_CHARACTERS },
+  propertyNames: keys,
   additionalProperties: values,
   description: `${description} At most ${maxEntries} entries; keys 1-256 characters.`,
 });
 const httpUrl: SchemaObject = { type: 'string', maxLength: L.string, format: 'uri', pattern: '^https?://' };
 const email: SchemaObject = { type: 'string', maxLength: 254, format: 'email' };
-const userId: SchemaObject = { type: 'string', format: 'uuid' };
+const userId: SchemaObject = { type: 'string', format: 'lowercase-uuid' };
 const positive = (max: number, description?: string): SchemaObject => ({ type: 'integer', minimum: 1, maximum: max, ...(description ? { description } : {}) });
 const port: SchemaObject = { type: 'integer', minimum: 1, maximum: 65535 };
 
@@ -82,6 +83,7 @@ const settingsProperties: Record<string, SchemaObject> = {
     userModelPolicies: map(
       closed([], modelPolicyProperties, 'Any fields of `modelPolicy`; they replace the organization\'s for this user.'),
       'User id (a user of the organization) → a partial model policy laid over `modelPolicy` for that user.',
+      { format: 'lowercase-uuid' },
     ),
     enabledPlugins: map({ type: 'boolean' }, '`plugin@marketplace` → whether agents load it.'),
     extraKnownMarketplaces: map(
