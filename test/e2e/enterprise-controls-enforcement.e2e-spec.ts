@@ -1,10 +1,10 @@
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { randomUUID } from 'node:crypto';
 import type { Response } from 'supertest';
-import { ApiKeysService, OrganizationsService, Role } from '../../src/modules/auth';
+import { Role } from '../../src/modules/auth';
 import { OrganizationFeatures } from '../../src/modules/auth/entities/organization.entity';
 import { SettingsRevisedEvent } from '../../src/modules/enterprise-controls/events';
-import { createOrganization, TestUser } from '../utils/factories';
+import { createOrganization, createUser } from '../utils/factories';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
 import { expectStatus, expectV0Error } from '../utils/v0-errors';
@@ -22,31 +22,11 @@ type Body = Record<string, any>;
 type Org = { id: string; slug: string };
 type Auth = { Authorization: string };
 
-interface Person extends TestUser {
-  email: string;
-}
-
 const CONTROLS = '/api/v0/organization/enterprise-controls';
 const POLICY = '/api/v0/agent/policy';
 
 const byomBody = () => ({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' });
 const managedBody = () => ({ name: 'box', provider: 'local' });
-
-/** A user with a known email and a fresh API key (factories.ts's createUser, with the email ours). */
-async function person(t: TestApp, role: Role, org: Org, email = `${role}-${randomUUID().slice(0, 8)}@example.test`): Promise<Person> {
-  const user = await t.app.get(OrganizationsService).createUser(org.slug, { email, name: `A ${role}`, role });
-  const { entity, key } = await t.app.get(ApiKeysService).create({ organizationId: org.id, userId: user.id, name: 'test' });
-  return {
-    organizationId: org.id,
-    organizationSlug: org.slug,
-    userId: user.id,
-    role,
-    key,
-    apiKeyId: entity.id,
-    auth: { Authorization: `Bearer ${key}` },
-    email: user.email,
-  };
-}
 
 async function newOrg(t: TestApp, features: OrganizationFeatures = {}): Promise<Org> {
   const org = await createOrganization(t, features);
@@ -85,8 +65,8 @@ describe('Enterprise controls in force', () => {
   describe('sessionDefaultSettings', () => {
     it('fills model and specModeModel into new sessions that name none, and stops once removed', async () => {
       const org = await newOrg(t);
-      const owner = await person(t, Role.Owner, org);
-      const member = await person(t, Role.Member, org);
+      const owner = await createUser(t, Role.Owner, org);
+      const member = await createUser(t, Role.Member, org);
 
       const before = await createSession(member.auth, { title: 'before' });
       expectStatus(before, 201);
@@ -122,8 +102,8 @@ describe('Enterprise controls in force', () => {
   describe('modelPolicy', () => {
     it('a blocked model answers 403 naming modelPolicy.blockedModelIds on create, and is allowed again once unblocked', async () => {
       const org = await newOrg(t);
-      const manager = await person(t, Role.Manager, org);
-      const member = await person(t, Role.Member, org);
+      const manager = await createUser(t, Role.Manager, org);
+      const member = await createUser(t, Role.Member, org);
 
       expectStatus(await createSession(member.auth, { sessionSettings: { model: 'model-b' } }), 201);
 
@@ -148,8 +128,8 @@ describe('Enterprise controls in force', () => {
 
     it('a session cannot be switched to a blocked model with PATCH, and keeps its model', async () => {
       const org = await newOrg(t);
-      const owner = await person(t, Role.Owner, org);
-      const member = await person(t, Role.Member, org);
+      const owner = await createUser(t, Role.Owner, org);
+      const member = await createUser(t, Role.Member, org);
       const session = await createSession(member.auth, { sessionSettings: { model: 'model-a' } });
       expectStatus(session, 201);
       const id = session.body.sessionId as string;
@@ -175,8 +155,8 @@ describe('Enterprise controls in force', () => {
 
     it('a session whose model was blocked after it chose it takes no more messages, until unblocked', async () => {
       const org = await newOrg(t);
-      const owner = await person(t, Role.Owner, org);
-      const member = await person(t, Role.Member, org);
+      const owner = await createUser(t, Role.Owner, org);
+      const member = await createUser(t, Role.Member, org);
       const session = await createSession(member.auth, { sessionSettings: { model: 'model-b' } });
       expectStatus(session, 201);
       const id = session.body.sessionId as string;
@@ -198,8 +178,8 @@ describe('Enterprise controls in force', () => {
 
     it('with allowAllServiceModels off only allowedModelIds may be used; refusals name modelPolicy.allowedModelIds', async () => {
       const org = await newOrg(t);
-      const owner = await person(t, Role.Owner, org);
-      const member = await person(t, Role.Member, org);
+      const owner = await createUser(t, Role.Owner, org);
+      const member = await createUser(t, Role.Member, org);
       expectStatus(await createSession(member.auth, { sessionSettings: { model: 'model-z' } }), 201);
 
       await change(t, owner.auth, { modelPolicy: { allowAllServiceModels: false, allowedModelIds: ['model-a'] } });
@@ -214,8 +194,8 @@ describe('Enterprise controls in force', () => {
 
     it('a model in requireExplicitOptInModelIds is refused until it is also in allowedModelIds', async () => {
       const org = await newOrg(t);
-      const owner = await person(t, Role.Owner, org);
-      const member = await person(t, Role.Member, org);
+      const owner = await createUser(t, Role.Owner, org);
+      const member = await createUser(t, Role.Member, org);
       expectStatus(await createSession(member.auth, { sessionSettings: { model: 'preview-model' } }), 201);
 
       await change(t, owner.auth, { modelPolicy: { requireExplicitOptInModelIds: ['preview-model'] } });
@@ -232,8 +212,8 @@ describe('Enterprise controls in force', () => {
 
     it('custom models need allowCustomModels and a baseUrl under allowedBaseUrls; blockedModelIds comes first', async () => {
       const org = await newOrg(t);
-      const owner = await person(t, Role.Owner, org);
-      const member = await person(t, Role.Member, org);
+      const owner = await createUser(t, Role.Owner, org);
+      const member = await createUser(t, Role.Member, org);
       const custom = { id: 'corp-llm', model: 'llama', baseUrl: 'https://llm.corp.example/v1' };
 
       // Not yet a custom model: an ordinary model id, allowed.
@@ -264,9 +244,9 @@ describe('Enterprise controls in force', () => {
 
     it('a userModelPolicies entry replaces the organization\'s fields for that user only', async () => {
       const org = await newOrg(t);
-      const owner = await person(t, Role.Owner, org);
-      const restricted = await person(t, Role.Member, org);
-      const colleague = await person(t, Role.Member, org);
+      const owner = await createUser(t, Role.Owner, org);
+      const restricted = await createUser(t, Role.Member, org);
+      const colleague = await createUser(t, Role.Member, org);
 
       await change(t, owner.auth, { modelPolicy: { blockedModelIds: ['org-blocked'] } });
       expectModelRefused(await createSession(restricted.auth, { sessionSettings: { model: 'org-blocked' } }), 'modelPolicy.blockedModelIds', 'org-blocked');
@@ -297,10 +277,10 @@ describe('Enterprise controls in force', () => {
   describe('restrictMemberVisibility', () => {
     it('members then see only their own sessions: others\' are missing from the list and answer 404; admins still see all', async () => {
       const org = await newOrg(t, { messageHistory: true });
-      const owner = await person(t, Role.Owner, org);
-      const manager = await person(t, Role.Manager, org);
-      const alice = await person(t, Role.Member, org);
-      const bob = await person(t, Role.Member, org);
+      const owner = await createUser(t, Role.Owner, org);
+      const manager = await createUser(t, Role.Manager, org);
+      const alice = await createUser(t, Role.Member, org);
+      const bob = await createUser(t, Role.Member, org);
       const ownerSession = (await createSession(owner.auth, { title: 'owner' }).expect(201)).body.sessionId as string;
       const aliceSession = (await createSession(alice.auth, { title: 'alice' }).expect(201)).body.sessionId as string;
       const bobSession = (await createSession(bob.auth, { title: 'bob' }).expect(201)).body.sessionId as string;
@@ -335,10 +315,10 @@ describe('Enterprise controls in force', () => {
   describe('restrictApiKeyCreationToManagers', () => {
     it('members and guests then get 403 creating API keys; managers and owners still create them', async () => {
       const org = await newOrg(t);
-      const owner = await person(t, Role.Owner, org);
-      const manager = await person(t, Role.Manager, org);
-      const member = await person(t, Role.Member, org);
-      const guest = await person(t, Role.Guest, org);
+      const owner = await createUser(t, Role.Owner, org);
+      const manager = await createUser(t, Role.Manager, org);
+      const member = await createUser(t, Role.Member, org);
+      const guest = await createUser(t, Role.Guest, org);
       const createKey = (user: Auth) => t.http().post('/settings/api-keys').set(user).send({ name: 'ci' });
 
       for (const user of [owner, manager, member, guest]) expectStatus(await createKey(user.auth), 201);
@@ -365,8 +345,8 @@ describe('Enterprise controls in force', () => {
   describe('computers', () => {
     it('managedComputersEnabled off refuses managed computers with 403 computer_provider_disabled; BYOM is unaffected', async () => {
       const org = await newOrg(t);
-      const owner = await person(t, Role.Owner, org);
-      const member = await person(t, Role.Member, org);
+      const owner = await createUser(t, Role.Owner, org);
+      const member = await createUser(t, Role.Member, org);
       expectStatus(await createComputer(member.auth, managedBody()), 201);
 
       await change(t, owner.auth, { managedComputersEnabled: false });
@@ -385,8 +365,8 @@ describe('Enterprise controls in force', () => {
 
     it('byomComputersEnabled off refuses BYOM computers with 403 computer_provider_disabled; managed ones are unaffected', async () => {
       const org = await newOrg(t);
-      const owner = await person(t, Role.Owner, org);
-      const member = await person(t, Role.Member, org);
+      const owner = await createUser(t, Role.Owner, org);
+      const member = await createUser(t, Role.Member, org);
       expectStatus(await createComputer(member.auth, byomBody()), 201);
 
       await change(t, owner.auth, { byomComputersEnabled: false });
@@ -403,9 +383,9 @@ describe('Enterprise controls in force', () => {
 
     it('managedComputersAllowedEmails limits managed computers to listed people, emails compared case-insensitively', async () => {
       const org = await newOrg(t);
-      const owner = await person(t, Role.Owner, org);
-      const listed = await person(t, Role.Member, org);
-      const unlisted = await person(t, Role.Member, org);
+      const owner = await createUser(t, Role.Owner, org);
+      const listed = await createUser(t, Role.Member, org);
+      const unlisted = await createUser(t, Role.Member, org);
       expectStatus(await createComputer(unlisted.auth, managedBody()), 201);
 
       await change(t, owner.auth, { managedComputersAllowedEmails: [listed.email.toUpperCase()] });
@@ -424,9 +404,9 @@ describe('Enterprise controls in force', () => {
 
     it('byomComputersAllowedEmails limits BYOM computers to listed people, emails compared case-insensitively', async () => {
       const org = await newOrg(t);
-      const owner = await person(t, Role.Owner, org);
-      const listed = await person(t, Role.Member, org, `Mixed.Case-${randomUUID().slice(0, 8)}@Example.Test`);
-      const unlisted = await person(t, Role.Member, org);
+      const owner = await createUser(t, Role.Owner, org);
+      const listed = await createUser(t, Role.Member, org, `Mixed.Case-${randomUUID().slice(0, 8)}@Example.Test`);
+      const unlisted = await createUser(t, Role.Member, org);
       expectStatus(await createComputer(unlisted.auth, byomBody()), 201);
 
       await change(t, owner.auth, { byomComputersAllowedEmails: ['someone-else@example.test', listed.email.toUpperCase()] });
@@ -444,9 +424,9 @@ describe('Enterprise controls in force', () => {
   describe('agent policy', () => {
     it('serves the agent-side controls to users and to computers\' agent tokens, keys masked, following each revision', async () => {
       const org = await newOrg(t);
-      const owner = await person(t, Role.Owner, org);
-      const member = await person(t, Role.Member, org);
-      const guest = await person(t, Role.Guest, org);
+      const owner = await createUser(t, Role.Owner, org);
+      const member = await createUser(t, Role.Member, org);
+      const guest = await createUser(t, Role.Guest, org);
       const secret = `sk-live-${randomUUID()}-QZ7x`;
       const computer = await createComputer(member.auth, byomBody());
       expectStatus(computer, 201);
@@ -540,8 +520,8 @@ describe('Enterprise controls in force', () => {
     it('is each organization\'s own', async () => {
       const first = await newOrg(t);
       const second = await newOrg(t);
-      const firstOwner = await person(t, Role.Owner, first);
-      const secondMember = await person(t, Role.Member, second);
+      const firstOwner = await createUser(t, Role.Owner, first);
+      const secondMember = await createUser(t, Role.Member, second);
       await change(t, firstOwner.auth, { commandBlocklist: ['curl'] });
       const res = await t.http().get(POLICY).set(secondMember.auth).expect(200);
       expect(res.body).toMatchObject({ revision: 0, commandBlocklist: [] });
@@ -551,8 +531,8 @@ describe('Enterprise controls in force', () => {
   describe('who may change the controls', () => {
     it('a member or guest cannot change them, and their attempt has no effect', async () => {
       const org = await newOrg(t);
-      const member = await person(t, Role.Member, org);
-      const guest = await person(t, Role.Guest, org);
+      const member = await createUser(t, Role.Member, org);
+      const guest = await createUser(t, Role.Guest, org);
       for (const user of [member, guest]) {
         const res = await t.http().patch(CONTROLS).set(user.auth).send({ settings: { modelPolicy: { blockedModelIds: ['model-a'] } } });
         expectV0Error(res, 403, 'insufficient_role');
@@ -565,7 +545,7 @@ describe('Enterprise controls in force', () => {
   describe('enterpriseControls.settings.revised', () => {
     it('is published for a change that alters something, naming its revision, user and top-level settings; not for one that alters nothing', async () => {
       const org = await newOrg(t);
-      const manager = await person(t, Role.Manager, org);
+      const manager = await createUser(t, Role.Manager, org);
       const events: SettingsRevisedEvent[] = [];
       const listener = (event: SettingsRevisedEvent) => {
         if (event.organizationId === org.id) events.push(event);
@@ -626,8 +606,8 @@ async function until(done: () => boolean, timeoutMs = 5_000): Promise<void> {
 
   it('a change through one instance is enforced by the other at once, and reverting through the other applies on the first', async () => {
     const org = await newOrg(a);
-    const owner = await person(a, Role.Owner, org);
-    const member = await person(a, Role.Member, org);
+    const owner = await createUser(a, Role.Owner, org);
+    const member = await createUser(a, Role.Member, org);
     const createIn = (app: TestApp) => app.http().post('/api/v0/sessions').set(member.auth).send({ sessionSettings: { model: 'model-b' } });
     const createKeyIn = (app: TestApp) => app.http().post('/settings/api-keys').set(member.auth).send({ name: 'ci' });
 

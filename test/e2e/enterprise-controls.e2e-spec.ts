@@ -1,4 +1,5 @@
 import Ajv, { ValidateFunction } from 'ajv';
+import { randomBytes } from 'node:crypto';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
@@ -311,6 +312,26 @@ describe('Enterprise controls', () => {
       expect(res.body).toMatchObject({ revision: 1, settings: { restrictApiKeyCreationToManagers: true, customModels: [{ apiKey: '****WXYZ' }] } });
       const kept = await second.http().patch(CONTROLS).set(owner.auth).send({ settings: { customModels: res.body.settings.customModels, disableAutoUpdate: true } }).expect(200);
       expect(kept.body.revision).toBe(2);
+    } finally {
+      await second.close();
+      await database.drop();
+    }
+  });
+
+  it('with the encrypting key gone from SECRETS_KEY, keys read as **** and a change answers 503, changing nothing', async () => {
+    const database = await createTestDatabase();
+    const first = await startTestApp({ SECRETS_KEY: randomBytes(32).toString('base64') }, database);
+    const owner = await createUser(first, Role.Owner);
+    await first.http().patch(CONTROLS).set(owner.auth).send({ settings: { customModels: [LLAMA] } }).expect(200);
+    await first.close();
+    const second = await startTestApp({ SECRETS_KEY: randomBytes(32).toString('base64') }, database);
+    try {
+      const read = await second.http().get(CONTROLS).set(owner.auth).expect(200);
+      expect(read.body.settings.customModels[0].apiKey).toBe('****');
+      const res = await second.http().patch(CONTROLS).set(owner.auth).send({ settings: { ideAutoConnect: false } });
+      expectV0Error(res, 503, 'secret_unreadable');
+      expect(res.body.detail).toContain('custom:llama');
+      expect((await second.http().get(CONTROLS).set(owner.auth).expect(200)).body.revision).toBe(1);
     } finally {
       await second.close();
       await database.drop();

@@ -8,6 +8,7 @@ export interface TestUser {
   organizationSlug: string;
   userId: string;
   role: Role;
+  email: string;
   key: string;
   apiKeyId: string;
   /** `{ Authorization: 'Bearer <key>' }` */
@@ -20,17 +21,21 @@ export async function createOrganization(t: TestApp, features: OrganizationFeatu
 }
 
 /** A user of the given role with a fresh API key, in the given organization or a new one. */
-export async function createUser(t: TestApp, role: Role, organization?: { id: string; slug: string }): Promise<TestUser> {
+export async function createUser(
+  t: TestApp,
+  role: Role,
+  organization?: { id: string; slug: string },
+  email = `${role}-${randomUUID().slice(0, 8)}@example.test`,
+): Promise<TestUser> {
   const org = organization ?? (await createOrganization(t));
-  const user = await t.app
-    .get(OrganizationsService)
-    .createUser(org.slug, { email: `${role}-${randomUUID().slice(0, 8)}@example.test`, name: `A ${role}`, role });
+  const user = await t.app.get(OrganizationsService).createUser(org.slug, { email, name: `A ${role}`, role });
   const { entity, key } = await t.app.get(ApiKeysService).create({ organizationId: org.id, userId: user.id, name: 'test' });
   return {
     organizationId: org.id,
     organizationSlug: org.slug,
     userId: user.id,
     role,
+    email: user.email,
     key,
     apiKeyId: entity.id,
     auth: { Authorization: `Bearer ${key}` },

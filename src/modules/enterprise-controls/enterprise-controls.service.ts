@@ -11,7 +11,7 @@ import { looksMasked, maskApiKey } from './domain/api-key-mask';
 import { EnterpriseControlsError, EnterpriseControlsErrorCode } from './domain/enterprise-controls.errors';
 import { applyMergePatch, nulledPaths } from './domain/merge-patch';
 import { effectiveModelPolicy } from './domain/model-policy';
-import { defaultSettings, EnterpriseSettings, SETTINGS_LIMITS } from './domain/settings';
+import { CustomModel, defaultSettings, EnterpriseSettings, SETTINGS_LIMITS } from './domain/settings';
 import { diffSettings, maskSettings } from './domain/settings-diff';
 import { ControlChangeView, ControlRevisionView, ControlsView, toChangeView } from './domain/views';
 import { AGENT_POLICY_FIELDS, AgentPolicyView } from './domain/agent-policy';
@@ -178,8 +178,28 @@ export class EnterpriseControlsService {
     return toChangeView(row, this.masked(organizationId, row.settings));
   }
 
-  /** The stored settings with every key decrypted; only ever held in memory. */
+  /** The stored settings with every key decrypted; only ever held in memory. 503 when a key cannot be decrypted. */
   private reveal(organizationId: string, sealed: EnterpriseSettings): EnterpriseSettings {
+    return this.decryptKeys(organizationId, sealed, (model, error) => {
+      throw new EnterpriseControlsError(
+        EnterpriseControlsErrorCode.SecretUnreadable,
+        `The stored key of custom model "${model.id}" cannot be decrypted with SECRETS_KEY; an operator must restore the key it was encrypted with.`,
+        { reason: error.message },
+      );
+    });
+  }
+
+  /** Stored settings as answered: each key as its mask ("****" if it can no longer be decrypted, which is logged). */
+  private masked(organizationId: string, sealed: EnterpriseSettings): EnterpriseSettings {
+    return maskSettings(
+      this.decryptKeys(organizationId, sealed, (model) => {
+        this.logger.error({ organizationId, customModelId: model.id }, 'A custom model key cannot be decrypted with SECRETS_KEY');
+        return '****';
+      }),
+    );
+  }
+
+  private decryptKeys(organizationId: string, sealed: EnterpriseSettings, unreadable: (model: CustomModel, error: Error) => string): EnterpriseSettings {
     return {
       ...sealed,
       customModels: sealed.customModels.map((model) => {
@@ -187,11 +207,7 @@ export class EnterpriseControlsService {
         try {
           return { ...model, apiKey: this.box.decrypt(model.apiKey, organizationId) };
         } catch (error) {
-          throw new EnterpriseControlsError(
-            EnterpriseControlsErrorCode.SecretUnreadable,
-            `The stored key of custom model "${model.id}" cannot be decrypted with SECRETS_KEY; an operator must restore the key it was encrypted with.`,
-            { reason: (error as Error).message },
-          );
+          return { ...model, apiKey: unreadable(model, error as Error) };
         }
       }),
     };
@@ -208,22 +224,6 @@ export class EnterpriseControlsService {
         return { ...model, apiKey: envelope ?? this.box.encrypt(model.apiKey, organizationId) };
       }),
     };
-  }
-
-  /** Stored settings as answered: each key as its mask ("****" if it can no longer be decrypted). */
-  private masked(organizationId: string, sealed: EnterpriseSettings): EnterpriseSettings {
-    return maskSettings({
-      ...sealed,
-      customModels: sealed.customModels.map((model) => {
-        if (model.apiKey === undefined) return model;
-        try {
-          return { ...model, apiKey: this.box.decrypt(model.apiKey, organizationId) };
-        } catch {
-          this.logger.error({ organizationId, customModelId: model.id }, 'A custom model key cannot be decrypted with SECRETS_KEY');
-          return { ...model, apiKey: '****' };
-        }
-      }),
-    });
   }
 }
 
