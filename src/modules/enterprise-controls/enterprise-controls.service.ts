@@ -29,7 +29,7 @@ export interface InForce {
 const HISTORY_LIST = 'enterprise-control-history';
 
 /** A user id as the API writes it: a lower-case UUID. */
-export const USER_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const USER_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 
 /**
