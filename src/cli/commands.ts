@@ -13,6 +13,7 @@ export const USAGE = `Usage: npm run cli -- <command> [arguments]
   key:revoke <apiKeyId>                         revoke an API key at once
   feature:enable <org> message-history          enable an organization feature
   feature:disable <org> message-history         disable it
+  readiness evaluate <path> [--json] [--upload]  evaluate a git repository's readiness for agents
   help                                          this text
 
 Configuration comes from the environment, as for the server (DATABASE_URL or DATA_DIR).

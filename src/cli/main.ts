@@ -5,6 +5,7 @@ import { DataDirectoryBusyError } from '../platform/database/embedded-postgres';
 import { DomainError } from '../platform/http/domain-error';
 import { CliModule } from './cli.module';
 import { COMMANDS, USAGE, UsageError } from './commands';
+import { runReadiness } from './readiness-command';
 
 /** Exit codes: 0 done, 1 refused (e.g. not found, already exists), 2 database busy, 64 usage. */
 async function main(argv: string[]): Promise<number> {
@@ -13,6 +14,8 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return name ? 0 : 64;
   }
+  // Evaluating a repository needs no database.
+  if (name === 'readiness') return runReadiness(args);
   const command = COMMANDS[name];
   if (!command) {
     console.error(`Unknown command "${name}".\n\n${USAGE}`);
