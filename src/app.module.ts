@@ -6,6 +6,7 @@ import { DemoModule } from './demo/demo.module';
 import { AuthModule } from './modules/auth';
 import { ComputersModule } from './modules/computers';
 import { EnterpriseControlsModule } from './modules/enterprise-controls';
+import { ReadinessModule } from './modules/readiness';
 import { HealthModule } from './modules/health/health.module';
 import { SessionsModule } from './modules/sessions';
 import { ConfigModule } from './config/config.module';
@@ -31,6 +32,7 @@ export class AppModule {
         SessionsModule,
         ComputersModule,
         EnterpriseControlsModule,
+        ReadinessModule,
         HealthModule,
         DemoModule,
       ],

@@ -6,6 +6,8 @@ import { MessageEntity, SessionEntity, TokenUsageDailyEntity } from './modules/s
 import { ComputerEntity, ProvisioningStepEntity } from './modules/computers/entities';
 import { EnterpriseControls1763971200000 } from './migrations/1763971200000-EnterpriseControls';
 import { ControlRevisionEntity } from './modules/enterprise-controls/entities';
+import { Readiness1764057600000 } from './migrations/1764057600000-Readiness';
+import { ReadinessReportEntity } from './modules/readiness/entities';
 import { IdempotencyKeyEntity } from './platform/idempotency/idempotency-key.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
@@ -20,5 +22,6 @@ export const entities = [
   ComputerEntity,
   ProvisioningStepEntity,
   ControlRevisionEntity,
+  ReadinessReportEntity,
 ];
-export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000];
+export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000];

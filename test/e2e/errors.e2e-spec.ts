@@ -304,10 +304,10 @@ describe('Errors and request ids', () => {
   });
 
   describe('readiness-flavoured paths', () => {
-    it('answer detail, status, title and requestId', async () => {
+    it('answer detail, status, title and requestId, with the v0 metadata', async () => {
       const res = await t.http().get('/api/organization/maturity-level-reports/none').set('x-request-id', 'ready-1');
       expect(res.status).toBe(404);
-      expect(res.body).toEqual({ detail: expect.any(String), status: 404, title: 'Not Found', requestId: 'ready-1' });
+      expect(res.body).toEqual({ detail: expect.any(String), status: 404, title: 'Not Found', requestId: 'ready-1', metadata: { code: 'route_not_found' } });
     });
   });
 

@@ -8,12 +8,13 @@ export interface V0ErrorBody {
   metadata?: Record<string, unknown>;
 }
 
-/** The analytics error body; readiness answers it too, with `detail` first. */
+/** The analytics error body; readiness answers it too, with the v0 body's `metadata` when there is any. */
 export interface RequestIdErrorBody {
   title: string;
   detail: string;
   status: number;
   requestId: string;
+  metadata?: Record<string, unknown>;
 }
 
 export type ErrorFlavour = 'v0' | 'analytics' | 'readiness';
@@ -21,7 +22,7 @@ export type ErrorFlavour = 'v0' | 'analytics' | 'readiness';
 /** Which error body a path answers with, per the spec's Errors section and the reference documents. */
 export function errorFlavourOf(path: string): ErrorFlavour {
   if (path.startsWith('/api/v1/')) return 'analytics';
-  if (path.startsWith('/api/organization/maturity-level-reports')) return 'readiness';
+  if (path.startsWith('/api/organization/')) return 'readiness';
   return 'v0';
 }
 
@@ -40,5 +41,6 @@ export function errorBody(
   if (flavour === 'v0') {
     return metadata && Object.keys(metadata).length > 0 ? { detail, status, title, metadata } : { detail, status, title };
   }
+  if (flavour === 'readiness' && metadata && Object.keys(metadata).length > 0) return { title, detail, status, requestId, metadata };
   return { title, detail, status, requestId };
 }

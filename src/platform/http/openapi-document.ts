@@ -6,7 +6,7 @@ import { SchemaRegistry } from './json-schema';
 export const API_VERSION = '0.1.0';
 
 /** Paths the spec places on `{app_url}` (the web application) rather than `{base_url}`. */
-const APP_URL_PATHS = [/^\/settings\//, /^\/api\/organization\/maturity-level-reports/];
+const APP_URL_PATHS = [/^\/settings\//, /^\/api\/organization\//];
 
 const DESCRIPTION = `
 Open-source implementation of the Agent Platform Public API. Click **Authorize** and paste an API key

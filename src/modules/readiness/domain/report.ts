@@ -1,0 +1,16 @@
+/** The spec's `modelUsed.reasoningEffort` values. */
+export const REASONING_EFFORTS = ['low', 'medium', 'high', 'off'] as const;
+
+/** What one uploaded report may hold (our decision; the spec shows none). */
+export const REPORT_LIMITS = {
+  repoUrl: 2048,
+  apps: 500,
+  appPath: 1024,
+  description: 2000,
+  criteria: 200,
+  rationale: 8192,
+} as const;
+
+/** Reports listed per page at most, whatever positive `limit` asks for. */
+export const MAX_PAGE = 100;
+export const DEFAULT_PAGE = 20;

@@ -1,0 +1,1 @@
+export { ReadinessReportEntity } from './readiness-report.entity';

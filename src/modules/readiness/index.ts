@@ -1,0 +1,4 @@
+export { ReadinessModule } from './readiness.module';
+export { ReadinessService } from './readiness.service';
+export type { UploadReportInput } from './readiness.service';
+export * from './events';

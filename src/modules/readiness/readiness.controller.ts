@@ -1,0 +1,77 @@
+import { Body, Controller, Get, Post, Query } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
+import { ref } from '../../platform/http/json-schema';
+import { RequestIdErrorSchema } from '../../platform/http/openapi';
+import { RepositoryView, ReadinessReportView } from './domain/views';
+import { ListReportsQueryDto } from './dto/list-reports.query';
+import { ReadinessService, UploadReportInput } from './readiness.service';
+import { readinessSchemas } from './schemas/readiness.schemas';
+
+const UPLOADERS = [Role.Owner, Role.Manager, Role.Member];
+const LIST = {
+  summary: 'List readiness reports',
+  description:
+    'The organization\'s reports, newest first (by `createdAt`, then `reportId`). Page by passing the last report\'s `reportId` as `startAfter`. ' +
+    'Every role may read.',
+};
+const UPLOAD = {
+  summary: 'Upload a readiness report',
+  description:
+    'Not in the spec; added. Stores a report (e.g. from `npm run cli -- readiness evaluate <path> --upload`); the server assigns `reportId` and `createdAt` and ' +
+    'computes the repository id from `repoUrl`. `numerator` must not exceed `denominator` (at least 1). Owners, managers and members; guests get 403.',
+};
+const reportsSchema = { type: 'object', required: ['reports'], properties: { reports: { type: 'array', items: ref('ReadinessReport') } } };
+
+/** Readiness reports, on `{app_url}` and without a version prefix (spec, Versioning 4), at both of the reference's paths. */
+@ApiTags('Readiness reports')
+@Controller('api/organization')
+@Authenticated()
+@ApiBadRequestResponse({ description: 'Invalid parameters or body; `detail` names the field.', type: RequestIdErrorSchema })
+export class ReadinessController {
+  constructor(private readonly readiness: ReadinessService) {}
+
+  @Get(['maturity-level-reports', 'agent-readiness-reports'])
+  @ApiOperation(LIST)
+  @ApiOkResponse({ schema: reportsSchema })
+  async list(@CurrentPrincipal() principal: Principal, @Query() query: ListReportsQueryDto): Promise<{ reports: ReadinessReportView[] }> {
+    const reports = await this.readiness.list(principal, {
+      repoId: query.repoId,
+      limit: query.limit === undefined ? undefined : Number(query.limit),
+      startAfter: query.startAfter,
+    });
+    return { reports };
+  }
+
+  @Post(['maturity-level-reports', 'agent-readiness-reports'])
+  @Authenticated(...UPLOADERS)
+  @ApiOperation(UPLOAD)
+  @ApiBody({ schema: ref('UploadReadinessReportBody') })
+  @ApiCreatedResponse({ schema: ref('ReadinessReport') })
+  upload(@CurrentPrincipal() principal: Principal, @Body(readinessSchemas.pipe('UploadReadinessReportBody')) body: UploadReportInput): Promise<ReadinessReportView> {
+    return this.readiness.upload(principal, body);
+  }
+
+  @Get('readiness-repositories')
+  @ApiOperation({
+    summary: 'List the organization\'s repositories',
+    description:
+      'Not in the spec; added. Every repository with a report, newest report first, with its `repoId` (for `?repoId=`) and the level of its latest report. ' +
+      'A repository id is `repo_` and 20 hexadecimal digits of the SHA-256 of the normalized URL: host in lower case without credentials or port, path without `.git` or trailing slash, ' +
+      'so `https://host/a/b.git`, `https://host/a/b` and `git@host:a/b.git` are one repository.',
+  })
+  @ApiOkResponse({ schema: { type: 'object', required: ['repositories'], properties: { repositories: { type: 'array', items: ref('ReadinessRepository') } } } })
+  async repositories(@CurrentPrincipal() principal: Principal): Promise<{ repositories: RepositoryView[] }> {
+    return { repositories: await this.readiness.repositories(principal) };
+  }
+
+  @Get('maturity-level')
+  @ApiOperation({
+    summary: 'Read the organization\'s maturity level',
+    description: 'Not in the spec; added. The floor of the mean of its repositories\' latest levels; null before any report.',
+  })
+  @ApiOkResponse({ schema: ref('OrganizationReadiness') })
+  level(@CurrentPrincipal() principal: Principal): Promise<{ level: number | null; levelName: string | null; repositories: number }> {
+    return this.readiness.organizationLevel(principal);
+  }
+}

@@ -1,0 +1,90 @@
+import { Injectable } from '@nestjs/common';
+import { DomainEventBus } from '../../platform/events';
+import { newId, isUuid } from '../../platform/database/ids';
+import { FieldError, validationError } from '../../platform/http/validation';
+import { Principal } from '../auth';
+import { Evaluation, LEVEL_NAMES, maturityLevel, organizationLevel } from './domain/criteria';
+import { DEFAULT_PAGE, MAX_PAGE } from './domain/report';
+import { ReadinessError, ReadinessErrorCode } from './domain/readiness.errors';
+import { repositoryId, toRepoUrl } from './domain/repository-id';
+import { ReadinessReportView, RepositoryView, toReportView } from './domain/views';
+import { ReadinessReportEntity } from './entities';
+import { ReadinessReportCreatedEvent } from './events';
+import { ReadinessRepository } from './readiness.repository';
+
+export interface UploadReportInput {
+  repoUrl: string;
+  apps: Record<string, { description: string }>;
+  report: Record<string, Evaluation>;
+  commitHash?: string;
+  branch?: string;
+  hasLocalChanges?: boolean;
+  hasNonRemoteCommits?: boolean;
+  modelUsed?: { id: string; reasoningEffort: string };
+  agentVersion?: string;
+}
+
+/** Readiness reports: stored as uploaded, listed newest first, rolled up into levels. */
+@Injectable()
+export class ReadinessService {
+  constructor(
+    private readonly repository: ReadinessRepository,
+    private readonly events: DomainEventBus,
+  ) {}
+
+  async upload(principal: Principal, input: UploadReportInput): Promise<ReadinessReportView> {
+    const repoUrl = toRepoUrl(input.repoUrl);
+    const problems: FieldError[] = [];
+    if (!repoUrl) problems.push({ field: 'repoUrl', message: 'must be an http(s), ssh, git or file URL, or an scp-like address (git@host:org/repo.git)' });
+    for (const [id, evaluation] of Object.entries(input.report)) {
+      if (evaluation.numerator > evaluation.denominator) problems.push({ field: `report.${id}.numerator`, message: 'must not exceed denominator' });
+    }
+    if (problems.length > 0) throw validationError(problems);
+    const row = Object.assign(new ReadinessReportEntity(), {
+      id: newId(),
+      organizationId: principal.organizationId,
+      repoId: repositoryId(repoUrl!),
+      repoUrl: repoUrl!,
+      createdAt: new Date(),
+      apps: input.apps,
+      report: input.report,
+      commitHash: input.commitHash ?? null,
+      branch: input.branch ?? null,
+      hasLocalChanges: input.hasLocalChanges ?? null,
+      hasNonRemoteCommits: input.hasNonRemoteCommits ?? null,
+      modelUsed: input.modelUsed ?? null,
+      agentVersion: input.agentVersion ?? null,
+      level: maturityLevel(input.report),
+      uploadedBy: principal.userId,
+    });
+    await this.repository.insert(row);
+    this.events.publish(new ReadinessReportCreatedEvent(row.organizationId, row.createdAt, row.id, row.repoId, row.level, row.uploadedBy));
+    return toReportView(row);
+  }
+
+  /** Newest first; `startAfter` must be a report of the organization (else 400), `limit` is capped at MAX_PAGE. */
+  async list(principal: Principal, query: { repoId?: string; limit?: number; startAfter?: string }): Promise<ReadinessReportView[]> {
+    let after: { createdAt: Date; id: string } | undefined;
+    if (query.startAfter !== undefined) {
+      const position = isUuid(query.startAfter) ? await this.repository.position(principal.organizationId, query.startAfter.toLowerCase()) : null;
+      if (!position) {
+        throw new ReadinessError(ReadinessErrorCode.UnknownCursor, 'startAfter: is not the reportId of a report of your organization; pass the reportId of the last report of the previous page', {
+          errors: [{ field: 'startAfter', message: 'is not the reportId of a report of your organization' }],
+        });
+      }
+      after = position;
+    }
+    const rows = await this.repository.list(principal.organizationId, { repoId: query.repoId, after }, Math.min(query.limit ?? DEFAULT_PAGE, MAX_PAGE));
+    return rows.map(toReportView);
+  }
+
+  repositories(principal: Principal): Promise<RepositoryView[]> {
+    return this.repository.repositories(principal.organizationId);
+  }
+
+  async organizationLevel(principal: Principal): Promise<{ level: number | null; levelName: string | null; repositories: number }> {
+    const repositories = await this.repository.repositories(principal.organizationId);
+    const level = organizationLevel(repositories.map((repository) => repository.level));
+    return { level, levelName: level === null ? null : LEVEL_NAMES[level - 1], repositories: repositories.length };
+  }
+}
