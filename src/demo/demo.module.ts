@@ -2,15 +2,17 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '../modules/auth';
 import { ComputersModule } from '../modules/computers';
 import { EnterpriseControlsModule } from '../modules/enterprise-controls';
+import { ReadinessModule } from '../modules/readiness';
 import { SessionsModule } from '../modules/sessions';
 import { DemoComputers } from './demo-computers';
 import { DemoControls } from './demo-controls';
 import { DemoConversations } from './demo-conversations';
+import { DemoReadiness } from './demo-readiness';
 import { DemoSeeder } from './demo.seeder';
 
 @Module({
-  imports: [AuthModule, SessionsModule, ComputersModule, EnterpriseControlsModule],
-  providers: [DemoSeeder, DemoConversations, DemoComputers, DemoControls],
+  imports: [AuthModule, SessionsModule, ComputersModule, EnterpriseControlsModule, ReadinessModule],
+  providers: [DemoSeeder, DemoConversations, DemoComputers, DemoControls, DemoReadiness],
   exports: [DemoSeeder],
 })
 export class DemoModule {}

@@ -6,6 +6,7 @@ import { ApiKeysService, OrganizationsService, Role } from '../modules/auth';
 import { Authenticator } from '../modules/auth/authenticator';
 import { DemoComputers } from './demo-computers';
 import { DemoControls } from './demo-controls';
+import { DemoReadiness } from './demo-readiness';
 import { DemoConversations } from './demo-conversations';
 
 interface DemoOrganization {
@@ -60,6 +61,7 @@ export class DemoSeeder {
     private readonly conversations: DemoConversations,
     private readonly computers: DemoComputers,
     private readonly controls: DemoControls,
+    private readonly readiness: DemoReadiness,
   ) {}
 
   async seed(): Promise<DemoKeys> {
@@ -91,6 +93,7 @@ export class DemoSeeder {
     const tokens = await this.computers.seedAcme({ owner: await as('acme', Role.Owner), member: await as('acme', Role.Member) });
     // Last: the controls' model policy and defaults apply to sessions created after them.
     await this.controls.seedAcme({ owner: await as('acme', Role.Owner), manager: await as('acme', Role.Manager) });
+    await this.readiness.seedAcme(await as('acme', Role.Manager));
     await mkdir(this.config.dataDir, { recursive: true });
     if (Object.keys(tokens).length > 0) {
       await writeFile(join(this.config.dataDir, DEMO_AGENT_TOKENS_FILE), JSON.stringify(tokens, null, 2) + '\n', { mode: 0o600 });

@@ -83,6 +83,23 @@ describe('npm run demo', () => {
     expect(globex.changes).toEqual([]);
   });
 
+  it('gives acme readiness reports for three repositories over time, and an organization level', async () => {
+    const keys = await readKeys();
+    const repositories = (await (await get('/api/organization/readiness-repositories', keys.acme.member)).json()) as { repositories: Array<{ repoUrl: string; reports: number; level: number }> };
+    expect(repositories.repositories.map((r) => [r.repoUrl, r.reports]).sort()).toEqual([
+      ['https://github.com/acme/payments-api', 3],
+      ['https://github.com/acme/web-app.git', 2],
+      ['ssh://git@github.com/acme/infra.git', 1],
+    ]);
+    const reports = (await (await get('/api/organization/maturity-level-reports?limit=100', keys.acme.member)).json()) as { reports: Array<{ createdAt: number }> };
+    expect(reports.reports).toHaveLength(6);
+    const times = reports.reports.map((r) => r.createdAt);
+    expect(times).toEqual([...times].sort((a, b) => b - a));
+    expect(times[0] - times[times.length - 1]).toBeGreaterThan(50 * 86_400_000);
+    const level = (await (await get('/api/organization/maturity-level', keys.acme.member)).json()) as { level: number; repositories: number };
+    expect(level).toMatchObject({ repositories: 3, level: Math.floor(repositories.repositories.reduce((sum, r) => sum + r.level, 0) / 3) });
+  });
+
   it('stops cleanly on SIGTERM', async () => {
     expect(await server!.stop()).toBe(0);
     expect(server!.output()).toMatch(/closing the database/);
@@ -100,6 +117,8 @@ describe('npm run demo', () => {
     expect(computers).toHaveLength(2);
     const { changes } = (await (await get('/api/v0/organization/enterprise-controls/history', before.acme.owner)).json()) as { changes: unknown[] };
     expect(changes).toHaveLength(4);
+    const { reports } = (await (await get('/api/organization/maturity-level-reports?limit=100', before.acme.owner)).json()) as { reports: unknown[] };
+    expect(reports).toHaveLength(6);
   });
 
   it('keeps acme and globex apart', async () => {

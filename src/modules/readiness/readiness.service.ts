@@ -32,7 +32,8 @@ export class ReadinessService {
     private readonly events: DomainEventBus,
   ) {}
 
-  async upload(principal: Principal, input: UploadReportInput): Promise<ReadinessReportView> {
+  /** `receivedAt` is for seeding history (the demo); the API always stores the time of receipt. */
+  async upload(principal: Principal, input: UploadReportInput, receivedAt = new Date()): Promise<ReadinessReportView> {
     const repoUrl = toRepoUrl(input.repoUrl);
     const problems: FieldError[] = [];
     if (!repoUrl) problems.push({ field: 'repoUrl', message: 'must be an http(s), ssh, git or file URL, or an scp-like address (git@host:org/repo.git)' });
@@ -45,7 +46,7 @@ export class ReadinessService {
       organizationId: principal.organizationId,
       repoId: repositoryId(repoUrl!),
       repoUrl: repoUrl!,
-      createdAt: new Date(),
+      createdAt: receivedAt,
       apps: input.apps,
       report: input.report,
       commitHash: input.commitHash ?? null,
