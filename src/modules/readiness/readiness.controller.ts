@@ -3,6 +3,7 @@ import { ApiBadRequestResponse, ApiBody, ApiCreatedResponse, ApiOkResponse, ApiO
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { ref } from '../../platform/http/json-schema';
 import { RequestIdErrorSchema } from '../../platform/http/openapi';
+import { CRITERIA, LEVEL_NAMES, PILLARS, UNLOCK_SHARE } from './domain/criteria';
 import { RepositoryView, ReadinessReportView } from './domain/views';
 import { ListReportsQueryDto } from './dto/list-reports.query';
 import { ReadinessService, UploadReportInput } from './readiness.service';
@@ -21,6 +22,14 @@ const UPLOAD = {
     'Not in the spec; added. Stores a report (e.g. from `npm run cli -- readiness evaluate <path> --upload`); the server assigns `reportId` and `createdAt` and ' +
     'computes the repository id from `repoUrl`. `numerator` must not exceed `denominator` (at least 1). Owners, managers and members; guests get 403.',
 };
+/** The criteria and the level rule, written from the catalogue itself so the docs cannot drift from it. */
+const CRITERIA_DOC =
+  `Levels: ${LEVEL_NAMES.map((name, i) => `${i + 1} ${name}`).join(', ')}. Every repository starts at level 1 and unlocks level N+1 when it passes at least ` +
+  `${UNLOCK_SHARE * 100}% of level N's criteria; a criterion passes when \`numerator\` equals \`denominator\` (every application passes); a criterion ` +
+  'missing from a report fails. The organization\'s level is the floor of the mean of its repositories\' latest levels.\n\n' +
+  '| id | level | scope | pillar | checks |\n|---|---|---|---|---|\n' +
+  CRITERIA.map((c) => `| \`${c.id}\` | ${c.level} | ${c.scope} | ${PILLARS[c.pillar]} | ${c.title} |`).join('\n');
+
 const reportsSchema = { type: 'object', required: ['reports'], properties: { reports: { type: 'array', items: ref('ReadinessReport') } } };
 
 /** Readiness reports, on `{app_url}` and without a version prefix (spec, Versioning 4), at both of the reference's paths. */
@@ -68,7 +77,7 @@ export class ReadinessController {
   @Get('maturity-level')
   @ApiOperation({
     summary: 'Read the organization\'s maturity level',
-    description: 'Not in the spec; added. The floor of the mean of its repositories\' latest levels; null before any report.',
+    description: `Not in the spec; added. The floor of the mean of its repositories' latest levels; null before any report.\n\n${CRITERIA_DOC}`,
   })
   @ApiOkResponse({ schema: ref('OrganizationReadiness') })
   level(@CurrentPrincipal() principal: Principal): Promise<{ level: number | null; levelName: string | null; repositories: number }> {

@@ -181,6 +181,29 @@ defaults, and the caller's effective \`modelPolicy\`.
 **Status codes.** 200; 400 \`validation_failed\` (also a malformed \`If-Match\`), \`invalid_cursor\`; 401; 403
 \`insufficient_role\`; 404 \`revision_not_found\`; 412 \`revision_mismatch\`; 413; 415; 503 \`secret_unreadable\` (a stored key no key in \`SECRETS_KEY\` decrypts).
 
+## Readiness reports (decisions where the spec says "not shown")
+Served on \`{app_url}\` without a version prefix, at \`/api/organization/maturity-level-reports\` and the reference's other path
+\`/api/organization/agent-readiness-reports\`. Every role reads; owners, managers and members upload (\`POST\`, added), guests get
+**403**. Errors carry \`detail\`, \`status\`, \`title\`, \`requestId\` and \`metadata\` (so they satisfy both the v0 and the
+reference body).
+
+**Listing.** Newest first (\`createdAt\`, then \`reportId\`). \`limit\`: any positive integer, default 20; a page holds at most 100,
+so a larger limit answers 100. \`startAfter\`: the \`reportId\` of the last report of the previous page; one that is malformed,
+unknown, or another organization's is **400** \`unknown_start_after\`. The response is \`{reports}\` with no pagination metadata:
+a page shorter than the limit is the last.
+
+**Repositories.** A \`repoId\` is \`repo_\` and 20 hexadecimal digits of the SHA-256 of the repository's normalized URL (host in
+lower case, without credentials or port; path without \`.git\` or trailing slashes; path case kept), so
+\`https://host/a/b.git\`, \`https://host/a/b\` and \`git@host:a/b.git\` are one repository. \`GET /api/organization/readiness-repositories\`
+(added) lists them with their latest level; \`GET /api/organization/maturity-level\` (added) answers the organization's level and
+the criteria table. scp-like addresses are answered as their \`ssh://\` URL, so every \`repoUrl\` is a URI.
+
+**Criteria.** 29 criteria over the nine pillars, each at one of five levels and scoped to the repository or to each application
+(see \`GET /api/organization/maturity-level\`). Reports may carry other snake_case ids (at most 64 characters); they are kept
+and do not count towards levels. \`numerator\` ≤ \`denominator\`, \`denominator\` ≥ 1. At most 500 applications and 200 criteria
+per report. The evaluator: \`npm run cli -- readiness evaluate <path> [--json] [--upload]\`. Each upload publishes
+\`readiness.report.created\`.
+
 ## Idempotency
 The POSTs under \`/api/v0/sessions\` and \`/api/v0/agent\` (not connect) take an optional \`Idempotency-Key\` header (1-255 visible ASCII characters, per user, remembered for
 at least 24 hours). A retry with the same key and body returns the first response with \`Idempotent-Replayed: true\` and does
