@@ -3,7 +3,7 @@ import { DomainEventBus } from '../../platform/events';
 import { newId, isUuid } from '../../platform/database/ids';
 import { FieldError, validationError } from '../../platform/http/validation';
 import { Principal } from '../auth';
-import { Evaluation, LEVEL_NAMES, maturityLevel, organizationLevel } from './domain/criteria';
+import { LEVEL_NAMES, maturityLevel, organizationLevel } from './domain/criteria';
 import { DEFAULT_PAGE, MAX_PAGE } from './domain/report';
 import { ReadinessError, ReadinessErrorCode } from './domain/readiness.errors';
 import { repositoryId, toRepoUrl } from './domain/repository-id';
@@ -12,17 +12,8 @@ import { ReadinessReportEntity } from './entities';
 import { ReadinessReportCreatedEvent } from './events';
 import { ReadinessRepository } from './readiness.repository';
 
-export interface UploadReportInput {
-  repoUrl: string;
-  apps: Record<string, { description: string }>;
-  report: Record<string, Evaluation>;
-  commitHash?: string;
-  branch?: string;
-  hasLocalChanges?: boolean;
-  hasNonRemoteCommits?: boolean;
-  modelUsed?: { id: string; reasoningEffort: string };
-  agentVersion?: string;
-}
+/** A report as uploaded: the spec's fields but the two the server assigns. */
+export type UploadReportInput = Omit<ReadinessReportView, 'reportId' | 'createdAt'>;
 
 /** Readiness reports: stored as uploaded, listed newest first, rolled up into levels. */
 @Injectable()
