@@ -14,6 +14,9 @@ export async function runReadiness(args: string[], env: NodeJS.ProcessEnv = proc
   const [verb, ...rest] = args;
   if (verb !== 'evaluate') throw new UsageError(READINESS_USAGE);
   const options = parseOptions(rest);
+  const url = options.url ?? env.AGENT_PLATFORM_URL;
+  const apiKey = options.apiKey ?? env.AGENT_PLATFORM_API_KEY;
+  if (options.upload && (!url || !apiKey)) throw new UsageError(`--upload needs --url and --api-key (or AGENT_PLATFORM_URL and AGENT_PLATFORM_API_KEY).\n\n${READINESS_USAGE}`);
   let result;
   try {
     result = await evaluateRepository(options.path);
@@ -26,10 +29,7 @@ export async function runReadiness(args: string[], env: NodeJS.ProcessEnv = proc
   }
   console.log(options.json ? JSON.stringify(result.report, null, 2) : summarize(result));
   if (!options.upload) return 0;
-  const url = options.url ?? env.AGENT_PLATFORM_URL;
-  const apiKey = options.apiKey ?? env.AGENT_PLATFORM_API_KEY;
-  if (!url || !apiKey) throw new UsageError(`--upload needs --url and --api-key (or AGENT_PLATFORM_URL and AGENT_PLATFORM_API_KEY).\n\n${READINESS_USAGE}`);
-  const response = await fetch(`${url.replace(/\/+$/, '')}/api/organization/maturity-level-reports`, {
+  const response = await fetch(`${url!.replace(/\/+$/, '')}/api/organization/maturity-level-reports`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
     body: JSON.stringify(result.report),

@@ -30,5 +30,13 @@ describe('repository ids', () => {
     expect(toRepoUrl('not a url')).toBeUndefined();
     expect(toRepoUrl('javascript:alert(1)')).toBeUndefined();
     expect(toRepoUrl('ftp://host/repo')).toBeUndefined();
+    expect(toRepoUrl('https://github.com/acme/%zz')).toBeUndefined();
+    expect(toRepoUrl('git@[::1]:acme/repo.git')).toBeUndefined();
+  });
+
+  it('drops credentials from web URLs and passwords from any', () => {
+    expect(toRepoUrl('https://user:token@github.com/acme/api.git')).toBe('https://github.com/acme/api.git');
+    expect(toRepoUrl('ssh://git:pw@github.com/acme/api')).toBe('ssh://git@github.com/acme/api');
+    expect(toRepoUrl('ssh://git@github.com/acme/api')).toBe('ssh://git@github.com/acme/api');
   });
 });

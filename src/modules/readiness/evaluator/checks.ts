@@ -12,11 +12,14 @@ type ApplicationCheck = (app: Application, workspace: Workspace) => Promise<Find
 const found = (evidence: string): Finding => ({ pass: true, evidence });
 const missing = (evidence: string): Finding => ({ pass: false, evidence });
 
+/** Vendored code is not the repository's own evidence. */
+const VENDORED = /(^|\/)(node_modules|vendor|third_party)\//;
+
 /** The shallowest file matching the first pattern that matches any (patterns are in order of preference). */
 function first(files: readonly string[], patterns: RegExp[]): string | undefined {
   for (const pattern of patterns) {
     let best: string | undefined;
-    for (const file of files) if (pattern.test(file) && (!best || depth(file) < depth(best))) best = file;
+    for (const file of files) if (pattern.test(file) && !VENDORED.test(file) && (!best || depth(file) < depth(best))) best = file;
     if (best) return best;
   }
   return undefined;
@@ -45,13 +48,21 @@ function dependencies(app: Application): string[] {
   return [...Object.keys(pkg?.dependencies ?? {}), ...Object.keys(pkg?.devDependencies ?? {})];
 }
 
-/** Whether the application names a package (in package.json, or anywhere in another manifest's text). */
+/** A manifest's lines that can name packages: without comments and descriptive metadata (whose words are not evidence). */
+function dependencyLines(text: string): string {
+  return text
+    .split('\n')
+    .filter((line) => !/^\s*(#|\/\/)/.test(line) && !/^\s*(description|summary|name|keywords|authors|readme|license|homepage|documentation|repository)\s*=/.test(line))
+    .join('\n');
+}
+
+/** Whether the application names a package (in package.json's dependencies, or on a dependency line of another manifest). */
 function uses(app: Application, names: RegExp): string | undefined {
   const dep = dependencies(app).find((name) => names.test(name));
   if (dep) return `${dep} in package.json`;
   for (const [file, text] of app.manifests) {
     if (file === 'package.json') continue;
-    const match = names.exec(text);
+    const match = names.exec(dependencyLines(text));
     if (match) return `${match[0]} in ${file}`;
   }
   return undefined;

@@ -1,5 +1,8 @@
 import { execFile } from 'node:child_process';
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { toRepoUrl } from '../domain/repository-id';
 
 const run = promisify(execFile);
 
@@ -28,6 +31,8 @@ async function git(cwd: string, args: string[], maxBuffer = 16 * 1024 * 1024): P
 
 /** The top folder of the git work tree that holds `path`; throws when it is in none. */
 export async function workTreeRoot(path: string): Promise<string> {
+  const folder = await stat(path).catch(() => null);
+  if (!folder?.isDirectory()) throw new NotARepositoryError(`${path} is not a folder (it does not exist, or is a file).`);
   const root = await git(path, ['rev-parse', '--show-toplevel']).catch((error: Error) => {
     if (/not installed/.test(error.message)) throw error;
     return null;
@@ -70,16 +75,18 @@ export async function gitFacts(root: string): Promise<GitFacts> {
   };
 }
 
-/** `origin`'s URL (else the first remote's), without any password or token in it; `file://` + the folder without remotes. */
+/**
+ * `origin`'s URL (else the first remote's) as a URI without passwords or web credentials (see
+ * `toRepoUrl`); a remote that is a local path becomes its `file://` URL; no remote: the work tree's.
+ */
 async function remoteUrl(root: string): Promise<string> {
   const remotes = ((await git(root, ['remote'])) ?? '').split('\n').filter(Boolean);
   const name = remotes.includes('origin') ? 'origin' : remotes[0];
   const url = name ? (await git(root, ['remote', 'get-url', name]))?.trim() : undefined;
-  if (!url) return `file://${root}`;
-  if (!URL.canParse(url)) return url;
-  const parsed = new URL(url);
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return url;
-  parsed.username = '';
-  parsed.password = '';
-  return parsed.toString();
+  if (!url) return fileUrl(root);
+  return toRepoUrl(url) ?? fileUrl(resolve(root, url));
+}
+
+function fileUrl(path: string): string {
+  return new URL(`file://${path}`).toString();
 }

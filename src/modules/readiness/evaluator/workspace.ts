@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, realpath } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 
 /** Files whose presence makes a folder an application, by ecosystem. */
@@ -17,7 +17,7 @@ const MANIFESTS: Record<string, string> = {
 };
 
 /** Folders whose manifests are not applications of the repository: vendored code, build output, test data. */
-const NOT_APPLICATIONS = /(^|\/)(node_modules|vendor|dist|build|target|\.venv|venv|fixtures|__fixtures__|testdata|\.git)(\/|$)/;
+export const NOT_APPLICATIONS = /(^|\/)(node_modules|vendor|dist|build|target|\.venv|venv|fixtures|__fixtures__|testdata|\.git)(\/|$)/;
 
 /** More applications than this are not evaluated one by one (the summary says so). */
 export const MAX_APPLICATIONS = 200;
@@ -70,10 +70,11 @@ export interface Workspace {
 export async function loadWorkspace(root: string, files: string[]): Promise<Workspace> {
   const unreadable: string[] = [];
   const cache = new Map<string, Promise<string>>();
+  const realRoot = await realpath(root);
   const read = (path: string): Promise<string> => {
     let text = cache.get(path);
     if (!text) {
-      text = readBounded(join(root, path)).catch(() => {
+      text = readInside(realRoot, join(root, path)).catch(() => {
         unreadable.push(path);
         return '';
       });
@@ -89,7 +90,8 @@ export async function loadWorkspace(root: string, files: string[]): Promise<Work
     const dir = posix.dirname(file);
     manifestDirs.set(dir, [...(manifestDirs.get(dir) ?? []), name]);
   }
-  let dirs = [...manifestDirs.keys()].sort((a, b) => (a === '.' ? -1 : b === '.' ? 1 : a.localeCompare(b)));
+  // Code-point order, not the locale's: the same tree gives the same report on every machine.
+  let dirs = [...manifestDirs.keys()].sort((a, b) => (a === '.' ? -1 : b === '.' ? 1 : a < b ? -1 : a > b ? 1 : 0));
   if (dirs.length > 1 && manifestDirs.has('.') && (await declaresWorkspaces(manifestDirs.get('.')!, read, files))) dirs = dirs.filter((dir) => dir !== '.');
   if (dirs.length === 0) dirs = ['.'];
   const skippedApplications = Math.max(0, dirs.length - MAX_APPLICATIONS);
@@ -141,6 +143,13 @@ function parseJson(text: string): PackageJson | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** A file of the repository; one that resolves (through links) outside it is refused, not read. */
+async function readInside(realRoot: string, path: string): Promise<string> {
+  const real = await realpath(path);
+  if (real !== realRoot && !real.startsWith(`${realRoot}/`)) throw new Error(`${path} points outside the repository`);
+  return readBounded(real);
 }
 
 /** At most MAX_READ_BYTES; non-blocking, so a named pipe (or a link to one) cannot stall the evaluator. */

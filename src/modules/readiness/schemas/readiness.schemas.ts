@@ -56,7 +56,7 @@ export const readinessSchemas = new SchemaRegistry('readiness').add({
   }),
   OrganizationReadiness: closed(['level', 'levelName', 'repositories'], {
     level: { type: 'integer', minimum: 1, maximum: 5, nullable: true, description: 'The floor of the mean of the repositories\' latest levels; null without any report.' },
-    levelName: { type: 'string', enum: [...LEVEL_NAMES], nullable: true },
+    levelName: { type: 'string', enum: [...LEVEL_NAMES, null], nullable: true },
     repositories: { type: 'integer', minimum: 0, description: 'Repositories with at least one report.' },
   }),
 });
