@@ -7,6 +7,7 @@ import { AuthModule } from './modules/auth';
 import { ComputersModule } from './modules/computers';
 import { EnterpriseControlsModule } from './modules/enterprise-controls';
 import { ReadinessModule } from './modules/readiness';
+import { AnalyticsModule } from './modules/analytics';
 import { HealthModule } from './modules/health/health.module';
 import { SessionsModule } from './modules/sessions';
 import { ConfigModule } from './config/config.module';
@@ -33,6 +34,7 @@ export class AppModule {
         ComputersModule,
         EnterpriseControlsModule,
         ReadinessModule,
+        AnalyticsModule,
         HealthModule,
         DemoModule,
       ],

@@ -204,6 +204,12 @@ and do not count towards levels. \`numerator\` ≤ \`denominator\`, \`denominato
 per report. The evaluator: \`npm run cli -- readiness evaluate <path> [--json] [--upload]\`. Each upload publishes
 \`readiness.report.created\`.
 
+## Analytics (in progress)
+\`/api/v1/analytics/tokens\` is served; the other four endpoints are not built yet (404). Owners and managers only. Date rules:
+both dates required, YYYY-MM-DD, UTC, \`startDate\` ≤ \`endDate\`, ending before today, at most 400 days; **400** otherwise, in
+\`{title, detail, status, requestId}\`. Days before 2026-01-14 are not answered (a range before it has no rows). Every metric is
+defined in \`docs/analytics.md\`.
+
 ## Idempotency
 The POSTs under \`/api/v0/sessions\` and \`/api/v0/agent\` (not connect) take an optional \`Idempotency-Key\` header (1-255 visible ASCII characters, per user, remembered for
 at least 24 hours). A retry with the same key and body returns the first response with \`Idempotent-Replayed: true\` and does
