@@ -1,5 +1,6 @@
 import Ajv from 'ajv';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
@@ -27,7 +28,7 @@ describe('Analytics: tokens', () => {
   let manager: TestUser;
   let member: TestUser;
   let guest: TestUser;
-  const reference = JSON.parse(readFileSync('/work/shared/reference/analytics-api.openapi.json', 'utf8')) as Json;
+  const reference = JSON.parse(readFileSync(join(__dirname, '../reference/analytics-api.openapi.json'), 'utf8')) as Json;
   const ajv = new Ajv({ strict: false, allErrors: true });
   ajv.addFormat('date', /^\d{4}-\d{2}-\d{2}$/);
   ajv.addSchema({ ...reference, $id: 'reference' });

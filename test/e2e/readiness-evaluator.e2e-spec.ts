@@ -46,7 +46,7 @@ async function within<T>(ms: number, work: Promise<T>): Promise<T> {
 
 /** The reference's ReadinessReport schema, with the spec's required fields and ranges on top (the reference's are open). */
 function reportValidator(): (report: unknown) => string[] {
-  const doc = JSON.parse(readFileSync('/work/shared/reference/readiness-reports-api.openapi.json', 'utf8')) as object;
+  const doc = JSON.parse(readFileSync(join(__dirname, '../reference/readiness-reports-api.openapi.json'), 'utf8')) as object;
   const ajv = new Ajv({ strict: false, allErrors: true });
   ajv.addFormat('uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i);
   ajv.addFormat('uri', (value: string) => /^[a-z][a-z0-9+.-]*:/i.test(value) && URL.canParse(value));

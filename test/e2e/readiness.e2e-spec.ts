@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import Ajv, { ValidateFunction } from 'ajv';
 import type { Response } from 'supertest';
@@ -26,7 +27,7 @@ const REPORTS = '/api/organization/maturity-level-reports';
 const ALIAS = '/api/organization/agent-readiness-reports';
 const REPOSITORIES = '/api/organization/readiness-repositories';
 const LEVEL = '/api/organization/maturity-level';
-const REFERENCE = '/work/shared/reference/readiness-reports-api.openapi.json';
+const REFERENCE = join(__dirname, '../reference/readiness-reports-api.openapi.json');
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const REPO_ID = /^repo_[0-9a-f]{20}$/;
