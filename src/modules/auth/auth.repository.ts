@@ -64,7 +64,7 @@ export class AuthRepository {
   /** Which of these ids are users of the organization (ids must be UUIDs). */
   async usersAmong(organizationId: string, userIds: string[]): Promise<Set<string>> {
     if (userIds.length === 0) return new Set();
-    const rows = await this.dataSource.query<Array<{ id: string }>>('SELECT id FROM users WHERE organization_id = $1 AND id = ANY($2::uuid[])', [organizationId, userIds]);
+    const rows = await this.sql.query<{ id: string }>('auth.usersAmong', 'SELECT id FROM users WHERE organization_id = $1 AND id = ANY($2::uuid[])', [organizationId, userIds]);
     return new Set(rows.map((row) => row.id));
   }
 

@@ -67,9 +67,9 @@ export class OrganizationsService {
     return (await this.repository.findCaller(userId, organizationId)) !== null;
   }
 
-  /** Which of these user ids are users of the organization. */
+  /** Which of these user ids (lower-case UUIDs, as the API writes them) are users of the organization. */
   usersAmong(organizationId: string, userIds: string[]): Promise<Set<string>> {
-    return this.repository.usersAmong(organizationId, [...new Set(userIds.map((id) => id.toLowerCase()))]);
+    return this.repository.usersAmong(organizationId, [...new Set(userIds)]);
   }
 
   async requireOrganization(slug: string): Promise<OrganizationEntity> {

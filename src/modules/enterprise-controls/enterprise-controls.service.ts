@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../../config/app-config';
+import { isUuid } from '../../platform/database/ids';
 import { DomainEventBus } from '../../platform/events';
 import { encodeCursor, decodeCursor } from '../../platform/http/cursor';
 import { Page, toPage } from '../../platform/http/pagination';
@@ -28,8 +29,6 @@ export interface InForce {
 
 const HISTORY_LIST = 'enterprise-control-history';
 
-/** A user id as the API writes it: a lower-case UUID. */
-const USER_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 
 /**
@@ -240,7 +239,7 @@ function userIdsNamedBy(patch: Record<string, unknown>): string[] {
   const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
   const mission = isObject(patch.missionPolicy) && Array.isArray(patch.missionPolicy.allowedUserIds) ? patch.missionPolicy.allowedUserIds : [];
   const policies = isObject(patch.userModelPolicies) ? Object.keys(patch.userModelPolicies) : [];
-  return [...mission, ...policies].filter((id): id is string => typeof id === 'string' && USER_ID.test(id)).slice(0, SETTINGS_LIMITS.listItems + SETTINGS_LIMITS.mapEntries);
+  return [...mission, ...policies].filter((id): id is string => typeof id === 'string' && isUuid(id) && id === id.toLowerCase()).slice(0, SETTINGS_LIMITS.listItems + SETTINGS_LIMITS.mapEntries);
 }
 
 /** User ids newly named in the settings must be users of the organization (ids already there may be of users since removed). */

@@ -37,12 +37,6 @@ function fileCheck(what: string, patterns: RegExp[]): RepositoryCheck {
   };
 }
 
-/** The application's files (nested applications' included), relative to its folder. */
-function relative(app: Application): string[] {
-  const prefix = app.path === '.' ? '' : `${app.path}/`;
-  return app.files.map((file) => file.slice(prefix.length));
-}
-
 function dependencies(app: Application): string[] {
   const pkg = app.packageJson;
   return [...Object.keys(pkg?.dependencies ?? {}), ...Object.keys(pkg?.devDependencies ?? {})];
@@ -77,7 +71,7 @@ const has = (app: Application, ...ecosystems: Ecosystem[]) => ecosystems.some((e
 function appCheck(what: string, spec: { files?: RegExp[]; exclude?: RegExp; packages?: RegExp; script?: RegExp; builtIn?: Partial<Record<Ecosystem, string>>; manifest?: RegExp }): ApplicationCheck {
   return (app, workspace) => {
     if (spec.files) {
-      const own = first(relative(app).filter((file) => !spec.exclude?.test(file)), spec.files);
+      const own = first(app.files.filter((file) => !spec.exclude?.test(file)), spec.files);
       if (own) return found(app.path === '.' ? own : `${app.path}/${own}`);
       const shared = first(workspace.files.filter((file) => !file.includes('/')), spec.files);
       if (shared) return found(`${shared} (repository root)`);
@@ -194,7 +188,7 @@ export const APPLICATION_CHECKS: Record<string, ApplicationCheck> = {
     const ecosystems = [...app.ecosystems].filter((ecosystem) => ecosystem !== 'unknown');
     if (ecosystems.length === 0) return missing('no manifest, so nothing to lock');
     const patterns = ecosystems.flatMap((ecosystem) => LOCKFILES[ecosystem]);
-    const own = relative(app).find((file) => !file.includes('/') && patterns.some((pattern) => pattern.test(file)));
+    const own = app.files.find((file) => !file.includes('/') && patterns.some((pattern) => pattern.test(file)));
     if (own) return found(app.path === '.' ? own : `${app.path}/${own}`);
     const shared = workspace.files.find((file) => !file.includes('/') && patterns.some((pattern) => pattern.test(file)));
     return shared ? found(`${shared} (repository root)`) : missing(`no lockfile for ${ecosystems.join(', ')}`);

@@ -35,7 +35,7 @@ export interface Application {
   manifests: Map<string, string>;
   /** `package.json`, parsed, when there is one. */
   packageJson?: PackageJson;
-  /** The application's files, relative to the repository (nested applications' files included). */
+  /** The application's files, relative to its folder (nested applications' files included). */
   files: string[];
 }
 
@@ -111,7 +111,7 @@ export async function loadWorkspace(root: string, files: string[]): Promise<Work
       ecosystems,
       manifests,
       packageJson,
-      files: prefix ? files.filter((file) => file.startsWith(prefix)) : files,
+      files: prefix ? files.filter((file) => file.startsWith(prefix)).map((file) => file.slice(prefix.length)) : files,
     });
   }
   return { root, files, fileSet: new Set(files), applications, skippedApplications, unreadable, read };
