@@ -24,6 +24,7 @@ const ESM_ONLY = [
   'file-type',
   'formidable',
   'jose',
+  'linguist-languages',
   'set-cookie-parser',
   'strtok3',
   'toad-cache',

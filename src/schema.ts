@@ -8,6 +8,8 @@ import { EnterpriseControls1763971200000 } from './migrations/1763971200000-Ente
 import { ControlRevisionEntity } from './modules/enterprise-controls/entities';
 import { Readiness1764057600000 } from './migrations/1764057600000-Readiness';
 import { ReadinessReportEntity } from './modules/readiness/entities';
+import { Analytics1764144000000 } from './migrations/1764144000000-Analytics';
+import { AnalyticsDayEntity, AnalyticsDirtyDayEntity, AnalyticsFactEntity, AnalyticsRollupStateEntity, AnalyticsUserDayEntity } from './modules/analytics/entities';
 import { IdempotencyKeyEntity } from './platform/idempotency/idempotency-key.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
@@ -23,5 +25,10 @@ export const entities = [
   ProvisioningStepEntity,
   ControlRevisionEntity,
   ReadinessReportEntity,
+  AnalyticsFactEntity,
+  AnalyticsUserDayEntity,
+  AnalyticsDayEntity,
+  AnalyticsDirtyDayEntity,
+  AnalyticsRollupStateEntity,
 ];
-export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000];
+export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000];

@@ -185,6 +185,12 @@ export class AppConfig {
   @Min(100)
   RETENTION_SWEEP_MS = 3_600_000;
 
+  /** How often each instance rolls up analytics facts of closed days (it also runs at start-up). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  ANALYTICS_ROLLUP_MS = 600_000;
+
   static readonly secrets: ReadonlyArray<keyof AppConfig> = ['JWT_SECRET', 'DATABASE_URL', 'SECRETS_KEY'];
 
   get dataDir(): string {
@@ -250,6 +256,7 @@ const ENV_KEYS = [
   'SECRETS_KEY',
   'CONTROLS_CACHE_MS',
   'RETENTION_SWEEP_MS',
+  'ANALYTICS_ROLLUP_MS',
 ] as const satisfies ReadonlyArray<keyof AppConfig>;
 
 export class ConfigError extends Error {}

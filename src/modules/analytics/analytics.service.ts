@@ -1,7 +1,25 @@
 import { Injectable } from '@nestjs/common';
 import { Principal } from '../auth';
-import { AnalyticsRepository } from './analytics.repository';
+import { isUuid } from '../../platform/database/ids';
+import { validationError } from '../../platform/http/validation';
+import { AnalyticsRepository, StoredDay } from './analytics.repository';
+import { AnalyticsRollupJob } from './jobs/analytics-rollup.job';
 import { DateRange } from './domain/date-range';
+import {
+  ActivityByClientRow,
+  activityByClient,
+  ActivityRow,
+  activityRows,
+  daysBefore,
+  EMPTY_PRODUCTIVITY,
+  EMPTY_TOOLS,
+  perDay,
+  ProductivityRow,
+  toolsByName,
+  ToolsByNameRow,
+  ToolsRow,
+  UserRow,
+} from './domain/rows';
 import { tokensByModel, tokensRows, TokensByModelRow, TokensRow } from './domain/token-rows';
 
 export interface AnalyticsMeta {
@@ -10,14 +28,84 @@ export interface AnalyticsMeta {
   end_date: string;
 }
 
+export interface UsersMeta extends AnalyticsMeta {
+  has_more: boolean;
+  next_cursor: string | null;
+}
+
+export interface Envelope<T, M = AnalyticsMeta> {
+  data: T[];
+  meta: M;
+}
+
 /** The v1 analytics: projections of the platform's own activity, per closed UTC day. */
 @Injectable()
 export class AnalyticsService {
-  constructor(private readonly repository: AnalyticsRepository) {}
+  constructor(
+    private readonly repository: AnalyticsRepository,
+    private readonly rollup: AnalyticsRollupJob,
+  ) {}
 
-  async tokens(principal: Principal, range: DateRange, groupBy?: 'model'): Promise<{ data: TokensRow[] | TokensByModelRow[]; meta: AnalyticsMeta }> {
+  async tokens(principal: Principal, range: DateRange, groupBy?: 'model'): Promise<Envelope<TokensRow | TokensByModelRow>> {
     const facts = range.days.length === 0 ? [] : await this.repository.tokenUsage(principal.organizationId, range.days[0], range.end);
     const rows = tokensRows(range.days, facts);
-    return { data: groupBy === 'model' ? tokensByModel(rows) : rows, meta: { org_id: principal.organizationId, start_date: range.start, end_date: range.end } };
+    return { data: groupBy === 'model' ? tokensByModel(rows) : rows, meta: meta(principal, range) };
   }
+
+  async tools(principal: Principal, range: DateRange, groupBy?: 'tool_name'): Promise<Envelope<ToolsRow | ToolsByNameRow>> {
+    const stored = await this.storedDays(principal, range);
+    const rows = perDay(range.days, new Map([...stored].map(([day, row]) => [day, row.tools])), EMPTY_TOOLS);
+    return { data: groupBy === 'tool_name' ? toolsByName(rows) : rows, meta: meta(principal, range) };
+  }
+
+  async activity(principal: Principal, range: DateRange, groupBy?: 'client'): Promise<Envelope<ActivityRow | ActivityByClientRow>> {
+    if (range.days.length === 0) return { data: [], meta: meta(principal, range) };
+    const [stored, active] = await Promise.all([
+      this.storedDays(principal, range),
+      this.repository.activeUsers(principal.organizationId, daysBefore(range.days[0], 29), range.end),
+    ]);
+    const rows = activityRows(range.days, new Map([...stored].map(([day, row]) => [day, row.activity])), active);
+    return { data: groupBy === 'client' ? activityByClient(rows) : rows, meta: meta(principal, range) };
+  }
+
+  async productivity(principal: Principal, range: DateRange): Promise<Envelope<ProductivityRow>> {
+    const stored = await this.storedDays(principal, range);
+    return { data: perDay(range.days, new Map([...stored].map(([day, row]) => [day, row.productivity])), EMPTY_PRODUCTIVITY), meta: meta(principal, range) };
+  }
+
+  /**
+   * A page of users (`limit` users, in user-id order) with one row per day each was active in the
+   * range; `next_cursor` is the page's last user id while more users follow.
+   */
+  async users(principal: Principal, range: DateRange, page: { limit: number; cursor?: string }): Promise<Envelope<UserRow, UsersMeta>> {
+    if (page.cursor !== undefined && !isUuid(page.cursor)) {
+      throw validationError([{ field: 'cursor', message: 'must be a user id taken from meta.next_cursor' }]);
+    }
+    const none = { data: [], meta: { ...meta(principal, range), has_more: false, next_cursor: null } };
+    if (range.days.length === 0) return none;
+    const ids = await this.repository.usersWithDays(principal.organizationId, range.days[0], range.end, page.cursor?.toLowerCase() ?? null, page.limit + 1);
+    const hasMore = ids.length > page.limit;
+    const pageIds = ids.slice(0, page.limit);
+    const days = await this.repository.userDays(principal.organizationId, pageIds, range.days[0], range.end);
+    return {
+      data: days.map((row) => ({ user_id: row.userId, user_email: row.userEmail, date: row.day, ...row.metrics })),
+      meta: { ...meta(principal, range), has_more: hasMore, next_cursor: hasMore ? pageIds[pageIds.length - 1] : null },
+    };
+  }
+
+  /** Rolls up the organization's closed days that have new facts, now. */
+  async rollUp(principal: Principal): Promise<{ data: { rolled_up_days: string[] }; meta: { org_id: string } }> {
+    const { days } = await this.rollup.runNow(principal.organizationId);
+    return { data: { rolled_up_days: days.map((d) => d.day) }, meta: { org_id: principal.organizationId } };
+  }
+
+  private async storedDays(principal: Principal, range: DateRange): Promise<Map<string, StoredDay>> {
+    if (range.days.length === 0) return new Map();
+    const rows = await this.repository.days(principal.organizationId, range.days[0], range.end);
+    return new Map(rows.map((row) => [row.day, row]));
+  }
+}
+
+function meta(principal: Principal, range: DateRange): AnalyticsMeta {
+  return { org_id: principal.organizationId, start_date: range.start, end_date: range.end };
 }

@@ -15,6 +15,7 @@ import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
 import { MessageAddedEvent, SessionStatusChangedEvent, TokenUsageReportedEvent } from './events';
 import { ComputerDirectory } from './ports/computer-directory';
+import { SessionActivity } from './ports/session-activity';
 import { MESSAGE_ATTRIBUTE_FIELDS } from './schemas/session.schemas';
 import { SessionsRepository } from './sessions.repository';
 import { WorkSignal } from './work-signal';
@@ -45,6 +46,7 @@ export class AgentWorkService {
   constructor(
     private readonly repository: SessionsRepository,
     private readonly computers: ComputerDirectory,
+    private readonly activity: SessionActivity,
     private readonly idempotency: IdempotencyService,
     private readonly events: DomainEventBus,
     private readonly signal: WorkSignal,
@@ -122,6 +124,7 @@ export class AgentWorkService {
         }),
       );
       await this.repository.insertMessages(manager, added);
+      await this.activity.messagesAdded(manager, change.session, added);
       return { messages: added.map(toMessageView) };
     });
     if (!result.replayed) {
@@ -158,6 +161,7 @@ export class AgentWorkService {
         leaseExpiresAt: this.leaseFrom(now),
         now,
       });
+      await this.activity.usageReported(manager, updated, { model: input.model, at: now });
       return { session: toSessionView(updated) };
     });
     if (!result.replayed) {

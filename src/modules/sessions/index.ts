@@ -1,6 +1,8 @@
 export { SessionsModule } from './sessions.module';
 export { SessionsService } from './sessions.service';
 export { AgentWorkService } from './agent-work.service';
+export { HistoryImportService } from './history-import.service';
+export type { PastSession } from './history-import.service';
 export type { SessionView, MessageView } from './domain/views';
 export { SessionStatus } from './domain/session-status';
 export { MessageRole } from './domain/message';
@@ -8,3 +10,5 @@ export * from './events';
 export { ComputerDirectory } from './ports/computer-directory';
 export { SessionPolicy } from './ports/session-policy';
 export type { SessionRules } from './ports/session-policy';
+export { SessionActivity } from './ports/session-activity';
+export type { ActivityRecorder } from './ports/session-activity';

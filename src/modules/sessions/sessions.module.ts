@@ -2,7 +2,9 @@ import { Module, OnModuleInit } from '@nestjs/common';
 import { AuthModule } from '../auth';
 import { AgentController } from './agent.controller';
 import { AgentWorkService } from './agent-work.service';
+import { HistoryImportService } from './history-import.service';
 import { ComputerDirectory } from './ports/computer-directory';
+import { SessionActivity } from './ports/session-activity';
 import { SessionPolicy } from './ports/session-policy';
 import { sessionSchemas } from './schemas/session.schemas';
 import { SessionsController } from './sessions.controller';
@@ -17,11 +19,13 @@ import { WorkSignal } from './work-signal';
     SessionsRepository,
     SessionsService,
     AgentWorkService,
+    HistoryImportService,
     WorkSignal,
     ComputerDirectory,
     SessionPolicy,
+    SessionActivity,
   ],
-  exports: [SessionsService, AgentWorkService, ComputerDirectory, SessionPolicy],
+  exports: [SessionsService, AgentWorkService, HistoryImportService, ComputerDirectory, SessionPolicy, SessionActivity],
 })
 export class SessionsModule implements OnModuleInit {
   onModuleInit(): void {

@@ -427,8 +427,7 @@ export class SessionsRepository {
     input: { session: SessionEntity; model: string; usage: TokenUsage; day: string; leaseExpiresAt: Date; now: Date },
   ): Promise<SessionEntity> {
     const u = input.usage;
-    const sql = this.sql.in(manager);
-    const [row] = await sql.query<SessionRow>(
+    const [row] = await this.sql.in(manager).query<SessionRow>(
       'sessions.addTokenUsage',
       `UPDATE sessions s SET updated_at = GREATEST(s.updated_at, $7), lease_expires_at = $8,
          settings = jsonb_set(s.settings, '{tokenUsage}', jsonb_build_object(
@@ -440,7 +439,14 @@ export class SessionsRepository {
        WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
       [input.session.id, u.inputTokens, u.outputTokens, u.cacheCreationTokens, u.cacheReadTokens, u.thinkingTokens, input.now, input.leaseExpiresAt],
     );
-    await sql.query(
+    await this.addDailyUsage(manager, { organizationId: input.session.organizationId, day: input.day, userId: input.session.ownerId, model: input.model, usage: u });
+    return toSession(row);
+  }
+
+  /** Adds usage to the day's per-user, per-model totals. */
+  async addDailyUsage(manager: EntityManager, input: { organizationId: string; day: string; userId: string; model: string; usage: TokenUsage }): Promise<void> {
+    const u = input.usage;
+    await this.sql.in(manager).query(
       'tokenUsage.add',
       `INSERT INTO token_usage_daily AS t (organization_id, day, user_id, model, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, thinking_tokens)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -450,19 +456,19 @@ export class SessionsRepository {
          cache_creation_tokens = t.cache_creation_tokens + EXCLUDED.cache_creation_tokens,
          cache_read_tokens = t.cache_read_tokens + EXCLUDED.cache_read_tokens,
          thinking_tokens = t.thinking_tokens + EXCLUDED.thinking_tokens`,
-      [
-        input.session.organizationId,
-        input.day,
-        input.session.ownerId,
-        input.model,
-        u.inputTokens,
-        u.outputTokens,
-        u.cacheCreationTokens,
-        u.cacheReadTokens,
-        u.thinkingTokens,
-      ],
+      [input.organizationId, input.day, input.userId, input.model, u.inputTokens, u.outputTokens, u.cacheCreationTokens, u.cacheReadTokens, u.thinkingTokens],
     );
-    return toSession(row);
+  }
+
+  /** Stores a whole past conversation: the session row (with its counters) and its messages. */
+  async importSession(manager: EntityManager, session: SessionEntity, messages: MessageEntity[]): Promise<void> {
+    await this.insertSession(manager, session);
+    if (messages.length > 0) await this.insertMessages(manager, messages);
+    await this.sql.in(manager).query(
+      'sessions.imported',
+      `UPDATE sessions SET message_count = $2, last_message_id = $3, last_user_seq = $4, claimed_seq = $4, completed_at = $5, updated_at = $6 WHERE id = $1`,
+      [session.id, session.messageCount, session.lastMessageId, session.lastUserSeq, session.completedAt, session.updatedAt],
+    );
   }
 
   transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {

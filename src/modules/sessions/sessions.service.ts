@@ -6,7 +6,7 @@ import { isUuid, newId } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { Page } from '../../platform/http/pagination';
 import { validationError } from '../../platform/http/validation';
-import { SessionEntity } from './entities';
+import { MessageEntity, SessionEntity } from './entities';
 import { checkBase64Payload } from './domain/attachments';
 import { ContentBlock, MessageRole } from './domain/message';
 import { SERVER_MAINTAINED_SETTINGS, StoredSessionSettings } from './domain/session-settings';
@@ -15,6 +15,7 @@ import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
 import { MessageAddedEvent, SessionCreatedEvent, SessionStatusChangedEvent } from './events';
 import { ComputerDirectory } from './ports/computer-directory';
+import { SessionActivity } from './ports/session-activity';
 import { SessionPolicy } from './ports/session-policy';
 import { SessionChange, SessionsRepository } from './sessions.repository';
 
@@ -52,6 +53,7 @@ export class SessionsService {
     private readonly controls: OrganizationControlsReader,
     private readonly computers: ComputerDirectory,
     private readonly policy: SessionPolicy,
+    private readonly activity: SessionActivity,
     private readonly idempotency: IdempotencyService,
     private readonly events: DomainEventBus,
   ) {}
@@ -86,6 +88,7 @@ export class SessionsService {
     });
     const result = await this.idempotency.run(principal, idempotent, async (manager) => {
       await this.repository.insertSession(manager, session);
+      await this.activity.sessionStarted(manager, session);
       return toSessionView(session);
     }, 201);
     if (!result.replayed) {
@@ -162,7 +165,7 @@ export class SessionsService {
     }
     const messageId = newId();
     let published: SessionChange | undefined;
-    const add = async (manager?: EntityManager) => {
+    const add = async (manager: EntityManager) => {
       const change = await this.repository.addUserMessage(
         {
           sessionId,
@@ -177,11 +180,27 @@ export class SessionsService {
       );
       if (!change) notFound(sessionId);
       assertTransition(SessionTrigger.UserMessageAdded, change.previousStatus, change.session.status);
+      const { session } = change;
+      await this.activity.messagesAdded(manager, session, [
+        Object.assign(new MessageEntity(), {
+          id: messageId,
+          sessionId,
+          seq: session.messageCount,
+          role: MessageRole.User,
+          parentId: change.previousLastMessageId,
+          userMessageSource: API_MESSAGE_SOURCE,
+          authorId: principal.userId,
+          content,
+          attributes: {},
+          createdAt: session.updatedAt,
+          updatedAt: session.updatedAt,
+        }),
+      ]);
       published = change;
       return { messageId, status: change.session.status };
     };
-    // One statement is atomic by itself; an Idempotency-Key needs a transaction to be stored with it.
-    const result = idempotent ? await this.idempotency.run(principal, idempotent, add) : { body: await add(), replayed: false };
+    // The message, its analytics facts and any Idempotency-Key are stored in one transaction.
+    const result = idempotent ? await this.idempotency.run(principal, idempotent, add) : { body: await this.repository.transaction(add), replayed: false };
     if (!result.replayed && published) {
       const { session, previousStatus } = published;
       const events: Array<MessageAddedEvent | SessionStatusChangedEvent> = [

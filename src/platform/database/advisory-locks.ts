@@ -3,4 +3,6 @@ export enum AdvisoryLock {
   Migrations = 7_345_001,
   /** With the organization's id hashed as the second key: one change of its controls at a time. */
   EnterpriseControls = 7_345_002,
+  /** Moving the analytics rollup's watermark: one instance at a time. */
+  AnalyticsWatermark = 7_345_003,
 }

@@ -1,0 +1,24 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+/** One organization's rolled-up day: the tools, activity and productivity rows as served (without dates). */
+@Entity({ name: 'analytics_days' })
+export class AnalyticsDayEntity {
+  @PrimaryColumn('uuid', { name: 'organization_id', primaryKeyConstraintName: 'analytics_days_pkey' })
+  organizationId: string;
+
+  @PrimaryColumn('date', { primaryKeyConstraintName: 'analytics_days_pkey' })
+  day: string;
+
+  @Column({ type: 'jsonb' })
+  tools: Record<string, unknown>;
+
+  /** Sessions and messages; the active-user counts are computed from the user days when read. */
+  @Column({ type: 'jsonb' })
+  activity: Record<string, unknown>;
+
+  @Column({ type: 'jsonb' })
+  productivity: Record<string, unknown>;
+
+  @Column({ name: 'rolled_up_at', type: 'timestamptz', precision: 3 })
+  rolledUpAt: Date;
+}

@@ -1,0 +1,87 @@
+import { Injectable } from '@nestjs/common';
+import { newId } from '../../platform/database/ids';
+import { MessageEntity, SessionEntity } from './entities';
+import { ContentBlock, MessageRole } from './domain/message';
+import { StoredSessionSettings, TOKEN_USAGE_FIELDS, TokenUsage } from './domain/session-settings';
+import { SessionStatus } from './domain/session-status';
+import { SessionActivity } from './ports/session-activity';
+import { SessionsRepository } from './sessions.repository';
+
+/** A conversation that happened in the past, with its own timestamps. */
+export interface PastSession {
+  organizationId: string;
+  ownerId: string;
+  title: string;
+  settings: StoredSessionSettings;
+  createdAt: Date;
+  messages: Array<{
+    role: MessageRole;
+    content: ContentBlock[];
+    createdAt: Date;
+    attributes?: Record<string, unknown>;
+    /** User messages: where they came from, and who wrote them (default: the owner). */
+    userMessageSource?: string;
+    authorId?: string;
+  }>;
+  usage: Array<{ model: string; at: Date; usage: TokenUsage }>;
+}
+
+/**
+ * Writes past conversations (the demo's history) through the same path live activity takes: the
+ * session, its messages, the day's usage totals and the analytics facts, in one transaction, each
+ * at its own time. Nothing is published: these are not events happening now.
+ */
+@Injectable()
+export class HistoryImportService {
+  constructor(
+    private readonly repository: SessionsRepository,
+    private readonly activity: SessionActivity,
+  ) {}
+
+  async importSession(past: PastSession): Promise<string> {
+    const ids = past.messages.map(() => newId());
+    const messages = past.messages.map((m, i) =>
+      Object.assign(new MessageEntity(), {
+        id: ids[i],
+        seq: i + 1,
+        role: m.role,
+        parentId: i === 0 ? null : ids[i - 1],
+        userMessageSource: m.role === MessageRole.User ? (m.userMessageSource ?? 'web') : null,
+        authorId: m.role === MessageRole.User ? (m.authorId ?? past.ownerId) : null,
+        content: m.content,
+        attributes: m.attributes ?? {},
+        createdAt: m.createdAt,
+        updatedAt: m.createdAt,
+      }),
+    );
+    const last = messages[messages.length - 1];
+    const tokenUsage = Object.fromEntries(TOKEN_USAGE_FIELDS.map((field) => [field, past.usage.reduce((sum, u) => sum + u.usage[field], 0)])) as unknown as TokenUsage;
+    const session = Object.assign(new SessionEntity(), {
+      id: newId(),
+      organizationId: past.organizationId,
+      ownerId: past.ownerId,
+      computerId: null,
+      title: past.title,
+      status: SessionStatus.Idle,
+      messageCount: messages.length,
+      lastMessageId: last?.id ?? null,
+      lastUserSeq: messages.filter((m) => m.role === MessageRole.User).pop()?.seq ?? 0,
+      settings: past.usage.length > 0 ? { ...past.settings, tokenUsage } : past.settings,
+      createdAt: past.createdAt,
+      updatedAt: last?.createdAt ?? past.createdAt,
+      completedAt: last?.createdAt ?? null,
+    });
+    for (const m of messages) m.sessionId = session.id;
+    await this.repository.transaction(async (manager) => {
+      await this.repository.importSession(manager, session, messages);
+      await this.activity.sessionStarted(manager, session);
+      await this.activity.messagesAdded(manager, session, messages);
+      for (const report of past.usage) {
+        const day = report.at.toISOString().slice(0, 10);
+        await this.repository.addDailyUsage(manager, { organizationId: session.organizationId, day, userId: session.ownerId, model: report.model, usage: report.usage });
+        await this.activity.usageReported(manager, session, { model: report.model, at: report.at });
+      }
+    });
+    return session.id;
+  }
+}
