@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AnalyticsModule } from '../modules/analytics';
 import { AuthModule } from '../modules/auth';
 import { ComputersModule } from '../modules/computers';
 import { EnterpriseControlsModule } from '../modules/enterprise-controls';
@@ -7,12 +8,13 @@ import { SessionsModule } from '../modules/sessions';
 import { DemoComputers } from './demo-computers';
 import { DemoControls } from './demo-controls';
 import { DemoConversations } from './demo-conversations';
+import { DemoHistory } from './demo-history';
 import { DemoReadiness } from './demo-readiness';
 import { DemoSeeder } from './demo.seeder';
 
 @Module({
-  imports: [AuthModule, SessionsModule, ComputersModule, EnterpriseControlsModule, ReadinessModule],
-  providers: [DemoSeeder, DemoConversations, DemoComputers, DemoControls, DemoReadiness],
+  imports: [AuthModule, SessionsModule, ComputersModule, EnterpriseControlsModule, ReadinessModule, AnalyticsModule],
+  providers: [DemoSeeder, DemoConversations, DemoHistory, DemoComputers, DemoControls, DemoReadiness],
   exports: [DemoSeeder],
 })
 export class DemoModule {}

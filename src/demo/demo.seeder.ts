@@ -2,12 +2,14 @@ import { Injectable, Logger } from '@nestjs/common';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AppConfig } from '../config/app-config';
+import { AnalyticsRollupJob } from '../modules/analytics';
 import { ApiKeysService, OrganizationsService, Role } from '../modules/auth';
 import { Authenticator } from '../modules/auth/authenticator';
 import { DemoComputers } from './demo-computers';
 import { DemoControls } from './demo-controls';
 import { DemoReadiness } from './demo-readiness';
 import { DemoConversations } from './demo-conversations';
+import { DemoHistory } from './demo-history';
 
 interface DemoOrganization {
   slug: string;
@@ -62,6 +64,8 @@ export class DemoSeeder {
     private readonly computers: DemoComputers,
     private readonly controls: DemoControls,
     private readonly readiness: DemoReadiness,
+    private readonly history: DemoHistory,
+    private readonly rollup: AnalyticsRollupJob,
   ) {}
 
   async seed(): Promise<DemoKeys> {
@@ -89,6 +93,15 @@ export class DemoSeeder {
       member: await as('acme', Role.Member),
     });
     await this.conversations.seedGlobex({ owner: await as('globex', Role.Owner) });
+    // After today's conversations (they go only where there are no sessions): past work, then its rollup.
+    const imported = await this.history.seedAcme({
+      owner: await as('acme', Role.Owner),
+      manager: await as('acme', Role.Manager),
+      member: await as('acme', Role.Member),
+      guest: await as('acme', Role.Guest),
+    });
+    if (imported > 0) this.logger.log(`Demo history: ${imported} past sessions`);
+    await this.rollup.runNow();
     // After the conversations: a managed computer's provisioning log is a session, and conversations go only where there are none.
     const tokens = await this.computers.seedAcme({ owner: await as('acme', Role.Owner), member: await as('acme', Role.Member) });
     // Last: the controls' model policy and defaults apply to sessions created after them.

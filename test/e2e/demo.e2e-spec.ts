@@ -23,6 +23,22 @@ describe('npm run demo', () => {
 
   const readKeys = async (): Promise<DemoKeys> => JSON.parse(await readFile(join(database.dataDir, 'demo-keys.json'), 'utf8'));
   const get = (path: string, key: string) => fetch(`${server!.url}${path}`, { headers: { Authorization: `Bearer ${key}` } });
+  type SessionItem = { sessionId: string; title: string; status: string; createdAt: number };
+  /** Every session of the caller's organization, paging to the end. */
+  const allSessions = async (key: string): Promise<SessionItem[]> => {
+    const all: SessionItem[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = (await (await get(`/api/v0/sessions?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, key)).json()) as {
+        sessions: SessionItem[];
+        pagination: { nextCursor: string | null };
+      };
+      all.push(...page.sessions);
+      cursor = page.pagination.nextCursor;
+    } while (cursor);
+    return all;
+  };
+  const startOfToday = () => Date.parse(new Date().toISOString().slice(0, 10));
 
   it('seeds both organizations and writes working keys before it listens', async () => {
     server = await startServer(['--demo'], database.env);
@@ -42,8 +58,8 @@ describe('npm run demo', () => {
 
   it('gives the demo organizations realistic conversations to look at', async () => {
     const keys = await readKeys();
-    const { sessions } = (await (await get('/api/v0/sessions', keys.acme.owner)).json()) as { sessions: Array<{ sessionId: string; title: string; status: string }> };
-    // The four conversations, and the managed demo computer's provisioning log.
+    const sessions = (await allSessions(keys.acme.owner)).filter((s) => s.createdAt >= startOfToday());
+    // Today's four conversations, and the managed demo computer's provisioning log (the rest is history).
     expect(sessions.map((s) => s.status).sort()).toEqual(['idle', 'idle', 'idle', 'pending', 'running']);
     expect(sessions.filter((s) => s.title.startsWith('Provisioning log'))).toHaveLength(1);
     const finished = sessions.find((s) => s.title === 'Fix the flaky CI build')!;
@@ -100,6 +116,33 @@ describe('npm run demo', () => {
     expect(level).toMatchObject({ repositories: 3, level: Math.floor(repositories.repositories.reduce((sum, r) => sum + r.level, 0) / 3) });
   });
 
+  let sessionsAfterFirstRun = 0;
+
+  it('gives acme about 60 days of history, rolled up into the analytics endpoints', async () => {
+    const keys = await readKeys();
+    const sessions = await allSessions(keys.acme.owner);
+    sessionsAfterFirstRun = sessions.length;
+    const past = sessions.filter((s) => s.createdAt < startOfToday());
+    expect(past.length).toBeGreaterThan(100);
+    const day = (daysAgo: number) => new Date(startOfToday() - daysAgo * 86_400_000).toISOString().slice(0, 10);
+    expect(new Date(Math.min(...past.map((s) => s.createdAt))).toISOString().slice(0, 10) >= day(60)).toBe(true);
+    const range = `startDate=${day(60)}&endDate=${day(1)}`;
+    const body = async (path: string) => ((await (await get(`/api/v1/analytics/${path}`, keys.acme.manager)).json()) as { data: Array<Record<string, number>> }).data;
+    const activity = await body(`activity?${range}`);
+    expect(activity).toHaveLength(60);
+    expect(activity.filter((row) => row.daily_active_users > 0).length).toBeGreaterThan(40);
+    expect(activity.reduce((sum, row) => sum + row.sessions, 0)).toBe(past.length);
+    expect(Math.max(...activity.map((row) => row.monthly_active_users))).toBe(4);
+    const tools = await body(`tools?${range}`);
+    expect(tools.reduce((sum, row) => sum + row.tool_calls, 0)).toBeGreaterThan(500);
+    const productivity = await body(`productivity?${range}`);
+    expect(productivity.reduce((sum, row) => sum + row.git_commits, 0)).toBeGreaterThan(0);
+    const tokens = await body(`tokens?${range}`);
+    expect(tokens.reduce((sum, row) => sum + row.billable_tokens, 0)).toBeGreaterThan(1_000_000);
+    const users = (await (await get(`/api/v1/analytics/users?${range}&limit=100`, keys.acme.owner)).json()) as { data: Array<{ user_id: string }> };
+    expect(new Set(users.data.map((row) => row.user_id)).size).toBe(4);
+  });
+
   it('stops cleanly on SIGTERM', async () => {
     expect(await server!.stop()).toBe(0);
     expect(server!.output()).toMatch(/closing the database/);
@@ -111,8 +154,7 @@ describe('npm run demo', () => {
     expect(await readKeys()).toEqual(before);
     expect(await keysOf(await get('/settings/api-keys?scope=organization', before.acme.owner))).toHaveLength(4);
     expect(await keysOf(await get('/settings/api-keys?scope=organization', before.globex.owner))).toHaveLength(2);
-    const { sessions } = (await (await get('/api/v0/sessions', before.acme.owner)).json()) as { sessions: unknown[] };
-    expect(sessions).toHaveLength(5);
+    expect(await allSessions(before.acme.owner)).toHaveLength(sessionsAfterFirstRun);
     const { computers } = (await (await get('/api/v0/computers', before.acme.owner)).json()) as { computers: unknown[] };
     expect(computers).toHaveLength(2);
     const { changes } = (await (await get('/api/v0/organization/enterprise-controls/history', before.acme.owner)).json()) as { changes: unknown[] };

@@ -12,7 +12,7 @@ import { AnalyticsRollupJob } from './jobs/analytics-rollup.job';
   imports: [AuthModule, SessionsModule],
   controllers: [AnalyticsController],
   providers: [AnalyticsRepository, AnalyticsService, AnalyticsRollupService, AnalyticsRollupJob, FactRecorder],
-  exports: [AnalyticsRollupService],
+  exports: [AnalyticsRollupJob],
 })
 export class AnalyticsModule implements OnModuleInit {
   constructor(

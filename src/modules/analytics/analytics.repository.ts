@@ -168,7 +168,7 @@ export class AnalyticsRepository {
   async days(organizationId: string, from: string, to: string): Promise<StoredDay[]> {
     return this.sql.query<StoredDay>(
       'analytics.days',
-      `SELECT ${DAY}, tools, activity, productivity FROM analytics_days WHERE organization_id = $1 AND day BETWEEN $2 AND $3 ORDER BY day`,
+      `SELECT ${DAY}, tools, activity, productivity FROM analytics_days d WHERE organization_id = $1 AND day BETWEEN $2 AND $3 ORDER BY d.day`,
       [organizationId, from, to],
     );
   }
@@ -177,18 +177,21 @@ export class AnalyticsRepository {
   async activeUsers(organizationId: string, from: string, to: string): Promise<Array<{ day: string; userId: string; clients: string[] }>> {
     return this.sql.query(
       'analytics.activeUsers',
-      `SELECT ${DAY}, user_id AS "userId", clients FROM analytics_user_days
-       WHERE organization_id = $1 AND day BETWEEN $2 AND $3 AND active ORDER BY day`,
+      `SELECT ${DAY}, user_id AS "userId", clients FROM analytics_user_days d
+       WHERE organization_id = $1 AND day BETWEEN $2 AND $3 AND active ORDER BY d.day`,
       [organizationId, from, to],
     );
   }
 
-  /** Up to `limit` users with a rolled-up day in the range, after `afterUserId`, in id order. */
+  /**
+   * Up to `limit` users with a rolled-up day in the range, after `afterUserId`, in id order. The
+   * bound is a plain comparison (no `IS NULL OR`) so a generic plan still starts the index scan at it.
+   */
   async usersWithDays(organizationId: string, from: string, to: string, afterUserId: string | null, limit: number): Promise<string[]> {
     const rows = await this.sql.query<{ user_id: string }>(
       'analytics.usersWithDays',
       `SELECT DISTINCT user_id FROM analytics_user_days
-       WHERE organization_id = $1 AND day BETWEEN $2 AND $3 AND ($4::uuid IS NULL OR user_id > $4::uuid)
+       WHERE organization_id = $1 AND day BETWEEN $2 AND $3 AND user_id > COALESCE($4::uuid, '00000000-0000-0000-0000-000000000000')
        ORDER BY user_id LIMIT $5`,
       [organizationId, from, to, afterUserId, limit],
     );
@@ -214,7 +217,7 @@ export class AnalyticsRepository {
       `SELECT to_char(t.day, 'YYYY-MM-DD') AS day, t.user_id AS "userId", u.email AS "userEmail", t.model,
               t.input_tokens AS input, t.output_tokens AS output, t.cache_creation_tokens AS "cacheWrite",
               t.cache_read_tokens AS "cacheRead", t.thinking_tokens AS thinking
-       FROM token_usage_daily t LEFT JOIN users u ON u.id = t.user_id
+       FROM token_usage_daily t LEFT JOIN users u ON u.id = t.user_id AND u.organization_id = $1
        WHERE t.organization_id = $1 AND t.day BETWEEN $2 AND $3
        ORDER BY t.day, t.model, t.user_id`,
       [organizationId, from, to],

@@ -1,1 +1,2 @@
 export { AnalyticsModule } from './analytics.module';
+export { AnalyticsRollupJob } from './jobs/analytics-rollup.job';

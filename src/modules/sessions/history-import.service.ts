@@ -38,6 +38,11 @@ export class HistoryImportService {
     private readonly activity: SessionActivity,
   ) {}
 
+  /** Whether the organization has sessions created before `before` (history already there). */
+  hasSessionsBefore(organizationId: string, before: Date): Promise<boolean> {
+    return this.repository.hasSessionsBefore(organizationId, before);
+  }
+
   async importSession(past: PastSession): Promise<string> {
     const ids = past.messages.map(() => newId());
     const messages = past.messages.map((m, i) =>

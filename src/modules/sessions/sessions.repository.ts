@@ -460,6 +460,11 @@ export class SessionsRepository {
     );
   }
 
+  async hasSessionsBefore(organizationId: string, before: Date): Promise<boolean> {
+    const rows = await this.sql.query('sessions.anyBefore', `SELECT 1 FROM sessions WHERE organization_id = $1 AND created_at < $2 LIMIT 1`, [organizationId, before]);
+    return rows.length > 0;
+  }
+
   /** Stores a whole past conversation: the session row (with its counters) and its messages. */
   async importSession(manager: EntityManager, session: SessionEntity, messages: MessageEntity[]): Promise<void> {
     await this.insertSession(manager, session);

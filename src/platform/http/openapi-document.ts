@@ -204,11 +204,22 @@ and do not count towards levels. \`numerator\` ≤ \`denominator\`, \`denominato
 per report. The evaluator: \`npm run cli -- readiness evaluate <path> [--json] [--upload]\`. Each upload publishes
 \`readiness.report.created\`.
 
-## Analytics (in progress)
-\`/api/v1/analytics/tokens\` is served; the other four endpoints are not built yet (404). Owners and managers only. Date rules:
-both dates required, YYYY-MM-DD, UTC, \`startDate\` ≤ \`endDate\`, ending before today, at most 400 days; **400** otherwise, in
-\`{title, detail, status, requestId}\`. Days before 2026-01-14 are not answered (a range before it has no rows). Every metric is
-defined in \`docs/analytics.md\`.
+## Analytics
+Five GET endpoints under \`/api/v1/analytics\` (\`tokens\`, \`tools\`, \`activity\`, \`productivity\`, \`users\`), owners and
+managers only, answer \`{data, meta}\`. Date rules: both dates required, YYYY-MM-DD, UTC, \`startDate\` ≤ \`endDate\`, ending before
+today, at most 400 days; **400** otherwise, in \`{title, detail, status, requestId}\`. Days before 2026-01-14 are not answered (a range
+before it has no rows). Without \`group_by\`, a row for every day (zeros on quiet days).
+
+The numbers are projections of the platform's own activity. Sessions, messages, tool calls (with MCP server, skills, files, commits,
+pull requests), hooks and usage reports are recorded as facts in the same transaction as the activity; a rollup folds each closed day
+into daily rows (at start-up, every \`ANALYTICS_ROLLUP_MS\`, and on \`POST /api/v1/analytics/rollup\`, owners only), picking up late
+facts for days already rolled up. Highlights (every metric is defined in \`docs/analytics.md\`):
+- billable tokens = input + output (thinking included) + 125% of cache writes + 10% of cache reads, rounded down per day, user and model;
+- a user is active on a day they sent a user message; WAU and MAU count users active in the 7 and 30 days ending on the row's date,
+  each user once whatever the clients; clients: \`terminal-ui\` (cli_tui, cli_acp), \`web\` (web, desktop), \`non-interactive-cli\` (the rest);
+- autonomy ratio = tool calls ÷ user turns, per user and day; avg and nearest-rank p50/p90 over users with a turn that day;
+- MCP servers are folded to lower case; tool names are cleaned of parsing artifacts; file languages come from GitHub Linguist's table;
+- \`/users\`: \`limit\` counts users (each with a row per active day, by user id then date); \`next_cursor\` is the page's last user id.
 
 ## Idempotency
 The POSTs under \`/api/v0/sessions\` and \`/api/v0/agent\` (not connect) take an optional \`Idempotency-Key\` header (1-255 visible ASCII characters, per user, remembered for

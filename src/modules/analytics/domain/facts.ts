@@ -111,13 +111,12 @@ const MAX_COMMAND = 1000;
  */
 export function normalizeToolName(raw: string): { tool: string; mcpServer?: string } {
   const match = /[A-Za-z0-9_][A-Za-z0-9_.:-]*/.exec(raw.trim().replace(/^["'`[(<{]+/, ''));
-  let tool = match ? match[0].replace(/[.:-]+$/, '').slice(0, MAX_NAME) : '';
+  const tool = match ? match[0].replace(/[.:-]+$/, '') : '';
   if (!tool) return { tool: 'unknown' };
   const mcp = /^mcp__(.+?)__(.+)$/i.exec(tool);
-  if (!mcp) return { tool };
-  const mcpServer = mcp[1].toLowerCase();
-  tool = `mcp__${mcpServer}__${mcp[2]}`;
-  return { tool, mcpServer };
+  if (!mcp) return { tool: tool.slice(0, MAX_NAME) };
+  const mcpServer = mcp[1].toLowerCase().slice(0, MAX_NAME);
+  return { tool: `mcp__${mcpServer}__${mcp[2]}`.slice(0, MAX_NAME), mcpServer };
 }
 
 const SKILL_TOOLS = new Set(['skill']);
@@ -125,7 +124,10 @@ const CREATE_TOOLS = new Set(['write', 'create', 'create_file', 'write_file', 'c
 const EDIT_TOOLS = new Set(['edit', 'multiedit', 'multi_edit', 'edit_file', 'editfile', 'str_replace', 'apply_patch', 'applypatch']);
 const EDITOR_TOOL = 'str_replace_based_edit_tool';
 const SHELL_TOOLS = new Set(['bash', 'shell', 'execute', 'exec', 'run', 'run_command', 'terminal', 'powershell']);
-const GIT_COMMIT = /\bgit\s+(?:-\S+\s+(?:\S+\s+)?)*?commit\b/g;
+/** `git [options] commit`, options with a value included (`-C "my dir"`); not `commit-tree`. */
+const GIT_COMMIT = /\bgit\s+(?:-\S+\s+(?:"[^"]*"\s+|'[^']*'\s+|[^\s-]\S*\s+)?)*?commit(?![\w-])/g;
+/** Files an `apply_patch` patch adds and updates. */
+const PATCH_FILE = /^\*\*\* (Add|Update) File: (.+)$/gm;
 const PR_CREATE = /\b(?:gh\s+pr\s+create|glab\s+mr\s+create|hub\s+pull-request)\b/g;
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
@@ -175,6 +177,11 @@ export function agentMessageFacts(session: SessionFacts, message: MessageFacts):
   return facts;
 }
 
+function fileFact(base: Pick<Fact, 'at' | 'userId' | 'sessionId'>, kind: FactKind, path: string): Fact {
+  const file = fileKind(path);
+  return { ...base, kind, name: file.extension, detail: file.language };
+}
+
 function toolEffects(base: Pick<Fact, 'at' | 'userId' | 'sessionId'>, tool: string, mcpServer: string | undefined, input: Record<string, unknown>): Fact[] {
   const name = tool.toLowerCase();
   const facts: Fact[] = [];
@@ -187,9 +194,10 @@ function toolEffects(base: Pick<Fact, 'at' | 'userId' | 'sessionId'>, tool: stri
   const file = path && (CREATE_TOOLS.has(name) || editorCommand === 'create') ? FactKind.FileCreated
     : path && (EDIT_TOOLS.has(name) || editorCommand === 'str_replace' || editorCommand === 'insert') ? FactKind.FileEdited
     : undefined;
-  if (file && path) {
-    const kind = fileKind(path);
-    facts.push({ ...base, kind: file, name: kind.extension, detail: kind.language });
+  if (file && path) facts.push(fileFact(base, file, path));
+  const patch = name === 'apply_patch' || name === 'applypatch' ? text(input.input) ?? text(input.patch) : undefined;
+  if (patch && !path) {
+    for (const [, action, patched] of patch.matchAll(PATCH_FILE)) facts.push(fileFact(base, action === 'Add' ? FactKind.FileCreated : FactKind.FileEdited, patched.trim()));
   }
   const shell = SHELL_TOOLS.has(name) ? text(input.command) ?? text(input.cmd) : undefined;
   if (shell) {

@@ -7,10 +7,23 @@ export interface FileKind {
 type LanguageEntry = { type?: string; extensions?: string[]; filenames?: string[] };
 
 /**
+ * Where Linguist itself would need its content heuristics, the well-known language wins: Linguist's
+ * own "popular" list (lib/linguist/popular.yml), plus the everyday data, markup and prose formats.
+ */
+// Not XML: it also claims .tsx, .csproj-like and dozens of other extensions that belong to their own languages.
+const WELL_KNOWN = new Set([
+  // popular.yml
+  'C', 'C#', 'C++', 'CoffeeScript', 'CSS', 'Dart', 'DM', 'Elixir', 'Go', 'Groovy', 'HTML', 'Java', 'JavaScript', 'Kotlin',
+  'Objective-C', 'Perl', 'PHP', 'PowerShell', 'Python', 'Ruby', 'Rust', 'Scala', 'Shell', 'Swift', 'TypeScript',
+  // everyday formats
+  'JSON', 'Markdown', 'SQL', 'Text', 'TOML', 'YAML',
+]);
+
+/**
  * Extension and file name tables from GitHub Linguist's language list (`linguist-languages`).
- * An extension several languages claim goes to the one that lists it first (its primary extension),
- * then to a programming language over data or markup, then alphabetically: `.ts` is TypeScript,
- * `.h` is C.
+ * An extension several languages claim goes to a well-known language (above), then to the one that
+ * lists it first (its primary extension), then to a programming language over data or markup, then
+ * alphabetically: `.ts` is TypeScript, `.h` is C, `.md` is Markdown, `.rs` is Rust.
  */
 function buildTables(): { byExtension: Map<string, string>; byFilename: Map<string, string> } {
   // Loaded on first use: its 800-odd modules take a quarter of a second, which start-up need not pay.
@@ -22,10 +35,10 @@ function buildTables(): { byExtension: Map<string, string>; byFilename: Map<stri
   for (const [name, language] of entries) {
     (language.extensions ?? []).forEach((ext, i) => {
       const key = ext.toLowerCase();
-      const rank = (i === 0 ? 0 : 2) + (language.type === 'programming' ? 0 : 1);
+      const rank = (WELL_KNOWN.has(name) ? 0 : 4) + (i === 0 ? 0 : 2) + (language.type === 'programming' ? 0 : 1);
       candidates.set(key, [...(candidates.get(key) ?? []), { name, rank }]);
     });
-    for (const file of language.filenames ?? []) if (!byFilename.has(file)) byFilename.set(file, name);
+    for (const file of language.filenames ?? []) if (!byFilename.has(file) || WELL_KNOWN.has(name)) byFilename.set(file, name);
   }
   const byExtension = new Map<string, string>();
   for (const [ext, list] of candidates) byExtension.set(ext, list.reduce((best, c) => (c.rank < best.rank ? c : best)).name);

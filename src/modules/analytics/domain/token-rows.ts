@@ -57,12 +57,13 @@ function breakdown(byModel: Map<string, Totals>): ModelBreakdown[] {
 
 /** One row per day of the range (zeros on quiet days), models and users by billable tokens, largest first. */
 export function tokensRows(days: string[], facts: TokenUsageRow[]): TokensRow[] {
+  const byDay = new Map<string, TokenUsageRow[]>();
+  for (const row of facts) (byDay.get(row.day) ?? byDay.set(row.day, []).get(row.day)!).push(row);
   return days.map((day) => {
     const total = zero();
     const models = new Map<string, Totals>();
     const users = new Map<string, { email: string | null; total: Totals; models: Map<string, Totals> }>();
-    for (const row of facts) {
-      if (row.day !== day) continue;
+    for (const row of byDay.get(day) ?? []) {
       add(total, row);
       if (!models.has(row.model)) models.set(row.model, zero());
       add(models.get(row.model)!, row);

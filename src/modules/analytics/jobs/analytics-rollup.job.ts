@@ -44,8 +44,8 @@ export class AnalyticsRollupJob implements OnApplicationBootstrap, BeforeApplica
     return this.running;
   }
 
-  /** A run for one organization now (the owner's trigger): after the one in progress, so it sees the newest facts. */
-  async runNow(organizationId: string): Promise<RollupResult> {
+  /** A run now, for one organization (the owner's trigger) or all: after the one in progress, so it sees the newest facts. */
+  async runNow(organizationId?: string): Promise<RollupResult> {
     await this.running;
     return this.rollup.run({ organizationId, shouldStop: () => this.stopping });
   }
