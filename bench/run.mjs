@@ -13,6 +13,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { createApiKey, ensureFixtures } from './lib/fixtures.mjs';
 import { seconds } from './lib/bulk.mjs';
+import { closeConnections, request } from './lib/http.mjs';
 import { runLoaders } from './lib/load.mjs';
 import { Database, LOAD_SETTINGS, REPORTED_SETTINGS, RUN_SETTINGS } from './lib/postgres.mjs';
 import { startNodeServer } from './lib/processes.mjs';
@@ -108,8 +109,10 @@ async function main() {
     servers.push(app);
     const baseline = await startNodeServer({ name: 'baseline', script: join(BENCH, 'baseline-server.mjs'), env: serverEnv, logFile: join(RESULTS, 'baseline.log'), healthPath: '/healthz' });
     servers.push(baseline);
+    const startupRollupSeconds = await waitForStartupRollup(app, apiKey);
 
     const scenarios = await loadScenarios({ db: pool, fixtures, root: ROOT, log });
+    const suites = await loadSuites();
     const busy = await cpuBusy();
     if (busy > 0.15) log(`warning: before measuring, other processes kept the CPUs ${Math.round(busy * 100)}% busy; the numbers will be low`);
     const results = [];
@@ -123,19 +126,41 @@ async function main() {
     }
     judge(results);
 
+    // Suites measure on their own terms (e.g. one request at a time) after the scenarios.
+    const suiteResults = {};
+    for (const suite of suites) {
+      const result = await suite.run({ db: pool, app, env, only: config.only, log });
+      if (result) suiteResults[suite.name] = result;
+    }
+
     const report = {
       finishedAt: new Date().toISOString(),
       machine: { cores: cpus().length, cpu: cpus()[0]?.model, memory: formatBytes(totalmem()), node: process.version, busyBefore: busy },
       database: { ...facts, size: formatBytes(facts.sizeBytes), load },
       run: config,
+      app: { startupRollupSeconds },
       scenarios: results,
+      ...Object.fromEntries(Object.entries(suiteResults).map(([name, { markdown: _, ...rest }]) => [name, rest])),
     };
     writeFileSync(join(RESULTS, 'latest.json'), JSON.stringify(report, null, 2) + '\n');
-    print(report);
-    return results.every((r) => ['pass', '—'].includes(r.verdict));
+    print(report, Object.values(suiteResults));
+    return results.every((r) => ['pass', '—'].includes(r.verdict)) && Object.values(suiteResults).every((r) => r.pass);
   } finally {
+    closeConnections();
     await pool.end();
   }
+}
+
+/**
+ * The app rolls up analytics at start-up, in the background. The owner's trigger waits for a run in progress,
+ * so calling it waits for that one: no scenario is measured while it runs. Resolves to how long it took.
+ */
+async function waitForStartupRollup(app, apiKey) {
+  const res = await request(`${app.url}/api/v1/analytics/rollup`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` } });
+  if (res.status !== 200) throw new Error(`POST /api/v1/analytics/rollup answered ${res.status}: ${res.body.slice(0, 300)}`);
+  const took = Number((res.ms / 1000).toFixed(1));
+  log(`the app's start-up analytics rollup done ${took} s after the app answered /healthz`);
+  return took;
 }
 
 /** Share of CPU time used over one second while the bench itself is idle: anything else running skews the results. */
@@ -202,6 +227,20 @@ async function loadScenarios(ctx) {
   return [...all.filter((s) => s.baseline), ...all.filter((s) => !s.baseline)];
 }
 
+/**
+ * Every file in bench/suites/ exports `name`, `selected(only)` (whether BENCH_SCENARIOS asks for any of it) and
+ * `run({ db, app, env, only, log })`, resolving to its results with `pass` and `markdown` (or null: nothing to run).
+ */
+async function loadSuites() {
+  const dir = join(BENCH, 'suites');
+  const suites = [];
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.mjs')).sort()) {
+    const suite = await import(pathToFileURL(join(dir, file)).href);
+    if (suite.selected(config.only)) suites.push(suite);
+  }
+  return suites;
+}
+
 /** A short warm-up, then `duration` seconds of `connections` concurrent clients. */
 async function measure(scenario, url, apiKey) {
   const expectStatus = scenario.expectStatus ?? 200;
@@ -249,17 +288,15 @@ async function measure(scenario, url, apiKey) {
   return result;
 }
 
-function print({ machine, database, run, scenarios }) {
+function print({ machine, database, run, app, scenarios }, suites) {
   const loaded = database.load.loaders.map((l) => `${l.name} ${JSON.stringify(l.summary)} in ${l.seconds} s${l.reused ? ' (reused)' : ''}`);
+  const scenarioTable = scenarios.length ? `## Results (${run.connections} connections, ${run.duration} s each after ${run.warmup} s warm-up)\n\n${markdownTable(scenarios)}\n\n` : '';
   console.log(`
-## Results (${run.connections} connections, ${run.duration} s each after ${run.warmup} s warm-up)
-
-${markdownTable(scenarios)}
-
-- Machine: ${machine.cores} cores (${machine.cpu}), ${machine.memory} RAM, Node ${machine.node}; CPU ${Math.round(machine.busyBefore * 100)}% busy with other work before measuring
+${scenarioTable}${suites.map((s) => `${s.markdown}\n\n`).join('')}- Machine: ${machine.cores} cores (${machine.cpu}), ${machine.memory} RAM, Node ${machine.node}; CPU ${Math.round(machine.busyBefore * 100)}% busy with other work before measuring
 - Database: ${database.version}, ${database.size}; ${Object.entries(database.settings).map(([k, v]) => `${k}=${v}`).join(', ')}
 - Load: ${loaded.join('; ')}${database.load.vacuumSeconds !== null ? `; VACUUM ANALYZE ${database.load.vacuumSeconds} s; total ${database.load.seconds} s` : ''}
-- Largest tables: ${Object.entries(database.tableBytes ?? {}).slice(0, 4).map(([t, b]) => `${t} ${formatBytes(b)}`).join(', ')}`);
+- Largest tables: ${Object.entries(database.tableBytes ?? {}).slice(0, 4).map(([t, b]) => `${t} ${formatBytes(b)}`).join(', ')}
+- The app's start-up analytics rollup ended ${app.startupRollupSeconds} s after it answered /healthz`);
   for (const r of scenarios.filter((s) => s.probe)) {
     console.log(`- ${r.name}: a sample request answered ${r.probe.status}: ${r.probe.body}`);
   }
