@@ -80,7 +80,7 @@ export class AnalyticsController {
     description:
       'A page of `limit` users (1-100, default 20) in user-id order, each with one row per day of the range it has activity, by user then date. ' +
       'While `meta.has_more` is true, send `meta.next_cursor` (the page\'s last user id) as `cursor` with the same dates and limit; every user appears on exactly one page. ' +
-      'Rows of one day sum to that day\'s totals on the other endpoints. ' +
+      'Rows of one day sum to that day\'s totals on the other endpoints once the day is rolled up (`/tokens` reads the per-day usage totals directly, so it shows a just-closed day first). ' +
       ROLLUP_NOTE,
   })
   @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.usersResponse })

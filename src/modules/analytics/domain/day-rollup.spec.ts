@@ -61,6 +61,9 @@ describe('round2', () => {
     [11 / 3, 3.67],
     [7 / 11, 0.64],
     [0.125, 0.13],
+    [1.005, 1.01],
+    [201 / 200, 1.01],
+    [1e-7, 0],
   ])('%d is %d', (value, rounded) => {
     expect(round2(value)).toBe(rounded);
   });

@@ -102,8 +102,11 @@ export interface DayRollup {
   productivity: ProductivityDay;
 }
 
-/** Ratios and averages are served with two decimals. */
-export const round2 = (value: number): number => Math.round(value * 100) / 100;
+/** Ratios and averages are served with two decimals, halves up (1.005 is 1.01, which `value * 100` would miss). */
+export function round2(value: number): number {
+  const shifted = String(value).includes('e') ? value * 100 : Number(`${value}e2`);
+  return Math.round(shifted) / 100;
+}
 
 /** Nearest-rank percentile of sorted values (0 when there are none). */
 export function percentile(sorted: number[], p: number): number {

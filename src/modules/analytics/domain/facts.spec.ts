@@ -189,6 +189,8 @@ describe('userMessageFacts', () => {
     ['a/b', 'a path'],
     ['', 'empty text'],
     ['\\/review', 'escaped'],
+    ['/usr/local/bin/node crashes on start', 'a path'],
+    ['/etc/hosts', 'a path'],
   ])('no slash command in %j (%s)', (text) => {
     expect(facts(text).map((f) => f.kind)).toEqual([FactKind.UserMessage]);
   });
@@ -352,6 +354,8 @@ describe('agentMessageFacts', () => {
     expect(toolEffects('mcp__GitHub__create_pull_request', { title: 'x' })).toEqual(['git_pr']);
     expect(toolEffects('mcp__gitlab__Create_Merge_Request', {})).toEqual(['git_pr']);
     expect(toolEffects('create_pull_request', {})).toEqual([]);
+    expect(toolEffects('mcp__github__create_pull_request_review', { event: 'APPROVE' })).toEqual([]);
+    expect(toolEffects('mcp__gitlab__create_merge_request', {})).toEqual(['git_pr']);
     expect(toolEffects('mcp__github__list_pull_requests', {})).toEqual([]);
   });
 

@@ -140,7 +140,8 @@ export function userMessageFacts(session: SessionFacts, message: MessageFacts): 
     { ...base, kind: FactKind.UserMessage, client: clientOf(message.userMessageSource), level: delegationLevelOf(session.settings) },
   ];
   const first = message.content.find((block) => block.type === 'text');
-  const command = /^\s*(\/[A-Za-z][\w:-]*)/.exec(text(first?.text) ?? '');
+  // `/review the diff` is a command; `/usr/local/bin` is a path.
+  const command = /^\s*(\/[A-Za-z][\w:-]*)(?=$|\s|[.,;!?)])/.exec(text(first?.text) ?? '');
   if (command) facts.push({ ...base, kind: FactKind.SlashCommand, name: clip(command[1], MAX_NAME) });
   return facts;
 }
@@ -204,6 +205,6 @@ function toolEffects(base: Pick<Fact, 'at' | 'userId' | 'sessionId'>, tool: stri
     for (let i = (shell.match(GIT_COMMIT) ?? []).length; i > 0; i--) facts.push({ ...base, kind: FactKind.GitCommit });
     for (let i = (shell.match(PR_CREATE) ?? []).length; i > 0; i--) facts.push({ ...base, kind: FactKind.GitPullRequest });
   }
-  if (mcpServer && /create_pull_request|create_merge_request/i.test(tool)) facts.push({ ...base, kind: FactKind.GitPullRequest });
+  if (mcpServer && /__create_(?:pull|merge)_request$/i.test(tool)) facts.push({ ...base, kind: FactKind.GitPullRequest });
   return facts;
 }
