@@ -96,6 +96,20 @@ describe('Analytics: facts from live activity', () => {
     expect(new Set(recorded.map((f) => f.day))).toEqual(new Set([today()]));
   });
 
+  it.each([
+    [{ interactionMode: 'spec', autonomyLevel: 'high' }, 'spec'],
+    [{ interactionMode: 'ask' }, 'manual'],
+    [{ autonomyLevel: 'off' }, 'manual'],
+    [{ autonomyLevel: 'medium' }, 'auto-medium'],
+    [{}, 'auto-low'],
+  ])('stores a user message sent with settings %j at delegation level %s, in the statement that stores it', async (sessionSettings, level) => {
+    const other = await createUser(t, Role.Owner, await createOrganization(t));
+    const session = await t.http().post('/api/v0/sessions').set(other.auth).send({ sessionSettings }).expect(201);
+    await t.http().post(`/api/v0/sessions/${session.body.sessionId}/messages`).set(other.auth).send({ text: 'hello' }).expect(200);
+    const rows = (await db.query(`SELECT kind, level, client, user_id FROM analytics_facts WHERE organization_id = $1 AND kind = 'user_message'`, [other.organizationId])) as Json[];
+    expect(rows).toEqual([{ kind: 'user_message', level, client: 'non-interactive-cli', user_id: other.userId }]);
+  });
+
   it('rolls today up once it is closed, idempotently', async () => {
     const rollup = t.app.get(AnalyticsRollupService);
     // Today is still open: nothing is rolled up.

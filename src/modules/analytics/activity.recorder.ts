@@ -1,8 +1,19 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import type { ActivityRecorder } from '../sessions';
+import type { ActivityRecorder, FactStatement } from '../sessions';
 import { AnalyticsRepository } from './analytics.repository';
-import { agentMessageFacts, Fact, FactKind, MessageFacts, SessionFacts, userMessageFacts } from './domain/facts';
+import { agentMessageFacts, delegationLevelOf, Fact, FactKind, MessageFacts, SessionFacts, userMessageFacts } from './domain/facts';
+
+/** Every interactionMode and autonomyLevel a session may have (`''`: unset), keyed `mode|level`. */
+const INTERACTION_MODES = ['', 'auto', 'spec', 'ask'];
+const AUTONOMY_LEVELS = ['', 'off', 'low', 'medium', 'high'];
+const DELEGATION_BY_SETTINGS = JSON.stringify(
+  Object.fromEntries(
+    INTERACTION_MODES.flatMap((mode) =>
+      AUTONOMY_LEVELS.map((level) => [`${mode}|${level}`, delegationLevelOf({ interactionMode: mode || undefined, autonomyLevel: level || undefined })]),
+    ),
+  ),
+);
 
 interface RecordedSession extends SessionFacts {
   organizationId: string;
@@ -23,6 +34,27 @@ export class FactRecorder implements ActivityRecorder {
   async messagesAdded(manager: EntityManager, session: RecordedSession, messages: MessageFacts[]): Promise<void> {
     const facts = messages.flatMap((message) => (message.role === 'user' ? userMessageFacts(session, message) : agentMessageFacts(session, message)));
     await this.write(manager, session.organizationId, facts);
+  }
+
+  /**
+   * A user message's facts as a CTE of the statement that stores it: the facts are known before the
+   * statement but for the session's delegation level, which is looked up from its settings there
+   * (a table built from `delegationLevelOf`, so SQL holds no rule of its own).
+   */
+  userMessageStatement(message: { authorId: string; source: string; content: MessageFacts['content'] }): FactStatement {
+    const facts = userMessageFacts(
+      { id: '', ownerId: message.authorId, settings: {} },
+      { role: 'user', userMessageSource: message.source, authorId: message.authorId, content: message.content, attributes: {}, createdAt: new Date() },
+    );
+    return {
+      params: [message.authorId, facts.map((f) => f.kind), facts.map((f) => f.client ?? null), facts.map((f) => f.name ?? null), DELEGATION_BY_SETTINGS, delegationLevelOf({})],
+      cte: (p) => `INSERT INTO analytics_facts (organization_id, day, user_id, session_id, kind, client, level, name, txid)
+        SELECT s.organization_id, (s.updated_at AT TIME ZONE 'UTC')::date, $${p}::uuid, s.id, f.kind, f.client,
+          CASE WHEN f.kind = '${FactKind.UserMessage}' THEN COALESCE(
+            $${p + 4}::jsonb ->> (COALESCE(s.settings->>'interactionMode', '') || '|' || COALESCE(s.settings->>'autonomyLevel', '')), $${p + 5}::varchar) END,
+          f.name, pg_current_xact_id()::text::bigint
+        FROM s, unnest($${p + 1}::varchar[], $${p + 2}::varchar[], $${p + 3}::text[]) AS f(kind, client, name)`,
+    };
   }
 
   async usageReported(manager: EntityManager, session: RecordedSession, report: { model: string; at: Date }): Promise<void> {

@@ -11,4 +11,4 @@ export { ComputerDirectory } from './ports/computer-directory';
 export { SessionPolicy } from './ports/session-policy';
 export type { SessionRules } from './ports/session-policy';
 export { SessionActivity } from './ports/session-activity';
-export type { ActivityRecorder } from './ports/session-activity';
+export type { ActivityRecorder, FactStatement } from './ports/session-activity';

@@ -8,6 +8,7 @@ import { MessageEntity, SessionEntity } from './entities';
 import { ContentBlock, MessageAttributes, MessageRole } from './domain/message';
 import { StoredSessionSettings, TokenUsage } from './domain/session-settings';
 import { SessionStatus } from './domain/session-status';
+import type { FactStatement } from './ports/session-activity';
 
 /**
  * A timestamp as Unix ms (a float8 the driver hands over as a number): parsing timestamp text
@@ -263,15 +264,17 @@ export class SessionsRepository {
 
   /**
    * Adds a user message in one statement: locks the session, numbers the message, moves the
-   * status and the work queue, and inserts it. The time is taken under the lock and never goes
+   * status and the work queue, and inserts it with its analytics facts. The time is taken under the lock and never goes
    * backwards, so message times follow conversation order even with concurrent writers.
    */
   async addUserMessage(
     input: { sessionId: string; organizationId: string; messageId: string; computerId: string | null; authorId: string; source: string; content: ContentBlock[] },
     manager?: EntityManager,
+    facts?: FactStatement | null,
   ): Promise<SessionChange | null> {
+    const factsCte = facts ? `, facts AS (${facts.cte(8)})` : '';
     const rows = await this.sql.in(manager).query<SessionRow & { previous_status: SessionStatus; previous_last_message_id: string | null }>(
-      'messages.addUser',
+      facts ? 'messages.addUser.facts' : 'messages.addUser',
       `WITH old AS (
          SELECT id, status, last_message_id FROM sessions WHERE id = $1 AND organization_id = $2 FOR UPDATE
        ), s AS (
@@ -289,9 +292,9 @@ export class SessionsRepository {
        ), inserted AS (
          INSERT INTO messages (id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
          SELECT $3, s.id, s.message_count, 'user', s.previous_last_message_id, $5, $6, $7::jsonb, '{}'::jsonb, s.updated_at, s.updated_at FROM s
-       )
+       )${factsCte}
        SELECT ${SESSION_COLUMNS}, s.previous_status, s.previous_last_message_id FROM s`,
-      [input.sessionId, input.organizationId, input.messageId, input.computerId, input.source, input.authorId, JSON.stringify(input.content)],
+      [input.sessionId, input.organizationId, input.messageId, input.computerId, input.source, input.authorId, JSON.stringify(input.content), ...(facts?.params ?? [])],
     );
     const row = rows[0];
     if (!row) return null;

@@ -6,7 +6,7 @@ import { isUuid, newId } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { Page } from '../../platform/http/pagination';
 import { validationError } from '../../platform/http/validation';
-import { MessageEntity, SessionEntity } from './entities';
+import { SessionEntity } from './entities';
 import { checkBase64Payload } from './domain/attachments';
 import { ContentBlock, MessageRole } from './domain/message';
 import { SERVER_MAINTAINED_SETTINGS, StoredSessionSettings } from './domain/session-settings';
@@ -165,7 +165,8 @@ export class SessionsService {
     }
     const messageId = newId();
     let published: SessionChange | undefined;
-    const add = async (manager: EntityManager) => {
+    const facts = this.activity.userMessageStatement({ authorId: principal.userId, source: API_MESSAGE_SOURCE, content });
+    const add = async (manager?: EntityManager) => {
       const change = await this.repository.addUserMessage(
         {
           sessionId,
@@ -177,30 +178,15 @@ export class SessionsService {
           content,
         },
         manager,
+        facts,
       );
       if (!change) notFound(sessionId);
       assertTransition(SessionTrigger.UserMessageAdded, change.previousStatus, change.session.status);
-      const { session } = change;
-      await this.activity.messagesAdded(manager, session, [
-        Object.assign(new MessageEntity(), {
-          id: messageId,
-          sessionId,
-          seq: session.messageCount,
-          role: MessageRole.User,
-          parentId: change.previousLastMessageId,
-          userMessageSource: API_MESSAGE_SOURCE,
-          authorId: principal.userId,
-          content,
-          attributes: {},
-          createdAt: session.updatedAt,
-          updatedAt: session.updatedAt,
-        }),
-      ]);
       published = change;
       return { messageId, status: change.session.status };
     };
-    // The message, its analytics facts and any Idempotency-Key are stored in one transaction.
-    const result = idempotent ? await this.idempotency.run(principal, idempotent, add) : { body: await this.repository.transaction(add), replayed: false };
+    // One statement (the message and its analytics facts) is atomic by itself; an Idempotency-Key needs a transaction to be stored with it.
+    const result = idempotent ? await this.idempotency.run(principal, idempotent, add) : { body: await add(), replayed: false };
     if (!result.replayed && published) {
       const { session, previousStatus } = published;
       const events: Array<MessageAddedEvent | SessionStatusChangedEvent> = [
