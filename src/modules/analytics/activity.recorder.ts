@@ -48,12 +48,7 @@ export class FactRecorder implements ActivityRecorder {
     );
     return {
       params: [message.authorId, facts.map((f) => f.kind), facts.map((f) => f.client ?? null), facts.map((f) => f.name ?? null), DELEGATION_BY_SETTINGS, delegationLevelOf({})],
-      cte: (p) => `INSERT INTO analytics_facts (organization_id, day, user_id, session_id, kind, client, level, name, txid)
-        SELECT s.organization_id, (s.updated_at AT TIME ZONE 'UTC')::date, $${p}::uuid, s.id, f.kind, f.client,
-          CASE WHEN f.kind = '${FactKind.UserMessage}' THEN COALESCE(
-            $${p + 4}::jsonb ->> (COALESCE(s.settings->>'interactionMode', '') || '|' || COALESCE(s.settings->>'autonomyLevel', '')), $${p + 5}::varchar) END,
-          f.name, pg_current_xact_id()::text::bigint
-        FROM s, unnest($${p + 1}::varchar[], $${p + 2}::varchar[], $${p + 3}::text[]) AS f(kind, client, name)`,
+      cte: (p) => AnalyticsRepository.userMessageFactsCte(p),
     };
   }
 
