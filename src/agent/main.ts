@@ -1,0 +1,64 @@
+import { mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Agent } from './agent';
+import { ModelClient } from './model-client';
+import { PlatformClient } from './platform-client';
+
+const USAGE = `Usage: npm run agent -- --url <base_url> --token <computer agent token> [--computer <id>] [--workspace <dir>]
+
+Every option can come from the environment instead: AGENT_URL, AGENT_TOKEN, AGENT_COMPUTER_ID, AGENT_WORKSPACE
+(default: the current folder). The model: AGENT_MODEL_BASE_URL (an OpenAI-compatible endpoint), AGENT_MODEL (its
+model id), AGENT_MODEL_API_KEY (if it needs one), AGENT_MODEL_MAX_OUTPUT_TOKENS. Without a model the agent still
+takes work and answers each turn with how to configure one.`;
+
+function main(): void {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: { url: { type: 'string' }, token: { type: 'string' }, computer: { type: 'string' }, workspace: { type: 'string' }, help: { type: 'boolean' } },
+      strict: true,
+    }));
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${USAGE}`);
+    process.exit(64);
+  }
+  if (values.help) {
+    console.log(USAGE);
+    return;
+  }
+  const env = process.env;
+  const url = values.url ?? env.AGENT_URL;
+  const token = values.token ?? env.AGENT_TOKEN;
+  if (!url || !token) {
+    console.error(`${!url ? 'The server URL (--url or AGENT_URL)' : 'The agent token (--token or AGENT_TOKEN)'} is required.\n\n${USAGE}`);
+    process.exit(64);
+  }
+  const workspace = resolve(values.workspace ?? env.AGENT_WORKSPACE ?? process.cwd());
+  mkdirSync(workspace, { recursive: true });
+  const log = (line: string) => console.log(`[agent ${new Date().toISOString()}] ${line}`);
+  const maxOutputTokens = Number(env.AGENT_MODEL_MAX_OUTPUT_TOKENS ?? 0) || undefined;
+  const model =
+    env.AGENT_MODEL_BASE_URL && env.AGENT_MODEL
+      ? new ModelClient({ baseUrl: env.AGENT_MODEL_BASE_URL, model: env.AGENT_MODEL, apiKey: env.AGENT_MODEL_API_KEY || undefined, maxOutputTokens })
+      : null;
+  if (!model) log('no model configured (AGENT_MODEL_BASE_URL, AGENT_MODEL): turns will end with a message saying so');
+  const agent = new Agent({ client: new PlatformClient({ baseUrl: url.replace(/\/+$/, ''), token, log }), model, workspace, computerId: values.computer ?? env.AGENT_COMPUTER_ID, log });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      log(`${signal}: stopping after the current request`);
+      agent.stop();
+      setTimeout(() => process.exit(0), 2_000).unref();
+    });
+  }
+  agent.run(hostname()).then(
+    () => process.exit(0),
+    (error: Error) => {
+      console.error(`The agent stopped: ${error.message}`);
+      process.exit(1);
+    },
+  );
+}
+
+main();

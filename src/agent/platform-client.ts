@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** A message as the agent channel hands it out and takes it. */
+export interface ChannelMessage {
+  id?: string;
+  role: 'user' | 'assistant' | 'tool' | 'system';
+  content: Array<{ type: string; [field: string]: unknown }>;
+  [attribute: string]: unknown;
+}
+
+export interface Work {
+  turnId: string;
+  sessionId: string;
+  leaseExpiresAt: number;
+  session: { sessionId: string; title?: string | null; sessionSettings?: Record<string, unknown> };
+  messages: ChannelMessage[];
+}
+
+export interface AgentPolicy {
+  revision: number;
+  commandAllowlist: string[];
+  commandDenylist: string[];
+  commandBlocklist: string[];
+  modelPolicy: { allowedModelIds: string[]; blockedModelIds: string[] };
+  [field: string]: unknown;
+}
+
+/** An answer the server gave on purpose (4xx): retrying would not change it. */
+export class ChannelRefusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: { detail?: string; metadata?: { code?: string } },
+  ) {
+    super(`${status}: ${body.detail ?? 'refused'}`);
+  }
+
+  get code(): string | undefined {
+    return this.body.metadata?.code;
+  }
+}
+
+export interface ClientOptions {
+  baseUrl: string;
+  token: string;
+  /** Attempts per request on network errors, 5xx and 429 (each retry with the same Idempotency-Key). */
+  attempts?: number;
+  log?: (line: string) => void;
+}
+
+/**
+ * The agent channel over HTTP. Every write carries an Idempotency-Key kept across its retries, so a
+ * request whose answer was lost (network error, server restart) is retried without being done twice.
+ */
+export class PlatformClient {
+  private readonly attempts: number;
+
+  constructor(private readonly options: ClientOptions) {
+    this.attempts = options.attempts ?? 10;
+  }
+
+  connect(hostname: string): Promise<unknown> {
+    return this.post('/api/v0/agent/connect', { hostname });
+  }
+
+  policy(): Promise<AgentPolicy> {
+    return this.request('GET', '/api/v0/agent/policy') as Promise<AgentPolicy>;
+  }
+
+  async claim(waitMs: number): Promise<Work | null> {
+    const { work } = (await this.post('/api/v0/agent/claims', { waitMs })) as { work: Work | null };
+    return work;
+  }
+
+  append(sessionId: string, turnId: string, messages: ChannelMessage[]): Promise<unknown> {
+    return this.post(`/api/v0/agent/sessions/${sessionId}/messages`, { turnId, messages });
+  }
+
+  usage(sessionId: string, body: { turnId: string; model: string; inputTokens: number; outputTokens: number; cacheReadTokens: number; thinkingTokens: number }): Promise<unknown> {
+    return this.post(`/api/v0/agent/sessions/${sessionId}/usage`, body);
+  }
+
+  heartbeat(sessionId: string, turnId: string): Promise<unknown> {
+    return this.post(`/api/v0/agent/sessions/${sessionId}/heartbeat`, { turnId });
+  }
+
+  endTurn(sessionId: string, turnId: string, assistantActiveTimeMs: number): Promise<unknown> {
+    return this.post(`/api/v0/agent/sessions/${sessionId}/end-turn`, { turnId, assistantActiveTimeMs: Math.round(assistantActiveTimeMs) });
+  }
+
+  private post(path: string, body: unknown): Promise<unknown> {
+    return this.request('POST', path, body, randomUUID());
+  }
+
+  private async request(method: string, path: string, body?: unknown, idempotencyKey?: string): Promise<unknown> {
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= this.attempts; attempt++) {
+      try {
+        const res = await fetch(`${this.options.baseUrl}${path}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${this.options.token}`,
+            ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+            ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
+          },
+          body: body !== undefined ? JSON.stringify(body) : undefined,
+          signal: AbortSignal.timeout(60_000),
+        });
+        const text = await res.text();
+        const parsed = text ? (JSON.parse(text) as unknown) : null;
+        if (res.ok) return parsed;
+        if (res.status < 500 && res.status !== 429) throw new ChannelRefusal(res.status, (parsed ?? {}) as ChannelRefusal['body']);
+        lastError = new Error(`${method} ${path}: ${res.status}`);
+      } catch (error) {
+        if (error instanceof ChannelRefusal) throw error;
+        lastError = error;
+      }
+      // Bounded exponential backoff: 0.25 s, 0.5 s, 1 s ... up to 5 s between attempts.
+      const delay = Math.min(5_000, 250 * 2 ** (attempt - 1));
+      this.options.log?.(`${method} ${path} failed (${describe(lastError)}); attempt ${attempt} of ${this.attempts}, retrying in ${delay} ms`);
+      await sleep(delay);
+    }
+    throw lastError instanceof Error ? lastError : new Error(String(lastError));
+  }
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) return (error.cause as Error | undefined)?.message ?? error.message;
+  return String(error);
+}

@@ -1,0 +1,154 @@
+import { spawn } from 'node:child_process';
+import { StringDecoder } from 'node:string_decoder';
+import { checkCommand } from './command-policy';
+import { defineTool, optionalNumber, requiredString, ToolError } from './common';
+import { ToolResult } from './tool';
+import { workspaceRoot } from './workspace';
+
+export const EXECUTE_DEFAULT_TIMEOUT_SECONDS = 120;
+export const EXECUTE_MAX_TIMEOUT_SECONDS = 600;
+export const EXECUTE_MAX_OUTPUT_CHARACTERS = 30_000;
+/** After the shell exits, how long to wait for its output pipes to close before giving up on them. */
+const PIPE_GRACE_MS = 2000;
+
+export const executeTool = defineTool({
+  name: 'Execute',
+  description: [
+    'Runs a shell command (`/bin/sh -c`) in the workspace root and returns its combined stdout and stderr, then `[exit code N]`.',
+    `It runs without a terminal and without input (stdin is empty): use non-interactive flags. It is killed after timeout seconds (default ${EXECUTE_DEFAULT_TIMEOUT_SECONDS}, at most ${EXECUTE_MAX_TIMEOUT_SECONDS}),`,
+    `and so are the processes it leaves behind when it ends. Only the last ${EXECUTE_MAX_OUTPUT_CHARACTERS} characters of output are returned.`,
+    "Commands are checked against the organization's command policy first; a refused command does not run.",
+    'Prefer Read, LS, Glob and Grep to read and search files, and Edit, Create and ApplyPatch to change them.',
+  ].join(' '),
+  parameters: {
+    type: 'object',
+    properties: {
+      command: { type: 'string', description: 'The command line, run by /bin/sh in the workspace root.' },
+      timeout: { type: 'number', exclusiveMinimum: 0, maximum: EXECUTE_MAX_TIMEOUT_SECONDS, description: `Seconds before the command is killed. Defaults to ${EXECUTE_DEFAULT_TIMEOUT_SECONDS}.` },
+    },
+    required: ['command'],
+    additionalProperties: false,
+  },
+  async run(input, context) {
+    const command = requiredString(input, 'command');
+    if (command.trim() === '') throw new ToolError('Argument "command" must not be empty');
+    const timeout = Math.min(optionalNumber(input, 'timeout', { exclusiveMin: 0 }) ?? EXECUTE_DEFAULT_TIMEOUT_SECONDS, EXECUTE_MAX_TIMEOUT_SECONDS);
+    const refusal = checkCommand(command, context.policy);
+    if (refusal !== null) throw new ToolError(`Refused by the organization's ${refusal}`);
+    if (context.signal.aborted) throw new ToolError('The command was not run: the call was aborted');
+    const cwd = await workspaceRoot(context);
+    return runCommand(command, cwd, timeout, context.signal);
+  },
+});
+
+/**
+ * The environment commands run with: the agent's own, without its configuration (`AGENT_*`: the platform
+ * token and the model API key must not reach what the model runs), with pagers and git prompts turned off.
+ */
+export function commandEnvironment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('AGENT_')) env[name] = value;
+  return { ...env, PAGER: 'cat', GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0' };
+}
+
+/** The output, keeping its end: the last `max` characters of all that was appended. */
+class OutputTail {
+  private text = '';
+  private dropped = false;
+  constructor(private readonly max: number) {}
+
+  append(chunk: string): void {
+    this.text += chunk;
+    if (this.text.length > 2 * this.max) {
+      this.text = this.text.slice(-this.max);
+      this.dropped = true;
+    }
+  }
+
+  toString(): string {
+    const truncated = this.dropped || this.text.length > this.max;
+    const text = this.text.length > this.max ? this.text.slice(-this.max) : this.text;
+    if (text === '') return '(no output)';
+    const body = text.endsWith('\n') ? text.slice(0, -1) : text;
+    return truncated ? `[output truncated: only its last ${this.max} characters are shown]\n${body}` : body;
+  }
+}
+
+/**
+ * Runs the command in its own process group and resolves with its output and how it ended. At the timeout
+ * or on abort the whole group is killed; when the shell ends, what it left running in its group is killed.
+ */
+function runCommand(command: string, cwd: string, timeoutSeconds: number, signal: AbortSignal): Promise<ToolResult> {
+  return new Promise((resolve) => {
+    const output = new OutputTail(EXECUTE_MAX_OUTPUT_CHARACTERS);
+    const child = spawn('/bin/sh', ['-c', command], {
+      cwd,
+      detached: true, // its own process group, so that killing -pid reaches every process it starts
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: commandEnvironment(),
+    });
+    let ending: string | null = null;
+    let exited = false;
+    let settled = false;
+    let graceTimer: NodeJS.Timeout | undefined;
+
+    const killGroup = () => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // The group is gone already.
+      }
+    };
+    const stop = (why: string) => {
+      if (ending === null && !exited) ending = why;
+      killGroup();
+    };
+    const timer = setTimeout(() => stop(`[killed after ${timeoutSeconds} s]`), timeoutSeconds * 1000);
+    const onAbort = () => stop('[killed: the call was aborted]');
+    signal.addEventListener('abort', onAbort, { once: true });
+
+    for (const stream of [child.stdout, child.stderr]) {
+      const decoder = new StringDecoder('utf8');
+      stream.on('data', (chunk: Buffer) => output.append(decoder.write(chunk)));
+      stream.on('end', () => output.append(decoder.end()));
+      stream.on('error', () => undefined);
+    }
+
+    const finish = (result: ToolResult) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      clearTimeout(graceTimer);
+      signal.removeEventListener('abort', onAbort);
+      resolve(result);
+    };
+    let exitCode: number | null = null;
+    let exitSignal: NodeJS.Signals | null = null;
+    const report = () => {
+      let status: string;
+      if (ending !== null) status = ending;
+      else if (exitCode !== null) status = `[exit code ${exitCode}]`;
+      else status = `[killed by signal ${exitSignal ?? 'unknown'}]`;
+      finish({ content: `${output.toString()}\n${status}`, isError: ending !== null || exitCode !== 0 });
+    };
+
+    child.on('error', (error) => finish({ content: `Could not run the command: ${error.message}`, isError: true }));
+    child.on('exit', (code, exitedBy) => {
+      exited = true;
+      exitCode = code;
+      exitSignal = exitedBy;
+      // What the shell left running in its group (`server &`) is killed too: nothing outlives the call.
+      killGroup();
+      // A process that left the group (setsid) may still hold the pipes: stop waiting for them after a grace.
+      graceTimer = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        report();
+      }, PIPE_GRACE_MS);
+    });
+    child.on('close', () => {
+      if (exited) report();
+    });
+  });
+}

@@ -1,0 +1,139 @@
+import { createReadStream } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
+import { BINARY_SNIFF_BYTES, defineTool, errorCode, looksBinary, optionalNumber, requiredString, ToolError } from './common';
+import { resolveInWorkspace } from './workspace';
+
+export const READ_DEFAULT_LIMIT = 2000;
+export const READ_MAX_CHARACTERS = 100_000;
+
+/** One line of the output: its number right-aligned in six columns, a tab, the line (as `cat -n`). */
+export const numberedLine = (number: number, line: string): string => `${String(number).padStart(6)}\t${line}`;
+
+export const readTool = defineTool({
+  name: 'Read',
+  description: [
+    'Reads a text file of the workspace and returns its lines, each prefixed with its line number and a tab (like `cat -n`).',
+    `By default it returns the first ${READ_DEFAULT_LIMIT} lines; use offset (the first line to return, 1-based) and limit (how many lines) to read a part of a long file.`,
+    `At most ${READ_MAX_CHARACTERS} characters are returned. Folders (use LS) and binary files are refused.`,
+    'The line-number prefixes are not part of the file: leave them out of Edit and ApplyPatch.',
+  ].join(' '),
+  parameters: {
+    type: 'object',
+    properties: {
+      file_path: { type: 'string', description: 'The file, relative to the workspace root or absolute (inside the workspace).' },
+      offset: { type: 'integer', minimum: 1, description: 'The first line to return, 1-based. Defaults to 1.' },
+      limit: { type: 'integer', minimum: 1, description: `How many lines to return. Defaults to ${READ_DEFAULT_LIMIT}.` },
+    },
+    required: ['file_path'],
+    additionalProperties: false,
+  },
+  async run(input, context) {
+    const filePath = requiredString(input, 'file_path', { nonEmpty: true });
+    // 0 is read as "from the start": models often count from 0.
+    const offset = Math.max(1, optionalNumber(input, 'offset', { integer: true, min: 0 }) ?? 1);
+    const limit = optionalNumber(input, 'limit', { integer: true, min: 1 }) ?? READ_DEFAULT_LIMIT;
+    const path = await resolveInWorkspace(context, filePath);
+
+    const stats = await stat(path.absolute).catch((error: unknown) => {
+      if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') throw new ToolError(`${path.relative} does not exist`);
+      throw error;
+    });
+    if (stats.isDirectory()) throw new ToolError(`${path.relative} is a folder, not a file; use LS to list it`);
+    if (!stats.isFile()) throw new ToolError(`${path.relative} is not a regular file`);
+    if (await isBinaryFile(path.absolute)) throw new ToolError(`${path.relative} is a binary file; Read only shows text files`);
+
+    const { lines, total, truncated } = await readLines(path.absolute, offset, limit, READ_MAX_CHARACTERS);
+    if (total === 0) return `(${path.relative} is empty)`;
+    if (lines.length === 0) throw new ToolError(`offset ${offset} is past the end of ${path.relative}, which has ${total} lines`);
+
+    const last = offset + lines.length - 1;
+    let content = lines.map((line, index) => numberedLine(offset + index, line)).join('\n');
+    if (truncated) {
+      content = content.slice(0, READ_MAX_CHARACTERS);
+      const cut = offset + content.split('\n').length - 1;
+      content += `\n[output truncated at ${READ_MAX_CHARACTERS} characters, in line ${cut}; use offset=${cut} to read on]`;
+    } else if (total > last) {
+      content += `\n[lines ${offset}-${last} shown; the file goes on: use offset=${last + 1} to read more]`;
+    }
+    return content;
+  },
+});
+
+/** True when the first 8 KB of the file hold a NUL byte. */
+export async function isBinaryFile(path: string): Promise<boolean> {
+  const handle = await open(path, 'r');
+  try {
+    const buffer = Buffer.alloc(BINARY_SNIFF_BYTES);
+    const { bytesRead } = await handle.read(buffer, 0, BINARY_SNIFF_BYTES, 0);
+    return looksBinary(buffer.subarray(0, bytesRead));
+  } finally {
+    await handle.close();
+  }
+}
+
+interface Lines {
+  /** Lines `offset` to `offset + limit - 1` (without their line ends); the last may be cut at `maxCharacters`. */
+  lines: string[];
+  /** How many lines the file has, as far as it was read: more than the last line returned when the file goes on. */
+  total: number;
+  /** True when the lines hold more than `maxCharacters` characters (numbered): reading stopped there. */
+  truncated: boolean;
+}
+
+/**
+ * Streams the file and keeps only the requested lines, so a large file costs no more memory than the
+ * output. Lines end at `\n`; a `\r` before it is dropped.
+ */
+async function readLines(path: string, offset: number, limit: number, maxCharacters: number): Promise<Lines> {
+  const stream = createReadStream(path, { encoding: 'utf8', highWaterMark: 64 * 1024 });
+  const lines: string[] = [];
+  let total = 0;
+  let characters = 0;
+  let pending = '';
+  let truncated = false;
+  let done = false;
+
+  /** Takes one complete line (or, at the cap, the start of one); returns false when reading can stop. */
+  const take = (line: string): boolean => {
+    total += 1;
+    if (total < offset) return true;
+    if (lines.length === limit) return false; // this line proves the file goes on
+    const text = line.endsWith('\r') ? line.slice(0, -1) : line;
+    lines.push(text);
+    characters += text.length + 8; // the number, the tab and the line end
+    if (characters > maxCharacters) {
+      truncated = true;
+      return false;
+    }
+    return true;
+  };
+
+  try {
+    for await (const chunk of stream as AsyncIterable<string>) {
+      pending += chunk;
+      let start = 0;
+      for (let end = pending.indexOf('\n'); end !== -1; end = pending.indexOf('\n', start)) {
+        if (!take(pending.slice(start, end))) {
+          done = true;
+          break;
+        }
+        start = end + 1;
+      }
+      if (done) break;
+      pending = pending.slice(start);
+      // A line longer than the cap within the requested range: its start is all the output can show.
+      if (total + 1 >= offset && lines.length < limit && characters + pending.length > maxCharacters) {
+        take(pending);
+        truncated = true;
+        done = true;
+        break;
+      }
+      // A very long line before the offset: only its end matters, not its text.
+      if (total + 1 < offset && pending.length > maxCharacters) pending = pending.slice(-1);
+    }
+    if (!done && pending !== '') take(pending);
+  } finally {
+    stream.destroy();
+  }
+  return { lines, total, truncated };
+}

@@ -1,0 +1,9 @@
+export interface CommandPolicy { commandAllowlist: string[]; commandDenylist: string[]; commandBlocklist: string[] }
+export interface ToolContext { workspace: string; policy: CommandPolicy; signal: AbortSignal }
+export interface ToolResult { content: string; isError: boolean }
+export interface AgentTool {
+  name: string;            // exactly: Read, LS, Glob, Grep, Create, Edit, ApplyPatch, Execute
+  description: string;     // for the model
+  parameters: Record<string, unknown>; // JSON Schema of the input (OpenAI function-calling `parameters`)
+  run(input: Record<string, unknown>, context: ToolContext): Promise<ToolResult>;
+}

@@ -1,0 +1,165 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, IncomingMessage, Server } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Role } from '../../src/modules/auth';
+import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { startTestApp, TestApp } from '../utils/test-app';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
+type Json = Record<string, any>;
+
+const ROOT = join(__dirname, '..', '..');
+
+/**
+ * A model vendor at the edge of the world: an OpenAI-compatible Chat Completions server on loopback
+ * that answers from a script, looking at the conversation it is sent.
+ */
+class ScriptedModel {
+  readonly requests: Json[] = [];
+  private server!: Server;
+
+  constructor(private readonly answer: (request: Json) => Json) {}
+
+  async start(): Promise<string> {
+    this.server = createServer((req: IncomingMessage, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        const request = JSON.parse(body) as Json;
+        this.requests.push(request);
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify(this.answer(request)));
+      });
+    });
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+const completion = (message: Json, usage = { prompt_tokens: 120, completion_tokens: 30 }) => ({
+  id: 'chatcmpl-1',
+  object: 'chat.completion',
+  choices: [{ index: 0, finish_reason: message.tool_calls ? 'tool_calls' : 'stop', message: { role: 'assistant', content: null, ...message } }],
+  usage,
+});
+const call = (id: string, name: string, args: Json) => ({ id, type: 'function', function: { name, arguments: JSON.stringify(args) } });
+
+/** The reference agent as a real process, against the real server and a scripted model on loopback. */
+describe('The agent process', () => {
+  let t: TestApp;
+  let owner: TestUser;
+  let baseUrl: string;
+  const agents: ChildProcess[] = [];
+  const folders: string[] = [];
+
+  beforeAll(async () => {
+    t = await startTestApp({ CONTROLS_CACHE_MS: '0' });
+    baseUrl = (await t.app.getUrl()).replace('[::1]', '127.0.0.1');
+  });
+
+  afterAll(async () => {
+    for (const agent of agents) agent.kill('SIGKILL');
+    for (const folder of folders) rmSync(folder, { recursive: true, force: true });
+    await t.close();
+  });
+
+  /** A fresh organization with an owner and a BYOM computer whose agent runs in a fresh workspace. */
+  async function computerWithAgent(env: Record<string, string>) {
+    owner = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
+    const computer = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' }).expect(201);
+    const workspace = mkdtempSync(join(tmpdir(), 'ap-agent-'));
+    folders.push(workspace);
+    const child = spawn(process.execPath, [join(ROOT, 'dist/agent/main.js'), '--url', baseUrl, '--token', computer.body.agentToken, '--workspace', workspace], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    agents.push(child);
+    return { computerId: computer.body.id as string, workspace, child, output: () => output };
+  }
+
+  async function say(computerId: string, text: string): Promise<string> {
+    const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ computerId }).expect(201);
+    await t.http().post(`/api/v0/sessions/${session.body.sessionId}/messages`).set(owner.auth).send({ text, computerId }).expect(200);
+    return session.body.sessionId as string;
+  }
+
+  async function untilIdle(sessionId: string, output: () => string): Promise<Json> {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const res = await t.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth).expect(200);
+      if (res.body.status === 'idle') return res.body as Json;
+      if (Date.now() > deadline) throw new Error(`session still ${res.body.status}; agent output:\n${output()}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  const messages = async (sessionId: string): Promise<Json[]> =>
+    (await t.http().get(`/api/v0/sessions/${sessionId}/messages?limit=100`).set(owner.auth).expect(200)).body.messages as Json[];
+
+  it('without a model, ends the turn with a message that says how to configure one', async () => {
+    const { computerId, output } = await computerWithAgent({});
+    const sessionId = await say(computerId, 'Add a README');
+    await untilIdle(sessionId, output);
+    const all = await messages(sessionId);
+    expect(all.map((m) => m.role)).toEqual(['user', 'system']);
+    expect(all[1].content[0].text).toMatch(/No model is configured.*AGENT_MODEL_BASE_URL/s);
+  });
+
+  it('runs the model with the tools: creates a file, refuses a denied command, answers, and reports usage', async () => {
+    await createOrganization(t); // keep ids apart
+    const model = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role === 'user') {
+        return completion({
+          reasoning_content: 'Create the file, then clean up.',
+          tool_calls: [call('call_1', 'Create', { file_path: 'notes/hello.txt', content: 'hello from the agent\n' }), call('call_2', 'Execute', { command: 'rm -rf notes' })],
+        });
+      }
+      return completion({ content: 'Created notes/hello.txt; the cleanup command was refused.' }, { prompt_tokens: 200, completion_tokens: 12 });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1', AGENT_MODEL_API_KEY: 'sk-test' });
+      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { commandDenylist: ['rm'] } }).expect(200);
+      const sessionId = await say(computerId, 'Write a note, then remove the notes folder.');
+      const session = await untilIdle(sessionId, output);
+
+      expect(readFileSync(join(workspace, 'notes/hello.txt'), 'utf8')).toBe('hello from the agent\n');
+      expect(existsSync(join(workspace, 'notes'))).toBe(true);
+      const all = await messages(sessionId);
+      expect(all.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+      const [, first, results, last] = all;
+      expect(first).toMatchObject({ modelId: 'scripted-1', chatCompletionReasoningField: 'reasoning_content', chatCompletionReasoningContent: 'Create the file, then clean up.' });
+      expect(first.content[0]).toMatchObject({ type: 'thinking', thinking: 'Create the file, then clean up.', signatureProvider: 'generic-chat-completion-api' });
+      expect(first.content.slice(1)).toEqual([
+        { type: 'tool_use', id: 'call_1', name: 'Create', input: { file_path: 'notes/hello.txt', content: 'hello from the agent\n' } },
+        { type: 'tool_use', id: 'call_2', name: 'Execute', input: { command: 'rm -rf notes' } },
+      ]);
+      expect(results.content[0]).toMatchObject({ type: 'tool_result', toolUseId: 'call_1', isError: false });
+      expect(results.content[1]).toMatchObject({ type: 'tool_result', toolUseId: 'call_2', isError: true });
+      expect(results.content[1].content).toMatch(/commandDenylist/);
+      expect(last.content).toEqual([{ type: 'text', text: 'Created notes/hello.txt; the cleanup command was refused.' }]);
+      expect(session.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 320, outputTokens: 42 });
+
+      // The model got the tools, the key, and the tool results of its calls.
+      expect(model.requests[0].tools.map((tool: Json) => tool.function.name)).toEqual(['Read', 'LS', 'Glob', 'Grep', 'Create', 'Edit', 'ApplyPatch', 'Execute']);
+      expect(model.requests[0].model).toBe('scripted-1');
+      const toolMessages = (model.requests[1].messages as Json[]).filter((m) => m.role === 'tool');
+      expect(toolMessages.map((m) => m.tool_call_id)).toEqual(['call_1', 'call_2']);
+    } finally {
+      await model.stop();
+    }
+  });
+});
