@@ -2,13 +2,14 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, IncomingMessage, Server } from 'node:http';
+import { createServer, IncomingMessage, request as httpRequest, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { startTestApp, TestApp } from '../utils/test-app';
+import { createTestDatabase } from '../utils/test-database';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
 type Json = Record<string, any>;
@@ -23,7 +24,7 @@ class ScriptedModel {
   readonly requests: Json[] = [];
   private server!: Server;
 
-  constructor(private readonly answer: (request: Json) => Json) {}
+  constructor(private readonly answer: (request: Json) => Json | Promise<Json>) {}
 
   async start(): Promise<string> {
     this.server = createServer((req: IncomingMessage, res) => {
@@ -32,8 +33,10 @@ class ScriptedModel {
       req.on('end', () => {
         const request = JSON.parse(body) as Json;
         this.requests.push(request);
-        res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify(this.answer(request)));
+        void Promise.resolve(this.answer(request)).then((answer) => {
+          res.setHeader('content-type', 'application/json');
+          res.end(JSON.stringify(answer));
+        });
       });
     });
     this.server.listen(0, '127.0.0.1');
@@ -45,6 +48,49 @@ class ScriptedModel {
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 }
+
+/**
+ * The network between the agent and the server: forwards requests to the server's current port,
+ * resets connections while there is none (a restart), and can swallow the answer of a request the
+ * server did handle (a response lost on the way back).
+ */
+class FlakyProxy {
+  target: number | null = null;
+  /** Requests (`METHOD /path` patterns) whose next answer is dropped after the server handled them. */
+  readonly dropNext = new Set<RegExp>();
+  readonly dropped: string[] = [];
+  private server!: Server;
+
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => {
+      if (this.target === null) return req.socket.destroy();
+      const upstream = httpRequest({ host: '127.0.0.1', port: this.target, path: req.url, method: req.method, headers: req.headers }, (answer) => {
+        const rule = [...this.dropNext].find((r) => r.test(`${req.method} ${req.url}`));
+        if (rule) {
+          this.dropNext.delete(rule);
+          this.dropped.push(`${req.method} ${req.url}`);
+          answer.resume();
+          answer.on('end', () => req.socket.destroy());
+          return;
+        }
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      upstream.on('error', () => req.socket.destroy());
+      req.pipe(upstream);
+    });
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  stop(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+const portOf = async (app: TestApp) => Number(new URL(await app.app.getUrl()).port);
 
 const completion = (message: Json, usage = { prompt_tokens: 120, completion_tokens: 30 }) => ({
   id: 'chatcmpl-1',
@@ -74,12 +120,12 @@ describe('The agent process', () => {
   });
 
   /** A fresh organization with an owner and a BYOM computer whose agent runs in a fresh workspace. */
-  async function computerWithAgent(env: Record<string, string>) {
+  async function computerWithAgent(env: Record<string, string>, url = baseUrl) {
     owner = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
     const computer = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' }).expect(201);
     const workspace = mkdtempSync(join(tmpdir(), 'ap-agent-'));
     folders.push(workspace);
-    const child = spawn(process.execPath, [join(ROOT, 'dist/agent/main.js'), '--url', baseUrl, '--token', computer.body.agentToken, '--workspace', workspace], {
+    const child = spawn(process.execPath, [join(ROOT, 'dist/agent/main.js'), '--url', url, '--token', computer.body.agentToken, '--workspace', workspace], {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     });
     let output = '';
@@ -160,6 +206,59 @@ describe('The agent process', () => {
       expect(toolMessages.map((m) => m.tool_call_id)).toEqual(['call_1', 'call_2']);
     } finally {
       await model.stop();
+    }
+  });
+
+  it('survives a server restart mid-turn and a lost answer, without losing or repeating a message', async () => {
+    const database = await createTestDatabase();
+    let server = await startTestApp({}, database);
+    const proxy = new FlakyProxy();
+    const proxyUrl = await proxy.start();
+    proxy.target = await portOf(server);
+    const model = new ScriptedModel(async (request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role !== 'user') return completion({ content: 'Done.' });
+      // The server restarts while the model thinks; the answer of the agent's next write is then lost on the way back.
+      proxy.target = null;
+      await server.close();
+      server = await startTestApp({}, database);
+      proxy.target = await portOf(server);
+      proxy.dropNext.add(/^POST \/api\/v0\/agent\/sessions\/[^/]+\/usage$/);
+      proxy.dropNext.add(/^POST \/api\/v0\/agent\/sessions\/[^/]+\/messages$/);
+      return completion({ tool_calls: [call('call_1', 'Create', { file_path: 'once.txt', content: 'once\n' })] });
+    });
+    const modelUrl = await model.start();
+    const outer = t;
+    try {
+      t = server;
+      const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' }, proxyUrl);
+      const sessionId = await say(computerId, 'Write once.txt');
+      const deadline = Date.now() + 30_000;
+      let status = '';
+      while (Date.now() < deadline) {
+        // While the server restarts, polls may fail: only an answer counts.
+        const res = await server.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth).catch(() => null);
+        if (res?.status === 200) status = res.body.status as string;
+        if (status === 'idle') break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect([status, output()]).toEqual(['idle', expect.any(String)]);
+      t = server;
+      // The usage report and the assistant's message were handled, their answers lost, and retried under the same key.
+      expect(proxy.dropped.map((line) => line.split('/').pop())).toEqual(['usage', 'messages']);
+      const session = (await t.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth).expect(200)).body as Json;
+      expect(session.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 240, outputTokens: 60 });
+      expect(output()).toMatch(/retrying/);
+      const all = await messages(sessionId);
+      expect(all.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+      expect(all[2].content[0]).toMatchObject({ type: 'tool_result', toolUseId: 'call_1', isError: false });
+      expect(readFileSync(join(workspace, 'once.txt'), 'utf8')).toBe('once\n');
+    } finally {
+      t = outer;
+      await model.stop();
+      await proxy.stop();
+      await server.close();
+      await database.drop();
     }
   });
 });
