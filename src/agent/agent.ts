@@ -1,4 +1,9 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { HookEvent, HooksConfig, HooksConfigError, loadHooks } from './hooks/hooks-config';
+import { HookRun, runHooks, selectCommands } from './hooks/hook-runner';
 import { ChatMessage, ModelClient, ModelError, ToolCall, ToolSpec } from './model-client';
 import { AgentPolicy, ChannelMessage, ChannelRefusal, PlatformClient, Work } from './platform-client';
 import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
@@ -10,6 +15,10 @@ const HEARTBEAT_MS = 30_000;
 
 export interface AgentOptions {
   client: PlatformClient;
+  /** The user-level hooks file (read again at every turn, so edits apply without a restart). */
+  hooksFile?: string;
+  /** Where transcripts are written for hooks (`transcript_path`). */
+  stateDir: string;
   /** Null when no model is configured: every turn then ends with a message saying how to configure one. */
   model: ModelClient | null;
   workspace: string;
@@ -62,15 +71,31 @@ export class Agent {
     const { client, log } = this.options;
     const started = Date.now();
     const abort = (this.current = new AbortController());
-    const history = this.histories.get(work.sessionId) ?? [];
-    for (const message of work.messages) history.push({ role: 'user', content: userText(message) });
+    const known = this.histories.get(work.sessionId);
+    const history = known ?? [];
     const heartbeat = setInterval(() => void client.heartbeat(work.sessionId, work.turnId).catch(() => undefined), HEARTBEAT_MS);
+    const hooks = new TurnHooks(this, work, history, await this.loadHooks(work));
     try {
-      const refusal = await this.refusal();
+      if (!known) await hooks.fire('SessionStart', { source: 'startup' });
+      let prompts = 0;
+      for (const message of work.messages) {
+        const prompt = userText(message);
+        const run = await hooks.fire('UserPromptSubmit', { prompt });
+        if (run?.blocked) {
+          await this.say(work, `A UserPromptSubmit hook blocked this message: ${run.blockReason}`);
+          continue;
+        }
+        history.push({ role: 'user', content: prompt });
+        prompts++;
+      }
+      const refusal = prompts === 0 ? 'Every message of this turn was blocked by a hook; nothing was sent to the model.' : await this.refusal();
       if (refusal) {
-        await this.say(work, refusal);
+        if (prompts > 0) await this.say(work, refusal);
+        await hooks.fire('Notification', { message: refusal });
       } else {
-        await this.work(work, history, abort.signal);
+        const ending = await this.work(work, history, abort.signal, hooks);
+        if (ending) await hooks.fire('Notification', { message: ending });
+        else await hooks.fire('Stop', { stop_hook_active: false });
       }
       await client.endTurn(work.sessionId, work.turnId, Date.now() - started);
       log(`session ${work.sessionId}: turn done in ${Date.now() - started} ms`);
@@ -79,6 +104,7 @@ export class Agent {
         log(`session ${work.sessionId}: the turn was taken back (its lease ran out); leaving it`);
       } else {
         log(`session ${work.sessionId}: turn failed: ${(error as Error).message}`);
+        await hooks.fire('SessionEnd', { reason: 'error' }).catch(() => undefined);
       }
     } finally {
       clearInterval(heartbeat);
@@ -87,28 +113,37 @@ export class Agent {
     }
   }
 
-  private async work(work: Work, history: ChatMessage[], signal: AbortSignal): Promise<void> {
+  /** The model and its tools until an answer without tool calls; what went wrong when it ends otherwise. */
+  private async work(work: Work, history: ChatMessage[], signal: AbortSignal, hooks: TurnHooks): Promise<string | null> {
     const { client } = this.options;
     const model = this.options.model!;
     const policy = await client.policy();
-    const tools = WORKSPACE_TOOLS;
-    const specs: ToolSpec[] = tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
+    const specs: ToolSpec[] = WORKSPACE_TOOLS.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
     for (let step = 0; step < MAX_STEPS_PER_TURN; step++) {
-      if (signal.aborted) return;
+      if (signal.aborted) return 'The agent stopped before the task was done.';
       let answer;
       try {
         answer = await model.complete([{ role: 'system', content: systemPrompt(this.options.workspace) }, ...history], specs, signal);
       } catch (error) {
-        if (error instanceof ModelError) return this.say(work, `The model failed: ${error.message}`);
-        throw error;
+        if (!(error instanceof ModelError)) throw error;
+        const message = `The model failed: ${error.message}`;
+        await this.say(work, message);
+        return message;
       }
       await client.usage(work.sessionId, { turnId: work.turnId, model: model.config.model, ...answer.usage });
       history.push({ role: 'assistant', content: answer.text || null, ...(answer.toolCalls.length ? { tool_calls: answer.toolCalls } : {}) });
       await client.append(work.sessionId, work.turnId, [assistantMessage(model.config.model, answer.text, answer.toolCalls, answer.reasoning)]);
-      if (answer.toolCalls.length === 0) return;
+      if (answer.toolCalls.length === 0) return null;
       const results: Array<{ call: ToolCall; result: ToolResult }> = [];
       for (const call of answer.toolCalls) {
-        const result = await runTool(toolNamed(call.function.name), call, { workspace: this.options.workspace, policy, signal });
+        const tool = toolNamed(call.function.name);
+        const input = parseArguments(call);
+        const pre = await hooks.fire('PreToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_use_id: call.id }, call);
+        let result: ToolResult = pre?.blocked
+          ? { isError: true, content: `A PreToolUse hook blocked this call: ${pre.blockReason}` }
+          : await runTool(tool, call, input, { workspace: this.options.workspace, policy, signal });
+        const post = await hooks.fire('PostToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_response: { content: result.content, isError: result.isError }, tool_use_id: call.id }, call);
+        if (post?.blocked) result = { ...result, content: `${result.content}\n\nA PostToolUse hook says: ${post.blockReason}` };
         results.push({ call, result });
         history.push({ role: 'tool', tool_call_id: call.id, content: result.content });
       }
@@ -116,7 +151,35 @@ export class Agent {
         { role: 'tool', content: results.map(({ call, result }) => ({ type: 'tool_result', toolUseId: call.id, content: result.content || '(no output)', isError: result.isError })) },
       ]);
     }
-    await this.say(work, `Stopped after ${MAX_STEPS_PER_TURN} model calls in one turn; send a message to continue.`);
+    const message = `Stopped after ${MAX_STEPS_PER_TURN} model calls in one turn; send a message to continue.`;
+    await this.say(work, message);
+    return message;
+  }
+
+  /** The hooks file, or none (with a message in the turn saying why) when it cannot be used. */
+  private async loadHooks(work: Work): Promise<HooksConfig> {
+    if (!this.options.hooksFile) return {};
+    try {
+      return await loadHooks(this.options.hooksFile);
+    } catch (error) {
+      if (!(error instanceof HooksConfigError)) throw error;
+      this.options.log(`hooks are off: ${error.message}`);
+      await this.say(work, `Hooks are off for this turn: the hooks file is invalid. ${error.message}`);
+      return {};
+    }
+  }
+
+  /** Records a hook run on the session (through the `hook*` message fields). */
+  async record(work: Work, message: ChannelMessage): Promise<void> {
+    await this.options.client.append(work.sessionId, work.turnId, [message]);
+  }
+
+  get workspace(): string {
+    return this.options.workspace;
+  }
+
+  get stateDir(): string {
+    return this.options.stateDir;
   }
 
   /** Why this agent cannot work now (no model, or a model the organization's policy blocks), or null. */
@@ -150,16 +213,82 @@ export class Agent {
   }
 }
 
-async function runTool(tool: AgentTool | undefined, call: ToolCall, context: Parameters<AgentTool['run']>[1]): Promise<ToolResult> {
-  if (!tool) return { isError: true, content: `There is no tool named ${call.function.name}; the tools are ${WORKSPACE_TOOLS.map((t) => t.name).join(', ')}.` };
-  let input: unknown;
+/** A tool call's arguments as an object, or null when they are not a JSON object. */
+function parseArguments(call: ToolCall): Record<string, unknown> | null {
   try {
-    input = JSON.parse(call.function.arguments || '{}');
+    const input = JSON.parse(call.function.arguments || '{}') as unknown;
+    return typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>) : null;
   } catch {
-    return { isError: true, content: `The arguments of ${call.function.name} are not valid JSON.` };
+    return null;
   }
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) return { isError: true, content: `The arguments of ${call.function.name} must be a JSON object.` };
-  return tool.run(input as Record<string, unknown>, context);
+}
+
+async function runTool(tool: AgentTool | undefined, call: ToolCall, input: Record<string, unknown> | null, context: Parameters<AgentTool['run']>[1]): Promise<ToolResult> {
+  if (!tool) return { isError: true, content: `There is no tool named ${call.function.name}; the tools are ${WORKSPACE_TOOLS.map((t) => t.name).join(', ')}.` };
+  if (!input) return { isError: true, content: `The arguments of ${call.function.name} must be a JSON object.` };
+  return tool.run(input, context);
+}
+
+/** Events whose exit status 2 is handled by the agent itself (a block, or words for the model); on the others stderr is for the user. */
+const AGENT_HANDLED: ReadonlySet<HookEvent> = new Set(['PreToolUse', 'PostToolUse', 'UserPromptSubmit']);
+
+/**
+ * The hooks of one turn: runs an event's matching commands with the common input, and records each
+ * run on the session as it goes, `executing` then `completed` or `error`.
+ */
+class TurnHooks {
+  constructor(
+    private readonly agent: Agent,
+    private readonly work: Work,
+    private readonly history: ChatMessage[],
+    private readonly config: HooksConfig,
+  ) {}
+
+  async fire(event: HookEvent, input: Record<string, unknown>, call?: ToolCall): Promise<HookRun | null> {
+    const toolName = call?.function.name;
+    const { commands, matchers } = selectCommands(this.config, event, toolName);
+    if (commands.length === 0) return null;
+    const startedAt = Date.now();
+    const parallel = commands.length > 1;
+    const base = {
+      role: 'system' as const,
+      hookEventName: event,
+      ...(matchers.length ? { hookMatcher: matchers.join('|') } : {}),
+      hookCommands: commands.map((c) => ({ command: c.command, ...(c.timeout !== undefined ? { timeout: c.timeout } : {}) })),
+      hookStartTime: startedAt,
+      ...(call ? { hookToolCallId: call.id } : {}),
+      isParallelExecution: parallel,
+      ...(parallel ? { parallelGroupId: randomUUID() } : {}),
+    };
+    await this.agent.record(this.work, { ...base, hookStatus: 'executing', hiddenFromUserViews: true, content: [{ type: 'text', text: `${event} hook running: ${commands.map((c) => c.command).join(', ')}` }] });
+    const run = (await runHooks(this.config, event, { ...this.common(), ...input }, { workspace: this.agent.workspace, toolName }))!;
+    const failed = run.results.some((r) => r.exitCode !== 0);
+    const forUser = run.blocked && !AGENT_HANDLED.has(event);
+    await this.agent.record(this.work, {
+      ...base,
+      hookStatus: failed ? 'error' : 'completed',
+      hookResults: run.results.map((r) => ({ exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr })),
+      hookEndTime: run.endedAt,
+      hiddenFromUserViews: !forUser,
+      content: [{ type: 'text', text: forUser ? `${event} hook: ${run.blockReason}` : `${event} hook ${failed ? 'failed' : 'completed'} (${run.results.map((r) => `${r.command.command}: exit ${r.exitCode}${r.timedOut ? ', timed out' : ''}`).join('; ')})` }],
+    });
+    return run;
+  }
+
+  /** The input every event carries, with the transcript written out for hooks that read it. */
+  private common(): Record<string, unknown> {
+    const dir = join(this.agent.stateDir, 'transcripts');
+    const transcript = join(dir, `${this.work.sessionId}.jsonl`);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(transcript, this.history.map((m) => JSON.stringify(m)).join('\n') + (this.history.length ? '\n' : ''));
+    const settings = this.work.session.sessionSettings ?? {};
+    return {
+      session_id: this.work.sessionId,
+      cwd: this.agent.workspace,
+      transcript_path: transcript,
+      permission_mode: settings.interactionMode === 'spec' ? 'plan' : typeof settings.autonomyLevel === 'string' ? `auto-${settings.autonomyLevel}` : 'default',
+    };
+  }
 }
 
 /** What the model reads of a user message: its text, and a line for each attachment it cannot see. */

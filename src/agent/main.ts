@@ -1,15 +1,16 @@
 import { mkdirSync } from 'node:fs';
-import { hostname } from 'node:os';
-import { resolve } from 'node:path';
+import { homedir, hostname } from 'node:os';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Agent } from './agent';
 import { ModelClient } from './model-client';
 import { PlatformClient } from './platform-client';
 
-const USAGE = `Usage: npm run agent -- --url <base_url> --token <computer agent token> [--computer <id>] [--workspace <dir>]
+const USAGE = `Usage: npm run agent -- --url <base_url> --token <computer agent token> [--computer <id>] [--workspace <dir>] [--hooks <file>]
 
 Every option can come from the environment instead: AGENT_URL, AGENT_TOKEN, AGENT_COMPUTER_ID, AGENT_WORKSPACE
-(default: the current folder). The model: AGENT_MODEL_BASE_URL (an OpenAI-compatible endpoint), AGENT_MODEL (its
+(default: the current folder), AGENT_HOOKS_FILE (default: ~/.agent-platform/settings.json; the hooks object, or an
+object with a "hooks" key). AGENT_STATE_DIR (default: ~/.agent-platform) holds the transcripts hooks can read. The model: AGENT_MODEL_BASE_URL (an OpenAI-compatible endpoint), AGENT_MODEL (its
 model id), AGENT_MODEL_API_KEY (if it needs one), AGENT_MODEL_MAX_OUTPUT_TOKENS. Without a model the agent still
 takes work and answers each turn with how to configure one.`;
 
@@ -17,7 +18,7 @@ function main(): void {
   let values;
   try {
     ({ values } = parseArgs({
-      options: { url: { type: 'string' }, token: { type: 'string' }, computer: { type: 'string' }, workspace: { type: 'string' }, help: { type: 'boolean' } },
+      options: { url: { type: 'string' }, token: { type: 'string' }, computer: { type: 'string' }, workspace: { type: 'string' }, hooks: { type: 'string' }, help: { type: 'boolean' } },
       strict: true,
     }));
   } catch (error) {
@@ -44,7 +45,18 @@ function main(): void {
       ? new ModelClient({ baseUrl: env.AGENT_MODEL_BASE_URL, model: env.AGENT_MODEL, apiKey: env.AGENT_MODEL_API_KEY || undefined, maxOutputTokens })
       : null;
   if (!model) log('no model configured (AGENT_MODEL_BASE_URL, AGENT_MODEL): turns will end with a message saying so');
-  const agent = new Agent({ client: new PlatformClient({ baseUrl: url.replace(/\/+$/, ''), token, log }), model, workspace, computerId: values.computer ?? env.AGENT_COMPUTER_ID, log });
+  const stateDir = resolve(env.AGENT_STATE_DIR ?? join(homedir(), '.agent-platform'));
+  const hooksFile = resolve(values.hooks ?? env.AGENT_HOOKS_FILE ?? join(homedir(), '.agent-platform', 'settings.json'));
+  log(`hooks from ${hooksFile} (read at every turn)`);
+  const agent = new Agent({
+    client: new PlatformClient({ baseUrl: url.replace(/\/+$/, ''), token, log }),
+    model,
+    workspace,
+    hooksFile,
+    stateDir,
+    computerId: values.computer ?? env.AGENT_COMPUTER_ID,
+    log,
+  });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       log(`${signal}: stopping after the current request`);

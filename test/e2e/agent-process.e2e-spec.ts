@@ -1,11 +1,12 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, IncomingMessage, request as httpRequest, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { startTestApp, TestApp } from '../utils/test-app';
@@ -123,16 +124,18 @@ describe('The agent process', () => {
   async function computerWithAgent(env: Record<string, string>, url = baseUrl) {
     owner = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
     const computer = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' }).expect(201);
-    const workspace = mkdtempSync(join(tmpdir(), 'ap-agent-'));
-    folders.push(workspace);
+    const home = mkdtempSync(join(tmpdir(), 'ap-agent-'));
+    folders.push(home);
+    const workspace = join(home, 'workspace');
     const child = spawn(process.execPath, [join(ROOT, 'dist/agent/main.js'), '--url', url, '--token', computer.body.agentToken, '--workspace', workspace], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      // No hooks unless a test writes them: never the developer's own ~/.agent-platform.
+      env: { PATH: process.env.PATH ?? '', HOME: home, AGENT_STATE_DIR: join(home, 'state'), AGENT_HOOKS_FILE: join(home, 'hooks.json'), ...env },
     });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     agents.push(child);
-    return { computerId: computer.body.id as string, workspace, child, output: () => output };
+    return { computerId: computer.body.id as string, workspace, home, child, output: () => output };
   }
 
   async function say(computerId: string, text: string): Promise<string> {
@@ -260,5 +263,110 @@ describe('The agent process', () => {
       await server.close();
       await database.drop();
     }
+  });
+
+  describe('hooks', () => {
+    it('runs the configured commands on their events with the documented input, records them, and blocks only on exit 2', async () => {
+      const model = new ScriptedModel((request) => {
+        const last = request.messages[request.messages.length - 1] as Json;
+        if (last.role === 'user') return completion({ tool_calls: [call('call_1', 'Create', { file_path: 'a.txt', content: 'a' }), call('call_2', 'Execute', { command: 'echo ran > ran.txt' })] });
+        return completion({ content: 'Done.' });
+      });
+      const modelUrl = await model.start();
+      try {
+        const { computerId, workspace, home, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+        const out = join(home, 'out');
+        writeFileSync(
+          join(home, 'hooks.json'),
+          JSON.stringify({
+            hooks: {
+              UserPromptSubmit: [{ hooks: [{ type: 'command', command: `mkdir -p ${out}; if grep -q forbidden; then echo 'no forbidden words' >&2; exit 2; fi` }] }],
+              PreToolUse: [{ matcher: 'Execute', hooks: [{ type: 'command', command: `cat > ${out}/pre.json; echo 'no shell today' >&2; exit 2` }] }],
+              PostToolUse: [
+                {
+                  matcher: 'Create|Edit',
+                  hooks: [
+                    { type: 'command', command: `cat > ${out}/post.json; echo "$AGENT_PROJECT_DIR" > ${out}/project-dir.txt` },
+                    { type: 'command', command: 'sleep 5', timeout: 1 },
+                    { type: 'command', command: 'exit 3' },
+                  ],
+                },
+                // The same command again, and an entry whose matcher selects no tool here: neither runs twice or at all.
+                { matcher: 'Create', hooks: [{ type: 'command', command: 'exit 3' }] },
+                { matcher: 'create', hooks: [{ type: 'command', command: `touch ${out}/case-insensitive` }] },
+              ],
+              Stop: [{ hooks: [{ type: 'command', command: `cat > ${out}/stop.json` }] }],
+            },
+          }),
+        );
+        const sessionId = await say(computerId, 'Create a.txt, then run a command.');
+        await untilIdle(sessionId, output);
+
+        expect(readFileSync(join(workspace, 'a.txt'), 'utf8')).toBe('a');
+        expect(existsSync(join(workspace, 'ran.txt'))).toBe(false);
+        const all = await messages(sessionId);
+        const results = all.find((m) => m.role === 'tool')!;
+        expect(results.content[1]).toMatchObject({ toolUseId: 'call_2', isError: true, content: expect.stringContaining('no shell today') });
+        expect(all.filter((m) => m.role === 'assistant').pop()!.content).toEqual([{ type: 'text', text: 'Done.' }]);
+
+        const pre = JSON.parse(readFileSync(join(out, 'pre.json'), 'utf8')) as Json;
+        expect(pre).toMatchObject({ hook_event_name: 'PreToolUse', session_id: sessionId, cwd: workspace, tool_name: 'Execute', tool_input: { command: 'echo ran > ran.txt' }, tool_use_id: 'call_2', permission_mode: 'default' });
+        expect(existsSync(pre.transcript_path as string)).toBe(true);
+        const post = JSON.parse(readFileSync(join(out, 'post.json'), 'utf8')) as Json;
+        expect(post).toMatchObject({ hook_event_name: 'PostToolUse', tool_name: 'Create', tool_input: { file_path: 'a.txt' }, tool_response: { isError: false } });
+        expect(readFileSync(join(out, 'project-dir.txt'), 'utf8').trim()).toBe(workspace);
+        expect(existsSync(join(out, 'case-insensitive'))).toBe(false);
+        expect(JSON.parse(readFileSync(join(out, 'stop.json'), 'utf8'))).toMatchObject({ hook_event_name: 'Stop', session_id: sessionId });
+
+        const hookMessages = all.filter((m) => m.hookEventName);
+        expect(hookMessages.map((m) => [m.hookEventName, m.hookStatus])).toEqual([
+          ['UserPromptSubmit', 'executing'],
+          ['UserPromptSubmit', 'completed'],
+          // Create: no PreToolUse hook matches it; its PostToolUse hooks run. Execute: blocked before it runs.
+          ['PostToolUse', 'executing'],
+          ['PostToolUse', 'error'],
+          ['PreToolUse', 'executing'],
+          ['PreToolUse', 'error'],
+          ['Stop', 'executing'],
+          ['Stop', 'completed'],
+        ]);
+        const postRun = hookMessages[3];
+        expect(postRun).toMatchObject({ hookMatcher: 'Create|Edit|Create', hookToolCallId: 'call_1', isParallelExecution: true, parallelGroupId: expect.any(String) });
+        expect(postRun.hookCommands.map((c: Json) => c.command)).toHaveLength(3);
+        expect(postRun.hookResults.map((r: Json) => r.exitCode)).toEqual([0, -1, 3]);
+        expect(postRun.hookResults[1].stderr).toMatch(/killed after 1 s/);
+        expect(postRun.hookEndTime - postRun.hookStartTime).toBeLessThan(4_000);
+
+        // Exit 2 on UserPromptSubmit keeps the message from the model; the turn says so.
+        const requestsBefore = model.requests.length;
+        await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'say something forbidden' }).expect(200);
+        await untilIdle(sessionId, output);
+        expect(model.requests.length).toBe(requestsBefore);
+        const after = await messages(sessionId);
+        expect(after.filter((m) => m.role === 'system' && !m.hookEventName).map((m) => m.content[0].text)).toEqual([expect.stringMatching(/UserPromptSubmit hook blocked this message: no forbidden words/)]);
+
+        // Analytics count each run once, when it has ended: 2 + 1 + 3 + 1 commands.
+        const hooks = (await t.app.get(DataSource).query(`SELECT count(*)::int AS n FROM analytics_facts WHERE organization_id = $1 AND kind = 'hook'`, [owner.organizationId])) as Json[];
+        expect(hooks[0].n).toBe(7);
+      } finally {
+        await model.stop();
+      }
+    });
+
+    it('goes on without hooks, and says why, when the hooks file is invalid', async () => {
+      const model = new ScriptedModel(() => completion({ content: 'Fine.' }));
+      const modelUrl = await model.start();
+      try {
+        const { computerId, home, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+        writeFileSync(join(home, 'hooks.json'), JSON.stringify({ Stop: [{ matcher: 1, hooks: [{ type: 'shell', command: 'true' }] }] }));
+        const sessionId = await say(computerId, 'Hello');
+        await untilIdle(sessionId, output);
+        const all = await messages(sessionId);
+        expect(all.map((m) => m.role)).toEqual(['user', 'system', 'assistant']);
+        expect(all[1].content[0].text).toMatch(/Hooks are off for this turn: the hooks file is invalid\. .*hooks\.json: .*\/Stop\/0\/matcher must be string/);
+      } finally {
+        await model.stop();
+      }
+    });
   });
 });

@@ -383,6 +383,10 @@ describe('agentMessageFacts', () => {
     expect(hooks({ hookCommands: [{ command: 'a' }] })).toEqual([]);
     expect(hooks({ hookEventName: '', hookCommands: [{ command: 'a' }] })).toEqual([]);
     expect(hooks({ hookEventName: 'Stop', hookCommands: { command: 'a' } })).toEqual([]);
+    // A run counts once, when it has ended: not on its `executing` record.
+    expect(hooks({ hookEventName: 'Stop', hookStatus: 'executing', hookCommands: [{ command: 'a' }] })).toEqual([]);
+    expect(hooks({ hookEventName: 'Stop', hookStatus: 'completed', hookCommands: [{ command: 'a' }] })).toEqual(['a']);
+    expect(hooks({ hookEventName: 'Stop', hookStatus: 'error', hookCommands: [{ command: 'a' }] })).toEqual(['a']);
     expect(hooks({ hookEventName: 'Stop' })).toEqual([]);
   });
 

@@ -168,7 +168,8 @@ export function agentMessageFacts(session: SessionFacts, message: MessageFacts):
   }
   const event = text(message.attributes.hookEventName);
   const commands = message.attributes.hookCommands;
-  if (event && Array.isArray(commands)) {
+  // A run is recorded `executing`, then `completed` or `error`: it counts once, when it has ended.
+  if (event && Array.isArray(commands) && message.attributes.hookStatus !== 'executing') {
     const matcher = typeof message.attributes.hookMatcher === 'string' ? message.attributes.hookMatcher : '';
     for (const entry of commands as Array<{ command?: unknown }>) {
       const command = text(entry?.command);
