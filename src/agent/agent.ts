@@ -19,15 +19,18 @@ export interface AgentOptions {
   hooksFile?: string;
   /** Where transcripts are written for hooks (`transcript_path`). */
   stateDir: string;
-  /** Null when no model is configured: every turn then ends with a message saying how to configure one. */
+  /** The agent's own model; null to use the organization's custom models through the relay (or none). */
   model: ModelClient | null;
+  /** The server's model relay: its URL, the agent token, and the custom model to prefer. */
+  relay?: { url: string; token: string; preferred?: string };
   workspace: string;
   computerId?: string;
   log: (line: string) => void;
 }
 
 const NO_MODEL =
-  'No model is configured for this agent, so it cannot work on this message. Start the agent with AGENT_MODEL_BASE_URL ' +
+  'No model is configured for this agent, so it cannot work on this message. Add a custom model to the organization\'s enterprise ' +
+  'controls (customModels), or start the agent with AGENT_MODEL_BASE_URL ' +
   '(an OpenAI-compatible endpoint, e.g. https://api.example.com/v1), AGENT_MODEL (the model id) and, if the endpoint needs one, ' +
   'AGENT_MODEL_API_KEY; see the README, "Running an agent".';
 
@@ -88,12 +91,14 @@ export class Agent {
         history.push({ role: 'user', content: prompt });
         prompts++;
       }
-      const refusal = prompts === 0 ? 'Every message of this turn was blocked by a hook; nothing was sent to the model.' : await this.refusal();
-      if (refusal) {
-        if (prompts > 0) await this.say(work, refusal);
-        await hooks.fire('Notification', { message: refusal });
+      const policy = await client.policy();
+      const model = this.options.model ?? this.relayedModel(policy);
+      const refusal = prompts === 0 ? 'Every message of this turn was blocked by a hook; nothing was sent to the model.' : refusalOf(model, policy);
+      if (refusal || !model) {
+        if (prompts > 0) await this.say(work, refusal ?? NO_MODEL);
+        await hooks.fire('Notification', { message: refusal ?? NO_MODEL });
       } else {
-        const ending = await this.work(work, history, abort.signal, hooks);
+        const ending = await this.work(work, history, abort.signal, hooks, model, policy);
         if (ending) await hooks.fire('Notification', { message: ending });
         else await hooks.fire('Stop', { stop_hook_active: false });
       }
@@ -114,10 +119,8 @@ export class Agent {
   }
 
   /** The model and its tools until an answer without tool calls; what went wrong when it ends otherwise. */
-  private async work(work: Work, history: ChatMessage[], signal: AbortSignal, hooks: TurnHooks): Promise<string | null> {
+  private async work(work: Work, history: ChatMessage[], signal: AbortSignal, hooks: TurnHooks, model: ModelClient, policy: AgentPolicy): Promise<string | null> {
     const { client } = this.options;
-    const model = this.options.model!;
-    const policy = await client.policy();
     const specs: ToolSpec[] = WORKSPACE_TOOLS.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
     for (let step = 0; step < MAX_STEPS_PER_TURN; step++) {
       if (signal.aborted) return 'The agent stopped before the task was done.';
@@ -182,17 +185,18 @@ export class Agent {
     return this.options.stateDir;
   }
 
-  /** Why this agent cannot work now (no model, or a model the organization's policy blocks), or null. */
-  private async refusal(): Promise<string | null> {
-    const model = this.options.model;
-    if (!model) return NO_MODEL;
-    const { modelPolicy } = await this.options.client.policy();
-    const id = model.config.model;
-    if (modelPolicy.blockedModelIds.includes(id)) return `The organization's modelPolicy blocks the model ${id}; configure another one.`;
-    if (modelPolicy.allowedModelIds.length > 0 && !modelPolicy.allowedModelIds.includes(id)) {
-      return `The organization's modelPolicy allows only ${modelPolicy.allowedModelIds.join(', ')}; this agent is configured with ${id}.`;
-    }
-    return null;
+  /**
+   * Without a model of its own, the organization's custom model, through the server's relay (its key
+   * never reaches the agent): `AGENT_MODEL` when it names one, else the first (by `index`) the model
+   * policy does not block.
+   */
+  private relayedModel(policy: AgentPolicy): ModelClient | null {
+    const relay = this.options.relay;
+    const models = [...((policy.customModels ?? []) as Array<{ id: string; index?: number }>)].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+    if (!relay || models.length === 0) return null;
+    const chosen = models.find((m) => m.id === relay.preferred) ?? models.find((m) => refusalOf(new ModelClient({ baseUrl: '', model: m.id }), policy) === null);
+    if (!chosen) return null;
+    return new ModelClient({ baseUrl: `${relay.url}/api/v0/agent/models/${encodeURIComponent(chosen.id)}`, model: chosen.id, apiKey: relay.token });
   }
 
   private async say(work: Work, text: string): Promise<void> {
@@ -221,6 +225,18 @@ function parseArguments(call: ToolCall): Record<string, unknown> | null {
   } catch {
     return null;
   }
+}
+
+/** Why the model may not be used under the policy (a sentence naming the rule), or null. */
+function refusalOf(model: ModelClient | null, policy: AgentPolicy): string | null {
+  if (!model) return null;
+  const id = model.config.model;
+  const { modelPolicy } = policy;
+  if (modelPolicy.blockedModelIds.includes(id)) return `The organization's modelPolicy blocks the model ${id}; configure another one.`;
+  if (modelPolicy.allowedModelIds.length > 0 && !modelPolicy.allowedModelIds.includes(id)) {
+    return `The organization's modelPolicy allows only ${modelPolicy.allowedModelIds.join(', ')}; this agent is configured with ${id}.`;
+  }
+  return null;
 }
 
 async function runTool(tool: AgentTool | undefined, call: ToolCall, input: Record<string, unknown> | null, context: Parameters<AgentTool['run']>[1]): Promise<ToolResult> {

@@ -44,13 +44,14 @@ function main(): void {
     env.AGENT_MODEL_BASE_URL && env.AGENT_MODEL
       ? new ModelClient({ baseUrl: env.AGENT_MODEL_BASE_URL, model: env.AGENT_MODEL, apiKey: env.AGENT_MODEL_API_KEY || undefined, maxOutputTokens })
       : null;
-  if (!model) log('no model configured (AGENT_MODEL_BASE_URL, AGENT_MODEL): turns will end with a message saying so');
+  if (!model) log("no model of its own (AGENT_MODEL_BASE_URL, AGENT_MODEL): it uses the organization's custom models through the server, if any");
   const stateDir = resolve(env.AGENT_STATE_DIR ?? join(homedir(), '.agent-platform'));
   const hooksFile = resolve(values.hooks ?? env.AGENT_HOOKS_FILE ?? join(homedir(), '.agent-platform', 'settings.json'));
   log(`hooks from ${hooksFile} (read at every turn)`);
   const agent = new Agent({
     client: new PlatformClient({ baseUrl: url.replace(/\/+$/, ''), token, log }),
     model,
+    relay: { url: url.replace(/\/+$/, ''), token, preferred: env.AGENT_MODEL || undefined },
     workspace,
     hooksFile,
     stateDir,

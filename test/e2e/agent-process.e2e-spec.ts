@@ -23,6 +23,7 @@ const ROOT = join(__dirname, '..', '..');
  */
 class ScriptedModel {
   readonly requests: Json[] = [];
+  readonly headers: IncomingMessage['headers'][] = [];
   private server!: Server;
 
   constructor(private readonly answer: (request: Json) => Json | Promise<Json>) {}
@@ -34,6 +35,7 @@ class ScriptedModel {
       req.on('end', () => {
         const request = JSON.parse(body) as Json;
         this.requests.push(request);
+        this.headers.push(req.headers);
         void Promise.resolve(this.answer(request)).then((answer) => {
           res.setHeader('content-type', 'application/json');
           res.end(JSON.stringify(answer));
@@ -135,7 +137,7 @@ describe('The agent process', () => {
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     agents.push(child);
-    return { computerId: computer.body.id as string, workspace, home, child, output: () => output };
+    return { computerId: computer.body.id as string, token: computer.body.agentToken as string, workspace, home, child, output: () => output };
   }
 
   async function say(computerId: string, text: string): Promise<string> {
@@ -262,6 +264,46 @@ describe('The agent process', () => {
       await proxy.stop();
       await server.close();
       await database.drop();
+    }
+  });
+
+  it("uses the organization's custom model through the server's relay; its key never reaches the agent", async () => {
+    const model = new ScriptedModel(() => completion({ content: 'Hi from the team model.' }));
+    const modelUrl = await model.start();
+    try {
+      const { computerId, token, output } = await computerWithAgent({});
+      const secret = 'sk-team-secret-1234567890';
+      const customModels = [{ id: 'team-model', model: 'vendor-x', baseUrl: modelUrl, apiKey: secret, extraHeaders: { 'x-team': 'blue' }, extraArgs: { temperature: 0.2 }, maxOutputTokens: 256 }];
+      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+      const sessionId = await say(computerId, 'Hello');
+      const session = await untilIdle(sessionId, output);
+      const all = await messages(sessionId);
+      expect(all.map((m) => [m.role, m.modelId ?? null])).toEqual([
+        ['user', null],
+        ['assistant', 'team-model'],
+      ]);
+      expect(all[1].content).toEqual([{ type: 'text', text: 'Hi from the team model.' }]);
+      expect(session.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 120, outputTokens: 30 });
+      expect(model.requests[0]).toMatchObject({ model: 'vendor-x', temperature: 0.2, max_tokens: 256 });
+      expect(model.requests[0].tools).toHaveLength(8);
+      expect(model.headers[0]).toMatchObject({ authorization: `Bearer ${secret}`, 'x-team': 'blue' });
+      expect(output()).not.toContain(secret);
+
+      // The relay itself: the caller's model policy applies, unknown models are 404, and the vendor's answer passes through.
+      const relay = (id: string) => t.http().post(`/api/v0/agent/models/${id}/chat/completions`).set({ Authorization: `Bearer ${token}` });
+      const ok = await relay('team-model').send({ messages: [{ role: 'user', content: 'hi' }] }).expect(200);
+      expect(ok.body.choices[0].message.content).toBe('Hi from the team model.');
+      expect(JSON.stringify(ok.body)).not.toContain(secret);
+      expect((await relay('no-such-model').send({ messages: [] }).expect(404)).body.metadata.code).toBe('custom_model_not_found');
+      expect((await relay('team-model').send([1, 2]).expect(400)).body.detail).toMatch(/body: must be a JSON object/);
+      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { modelPolicy: { blockedModelIds: ['team-model'] } } }).expect(200);
+      const blocked = await relay('team-model').send({ messages: [] }).expect(403);
+      expect(blocked.body.metadata).toMatchObject({ code: 'model_not_allowed', rule: 'modelPolicy.blockedModelIds' });
+      await model.stop();
+      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { modelPolicy: { blockedModelIds: [] } } }).expect(200);
+      expect((await relay('team-model').send({ messages: [] }).expect(503)).body.metadata.code).toBe('model_unreachable');
+    } finally {
+      await model.stop().catch(() => undefined);
     }
   });
 

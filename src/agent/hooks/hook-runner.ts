@@ -62,7 +62,9 @@ export async function runHooks(
   const { commands, matchers } = selectCommands(config, event, options.toolName);
   if (commands.length === 0) return null;
   const startedAt = Date.now();
-  const stdin = JSON.stringify({ hook_event_name: event, ...input });
+  // The event's name first, and never one the input tries to set.
+  const rest = Object.fromEntries(Object.entries(input).filter(([key]) => key !== 'hook_event_name'));
+  const stdin = JSON.stringify({ hook_event_name: event, ...rest });
   const results = await Promise.all(commands.map((command) => runOne(command, stdin, options.workspace)));
   const blocking = results.filter((r) => r.exitCode === 2);
   return {
@@ -76,6 +78,9 @@ export async function runHooks(
   };
 }
 
+/** After the shell exits, how long its output pipes may stay open (a background process holding them) before we stop reading. */
+const PIPE_GRACE_MS = 1_000;
+
 function runOne(command: HookCommand, stdin: string, workspace: string): Promise<HookResult> {
   const timeoutSeconds = command.timeout ?? DEFAULT_HOOK_TIMEOUT_SECONDS;
   return new Promise((resolve) => {
@@ -83,11 +88,13 @@ function runOne(command: HookCommand, stdin: string, workspace: string): Promise
     let stderr = '';
     let timedOut = false;
     let settled = false;
-    const finish = (exitCode: number, extra = '') => {
+    let grace: NodeJS.Timeout | undefined;
+    const finish = (exitCode: number, note = '') => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve({ command, exitCode, stdout: stdout.slice(0, MAX_OUTPUT), stderr: (stderr + extra).slice(0, MAX_OUTPUT), timedOut });
+      clearTimeout(grace);
+      resolve({ command, exitCode, stdout: stdout.slice(0, MAX_OUTPUT), stderr: stderr.slice(0, MAX_OUTPUT - note.length) + note, timedOut });
     };
     let child: ReturnType<typeof spawn>;
     try {
@@ -98,24 +105,30 @@ function runOne(command: HookCommand, stdin: string, workspace: string): Promise
         stdio: ['pipe', 'pipe', 'pipe'],
       });
     } catch (error) {
-      return resolve({ command, exitCode: -1, stdout: '', stderr: `could not start: ${(error as Error).message}`, timedOut: false });
+      return resolve({ command, exitCode: -1, stdout: '', stderr: `could not start in ${workspace}: ${(error as Error).message}`, timedOut: false });
     }
-    const kill = () => {
+    // The whole process group: what the hook left running in the background goes with it.
+    const killGroup = () => {
       try {
         process.kill(-child.pid!, 'SIGKILL');
       } catch {
-        child.kill('SIGKILL');
+        // Already gone.
       }
     };
     const timer = setTimeout(() => {
       timedOut = true;
-      kill();
+      killGroup();
       finish(-1, `\n[killed after ${timeoutSeconds} s]`);
     }, timeoutSeconds * 1000);
-    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', (error) => finish(-1, `could not start: ${error.message}`));
-    child.on('close', (code, signal) => finish(code ?? -1, signal ? `\n[killed by ${signal}]` : ''));
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', (error) => finish(-1, `could not start in ${workspace}: ${error.message}`));
+    child.on('exit', (code, signal) => {
+      killGroup();
+      const result = () => finish(code ?? -1, signal ? `\n[killed by ${signal}]` : '');
+      child.on('close', result);
+      grace = setTimeout(result, PIPE_GRACE_MS);
+    });
     // A hook that does not read its input must not fail the write.
     child.stdin!.on('error', () => undefined);
     child.stdin!.end(stdin);

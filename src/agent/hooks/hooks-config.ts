@@ -68,7 +68,7 @@ export async function loadHooks(path: string): Promise<HooksConfig> {
 export function parseHooks(text: string, path = 'hooks file'): HooksConfig {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = JSON.parse(text.replace(/^\uFEFF/, ''));
   } catch (error) {
     throw new HooksConfigError(`${path}: not valid JSON (${(error as Error).message})`);
   }

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Headers, Param, Patch, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiBody,
@@ -14,6 +14,7 @@ import {
 import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { ref } from '../../platform/http/json-schema';
+import { validationError } from '../../platform/http/validation';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { PageQueryDto, PaginationDto } from '../../platform/http/pagination';
 import { AgentPolicyView } from './domain/agent-policy';
@@ -118,5 +119,29 @@ export class AgentPolicyController {
   @ApiOkResponse({ schema: ref('AgentPolicy') })
   policy(@CurrentPrincipal() principal: Principal): Promise<AgentPolicyView> {
     return this.controls.agentPolicy(principal);
+  }
+
+  @Post('models/:customModelId/chat/completions')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Relay a chat completion to a custom model (added)',
+    description:
+      'An OpenAI-compatible Chat Completions request to one of the organization\'s `customModels`, sent on by the server with the model\'s key ' +
+      '(which never leaves the server), `extraHeaders`, `extraArgs` and `maxOutputTokens`, and `model` set to the custom model\'s. The caller\'s ' +
+      '`modelPolicy` applies (403 naming the rule). The vendor\'s status and body are answered as they are; 503 when it cannot be reached. ' +
+      'This is how agents use custom models: point an OpenAI-compatible client at `{base_url}/api/v0/agent/models/{customModelId}` with the agent token as its key.',
+  })
+  @ApiBody({ schema: { type: 'object', description: 'A Chat Completions request body (`messages`, `tools`, ...); `model` is replaced.' } })
+  @ApiNotFoundResponse({ description: 'No custom model with that id.', type: V0ErrorSchema })
+  async relay(
+    @CurrentPrincipal() principal: Principal,
+    @Param('customModelId') customModelId: string,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<unknown> {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw validationError([{ field: 'body', message: 'must be a JSON object (a Chat Completions request)' }]);
+    const answer = await this.controls.relayChatCompletion(principal, customModelId, body as Record<string, unknown>);
+    void reply.status(answer.status);
+    return answer.body;
   }
 }

@@ -11,7 +11,7 @@ import { OrganizationsService, Principal } from '../auth';
 import { looksMasked, maskApiKey } from './domain/api-key-mask';
 import { EnterpriseControlsError, EnterpriseControlsErrorCode } from './domain/enterprise-controls.errors';
 import { applyMergePatch, nulledPaths } from './domain/merge-patch';
-import { effectiveModelPolicy } from './domain/model-policy';
+import { checkModel, effectiveModelPolicy } from './domain/model-policy';
 import { CustomModel, defaultSettings, EnterpriseSettings, SETTINGS_LIMITS } from './domain/settings';
 import { diffSettings, maskSettings } from './domain/settings-diff';
 import { ControlChangeView, ControlRevisionView, ControlsView, toChangeView } from './domain/views';
@@ -36,6 +36,9 @@ const HISTORY_LIST = 'enterprise-control-history';
  * are JSON Merge Patches over the whole snapshot; each one that alters something becomes the next
  * revision, written with its diff in one insert, so nothing can be written and not applied.
  */
+/** How long a relayed chat completion may take (models can think for minutes). */
+const RELAY_TIMEOUT_MS = 600_000;
+
 @Injectable()
 export class EnterpriseControlsService {
   private readonly logger = new Logger(EnterpriseControlsService.name);
@@ -170,6 +173,49 @@ export class EnterpriseControlsService {
       });
     });
     return problems;
+  }
+
+  /**
+   * Relays an OpenAI-compatible chat completion to one of the organization's custom models, so an
+   * agent can use it without ever holding its key: the server adds the key (decrypted only here, in
+   * memory), `extraHeaders`, `extraArgs` and `maxOutputTokens`, and sets `model`. The caller's model
+   * policy applies. The vendor's status and body come back as they are.
+   */
+  async relayChatCompletion(principal: Principal, customModelId: string, body: Record<string, unknown>): Promise<{ status: number; body: unknown }> {
+    const { settings } = await this.inForce(principal.organizationId);
+    const model = settings.customModels.find((candidate) => candidate.id === customModelId);
+    if (!model) {
+      throw new EnterpriseControlsError(EnterpriseControlsErrorCode.CustomModelNotFound, `There is no custom model "${customModelId}" in your organization's controls.`, { customModelId });
+    }
+    const refusal = checkModel(settings, principal.userId, customModelId);
+    if (refusal) throw new EnterpriseControlsError(EnterpriseControlsErrorCode.ModelNotAllowed, refusal.detail, { rule: refusal.rule, model: customModelId });
+    const [revealed] = this.reveal(principal.organizationId, { ...settings, customModels: [model] }).customModels;
+    const payload = {
+      ...model.extraArgs,
+      ...body,
+      model: model.model,
+      ...(model.maxOutputTokens !== undefined && body.max_tokens === undefined ? { max_tokens: model.maxOutputTokens } : {}),
+    };
+    let res: Response;
+    try {
+      res = await fetch(`${model.baseUrl.replace(/\/+$/, '')}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(revealed.apiKey ? { authorization: `Bearer ${revealed.apiKey}` } : {}), ...model.extraHeaders },
+        body: JSON.stringify(payload),
+        signal: AbortSignal.timeout(RELAY_TIMEOUT_MS),
+      });
+    } catch (error) {
+      const reason = ((error as Error).cause as Error | undefined)?.message ?? (error as Error).message;
+      throw new EnterpriseControlsError(EnterpriseControlsErrorCode.ModelUnreachable, `Custom model "${customModelId}" at ${model.baseUrl} could not be reached: ${reason}`, { customModelId });
+    }
+    const text = await res.text();
+    let answer: unknown = text;
+    try {
+      answer = JSON.parse(text);
+    } catch {
+      // Not JSON: relayed as text.
+    }
+    return { status: res.status, body: answer };
   }
 
   private controlsView(organizationId: string, row: ControlRevisionEntity | null): ControlsView {

@@ -4,6 +4,9 @@ export enum EnterpriseControlsErrorCode {
   RevisionNotFound = 'revision_not_found',
   RevisionMismatch = 'revision_mismatch',
   SecretUnreadable = 'secret_unreadable',
+  CustomModelNotFound = 'custom_model_not_found',
+  ModelNotAllowed = 'model_not_allowed',
+  ModelUnreachable = 'model_unreachable',
 }
 
 export class EnterpriseControlsError extends DomainError<EnterpriseControlsErrorCode> {
@@ -14,7 +17,12 @@ export class EnterpriseControlsError extends DomainError<EnterpriseControlsError
       case EnterpriseControlsErrorCode.RevisionMismatch:
         return ErrorKind.PreconditionFailed;
       case EnterpriseControlsErrorCode.SecretUnreadable:
+      case EnterpriseControlsErrorCode.ModelUnreachable:
         return ErrorKind.Unavailable;
+      case EnterpriseControlsErrorCode.CustomModelNotFound:
+        return ErrorKind.NotFound;
+      case EnterpriseControlsErrorCode.ModelNotAllowed:
+        return ErrorKind.Forbidden;
     }
   }
 }
