@@ -77,8 +77,9 @@ export class Agent {
     const known = this.histories.get(work.sessionId);
     const history = known ?? [];
     const heartbeat = setInterval(() => void client.heartbeat(work.sessionId, work.turnId).catch(() => undefined), HEARTBEAT_MS);
-    const hooks = new TurnHooks(this, work, history, await this.loadHooks(work));
+    let hooks = new TurnHooks(this, work, history, {});
     try {
+      hooks = new TurnHooks(this, work, history, await this.loadHooks(work));
       if (!known) await hooks.fire('SessionStart', { source: 'startup' });
       let prompts = 0;
       for (const message of work.messages) {
