@@ -28,6 +28,11 @@ export interface AgentOptions {
   log: (line: string) => void;
 }
 
+/** Until the agent can sandbox commands, it refuses them where the organization requires a sandbox: never unsandboxed. */
+const SANDBOX_REQUIRED =
+  "Refused by the organization's sandbox.enabled: commands must run in a sandbox, and this agent cannot sandbox them yet; nothing ran. " +
+  'Read, search and edit files with the other tools.';
+
 const NO_MODEL =
   'No model is configured for this agent, so it cannot work on this message. Add a custom model to the organization\'s enterprise ' +
   'controls (customModels), or start the agent with AGENT_MODEL_BASE_URL ' +
@@ -145,7 +150,9 @@ export class Agent {
         const pre = await hooks.fire('PreToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_use_id: call.id }, call);
         let result: ToolResult = pre?.blocked
           ? { isError: true, content: `A PreToolUse hook blocked this call: ${pre.blockReason}` }
-          : await runTool(tool, call, input, { workspace: this.options.workspace, policy, signal });
+          : tool?.name === 'Execute' && (policy.sandbox as { enabled?: boolean } | undefined)?.enabled
+            ? { isError: true, content: SANDBOX_REQUIRED }
+            : await runTool(tool, call, input, { workspace: this.options.workspace, policy, signal });
         const post = await hooks.fire('PostToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_response: { content: result.content, isError: result.isError }, tool_use_id: call.id }, call);
         if (post?.blocked) result = { ...result, content: `${result.content}\n\nA PostToolUse hook says: ${post.blockReason}` };
         results.push({ call, result });

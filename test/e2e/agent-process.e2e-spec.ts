@@ -307,6 +307,26 @@ describe('The agent process', () => {
     }
   });
 
+  it('refuses to run commands when the organization requires a sandbox, rather than running them unsandboxed', async () => {
+    const model = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role === 'user') return completion({ tool_calls: [call('call_1', 'Execute', { command: 'touch escaped.txt' })] });
+      return completion({ content: 'Could not run it.' });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { sandbox: { enabled: true } } }).expect(200);
+      const sessionId = await say(computerId, 'Touch a file.');
+      await untilIdle(sessionId, output);
+      const results = (await messages(sessionId)).find((m) => m.role === 'tool')!;
+      expect(results.content[0]).toMatchObject({ toolUseId: 'call_1', isError: true, content: expect.stringMatching(/sandbox\.enabled.*nothing ran/) });
+      expect(existsSync(join(workspace, 'escaped.txt'))).toBe(false);
+    } finally {
+      await model.stop();
+    }
+  });
+
   describe('hooks', () => {
     it('runs the configured commands on their events with the documented input, records them, and blocks only on exit 2', async () => {
       const model = new ScriptedModel((request) => {
