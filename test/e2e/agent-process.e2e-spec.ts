@@ -268,7 +268,10 @@ describe('The agent process', () => {
   });
 
   it("uses the organization's custom model through the server's relay; its key never reaches the agent", async () => {
-    const model = new ScriptedModel(() => completion({ content: 'Hi from the team model.' }));
+    const model: ScriptedModel = new ScriptedModel((request) =>
+      // A vendor that quotes the key back in an error, as some do.
+      request.echo ? { error: { message: `Incorrect API key provided: ${String(model.headers[model.headers.length - 1].authorization)}` } } : completion({ content: 'Hi from the team model.' }),
+    );
     const modelUrl = await model.start();
     try {
       const { computerId, token, output } = await computerWithAgent({});
@@ -294,6 +297,8 @@ describe('The agent process', () => {
       const ok = await relay('team-model').send({ messages: [{ role: 'user', content: 'hi' }] }).expect(200);
       expect(ok.body.choices[0].message.content).toBe('Hi from the team model.');
       expect(JSON.stringify(ok.body)).not.toContain(secret);
+      const quoted = await relay('team-model').send({ echo: true, messages: [] }).expect(200);
+      expect(quoted.body.error.message).toBe('Incorrect API key provided: Bearer ****7890');
       expect((await relay('no-such-model').send({ messages: [] }).expect(404)).body.metadata.code).toBe('custom_model_not_found');
       expect((await relay('team-model').send([1, 2]).expect(400)).body.detail).toMatch(/body: must be a JSON object/);
       await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { modelPolicy: { blockedModelIds: ['team-model'] } } }).expect(200);

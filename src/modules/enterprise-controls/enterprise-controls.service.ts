@@ -208,7 +208,8 @@ export class EnterpriseControlsService {
       const reason = ((error as Error).cause as Error | undefined)?.message ?? (error as Error).message;
       throw new EnterpriseControlsError(EnterpriseControlsErrorCode.ModelUnreachable, `Custom model "${customModelId}" at ${model.baseUrl} could not be reached: ${reason}`, { customModelId });
     }
-    const text = await res.text();
+    // A vendor may quote the key back (an "invalid key" error): it leaves the server masked.
+    const text = revealed.apiKey ? (await res.text()).split(revealed.apiKey).join(maskApiKey(revealed.apiKey)) : await res.text();
     let answer: unknown = text;
     try {
       answer = JSON.parse(text);
