@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_HOOK_TIMEOUT_SECONDS, HookRun, PROJECT_DIR_VARIABLE, runHooks, selectCommands } from './hook-runner';
 import { HookCommand, HookEntry, HookEvent, HooksConfig } from './hooks-config';
+import { gone, running } from '../../../test/utils/process-state';
 
 let workspace: string;
 const hook = (command: string, timeout?: number): HookCommand => (timeout === undefined ? { type: 'command', command } : { type: 'command', command, timeout });
@@ -17,24 +18,6 @@ const run = (commands: (string | HookCommand)[], fields: { event?: HookEvent; in
 };
 const read = (name: string) => readFileSync(join(workspace, name), 'utf8');
 
-/** True while the process runs (a zombie, dead but not reaped yet, counts as gone). */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
-}
-/** Waits up to a second for the process to be gone. */
-async function gone(pid: number): Promise<boolean> {
-  for (let i = 0; i < 20 && running(pid); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-  return !running(pid);
-}
 
 beforeEach(() => {
   workspace = realpathSync(mkdtempSync(join(tmpdir(), 'agent-hooks-')));

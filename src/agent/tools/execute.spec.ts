@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EXECUTE_MAX_OUTPUT_CHARACTERS, executeTool } from './execute';
 import { CommandPolicy, ToolContext } from './tool';
+import { gone } from '../../../test/utils/process-state';
 
 let root: string;
 let workspace: string;
@@ -14,24 +15,6 @@ const context = (fields: { policy?: Partial<CommandPolicy>; signal?: AbortSignal
 const execute = (command: string, fields: { timeout?: number; policy?: Partial<CommandPolicy>; signal?: AbortSignal } = {}) =>
   executeTool.run(fields.timeout === undefined ? { command } : { command, timeout: fields.timeout }, context(fields));
 
-/** True while the process runs (a zombie, dead but not reaped yet, counts as gone). */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
-}
-/** Waits up to a second for the process to be gone. */
-async function gone(pid: number): Promise<boolean> {
-  for (let i = 0; i < 20 && running(pid); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-  return !running(pid);
-}
 
 beforeEach(() => {
   root = realpathSync(mkdtempSync(join(tmpdir(), 'agent-tools-')));
