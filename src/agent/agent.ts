@@ -99,7 +99,7 @@ export class Agent {
       }
       const policy = await client.policy();
       const model = this.options.model ?? this.relayedModel(policy);
-      const refusal = prompts === 0 ? 'Every message of this turn was blocked by a hook; nothing was sent to the model.' : refusalOf(model, policy);
+      const refusal = prompts === 0 ? 'Every message of this turn was blocked by a hook; nothing was sent to the model.' : model ? refusalOf(model.config.model, policy) : null;
       if (refusal || !model) {
         if (prompts > 0) await this.say(work, refusal ?? NO_MODEL);
         await hooks.fire('Notification', { message: refusal ?? NO_MODEL });
@@ -202,7 +202,7 @@ export class Agent {
     const relay = this.options.relay;
     const models = [...((policy.customModels ?? []) as Array<{ id: string; index?: number }>)].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
     if (!relay || models.length === 0) return null;
-    const chosen = models.find((m) => m.id === relay.preferred) ?? models.find((m) => refusalOf(new ModelClient({ baseUrl: '', model: m.id }), policy) === null);
+    const chosen = models.find((m) => m.id === relay.preferred) ?? models.find((m) => refusalOf(m.id, policy) === null);
     if (!chosen) return null;
     return new ModelClient({ baseUrl: `${relay.url}/api/v0/agent/models/${encodeURIComponent(chosen.id)}`, model: chosen.id, apiKey: relay.token });
   }
@@ -236,9 +236,7 @@ function parseArguments(call: ToolCall): Record<string, unknown> | null {
 }
 
 /** Why the model may not be used under the policy (a sentence naming the rule), or null. */
-function refusalOf(model: ModelClient | null, policy: AgentPolicy): string | null {
-  if (!model) return null;
-  const id = model.config.model;
+function refusalOf(id: string, policy: AgentPolicy): string | null {
   const { modelPolicy } = policy;
   if (modelPolicy.blockedModelIds.includes(id)) return `The organization's modelPolicy blocks the model ${id}; configure another one.`;
   if (modelPolicy.allowedModelIds.length > 0 && !modelPolicy.allowedModelIds.includes(id)) {

@@ -54,7 +54,7 @@ export class AnalyticsService {
 
   async tools(principal: Principal, range: DateRange, groupBy?: 'tool_name'): Promise<Envelope<ToolsRow | ToolsByNameRow>> {
     const stored = await this.storedDays(principal, range);
-    const rows = perDay(range.days, new Map([...stored].map(([day, row]) => [day, row.tools])), EMPTY_TOOLS);
+    const rows = perDay(range.days, part(stored, 'tools'), EMPTY_TOOLS);
     return { data: groupBy === 'tool_name' ? toolsByName(rows) : rows, meta: meta(principal, range) };
   }
 
@@ -64,13 +64,13 @@ export class AnalyticsService {
       this.storedDays(principal, range),
       this.repository.activeUsers(principal.organizationId, daysBefore(range.days[0], 29), range.end),
     ]);
-    const rows = activityRows(range.days, new Map([...stored].map(([day, row]) => [day, row.activity])), active);
+    const rows = activityRows(range.days, part(stored, 'activity'), active);
     return { data: groupBy === 'client' ? activityByClient(rows) : rows, meta: meta(principal, range) };
   }
 
   async productivity(principal: Principal, range: DateRange): Promise<Envelope<ProductivityRow>> {
     const stored = await this.storedDays(principal, range);
-    return { data: perDay(range.days, new Map([...stored].map(([day, row]) => [day, row.productivity])), EMPTY_PRODUCTIVITY), meta: meta(principal, range) };
+    return { data: perDay(range.days, part(stored, 'productivity'), EMPTY_PRODUCTIVITY), meta: meta(principal, range) };
   }
 
   /**
@@ -104,6 +104,11 @@ export class AnalyticsService {
     const rows = await this.repository.days(principal.organizationId, range.days[0], range.end);
     return new Map(rows.map((row) => [row.day, row]));
   }
+}
+
+/** One endpoint's part of the stored days, by day. */
+function part<K extends 'tools' | 'activity' | 'productivity'>(stored: Map<string, StoredDay>, key: K): Map<string, StoredDay[K]> {
+  return new Map([...stored].map(([day, row]) => [day, row[key]]));
 }
 
 function meta(principal: Principal, range: DateRange): AnalyticsMeta {
