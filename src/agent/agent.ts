@@ -6,6 +6,7 @@ import { HookEvent, HooksConfig, HooksConfigError, loadHooks } from './hooks/hoo
 import { HookRun, runHooks, selectCommands } from './hooks/hook-runner';
 import { ChatMessage, ModelClient, ModelError, ToolCall, ToolSpec } from './model-client';
 import { AgentPolicy, ChannelMessage, ChannelRefusal, PlatformClient, Work } from './platform-client';
+import { AllowedIps } from './sandbox/network-policy';
 import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
 
 /** Model calls one turn may make before it is ended (a loop that never stops is a bug, not work). */
@@ -28,11 +29,6 @@ export interface AgentOptions {
   log: (line: string) => void;
 }
 
-/** Until the agent can sandbox commands, it refuses them where the organization requires a sandbox: never unsandboxed. */
-const SANDBOX_REQUIRED =
-  "Refused by the organization's sandbox.enabled: commands must run in a sandbox, and this agent cannot sandbox them yet; nothing ran. " +
-  'Read, search and edit files with the other tools.';
-
 const NO_MODEL =
   'No model is configured for this agent, so it cannot work on this message. Add a custom model to the organization\'s enterprise ' +
   'controls (customModels), or start the agent with AGENT_MODEL_BASE_URL ' +
@@ -47,6 +43,8 @@ const NO_MODEL =
 export class Agent {
   private readonly histories = new Map<string, ChatMessage[]>();
   private stopping = false;
+  /** Aborted by `stop()`: ends a claim that is waiting for work. */
+  private readonly stopSignal = new AbortController();
   private current: AbortController | null = null;
 
   constructor(private readonly options: AgentOptions) {}
@@ -59,8 +57,11 @@ export class Agent {
     while (!this.stopping) {
       let work: Work | null = null;
       try {
-        work = await client.claim(CLAIM_WAIT_MS);
+        work = await client.claim(CLAIM_WAIT_MS, this.stopSignal.signal);
       } catch (error) {
+        if (this.stopping) break;
+        // A token the server refuses (deleted computer, rotated token) will not start working again.
+        if (error instanceof ChannelRefusal && (error.status === 401 || error.status === 403)) throw error;
         log(`could not take work: ${(error as Error).message}`);
         await sleep(2_000);
         continue;
@@ -69,8 +70,13 @@ export class Agent {
     }
   }
 
+  /**
+   * Stops taking work; a turn under way is cut short, says so, fires `SessionEnd` (reason `other`) and
+   * ends, so its session does not wait for a lease to run out. `run()` resolves when that is done.
+   */
   stop(): void {
     this.stopping = true;
+    this.stopSignal.abort();
     this.current?.abort();
   }
 
@@ -80,12 +86,13 @@ export class Agent {
     const started = Date.now();
     const abort = (this.current = new AbortController());
     const known = this.histories.get(work.sessionId);
-    const history = known ?? [];
+    const history: ChatMessage[] = known ?? [];
     const heartbeat = setInterval(() => void client.heartbeat(work.sessionId, work.turnId).catch(() => undefined), HEARTBEAT_MS);
     let hooks = new TurnHooks(this, work, history, {});
     try {
+      if (!known) history.push(...(await this.earlierConversation(work)));
       hooks = new TurnHooks(this, work, history, await this.loadHooks(work));
-      if (!known) await hooks.fire('SessionStart', { source: 'startup' });
+      if (!known) await hooks.fire('SessionStart', { source: history.length > 0 ? 'resume' : 'startup' });
       let prompts = 0;
       for (const message of work.messages) {
         const prompt = userText(message);
@@ -99,7 +106,12 @@ export class Agent {
       }
       const policy = await client.policy();
       const model = this.options.model ?? this.relayedModel(policy);
-      const refusal = prompts === 0 ? 'Every message of this turn was blocked by a hook; nothing was sent to the model.' : model ? refusalOf(model.config.model, policy) : null;
+      const refusal =
+        prompts === 0
+          ? 'Every message of this turn was blocked by a hook; nothing was sent to the model.'
+          : model
+            ? (refusalOf(model.config.model, policy) ?? (this.options.model ? await modelNetworkRefusal(model, policy) : null))
+            : null;
       if (refusal || !model) {
         if (prompts > 0) await this.say(work, refusal ?? NO_MODEL);
         await hooks.fire('Notification', { message: refusal ?? NO_MODEL });
@@ -108,6 +120,7 @@ export class Agent {
         if (ending) await hooks.fire('Notification', { message: ending });
         else await hooks.fire('Stop', { stop_hook_active: false });
       }
+      if (this.stopping) await hooks.fire('SessionEnd', { reason: 'other' });
       await client.endTurn(work.sessionId, work.turnId, Date.now() - started);
       log(`session ${work.sessionId}: turn done in ${Date.now() - started} ms`);
     } catch (error) {
@@ -129,11 +142,12 @@ export class Agent {
     const { client } = this.options;
     const specs: ToolSpec[] = WORKSPACE_TOOLS.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
     for (let step = 0; step < MAX_STEPS_PER_TURN; step++) {
-      if (signal.aborted) return 'The agent stopped before the task was done.';
+      if (signal.aborted) return this.stopped(work);
       let answer;
       try {
         answer = await model.complete([{ role: 'system', content: systemPrompt(this.options.workspace) }, ...history], specs, signal);
       } catch (error) {
+        if (signal.aborted) return this.stopped(work);
         if (!(error instanceof ModelError)) throw error;
         const message = `The model failed: ${error.message}`;
         await this.say(work, message);
@@ -150,9 +164,7 @@ export class Agent {
         const pre = await hooks.fire('PreToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_use_id: call.id }, call);
         let result: ToolResult = pre?.blocked
           ? { isError: true, content: `A PreToolUse hook blocked this call: ${pre.blockReason}` }
-          : tool?.name === 'Execute' && (policy.sandbox as { enabled?: boolean } | undefined)?.enabled
-            ? { isError: true, content: SANDBOX_REQUIRED }
-            : await runTool(tool, call, input, { workspace: this.options.workspace, policy, signal });
+          : await runTool(tool, call, input, { workspace: this.options.workspace, policy, signal });
         const post = await hooks.fire('PostToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_response: { content: result.content, isError: result.isError }, tool_use_id: call.id }, call);
         if (post?.blocked) result = { ...result, content: `${result.content}\n\nA PostToolUse hook says: ${post.blockReason}` };
         results.push({ call, result });
@@ -165,6 +177,31 @@ export class Agent {
     const message = `Stopped after ${MAX_STEPS_PER_TURN} model calls in one turn; send a message to continue.`;
     await this.say(work, message);
     return message;
+  }
+
+  /** Says that the agent was stopped mid-task (the turn still ends cleanly), and returns it. */
+  private async stopped(work: Work): Promise<string> {
+    const message = 'The agent was stopped before the task was done; send a message to continue.';
+    await this.say(work, message);
+    return message;
+  }
+
+  /**
+   * What the session said before this turn, for an agent that does not know it (it restarted, or the
+   * session was another agent's): user messages, answers with their tool calls, and tool results, up to
+   * the turn's own messages. Tool calls without a recorded result (a turn cut short) are left out.
+   */
+  private async earlierConversation(work: Work): Promise<ChatMessage[]> {
+    const own = new Set(work.messages.map((m) => m.id));
+    const earlier: ChannelMessage[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.options.client.conversation(work.sessionId, work.turnId, cursor);
+      const end = page.messages.findIndex((m) => own.has(m.id));
+      earlier.push(...(end === -1 ? page.messages : page.messages.slice(0, end)));
+      cursor = end === -1 ? (page.nextCursor ?? undefined) : undefined;
+    } while (cursor);
+    return toChatHistory(earlier);
   }
 
   /** The hooks file, or none (with a message in the turn saying why) when it cannot be used. */
@@ -245,6 +282,16 @@ function refusalOf(id: string, policy: AgentPolicy): string | null {
   return null;
 }
 
+/**
+ * Why the agent's own model endpoint may not be reached under `networkPolicy` (the relay is the platform
+ * itself, which the policy does not cover), or null.
+ */
+async function modelNetworkRefusal(model: ModelClient, policy: AgentPolicy): Promise<string | null> {
+  const allowedIps = AllowedIps.of(policy);
+  const why = allowedIps ? await allowedIps.refusalFor(new URL(model.config.baseUrl).hostname) : null;
+  return why ? `The organization's ${why}, so this agent cannot reach its model ${model.config.model}; nothing was sent to it.` : null;
+}
+
 async function runTool(tool: AgentTool | undefined, call: ToolCall, input: Record<string, unknown> | null, context: Parameters<AgentTool['run']>[1]): Promise<ToolResult> {
   if (!tool) return { isError: true, content: `There is no tool named ${call.function.name}; the tools are ${WORKSPACE_TOOLS.map((t) => t.name).join(', ')}.` };
   if (!input) return { isError: true, content: `The arguments of ${call.function.name} must be a JSON object.` };
@@ -311,6 +358,36 @@ class TurnHooks {
       permission_mode: settings.interactionMode === 'spec' ? 'plan' : typeof settings.autonomyLevel === 'string' ? `auto-${settings.autonomyLevel}` : 'default',
     };
   }
+}
+
+/** Stored messages as the model's conversation: system messages (notes and hook records) are for people. */
+export function toChatHistory(messages: ChannelMessage[]): ChatMessage[] {
+  const answered = new Set(messages.flatMap((m) => (m.role === 'tool' ? m.content.filter((b) => b.type === 'tool_result').map((b) => String(b.toolUseId)) : [])));
+  const called = new Set<string>();
+  const history: ChatMessage[] = [];
+  for (const message of messages) {
+    if (message.role === 'user') history.push({ role: 'user', content: userText(message) });
+    else if (message.role === 'assistant') {
+      const text = message.content.filter((b) => b.type === 'text').map((b) => String(b.text)).join('\n');
+      const calls: ToolCall[] = message.content
+        .filter((b) => b.type === 'tool_use' && answered.has(String(b.id)))
+        .map((b) => ({ id: String(b.id), type: 'function' as const, function: { name: String(b.name), arguments: JSON.stringify(b.input ?? {}) } }));
+      calls.forEach((c) => called.add(c.id));
+      if (text || calls.length) history.push({ role: 'assistant', content: text || null, ...(calls.length ? { tool_calls: calls } : {}) });
+    } else if (message.role === 'tool') {
+      for (const block of message.content) {
+        if (block.type === 'tool_result' && called.has(String(block.toolUseId))) history.push({ role: 'tool', tool_call_id: String(block.toolUseId), content: resultText(block.content) });
+      }
+    }
+  }
+  return history;
+}
+
+/** A tool result's content, as the text the model gets. */
+function resultText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((b: { text?: unknown }) => (typeof b?.text === 'string' ? b.text : '')).join('\n');
+  return '';
 }
 
 /** What the model reads of a user message: its text, and a line for each attachment it cannot see. */

@@ -14,6 +14,9 @@ object with a "hooks" key). AGENT_STATE_DIR (default: ~/.agent-platform) holds t
 model id), AGENT_MODEL_API_KEY (if it needs one), AGENT_MODEL_MAX_OUTPUT_TOKENS. Without a model the agent still
 takes work and answers each turn with how to configure one.`;
 
+/** How long a stopping agent may take to end its turn before it exits regardless. */
+const STOP_GRACE_MS = 15_000;
+
 function main(): void {
   let values;
   try {
@@ -60,9 +63,11 @@ function main(): void {
   });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
-      log(`${signal}: stopping after the current request`);
+      log(`${signal}: stopping; a turn under way is cut short and ended`);
       agent.stop();
-      setTimeout(() => process.exit(0), 2_000).unref();
+      // Ending the turn takes a few requests and the SessionEnd hooks; a second signal, or this, ends it all.
+      setTimeout(() => process.exit(0), STOP_GRACE_MS).unref();
+      process.once(signal, () => process.exit(0));
     });
   }
   agent.run(hostname()).then(

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { SandboxSettings } from './sandbox/sandbox';
 
 /** A message as the agent channel hands it out and takes it. */
 export interface ChannelMessage {
@@ -23,6 +24,8 @@ export interface AgentPolicy {
   commandDenylist: string[];
   commandBlocklist: string[];
   modelPolicy: { allowedModelIds: string[]; blockedModelIds: string[] };
+  sandbox?: SandboxSettings;
+  networkPolicy?: { allowedIps: string[] };
   [field: string]: unknown;
 }
 
@@ -67,9 +70,17 @@ export class PlatformClient {
     return this.request('GET', '/api/v0/agent/policy') as Promise<AgentPolicy>;
   }
 
-  async claim(waitMs: number): Promise<Work | null> {
-    const { work } = (await this.post('/api/v0/agent/claims', { waitMs })) as { work: Work | null };
+  /** Waits up to `waitMs` for work; `signal` ends the wait (a claim the server granted meanwhile is taken back when its lease runs out). */
+  async claim(waitMs: number, signal?: AbortSignal): Promise<Work | null> {
+    const { work } = (await this.request('POST', '/api/v0/agent/claims', { waitMs }, randomUUID(), signal)) as { work: Work | null };
     return work;
+  }
+
+  /** One page of the session's messages, oldest first, for the holder of its running turn. */
+  async conversation(sessionId: string, turnId: string, cursor?: string): Promise<{ messages: ChannelMessage[]; nextCursor: string | null }> {
+    const query = new URLSearchParams({ turnId, limit: '100', ...(cursor ? { cursor } : {}) });
+    const page = (await this.request('GET', `/api/v0/agent/sessions/${sessionId}/messages?${query}`)) as { messages: ChannelMessage[]; pagination: { nextCursor?: string | null } };
+    return { messages: page.messages, nextCursor: page.pagination.nextCursor ?? null };
   }
 
   append(sessionId: string, turnId: string, messages: ChannelMessage[]): Promise<unknown> {
@@ -92,9 +103,10 @@ export class PlatformClient {
     return this.request('POST', path, body, randomUUID());
   }
 
-  private async request(method: string, path: string, body?: unknown, idempotencyKey?: string): Promise<unknown> {
+  private async request(method: string, path: string, body?: unknown, idempotencyKey?: string, signal?: AbortSignal): Promise<unknown> {
     let lastError: unknown;
     for (let attempt = 1; attempt <= this.attempts; attempt++) {
+      signal?.throwIfAborted();
       try {
         const res = await fetch(`${this.options.baseUrl}${path}`, {
           method,
@@ -104,7 +116,7 @@ export class PlatformClient {
             ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
           },
           body: body !== undefined ? JSON.stringify(body) : undefined,
-          signal: AbortSignal.timeout(60_000),
+          signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(60_000)]) : AbortSignal.timeout(60_000),
         });
         const text = await res.text();
         const parsed = text ? (JSON.parse(text) as unknown) : null;
@@ -112,7 +124,7 @@ export class PlatformClient {
         if (res.status < 500 && res.status !== 429) throw new ChannelRefusal(res.status, (parsed ?? {}) as ChannelRefusal['body']);
         lastError = new Error(`${method} ${path}: ${res.status}`);
       } catch (error) {
-        if (error instanceof ChannelRefusal) throw error;
+        if (error instanceof ChannelRefusal || signal?.aborted) throw error;
         lastError = error;
       }
       // Bounded exponential backoff: 0.25 s, 0.5 s, 1 s ... up to 5 s between attempts.

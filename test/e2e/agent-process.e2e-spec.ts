@@ -10,6 +10,7 @@ import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { startTestApp, TestApp } from '../utils/test-app';
+import { itInSandbox } from '../utils/sandbox';
 import { createTestDatabase } from '../utils/test-database';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
@@ -128,8 +129,13 @@ describe('The agent process', () => {
     const computer = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' }).expect(201);
     const home = mkdtempSync(join(tmpdir(), 'ap-agent-'));
     folders.push(home);
-    const workspace = join(home, 'workspace');
-    const child = spawn(process.execPath, [join(ROOT, 'dist/agent/main.js'), '--url', url, '--token', computer.body.agentToken, '--workspace', workspace], {
+    const token = computer.body.agentToken as string;
+    return { computerId: computer.body.id as string, token, workspace: join(home, 'workspace'), home, ...startAgent(token, home, env, url) };
+  }
+
+  /** An agent process for the computer whose token this is, working in `home`/workspace. */
+  function startAgent(token: string, home: string, env: Record<string, string>, url = baseUrl) {
+    const child = spawn(process.execPath, [join(ROOT, 'dist/agent/main.js'), '--url', url, '--token', token, '--workspace', join(home, 'workspace')], {
       // No hooks unless a test writes them: never the developer's own ~/.agent-platform.
       env: { PATH: process.env.PATH ?? '', HOME: home, AGENT_STATE_DIR: join(home, 'state'), AGENT_HOOKS_FILE: join(home, 'hooks.json'), ...env },
     });
@@ -137,7 +143,7 @@ describe('The agent process', () => {
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     agents.push(child);
-    return { computerId: computer.body.id as string, token: computer.body.agentToken as string, workspace, home, child, output: () => output };
+    return { child, output: () => output };
   }
 
   async function say(computerId: string, text: string): Promise<string> {
@@ -267,6 +273,69 @@ describe('The agent process', () => {
     }
   });
 
+  it('picks the conversation up after a restart: a new agent process sends the model what was said before', async () => {
+    const model = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role === 'user' && last.content === 'Remember the number 42.') return completion({ tool_calls: [call('call_1', 'Create', { file_path: 'n.txt', content: '42' })] });
+      if (last.role === 'tool') return completion({ content: 'Noted 42.' });
+      return completion({ content: 'It was 42.' });
+    });
+    const modelUrl = await model.start();
+    try {
+      const env = { AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' };
+      const first = await computerWithAgent(env);
+      const sessionId = await say(first.computerId, 'Remember the number 42.');
+      await untilIdle(sessionId, first.output);
+      first.child.kill('SIGKILL');
+      await once(first.child, 'exit');
+
+      const second = startAgent(first.token, first.home, env);
+      await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Which number?' }).expect(200);
+      await untilIdle(sessionId, second.output);
+      const sent = (model.requests[model.requests.length - 1].messages as Json[]).slice(1); // after the system prompt
+      expect(JSON.parse(sent[1].tool_calls[0].function.arguments)).toEqual({ file_path: 'n.txt', content: '42' }); // stored as jsonb: key order may change
+      sent[1].tool_calls[0].function.arguments = '(checked)';
+      expect(sent).toEqual([
+        { role: 'user', content: 'Remember the number 42.' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'Create', arguments: '(checked)' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: expect.stringContaining('n.txt') },
+        { role: 'assistant', content: 'Noted 42.' },
+        { role: 'user', content: 'Which number?' },
+      ]);
+      expect((await messages(sessionId)).map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user', 'assistant']);
+    } finally {
+      await model.stop();
+    }
+  });
+
+  it('on SIGTERM, cuts the turn under way short, says so, fires SessionEnd, ends the turn and exits', async () => {
+    let release: () => void = () => undefined;
+    const model = new ScriptedModel(() => new Promise<Json>((resolve) => (release = () => resolve(completion({ content: 'too late' })))));
+    const modelUrl = await model.start();
+    try {
+      const { computerId, home, child, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const seen = join(home, 'session-end.json');
+      writeFileSync(join(home, 'hooks.json'), JSON.stringify({ SessionEnd: [{ hooks: [{ type: 'command', command: `cat > ${seen}` }] }] }));
+      const sessionId = await say(computerId, 'Think for a long time.');
+      for (let i = 0; i < 100 && model.requests.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(model.requests).toHaveLength(1);
+
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      const [code] = (await exited) as [number | null];
+      expect(code).toBe(0);
+      const session = (await t.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth).expect(200)).body as Json;
+      expect([session.status, output()]).toEqual(['idle', expect.any(String)]);
+      const all = await messages(sessionId);
+      expect(all[1]).toMatchObject({ role: 'system', content: [{ type: 'text', text: expect.stringMatching(/stopped before the task was done/) }] });
+      expect(all.filter((m) => m.hookEventName === 'SessionEnd').map((m) => m.hookStatus)).toEqual(['executing', 'completed']);
+      expect(JSON.parse(readFileSync(seen, 'utf8'))).toMatchObject({ hook_event_name: 'SessionEnd', reason: 'other', session_id: sessionId });
+    } finally {
+      release();
+      await model.stop();
+    }
+  });
+
   it("uses the organization's custom model through the server's relay; its key never reaches the agent", async () => {
     const model: ScriptedModel = new ScriptedModel((request) =>
       // A vendor that quotes the key back in an error, as some do.
@@ -312,24 +381,80 @@ describe('The agent process', () => {
     }
   });
 
-  it('refuses to run commands when the organization requires a sandbox, rather than running them unsandboxed', async () => {
-    const model = new ScriptedModel((request) => {
-      const last = request.messages[request.messages.length - 1] as Json;
-      if (last.role === 'user') return completion({ tool_calls: [call('call_1', 'Execute', { command: 'touch escaped.txt' })] });
-      return completion({ content: 'Could not run it.' });
+  describe('under the sandbox settings', () => {
+    /** A model that runs each of `commands` with Execute, then answers. */
+    const executing = (commands: string[]) =>
+      new ScriptedModel((request) => {
+        const last = request.messages[request.messages.length - 1] as Json;
+        if (last.role === 'user') return completion({ tool_calls: commands.map((command, i) => call(`call_${i + 1}`, 'Execute', { command })) });
+        return completion({ content: 'Done.' });
+      });
+
+    itInSandbox('runs commands in the OS sandbox: they write in the workspace, but not outside it, and cannot read a denied file', async () => {
+      const home = mkdtempSync(join(tmpdir(), 'ap-outside-'));
+      folders.push(home);
+      writeFileSync(join(home, 'secret.txt'), 'the secret\n');
+      const model = executing(['echo inside > made.txt && cat made.txt', `echo out > ${home}/escaped.txt`, `cat ${home}/secret.txt`]);
+      const modelUrl = await model.start();
+      try {
+        const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+        await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth)
+          .send({ settings: { sandbox: { enabled: true, filesystem: { denyRead: [join(home, 'secret.txt')] } } } }).expect(200);
+        const sessionId = await say(computerId, 'Write files and read the secret.');
+        await untilIdle(sessionId, output);
+        const [inside, outside, secret] = (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
+        expect(inside).toMatchObject({ isError: false, content: 'inside\n[exit code 0]' });
+        expect(readFileSync(join(workspace, 'made.txt'), 'utf8')).toBe('inside\n');
+        expect(outside).toMatchObject({ isError: true, content: expect.stringMatching(/Read-only file system/) });
+        expect(existsSync(join(home, 'escaped.txt'))).toBe(false);
+        expect(secret).toMatchObject({ isError: true, content: expect.stringMatching(/Permission denied/) });
+        expect(secret.content).not.toContain('the secret');
+      } finally {
+        await model.stop();
+      }
     });
-    const modelUrl = await model.start();
-    try {
-      const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
-      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { sandbox: { enabled: true } } }).expect(200);
-      const sessionId = await say(computerId, 'Touch a file.');
-      await untilIdle(sessionId, output);
-      const results = (await messages(sessionId)).find((m) => m.role === 'tool')!;
-      expect(results.content[0]).toMatchObject({ toolUseId: 'call_1', isError: true, content: expect.stringMatching(/sandbox\.enabled.*nothing ran/) });
-      expect(existsSync(join(workspace, 'escaped.txt'))).toBe(false);
-    } finally {
-      await model.stop();
-    }
+
+    it('refuses commands, rather than running them unsandboxed, when the sandbox programs are missing', async () => {
+      const model = executing(['touch escaped.txt']);
+      const modelUrl = await model.start();
+      try {
+        // A PATH without bubblewrap, socat and ripgrep: the agent itself needs none of them.
+        const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1', PATH: '/nonexistent' });
+        await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { sandbox: { enabled: true } } }).expect(200);
+        const sessionId = await say(computerId, 'Touch a file.');
+        await untilIdle(sessionId, output);
+        const results = (await messages(sessionId)).find((m) => m.role === 'tool')!;
+        expect(results.content[0]).toMatchObject({ toolUseId: 'call_1', isError: true, content: expect.stringMatching(/sandbox\.enabled.*bubblewrap, socat, ripgrep are not installed.*Nothing ran/) });
+        expect(existsSync(join(workspace, 'escaped.txt'))).toBe(false);
+      } finally {
+        await model.stop();
+      }
+    });
+
+    it('keeps to networkPolicy: a command naming an address outside it, and a model endpoint outside it, are refused', async () => {
+      const model = executing(['curl -sS http://10.20.30.40/ > fetched.txt']);
+      const modelUrl = await model.start();
+      try {
+        const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+        await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { networkPolicy: { allowedIps: ['127.0.0.0/8', '192.168.0.0/16'] } } }).expect(200);
+        const sessionId = await say(computerId, 'Fetch a page.');
+        await untilIdle(sessionId, output);
+        const results = (await messages(sessionId)).find((m) => m.role === 'tool')!;
+        expect(results.content[0]).toMatchObject({ isError: true, content: expect.stringMatching(/networkPolicy\.allowedIps: 10\.20\.30\.40 is not among.*nothing ran/) });
+        expect(existsSync(join(workspace, 'fetched.txt'))).toBe(false);
+
+        // The model itself (on loopback) leaves the allowed addresses: the turn is refused before any request.
+        await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { networkPolicy: { allowedIps: ['10.0.0.0/8'] } } }).expect(200);
+        const asked = model.requests.length;
+        const second = await say(computerId, 'Try again.');
+        await untilIdle(second, output);
+        const [, refusal] = await messages(second);
+        expect(refusal).toMatchObject({ role: 'system', content: [{ type: 'text', text: expect.stringMatching(/networkPolicy\.allowedIps: 127\.0\.0\.1 is not among.*cannot reach its model scripted-1/) }] });
+        expect(model.requests.length).toBe(asked);
+      } finally {
+        await model.stop();
+      }
+    });
   });
 
   describe('hooks', () => {

@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
+import { AllowedIps, hostsNamedIn } from '../sandbox/network-policy';
+import { missingSandboxPackages, Sandbox, sandboxUnavailable } from '../sandbox/sandbox';
 import { checkCommand } from './command-policy';
 import { defineTool, optionalNumber, requiredString, ToolError } from './common';
 import { ToolResult } from './tool';
@@ -11,13 +13,17 @@ export const EXECUTE_MAX_OUTPUT_CHARACTERS = 30_000;
 /** After the shell exits, how long to wait for its output pipes to close before giving up on them. */
 const PIPE_GRACE_MS = 2000;
 
+/** Where sandboxed commands get their settings and their temporary folder (one per agent process). */
+const sandbox = new Sandbox();
+
 export const executeTool = defineTool({
   name: 'Execute',
   description: [
     'Runs a shell command (`/bin/sh -c`) in the workspace root and returns its combined stdout and stderr, then `[exit code N]`.',
     `It runs without a terminal and without input (stdin is empty): use non-interactive flags. It is killed after timeout seconds (default ${EXECUTE_DEFAULT_TIMEOUT_SECONDS}, at most ${EXECUTE_MAX_TIMEOUT_SECONDS}),`,
     `and so are the processes it leaves behind when it ends. Only the last ${EXECUTE_MAX_OUTPUT_CHARACTERS} characters of output are returned.`,
-    "Commands are checked against the organization's command policy first; a refused command does not run.",
+    "Commands are checked against the organization's command and network policies first; a refused command does not run.",
+    "When the organization requires a sandbox, the command runs in one: it may write only in the workspace and $TMPDIR, and reach only the network the organization allows.",
     'Prefer Read, LS, Glob and Grep to read and search files, and Edit, Create and ApplyPatch to change them.',
   ].join(' '),
   parameters: {
@@ -35,9 +41,25 @@ export const executeTool = defineTool({
     const timeout = Math.min(optionalNumber(input, 'timeout', { exclusiveMin: 0 }) ?? EXECUTE_DEFAULT_TIMEOUT_SECONDS, EXECUTE_MAX_TIMEOUT_SECONDS);
     const refusal = checkCommand(command, context.policy);
     if (refusal !== null) throw new ToolError(`Refused by the organization's ${refusal}`);
+    const allowedIps = AllowedIps.of(context.policy);
+    if (allowedIps) {
+      for (const host of hostsNamedIn(command)) {
+        const why = await allowedIps.refusalFor(host);
+        if (why) throw new ToolError(`Refused by the organization's ${why}; nothing ran.`);
+      }
+    }
     if (context.signal.aborted) throw new ToolError('The command was not run: the call was aborted');
     const cwd = await workspaceRoot(context);
-    return runCommand(command, cwd, timeout, context.signal);
+    const settings = context.policy.sandbox;
+    if (!settings?.enabled) return runProcess('/bin/sh', ['-c', command], cwd, {}, timeout, context.signal);
+    const missing = missingSandboxPackages();
+    if (missing.length > 0) throw new ToolError(sandboxUnavailable(missing));
+    const wrapped = await sandbox.wrap(command, settings, allowedIps, cwd);
+    try {
+      return await runProcess(wrapped.file, wrapped.args, cwd, wrapped.env, timeout, context.signal);
+    } finally {
+      await wrapped.cleanup();
+    }
   },
 });
 
@@ -75,17 +97,18 @@ class OutputTail {
 }
 
 /**
- * Runs the command in its own process group and resolves with its output and how it ended. At the timeout
- * or on abort the whole group is killed; when the shell ends, what it left running in its group is killed.
+ * Runs the command (the shell, or the sandbox around it) in its own process group and resolves with its
+ * output and how it ended. At the timeout or on abort the whole group is killed; when the command ends,
+ * what it left running in its group is killed.
  */
-function runCommand(command: string, cwd: string, timeoutSeconds: number, signal: AbortSignal): Promise<ToolResult> {
+function runProcess(file: string, args: string[], cwd: string, env: Record<string, string>, timeoutSeconds: number, signal: AbortSignal): Promise<ToolResult> {
   return new Promise((resolve) => {
     const output = new OutputTail(EXECUTE_MAX_OUTPUT_CHARACTERS);
-    const child = spawn('/bin/sh', ['-c', command], {
+    const child = spawn(file, args, {
       cwd,
       detached: true, // its own process group, so that killing -pid reaches every process it starts
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: commandEnvironment(),
+      env: { ...commandEnvironment(), ...env },
     });
     let ending: string | null = null;
     let exited = false;

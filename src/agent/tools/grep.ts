@@ -1,5 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import { relative } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { defineTool, errorCode, looksBinary, optionalBoolean, optionalString, requiredString, ToolError } from './common';
 import { findFiles } from './glob';
 import { resolveInWorkspace } from './workspace';
@@ -8,6 +9,8 @@ export const GREP_MAX_MATCHES = 500;
 export const GREP_MAX_FILE_BYTES = 1024 * 1024;
 /** A matching line longer than this is cut: a minified file's one line should not fill the output. */
 export const GREP_MAX_LINE_CHARACTERS = 500;
+/** A search taking longer than this is stopped: the model's pattern backtracks catastrophically, most likely. */
+export const GREP_TIMEOUT_MS = 30_000;
 
 export const grepTool = defineTool({
   name: 'Grep',
@@ -32,9 +35,8 @@ export const grepTool = defineTool({
     const pattern = requiredString(input, 'pattern', { nonEmpty: true });
     const only = optionalString(input, 'glob');
     const ignoreCase = optionalBoolean(input, 'ignore_case') ?? false;
-    let regex: RegExp;
     try {
-      regex = new RegExp(pattern, ignoreCase ? 'i' : '');
+      new RegExp(pattern, ignoreCase ? 'i' : ''); // only to report a bad pattern here; it runs in the worker
     } catch (error) {
       throw new ToolError(`Invalid regular expression ${JSON.stringify(pattern)}: ${(error as Error).message}`);
     }
@@ -57,24 +59,27 @@ export const grepTool = defineTool({
 
     const matches: string[] = [];
     let more = false;
-    search: for (const file of files) {
-      if (context.signal.aborted) throw new ToolError('The search was aborted');
-      const text = await readText(file);
-      if (text === null && file === base.absolute) throw new ToolError(`${base.relative} is a binary file or larger than 1 MB; Grep skips those`);
-      if (text === null) continue;
-      const name = relative(base.root, file);
-      const lines = text.split('\n');
-      for (let index = 0; index < lines.length; index++) {
-        let line = lines[index];
-        if (line.endsWith('\r')) line = line.slice(0, -1);
-        if (!regex.test(line)) continue;
-        if (matches.length === GREP_MAX_MATCHES) {
-          more = true;
-          break search;
+    const matcher = new LineMatcher(pattern, ignoreCase ? 'i' : '', context.signal);
+    try {
+      search: for (const file of files) {
+        if (context.signal.aborted) throw new ToolError('The search was aborted');
+        const text = await readText(file);
+        if (text === null && file === base.absolute) throw new ToolError(`${base.relative} is a binary file or larger than 1 MB; Grep skips those`);
+        if (text === null) continue;
+        const name = relative(base.root, file);
+        const lines = text.split('\n');
+        for (const index of await matcher.match(text, GREP_MAX_MATCHES - matches.length + 1)) {
+          if (matches.length === GREP_MAX_MATCHES) {
+            more = true;
+            break search;
+          }
+          const line = lines[index].endsWith('\r') ? lines[index].slice(0, -1) : lines[index];
+          const shown = line.length > GREP_MAX_LINE_CHARACTERS ? `${line.slice(0, GREP_MAX_LINE_CHARACTERS)}… [line cut at ${GREP_MAX_LINE_CHARACTERS} characters]` : line;
+          matches.push(`${name}:${index + 1}:${shown}`);
         }
-        const shown = line.length > GREP_MAX_LINE_CHARACTERS ? `${line.slice(0, GREP_MAX_LINE_CHARACTERS)}… [line cut at ${GREP_MAX_LINE_CHARACTERS} characters]` : line;
-        matches.push(`${name}:${index + 1}:${shown}`);
       }
+    } finally {
+      matcher.close();
     }
     if (matches.length === 0) return `No matches for ${JSON.stringify(pattern)}${base.relative === '.' ? '' : ` in ${base.relative}`}${only ? ` (files matching ${JSON.stringify(only)})` : ''}`;
     return more ? `${matches.join('\n')}\n[stopped after ${GREP_MAX_MATCHES} matches; narrow the pattern, path or glob]` : matches.join('\n');
@@ -91,5 +96,63 @@ async function readText(file: string): Promise<string | null> {
     return bytes.toString('utf8');
   } catch {
     return null;
+  }
+}
+
+/** The worker's code: plain JavaScript, so it runs the same from the build and under the test runner. */
+const MATCHER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const regex = new RegExp(workerData.pattern, workerData.flags);
+parentPort.on('message', ({ text, max }) => {
+  const lines = text.split('\\n');
+  const found = [];
+  for (let i = 0; i < lines.length && found.length < max; i++) {
+    const line = lines[i].endsWith('\\r') ? lines[i].slice(0, -1) : lines[i];
+    if (regex.test(line)) found.push(i);
+  }
+  parentPort.postMessage(found);
+});`;
+
+/**
+ * Matches the model's regular expression in a worker thread, so that a pattern that backtracks
+ * catastrophically costs the search a timeout (the worker is killed), not the agent its event loop.
+ */
+class LineMatcher {
+  private readonly worker: Worker;
+  private readonly deadline = Date.now() + GREP_TIMEOUT_MS;
+
+  constructor(
+    pattern: string,
+    flags: string,
+    private readonly signal: AbortSignal,
+  ) {
+    this.worker = new Worker(MATCHER_SOURCE, { eval: true, workerData: { pattern, flags } });
+  }
+
+  /** The indexes of the first `max` lines of `text` that match. */
+  match(text: string, max: number): Promise<number[]> {
+    return new Promise((resolve, reject) => {
+      const done = (error: Error | null, found?: number[]) => {
+        clearTimeout(timer);
+        this.signal.removeEventListener('abort', onAbort);
+        this.worker.off('message', onMessage).off('error', onError);
+        if (error) reject(error);
+        else resolve(found!);
+      };
+      const onMessage = (found: number[]) => done(null, found);
+      const onError = (error: Error) => done(new ToolError(`The search failed: ${error.message}`));
+      const onAbort = () => done(new ToolError('The search was aborted'));
+      const timer = setTimeout(
+        () => done(new ToolError(`The search was stopped after ${GREP_TIMEOUT_MS / 1000} s: the pattern most likely backtracks catastrophically (nested quantifiers such as (a+)+); simplify it`)),
+        Math.max(0, this.deadline - Date.now()),
+      );
+      this.signal.addEventListener('abort', onAbort, { once: true });
+      this.worker.on('message', onMessage).on('error', onError);
+      this.worker.postMessage({ text, max });
+    });
+  }
+
+  close(): void {
+    void this.worker.terminate();
   }
 }

@@ -8,7 +8,7 @@ import { lsTool } from './ls';
 import { readTool } from './read';
 import { AgentTool } from './tool';
 
-export type { AgentTool, CommandPolicy, ToolContext, ToolResult } from './tool';
+export type { AgentTool, CommandPolicy, ToolContext, ToolPolicy, ToolResult } from './tool';
 export { checkCommand } from './command-policy';
 
 /** The tools that work in the session's workspace, in the order the model is told about them. */

@@ -253,6 +253,22 @@ describe('Grep', () => {
     expect(await run(grepTool, { pattern: 'secret', glob: 'out/*.ts' })).toEqual(ok('No matches for "secret" (files matching "out/*.ts")'));
   });
 
+  it('Grep runs a catastrophic pattern off the agent\'s thread: the agent stays responsive and an abort ends the search', async () => {
+    write('evil.txt', `${'a'.repeat(40)}!\n`);
+    const controller = new AbortController();
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 20);
+    setTimeout(() => controller.abort(), 300);
+    const started = Date.now();
+    try {
+      expect(await grepTool.run({ pattern: '^(a+)+$' }, { ...context(), signal: controller.signal })).toEqual(failure('The search was aborted'));
+    } finally {
+      clearInterval(ticker);
+    }
+    expect(Date.now() - started).toBeLessThan(5_000); // (a+)+ on 40 a's and a ! would run for hours on the thread itself
+    expect(ticks).toBeGreaterThanOrEqual(5);
+  });
+
   it('Grep and Glob stop when the call is aborted', async () => {
     const controller = new AbortController();
     controller.abort();

@@ -1,5 +1,9 @@
+import type { SandboxSettings } from '../sandbox/sandbox';
+
 export interface CommandPolicy { commandAllowlist: string[]; commandDenylist: string[]; commandBlocklist: string[] }
-export interface ToolContext { workspace: string; policy: CommandPolicy; signal: AbortSignal }
+/** The parts of the organization's agent policy the tools obey. */
+export interface ToolPolicy extends CommandPolicy { sandbox?: SandboxSettings; networkPolicy?: { allowedIps: string[] } }
+export interface ToolContext { workspace: string; policy: ToolPolicy; signal: AbortSignal }
 export interface ToolResult { content: string; isError: boolean }
 export interface AgentTool {
   name: string;            // exactly: Read, LS, Glob, Grep, Create, Edit, ApplyPatch, Execute
