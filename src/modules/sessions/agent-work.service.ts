@@ -6,6 +6,7 @@ import { DomainEventBus } from '../../platform/events';
 import { isUuid, newId } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { FieldError, validationError } from '../../platform/http/validation';
+import { Page } from '../../platform/http/pagination';
 import { MessageEntity, SessionEntity } from './entities';
 import { checkContentPayloads } from './domain/attachments';
 import { ContentBlock, MessageRole } from './domain/message';
@@ -57,10 +58,13 @@ export class AgentWorkService {
     principal: Principal,
     input: { computerId?: string; waitMs?: number },
     idempotent?: IdempotentRequest,
+    abandoned?: AbortSignal,
   ): Promise<IdempotentResult<{ work: WorkView | null }>> {
     const computerId = await this.claimScope(principal, input.computerId);
     const deadline = Date.now() + (input.waitMs ?? 0);
     for (;;) {
+      // An agent that went away while waiting (killed, disconnected) must not be handed work no one will do.
+      if (abandoned?.aborted) return { body: { work: null }, replayed: false };
       let events: SessionStatusChangedEvent[] = [];
       try {
         const result = await this.idempotency.run(principal, idempotent, async (manager) => {
@@ -182,6 +186,28 @@ export class AgentWorkService {
       await this.repository.extendLease(manager, session.id, leaseExpiresAt);
       return { leaseExpiresAt: leaseExpiresAt.getTime() };
     });
+  }
+
+  /**
+   * The session's messages, for the agent holding its running turn: how an agent that restarted, or
+   * another agent that took the session over, picks the conversation up. Not subject to the
+   * organization's `messageHistory` feature, which governs users reading history, not agents working.
+   */
+  async conversation(principal: Principal, sessionId: string, query: { turnId: string; cursor?: string; limit: number }): Promise<Page<MessageView>> {
+    const session = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId) : null;
+    if (!session || !mayWorkOn(principal, session)) {
+      throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
+    }
+    if (session.status !== SessionStatus.Running || session.turnId !== query.turnId.toLowerCase()) {
+      throw new SessionsError(
+        SessionsErrorCode.TurnNotActive,
+        `Turn ${query.turnId} is not the running turn of session ${sessionId}: it ended, or its lease ran out and another agent took the work.`,
+        { sessionStatus: session.status },
+      );
+    }
+    const found = await this.repository.listMessages(session.id, principal.organizationId, query);
+    if (!found) throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
+    return { items: found.page.items.map(toMessageView), pagination: found.page.pagination };
   }
 
   /** Ends the turn: idle, or pending again when user messages arrived that the agent never took. */

@@ -1,15 +1,17 @@
-import { Body, Controller, HttpCode, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiBody, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { DefaultBody, ref } from '../../platform/http/json-schema';
 import { V0ErrorSchema } from '../../platform/http/openapi';
+import { PaginationDto } from '../../platform/http/pagination';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
 import { AgentMessageInput, AgentWorkService, WorkView } from './agent-work.service';
 import { TokenUsage } from './domain/session-settings';
 import { MessageView, SessionView } from './domain/views';
+import { TurnConversationQueryDto } from './dto/session-queries.dto';
 import { sessionSchemas } from './schemas/session.schemas';
-import { respond } from './sessions.controller';
+import { page, respond } from './sessions.controller';
 
 const sessionResponse = { type: 'object', required: ['session'], properties: { session: ref('Session') } };
 const TURN_CONFLICT = 'The turn is over: it ended, or its lease ran out and another agent took the work (`turn_not_active`).';
@@ -23,12 +25,12 @@ const TURN_CONFLICT = 'The turn is over: it ended, or its lease ran out and anot
 @Controller('api/v0/agent')
 @Authenticated(Role.Owner, Role.Manager, Role.Member)
 @AcceptsComputerTokens()
-@ApiIdempotencyKey()
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
 export class AgentController {
   constructor(private readonly work: AgentWorkService) {}
 
   @Post('claims')
+  @ApiIdempotencyKey()
   @HttpCode(200)
   @ApiOperation({
     summary: 'Take the next waiting work',
@@ -67,10 +69,35 @@ export class AgentController {
     @IdempotencyKey() idempotent: IdempotentRequest | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<{ work: WorkView | null }> {
-    return respond(reply, await this.work.claim(principal, body, idempotent));
+    const abandoned = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableEnded) abandoned.abort();
+    });
+    return respond(reply, await this.work.claim(principal, body, idempotent, abandoned.signal));
+  }
+
+  @Get('sessions/:sessionId/messages')
+  @ApiOperation({
+    summary: 'Read the conversation of a turn',
+    description:
+      'The messages of the session, oldest first, paged like the session messages list, for the agent holding its running turn `turnId`: ' +
+      'how an agent that restarted, or took the session over, picks the conversation up. Not subject to the `messageHistory` feature, which ' +
+      'is about users reading history. A turn that is over is 409 `turn_not_active`.',
+  })
+  @ApiOkResponse({ schema: page('messages', 'Message') })
+  @ApiNotFoundResponse({ description: 'No such session in your organization (or not one this computer works on).', type: V0ErrorSchema })
+  @ApiConflictResponse({ description: TURN_CONFLICT, type: V0ErrorSchema })
+  async conversation(
+    @CurrentPrincipal() principal: Principal,
+    @Param('sessionId') sessionId: string,
+    @Query() query: TurnConversationQueryDto,
+  ): Promise<{ messages: MessageView[]; pagination: PaginationDto }> {
+    const result = await this.work.conversation(principal, sessionId, { turnId: query.turnId, cursor: query.cursor, limit: query.pageSize });
+    return { messages: result.items, pagination: result.pagination };
   }
 
   @Post('sessions/:sessionId/messages')
+  @ApiIdempotencyKey()
   @HttpCode(200)
   @ApiOperation({
     summary: 'Append agent messages',
@@ -94,6 +121,7 @@ export class AgentController {
   }
 
   @Post('sessions/:sessionId/usage')
+  @ApiIdempotencyKey()
   @HttpCode(200)
   @ApiOperation({
     summary: 'Report token usage',
@@ -116,6 +144,7 @@ export class AgentController {
   }
 
   @Post('sessions/:sessionId/heartbeat')
+  @ApiIdempotencyKey()
   @HttpCode(200)
   @ApiOperation({ summary: 'Renew the turn\'s lease', description: 'For long steps without other calls.' })
   @ApiBody({ schema: ref('TurnBody') })
@@ -133,6 +162,7 @@ export class AgentController {
   }
 
   @Post('sessions/:sessionId/end-turn')
+  @ApiIdempotencyKey()
   @HttpCode(200)
   @ApiOperation({
     summary: 'End the turn',

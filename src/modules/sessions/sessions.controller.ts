@@ -27,7 +27,8 @@ import { AddMessageInput, AddMessageResult, CreateSessionInput, SessionsService,
 
 const WRITERS = [Role.Owner, Role.Manager, Role.Member];
 
-const page = (items: string, schema: string) => ({
+/** The OpenAPI schema of a page of `schema` items under `items`. */
+export const page = (items: string, schema: string) => ({
   type: 'object',
   required: [items, 'pagination'],
   properties: { [items]: { type: 'array', items: ref(schema) }, pagination: { $ref: getSchemaPath(PaginationDto) } },

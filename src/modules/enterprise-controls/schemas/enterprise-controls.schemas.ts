@@ -99,7 +99,7 @@ const settingsProperties: Record<string, SchemaObject> = {
       }),
       'When not empty, the only marketplaces agents may use, pinned to a commit.',
     ),
-    networkPolicy: closed(['allowedIps'], { allowedIps: list({ type: 'string', format: 'ip-or-cidr' }, 'When not empty, the only IP addresses or CIDR blocks agents may connect to; enforced by agents.') }),
+    networkPolicy: closed(['allowedIps'], { allowedIps: list({ type: 'string', format: 'ip-or-cidr' }, 'When not empty, the only IP addresses or CIDR blocks agents may connect to (the platform itself excepted). Agents check their model endpoint and the addresses a command names before it runs; in the sandbox, its proxies refuse every other address.') }),
     sandbox: ref('Sandbox'),
     restrictMemberVisibility: bool('Members see only their own sessions.'),
     restrictApiKeyCreationToManagers: bool('Only owners and managers may create API keys.'),
@@ -171,7 +171,7 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
   ),
   ModelPolicy: closed(Object.keys(modelPolicyProperties), modelPolicyProperties, 'Which models sessions may use; see the rules in `/docs` § Enterprise controls.'),
   Sandbox: closed(['enabled', 'filesystem', 'network'], {
-    enabled: bool(),
+    enabled: bool('Agents run every command inside the OS sandbox (@anthropic-ai/sandbox-runtime) configured by these settings, and refuse commands where it cannot run. The workspace and a private $TMPDIR are always writable.'),
     filesystem: closed(['allowWrite', 'allowRead', 'denyWrite', 'denyRead'], {
       allowWrite: list(text(), 'Paths the agent may write.'),
       allowRead: list(text(), 'Paths the agent may read.'),
@@ -183,8 +183,8 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
       allowUnixSockets: list(text(), 'Unix socket paths the agent may use.'),
       allowAllUnixSockets: bool(),
       allowLocalBinding: bool(),
-      httpProxyPort: { ...port, description: 'Absent: no HTTP proxy.' },
-      socksProxyPort: { ...port, description: 'Absent: no SOCKS proxy.' },
+      httpProxyPort: { ...port, description: 'An HTTP proxy already listening on the computer that sandboxed commands use instead of the sandbox\'s own. Absent: the sandbox runs its own filtering proxy.' },
+      socksProxyPort: { ...port, description: 'A SOCKS proxy already listening on the computer that sandboxed commands use instead of the sandbox\'s own. Absent: the sandbox runs its own.' },
     }),
   }),
   EnterpriseSettings: closed(

@@ -1,4 +1,4 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
 import { PageQueryDto } from '../../../platform/http/pagination';
 
@@ -34,4 +34,11 @@ export class ListMessagesQueryDto extends PageQueryDto {
   @IsOptional()
   @IsIn(MESSAGE_ROLE_FILTERS)
   role?: (typeof MESSAGE_ROLE_FILTERS)[number];
+}
+
+export class TurnConversationQueryDto extends PageQueryDto {
+  // No length limit: any string that is not the running turn is 409 turn_not_active, as on the other agent endpoints.
+  @ApiProperty({ description: 'The running turn the caller holds (from its claim).' })
+  @IsString()
+  turnId!: string;
 }
