@@ -11,6 +11,10 @@ import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
 
 /** Model calls one turn may make before it is ended (a loop that never stops is a bug, not work). */
 export const MAX_STEPS_PER_TURN = 50;
+/** Model calls one subagent may make. */
+export const SUBAGENT_MAX_STEPS = 30;
+/** Characters of conversation past which it is compacted into a summary (about 100,000 tokens). */
+export const DEFAULT_CONTEXT_CHARS = 400_000;
 const CLAIM_WAIT_MS = 25_000;
 const HEARTBEAT_MS = 30_000;
 
@@ -25,6 +29,8 @@ export interface AgentOptions {
   /** The server's model relay: its URL, the agent token, and the custom model to prefer. */
   relay?: { url: string; token: string; preferred?: string };
   workspace: string;
+  /** Characters of conversation past which it is compacted (DEFAULT_CONTEXT_CHARS when not set). */
+  contextChars?: number;
   computerId?: string;
   log: (line: string) => void;
 }
@@ -137,53 +143,91 @@ export class Agent {
     }
   }
 
-  /** The model and its tools until an answer without tool calls; what went wrong when it ends otherwise. */
+  /** The model and its tools until an answer without tool calls; what went wrong (said in the session) when it ends otherwise. */
   private async work(work: Work, history: ChatMessage[], signal: AbortSignal, hooks: TurnHooks, model: ModelClient, policy: AgentPolicy): Promise<string | null> {
+    const outcome = await this.loop({ work, signal, hooks, model, policy }, history, null);
+    if ('answer' in outcome) return null;
+    await this.say(work, outcome.failure);
+    return outcome.failure;
+  }
+
+  /**
+   * The model loop, for the agent itself or for a subagent its `Task` tool started: every answer and
+   * tool result is written to the session (a subagent's hidden from user views), until an answer
+   * without tool calls, or a failure that says why.
+   */
+  private async loop(turn: TurnContext, history: ChatMessage[], subagent: { maxSteps: number } | null): Promise<{ answer: string } | { failure: string }> {
     const { client } = this.options;
-    const specs: ToolSpec[] = WORKSPACE_TOOLS.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
-    for (let step = 0; step < MAX_STEPS_PER_TURN; step++) {
-      if (signal.aborted) return this.stopped(work);
+    const { work, signal, hooks, model, policy } = turn;
+    const tools = subagent ? WORKSPACE_TOOLS : [...WORKSPACE_TOOLS, TASK_TOOL];
+    const specs: ToolSpec[] = tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
+    const system = subagent ? subagentPrompt(this.options.workspace) : systemPrompt(this.options.workspace);
+    const hidden = subagent ? { hiddenFromUserViews: true } : {};
+    const stopped = { failure: 'The agent was stopped before the task was done; send a message to continue.' };
+    const maxSteps = subagent?.maxSteps ?? MAX_STEPS_PER_TURN;
+    for (let step = 0; step < maxSteps; step++) {
+      if (signal.aborted) return stopped;
       let answer;
       try {
-        answer = await model.complete([{ role: 'system', content: systemPrompt(this.options.workspace) }, ...history], specs, signal);
+        await this.compactIfLarge(turn, history);
+        answer = await model.complete([{ role: 'system', content: system }, ...history], specs, signal);
       } catch (error) {
-        if (signal.aborted) return this.stopped(work);
+        if (signal.aborted) return stopped;
         if (!(error instanceof ModelError)) throw error;
-        const message = `The model failed: ${error.message}`;
-        await this.say(work, message);
-        return message;
+        return { failure: `The model failed: ${error.message}` };
       }
       await client.usage(work.sessionId, { turnId: work.turnId, model: model.config.model, ...answer.usage });
       history.push({ role: 'assistant', content: answer.text || null, ...(answer.toolCalls.length ? { tool_calls: answer.toolCalls } : {}) });
-      await client.append(work.sessionId, work.turnId, [assistantMessage(model.config.model, answer.text, answer.toolCalls, answer.reasoning)]);
-      if (answer.toolCalls.length === 0) return null;
+      await client.append(work.sessionId, work.turnId, [{ ...assistantMessage(model.config.model, answer.text, answer.toolCalls, answer.reasoning), ...hidden }]);
+      if (answer.toolCalls.length === 0) return { answer: answer.text };
       const results: Array<{ call: ToolCall; result: ToolResult }> = [];
       for (const call of answer.toolCalls) {
-        const tool = toolNamed(call.function.name);
         const input = parseArguments(call);
         const pre = await hooks.fire('PreToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_use_id: call.id }, call);
-        let result: ToolResult = pre?.blocked
-          ? { isError: true, content: `A PreToolUse hook blocked this call: ${pre.blockReason}` }
-          : await runTool(tool, call, input, { workspace: this.options.workspace, policy, signal });
+        let result: ToolResult;
+        if (pre?.blocked) result = { isError: true, content: `A PreToolUse hook blocked this call: ${pre.blockReason}` };
+        else if (call.function.name === TASK_TOOL.name && !subagent) result = await this.task(turn, input);
+        else result = await runTool(toolNamed(call.function.name), call, input, { workspace: this.options.workspace, policy, signal });
         const post = await hooks.fire('PostToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_response: { content: result.content, isError: result.isError }, tool_use_id: call.id }, call);
         if (post?.blocked) result = { ...result, content: `${result.content}\n\nA PostToolUse hook says: ${post.blockReason}` };
         results.push({ call, result });
         history.push({ role: 'tool', tool_call_id: call.id, content: result.content });
       }
       await client.append(work.sessionId, work.turnId, [
-        { role: 'tool', content: results.map(({ call, result }) => ({ type: 'tool_result', toolUseId: call.id, content: result.content || '(no output)', isError: result.isError })) },
+        { role: 'tool', content: results.map(({ call, result }) => ({ type: 'tool_result', toolUseId: call.id, content: result.content || '(no output)', isError: result.isError })), ...hidden },
       ]);
     }
-    const message = `Stopped after ${MAX_STEPS_PER_TURN} model calls in one turn; send a message to continue.`;
-    await this.say(work, message);
-    return message;
+    return { failure: subagent ? `Stopped after ${maxSteps} model calls.` : `Stopped after ${maxSteps} model calls in one turn; send a message to continue.` };
   }
 
-  /** Says that the agent was stopped mid-task (the turn still ends cleanly), and returns it. */
-  private async stopped(work: Work): Promise<string> {
-    const message = 'The agent was stopped before the task was done; send a message to continue.';
-    await this.say(work, message);
-    return message;
+  /**
+   * A conversation grown past the context budget is replaced by the model's own summary of it, after
+   * the `PreCompact` hooks (`trigger: auto`); the session says so. The stored messages stay whole.
+   */
+  private async compactIfLarge(turn: TurnContext, history: ChatMessage[]): Promise<void> {
+    const budget = this.options.contextChars ?? DEFAULT_CONTEXT_CHARS;
+    const size = history.reduce((sum, m) => sum + (m.content?.length ?? 0) + ('tool_calls' in m ? JSON.stringify(m.tool_calls ?? []).length : 0), 0);
+    if (size <= budget) return;
+    await turn.hooks.fire('PreCompact', { trigger: 'auto', custom_instructions: null });
+    const answer = await turn.model.complete([{ role: 'system', content: COMPACT_SYSTEM }, ...history, { role: 'user', content: COMPACT_REQUEST }], [], turn.signal);
+    await this.options.client.usage(turn.work.sessionId, { turnId: turn.work.turnId, model: turn.model.config.model, ...answer.usage });
+    if (!answer.text.trim()) throw new ModelError('it answered the request to summarise the conversation with nothing');
+    history.splice(0, history.length, { role: 'user', content: `${COMPACTED_PREFIX}\n\n${answer.text.trim()}` });
+    await this.say(turn.work, `The conversation had grown past ${budget} characters, so it was compacted: the model goes on from its own summary of it.`);
+  }
+
+  /**
+   * The `Task` tool: a subagent with a fresh conversation (the prompt alone) and the workspace tools
+   * does a self-contained part of the work; its final answer is the tool's result. `SubagentStop`
+   * fires when it has finished.
+   */
+  private async task(turn: TurnContext, input: Record<string, unknown> | null): Promise<ToolResult> {
+    const prompt = input?.prompt;
+    if (typeof prompt !== 'string' || prompt.trim() === '') return { isError: true, content: 'Task needs "prompt": the whole task for the subagent, as a non-empty string.' };
+    const outcome = await this.loop(turn, [{ role: 'user', content: prompt }], { maxSteps: SUBAGENT_MAX_STEPS });
+    if (!turn.signal.aborted) await turn.hooks.fire('SubagentStop', { stop_hook_active: false });
+    if ('answer' in outcome) return { isError: false, content: outcome.answer || '(the subagent answered nothing)' };
+    return { isError: true, content: `The subagent did not finish: ${outcome.failure}` };
   }
 
   /**
@@ -360,8 +404,46 @@ class TurnHooks {
   }
 }
 
-/** Stored messages as the model's conversation: system messages (notes and hook records) are for people. */
-export function toChatHistory(messages: ChannelMessage[]): ChatMessage[] {
+/** The work a turn does with: its session and turn, the way to stop it, its hooks, model and policy. */
+interface TurnContext {
+  work: Work;
+  signal: AbortSignal;
+  hooks: TurnHooks;
+  model: ModelClient;
+  policy: AgentPolicy;
+}
+
+const COMPACT_SYSTEM = 'You summarise a coding agent\'s conversation so that the agent can go on with its task from the summary alone.';
+const COMPACT_REQUEST =
+  'Summarise the conversation so far for yourself, to continue from it alone: what the user asked (their words where they matter), what has ' +
+  'been done (files read, created and changed, commands run and what they showed), the decisions made and why, and what remains to do. ' +
+  'Be complete about facts and concise in words. Answer with the summary only.';
+const COMPACTED_PREFIX = 'The conversation so far was compacted; this is your summary of it. Go on with the task from here.';
+
+/** The tool that starts a subagent (run by the agent itself, not a workspace tool). */
+const TASK_TOOL = {
+  name: 'Task',
+  description:
+    'Starts a subagent with a fresh conversation to do a self-contained part of the task (a search across the code, an investigation, a well-defined ' +
+    'change) with the same workspace tools, and returns its final report. Give it everything it needs in the prompt: it sees nothing of this conversation.',
+  parameters: {
+    type: 'object',
+    properties: {
+      description: { type: 'string', description: 'A short (3-5 word) description of the task.' },
+      prompt: { type: 'string', description: 'The whole task for the subagent, and what its report should contain.' },
+    },
+    required: ['description', 'prompt'],
+    additionalProperties: false,
+  },
+};
+
+/**
+ * Stored messages as the model's conversation. System messages (notes and hook records) are for people,
+ * and what subagents did (hidden from user views) came back to the agent as their Task results.
+ */
+export function toChatHistory(stored: ChannelMessage[]): ChatMessage[] {
+  const messages = stored.filter((m) => m.hiddenFromUserViews !== true);
+
   const answered = new Set(messages.flatMap((m) => (m.role === 'tool' ? m.content.filter((b) => b.type === 'tool_result').map((b) => String(b.toolUseId)) : [])));
   const called = new Set<string>();
   const history: ChatMessage[] = [];
@@ -426,6 +508,14 @@ function assistantMessage(model: string, text: string, calls: ToolCall[], reason
     modelId: model,
     ...(reasoning ? { chatCompletionReasoningField: reasoning.field, chatCompletionReasoningContent: reasoning.content } : {}),
   };
+}
+
+function subagentPrompt(workspace: string): string {
+  return (
+    `You are a subagent of a coding agent, working in the folder ${workspace} on one task it gave you. Use the tools to read, search, create and ` +
+    'edit files and run commands there. When the task is done, answer with a concise report for the agent (what you found or changed, with ' +
+    'file paths), without tool calls: it is all the agent will see of your work.'
+  );
 }
 
 function systemPrompt(workspace: string): string {

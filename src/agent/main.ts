@@ -11,7 +11,8 @@ const USAGE = `Usage: npm run agent -- --url <base_url> --token <computer agent 
 Every option can come from the environment instead: AGENT_URL, AGENT_TOKEN, AGENT_COMPUTER_ID, AGENT_WORKSPACE
 (default: the current folder), AGENT_HOOKS_FILE (default: ~/.agent-platform/settings.json; the hooks object, or an
 object with a "hooks" key). AGENT_STATE_DIR (default: ~/.agent-platform) holds the transcripts hooks can read. The model: AGENT_MODEL_BASE_URL (an OpenAI-compatible endpoint), AGENT_MODEL (its
-model id), AGENT_MODEL_API_KEY (if it needs one), AGENT_MODEL_MAX_OUTPUT_TOKENS. Without a model the agent still
+model id), AGENT_MODEL_API_KEY (if it needs one), AGENT_MODEL_MAX_OUTPUT_TOKENS; AGENT_CONTEXT_CHARS (default 400000) is the size of conversation past which it is compacted
+into the model's summary. Without a model the agent still
 takes work and answers each turn with how to configure one.`;
 
 /** How long a stopping agent may take to end its turn before it exits regardless. */
@@ -58,6 +59,7 @@ function main(): void {
     workspace,
     hooksFile,
     stateDir,
+    contextChars: Number(env.AGENT_CONTEXT_CHARS ?? 0) || undefined,
     computerId: values.computer ?? env.AGENT_COMPUTER_ID,
     log,
   });

@@ -47,7 +47,7 @@ export class ModelClient {
     const res = await fetch(`${baseUrl.replace(/\/+$/, '')}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}), ...extraHeaders },
-      body: JSON.stringify({ ...extraArgs, model, messages, tools, ...(maxOutputTokens ? { max_tokens: maxOutputTokens } : {}) }),
+      body: JSON.stringify({ ...extraArgs, model, messages, ...(tools.length ? { tools } : {}), ...(maxOutputTokens ? { max_tokens: maxOutputTokens } : {}) }),
       signal: signal ?? AbortSignal.timeout(600_000),
     }).catch((error: Error) => {
       throw new ModelError(`the model at ${baseUrl} could not be reached: ${(error.cause as Error | undefined)?.message ?? error.message}`);

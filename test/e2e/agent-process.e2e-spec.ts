@@ -1,7 +1,7 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, IncomingMessage, request as httpRequest, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -211,7 +211,7 @@ describe('The agent process', () => {
       expect(session.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 320, outputTokens: 42 });
 
       // The model got the tools, the key, and the tool results of its calls.
-      expect(model.requests[0].tools.map((tool: Json) => tool.function.name)).toEqual(['Read', 'LS', 'Glob', 'Grep', 'Create', 'Edit', 'ApplyPatch', 'Execute']);
+      expect(model.requests[0].tools.map((tool: Json) => tool.function.name)).toEqual(['Read', 'LS', 'Glob', 'Grep', 'Create', 'Edit', 'ApplyPatch', 'Execute', 'Task']);
       expect(model.requests[0].model).toBe('scripted-1');
       const toolMessages = (model.requests[1].messages as Json[]).filter((m) => m.role === 'tool');
       expect(toolMessages.map((m) => m.tool_call_id)).toEqual(['call_1', 'call_2']);
@@ -308,6 +308,88 @@ describe('The agent process', () => {
     }
   });
 
+  it('runs a subagent for the Task tool: its work is recorded hidden, its report is the result, and SubagentStop fires', async () => {
+    const model = new ScriptedModel((request) => {
+      const messages = request.messages as Json[];
+      const last = messages[messages.length - 1];
+      const subagent = String(messages[0].content).startsWith('You are a subagent');
+      if (subagent) {
+        if (last.role === 'user') return completion({ tool_calls: [call('sub_1', 'Create', { file_path: 'sub.txt', content: 'from the subagent\n' })] });
+        return completion({ content: 'Created sub.txt.' });
+      }
+      if (last.role === 'user') return completion({ tool_calls: [call('task_1', 'Task', { description: 'Write sub.txt', prompt: 'Create sub.txt saying hello.' })] });
+      return completion({ content: `The subagent says: ${String(last.content)}` });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { computerId, workspace, home, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const seen = join(home, 'subagent-stop.json');
+      writeFileSync(join(home, 'hooks.json'), JSON.stringify({ hooks: { SubagentStop: [{ hooks: [{ type: 'command', command: `cat > ${seen}` }] }] } }));
+      const sessionId = await say(computerId, 'Delegate writing sub.txt.');
+      await untilIdle(sessionId, output);
+
+      expect(readFileSync(join(workspace, 'sub.txt'), 'utf8')).toBe('from the subagent\n');
+      // The subagent started from the prompt alone, with the workspace tools but no Task of its own.
+      const first = model.requests.find((r) => String(r.messages[0].content).startsWith('You are a subagent'))!;
+      expect(first.messages.slice(1)).toEqual([{ role: 'user', content: 'Create sub.txt saying hello.' }]);
+      expect(first.tools.map((tool: Json) => tool.function.name)).not.toContain('Task');
+
+      const all = (await messages(sessionId)).filter((m) => !m.hookEventName);
+      expect(all.map((m) => [m.role, m.hiddenFromUserViews === true])).toEqual([
+        ['user', false],
+        ['assistant', false], // Task
+        ['assistant', true], // the subagent's Create
+        ['tool', true],
+        ['assistant', true], // its report
+        ['tool', false], // the Task result
+        ['assistant', false],
+      ]);
+      expect(all[5].content[0]).toMatchObject({ type: 'tool_result', toolUseId: 'task_1', isError: false, content: 'Created sub.txt.' });
+      expect(all[6].content).toEqual([{ type: 'text', text: 'The subagent says: Created sub.txt.' }]);
+      expect(JSON.parse(readFileSync(seen, 'utf8'))).toMatchObject({ hook_event_name: 'SubagentStop', session_id: sessionId, stop_hook_active: false });
+    } finally {
+      await model.stop();
+    }
+  });
+
+  it('compacts a conversation grown past AGENT_CONTEXT_CHARS into the model\'s summary, after PreCompact', async () => {
+    const big = 'x'.repeat(3_000);
+    const model = new ScriptedModel((request) => {
+      const messages = request.messages as Json[];
+      const last = messages[messages.length - 1];
+      if (String(last.content).startsWith('Summarise the conversation so far')) {
+        expect(request.tools).toBeUndefined();
+        return completion({ content: 'SUMMARY: the user sent a long text; the agent read notes.txt.' });
+      }
+      if (last.role === 'user' && String(last.content).startsWith('Read')) return completion({ tool_calls: [call('call_1', 'Read', { file_path: 'notes.txt' })] });
+      return completion({ content: 'Done.' });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { computerId, workspace, home, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1', AGENT_CONTEXT_CHARS: '5000' });
+      mkdirSync(workspace, { recursive: true });
+      writeFileSync(join(workspace, 'notes.txt'), `${big}\n`);
+      const seen = join(home, 'pre-compact.json');
+      writeFileSync(join(home, 'hooks.json'), JSON.stringify({ PreCompact: [{ hooks: [{ type: 'command', command: `cat > ${seen}` }] }] }));
+      const sessionId = await say(computerId, `Read notes.txt. ${big}`);
+      await untilIdle(sessionId, output);
+
+      // The file read pushed the conversation past 5,000 characters: the next call was the summary, then the work went on from it.
+      const summarising = model.requests.findIndex((r) => String(r.messages[r.messages.length - 1].content).startsWith('Summarise the conversation so far'));
+      expect(summarising).toBe(1);
+      expect(model.requests[2].messages.slice(1)).toEqual([{ role: 'user', content: expect.stringMatching(/^The conversation so far was compacted.*\n\nSUMMARY: the user sent a long text/s) }]);
+      const all = await messages(sessionId);
+      expect(all.find((m) => m.role === 'system' && !m.hookEventName)?.content[0].text).toMatch(/grown past 5000 characters, so it was compacted/);
+      expect(all.filter((m) => m.hookEventName === 'PreCompact').map((m) => m.hookStatus)).toEqual(['executing', 'completed']);
+      expect(JSON.parse(readFileSync(seen, 'utf8'))).toMatchObject({ hook_event_name: 'PreCompact', trigger: 'auto', custom_instructions: null, session_id: sessionId });
+      // The summary call counts in the session's usage too: three model calls.
+      const session = (await t.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth).expect(200)).body as Json;
+      expect(session.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 360, outputTokens: 90 });
+    } finally {
+      await model.stop();
+    }
+  });
+
   it('on SIGTERM, cuts the turn under way short, says so, fires SessionEnd, ends the turn and exits', async () => {
     let release: () => void = () => undefined;
     const model = new ScriptedModel(() => new Promise<Json>((resolve) => (release = () => resolve(completion({ content: 'too late' })))));
@@ -357,7 +439,7 @@ describe('The agent process', () => {
       expect(all[1].content).toEqual([{ type: 'text', text: 'Hi from the team model.' }]);
       expect(session.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 120, outputTokens: 30 });
       expect(model.requests[0]).toMatchObject({ model: 'vendor-x', temperature: 0.2, max_tokens: 256 });
-      expect(model.requests[0].tools).toHaveLength(8);
+      expect(model.requests[0].tools).toHaveLength(9);
       expect(model.headers[0]).toMatchObject({ authorization: `Bearer ${secret}`, 'x-team': 'blue' });
       expect(output()).not.toContain(secret);
 
