@@ -778,13 +778,14 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       expect((await change(user, { modelPolicy: { allowedBaseUrls } })).settings.modelPolicy.allowedBaseUrls).toEqual(allowedBaseUrls);
     });
 
-    it.each([['http://example.com'], ['example.com/path'], ['*'], ['a..b'], ['exa mple.com']])('sandbox.network.allowedDomains %j: 400 at its index', async (domain) => {
+    // The sandbox runtime refuses single labels and wildcards over a top-level domain: refused here, not at every command.
+    it.each([['http://example.com'], ['example.com/path'], ['*'], ['a..b'], ['exa mple.com'], ['intranet'], ['*.com'], ['example.com:0'], ['example.com:65536'], ['example.com:080']])('sandbox.network.allowedDomains %j: 400 at its index', async (domain) => {
       expectInvalid(await refusedPatch({ sandbox: { network: { allowedDomains: [domain] } } }), 'settings.sandbox.network.allowedDomains[0]');
     });
 
     it('sandbox.network.allowedDomains with a wildcard subdomain: accepted', async () => {
       const user = await freshOwner();
-      const allowedDomains = ['*.example.com', 'registry.npmjs.org', 'localhost'];
+      const allowedDomains = ['*.example.com', 'registry.npmjs.org', 'localhost', 'api.example.com:443', 'localhost:65535'];
       expect((await change(user, { sandbox: { network: { allowedDomains } } })).settings.sandbox.network.allowedDomains).toEqual(allowedDomains);
     });
   });

@@ -4,6 +4,8 @@ import { CLOUD_MODEL_CONFIG_FIELDS, CODE_HOSTS, MCP_AUTONOMY_LEVELS, SETTINGS_LI
 
 const L = SETTINGS_LIMITS;
 const closed = closedObject;
+/** 1-65535, without leading zeros. */
+const PORT_NUMBER = '(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})';
 const bool = (description?: string): SchemaObject => ({ type: 'boolean', ...(description ? { description } : {}) });
 
 /** One line of text: not blank, no control characters, at most `max` characters. */
@@ -179,7 +181,11 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
       denyRead: list(text(), 'Paths the agent may not read.'),
     }),
     network: closed(['allowedDomains', 'allowUnixSockets', 'allowAllUnixSockets', 'allowLocalBinding'], {
-      allowedDomains: list({ type: 'string', minLength: 1, maxLength: 253, pattern: '^(\\*\\.)?[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$' }, 'Domains the agent may reach; `*.example.com` covers subdomains.'),
+      // The sandbox runtime's own rule: a name with a dot (or localhost), a wildcard over at least two labels, an optional port.
+      allowedDomains: list(
+        { type: 'string', minLength: 1, maxLength: 253, pattern: `^(localhost|(\\*\\.)?[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)+)(:${PORT_NUMBER})?$` },
+        'Domains the agent may reach; `*.example.com` covers subdomains (not `*.com`), `example.com:443` only that port.',
+      ),
       allowUnixSockets: list(text(), 'Unix socket paths the agent may use.'),
       allowAllUnixSockets: bool(),
       allowLocalBinding: bool(),
