@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { runInProcessGroup } from '../process-group';
 import { commandEnvironment } from '../tools/execute';
 import { HookCommand, HookEntry, HookEvent, HooksConfig, matches } from './hooks-config';
 
@@ -78,59 +78,35 @@ export async function runHooks(
   };
 }
 
-/** After the shell exits, how long its output pipes may stay open (a background process holding them) before we stop reading. */
-const PIPE_GRACE_MS = 1_000;
-
-function runOne(command: HookCommand, stdin: string, workspace: string): Promise<HookResult> {
+async function runOne(command: HookCommand, stdin: string, workspace: string): Promise<HookResult> {
   const timeoutSeconds = command.timeout ?? DEFAULT_HOOK_TIMEOUT_SECONDS;
-  return new Promise((resolve) => {
-    let stdout = '';
-    let stderr = '';
-    let timedOut = false;
-    let settled = false;
-    let grace: NodeJS.Timeout | undefined;
-    const finish = (exitCode: number, note = '') => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      clearTimeout(grace);
-      resolve({ command, exitCode, stdout: stdout.slice(0, MAX_OUTPUT), stderr: stderr.slice(0, MAX_OUTPUT - note.length) + note, timedOut });
-    };
-    let child: ReturnType<typeof spawn>;
-    try {
-      child = spawn('/bin/sh', ['-c', command.command], {
-        cwd: workspace,
-        env: { ...commandEnvironment(), [PROJECT_DIR_VARIABLE]: workspace },
-        detached: true,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
-    } catch (error) {
-      return resolve({ command, exitCode: -1, stdout: '', stderr: `could not start in ${workspace}: ${(error as Error).message}`, timedOut: false });
-    }
-    // The whole process group: what the hook left running in the background goes with it.
-    const killGroup = () => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      killGroup();
-      finish(-1, `\n[killed after ${timeoutSeconds} s]`);
-    }, timeoutSeconds * 1000);
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    child.on('error', (error) => finish(-1, `could not start in ${workspace}: ${error.message}`));
-    child.on('exit', (code, signal) => {
-      killGroup();
-      const result = () => finish(code ?? -1, signal ? `\n[killed by ${signal}]` : '');
-      child.on('close', result);
-      grace = setTimeout(result, PIPE_GRACE_MS);
-    });
-    // A hook that does not read its input must not fail the write.
-    child.stdin!.on('error', () => undefined);
-    child.stdin!.end(stdin);
+  const stdout = new OutputHead(MAX_OUTPUT);
+  const stderr = new OutputHead(MAX_OUTPUT);
+  const ended = await runInProcessGroup({
+    file: '/bin/sh',
+    args: ['-c', command.command],
+    cwd: workspace,
+    env: { ...commandEnvironment(), [PROJECT_DIR_VARIABLE]: workspace },
+    stdin,
+    timeoutMs: timeoutSeconds * 1000,
+    onStdout: (text) => stdout.append(text),
+    onStderr: (text) => stderr.append(text),
   });
+  const timedOut = ended.ending === 'timeout';
+  let note = '';
+  if (ended.startError) note = `could not start in ${workspace}: ${ended.startError.message}`;
+  else if (timedOut) note = `\n[killed after ${timeoutSeconds} s]`;
+  else if (ended.exitSignal) note = `\n[killed by ${ended.exitSignal}]`;
+  const exitCode = timedOut || ended.startError ? -1 : (ended.exitCode ?? -1);
+  return { command, exitCode, stdout: stdout.text, stderr: stderr.text.slice(0, MAX_OUTPUT - note.length) + note, timedOut };
+}
+
+/** The start of an output, at most `max` characters of it kept (a hook printing without end costs no memory). */
+class OutputHead {
+  text = '';
+  constructor(private readonly max: number) {}
+
+  append(chunk: string): void {
+    if (this.text.length < this.max) this.text += chunk.slice(0, this.max - this.text.length);
+  }
 }

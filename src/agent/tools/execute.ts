@@ -1,5 +1,4 @@
-import { spawn } from 'node:child_process';
-import { StringDecoder } from 'node:string_decoder';
+import { runInProcessGroup } from '../process-group';
 import { AllowedIps, hostsNamedIn } from '../sandbox/network-policy';
 import { missingSandboxPackages, Sandbox, sandboxUnavailable } from '../sandbox/sandbox';
 import { checkCommand } from './command-policy';
@@ -10,8 +9,6 @@ import { workspaceRoot } from './workspace';
 export const EXECUTE_DEFAULT_TIMEOUT_SECONDS = 120;
 export const EXECUTE_MAX_TIMEOUT_SECONDS = 600;
 export const EXECUTE_MAX_OUTPUT_CHARACTERS = 30_000;
-/** After the shell exits, how long to wait for its output pipes to close before giving up on them. */
-const PIPE_GRACE_MS = 2000;
 
 /** Where sandboxed commands get their settings and their temporary folder (one per agent process). */
 const sandbox = new Sandbox();
@@ -96,82 +93,16 @@ class OutputTail {
   }
 }
 
-/**
- * Runs the command (the shell, or the sandbox around it) in its own process group and resolves with its
- * output and how it ended. At the timeout or on abort the whole group is killed; when the command ends,
- * what it left running in its group is killed.
- */
-function runProcess(file: string, args: string[], cwd: string, env: Record<string, string>, timeoutSeconds: number, signal: AbortSignal): Promise<ToolResult> {
-  return new Promise((resolve) => {
-    const output = new OutputTail(EXECUTE_MAX_OUTPUT_CHARACTERS);
-    const child = spawn(file, args, {
-      cwd,
-      detached: true, // its own process group, so that killing -pid reaches every process it starts
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...commandEnvironment(), ...env },
-    });
-    let ending: string | null = null;
-    let exited = false;
-    let settled = false;
-    let graceTimer: NodeJS.Timeout | undefined;
-
-    const killGroup = () => {
-      if (child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // The group is gone already.
-      }
-    };
-    const stop = (why: string) => {
-      if (ending === null && !exited) ending = why;
-      killGroup();
-    };
-    const timer = setTimeout(() => stop(`[killed after ${timeoutSeconds} s]`), timeoutSeconds * 1000);
-    const onAbort = () => stop('[killed: the call was aborted]');
-    signal.addEventListener('abort', onAbort, { once: true });
-
-    for (const stream of [child.stdout, child.stderr]) {
-      const decoder = new StringDecoder('utf8');
-      stream.on('data', (chunk: Buffer) => output.append(decoder.write(chunk)));
-      stream.on('end', () => output.append(decoder.end()));
-      stream.on('error', () => undefined);
-    }
-
-    const finish = (result: ToolResult) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      clearTimeout(graceTimer);
-      signal.removeEventListener('abort', onAbort);
-      resolve(result);
-    };
-    let exitCode: number | null = null;
-    let exitSignal: NodeJS.Signals | null = null;
-    const report = () => {
-      let status: string;
-      if (ending !== null) status = ending;
-      else if (exitCode !== null) status = `[exit code ${exitCode}]`;
-      else status = `[killed by signal ${exitSignal ?? 'unknown'}]`;
-      finish({ content: `${output.toString()}\n${status}`, isError: ending !== null || exitCode !== 0 });
-    };
-
-    child.on('error', (error) => finish({ content: `Could not run the command: ${error.message}`, isError: true }));
-    child.on('exit', (code, exitedBy) => {
-      exited = true;
-      exitCode = code;
-      exitSignal = exitedBy;
-      // What the shell left running in its group (`server &`) is killed too: nothing outlives the call.
-      killGroup();
-      // A process that left the group (setsid) may still hold the pipes: stop waiting for them after a grace.
-      graceTimer = setTimeout(() => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        report();
-      }, PIPE_GRACE_MS);
-    });
-    child.on('close', () => {
-      if (exited) report();
-    });
-  });
+/** Runs the command (the shell, or the sandbox around it) and reports its output and how it ended. */
+async function runProcess(file: string, args: string[], cwd: string, env: Record<string, string>, timeoutSeconds: number, signal: AbortSignal): Promise<ToolResult> {
+  const output = new OutputTail(EXECUTE_MAX_OUTPUT_CHARACTERS);
+  const append = (text: string) => output.append(text);
+  const ended = await runInProcessGroup({ file, args, cwd, env: { ...commandEnvironment(), ...env }, timeoutMs: timeoutSeconds * 1000, signal, onStdout: append, onStderr: append });
+  if (ended.startError) return { content: `Could not run the command: ${ended.startError.message}`, isError: true };
+  let status: string;
+  if (ended.ending === 'timeout') status = `[killed after ${timeoutSeconds} s]`;
+  else if (ended.ending === 'aborted') status = '[killed: the call was aborted]';
+  else if (ended.exitCode !== null) status = `[exit code ${ended.exitCode}]`;
+  else status = `[killed by signal ${ended.exitSignal ?? 'unknown'}]`;
+  return { content: `${output.toString()}\n${status}`, isError: ended.ending !== null || ended.exitCode !== 0 };
 }
