@@ -9,6 +9,7 @@ import { ControlRevisionEntity } from './modules/enterprise-controls/entities';
 import { Readiness1764057600000 } from './migrations/1764057600000-Readiness';
 import { ReadinessReportEntity } from './modules/readiness/entities';
 import { Analytics1764144000000 } from './migrations/1764144000000-Analytics';
+import { LocalAgentTokens1764230400000 } from './migrations/1764230400000-LocalAgentTokens';
 import { AnalyticsDayEntity, AnalyticsDirtyDayEntity, AnalyticsFactEntity, AnalyticsRollupStateEntity, AnalyticsUserDayEntity } from './modules/analytics/entities';
 import { IdempotencyKeyEntity } from './platform/idempotency/idempotency-key.entity';
 
@@ -31,4 +32,4 @@ export const entities = [
   AnalyticsDirtyDayEntity,
   AnalyticsRollupStateEntity,
 ];
-export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000];
+export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000];

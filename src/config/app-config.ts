@@ -18,6 +18,8 @@ const toInt = ({ value }: { value: unknown }) =>
 const toBoolean = ({ value }: { value: unknown }) =>
   value === undefined || value === '' ? undefined : value === 'true' || value === '1' ? true : value === 'false' || value === '0' ? false : value;
 const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? undefined : value);
+const onOff = ({ value }: { value: unknown }) =>
+  value === undefined || value === '' ? undefined : ['on', 'true', '1'].includes(String(value)) ? true : ['off', 'false', '0'].includes(String(value)) ? false : value;
 
 /** 32 MiB: room for base64 images and PDFs in a message, small enough to bound memory per request. */
 export const DEFAULT_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
@@ -137,6 +139,14 @@ export class AppConfig {
   @IsBoolean({ message: 'LOCAL_INSTALL_SCRIPTS must be true or false' })
   LOCAL_INSTALL_SCRIPTS = false;
 
+  /**
+   * Whether the server runs the reference agent of each active managed `local` computer (`on`, the
+   * default) or leaves that to the operator (`off`). With several instances, one runs each agent.
+   */
+  @Transform(onOff)
+  @IsBoolean({ message: 'LOCAL_AGENTS must be on or off' })
+  LOCAL_AGENTS = true;
+
   /** How often each instance looks for provisioning steps to run. */
   @Transform(toInt)
   @IsInt()
@@ -249,6 +259,7 @@ const ENV_KEYS = [
   'COMPUTERS_DIR',
   'LOCAL_REPOS_DIR',
   'LOCAL_INSTALL_SCRIPTS',
+  'LOCAL_AGENTS',
   'PROVISIONING_POLL_MS',
   'PROVISIONING_LEASE_MS',
   'PROVISIONING_STEP_TIMEOUT_MS',

@@ -66,7 +66,8 @@ export async function startServer(args: string[], env: Record<string, string>, t
 function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = { ...process.env };
   for (const key of ['DATABASE_URL', 'TEST_DATABASE_URL', 'NODE_OPTIONS', 'DATA_DIR', 'PORT', 'HOST']) delete base[key];
-  return { ...base, LOG_LEVEL: 'info', ...env };
+  // No local agents unless a test asks for them: they would take work tests expect to stay pending.
+  return { ...base, LOG_LEVEL: 'info', LOCAL_AGENTS: 'off', ...env };
 }
 
 export function freePort(): Promise<number> {

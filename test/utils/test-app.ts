@@ -21,7 +21,8 @@ export interface TestApp {
  */
 export async function startTestApp(env: Record<string, string> = {}, existing?: TestDatabase): Promise<TestApp> {
   const database = existing ?? (await createTestDatabase());
-  const config = loadConfig({ LOG_LEVEL: 'silent', DATABASE_POOL_SIZE: '5', ...database.env, ...env });
+  // No local agents unless a test asks for them: they would take work tests expect to stay pending.
+  const config = loadConfig({ LOG_LEVEL: 'silent', DATABASE_POOL_SIZE: '5', LOCAL_AGENTS: 'off', ...database.env, ...env });
   const app = await createApp(config);
   await app.listen({ port: 0, host: '127.0.0.1' });
   return {

@@ -1,6 +1,8 @@
 import { Module, OnModuleInit } from '@nestjs/common';
 import { AuthModule, ComputerTokenLookup } from '../auth';
 import { ComputerDirectory, SessionsModule } from '../sessions';
+import { SecretBox } from '../../platform/secrets/secret-box';
+import { LocalAgentSupervisor } from './agents/local-agent-supervisor';
 import { AgentConnectController, ComputersController } from './computers.controller';
 import { ComputersRepository } from './computers.repository';
 import { ComputersService } from './computers.service';
@@ -12,7 +14,15 @@ import { computerSchemas } from './schemas/computer.schemas';
 @Module({
   imports: [AuthModule, SessionsModule],
   controllers: [ComputersController, AgentConnectController],
-  providers: [ComputersRepository, ComputersService, ProvisioningJob, { provide: ComputeProvider, useClass: LocalProvider }],
+  providers: [
+    ComputersRepository,
+    ComputersService,
+    ProvisioningJob,
+    LocalProvider,
+    { provide: ComputeProvider, useExisting: LocalProvider },
+    LocalAgentSupervisor,
+    SecretBox,
+  ],
   exports: [ComputersService],
 })
 export class ComputersModule implements OnModuleInit {

@@ -3,6 +3,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import type { CallerRow } from '../auth';
 import { Sql } from '../../platform/database/sql';
 import { ComputerEntity, ProvisioningStepEntity } from './entities';
+import { LOCAL_PROVIDER } from './domain/computer';
 import { ComputerStatus } from './domain/computer-status';
 import { StepStatus } from './domain/provisioning-step';
 
@@ -70,7 +71,7 @@ export class ComputersRepository {
     return steps;
   }
 
-  async update(manager: EntityManager, id: string, changes: Partial<Pick<ComputerEntity, 'name' | 'remoteUser' | 'hostname' | 'agentConnectedAt' | 'agentTokenHash' | 'agentTokenCreatedAt' | 'status'>>): Promise<ComputerEntity> {
+  async update(manager: EntityManager, id: string, changes: Partial<Pick<ComputerEntity, 'name' | 'remoteUser' | 'hostname' | 'agentConnectedAt' | 'agentTokenHash' | 'agentTokenEncrypted' | 'agentTokenCreatedAt' | 'status'>>): Promise<ComputerEntity> {
     await manager.getRepository(ComputerEntity).update({ id }, { ...changes, updatedAt: () => `GREATEST(updated_at, ${NOW})` });
     return (await manager.getRepository(ComputerEntity).findOneBy({ id }))!;
   }
@@ -91,6 +92,16 @@ export class ComputersRepository {
       [tokenHash],
     );
     return rows[0] ?? null;
+  }
+
+  /** Managed `local` computers whose agent the server runs: active, with their token kept (encrypted). */
+  localAgents(): Promise<Array<{ id: string; agentTokenEncrypted: string }>> {
+    return this.sql.query(
+      'computers.localAgents',
+      `SELECT id, agent_token_encrypted AS "agentTokenEncrypted" FROM computers
+       WHERE provider = $1 AND status = $2 AND agent_token_encrypted IS NOT NULL ORDER BY created_at, id`,
+      [LOCAL_PROVIDER, ComputerStatus.Active],
+    );
   }
 
   /** Whether the computer exists in the organization (and belongs to `ownerId`, when given). */

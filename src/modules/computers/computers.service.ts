@@ -5,8 +5,10 @@ import { AccessPolicy, Authenticator, generateComputerToken, isAdmin, Organizati
 import { SessionsService } from '../sessions';
 import { isUuid, newId } from '../../platform/database/ids';
 import { FieldError, validationError } from '../../platform/http/validation';
+import { SecretBox } from '../../platform/secrets/secret-box';
+import { LocalAgentSupervisor } from './agents/local-agent-supervisor';
 import { ComputersRepository } from './computers.repository';
-import { BYOM, ComputerSource, LOCAL_PROVIDER, LOCAL_TEMPLATES, OwnerPrincipalKind } from './domain/computer';
+import { agentTokenContext, BYOM, ComputerSource, LOCAL_PROVIDER, LOCAL_TEMPLATES, OwnerPrincipalKind } from './domain/computer';
 import { ComputerTrigger, nextStatus } from './domain/computer-status';
 import { ComputersError, ComputersErrorCode } from './domain/computers.errors';
 import { planSteps, STEP_NAMES, StepStatus } from './domain/provisioning-step';
@@ -52,6 +54,8 @@ export class ComputersService {
     private readonly organizations: OrganizationsService,
     private readonly provisioning: ProvisioningJob,
     private readonly config: AppConfig,
+    private readonly box: SecretBox,
+    private readonly agents: LocalAgentSupervisor,
   ) {}
 
   async create(principal: Principal, input: CreateComputerInput): Promise<ComputerView> {
@@ -65,8 +69,9 @@ export class ComputersService {
     const autoInstallDeps = input.autoInstallDeps ?? copied?.autoInstallDeps ?? false;
     const token = generateComputerToken();
     const now = new Date();
+    const id = newId();
     const computer = Object.assign(new ComputerEntity(), {
-      id: newId(),
+      id,
       organizationId: principal.organizationId,
       ownerId: owner.id,
       ownerPrincipalKind: owner.kind,
@@ -81,6 +86,7 @@ export class ComputersService {
       status: nextStatus(managed ? ComputerTrigger.ManagedCreated : ComputerTrigger.ByomRegistered, null)!,
       clonedRepoDirectories: [],
       agentTokenHash: token.hash,
+      agentTokenEncrypted: this.keptToken(input.provider, id, token.token),
       agentTokenCreatedAt: now,
       agentConnectedAt: null,
       createdAt: now,
@@ -140,12 +146,14 @@ export class ComputersService {
     return this.viewWithSteps(updated, 'list');
   }
 
-  /** Deletes the computer (its steps, its token) and tears down what its provider made. */
+  /** Deletes the computer (its steps, its token) and tears down what its provider made, its agent first. */
   async remove(principal: Principal, computerId: string): Promise<void> {
     const computer = await this.visible(principal, computerId);
     await this.repository.delete(computer.id);
     this.authenticator.forgetComputerToken(computer.agentTokenHash);
     if (computer.provider === BYOM) return;
+    // Its agent may run on another instance: that one stops it at its next look at the computers.
+    if (computer.provider === LOCAL_PROVIDER) await this.agents.stop(computer.id);
     // The computer is gone either way; a workspace that cannot be removed is the operator's to clean up.
     await this.provider.teardown(computer.id).catch((error: Error) => this.logger.error(`Could not remove the workspace of deleted computer ${computer.id}: ${error.message}`));
   }
@@ -169,16 +177,24 @@ export class ComputersService {
     return this.viewWithSteps(computer, 'full');
   }
 
-  /** A new agent token; the old one stops working at once on this instance, within AUTH_CACHE_MS elsewhere. */
+  /**
+   * A new agent token; the old one stops working at once on this instance, within AUTH_CACHE_MS
+   * elsewhere. A local computer's agent is restarted with the new one.
+   */
   async rotateToken(principal: Principal, computerId: string): Promise<{ computerId: string; agentToken: string; createdAt: number }> {
     const token = generateComputerToken();
     const now = new Date();
     const previous = await this.repository.transaction(async (manager) => {
       const locked = await this.visible(principal, computerId, undefined, manager, true);
-      await this.repository.update(manager, locked.id, { agentTokenHash: token.hash, agentTokenCreatedAt: now });
-      return { id: locked.id, hash: locked.agentTokenHash };
+      await this.repository.update(manager, locked.id, {
+        agentTokenHash: token.hash,
+        agentTokenEncrypted: this.keptToken(locked.provider, locked.id, token.token),
+        agentTokenCreatedAt: now,
+      });
+      return { id: locked.id, hash: locked.agentTokenHash, provider: locked.provider };
     });
     this.authenticator.forgetComputerToken(previous.hash);
+    if (previous.provider === LOCAL_PROVIDER) this.agents.wake();
     return { computerId: previous.id, agentToken: token.token, createdAt: now.getTime() };
   }
 
@@ -194,6 +210,14 @@ export class ComputersService {
       return this.repository.update(manager, computer.id, { hostname: input.hostname, agentConnectedAt: new Date() });
     });
     return this.viewWithSteps(updated, 'list');
+  }
+
+  /**
+   * The token as stored beside its hash: encrypted, bound to the computer, for `local` computers
+   * only (the server starts their agent with it); null for the rest, whose agents the server never runs.
+   */
+  private keptToken(provider: string, computerId: string, token: string): string | null {
+    return provider === LOCAL_PROVIDER ? this.box.encrypt(token, agentTokenContext(computerId)) : null;
   }
 
   /** Whether the caller may see the computer (Sessions asks through its ComputerDirectory). */

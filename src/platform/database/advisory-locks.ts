@@ -5,4 +5,9 @@ export enum AdvisoryLock {
   EnterpriseControls = 7_345_002,
   /** Moving the analytics rollup's watermark: one instance at a time. */
   AnalyticsWatermark = 7_345_003,
+  /**
+   * With the computer's id hashed as the second key, held at session level on a dedicated
+   * connection: the instance that runs the computer's local agent, for as long as it runs it.
+   */
+  LocalAgent = 7_345_004,
 }

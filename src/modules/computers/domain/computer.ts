@@ -9,6 +9,11 @@ export enum OwnerPrincipalKind {
   ServiceAccount = 'service_account',
 }
 
+/** What a stored agent token's encryption is bound to: the envelope decrypts for this computer only. */
+export function agentTokenContext(computerId: string): string {
+  return `computer-agent-token:${computerId}`;
+}
+
 /** Templates the `local` provider offers: `blank` is an empty workspace. */
 export const LOCAL_TEMPLATES = ['blank'] as const;
 

@@ -59,6 +59,13 @@ export class ComputerEntity {
   @Column({ name: 'agent_token_hash', type: 'varchar', length: 64 })
   agentTokenHash: string;
 
+  /**
+   * The agent token itself, encrypted (a SecretBox envelope bound to the computer), for managed
+   * `local` computers only: the server starts their agent with it. Never answered or logged.
+   */
+  @Column({ name: 'agent_token_encrypted', type: 'text', nullable: true })
+  agentTokenEncrypted: string | null;
+
   @Column({ name: 'agent_token_created_at', type: 'timestamptz', precision: 3 })
   agentTokenCreatedAt: Date;
 

@@ -13,6 +13,9 @@ import { runCommand } from './run-command';
 /** The end of a failed command's output that goes into the step's `error`. */
 const ERROR_TAIL = 600;
 
+/** Beside the workspaces (no computer id looks like it): the agents' own files, kept out of the projects they work on. */
+const AGENT_STATE_DIR = '.agent-state';
+
 /** Which command a step is running, so an instance taking the step over can stop one its dead predecessor left. */
 const RUNNING_COMMAND_FILE = '.running-command.json';
 
@@ -32,6 +35,11 @@ export class LocalProvider extends ComputeProvider {
     return join(this.config.computersDir, computerId);
   }
 
+  /** Where the computer's agent keeps its own files (transcripts for hooks): outside its workspace. */
+  agentStateOf(computerId: string): string {
+    return join(this.config.computersDir, AGENT_STATE_DIR, computerId);
+  }
+
   async runStep(step: StepId, context: StepContext): Promise<StepResult> {
     await this.stopLeftoverCommand(context);
     switch (step) {
@@ -48,10 +56,11 @@ export class LocalProvider extends ComputeProvider {
   }
 
   async teardown(computerId: string): Promise<void> {
-    const workspace = this.workspaceOf(computerId);
-    const inside = relative(this.config.computersDir, workspace);
-    if (!inside || inside.startsWith('..')) throw new Error(`Refusing to remove ${workspace}: not inside ${this.config.computersDir}`);
-    await rm(workspace, { recursive: true, force: true });
+    for (const directory of [this.workspaceOf(computerId), this.agentStateOf(computerId)]) {
+      const inside = relative(this.config.computersDir, directory);
+      if (!inside || inside.startsWith('..') || inside === AGENT_STATE_DIR) throw new Error(`Refusing to remove ${directory}: not a computer's folder in ${this.config.computersDir}`);
+      await rm(directory, { recursive: true, force: true });
+    }
   }
 
   /** Each repo is cloned beside its final place and moved there when complete, so a re-run skips finished clones. */

@@ -1,0 +1,321 @@
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import { AppConfig } from '../../../config/app-config';
+import { AdvisoryLock } from '../../../platform/database/advisory-locks';
+import { SessionLocks } from '../../../platform/database/session-locks';
+import { OnDomainEvent } from '../../../platform/events';
+import { SecretBox } from '../../../platform/secrets/secret-box';
+import { ComputersRepository } from '../computers.repository';
+import { agentTokenContext, LOCAL_PROVIDER } from '../domain/computer';
+import { ComputerProvisionedEvent } from '../events';
+import { LocalProvider } from '../providers/local.provider';
+import { OutputLines, redactTokens } from './agent-output';
+
+const JOB_NAME = 'computers.localAgents';
+
+/** How often each instance compares the agents it runs with the computers that need one. */
+const RECONCILE_MS = 5_000;
+/** An agent that exits is started again after this long, doubling at each exit up to the maximum. */
+const FIRST_RESTART_MS = 1_000;
+const MAX_RESTART_MS = 60_000;
+/** An agent asked to stop (SIGTERM) that still runs after this long is killed. */
+const STOP_GRACE_MS = 5_000;
+
+/** The reference agent and the guard preloaded into it, as compiled beside this file (`dist/`). */
+const AGENT_MAIN = join(__dirname, '../../../agent/main.js');
+const ORPHAN_GUARD = join(__dirname, 'orphan-guard.js');
+
+/**
+ * What the agent takes from the server's environment: what a process needs to run (paths, locale,
+ * CA certificates, proxies) and the operator's agent settings (`AGENT_MODEL*`, `AGENT_HOOKS_FILE`, `AGENT_CONTEXT_CHARS`).
+ * Never the server's own settings: DATABASE_URL, SECRETS_KEY or JWT_SECRET would reach the
+ * commands the agent runs.
+ */
+const PASSED_ENV =
+  /^(PATH|HOME|USER|LOGNAME|SHELL|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|TERM|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|(HTTPS?|NO|ALL)_PROXY|(https?|no|all)_proxy|AGENT_MODEL(_[A-Z_]+)?|AGENT_HOOKS_FILE|AGENT_CONTEXT_CHARS)$/;
+
+interface SupervisedAgent {
+  computerId: string;
+  /** The stored envelope its token came from: another one means the token was rotated. */
+  envelope: string;
+  token: string;
+  child: ChildProcess | null;
+  /** Resolves when `child` has exited. */
+  exited: Promise<void>;
+  startedAt: number;
+  restartDelayMs: number;
+  restartTimer: NodeJS.Timeout | null;
+  retired: boolean;
+}
+
+/**
+ * Runs the reference agent (`dist/agent/main.js`) of every active managed `local` computer whose
+ * workspace is on this host: one child process per computer, with the computer's token (kept
+ * encrypted in the database) in its environment, its output in the server's log, restarted with
+ * backoff when it exits, replaced when the token is rotated, stopped when the computer is deleted
+ * and when the server stops.
+ *
+ * With several instances on PostgreSQL, the instance that runs a computer's agent holds a
+ * session-level advisory lock on it, on a connection of its own, for as long as the agent runs; a
+ * dead instance's connection ends, PostgreSQL frees its locks, and another instance takes its
+ * agents over at its next look (every few seconds). On PGlite the server is the only process.
+ */
+@Injectable()
+export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(LocalAgentSupervisor.name);
+  private readonly agents = new Map<string, SupervisedAgent>();
+  /** Computers whose token cannot be decrypted, by the envelope that failed: said once, not at every look. */
+  private readonly unreadable = new Map<string, string>();
+  private locks: SessionLocks | null = null;
+  private enabled = false;
+  private stopping = false;
+  /** Looks at the computers, and stops, run one at a time in order: a deleted computer's agent is never started after its stop. */
+  private queue: Promise<void> = Promise.resolve();
+  private lookPending = false;
+
+  constructor(
+    private readonly repository: ComputersRepository,
+    private readonly provider: LocalProvider,
+    private readonly box: SecretBox,
+    private readonly dataSource: DataSource,
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly scheduler: SchedulerRegistry,
+    private readonly config: AppConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.config.LOCAL_AGENTS) return;
+    if (!existsSync(AGENT_MAIN) || !existsSync(ORPHAN_GUARD)) {
+      this.logger.warn(`LOCAL_AGENTS is on, but the agent is not built (${AGENT_MAIN} is missing): managed local computers get no agent from this server`);
+      return;
+    }
+    const http = this.adapterHost.httpAdapter?.getHttpServer() as Server | undefined;
+    if (!http) return;
+    this.enabled = true;
+    if (this.config.engine === 'postgres') {
+      this.locks = new SessionLocks(this.dataSource, 'agent-platform local agents', (error) => this.locksLost(error));
+    }
+    // The agents connect to this server: they start once it listens.
+    http.once('listening', () => this.wake());
+    this.scheduler.addInterval(JOB_NAME, setInterval(() => this.wake(), RECONCILE_MS));
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    if (!this.enabled) return;
+    this.stopping = true;
+    if (this.scheduler.doesExist('interval', JOB_NAME)) this.scheduler.deleteInterval(JOB_NAME);
+    await this.exclusive(() => this.retireAll('SIGTERM'));
+    await this.locks?.close();
+  }
+
+  /** Looks at the computers now rather than at the next tick (a computer became active, a token was rotated here). */
+  wake(): void {
+    if (!this.enabled || this.stopping || this.lookPending) return;
+    this.lookPending = true;
+    void this.exclusive(async () => {
+      this.lookPending = false;
+      await this.reconcile();
+    });
+  }
+
+  /** Stops the computer's agent if it runs here, at once (the computer was deleted: its token is dead, its workspace about to go). */
+  async stop(computerId: string): Promise<void> {
+    if (this.enabled) await this.exclusive(() => this.retire(computerId, 'SIGKILL'));
+  }
+
+  @OnDomainEvent('computers.computer.provisioned')
+  onProvisioned(event: ComputerProvisionedEvent): void {
+    if (event.provider === LOCAL_PROVIDER) this.wake();
+  }
+
+  /** Starts, replaces and stops agents to match the computers that need one. */
+  private async reconcile(): Promise<void> {
+    const url = this.serverUrl();
+    if (this.stopping || !url) return;
+    try {
+      await this.locks?.check();
+      const rows = await this.repository.localAgents();
+      // A computer provisioned on another host (COMPUTERS_DIR not shared) is that host's to run.
+      const wanted = new Map(rows.filter((row) => existsSync(this.provider.workspaceOf(row.id))).map((row) => [row.id, row.agentTokenEncrypted]));
+      for (const computerId of this.unreadable.keys()) if (!wanted.has(computerId)) this.unreadable.delete(computerId);
+      for (const agent of [...this.agents.values()]) {
+        const envelope = wanted.get(agent.computerId);
+        if (envelope === undefined) {
+          // Deleted (through another instance), or its workspace is gone.
+          await this.retire(agent.computerId, 'SIGKILL');
+        } else if (envelope !== agent.envelope) {
+          this.logger.log(`The token of computer ${agent.computerId} was rotated: restarting its agent with the new one`);
+          await this.retire(agent.computerId, 'SIGTERM', { keepLock: true });
+          if (!(await this.launch(agent.computerId, envelope))) await this.unlock(agent.computerId);
+        }
+      }
+      for (const [computerId, envelope] of wanted) {
+        if (this.stopping) return;
+        if (this.agents.has(computerId)) continue;
+        if (this.locks && !(await this.locks.tryLock(AdvisoryLock.LocalAgent, computerId))) continue;
+        if (!(await this.launch(computerId, envelope))) await this.unlock(computerId);
+      }
+    } catch (error) {
+      this.logger.error(`Could not look at the local computers' agents: ${(error as Error).message}`);
+    }
+  }
+
+  /** Starts supervising the computer's agent (its lock is held); false when its token cannot be read. */
+  private async launch(computerId: string, envelope: string): Promise<boolean> {
+    let token: string;
+    try {
+      token = this.box.decrypt(envelope, agentTokenContext(computerId));
+    } catch (error) {
+      if (this.unreadable.get(computerId) !== envelope) {
+        this.logger.error(`The agent of computer ${computerId} cannot start: its stored token cannot be decrypted (${(error as Error).message}); rotating the token gives it a new one`);
+        this.unreadable.set(computerId, envelope);
+      }
+      return false;
+    }
+    this.unreadable.delete(computerId);
+    const agent: SupervisedAgent = {
+      computerId,
+      envelope,
+      token,
+      child: null,
+      exited: Promise.resolve(),
+      startedAt: 0,
+      restartDelayMs: FIRST_RESTART_MS,
+      restartTimer: null,
+      retired: false,
+    };
+    this.agents.set(computerId, agent);
+    await this.start(agent);
+    return true;
+  }
+
+  /** Starts the agent's process; the token goes in its environment, never on its command line (which `ps` shows). */
+  private async start(agent: SupervisedAgent): Promise<void> {
+    const { computerId } = agent;
+    const workspace = this.provider.workspaceOf(computerId);
+    const url = this.serverUrl();
+    // Gone meanwhile: the next look retires the agent.
+    if (!url || !existsSync(workspace)) return;
+    const stateDir = this.provider.agentStateOf(computerId);
+    await mkdir(stateDir, { recursive: true, mode: 0o700 });
+    if (agent.retired || this.stopping) return;
+    const child = spawn(process.execPath, ['--require', ORPHAN_GUARD, AGENT_MAIN, '--url', url, '--computer', computerId, '--workspace', workspace], {
+      cwd: workspace,
+      env: { ...passedEnvironment(), AGENT_TOKEN: agent.token, AGENT_STATE_DIR: stateDir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // A process group of its own: what is meant for the server's group (a terminal's Ctrl-C) does not reach it,
+      // the server stops it in order; and stopping it reaches whatever it started in its group.
+      detached: true,
+    });
+    agent.child = child;
+    agent.startedAt = Date.now();
+    agent.exited = new Promise((resolve) => {
+      let settled = false;
+      const settle = (outcome: string) => {
+        if (settled) return;
+        settled = true;
+        resolve();
+        this.onExit(agent, child, outcome);
+      };
+      child.once('exit', (code, signal) => settle(code !== null ? `exit ${code}` : `killed by ${signal}`));
+      child.once('error', (error) => settle(`could not run: ${error.message}`));
+    });
+    const redact = (text: string) => redactTokens(text, agent.token);
+    for (const [stream, level] of [
+      [child.stdout!, 'log'],
+      [child.stderr!, 'warn'],
+    ] as const) {
+      const lines = new OutputLines(redact, (line) => this.logger[level](`[computer ${computerId}] ${line}`));
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk: string) => lines.push(chunk));
+      stream.on('end', () => lines.end());
+    }
+    this.logger.log(`The agent of computer ${computerId} started (pid ${child.pid}), for ${url} in ${workspace}`);
+  }
+
+  /** A child ended: unless it was stopped on purpose, it is started again after its backoff. */
+  private onExit(agent: SupervisedAgent, child: ChildProcess, outcome: string): void {
+    if (agent.child !== child) return;
+    agent.child = null;
+    if (agent.retired || this.stopping) {
+      this.logger.log(`The agent of computer ${agent.computerId} stopped (${outcome})`);
+      return;
+    }
+    // One that ran a good while had a reason of its own to stop: start again from the shortest wait.
+    if (Date.now() - agent.startedAt >= MAX_RESTART_MS) agent.restartDelayMs = FIRST_RESTART_MS;
+    const delay = agent.restartDelayMs;
+    agent.restartDelayMs = Math.min(MAX_RESTART_MS, delay * 2);
+    this.logger.warn(`The agent of computer ${agent.computerId} exited (${outcome}); starting it again in ${delay / 1000} s`);
+    agent.restartTimer = setTimeout(() => {
+      agent.restartTimer = null;
+      if (agent.retired || this.stopping) return;
+      this.start(agent).catch((error: Error) => this.logger.error(`The agent of computer ${agent.computerId} could not be started again: ${error.message}`));
+    }, delay);
+  }
+
+  /** Stops supervising the computer's agent and stops its process (SIGTERM: SIGKILL after a grace period). */
+  private async retire(computerId: string, signal: 'SIGTERM' | 'SIGKILL', options: { keepLock?: boolean } = {}): Promise<void> {
+    const agent = this.agents.get(computerId);
+    if (!agent) return;
+    agent.retired = true;
+    this.agents.delete(computerId);
+    if (agent.restartTimer) clearTimeout(agent.restartTimer);
+    const child = agent.child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      killGroup(child, signal);
+      const escalation = signal === 'SIGKILL' ? null : setTimeout(() => killGroup(child, 'SIGKILL'), STOP_GRACE_MS);
+      await agent.exited;
+      if (escalation) clearTimeout(escalation);
+    }
+    if (!options.keepLock) await this.unlock(computerId);
+  }
+
+  private async retireAll(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
+    await Promise.all([...this.agents.keys()].map((computerId) => this.retire(computerId, signal)));
+  }
+
+  private async unlock(computerId: string): Promise<void> {
+    await this.locks?.unlock(AdvisoryLock.LocalAgent, computerId).catch(() => undefined);
+  }
+
+  /** The connection holding the locks is gone, and the locks with it: another instance may start these agents now. */
+  private locksLost(error: Error): void {
+    if (this.stopping) return;
+    this.logger.error(`Lost the database connection that holds the local agents' locks (${error.message}): stopping this instance's agents; they start again once it is back`);
+    void this.exclusive(() => this.retireAll('SIGTERM'));
+  }
+
+  private exclusive(work: () => Promise<void>): Promise<void> {
+    const next = this.queue.then(work).catch((error: Error) => this.logger.error(`Local agents: ${error.message}`));
+    this.queue = next;
+    return next;
+  }
+
+  /** This server's own address as its agents reach it (loopback when it listens on every interface); null until it listens. */
+  private serverUrl(): string | null {
+    const address = (this.adapterHost.httpAdapter?.getHttpServer() as Server | undefined)?.address();
+    if (!address || typeof address === 'string') return null;
+    const host = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    return `http://${host}:${address.port}`;
+  }
+}
+
+function passedEnvironment(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([name, value]) => value !== undefined && PASSED_ENV.test(name)));
+}
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // Already gone.
+  }
+}

@@ -1,0 +1,353 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config/app-config';
+import { Role } from '../../src/modules/auth';
+import { openDatabase } from '../../src/platform/database/open-database';
+import { SecretBox } from '../../src/platform/secrets/secret-box';
+import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { createGitRepo, reposRoot } from '../utils/git-fixtures';
+import { gone, running } from '../utils/process-state';
+import { ServerProcess, startServer } from '../utils/processes';
+import { startTestApp } from '../utils/test-app';
+import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
+type Body = Record<string, any>;
+
+const AGENT_MAIN = join(__dirname, '..', '..', 'dist', 'agent', 'main.js');
+const TOKEN_SHAPE = /^cpt_[A-Za-z0-9_-]{43}$/;
+
+/** A hook that holds each turn for a moment, so the session is seen running; it also shows the operator's AGENT_HOOKS_FILE reaches the agent. */
+const QUICK_HOOKS = JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: 'sleep 1.5' }] }] } });
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `read` until `done` holds. */
+async function until<T>(read: () => T | Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}: ${JSON.stringify(value)}`);
+    await sleep(100);
+  }
+}
+
+async function api(base: string, user: TestUser, method: string, path: string, body?: unknown): Promise<{ status: number; body: Body }> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { ...user.auth, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: res.status === 204 ? {} : ((await res.json()) as Body) };
+}
+
+/** The running agent processes of a computer, found as `ps` would: by their command line. */
+function agentPids(computerId: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let args: string[];
+    try {
+      args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    const at = args.indexOf('--computer');
+    if (args.includes(AGENT_MAIN) && at >= 0 && args[at + 1] === computerId && running(Number(entry))) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+const commandLineOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+
+function environmentOf(pid: number): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+    const at = pair.indexOf('=');
+    if (at > 0) env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return env;
+}
+
+function parentOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+/** The one agent process of the computer, once there is exactly one. */
+async function theAgent(computerId: string, what = `the agent of ${computerId}`): Promise<number> {
+  const [pid] = await until(() => agentPids(computerId), (pids) => pids.length === 1, what);
+  return pid;
+}
+
+/**
+ * The server runs the reference agent of its managed `local` computers: the real server (from
+ * dist) with LOCAL_AGENTS on, real agent processes, a real database read afterwards.
+ */
+describe('Local agents', () => {
+  let database: TestDatabase;
+  let env: Record<string, string>;
+  let owner: TestUser;
+  let server: ServerProcess;
+  /** Every server the tests started (whose output is checked for tokens; stopped at the end if still running). */
+  const servers: ServerProcess[] = [];
+  /** Every agent token the tests saw, none of which may appear in any server's output. */
+  const tokens: string[] = [];
+  let home: string;
+  const hooksFile = () => join(home, 'hooks.json');
+  let repo: string;
+  let computer: { id: string; token: string; pid: number };
+  let byomId: string;
+  let deletedId: string;
+
+  async function start(extra: Record<string, string> = {}): Promise<ServerProcess> {
+    const started = await startServer([], { ...env, ...extra });
+    servers.push(started);
+    return started;
+  }
+
+  async function createComputer(body: Body): Promise<{ id: string; token: string }> {
+    const created = await api(server.url, owner, 'POST', '/api/v0/computers', body);
+    expect(created.status).toBe(201);
+    expect(created.body.agentToken).toMatch(TOKEN_SHAPE);
+    tokens.push(created.body.agentToken);
+    return { id: created.body.id, token: created.body.agentToken };
+  }
+
+  /** A new session on the computer with one user message; the status the message left it in. */
+  async function say(computerId: string, text: string): Promise<{ sessionId: string; status: string }> {
+    const session = await api(server.url, owner, 'POST', '/api/v0/sessions', { computerId });
+    expect(session.status).toBe(201);
+    const message = await api(server.url, owner, 'POST', `/api/v0/sessions/${session.body.sessionId}/messages`, { text, computerId });
+    expect(message.status).toBe(200);
+    return { sessionId: session.body.sessionId, status: message.body.status };
+  }
+
+  /** The statuses the session goes through (each once, in order) until it is idle. */
+  async function statusesUntilIdle(sessionId: string): Promise<string[]> {
+    const seen: string[] = [];
+    await until(
+      async () => {
+        const { status } = (await api(server.url, owner, 'GET', `/api/v0/sessions/${sessionId}`)).body;
+        if (seen[seen.length - 1] !== status) seen.push(status);
+        return status as string;
+      },
+      (status) => status === 'idle',
+      `session ${sessionId} to be idle`,
+    );
+    return seen;
+  }
+
+  const messages = async (sessionId: string): Promise<Body[]> => (await api(server.url, owner, 'GET', `/api/v0/sessions/${sessionId}/messages?limit=100`)).body.messages;
+
+  const noModelAnswer = (all: Body[]) => all.find((m) => m.role === 'system' && /No model is configured.*AGENT_MODEL_BASE_URL/s.test(m.content[0]?.text ?? ''));
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const root = await reposRoot();
+    repo = await createGitRepo(root, 'app');
+    home = mkdtempSync(join(tmpdir(), 'ap-local-agents-'));
+    writeFileSync(hooksFile(), QUICK_HOOKS);
+    env = {
+      ...database.env,
+      LOCAL_REPOS_DIR: root,
+      PROVISIONING_POLL_MS: '100',
+      LOCAL_AGENTS: 'on',
+      AGENT_HOOKS_FILE: hooksFile(),
+      // No model: the agent answers with how to configure one (whatever the developer's shell has).
+      AGENT_MODEL_BASE_URL: '',
+      AGENT_MODEL: '',
+    };
+    const setup = await startTestApp({ ...env, LOCAL_AGENTS: 'off' }, database);
+    owner = await createUser(setup, Role.Owner, await createOrganization(setup, { messageHistory: true }));
+    await setup.close();
+    server = await start();
+  });
+
+  afterAll(async () => {
+    for (const started of servers) await started.stop();
+    await database.drop();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('a managed local computer gets its agent once active: connected, its token in its environment, never on its command line', async () => {
+    const created = await createComputer({ name: 'workspace', provider: 'local', repos: [repo] });
+    const active = await until(() => api(server.url, owner, 'GET', `/api/v0/computers/${created.id}`), (r) => r.body.status !== 'provisioning', 'the computer to be ready');
+    expect(active.body.status).toBe('active');
+    const connected = await until(() => api(server.url, owner, 'GET', `/api/v0/computers/${created.id}`), (r) => r.body.hostname !== undefined, 'the agent to connect');
+    expect(connected.body.hostname).toBe(hostname());
+    const listed = (await api(server.url, owner, 'GET', '/api/v0/computers')).body.computers as Body[];
+    expect(listed.find((c) => c.id === created.id)?.hostname).toBe(hostname());
+
+    const pid = await theAgent(created.id);
+    expect(parentOf(pid)).toBe(server.child.pid);
+    const args = commandLineOf(pid);
+    const workspace = join(database.dataDir, 'computers', created.id);
+    expect(args).toEqual(expect.arrayContaining(['--url', server.url, '--computer', created.id, '--workspace', workspace]));
+    expect(args.join(' ')).not.toContain(created.token);
+    const agentEnv = environmentOf(pid);
+    expect(agentEnv.AGENT_TOKEN).toBe(created.token);
+    expect(agentEnv.AGENT_HOOKS_FILE).toBe(hooksFile());
+    expect(agentEnv.AGENT_STATE_DIR).toBe(join(database.dataDir, 'computers', '.agent-state', created.id));
+    expect(agentEnv.AGENT_STATE_DIR.startsWith(`${workspace}/`)).toBe(false);
+    // None of the server's own settings reach the agent (and through it the commands a model runs).
+    for (const name of ['DATABASE_URL', 'SECRETS_KEY', 'DATA_DIR', 'LOCAL_REPOS_DIR', 'LOCAL_AGENTS', 'PORT']) expect(agentEnv).not.toHaveProperty(name);
+    computer = { ...created, pid };
+
+    // A BYOM computer gets no agent from the server.
+    byomId = (await createComputer({ name: 'laptop', provider: 'byom', hostId: '0b4f8a3e-3c55-4d0c-8d0e-2f4b8b1b9a11', remoteUser: 'dev' })).id;
+    await sleep(1_000);
+    expect(agentPids(byomId)).toEqual([]);
+  });
+
+  it('the agent takes a session\'s message: pending, then running, then idle, answered with how to configure a model', async () => {
+    const { sessionId, status } = await say(computer.id, 'Add a README');
+    expect(status).toBe('pending');
+    const statuses = await statusesUntilIdle(sessionId);
+    expect(statuses.filter((s) => s !== 'pending')).toEqual(['running', 'idle']);
+    const all = await messages(sessionId);
+    expect(all[0]).toMatchObject({ role: 'user' });
+    expect(noModelAnswer(all)).toBeDefined();
+    // The hook ran (the operator's AGENT_HOOKS_FILE) and is recorded on the session.
+    expect(all.some((m) => m.hookEventName === 'UserPromptSubmit')).toBe(true);
+  });
+
+  it('an agent that dies is started again', async () => {
+    process.kill(computer.pid, 'SIGKILL');
+    expect(await gone(computer.pid)).toBe(true);
+    const pid = await until(() => agentPids(computer.id), (pids) => pids.length === 1 && pids[0] !== computer.pid, 'a new agent');
+    expect(environmentOf(pid[0]).AGENT_TOKEN).toBe(computer.token);
+    computer.pid = pid[0];
+  });
+
+  it('rotating the token restarts the agent with the new token, which it connects and works with', async () => {
+    const rotated = await api(server.url, owner, 'POST', `/api/v0/computers/${computer.id}/agent-token`);
+    expect(rotated.body.agentToken).toMatch(TOKEN_SHAPE);
+    tokens.push(rotated.body.agentToken);
+    const [pid] = await until(() => agentPids(computer.id), (pids) => pids.length === 1 && pids[0] !== computer.pid, 'the agent to restart');
+    expect(running(computer.pid)).toBe(false);
+    expect(environmentOf(pid).AGENT_TOKEN).toBe(rotated.body.agentToken);
+    const old = await fetch(`${server.url}/api/v0/agent/connect`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${computer.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ hostname: 'old' }),
+    });
+    expect(old.status).toBe(401);
+    computer = { ...computer, token: rotated.body.agentToken, pid };
+
+    // Only an agent holding the new token can take this work.
+    const { sessionId } = await say(computer.id, 'Still there?');
+    await statusesUntilIdle(sessionId);
+    expect(noModelAnswer(await messages(sessionId))).toBeDefined();
+    expect(agentPids(computer.id)).toEqual([pid]);
+  });
+
+  it('deleting a computer stops its agent at once and removes its workspace and the agent\'s files', async () => {
+    const created = await createComputer({ name: 'doomed', provider: 'local' });
+    await until(() => api(server.url, owner, 'GET', `/api/v0/computers/${created.id}`), (r) => r.body.hostname !== undefined, 'the agent to connect');
+    const pid = await theAgent(created.id);
+    const stateDir = environmentOf(pid).AGENT_STATE_DIR;
+    expect(existsSync(stateDir)).toBe(true);
+
+    expect((await api(server.url, owner, 'DELETE', `/api/v0/computers/${created.id}`)).status).toBe(204);
+    expect(await gone(pid)).toBe(true);
+    expect(existsSync(join(database.dataDir, 'computers', created.id))).toBe(false);
+    expect(existsSync(stateDir)).toBe(false);
+    await sleep(2_000);
+    expect(agentPids(created.id)).toEqual([]);
+    // The other computer's agent was left alone.
+    expect(agentPids(computer.id)).toEqual([computer.pid]);
+    deletedId = created.id;
+  });
+
+  it('a server killed without warning leaves no agent behind, even a busy one, and the next one starts it again', async () => {
+    // Busy and silent when its server dies (a 30 s hook): no write of its own to the dead server's pipe would make it fail.
+    writeFileSync(hooksFile(), JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: 'sleep 30' }] }] } }));
+    const { sessionId } = await say(computer.id, 'Take your time');
+    await until(async () => (await api(server.url, owner, 'GET', `/api/v0/sessions/${sessionId}`)).body.status, (status) => status === 'running', 'the turn to start');
+    await sleep(500);
+    server.child.kill('SIGKILL');
+    await until(() => server.child.exitCode !== null || server.child.signalCode !== null, (done) => done, 'the server to die');
+    try {
+      await until(() => running(computer.pid), (alive) => !alive, 'the orphaned agent to stop', 5_000);
+    } finally {
+      writeFileSync(hooksFile(), QUICK_HOOKS);
+    }
+
+    server = await start();
+    const pid = await theAgent(computer.id, 'the agent to start with the new server');
+    expect(parentOf(pid)).toBe(server.child.pid);
+    expect(environmentOf(pid).AGENT_TOKEN).toBe(computer.token);
+    computer.pid = pid;
+  });
+
+  it('stopping the server stops its agents; no token ever appears in the server\'s output', async () => {
+    expect(await server.stop()).toBe(0);
+    expect(await gone(computer.pid)).toBe(true);
+    expect(agentPids(computer.id)).toEqual([]);
+    const output = servers.map((started) => started.output()).join('\n');
+    // The agents' output did reach the server's log, prefixed with their computer.
+    expect(output).toContain(`[computer ${computer.id}]`);
+    expect(output).toMatch(/connected as /);
+    expect(tokens.length).toBe(4);
+    for (const token of tokens) {
+      expect(output).not.toContain(token);
+      expect(output).not.toContain(token.slice(4));
+    }
+  });
+
+  it('the stored token is an envelope that only the computer\'s own context decrypts; BYOM computers store none', async () => {
+    const config = loadConfig(database.env);
+    const db = await openDatabase(config);
+    try {
+      const rows = (await db.dataSource.query(`SELECT id, agent_token_encrypted, row_to_json(c)::text AS everything FROM computers c WHERE id = ANY($1)`, [
+        [computer.id, byomId, deletedId],
+      ])) as Array<{ id: string; agent_token_encrypted: string | null; everything: string }>;
+      const local = rows.find((r) => r.id === computer.id)!;
+      expect(local.agent_token_encrypted).toMatch(/^enc:v1:[0-9a-f]{16}:[A-Za-z0-9_-]+$/);
+      for (const token of tokens) expect(local.everything).not.toContain(token.slice(4));
+      const box = new SecretBox(config);
+      expect(box.decrypt(local.agent_token_encrypted!, `computer-agent-token:${computer.id}`)).toBe(computer.token);
+      expect(() => box.decrypt(local.agent_token_encrypted!, `computer-agent-token:${byomId}`)).toThrow();
+      expect(rows.find((r) => r.id === byomId)!.agent_token_encrypted).toBeNull();
+      expect(rows.find((r) => r.id === deletedId)).toBeUndefined();
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('with LOCAL_AGENTS=off the server starts no agent', async () => {
+    server = await start({ LOCAL_AGENTS: 'off' });
+    await sleep(6_000);
+    expect(agentPids(computer.id)).toEqual([]);
+    expect(await server.stop()).toBe(0);
+  });
+
+  (serverUrl() ? it : it.skip)('on several instances sharing PostgreSQL, one runs each agent; when it dies another takes the agent over', async () => {
+    const first = await start();
+    const second = await start();
+    server = first;
+    try {
+      const pid = await theAgent(computer.id);
+      const runner = parentOf(pid) === first.child.pid ? first : second;
+      expect([first.child.pid, second.child.pid]).toContain(parentOf(pid));
+      // Both instances look at the computers every 5 s: still one agent after both have looked again.
+      await sleep(6_000);
+      expect(agentPids(computer.id)).toEqual([pid]);
+
+      const survivor = runner === first ? second : first;
+      runner.child.kill('SIGKILL');
+      await until(() => running(pid), (alive) => !alive, 'the dead instance\'s agent to stop', 5_000);
+      const next = await theAgent(computer.id, 'the other instance to take the agent over');
+      expect(parentOf(next)).toBe(survivor.child.pid);
+      server = survivor;
+      await sleep(6_000);
+      expect(agentPids(computer.id)).toEqual([next]);
+    } finally {
+      await first.stop();
+      await second.stop();
+    }
+  }, 90_000);
+});
