@@ -6,42 +6,18 @@ import { Role } from '../../src/modules/auth';
 import { openDatabase } from '../../src/platform/database/open-database';
 import { SecretBox } from '../../src/platform/secrets/secret-box';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { api, Body, sleep, until } from '../utils/polling';
 import { createGitRepo, reposRoot } from '../utils/git-fixtures';
 import { gone, running } from '../utils/process-state';
 import { ServerProcess, startServer } from '../utils/processes';
 import { startTestApp } from '../utils/test-app';
 import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
-type Body = Record<string, any>;
-
 const AGENT_MAIN = join(__dirname, '..', '..', 'dist', 'agent', 'main.js');
 const TOKEN_SHAPE = /^cpt_[A-Za-z0-9_-]{43}$/;
 
 /** A hook that holds each turn for a moment, so the session is seen running; it also shows the operator's AGENT_HOOKS_FILE reaches the agent. */
 const QUICK_HOOKS = JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: 'sleep 1.5' }] }] } });
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `read` until `done` holds. */
-async function until<T>(read: () => T | Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await sleep(100);
-  }
-}
-
-async function api(base: string, user: TestUser, method: string, path: string, body?: unknown): Promise<{ status: number; body: Body }> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { ...user.auth, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: res.status === 204 ? {} : ((await res.json()) as Body) };
-}
 
 /** The running agent processes of a computer, found as `ps` would: by their command line. */
 function agentPids(computerId: string): number[] {

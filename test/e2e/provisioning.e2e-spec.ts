@@ -6,38 +6,14 @@ import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
 import { ComputerFailedEvent, ComputerProvisionedEvent } from '../../src/modules/computers';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { api, Body, sleep, until } from '../utils/polling';
 import { createGitRepo, npmProject, reposRoot } from '../utils/git-fixtures';
 import { startServer } from '../utils/processes';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
-type Body = Record<string, any>;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `read` until `done` holds. */
-async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await sleep(100);
-  }
-}
-
 /** A node one-liner for a postinstall script: waits `ms`, then writes `file`. */
 const sleepThenWrite = (ms: number, file: string) => `node -e "setTimeout(() => require('fs').writeFileSync('${file}', 'x'), ${ms})"`;
-
-async function api(base: string, user: TestUser, method: string, path: string, body?: unknown): Promise<{ status: number; body: Body }> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { ...user.auth, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: res.status === 204 ? {} : ((await res.json()) as Body) };
-}
 
 /** Whether a process runs (a zombie, killed but not yet reaped, does not). */
 function isAlive(pid: number): boolean {

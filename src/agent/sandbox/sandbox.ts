@@ -3,21 +3,11 @@ import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, statSync } from 
 import { rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import type { Sandbox as OrganizationSandbox } from '../../modules/enterprise-controls/domain/settings';
 import { AllowedIps } from './network-policy';
 
-/** The organization's `sandbox` settings, as the agent policy gives them. */
-export interface SandboxSettings {
-  enabled: boolean;
-  filesystem: { allowWrite: string[]; allowRead: string[]; denyWrite: string[]; denyRead: string[] };
-  network: {
-    allowedDomains: string[];
-    allowUnixSockets: string[];
-    allowAllUnixSockets: boolean;
-    allowLocalBinding: boolean;
-    httpProxyPort?: number;
-    socksProxyPort?: number;
-  };
-}
+/** The organization's `sandbox` settings, as the agent policy gives them (a type only: the agent runs apart from the server). */
+export type SandboxSettings = OrganizationSandbox;
 
 /** What `@anthropic-ai/sandbox-runtime` needs of the system to sandbox a command on Linux, with Debian's package names. */
 export const SANDBOX_PROGRAMS = [

@@ -1,0 +1,27 @@
+import type { TestUser } from './factories';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
+export type Body = Record<string, any>;
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `read` every 100 ms until `done` holds; fails naming `what` and the last value after `timeoutMs`. */
+export async function until<T>(read: () => T | Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}: ${JSON.stringify(value)}`);
+    await sleep(100);
+  }
+}
+
+/** One request to a server started as a process (no supertest app to hand), as `user`. */
+export async function api(base: string, user: TestUser, method: string, path: string, body?: unknown): Promise<{ status: number; body: Body }> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { ...user.auth, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: res.status === 204 ? {} : ((await res.json()) as Body) };
+}
