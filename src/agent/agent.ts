@@ -111,18 +111,20 @@ export class Agent {
         prompts++;
       }
       const policy = await client.policy();
-      const model = this.options.model ?? this.relayedModel(policy);
+      const settings = work.session.sessionSettings ?? {};
+      const spec = settings.interactionMode === 'spec';
+      const model = this.modelFor(policy, spec ? (settings.specModeModel ?? settings.model) : settings.model);
       const refusal =
         prompts === 0
           ? 'Every message of this turn was blocked by a hook; nothing was sent to the model.'
           : model
-            ? (refusalOf(model.config.model, policy) ?? (this.options.model ? await modelNetworkRefusal(model, policy) : null))
+            ? (refusalOf(model.config.model, policy) ?? (model === this.options.model ? await modelNetworkRefusal(model, policy) : null))
             : null;
       if (refusal || !model) {
         if (prompts > 0) await this.say(work, refusal ?? NO_MODEL);
         await hooks.fire('Notification', { message: refusal ?? NO_MODEL });
       } else {
-        const ending = await this.work(work, history, abort.signal, hooks, model, policy);
+        const ending = await this.work({ work, signal: abort.signal, hooks, model, policy, spec }, history);
         if (ending) await hooks.fire('Notification', { message: ending });
         else await hooks.fire('Stop', { stop_hook_active: false });
       }
@@ -144,10 +146,10 @@ export class Agent {
   }
 
   /** The model and its tools until an answer without tool calls; what went wrong (said in the session) when it ends otherwise. */
-  private async work(work: Work, history: ChatMessage[], signal: AbortSignal, hooks: TurnHooks, model: ModelClient, policy: AgentPolicy): Promise<string | null> {
-    const outcome = await this.loop({ work, signal, hooks, model, policy }, history, null);
+  private async work(turn: TurnContext, history: ChatMessage[]): Promise<string | null> {
+    const outcome = await this.loop(turn, history, null);
     if ('answer' in outcome) return null;
-    await this.say(work, outcome.failure);
+    await this.say(turn.work, outcome.failure);
     return outcome.failure;
   }
 
@@ -159,9 +161,10 @@ export class Agent {
   private async loop(turn: TurnContext, history: ChatMessage[], subagent: { maxSteps: number } | null): Promise<{ answer: string } | { failure: string }> {
     const { client } = this.options;
     const { work, signal, hooks, model, policy } = turn;
-    const tools = subagent ? WORKSPACE_TOOLS : [...WORKSPACE_TOOLS, TASK_TOOL];
+    const workspaceTools = turn.spec ? WORKSPACE_TOOLS.filter((tool) => READ_ONLY_TOOLS.has(tool.name)) : WORKSPACE_TOOLS;
+    const tools = subagent ? workspaceTools : [...workspaceTools, TASK_TOOL];
     const specs: ToolSpec[] = tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
-    const system = subagent ? subagentPrompt(this.options.workspace) : systemPrompt(this.options.workspace);
+    const system = (subagent ? subagentPrompt(this.options.workspace) : systemPrompt(this.options.workspace)) + (turn.spec ? SPEC_MODE : '');
     const hidden = subagent ? { hiddenFromUserViews: true } : {};
     const stopped = { failure: 'The agent was stopped before the task was done; send a message to continue.' };
     const maxSteps = subagent?.maxSteps ?? MAX_STEPS_PER_TURN;
@@ -187,6 +190,7 @@ export class Agent {
         let result: ToolResult;
         if (pre?.blocked) result = { isError: true, content: `A PreToolUse hook blocked this call: ${pre.blockReason}` };
         else if (call.function.name === TASK_TOOL.name && !subagent) result = await this.task(turn, input);
+        else if (!tools.some((tool) => tool.name === call.function.name) && toolNamed(call.function.name)) result = { isError: true, content: `${call.function.name} is not available in spec mode: investigate with ${[...READ_ONLY_TOOLS].join(', ')} and answer with the spec.` };
         else result = await runTool(toolNamed(call.function.name), call, input, { workspace: this.options.workspace, policy, signal });
         const post = await hooks.fire('PostToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_response: { content: result.content, isError: result.isError }, tool_use_id: call.id }, call);
         if (post?.blocked) result = { ...result, content: `${result.content}\n\nA PostToolUse hook says: ${post.blockReason}` };
@@ -275,16 +279,18 @@ export class Agent {
   }
 
   /**
-   * Without a model of its own, the organization's custom model, through the server's relay (its key
-   * never reaches the agent): `AGENT_MODEL` when it names one, else the first (by `index`) the model
-   * policy does not block.
+   * The model of a turn: the organization's custom model the session names (`specModeModel` in spec
+   * mode, else `model`), through the server's relay; else the agent's own model; else the first
+   * custom model (`AGENT_MODEL` when it names one, else the first by `index` the policy does not block).
+   * A session naming a model this agent has no way to reach gets the agent's model.
    */
-  private relayedModel(policy: AgentPolicy): ModelClient | null {
+  private modelFor(policy: AgentPolicy, sessionModel: unknown): ModelClient | null {
     const relay = this.options.relay;
     const models = [...((policy.customModels ?? []) as Array<{ id: string; index?: number }>)].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
-    if (!relay || models.length === 0) return null;
-    const chosen = models.find((m) => m.id === relay.preferred) ?? models.find((m) => refusalOf(m.id, policy) === null);
-    if (!chosen) return null;
+    const named = typeof sessionModel === 'string' ? models.find((m) => m.id === sessionModel) : undefined;
+    const chosen =
+      named ?? (this.options.model ? undefined : (models.find((m) => m.id === relay?.preferred) ?? models.find((m) => refusalOf(m.id, policy) === null)));
+    if (!relay || !chosen) return this.options.model;
     return new ModelClient({ baseUrl: `${relay.url}/api/v0/agent/models/${encodeURIComponent(chosen.id)}`, model: chosen.id, apiKey: relay.token });
   }
 
@@ -411,7 +417,15 @@ interface TurnContext {
   hooks: TurnHooks;
   model: ModelClient;
   policy: AgentPolicy;
+  /** The session's `interactionMode` is `spec`: plan, change nothing. */
+  spec: boolean;
 }
+
+/** What spec mode leaves the model (and its subagents): the tools that change nothing. */
+const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(['Read', 'LS', 'Glob', 'Grep']);
+const SPEC_MODE =
+  ' This session is in spec mode: investigate with the read-only tools and answer with a specification and plan for the request (what to ' +
+  'change, where, and how to verify it). Do not change files or run commands; the user will review the plan first.';
 
 const COMPACT_SYSTEM = 'You summarise a coding agent\'s conversation so that the agent can go on with its task from the summary alone.';
 const COMPACT_REQUEST =

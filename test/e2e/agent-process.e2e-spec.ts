@@ -463,6 +463,52 @@ describe('The agent process', () => {
     }
   });
 
+  it("follows the session's settings: the custom model it names, and in spec mode only the tools that change nothing", async () => {
+    const planner = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role === 'user') return completion({ tool_calls: [call('p1', 'Create', { file_path: 'plan.txt', content: 'x' }), call('p2', 'LS', {})] });
+      return completion({ content: 'SPEC: add plan.txt.' });
+    });
+    const coder = new ScriptedModel(() => completion({ content: 'Coded.' }));
+    const [plannerUrl, coderUrl] = [await planner.start(), await coder.start()];
+    try {
+      const { computerId, workspace, output } = await computerWithAgent({});
+      const customModels = [
+        { id: 'coder', model: 'vendor-c', baseUrl: coderUrl, apiKey: 'sk-coder-0000000000' },
+        { id: 'planner', model: 'vendor-p', baseUrl: plannerUrl, apiKey: 'sk-planner-000000000' },
+      ];
+      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+      const session = await t.http().post('/api/v0/sessions').set(owner.auth)
+        .send({ computerId, sessionSettings: { model: 'coder', specModeModel: 'planner', interactionMode: 'spec' } }).expect(201);
+      const sessionId = session.body.sessionId as string;
+      await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Plan a plan.txt' }).expect(200);
+      await untilIdle(sessionId, output);
+
+      // Spec mode: the spec model, told to plan, offered the read-only tools (and Task); a change it asks for anyway is refused.
+      expect(coder.requests).toHaveLength(0);
+      expect(planner.requests[0].tools.map((tool: Json) => tool.function.name)).toEqual(['Read', 'LS', 'Glob', 'Grep', 'Task']);
+      expect(planner.requests[0].messages[0].content).toMatch(/spec mode/);
+      const results = (await messages(sessionId)).find((m) => m.role === 'tool')!;
+      expect(results.content[0]).toMatchObject({ toolUseId: 'p1', isError: true, content: expect.stringMatching(/^Create is not available in spec mode/) });
+      expect(results.content[1]).toMatchObject({ toolUseId: 'p2', isError: false });
+      expect(existsSync(join(workspace, 'plan.txt'))).toBe(false);
+
+      // Out of spec mode: the session's model, with every tool.
+      await t.http().patch(`/api/v0/sessions/${sessionId}`).set(owner.auth).send({ sessionSettings: { interactionMode: 'auto' } }).expect(200);
+      await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Go ahead' }).expect(200);
+      await untilIdle(sessionId, output);
+      expect(coder.requests).toHaveLength(1);
+      expect(coder.requests[0]).toMatchObject({ model: 'vendor-c' });
+      expect(coder.requests[0].tools).toHaveLength(9);
+      expect(coder.requests[0].messages[0].content).not.toMatch(/spec mode/);
+      const last = (await messages(sessionId)).pop()!;
+      expect(last).toMatchObject({ role: 'assistant', modelId: 'coder', content: [{ type: 'text', text: 'Coded.' }] });
+    } finally {
+      await planner.stop();
+      await coder.stop();
+    }
+  });
+
   describe('under the sandbox settings', () => {
     /** A model that runs each of `commands` with Execute, then answers. */
     const executing = (commands: string[]) =>
