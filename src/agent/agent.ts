@@ -8,6 +8,7 @@ import { ChatMessage, ModelClient, ModelError, ToolCall, ToolSpec } from './mode
 import { AgentPolicy, ChannelMessage, ChannelRefusal, PlatformClient, Work } from './platform-client';
 import { AllowedIps } from './sandbox/network-policy';
 import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
+import { autonomyRefusal } from './tools/autonomy';
 
 /** Model calls one turn may make before it is ended (a loop that never stops is a bug, not work). */
 export const MAX_STEPS_PER_TURN = 50;
@@ -124,7 +125,7 @@ export class Agent {
         if (prompts > 0) await this.say(work, refusal ?? NO_MODEL);
         await hooks.fire('Notification', { message: refusal ?? NO_MODEL });
       } else {
-        const ending = await this.work({ work, signal: abort.signal, hooks, model, policy, spec }, history);
+        const ending = await this.work({ work, signal: abort.signal, hooks, model, policy, spec, autonomyLevel: settings.autonomyLevel }, history);
         if (ending) await hooks.fire('Notification', { message: ending });
         else await hooks.fire('Stop', { stop_hook_active: false });
       }
@@ -188,7 +189,9 @@ export class Agent {
         const input = parseArguments(call);
         const pre = await hooks.fire('PreToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_use_id: call.id }, call);
         let result: ToolResult;
+        const autonomy = autonomyRefusal(turn.autonomyLevel, call.function.name, input);
         if (pre?.blocked) result = { isError: true, content: `A PreToolUse hook blocked this call: ${pre.blockReason}` };
+        else if (autonomy) result = { isError: true, content: autonomy };
         else if (call.function.name === TASK_TOOL.name && !subagent) result = await this.task(turn, input);
         else if (!tools.some((tool) => tool.name === call.function.name) && toolNamed(call.function.name)) result = { isError: true, content: `${call.function.name} is not available in spec mode: investigate with ${[...READ_ONLY_TOOLS].join(', ')} and answer with the spec.` };
         else result = await runTool(toolNamed(call.function.name), call, input, { workspace: this.options.workspace, policy, signal });
@@ -419,6 +422,8 @@ interface TurnContext {
   policy: AgentPolicy;
   /** The session's `interactionMode` is `spec`: plan, change nothing. */
   spec: boolean;
+  /** The session's `autonomyLevel`: what the agent may do without a person confirming it. */
+  autonomyLevel: unknown;
 }
 
 /** What spec mode leaves the model (and its subagents): the tools that change nothing. */

@@ -509,6 +509,35 @@ describe('The agent process', () => {
     }
   });
 
+  it("keeps to the session's autonomyLevel: at low, file edits and commands that read, not a command that changes things", async () => {
+    const model = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role !== 'user') return completion({ content: 'Done.' });
+      return completion({
+        tool_calls: [
+          call('c1', 'Create', { file_path: 'a.txt', content: 'a\n' }),
+          call('c2', 'Execute', { command: 'ls' }),
+          call('c3', 'Execute', { command: 'touch b.txt' }),
+        ],
+      });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ computerId, sessionSettings: { autonomyLevel: 'low' } }).expect(201);
+      const sessionId = session.body.sessionId as string;
+      await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Write and touch' }).expect(200);
+      await untilIdle(sessionId, output);
+      const [created, listed, touched] = (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
+      expect(created).toMatchObject({ isError: false });
+      expect(listed).toMatchObject({ isError: false, content: 'a.txt\n[exit code 0]' });
+      expect(touched).toMatchObject({ isError: true, content: expect.stringMatching(/^Refused by the session's autonomyLevel low: it runs only commands that read/) });
+      expect(existsSync(join(workspace, 'b.txt'))).toBe(false);
+    } finally {
+      await model.stop();
+    }
+  });
+
   describe('under the sandbox settings', () => {
     /** A model that runs each of `commands` with Execute, then answers. */
     const executing = (commands: string[]) =>
