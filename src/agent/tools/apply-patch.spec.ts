@@ -1,30 +1,9 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, statSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { context, failure, ok, outside, read, root, workspace, write } from '../../../test/utils/tool-workspace';
 import { applyHunks, applyPatchTool, parsePatch } from './apply-patch';
-import { ToolContext } from './tool';
 
-let root: string;
-let workspace: string;
-let outside: string;
-const context = (): ToolContext => ({ workspace, policy: { commandAllowlist: [], commandDenylist: [], commandBlocklist: [] }, signal: new AbortController().signal });
-const write = (path: string, content: string | Buffer) => {
-  mkdirSync(dirname(join(workspace, path)), { recursive: true });
-  writeFileSync(join(workspace, path), content);
-};
-const read = (path: string) => readFileSync(join(workspace, path), 'utf8');
 const apply = (...lines: string[]) => applyPatchTool.run({ patch: ['*** Begin Patch', ...lines, '*** End Patch'].join('\n') }, context());
-const ok = (content: string) => ({ content, isError: false });
-const failure = (content: string | RegExp) => ({ content: typeof content === 'string' ? content : expect.stringMatching(content), isError: true });
-
-beforeEach(() => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), 'agent-tools-')));
-  workspace = join(root, 'ws');
-  outside = join(root, 'outside');
-  mkdirSync(workspace);
-  mkdirSync(outside);
-});
-afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 const PY = ['import os', '', 'def one():', '    return 1', '', 'def two():', '    return 2', '', 'def three():', '    return 3', ''].join('\n');
 

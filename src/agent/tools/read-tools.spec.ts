@@ -1,34 +1,13 @@
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { context, failure, ok, outside, run, workspace, write } from '../../../test/utils/tool-workspace';
 import { GLOB_MAX_FILES, globTool } from './glob';
 import { GREP_MAX_MATCHES, grepTool } from './grep';
 import { LS_MAX_ENTRIES, lsTool } from './ls';
 import { READ_MAX_CHARACTERS, readTool } from './read';
-import { AgentTool, ToolContext } from './tool';
 
-let root: string;
-let workspace: string;
-let outside: string;
-const context = (): ToolContext => ({ workspace, policy: { commandAllowlist: [], commandDenylist: [], commandBlocklist: [] }, signal: new AbortController().signal });
-const write = (path: string, content: string | Buffer) => {
-  mkdirSync(dirname(join(workspace, path)), { recursive: true });
-  writeFileSync(join(workspace, path), content);
-};
-const run = (tool: AgentTool, input: Record<string, unknown>) => tool.run(input, context());
-const ok = (content: string) => ({ content, isError: false });
-const failure = (content: string | RegExp) => ({ content: typeof content === 'string' ? content : expect.stringMatching(content), isError: true });
 const numbered = (from: number, lines: string[]) => lines.map((line, i) => `${String(from + i).padStart(6)}\t${line}`).join('\n');
-
-beforeEach(() => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), 'agent-tools-')));
-  workspace = join(root, 'ws');
-  outside = join(root, 'outside');
-  mkdirSync(workspace);
-  mkdirSync(outside);
-  writeFileSync(join(outside, 'secret.ts'), 'const secret = 1;\n');
-});
-afterEach(() => rmSync(root, { recursive: true, force: true }));
+beforeEach(() => writeFileSync(join(outside, 'secret.ts'), 'const secret = 1;\n'));
 
 describe('Read', () => {
   const lines = Array.from({ length: 3000 }, (_, i) => `line ${i + 1}`);

@@ -1,31 +1,8 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { failure, ok, outside, read, root, run, workspace, write } from '../../../test/utils/tool-workspace';
 import { createTool } from './create';
 import { editTool } from './edit';
-import { AgentTool, ToolContext } from './tool';
-
-let root: string;
-let workspace: string;
-let outside: string;
-const context = (): ToolContext => ({ workspace, policy: { commandAllowlist: [], commandDenylist: [], commandBlocklist: [] }, signal: new AbortController().signal });
-const write = (path: string, content: string | Buffer) => {
-  mkdirSync(dirname(join(workspace, path)), { recursive: true });
-  writeFileSync(join(workspace, path), content);
-};
-const read = (path: string) => readFileSync(join(workspace, path), 'utf8');
-const run = (tool: AgentTool, input: Record<string, unknown>) => tool.run(input, context());
-const ok = (content: string) => ({ content, isError: false });
-const failure = (content: string | RegExp) => ({ content: typeof content === 'string' ? content : expect.stringMatching(content), isError: true });
-
-beforeEach(() => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), 'agent-tools-')));
-  workspace = join(root, 'ws');
-  outside = join(root, 'outside');
-  mkdirSync(workspace);
-  mkdirSync(outside);
-});
-afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 describe('Create', () => {
   it('creates a file with its content, and the folders it needs', async () => {
