@@ -418,6 +418,36 @@ describe('The agent process', () => {
     }
   });
 
+  it('leaves a turn the server took back (its lease ran out and another agent took it) without writing to it', async () => {
+    const server = await startTestApp({ AGENT_LEASE_MS: '1000' });
+    let release: () => void = () => undefined;
+    const model = new ScriptedModel(() => new Promise<Json>((resolve) => (release = () => resolve(completion({ content: 'too late' })))));
+    const modelUrl = await model.start();
+    const outer = t;
+    try {
+      t = server;
+      const { computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' }, (await server.app.getUrl()).replace('[::1]', '127.0.0.1'));
+      const sessionId = await say(computerId, 'Think slowly.');
+      for (let i = 0; i < 100 && model.requests.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise((resolve) => setTimeout(resolve, 1_200)); // past the lease: the agent's heartbeat comes every 30 s
+      const taken = await t.http().post('/api/v0/agent/claims').set(owner.auth).send({ computerId }).expect(200);
+      expect(taken.body.work).toMatchObject({ sessionId });
+
+      release();
+      for (let i = 0; i < 100 && !/taken back/.test(output()); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(output()).toMatch(new RegExp(`session ${sessionId}: the turn was taken back`));
+      expect((await messages(sessionId)).map((m) => m.role)).toEqual(['user']);
+      const session = (await t.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth).expect(200)).body as Json;
+      expect(session.status).toBe('running');
+      await t.http().post(`/api/v0/agent/sessions/${sessionId}/end-turn`).set(owner.auth).send({ turnId: taken.body.work.turnId }).expect(200);
+    } finally {
+      t = outer;
+      release();
+      await model.stop();
+      await server.close();
+    }
+  });
+
   it("uses the organization's custom model through the server's relay; its key never reaches the agent", async () => {
     const model: ScriptedModel = new ScriptedModel((request) =>
       // A vendor that quotes the key back in an error, as some do.
