@@ -16,3 +16,15 @@ export interface Principal {
   /** The organization's feature flags, read with the credential (no extra query per request). */
   features: OrganizationFeatures;
 }
+
+/** A stable id for the credential a principal used, safe to log and to key limits on. */
+export function credentialIdOf(principal: Pick<Principal, 'userId' | 'credential'>): string {
+  switch (principal.credential.kind) {
+    case 'api_key':
+      return principal.credential.apiKeyId;
+    case 'computer':
+      return `computer:${principal.credential.computerId}`;
+    case 'jwt':
+      return `jwt:${principal.userId}`;
+  }
+}

@@ -1,0 +1,36 @@
+import { Logger } from '@nestjs/common';
+
+/** The security-relevant actions an operator must be able to audit from the logs alone. */
+export type SecurityAction =
+  | 'api_key.created'
+  | 'api_key.revoked'
+  | 'controls.revised'
+  | 'computer.created'
+  | 'computer.deleted'
+  | 'computer.agent_token.issued'
+  | 'quota.exceeded'
+  | 'rate_limit.exceeded';
+
+/** Who did it: ids only, never a key, token or body. */
+export interface SecurityActor {
+  organizationId?: string;
+  userId?: string;
+  /** The credential used: an API key id, `computer:<id>` or `jwt:<user id>` (see credentialIdOf). */
+  credentialId?: string;
+  /** The client address, for actions without a credential. */
+  ip?: string;
+}
+
+const logger = new Logger('Security');
+
+/**
+ * One structured line per security-relevant action, with `security: <action>` to filter on.
+ * `details` must hold ids, names and numbers only: it is logged as given.
+ */
+export function logSecurityEvent(
+  action: SecurityAction,
+  actor: SecurityActor,
+  details: Record<string, string | number | boolean | null | undefined> = {},
+): void {
+  logger.log({ security: action, ...actor, ...details }, action);
+}
