@@ -9,6 +9,8 @@ export enum ErrorKind {
   PayloadTooLarge = 'payload_too_large',
   UnsupportedMediaType = 'unsupported_media_type',
   Unprocessable = 'unprocessable',
+  /** A per-client limit (rate, concurrency, quota): the body names which; `Retry-After` says when to try again where it is known. */
+  TooManyRequests = 'too_many_requests',
   Unavailable = 'unavailable',
 }
 
@@ -76,6 +78,8 @@ export function statusOf(kind: ErrorKind): number {
       return 415;
     case ErrorKind.Unprocessable:
       return 422;
+    case ErrorKind.TooManyRequests:
+      return 429;
     case ErrorKind.Unavailable:
       return 503;
   }
