@@ -13,7 +13,7 @@ import { createValidationPipe } from './platform/http/validation';
 /** Builds the whole application, ready to listen; shared by main, the demo and the tests. */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
-    bodyLimit: config.BODY_LIMIT_BYTES,
+    bodyLimit: config.MESSAGE_BODY_LIMIT_BYTES,
     genReqId: assignRequestId,
     requestIdHeader: false,
     return503OnClosing: true,
@@ -42,7 +42,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     reply.header(REQUEST_ID_HEADER, request.id);
     done();
   });
-  app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES));
+  app.useGlobalFilters(new ApiExceptionFilter(config.MESSAGE_BODY_LIMIT_BYTES));
   app.useGlobalPipes(createValidationPipe());
   setupOpenApi(app, config);
   await app.init();

@@ -21,8 +21,10 @@ const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? unde
 const onOff = ({ value }: { value: unknown }) =>
   value === undefined || value === '' ? undefined : ['on', 'true', '1'].includes(String(value)) ? true : ['off', 'false', '0'].includes(String(value)) ? false : value;
 
+const MiB = 1024 * 1024;
+
 /** 32 MiB: room for base64 images and PDFs in a message, small enough to bound memory per request. */
-export const DEFAULT_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
+export const DEFAULT_MESSAGE_BODY_LIMIT_BYTES = 32 * MiB;
 
 /**
  * Every setting the server reads from its environment, validated once at boot.
@@ -88,10 +90,85 @@ export class AppConfig {
   @IsString()
   JWT_AUDIENCE?: string;
 
+  /** How long an idle pooled connection is kept. Default: never closed on PGlite (one session), 10 s on PostgreSQL. */
+  @Transform(toInt)
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  DATABASE_IDLE_TIMEOUT_MS?: number;
+
+  /** Largest request body on every route but the add-message ones (413 above it). */
   @Transform(toInt)
   @IsInt()
   @Min(1024)
-  BODY_LIMIT_BYTES = DEFAULT_BODY_LIMIT_BYTES;
+  BODY_LIMIT_BYTES = MiB;
+
+  /** Largest request body on the routes that add messages (base64 images and files ride in them). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  MESSAGE_BODY_LIMIT_BYTES = DEFAULT_MESSAGE_BODY_LIMIT_BYTES;
+
+  /** Deepest nesting of arrays and objects a JSON body may have (400 above it). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(8)
+  @Max(1000)
+  JSON_MAX_DEPTH = 64;
+
+  /** Requests a minute per credential (API key, JWT subject, computer token); 0 turns the limit off. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  RATE_LIMIT_CREDENTIAL_PER_MINUTE = 1_200;
+
+  /** Requests a minute per organization, all its credentials together; 0 turns the limit off. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  RATE_LIMIT_ORGANIZATION_PER_MINUTE = 6_000;
+
+  /** Requests a minute per client address without a valid credential; 0 turns the limit off. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  RATE_LIMIT_ANONYMOUS_PER_MINUTE = 120;
+
+  /** Long polls (`waitMs`) waiting at once per computer; more answer 429. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  LONG_POLLS_PER_COMPUTER = 10;
+
+  /** Long polls waiting at once per organization; more answer 429. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  LONG_POLLS_PER_ORGANIZATION = 200;
+
+  /** Bytes of messages one page may carry; a single larger message still comes, alone. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  MESSAGE_PAGE_MAX_BYTES = 16 * MiB;
+
+  /** Computers an organization may have (429 above it). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  COMPUTERS_PER_ORGANIZATION = 100;
+
+  /** Managed computers of one organization provisioning at once (429 above it). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  PROVISIONING_PER_ORGANIZATION = 5;
+
+  /** Agents this server runs at once for one organization's managed `local` computers. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  LOCAL_AGENTS_PER_ORGANIZATION = 10;
 
   /** How long shutdown waits for in-flight requests before closing connections. */
   @Transform(toInt)
@@ -251,7 +328,19 @@ const ENV_KEYS = [
   'JWT_JWKS_URL',
   'JWT_ISSUER',
   'JWT_AUDIENCE',
+  'DATABASE_IDLE_TIMEOUT_MS',
   'BODY_LIMIT_BYTES',
+  'MESSAGE_BODY_LIMIT_BYTES',
+  'JSON_MAX_DEPTH',
+  'RATE_LIMIT_CREDENTIAL_PER_MINUTE',
+  'RATE_LIMIT_ORGANIZATION_PER_MINUTE',
+  'RATE_LIMIT_ANONYMOUS_PER_MINUTE',
+  'LONG_POLLS_PER_COMPUTER',
+  'LONG_POLLS_PER_ORGANIZATION',
+  'MESSAGE_PAGE_MAX_BYTES',
+  'COMPUTERS_PER_ORGANIZATION',
+  'PROVISIONING_PER_ORGANIZATION',
+  'LOCAL_AGENTS_PER_ORGANIZATION',
   'SHUTDOWN_TIMEOUT_MS',
   'AGENT_LEASE_MS',
   'AUTH_CACHE_MS',

@@ -91,7 +91,7 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
   let outsider: TestUser; // owner of another organization
 
   beforeAll(async () => {
-    t = await startTestApp({ BODY_LIMIT_BYTES: String(BODY_LIMIT) });
+    t = await startTestApp({ MESSAGE_BODY_LIMIT_BYTES: String(BODY_LIMIT) });
     const doc = (await t.http().get('/docs-json').expect(200)).body as Json;
     // The app's own published schemas, as a client would use them.
     const ajv = new Ajv({ strict: false, allErrors: true });

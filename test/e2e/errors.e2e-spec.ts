@@ -217,7 +217,7 @@ describe('Errors and request ids', () => {
     });
 
     it('a JSON body of about 5 MB is under the default 32 MiB limit and reaches validation', async () => {
-      expect(t.config.BODY_LIMIT_BYTES).toBe(32 * 1024 * 1024);
+      expect(t.config.MESSAGE_BODY_LIMIT_BYTES).toBe(32 * 1024 * 1024);
       const big = JSON.stringify({ name: 'x'.repeat(5 * 1024 * 1024) });
       expect(big.length).toBeGreaterThan(5_000_000);
       const res = await t.http().post('/settings/api-keys').set(owner.auth).set('content-type', 'application/json').send(big);
@@ -341,7 +341,7 @@ describe('A body larger than BODY_LIMIT_BYTES', () => {
   let user: TestUser;
 
   beforeAll(async () => {
-    t = await startTestApp({ BODY_LIMIT_BYTES: '2048' });
+    t = await startTestApp({ MESSAGE_BODY_LIMIT_BYTES: '2048' });
     user = await createUser(t, Role.Member);
   });
 

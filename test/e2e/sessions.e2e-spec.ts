@@ -1288,7 +1288,7 @@ describe('Sessions API (v0): request body size limit', () => {
   let sessionId: string;
 
   beforeAll(async () => {
-    t = await startTestApp({ BODY_LIMIT_BYTES: '200000' });
+    t = await startTestApp({ MESSAGE_BODY_LIMIT_BYTES: '200000' });
     owner = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
     sessionId = ((await t.http().post('/api/v0/sessions').set(owner.auth).send({})).body as SessionView).sessionId;
   });

@@ -22,7 +22,17 @@ export interface TestApp {
 export async function startTestApp(env: Record<string, string> = {}, existing?: TestDatabase): Promise<TestApp> {
   const database = existing ?? (await createTestDatabase());
   // No local agents unless a test asks for them: they would take work tests expect to stay pending.
-  const config = loadConfig({ LOG_LEVEL: 'silent', DATABASE_POOL_SIZE: '5', LOCAL_AGENTS: 'off', ...database.env, ...env });
+  // No rate limits unless a test asks for them: a suite makes more requests a minute than one client should.
+  const config = loadConfig({
+    LOG_LEVEL: 'silent',
+    DATABASE_POOL_SIZE: '5',
+    LOCAL_AGENTS: 'off',
+    RATE_LIMIT_CREDENTIAL_PER_MINUTE: '0',
+    RATE_LIMIT_ORGANIZATION_PER_MINUTE: '0',
+    RATE_LIMIT_ANONYMOUS_PER_MINUTE: '0',
+    ...database.env,
+    ...env,
+  });
   const app = await createApp(config);
   await app.listen({ port: 0, host: '127.0.0.1' });
   return {
