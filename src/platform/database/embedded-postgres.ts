@@ -1,7 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { Logger } from '@nestjs/common';
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as lockfile from 'proper-lockfile';
@@ -38,11 +38,12 @@ export class DataDirectoryBusyError extends Error {
  * PostgreSQL wire protocol on a private Unix socket, so the ordinary `pg` driver talks to it
  * exactly as it talks to a PostgreSQL server.
  *
- * The socket accepts a single connection. pglite-socket can multiplex several, but it keeps
+ * The pool holds a single connection. pglite-socket can multiplex several, but it keeps
  * only transactions apart: the extended-protocol messages (Parse, Bind, Execute) of two
  * connections interleave on PGlite's one session, so one query could run with another's
- * parameters (seen in our tests). A lock file makes a second process opening the same data
- * directory impossible.
+ * parameters (seen in our tests). The socket admits a second one only so that the pool's
+ * replacement for a closed connection is not refused while the server still tears the old one
+ * down. A lock file makes a second process opening the same data directory impossible.
  */
 export class EmbeddedPostgres {
   private static readonly logger = new Logger('EmbeddedPostgres');
@@ -57,7 +58,7 @@ export class EmbeddedPostgres {
   ) {}
 
   static async start(dataDir: string): Promise<EmbeddedPostgres> {
-    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await EmbeddedPostgres.keepPrivate(dataDir);
     const releaseLock = await EmbeddedPostgres.lock(dataDir);
     let db: PGlite | undefined;
     try {
@@ -67,9 +68,11 @@ export class EmbeddedPostgres {
       const info: EmbeddedServerInfo = { pid: process.pid, socketDir, startedAt: new Date().toISOString() };
       await writeFile(join(dataDir, SERVER_INFO_FILE), JSON.stringify(info), { mode: 0o600 });
       db = await PGlite.create(join(dataDir, 'pgdata'));
+      // PGlite unpacks a new database from its image with world-writable modes, whatever the umask.
+      await restrict(join(dataDir, 'pgdata'), { recursive: true });
       const socketPath = join(socketDir, SOCKET_NAME);
       await rm(socketPath, { force: true });
-      const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 1 });
+      const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 2 });
       await server.start();
       await chmod(socketPath, 0o600);
       EmbeddedPostgres.logger.log(`PGlite ready in ${Date.now() - started} ms at ${dataDir}`);
@@ -79,6 +82,19 @@ export class EmbeddedPostgres {
       await releaseLock();
       throw error;
     }
+  }
+
+  /**
+   * The data directory holds every organization's data and the secrets key: only the server's
+   * user may read it. The process's umask makes everything it writes from now on 0600 or 0700;
+   * what an earlier version or another umask left is restricted here: the folder and its own
+   * entries (which closes everything below them), and the database's files (above) entirely.
+   * Computers' workspaces are not walked: they can be large, and they sit in 0700 folders.
+   */
+  private static async keepPrivate(dataDir: string): Promise<void> {
+    process.umask(process.umask() | 0o077);
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await restrict(dataDir, { recursive: false });
   }
 
   /** What the running server wrote about itself, for a CLI that must go through it. */
@@ -151,5 +167,17 @@ export class EmbeddedPostgres {
   private static async socketDirFor(dataDir: string): Promise<{ socketDir: string; ownsSocketDir: boolean }> {
     if (join(dataDir, SOCKET_NAME).length <= MAX_SOCKET_PATH) return { socketDir: dataDir, ownsSocketDir: false };
     return { socketDir: await mkdtemp(join(tmpdir(), 'agent-platform-')), ownsSocketDir: true };
+  }
+}
+
+/** Makes `root` and the folders under it 0700 and the files 0600 (one level, or all). */
+async function restrict(root: string, { recursive }: { recursive: boolean }): Promise<void> {
+  await chmod(root, 0o700);
+  for (const entry of await readdir(root, { withFileTypes: true, recursive })) {
+    if (entry.isSymbolicLink()) continue;
+    await chmod(join(entry.parentPath, entry.name), entry.isDirectory() ? 0o700 : 0o600).catch((error: NodeJS.ErrnoException) => {
+      // Removed meanwhile (PGlite's own temporary files).
+      if (error.code !== 'ENOENT') throw error;
+    });
   }
 }

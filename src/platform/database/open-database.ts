@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import type { PoolClient } from 'pg';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
 import { entities, migrations } from '../../schema';
@@ -18,9 +19,17 @@ export interface OpenDatabaseOptions {
 
 const logger = new Logger('Database');
 
+export interface PoolOptions {
+  /** How long an idle connection is kept (0: never closed for idleness). pg's default: 10 s. */
+  idleTimeoutMillis?: number;
+  /** Runs on every new connection before it is handed out. */
+  onConnect?: (client: PoolClient) => Promise<void>;
+}
+
 export function dataSourceOptions(
   connection: { url: string } | { host: string; port: number; username: string; database: string },
   poolSize: number,
+  pool: PoolOptions = {},
 ): DataSourceOptions {
   return {
     type: 'postgres',
@@ -32,7 +41,7 @@ export function dataSourceOptions(
     migrationsRun: false,
     // TypeORM would log failing queries with their parameters, which can hold secrets; errors are logged by the HTTP layer.
     logging: false,
-    extra: { max: poolSize, connectionTimeoutMillis: 10_000 },
+    extra: { max: poolSize, connectionTimeoutMillis: 10_000, ...pool },
   };
 }
 
@@ -47,9 +56,13 @@ export async function openDatabase(config: AppConfig, options: OpenDatabaseOptio
     connection = embedded.connectionOptions;
   }
   // PGlite is one session: one pooled connection serializes statements and transactions
-  // alike, so one request's statement can never land inside another's.
-  const poolSize = embedded ? 1 : config.DATABASE_POOL_SIZE;
-  const dataSource = new DataSource(dataSourceOptions(connection, poolSize));
+  // alike, so one request's statement can never land inside another's. That connection is kept
+  // however long it idles, and a new one (after an error closed the old) starts from a clean session.
+  const dataSource = new DataSource(
+    embedded
+      ? dataSourceOptions(connection, 1, { idleTimeoutMillis: config.DATABASE_IDLE_TIMEOUT_MS ?? 0, onConnect: resetEmbeddedSession })
+      : dataSourceOptions(connection, config.DATABASE_POOL_SIZE, { idleTimeoutMillis: config.DATABASE_IDLE_TIMEOUT_MS ?? 10_000 }),
+  );
   try {
     await dataSource.initialize();
     if (options.migrate !== false) await migrate(dataSource, { serialize: !embedded });
@@ -66,6 +79,17 @@ export async function openDatabase(config: AppConfig, options: OpenDatabaseOptio
       await embedded?.stop();
     },
   };
+}
+
+/**
+ * PGlite has one session, which outlives the socket connections made to it: a new connection
+ * inherits the prepared statements of the closed one (the `pg` client would prepare its named
+ * statements again and fail with "already exists") and possibly an open transaction. Start it
+ * the way a new PostgreSQL backend starts.
+ */
+async function resetEmbeddedSession(client: PoolClient): Promise<void> {
+  await client.query('ROLLBACK');
+  await client.query('DISCARD ALL');
 }
 
 /**

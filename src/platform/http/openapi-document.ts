@@ -13,7 +13,7 @@ Open-source implementation of the Agent Platform Public API. Click **Authorize**
 (\`apk_...\`) or a JWT to use "Try it out" against this server.
 
 ## Authentication
-Every endpoint except \`/healthz\` and these docs takes \`Authorization: Bearer <token>\`. The token is an
+Every endpoint except \`/healthz\`, \`/livez\` and these docs takes \`Authorization: Bearer <token>\`. The token is an
 API key (created at \`{app_url}/settings/api-keys\`, shown once, stored only as a SHA-256 hash) or a JWT.
 Missing, malformed, unknown, revoked or expired credentials answer **401**.
 
