@@ -97,6 +97,12 @@ export class AppConfig {
   @Min(0)
   DATABASE_IDLE_TIMEOUT_MS?: number;
 
+  /** How long a client has to send a whole request, headers and body (408 after it); 0: no limit. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  REQUEST_TIMEOUT_MS = 120_000;
+
   /** Largest request body on every route but the add-message ones (413 above it). */
   @Transform(toInt)
   @IsInt()
@@ -329,6 +335,7 @@ const ENV_KEYS = [
   'JWT_ISSUER',
   'JWT_AUDIENCE',
   'DATABASE_IDLE_TIMEOUT_MS',
+  'REQUEST_TIMEOUT_MS',
   'BODY_LIMIT_BYTES',
   'MESSAGE_BODY_LIMIT_BYTES',
   'JSON_MAX_DEPTH',

@@ -2,14 +2,18 @@ import { Injectable } from '@nestjs/common';
 import { isUuid, newId } from '../../platform/database/ids';
 import { Page } from '../../platform/http/pagination';
 import { validationError } from '../../platform/http/validation';
+import { logSecurityEvent, SecurityActor } from '../../platform/logging/security-log';
 import { AuthRepository } from './auth.repository';
 import { CredentialCache } from './credential-cache';
 import { generateApiKey } from './domain/api-key-secret';
 import { AuthError, AuthErrorCode } from './domain/auth.errors';
-import { Principal } from './domain/principal';
+import { Principal, securityActorOf } from './domain/principal';
 import { isAdmin } from './domain/role';
 import { ApiKeyEntity } from './entities';
 import { OrganizationControlsReader } from './organization-controls.reader';
+
+/** The operator at the server's command line: no user, no credential. */
+const OPERATOR: SecurityActor = { credentialId: 'operator' };
 
 export interface CreatedApiKey {
   entity: ApiKeyEntity;
@@ -33,11 +37,15 @@ export class ApiKeysService {
         'Your organization restricts API key creation to managers and owners (restrictApiKeyCreationToManagers).',
       );
     }
-    return this.create({ organizationId: principal.organizationId, userId: principal.userId, ...input }, now);
+    return this.create({ organizationId: principal.organizationId, userId: principal.userId, ...input }, now, securityActorOf(principal));
   }
 
-  /** Creates a key for any user; operators reach this through the CLI. */
-  async create(input: { organizationId: string; userId: string; name: string; expiresAt?: Date }, now = new Date()): Promise<CreatedApiKey> {
+  /** Creates a key for any user; operators reach this through the CLI (`by` names the caller otherwise). */
+  async create(
+    input: { organizationId: string; userId: string; name: string; expiresAt?: Date },
+    now = new Date(),
+    by: SecurityActor = OPERATOR,
+  ): Promise<CreatedApiKey> {
     if (input.expiresAt && input.expiresAt <= now) {
       throw validationError([{ field: 'expiresAt', message: 'must be in the future' }]);
     }
@@ -51,6 +59,7 @@ export class ApiKeysService {
       keyHash: hash,
       expiresAt: input.expiresAt ?? null,
     });
+    logSecurityEvent('api_key.created', { organizationId: input.organizationId, ...by }, { apiKeyId: entity.id, keyUserId: input.userId });
     return { entity, key };
   }
 
@@ -70,6 +79,7 @@ export class ApiKeysService {
     }
     const revoked = (await this.repository.revokeApiKey(key.id, now)) ?? key;
     this.credentials.forget(revoked.keyHash);
+    logSecurityEvent('api_key.revoked', securityActorOf(principal), { apiKeyId: key.id, keyUserId: key.userId });
     return revoked;
   }
 
@@ -78,6 +88,7 @@ export class ApiKeysService {
     const key = isUuid(id) ? await this.repository.revokeApiKey(id, now) : null;
     if (!key) throw new AuthError(AuthErrorCode.ApiKeyNotFound, `No API key ${id} exists.`);
     this.credentials.forget(key.keyHash);
+    logSecurityEvent('api_key.revoked', { organizationId: key.organizationId, ...OPERATOR }, { apiKeyId: key.id, keyUserId: key.userId });
     return key;
   }
 }

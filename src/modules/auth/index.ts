@@ -8,7 +8,7 @@ export type { CallerRow } from './auth.repository';
 export { generateComputerToken } from './domain/api-key-secret';
 export { AccessPolicy } from './domain/access-policy';
 export type { Principal } from './domain/principal';
-export { credentialIdOf } from './domain/principal';
+export { credentialIdOf, securityActorOf } from './domain/principal';
 export { Role, ROLES, ADMIN_ROLES, isAdmin } from './domain/role';
 export { OrganizationControlsReader } from './organization-controls.reader';
 export type { AuthControls, ControlsSource, OrganizationControls } from './organization-controls.reader';

@@ -7,7 +7,8 @@ import { encodeCursor, decodeCursor } from '../../platform/http/cursor';
 import { Page, toPage } from '../../platform/http/pagination';
 import { FieldError, validationError } from '../../platform/http/validation';
 import { SecretBox } from '../../platform/secrets/secret-box';
-import { OrganizationsService, Principal } from '../auth';
+import { logSecurityEvent } from '../../platform/logging/security-log';
+import { OrganizationsService, Principal, securityActorOf } from '../auth';
 import { looksMasked, maskApiKey } from './domain/api-key-mask';
 import { EnterpriseControlsError, EnterpriseControlsErrorCode } from './domain/enterprise-controls.errors';
 import { applyMergePatch, nulledPaths } from './domain/merge-patch';
@@ -108,7 +109,7 @@ export class EnterpriseControlsService {
     this.cache?.delete(organizationId);
     const changedSettings = [...new Set(diff.map((operation) => operation.path.split('/')[1]))];
     this.events.publish(new SettingsRevisedEvent(organizationId, row!.createdAt, row!.revision, principal.userId, changedSettings));
-    this.logger.log({ organizationId, revision: row!.revision, userId: principal.userId, changedSettings }, 'Enterprise controls revised');
+    logSecurityEvent('controls.revised', securityActorOf(principal), { revision: row!.revision, changedSettings: changedSettings.join(',') });
     return { controls: this.controlsView(organizationId, row), changed: true };
   }
 

@@ -10,7 +10,11 @@ const ACCEPTABLE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  */
 export function assignRequestId(raw: IncomingMessage): string {
   const incoming = raw.headers[REQUEST_ID_HEADER];
-  const id = typeof incoming === 'string' && ACCEPTABLE_ID.test(incoming) ? incoming : `req_${randomUUID().replaceAll('-', '')}`;
+  const id = typeof incoming === 'string' && ACCEPTABLE_ID.test(incoming) ? incoming : newRequestId();
   (raw as IncomingMessage & { id?: string }).id = id;
   return id;
+}
+
+export function newRequestId(): string {
+  return `req_${randomUUID().replaceAll('-', '')}`;
 }

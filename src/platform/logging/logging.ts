@@ -3,12 +3,14 @@ import type { Options } from 'pino-http';
 import { AppConfig } from '../../config/app-config';
 
 /**
- * Structured JSON logs, one line per request with its id. Credentials never reach the logs:
- * the Authorization header and anything named like a secret are redacted.
+ * Structured JSON logs. The access log (one line per request) is written by `installAccessLog`
+ * from Fastify's hooks, not by pino-http. Credentials never reach the logs: the Authorization
+ * header and anything named like a secret are redacted.
  */
 export function pinoHttpOptions(config: AppConfig): Options {
   return {
     level: config.LOG_LEVEL,
+    autoLogging: false,
     genReqId: (req: IncomingMessage) => (req as IncomingMessage & { id?: string }).id ?? 'unknown',
     customAttributeKeys: { reqId: 'requestId' },
     redact: {

@@ -1,3 +1,4 @@
+import type { SecurityActor } from '../../../platform/logging/security-log';
 import type { OrganizationFeatures } from '../entities/organization.entity';
 import { Role } from './role';
 
@@ -27,4 +28,9 @@ export function credentialIdOf(principal: Pick<Principal, 'userId' | 'credential
     case 'jwt':
       return `jwt:${principal.userId}`;
   }
+}
+
+/** Who did a security-relevant action, for the security log. */
+export function securityActorOf(principal: Principal): SecurityActor {
+  return { organizationId: principal.organizationId, userId: principal.userId, credentialId: credentialIdOf(principal) };
 }

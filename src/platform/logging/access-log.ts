@@ -1,0 +1,106 @@
+import { Logger } from '@nestjs/common';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import { errorBody } from '../http/error-body';
+import { newRequestId } from '../http/request-id';
+
+/** Who made a request, as far as authentication got: ids only. */
+export interface RequestIdentity {
+  organizationId?: string;
+  credentialId?: string;
+}
+
+const logger = new Logger('Access');
+
+/**
+ * One line per request, when it is answered or when its client goes away: the request id, the
+ * method, the route's pattern (never the query string, which may hold cursors and emails), the
+ * status, how long it took, the bytes both ways, and who asked. Never a header value or a body.
+ */
+export function installAccessLog(fastify: FastifyInstance, identify: (request: FastifyRequest) => RequestIdentity): void {
+  const started = new WeakMap<FastifyRequest, number>();
+  const log = (request: FastifyRequest, reply: FastifyReply | null) => {
+    const start = started.get(request);
+    if (start === undefined) return;
+    started.delete(request);
+    const status = reply?.statusCode ?? null;
+    const route = request.routeOptions.url ?? null;
+    const line = {
+      requestId: request.id,
+      method: request.method,
+      route,
+      status,
+      durationMs: Math.round((performance.now() - start) * 10) / 10,
+      bytesIn: numberOrNull(request.headers['content-length']),
+      bytesOut: reply ? numberOrNull(reply.getHeader('content-length')) : null,
+      ...identify(request),
+      ip: request.ip,
+      ...(reply ? {} : { aborted: true }),
+    };
+    write(line, `${request.method} ${route ?? '(no route)'} ${status ?? 'aborted by the client'}`);
+  };
+  fastify.addHook('onRequest', (request, reply, done) => {
+    started.set(request, performance.now());
+    // A client that goes away before its answer (mid-upload, mid long poll) still gets its line.
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) log(request, null);
+    });
+    done();
+  });
+  fastify.addHook('onResponse', (request, reply, done) => {
+    log(request, reply);
+    done();
+  });
+}
+
+/** A request Fastify refuses before routing (a malformed percent-escape in its path). */
+export function logUnroutable(request: FastifyRequest, status: number, bytesOut: number): void {
+  write(
+    { requestId: request.id, method: request.method, route: null, status, durationMs: null, bytesIn: numberOrNull(request.headers['content-length']), bytesOut, ip: request.ip },
+    `${request.method} (unroutable) ${status}`,
+  );
+}
+
+/**
+ * Requests Node's parser refuses before Fastify sees them (a malformed Content-Length or header,
+ * a body that does not arrive within the request timeout): answered in the v0 error body and
+ * logged like any other request, without a route, method or credential.
+ */
+export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  // The client is gone: nothing to answer, and a reset is not worth a line.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+  const requestId = newRequestId();
+  const ip = socket.remoteAddress;
+  const detail =
+    status === 408
+      ? 'The request did not arrive in time: send it whole within the request timeout.'
+      : status === 431
+        ? 'The request headers are too large.'
+        : 'The request is not valid HTTP (check its Content-Length and headers).';
+  const body = JSON.stringify(errorBody('v0', status, detail, requestId, { code: status === 408 ? 'request_timeout' : 'malformed_request' }));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `x-request-id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
+  write(
+    { requestId, method: null, route: null, status, durationMs: null, bytesIn: null, bytesOut: Buffer.byteLength(body), ip, reason: error.code ?? null },
+    `client error ${status} (${error.code ?? 'unknown'})`,
+  );
+}
+
+function write(line: Record<string, unknown>, message: string): void {
+  const status = line.status as number | null;
+  if (status === null || status < 400) logger.log(line, message);
+  else if (status < 500) logger.warn(line, message);
+  else logger.error(line, message);
+}
+
+function numberOrNull(value: unknown): number | null {
+  const n = Number(Array.isArray(value) ? value[0] : value);
+  return value === undefined || !Number.isFinite(n) ? null : n;
+}

@@ -1,0 +1,188 @@
+import { readFileSync } from 'node:fs';
+import { connect, Socket } from 'node:net';
+import { Agent, request as httpRequest } from 'node:http';
+import { Role } from '../../src/modules/auth';
+import { createUser, TestUser } from '../utils/factories';
+import { ServerProcess, startServer } from '../utils/processes';
+import { sleep } from '../utils/polling';
+import { startTestApp } from '../utils/test-app';
+import { createTestDatabase, TestDatabase } from '../utils/test-database';
+
+type Line = Record<string, unknown>;
+
+function accessLines(server: ServerProcess): Line[] {
+  return server
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{') && line.includes('"context":"Access"'))
+    .map((line) => JSON.parse(line) as Line);
+}
+
+function rssOf(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(match![1]) * 1024;
+}
+
+/** A raw connection to the server, for clients no HTTP library would let us be. */
+async function rawSocket(url: string): Promise<Socket> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  return socket;
+}
+
+function readAll(socket: Socket, timeoutMs: number): Promise<string> {
+  return new Promise((resolve) => {
+    let data = '';
+    const timer = setTimeout(() => resolve(data), timeoutMs);
+    socket.on('data', (chunk: Buffer) => (data += chunk.toString()));
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(data);
+    });
+    socket.on('error', () => undefined);
+  });
+}
+
+/**
+ * Misbehaving clients against the real server process: whatever they do, everyone else is served
+ * at normal speed, each of their requests is logged once, and memory comes back.
+ */
+describe('Faults: slow, vanishing, bursting and malformed clients', () => {
+  let database: TestDatabase;
+  let server: ServerProcess;
+  let attacker: TestUser;
+  let bystander: TestUser;
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const seed = await startTestApp({}, database);
+    attacker = await createUser(seed, Role.Owner);
+    bystander = await createUser(seed, Role.Member);
+    await seed.app.close();
+    server = await startServer([], {
+      ...database.env,
+      LOG_LEVEL: 'info',
+      PROVISIONING_CONCURRENCY: '0',
+      REQUEST_TIMEOUT_MS: '1500',
+      RATE_LIMIT_CREDENTIAL_PER_MINUTE: '600',
+      RATE_LIMIT_ANONYMOUS_PER_MINUTE: '0',
+    });
+    // Warm: the first requests compile the hot paths.
+    await bystanderLatencies(5);
+  });
+
+  afterAll(async () => {
+    agent.destroy();
+    await server?.stop();
+    await database.drop();
+  });
+
+  /** The bystander's authenticated read and the readiness check, timed. */
+  async function bystanderLatencies(rounds = 5): Promise<number[]> {
+    const latencies: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      for (const [path, auth] of [
+        ['/api/v0/sessions', `Bearer ${bystander.key}`],
+        ['/healthz', ''],
+      ]) {
+        const started = performance.now();
+        const res = await fetch(`${server.url}${path}`, { headers: auth ? { authorization: auth } : {} });
+        expect(res.status).toBe(200);
+        await res.arrayBuffer();
+        latencies.push(performance.now() - started);
+      }
+    }
+    return latencies;
+  }
+
+  it('a body trickled a byte at a time is cut off at the request timeout with a 408, while others are served at once', async () => {
+    const socket = await rawSocket(server.url);
+    const answer = readAll(socket, 5_000);
+    socket.write(
+      `POST /api/v0/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${attacker.key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nx-request-id: trickle\r\n\r\n{`,
+    );
+    const trickle = setInterval(() => socket.writable && socket.write(' '), 100);
+    try {
+      const latencies = await bystanderLatencies();
+      expect(Math.max(...latencies)).toBeLessThan(500);
+      const response = await answer;
+      expect(response).toMatch(/^HTTP\/1\.1 408/);
+      expect(response).toContain('"status":408');
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+    }
+    await sleep(50);
+    expect(accessLines(server).filter((line) => line.status === 408)).toHaveLength(1);
+  });
+
+  it('a malformed Content-Length answers 400 in the v0 body and is logged once', async () => {
+    const socket = await rawSocket(server.url);
+    const answer = readAll(socket, 3_000);
+    socket.write('POST /api/v0/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 12abc\r\n\r\n{}');
+    const response = await answer;
+    expect(response).toMatch(/^HTTP\/1\.1 400/);
+    const body = JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4)) as Line;
+    expect(body).toMatchObject({ status: 400, title: 'Bad Request', metadata: { code: 'malformed_request' } });
+    await sleep(50);
+    expect(accessLines(server).filter((line) => line.reason === 'HPE_INVALID_CONTENT_LENGTH' || line.reason === 'HPE_UNEXPECTED_CONTENT_LENGTH')).toHaveLength(1);
+  });
+
+  it('a client that disconnects mid-upload or mid long poll leaves one line each and no trace in the others’ service', async () => {
+    const upload = await rawSocket(server.url);
+    upload.on('error', () => undefined);
+    upload.write(
+      `POST /api/v0/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${attacker.key}\r\nContent-Type: application/json\r\nContent-Length: 500000\r\nx-request-id: cut-upload\r\n\r\n{"title":"`,
+    );
+    upload.write('x'.repeat(100_000));
+    await sleep(100);
+    upload.destroy();
+
+    const poll = await rawSocket(server.url);
+    poll.on('error', () => undefined);
+    const claim = JSON.stringify({ waitMs: 20_000 });
+    poll.write(
+      `POST /api/v0/agent/claims HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${attacker.key}\r\nContent-Type: application/json\r\nContent-Length: ${claim.length}\r\nx-request-id: cut-poll\r\n\r\n${claim}`,
+    );
+    await sleep(300);
+    poll.destroy();
+
+    expect(Math.max(...(await bystanderLatencies(3)))).toBeLessThan(500);
+    await sleep(200);
+    const lines = accessLines(server);
+    expect(lines.filter((line) => line.requestId === 'cut-upload')).toHaveLength(1);
+    expect(lines.filter((line) => line.requestId === 'cut-poll')).toHaveLength(1);
+  });
+
+  it('a burst of 2,000 requests from one key: it is limited, the others are served at normal speed, memory comes back', async () => {
+    await bystanderLatencies(3);
+    const before = rssOf(server.child.pid!);
+    const statuses = new Map<number, number>();
+    const get = () =>
+      new Promise<void>((resolve) => {
+        const req = httpRequest(`${server.url}/api/v0/sessions`, { agent, headers: { authorization: `Bearer ${attacker.key}` } }, (res) => {
+          statuses.set(res.statusCode!, (statuses.get(res.statusCode!) ?? 0) + 1);
+          res.resume().on('end', resolve);
+        });
+        req.on('error', () => resolve());
+        req.end();
+      });
+    const burst = Promise.all(Array.from({ length: 2_000 }, get));
+    const during = await bystanderLatencies(5);
+    await burst;
+    expect([...statuses.values()].reduce((a, b) => a + b, 0)).toBe(2_000);
+    // At most the minute's budget got through; the rest were refused, not queued.
+    expect(statuses.get(200) ?? 0).toBeLessThanOrEqual(600);
+    expect(statuses.get(429) ?? 0).toBeGreaterThanOrEqual(1_400);
+    expect(Math.max(...during)).toBeLessThan(1_000);
+
+    let after = rssOf(server.child.pid!);
+    for (let i = 0; i < 50 && after > before * 1.2; i++) {
+      await sleep(100);
+      after = rssOf(server.child.pid!);
+    }
+    expect(after).toBeLessThanOrEqual(before * 1.2);
+  });
+});
