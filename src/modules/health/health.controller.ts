@@ -27,7 +27,7 @@ export class HealthController {
   ) {}
 
   @Get()
-  @Public()
+  @Public({ probe: true })
   @ApiOperation({ summary: 'Liveness and readiness', description: 'No authentication. 200 when the database answers, 503 otherwise.' })
   @ApiOkResponse({ type: HealthView })
   @ApiServiceUnavailableResponse({ type: V0ErrorSchema })

@@ -1,5 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import type { FastifyInstance } from 'fastify';
 import { AppConfig } from '../../config/app-config';
 import { SchemaRegistry } from './json-schema';
 
@@ -260,9 +261,19 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   return document;
 }
 
+const DOCS_PATH = 'docs';
+
+/** Swagger's routes (the UI, its assets, the document) need no credentials; call before they are added. */
+export function docsArePublic(fastify: FastifyInstance): void {
+  const docs = new RegExp(`^/${DOCS_PATH}($|[-/])`);
+  fastify.addHook('onRoute', (route) => {
+    if (docs.test(route.url)) route.config = { ...route.config, public: true } as typeof route.config;
+  });
+}
+
 /** Swagger UI at /docs, the document at /docs-json and /docs-yaml; the Authorize button remembers the key. */
 export function setupOpenApi(app: INestApplication, config: AppConfig): void {
-  SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app, config), {
+  SwaggerModule.setup(DOCS_PATH, app, () => buildOpenApiDocument(app, config), {
     jsonDocumentUrl: 'docs-json',
     yamlDocumentUrl: 'docs-yaml',
     customSiteTitle: 'Agent Platform API',
