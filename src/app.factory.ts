@@ -4,18 +4,22 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
+import { RequestAuthentication, RequestIdentity } from './modules/auth';
 import { ApiExceptionFilter } from './platform/http/api-exception.filter';
 import { errorBody, errorFlavourOf } from './platform/http/error-body';
-import { setupOpenApi } from './platform/http/openapi-document';
+import { docsArePublic, setupOpenApi } from './platform/http/openapi-document';
+import { installRequestBodies } from './platform/http/request-bodies';
 import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
 import { createValidationPipe } from './platform/http/validation';
 import { answerClientError, installAccessLog, logUnroutable } from './platform/logging/access-log';
 import { credentialIdOf } from './modules/auth';
+import { RateLimits, RateLimitSubject } from './platform/rate-limit';
 
 /** Builds the whole application, ready to listen; shared by main, the demo and the tests. */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
-    bodyLimit: config.MESSAGE_BODY_LIMIT_BYTES,
+    // The default for routes; each route sets its own (installRequestBodies).
+    bodyLimit: config.BODY_LIMIT_BYTES,
     genReqId: assignRequestId,
     requestIdHeader: false,
     return503OnClosing: true,
@@ -33,6 +37,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
       logUnroutable(request, status, Buffer.byteLength(body));
     },
   });
+  // Hooks on routes must exist before Nest and Swagger add the routes.
+  installRequestBodies(adapter.getInstance(), config);
+  docsArePublic(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), adapter, {
     bufferLogs: true,
     bodyParser: false,
@@ -41,21 +48,51 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   app.useLogger(app.get(Logger));
   app.flushLogs();
   const fastify = app.getHttpAdapter().getInstance();
-  // JSON only: Fastify's own application/json parser stays, its text/plain one goes, so any other type is a 415.
-  fastify.removeContentTypeParser('text/plain');
-  // JSON Merge Patch bodies (RFC 7396) are JSON, parsed with the same guards.
-  fastify.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, fastify.getDefaultJsonParser('error', 'error'));
-  fastify.addHook('onRequest', (request, reply, done) => {
-    reply.header(REQUEST_ID_HEADER, request.id);
-    done();
-  });
+  const authentication = app.get(RequestAuthentication);
+  const rateLimits = app.get(RateLimits);
+  await rateLimits.install(fastify);
+  // First, so that requests refused at the edge are logged too.
   installAccessLog(fastify, (request) =>
     request.principal ? { organizationId: request.principal.organizationId, credentialId: credentialIdOf(request.principal) } : {},
   );
-  app.useGlobalFilters(new ApiExceptionFilter(config.MESSAGE_BODY_LIMIT_BYTES));
+  // The request edge: credential, then rate limits, before any of the body is read.
+  fastify.addHook('onRequest', async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+    const identity = await authentication.identify(request);
+    try {
+      await rateLimits.admit(request, reply, subjectOf(identity));
+      if (identity.kind === 'refused') throw identity.refusal;
+    } catch (error) {
+      // Refused with a body still to come: close the connection rather than read and discard it.
+      if (hasBody(request)) reply.header('connection', 'close');
+      throw error;
+    }
+  });
+  app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES));
   app.useGlobalPipes(createValidationPipe());
   setupOpenApi(app, config);
   await app.init();
   await fastify.ready();
   return app;
+}
+
+function subjectOf(identity: RequestIdentity): RateLimitSubject {
+  switch (identity.kind) {
+    case 'principal':
+      return {
+        kind: 'credential',
+        credentialId: identity.credentialId,
+        organizationId: identity.principal.organizationId,
+        userId: identity.principal.userId,
+      };
+    case 'public':
+      return identity.probe ? { kind: 'exempt' } : { kind: 'anonymous' };
+    case 'refused':
+      return { kind: 'anonymous' };
+  }
+}
+
+function hasBody(request: FastifyRequest): boolean {
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }

@@ -14,6 +14,7 @@ import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './platform/database/database.module';
 import { EventsModule } from './platform/events';
 import { IdempotencyModule } from './platform/idempotency';
+import { RateLimitModule } from './platform/rate-limit';
 import { pinoHttpOptions } from './platform/logging/logging';
 
 /** The modular monolith: platform modules first, then one module per part of the spec. */
@@ -29,6 +30,7 @@ export class AppModule {
         EventsModule,
         ScheduleModule.forRoot(),
         IdempotencyModule,
+        RateLimitModule,
         AuthModule,
         SessionsModule,
         ComputersModule,

@@ -12,6 +12,8 @@ import { Analytics1764144000000 } from './migrations/1764144000000-Analytics';
 import { LocalAgentTokens1764230400000 } from './migrations/1764230400000-LocalAgentTokens';
 import { AnalyticsDayEntity, AnalyticsDirtyDayEntity, AnalyticsFactEntity, AnalyticsRollupStateEntity, AnalyticsUserDayEntity } from './modules/analytics/entities';
 import { IdempotencyKeyEntity } from './platform/idempotency/idempotency-key.entity';
+import { RateLimits1764316800000 } from './migrations/1764316800000-RateLimits';
+import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
 export const entities = [
@@ -31,5 +33,6 @@ export const entities = [
   AnalyticsDayEntity,
   AnalyticsDirtyDayEntity,
   AnalyticsRollupStateEntity,
+  RateLimitWindowEntity,
 ];
-export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000];
+export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000];

@@ -358,13 +358,19 @@ describe('Computers API (v0): input, roles and limits', () => {
     });
 
     it('a 1 MB name is 400, not 500, and is not echoed back', async () => {
-      const res = await post(owner, byomBody({ name: 'x'.repeat(1024 * 1024) }));
+      const res = await post(owner, byomBody({ name: 'x'.repeat(1000 * 1000) }));
       expectInvalid(res, 'name');
       expect(JSON.stringify(res.body).length).toBeLessThan(2000);
     });
 
     it('a 1 MB repo is 400, not 500', async () => {
-      expectInvalid(await post(owner, localBody({ repos: [`https://example.com/${'x'.repeat(1024 * 1024)}`] })), 'repos[0]');
+      expectInvalid(await post(owner, localBody({ repos: [`https://example.com/${'x'.repeat(1000 * 1000)}`] })), 'repos[0]');
+    });
+
+    it('a body over BODY_LIMIT_BYTES (1 MiB) is 413 with that limit', async () => {
+      const res = await post(owner, byomBody({ name: 'x'.repeat(1024 * 1024) }));
+      expectV0Error(res, 413, 'payload_too_large');
+      expect(res.body.metadata.limitBytes).toBe(1024 * 1024);
     });
   });
 

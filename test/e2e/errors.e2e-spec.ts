@@ -137,8 +137,8 @@ describe('Errors and request ids', () => {
         t.http().get('/settings/api-keys?scope=organization').set(member.auth),
         t.http().get('/nope'),
         t.http().get('/api/v1/analytics/tokens'),
-        t.http().post('/settings/api-keys').set('content-type', 'text/plain').send('hi'),
-        t.http().post('/settings/api-keys').set('content-type', 'application/json').send('{'),
+        t.http().post('/settings/api-keys').set(owner.auth).set('content-type', 'text/plain').send('hi'),
+        t.http().post('/settings/api-keys').set(owner.auth).set('content-type', 'application/json').send('{'),
       ]);
       expect(responses.map((r) => r.status)).toEqual([200, 200, 201, 200, 200, 401, 400, 403, 404, 401, 415, 400]);
       const ids = responses.map((r) => r.headers['x-request-id']);
@@ -191,13 +191,12 @@ describe('Errors and request ids', () => {
       ['application/x-www-form-urlencoded', 'name=k'],
       ['application/xml', '<name>k</name>'],
       ['multipart/form-data; boundary=x', '--x\r\nContent-Disposition: form-data; name="name"\r\n\r\nk\r\n--x--\r\n'],
-    ])('a %s body answers 415 in the v0 body, before authentication', async (type, body) => {
-      for (const auth of [owner.auth, {}]) {
-        const res = await t.http().post('/settings/api-keys').set(auth).set('content-type', type).send(body);
-        expectV0Error(res, 415, 'unsupported_media_type');
-        expect(res.body.title).toBe('Unsupported Media Type');
-        expect(res.body.detail).toContain('application/json');
-      }
+    ])('a %s body answers 415 in the v0 body; without a credential 401, the body unread', async (type, body) => {
+      const res = await t.http().post('/settings/api-keys').set(owner.auth).set('content-type', type).send(body);
+      expectV0Error(res, 415, 'unsupported_media_type');
+      expect(res.body.title).toBe('Unsupported Media Type');
+      expect(res.body.detail).toContain('application/json');
+      expectV0Error(await t.http().post('/settings/api-keys').set('content-type', type).send(body), 401, 'missing_credentials');
       const keys = await t.http().get('/settings/api-keys?limit=100').set(owner.auth);
       expect(keys.body.apiKeys.map((k: { name: string }) => k.name)).not.toContain('k');
     });
@@ -207,19 +206,23 @@ describe('Errors and request ids', () => {
       ['single quotes', "{'name': 'k'}"],
       ['a trailing comma', '{"name": "k",}'],
       ['bare words', 'name=k'],
-    ])('malformed JSON (%s) answers 400 invalid_json, before authentication', async (_, body) => {
-      for (const auth of [owner.auth, {}]) {
-        const res = await t.http().post('/settings/api-keys').set(auth).set('content-type', 'application/json').send(body);
-        expectV0Error(res, 400, 'invalid_json');
-        expect(res.body.metadata).toEqual({ code: 'invalid_json' });
-        expect(res.body.detail).toBe('The request body is not valid JSON.');
-      }
+    ])('malformed JSON (%s) answers 400 invalid_json; without a credential 401, the body unread', async (_, body) => {
+      const res = await t.http().post('/settings/api-keys').set(owner.auth).set('content-type', 'application/json').send(body);
+      expectV0Error(res, 400, 'invalid_json');
+      expect(res.body.metadata).toEqual({ code: 'invalid_json' });
+      expect(res.body.detail).toBe('The request body is not valid JSON.');
+      expectV0Error(await t.http().post('/settings/api-keys').set('content-type', 'application/json').send(body), 401, 'missing_credentials');
     });
 
-    it('a JSON body of about 5 MB is under the default 32 MiB limit and reaches validation', async () => {
-      expect(t.config.MESSAGE_BODY_LIMIT_BYTES).toBe(32 * 1024 * 1024);
-      const big = JSON.stringify({ name: 'x'.repeat(5 * 1024 * 1024) });
-      expect(big.length).toBeGreaterThan(5_000_000);
+    it('a JSON body just under the default 1 MiB limit reaches validation; one byte over answers 413', async () => {
+      expect(t.config.BODY_LIMIT_BYTES).toBe(1024 * 1024);
+      const big = JSON.stringify({ name: 'x'.repeat(1024 * 1024 - 20) });
+      expect(big.length).toBe(1024 * 1024 - 9);
+      const over = JSON.stringify({ name: 'x'.repeat(1024 * 1024 - 10) });
+      expect(over.length).toBe(1024 * 1024 + 1);
+      const refused = await t.http().post('/settings/api-keys').set(owner.auth).set('content-type', 'application/json').send(over);
+      expectV0Error(refused, 413, 'payload_too_large');
+      expect(refused.body.metadata).toEqual({ code: 'payload_too_large', limitBytes: 1024 * 1024 });
       const res = await t.http().post('/settings/api-keys').set(owner.auth).set('content-type', 'application/json').send(big);
       expectV0Error(res, 400, 'validation_failed');
       expect(res.body.detail).toMatch(/^name: /);
@@ -341,22 +344,22 @@ describe('A body larger than BODY_LIMIT_BYTES', () => {
   let user: TestUser;
 
   beforeAll(async () => {
-    t = await startTestApp({ MESSAGE_BODY_LIMIT_BYTES: '2048' });
+    // A larger message limit must not raise the limit of the other routes.
+    t = await startTestApp({ BODY_LIMIT_BYTES: '2048', MESSAGE_BODY_LIMIT_BYTES: '65536' });
     user = await createUser(t, Role.Member);
   });
 
   afterAll(() => t.close());
 
-  it('answers 413 in the v0 body with the limit, before authentication', async () => {
+  it('answers 413 in the v0 body with the limit; without a credential 401 before the body', async () => {
     const body = JSON.stringify({ name: 'x'.repeat(4096) });
-    for (const auth of [user.auth, {}]) {
-      const res = await t.http().post('/settings/api-keys').set(auth).set('content-type', 'application/json').send(body);
-      expectV0Error(res, 413, 'payload_too_large');
-      expect(res.body.title).toBe('Payload Too Large');
-      expect(res.body.metadata).toEqual({ code: 'payload_too_large', limitBytes: 2048 });
-      expect(res.body.detail).toContain('2048');
-      expect(res.headers['x-request-id']).toMatch(GENERATED_ID);
-    }
+    const res = await t.http().post('/settings/api-keys').set(user.auth).set('content-type', 'application/json').send(body);
+    expectV0Error(res, 413, 'payload_too_large');
+    expect(res.body.title).toBe('Payload Too Large');
+    expect(res.body.metadata).toEqual({ code: 'payload_too_large', limitBytes: 2048 });
+    expect(res.body.detail).toContain('2048');
+    expect(res.headers['x-request-id']).toMatch(GENERATED_ID);
+    expectV0Error(await t.http().post('/settings/api-keys').set('content-type', 'application/json').send(body), 401, 'missing_credentials');
   });
 
   it('a body just under the limit is read and validated', async () => {
@@ -368,7 +371,7 @@ describe('A body larger than BODY_LIMIT_BYTES', () => {
   });
 
   it('answers 413 on analytics paths in their flavour', async () => {
-    const res = await t.http().post('/api/v1/analytics/tokens').set('content-type', 'application/json').send(JSON.stringify({ x: 'y'.repeat(4096) }));
+    const res = await t.http().post('/api/v1/analytics/rollup').set(user.auth).set('content-type', 'application/json').send(JSON.stringify({ x: 'y'.repeat(4096) }));
     expectAnalyticsError(res, 413);
   });
 });

@@ -508,10 +508,16 @@ describe('Readiness reports', () => {
       ['modelUsed.id a number', () => body({ modelUsed: { id: 1, reasoningEffort: 'low' } }), 'modelUsed.id'],
       ['agentVersion a boolean', () => body({ agentVersion: true }), 'agentVersion'],
       ['body an array', () => [body()], 'body'],
-      ['body nested deeper than 64 levels', () => body({ report: { readme: { ...pass(), extra: nested(70) } } }), 'body'],
-      ['deep nesting under an unknown field', () => body({ deep: nested(200) }), 'body'],
     ])('%s: 400, nothing stored', async (_label, payload, field) => {
       await refused(payload(), field);
+    });
+
+    it.each([
+      ['body nested deeper than 64 levels', () => body({ report: { readme: { ...pass(), extra: nested(70) } } })],
+      ['deep nesting under an unknown field', () => body({ deep: nested(200) })],
+    ])('%s: 400 json_too_deep before it is parsed, nothing stored', async (_label, payload) => {
+      for (const path of [REPORTS, ALIAS]) expectReadinessError(await post(owner, payload(), path), 400, 'json_too_deep');
+      expect(await list(owner)).toHaveLength(1);
     });
 
     it('names every problem of a body with several', async () => {
@@ -553,7 +559,7 @@ describe('Readiness reports', () => {
 
     it('a 65-level body is refused with 400 before anything walks it, a 64-level one is checked normally', async () => {
       // `{report: {readme: {extra: ...}}}`: three levels around the nested value.
-      expectInvalid(await post(owner, body({ report: { readme: { ...pass(), extra: nested(62) } } })), 'body');
+      expectReadinessError(await post(owner, body({ report: { readme: { ...pass(), extra: nested(62) } } })), 400, 'json_too_deep');
       expectInvalid(await post(owner, body({ report: { readme: { ...pass(), extra: nested(61) } } })), 'report.readme.extra');
       expect(await list(owner)).toHaveLength(1);
     });

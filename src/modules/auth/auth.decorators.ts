@@ -2,6 +2,7 @@ import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } 
 import { ApiBearerAuth, ApiForbiddenResponse, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { V0ErrorSchema } from '../../platform/http/openapi';
+import { EdgeConfig } from '../../platform/http/route-config';
 import { Principal } from './domain/principal';
 import { Role, ROLES } from './domain/role';
 
@@ -16,8 +17,12 @@ declare module 'fastify' {
   }
 }
 
-/** The route needs no credentials (health, docs). Everything else is denied by default. */
-export const Public = () => SetMetadata(PUBLIC_ROUTE, true);
+/**
+ * The route needs no credentials (health, docs). Everything else is denied by default.
+ * `probe`: a load balancer's health check, exempt from the anonymous rate limit.
+ */
+export const Public = (options: { probe?: boolean } = {}) =>
+  applyDecorators(SetMetadata(PUBLIC_ROUTE, true), EdgeConfig({ public: true, probe: options.probe === true }));
 
 /**
  * Who may call a route: any authenticated user by default, or only the roles named

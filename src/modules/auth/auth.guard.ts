@@ -6,7 +6,11 @@ import { Authenticator } from './authenticator';
 import { AuthError, AuthErrorCode } from './domain/auth.errors';
 import { Role, ROLES } from './domain/role';
 
-/** Global: every route needs a valid credential unless marked @Public; @Authenticated narrows roles. */
+/**
+ * Global: every route needs a valid credential unless marked @Public; @Authenticated narrows roles.
+ * The credential was checked before the body was read (RequestAuthentication, in onRequest); the
+ * guard reuses that principal, and authenticates itself only where no edge hook ran.
+ */
 @Injectable()
 export class AuthGuard implements CanActivate {
   constructor(
@@ -18,7 +22,7 @@ export class AuthGuard implements CanActivate {
     const targets = [context.getHandler(), context.getClass()];
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    const principal = await this.authenticator.authenticate(request.headers.authorization);
+    const principal = request.principal ?? (await this.authenticator.authenticate(request.headers.authorization));
     request.principal = principal;
     if (principal.credential.kind === 'computer' && !this.reflector.getAllAndOverride<boolean>(ACCEPTS_COMPUTER_TOKENS, targets)) {
       throw new AuthError(

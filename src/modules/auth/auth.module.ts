@@ -10,6 +10,7 @@ import { CredentialCache } from './credential-cache';
 import { JwtVerifier } from './jwt-verifier';
 import { OrganizationControlsReader } from './organization-controls.reader';
 import { OrganizationsService } from './organizations.service';
+import { RequestAuthentication } from './request-authentication';
 
 @Module({
   controllers: [ApiKeysController],
@@ -22,8 +23,9 @@ import { OrganizationsService } from './organizations.service';
     ApiKeysService,
     OrganizationsService,
     OrganizationControlsReader,
+    RequestAuthentication,
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
-  exports: [ApiKeysService, OrganizationsService, Authenticator, OrganizationControlsReader, ComputerTokenLookup],
+  exports: [RequestAuthentication, ApiKeysService, OrganizationsService, Authenticator, OrganizationControlsReader, ComputerTokenLookup],
 })
 export class AuthModule {}

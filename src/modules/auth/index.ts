@@ -3,6 +3,8 @@ export { ApiKeysService } from './api-keys.service';
 export { OrganizationsService } from './organizations.service';
 export { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Public } from './auth.decorators';
 export { Authenticator } from './authenticator';
+export { RequestAuthentication } from './request-authentication';
+export type { RequestIdentity } from './request-authentication';
 export { ComputerTokenLookup } from './computer-token.lookup';
 export type { CallerRow } from './auth.repository';
 export { generateComputerToken } from './domain/api-key-secret';

@@ -17,6 +17,7 @@ import { ref } from '../../platform/http/json-schema';
 import { validationError } from '../../platform/http/validation';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { PageQueryDto, PaginationDto } from '../../platform/http/pagination';
+import { MessageSizedBody } from '../../platform/http/route-config';
 import { AgentPolicyView } from './domain/agent-policy';
 import { etagOf, parseIfMatch } from './domain/if-match';
 import { ControlChangeView, ControlRevisionView, ControlsView } from './domain/views';
@@ -122,6 +123,8 @@ export class AgentPolicyController {
   }
 
   @Post('models/:customModelId/chat/completions')
+  // A whole conversation, images included, rides in a Chat Completions request.
+  @MessageSizedBody()
   @HttpCode(200)
   @ApiOperation({
     summary: 'Relay a chat completion to a custom model (added)',

@@ -39,7 +39,7 @@ export class HealthController {
    * a connection or session that would fail requests fails this too.
    */
   @Get('healthz')
-  @Public()
+  @Public({ probe: true })
   @ApiOperation({
     summary: 'Readiness: whether requests can be served',
     description:
@@ -66,7 +66,7 @@ export class HealthController {
 
   /** Liveness: the process serves HTTP; says nothing of the database, so a restart is not asked for an outage elsewhere. */
   @Get('livez')
-  @Public()
+  @Public({ probe: true })
   @ApiOperation({
     summary: 'Liveness: whether the process serves HTTP',
     description:

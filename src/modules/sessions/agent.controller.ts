@@ -5,6 +5,7 @@ import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role
 import { DefaultBody, ref } from '../../platform/http/json-schema';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { PaginationDto } from '../../platform/http/pagination';
+import { MessageSizedBody } from '../../platform/http/route-config';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
 import { AgentMessageInput, AgentWorkService, WorkView } from './agent-work.service';
 import { TokenUsage } from './domain/session-settings';
@@ -97,6 +98,7 @@ export class AgentController {
   }
 
   @Post('sessions/:sessionId/messages')
+  @MessageSizedBody()
   @ApiIdempotencyKey()
   @HttpCode(200)
   @ApiOperation({

@@ -18,6 +18,7 @@ import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { DefaultBody, ref } from '../../platform/http/json-schema';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { PaginationDto } from '../../platform/http/pagination';
+import { MessageSizedBody } from '../../platform/http/route-config';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest, IdempotentResult, REPLAYED_HEADER } from '../../platform/idempotency';
 import { MessageRole } from './domain/message';
 import { MessageView, SessionView } from './domain/views';
@@ -141,6 +142,7 @@ export class SessionsController {
   }
 
   @Post(':sessionId/messages')
+  @MessageSizedBody()
   @HttpCode(200)
   @Authenticated(...WRITERS)
   @ApiIdempotencyKey()

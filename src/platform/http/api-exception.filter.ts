@@ -17,7 +17,8 @@ interface Described {
 export class ApiExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('HTTP');
 
-  constructor(private readonly bodyLimitBytes: number) {}
+  /** `defaultBodyLimitBytes`: the limit of requests that matched no route (each route has its own). */
+  constructor(private readonly defaultBodyLimitBytes: number) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const request = host.switchToHttp().getRequest<FastifyRequest>();
@@ -61,12 +62,14 @@ export class ApiExceptionFilter implements ExceptionFilter {
           detail: `No route matches ${request.method} ${request.url.split('?')[0]}.`,
           metadata: { code: 'route_not_found' },
         };
-      case 413:
+      case 413: {
+        const limitBytes = request.routeOptions?.bodyLimit ?? this.defaultBodyLimitBytes;
         return {
           status,
-          detail: `The request body is larger than the limit of ${this.bodyLimitBytes} bytes.`,
-          metadata: { code: 'payload_too_large', limitBytes: this.bodyLimitBytes },
+          detail: `The request body is larger than this operation's limit of ${limitBytes} bytes.`,
+          metadata: { code: 'payload_too_large', limitBytes },
         };
+      }
       case 415:
         return {
           status,

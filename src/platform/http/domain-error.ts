@@ -36,6 +36,7 @@ export enum RequestErrorCode {
   ValidationFailed = 'validation_failed',
   InvalidCursor = 'invalid_cursor',
   InvalidJson = 'invalid_json',
+  JsonTooDeep = 'json_too_deep',
   UnsupportedMediaType = 'unsupported_media_type',
   PayloadTooLarge = 'payload_too_large',
   RouteNotFound = 'route_not_found',
@@ -47,6 +48,7 @@ export class RequestError extends DomainError<RequestErrorCode> {
       case RequestErrorCode.ValidationFailed:
       case RequestErrorCode.InvalidCursor:
       case RequestErrorCode.InvalidJson:
+      case RequestErrorCode.JsonTooDeep:
         return ErrorKind.InvalidRequest;
       case RequestErrorCode.UnsupportedMediaType:
         return ErrorKind.UnsupportedMediaType;

@@ -1,5 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import type { FastifyInstance } from 'fastify';
 import { AppConfig } from '../../config/app-config';
 import { SchemaRegistry } from './json-schema';
 
@@ -43,6 +44,7 @@ v0 and \`{app_url}/settings\` endpoints answer \`{detail, status, title, metadat
 \`metadata.code\` is a stable snake_case code; validation errors name the first offending field in \`detail\` and
 list every problem in \`metadata.errors\` as \`{field, message}\`. Every response carries \`x-request-id\` (the
 caller's own, when it sends a sane one); quote it when reporting a 500. Unknown routes answer 404 in the same body.
+Any operation may answer **429** \`rate_limited\` (see § Limits).
 
 ## Pagination
 Paged v0 lists take \`limit\` (a string holding 1-100, default 20; anything else is 400) and \`cursor\` (the
@@ -234,10 +236,25 @@ Messages (not shown in the spec; our decision): add-message \`text\` 1-200,000 c
 most 7,000,000 base64 characters (about 5 MiB) each; at most 20 files: PDFs of at most 14,000,000 base64 characters (about
 10 MiB), text files of at most 2,000,000 characters; at most 500 content blocks per message, 100 messages per agent append.
 
-Request bodies: JSON only (\`Content-Type: application/json\`, or \`application/merge-patch+json\`, else **415**), at most \`BODY_LIMIT_BYTES\`
-(default 32 MiB, room for base64 images and PDFs), else **413** in the v0 body.
-Rate limits (numbers not shown in the spec; our decision): the server applies none itself; put a reverse proxy
-in front for per-client limits.
+**Request bodies.** JSON only (\`Content-Type: application/json\`, or \`application/merge-patch+json\`, else **415**). Add-message,
+the agent channel's message append and the custom-model relay take up to \`MESSAGE_BODY_LIMIT_BYTES\` (default 32 MiB, room for
+base64 images and PDFs); every other operation up to \`BODY_LIMIT_BYTES\` (default 1 MiB). A larger body is **413**
+\`payload_too_large\` with that operation's \`metadata.limitBytes\`. Arrays and objects nested deeper than \`JSON_MAX_DEPTH\`
+(default 64 levels) are **400** \`json_too_deep\`. The credential is checked before the body is read: a request without a valid
+one is **401** on its headers alone, and the connection is closed rather than the body read.
+
+**Rate limits** (numbers not shown in the spec; our decision). Requests are counted in fixed one-minute windows (starting on
+the minute): per credential (an API key, a JWT's user, a computer token; \`RATE_LIMIT_CREDENTIAL_PER_MINUTE\`, default 1,200), per
+organization (all its credentials together; \`RATE_LIMIT_ORGANIZATION_PER_MINUTE\`, default 6,000), and per client address for
+requests without a valid credential (failed authentication, unknown routes, these docs; \`RATE_LIMIT_ANONYMOUS_PER_MINUTE\`,
+default 120; IPv6 addresses by /64). \`/healthz\` is never counted. 0 turns a limit off. Limits are checked before the body is read.
+A request over a limit is **429** \`rate_limited\` (\`metadata.policy\`: credential, organization or anonymous; \`limit\`,
+\`windowSeconds\`, \`retryAfterSeconds\`) with \`Retry-After\` in seconds; a request refused by its credential's limit does not
+count against its organization's. Every counted response carries the headers of draft-ietf-httpapi-ratelimit-headers:
+\`RateLimit-Policy: "credential";q=1200;w=60, "organization";q=6000;w=60\` (or \`"anonymous";q=120;w=60\`) and
+\`RateLimit: "credential";r=<remaining>;t=<seconds to the window's end>\` for the limit closest to running out. With several
+instances on one PostgreSQL database the limits hold across them: instances take the window's budget from the database in
+blocks of 5%, so a client gets the configured rate in all, give or take the unspent part of a block per instance.
 `;
 
 export function buildOpenApiDocument(app: INestApplication, config: AppConfig): OpenAPIObject {
@@ -260,9 +277,19 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   return document;
 }
 
+const DOCS_PATH = 'docs';
+
+/** Swagger's routes (the UI, its assets, the document) need no credentials; call before they are added. */
+export function docsArePublic(fastify: FastifyInstance): void {
+  const docs = new RegExp(`^/${DOCS_PATH}($|[-/])`);
+  fastify.addHook('onRoute', (route) => {
+    if (docs.test(route.url)) route.config = { ...route.config, public: true } as typeof route.config;
+  });
+}
+
 /** Swagger UI at /docs, the document at /docs-json and /docs-yaml; the Authorize button remembers the key. */
 export function setupOpenApi(app: INestApplication, config: AppConfig): void {
-  SwaggerModule.setup('docs', app, () => buildOpenApiDocument(app, config), {
+  SwaggerModule.setup(DOCS_PATH, app, () => buildOpenApiDocument(app, config), {
     jsonDocumentUrl: 'docs-json',
     yamlDocumentUrl: 'docs-yaml',
     customSiteTitle: 'Agent Platform API',

@@ -1,0 +1,47 @@
+import type { FastifyRequest } from 'fastify';
+
+/** Nest's FastifyAdapter hands this metadata of a handler to Fastify as the route's `config`. */
+const FASTIFY_ROUTE_CONFIG_METADATA = '__fastify_route_config__';
+
+/**
+ * What the request edge (onRequest hooks, before any body is read) needs to know of a route.
+ * Fastify's `request.routeOptions.config` carries it there, where Nest's metadata is out of reach.
+ */
+export interface EdgeRouteConfig {
+  /** Needs no credential. */
+  public?: boolean;
+  /** A load balancer's probe: never rate limited. */
+  probe?: boolean;
+  /** Takes bodies up to MESSAGE_BODY_LIMIT_BYTES rather than BODY_LIMIT_BYTES. */
+  messageBody?: boolean;
+}
+
+/**
+ * Adds to a route's Fastify config. Unlike Nest's `@RouteConfig`, which replaces the config,
+ * several of these compose. On a class it applies to each of its methods.
+ */
+export function EdgeConfig(patch: EdgeRouteConfig): MethodDecorator & ClassDecorator {
+  const merge = (handler: object) => {
+    const current = (Reflect.getMetadata(FASTIFY_ROUTE_CONFIG_METADATA, handler) ?? {}) as Record<string, unknown>;
+    Reflect.defineMetadata(FASTIFY_ROUTE_CONFIG_METADATA, { ...current, ...patch }, handler);
+  };
+  return (target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) => {
+    if (descriptor) {
+      merge(descriptor.value as object);
+      return;
+    }
+    const prototype = (target as { prototype: Record<string, unknown> }).prototype;
+    for (const name of Object.getOwnPropertyNames(prototype)) {
+      const member = Object.getOwnPropertyDescriptor(prototype, name)?.value as unknown;
+      if (name !== 'constructor' && typeof member === 'function') merge(member);
+    }
+  };
+}
+
+/** The edge config of the route a request matched; empty for unknown routes. */
+export function edgeConfigOf(request: FastifyRequest): EdgeRouteConfig {
+  return (request.routeOptions.config ?? {}) as EdgeRouteConfig;
+}
+
+/** Add-message routes: base64 images and files ride in their bodies, so they take MESSAGE_BODY_LIMIT_BYTES. */
+export const MessageSizedBody = () => EdgeConfig({ messageBody: true });

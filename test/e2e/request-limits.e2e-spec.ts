@@ -1,0 +1,437 @@
+import { Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
+import type { Response } from 'supertest';
+import { DataSource } from 'typeorm';
+import { Role } from '../../src/modules/auth';
+import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { sleep } from '../utils/polling';
+import { startTestApp, TestApp } from '../utils/test-app';
+import { serverUrl } from '../utils/test-database';
+import { expectStatus, expectV0Error } from '../utils/v0-errors';
+
+const MiB = 1024 * 1024;
+
+const portOf = (t: TestApp) => (t.app.getHttpServer().address() as AddressInfo).port;
+
+/**
+ * Sends only a request's head (and optionally the start of its body) on a raw socket and reads
+ * what comes back: the status line, headers and body, and whether the server closed the socket.
+ */
+function headOnly(port: number, head: string, bodyStart = ''): Promise<{ status: number; headers: Record<string, string>; body: string; closed: boolean }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let raw = '';
+    let settled = false;
+    const finish = (closed: boolean) => {
+      const end = raw.indexOf('\r\n\r\n');
+      if (settled || end < 0) return;
+      const [statusLine, ...lines] = raw.slice(0, end).split('\r\n');
+      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const body = raw.slice(end + 4);
+      if (!closed && body.length < Number(headers['content-length'] ?? 0)) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body, closed });
+      if (!closed) setTimeout(() => socket.destroy(), 200);
+    };
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no complete response to ${head.split('\r\n')[0]}: ${raw.slice(0, 200)}`));
+    }, 5000);
+    socket.on('data', (chunk) => {
+      raw += chunk.toString('latin1');
+      finish(false);
+    });
+    socket.on('close', () => finish(true));
+    socket.on('error', () => finish(true));
+    socket.write(`${head}\r\n\r\n${bodyStart}`);
+  });
+}
+
+/** A GET from another local address (the loopback network answers all of 127.0.0.0/8). */
+function getFrom(localAddress: string, port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; body: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path, localAddress, headers, agent: false }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Starts a test at the beginning of a window when too little of the current one is left for it. */
+async function awayFromWindowEdge(neededMs = 12_000): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < neededMs) await sleep(left + 50);
+}
+
+/** `"name";r=1;t=2` → {name, r, t} */
+function parseRateLimit(header: unknown): { name: string; r: number; t: number } {
+  const match = /^"(\w+)";r=(\d+);t=(\d+)$/.exec(String(header));
+  if (!match) throw new Error(`not a RateLimit field: ${String(header)}`);
+  return { name: match[1], r: Number(match[2]), t: Number(match[3]) };
+}
+
+function expectRateLimited(res: Response, policy: string, limit: number) {
+  expectV0Error(res, 429, 'rate_limited');
+  expect(res.body.title).toBe('Too Many Requests');
+  expect(res.body.metadata).toEqual({ code: 'rate_limited', policy, limit, windowSeconds: 60, retryAfterSeconds: expect.any(Number) });
+  const retryAfter = Number(res.headers['retry-after']);
+  expect(retryAfter).toBeGreaterThanOrEqual(1);
+  expect(retryAfter).toBeLessThanOrEqual(60);
+  expect(res.body.metadata.retryAfterSeconds).toBe(retryAfter);
+  expect(parseRateLimit(res.headers.ratelimit)).toEqual({ name: policy, r: 0, t: expect.any(Number) });
+}
+
+/** Security log lines `rate_limit.exceeded`, as logSecurityEvent writes them. */
+function securityLines(spy: jest.SpyInstance): Array<Record<string, unknown>> {
+  return spy.mock.calls.map((call) => call[0] as Record<string, unknown>).filter((line) => line?.security === 'rate_limit.exceeded');
+}
+
+describe('The credential is checked before the body is read', () => {
+  let t: TestApp;
+  let user: TestUser;
+  const path = () => `/api/v0/sessions/${randomUUID()}/messages`;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    user = await createUser(t, Role.Member);
+  });
+
+  afterAll(() => t.close());
+
+  it('a 32 MiB upload without a key is refused 401 on its headers alone, and the connection closed', async () => {
+    const res = await headOnly(portOf(t), `POST ${path()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${32 * MiB}`);
+    expect(res.status).toBe(401);
+    expect(JSON.parse(res.body)).toMatchObject({ status: 401, metadata: { code: 'missing_credentials' } });
+    expect(res.headers.connection).toBe('close');
+    expect(res.headers['x-request-id']).toMatch(/^req_/);
+  });
+
+  it('100 such uploads at once, with a wrong key, each get their 401 at once; none of the bodies is read', async () => {
+    const started = Date.now();
+    const all = await Promise.all(
+      Array.from({ length: 100 }, () =>
+        headOnly(
+          portOf(t),
+          `POST ${path()} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer apk_${'0'.repeat(40)}\r\nContent-Type: application/json\r\nContent-Length: ${32 * MiB}`,
+          '{"text":"' + 'x'.repeat(16 * 1024),
+        ),
+      ),
+    );
+    expect(all.map((r) => r.status)).toEqual(Array(100).fill(401));
+    expect(all.every((r) => JSON.parse(r.body).metadata.code === 'invalid_credentials' || JSON.parse(r.body).metadata.code === 'malformed_credentials')).toBe(true);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('a chunked upload without a key is refused the same way', async () => {
+    const res = await headOnly(portOf(t), `POST ${path()} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked`, '4000\r\n');
+    expect(res.status).toBe(401);
+    expect(res.headers.connection).toBe('close');
+  });
+
+  it('with a valid key, an announced body over the route\'s limit is refused 413 before it is sent', async () => {
+    const res = await headOnly(portOf(t), `POST ${path()} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\nContent-Type: application/json\r\nContent-Length: ${33 * MiB}`);
+    expect(res.status).toBe(413);
+    expect(JSON.parse(res.body)).toMatchObject({ metadata: { code: 'payload_too_large', limitBytes: 32 * MiB } });
+  });
+
+  it('public routes stay public, unknown routes answer 404, roles are still checked after the body', async () => {
+    expectStatus(await t.http().get('/healthz'), 200);
+    expectStatus(await t.http().get('/docs'), 200);
+    expectStatus(await t.http().get('/docs-json'), 200);
+    expectStatus(await t.http().get('/docs-yaml'), 200);
+    expectV0Error(await t.http().get('/nothing/here'), 404, 'route_not_found');
+    expectV0Error(await t.http().post('/nothing/here').send({ a: 1 }), 404, 'route_not_found');
+    expectV0Error(await t.http().get('/api/v0/sessions'), 401, 'missing_credentials');
+    expectV0Error(await t.http().get('/api/v0/sessions').set('Authorization', 'Basic abc'), 401, 'malformed_credentials');
+    const guest = await createUser(t, Role.Guest);
+    expectV0Error(await t.http().post('/api/v0/sessions').set(guest.auth).send({}), 403, 'insufficient_role');
+    expectStatus(await t.http().get('/api/v0/sessions').set(user.auth), 200);
+  });
+});
+
+describe('Body limits per route', () => {
+  let t: TestApp;
+  let owner: TestUser;
+  let sessionId: string;
+
+  beforeAll(async () => {
+    t = await startTestApp({ BODY_LIMIT_BYTES: '4096', MESSAGE_BODY_LIMIT_BYTES: '65536' });
+    owner = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
+    sessionId = (await t.http().post('/api/v0/sessions').set(owner.auth).send({})).body.sessionId as string;
+  });
+
+  afterAll(() => t.close());
+
+  const tooLarge = (res: Response, limitBytes: number) => {
+    expectV0Error(res, 413, 'payload_too_large');
+    expect(res.body.metadata).toEqual({ code: 'payload_too_large', limitBytes });
+    expect(res.body.detail).toContain(String(limitBytes));
+  };
+
+  it('add-message takes MESSAGE_BODY_LIMIT_BYTES', async () => {
+    expectStatus(await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'x'.repeat(60_000) }), 200);
+    tooLarge(await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'x'.repeat(66_000) }), 65536);
+  });
+
+  it('every other route takes BODY_LIMIT_BYTES', async () => {
+    tooLarge(await t.http().post('/api/v0/sessions').set(owner.auth).send({ title: 'x'.repeat(5000) }), 4096);
+    tooLarge(await t.http().patch(`/api/v0/sessions/${sessionId}`).set(owner.auth).send({ title: 'x'.repeat(5000) }), 4096);
+    tooLarge(await t.http().post('/settings/api-keys').set(owner.auth).send({ name: 'x'.repeat(5000) }), 4096);
+    const patch = JSON.stringify({ settings: { serviceRouterGuidance: 'x'.repeat(5000) } });
+    tooLarge(await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).set('content-type', 'application/merge-patch+json').send(patch), 4096);
+    const analytics = await t.http().post('/api/v1/analytics/rollup').set(owner.auth).send({ x: 'x'.repeat(5000) });
+    expect(analytics.status).toBe(413);
+    expect(Object.keys(analytics.body).sort()).toEqual(['detail', 'requestId', 'status', 'title']);
+  });
+
+  it('the agent channel\'s message append and the custom-model relay take MESSAGE_BODY_LIMIT_BYTES', async () => {
+    const big = { messages: [{ role: 'assistant', content: [{ type: 'text', text: 'x'.repeat(20_000) }] }] };
+    const append = await t.http().post(`/api/v0/agent/sessions/${sessionId}/messages`).set(owner.auth).send(big);
+    expect(append.status).not.toBe(413);
+    expect(append.status).toBeLessThan(500);
+    tooLarge(await t.http().post(`/api/v0/agent/sessions/${sessionId}/messages`).set(owner.auth).send({ messages: [{ role: 'assistant', content: [{ type: 'text', text: 'x'.repeat(70_000) }] }] }), 65536);
+    const relay = await t.http().post('/api/v0/agent/models/none/chat/completions').set(owner.auth).send({ messages: [{ role: 'user', content: 'x'.repeat(20_000) }] });
+    expect(relay.status).not.toBe(413);
+    expect(relay.status).toBeLessThan(500);
+    tooLarge(await t.http().post('/api/v0/agent/models/none/chat/completions').set(owner.auth).send({ messages: [{ role: 'user', content: 'x'.repeat(70_000) }] }), 65536);
+  });
+});
+
+describe('JSON nesting depth', () => {
+  let t: TestApp;
+  let owner: TestUser;
+
+  beforeAll(async () => {
+    t = await startTestApp({ JSON_MAX_DEPTH: '16' });
+    owner = await createUser(t, Role.Owner);
+  });
+
+  afterAll(() => t.close());
+
+  const nested = (levels: number) => `{"title":"t","sessionSettings":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
+
+  it('a body nested deeper than JSON_MAX_DEPTH answers 400 json_too_deep; at the limit it is parsed', async () => {
+    const deep = await t.http().post('/api/v0/sessions').set(owner.auth).set('content-type', 'application/json').send(nested(17));
+    expectV0Error(deep, 400, 'json_too_deep');
+    expect(deep.body.metadata).toEqual({ code: 'json_too_deep', maxDepth: 16 });
+    expect(deep.body.detail).toMatch(/16 levels/);
+    const atLimit = await t.http().post('/api/v0/sessions').set(owner.auth).set('content-type', 'application/json').send(nested(16));
+    expectV0Error(atLimit, 400, 'validation_failed');
+  });
+
+  it('brackets inside strings do not count', async () => {
+    const res = await t.http().post('/api/v0/sessions').set(owner.auth).send({ title: '[{'.repeat(20) });
+    expectStatus(res, 201);
+  });
+
+  it('applies to merge patches and to analytics bodies (in their flavour), and a million levels cost nothing', async () => {
+    const patch = `{"settings":{"extraKnownMarketplaces":${'{"a":'.repeat(20)}1${'}'.repeat(20)}}}`;
+    expectV0Error(await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).set('content-type', 'application/merge-patch+json').send(patch), 400, 'json_too_deep');
+    const analytics = await t.http().post('/api/v1/analytics/rollup').set(owner.auth).set('content-type', 'application/json').send('['.repeat(100));
+    expect(analytics.status).toBe(400);
+    expect(Object.keys(analytics.body).sort()).toEqual(['detail', 'requestId', 'status', 'title']);
+    const started = Date.now();
+    const huge = await t.http().post('/api/v0/sessions').set(owner.auth).set('content-type', 'application/json').send('['.repeat(1_000_000));
+    expectV0Error(huge, 400, 'json_too_deep');
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+});
+
+describe('Rate limits', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  describe('per credential and per organization', () => {
+    let t: TestApp;
+
+    beforeAll(async () => {
+      t = await startTestApp({ RATE_LIMIT_CREDENTIAL_PER_MINUTE: '5', RATE_LIMIT_ORGANIZATION_PER_MINUTE: '8', RATE_LIMIT_ANONYMOUS_PER_MINUTE: '0' });
+    });
+
+    afterAll(() => t.close());
+
+    it('a key over its limit gets 429 with Retry-After; another key of the organization and another organization go on', async () => {
+      await awayFromWindowEdge();
+      const org = await createOrganization(t);
+      const first = await createUser(t, Role.Member, org);
+      const second = await createUser(t, Role.Member, org);
+      const outsider = await createUser(t, Role.Member);
+      const remaining: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await t.http().get('/api/v0/sessions').set(first.auth);
+        expectStatus(res, 200);
+        expect(res.headers['ratelimit-policy']).toBe('"credential";q=5;w=60, "organization";q=8;w=60');
+        const field = parseRateLimit(res.headers.ratelimit);
+        expect(field.name).toBe('credential');
+        expect(field.t).toBeGreaterThan(0);
+        expect(field.t).toBeLessThanOrEqual(60);
+        remaining.push(field.r);
+      }
+      expect(remaining).toEqual([4, 3, 2, 1, 0]);
+      const refused = await t.http().get('/api/v0/sessions').set(first.auth);
+      expectRateLimited(refused, 'credential', 5);
+      expect(refused.headers['ratelimit-policy']).toBe('"credential";q=5;w=60, "organization";q=8;w=60');
+      // Also before a body: the 429 comes on the head of an upload.
+      const upload = await headOnly(portOf(t), `POST /api/v0/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${first.key}\r\nContent-Type: application/json\r\nContent-Length: ${MiB}`);
+      expect(upload.status).toBe(429);
+      expect(upload.headers.connection).toBe('close');
+      // In the analytics flavour on analytics paths.
+      const analytics = await t.http().get('/api/v1/analytics/tokens?startDate=2026-01-20&endDate=2026-01-21').set(first.auth);
+      expect(analytics.status).toBe(429);
+      expect(analytics.body).toEqual({ title: 'Too Many Requests', detail: expect.stringMatching(/credential limit/), status: 429, requestId: analytics.headers['x-request-id'] });
+      expect(analytics.headers['retry-after']).toBeDefined();
+      // The organization has 8 - 5 left: the second key goes on, then the organization is spent.
+      for (let i = 0; i < 3; i++) {
+        const res = await t.http().get('/api/v0/sessions').set(second.auth);
+        expectStatus(res, 200);
+        expect(parseRateLimit(res.headers.ratelimit)).toMatchObject({ name: 'organization', r: 2 - i });
+      }
+      expectRateLimited(await t.http().get('/api/v0/sessions').set(second.auth), 'organization', 8);
+      expectStatus(await t.http().get('/api/v0/sessions').set(outsider.auth), 200);
+    });
+
+    it('a credential\'s refusals stay off its organization\'s budget', async () => {
+      await awayFromWindowEdge();
+      const org = await createOrganization(t);
+      const noisy = await createUser(t, Role.Member, org);
+      const quiet = await createUser(t, Role.Member, org);
+      for (let i = 0; i < 5; i++) expectStatus(await t.http().get('/api/v0/sessions').set(noisy.auth), 200);
+      for (let i = 0; i < 20; i++) expect((await t.http().get('/api/v0/sessions').set(noisy.auth)).status).toBe(429);
+      for (let i = 0; i < 3; i++) expectStatus(await t.http().get('/api/v0/sessions').set(quiet.auth), 200);
+    });
+
+    it('a burst over the limit logs rate_limit.exceeded once per client and window', async () => {
+      await awayFromWindowEdge();
+      const spy = jest.spyOn(Logger.prototype, 'log');
+      const user = await createUser(t, Role.Member);
+      for (let i = 0; i < 5; i++) expectStatus(await t.http().get('/api/v0/sessions').set(user.auth), 200);
+      const burst = await Promise.all(Array.from({ length: 200 }, () => t.http().get('/api/v0/sessions').set(user.auth)));
+      expect(burst.every((r) => r.status === 429)).toBe(true);
+      const lines = securityLines(spy);
+      expect(lines).toEqual([expect.objectContaining({ organizationId: user.organizationId, userId: user.userId, credentialId: user.apiKeyId, policy: 'credential', limit: 5 })]);
+    });
+  });
+
+  describe('per client address without a valid credential', () => {
+    let t: TestApp;
+
+    beforeAll(async () => {
+      t = await startTestApp({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: '4' });
+    });
+
+    afterAll(() => t.close());
+
+    it('failed authentication and public routes count; probes and valid credentials do not; another address has its own', async () => {
+      await awayFromWindowEdge();
+      const spy = jest.spyOn(Logger.prototype, 'log');
+      const user = await createUser(t, Role.Member);
+      for (let i = 0; i < 10; i++) {
+        const probe = await t.http().get('/healthz');
+        expectStatus(probe, 200);
+        expect(probe.headers.ratelimit).toBeUndefined();
+      }
+      const first = await t.http().get('/api/v0/sessions');
+      expectV0Error(first, 401, 'missing_credentials');
+      expect(first.headers['ratelimit-policy']).toBe('"anonymous";q=4;w=60');
+      expect(parseRateLimit(first.headers.ratelimit)).toMatchObject({ name: 'anonymous', r: 3 });
+      expectStatus(await t.http().get('/api/v0/sessions').set('Authorization', 'Bearer apk_nope'), 401);
+      expectStatus(await t.http().get('/docs-json'), 200);
+      expectV0Error(await t.http().get('/no/such/route'), 404, 'route_not_found');
+      expectRateLimited(await t.http().get('/api/v0/sessions'), 'anonymous', 4);
+      expectRateLimited(await t.http().get('/docs-json'), 'anonymous', 4);
+      for (let i = 0; i < 20; i++) expect((await t.http().get('/api/v0/sessions').set('Authorization', 'Bearer apk_guess')).status).toBe(429);
+      expectStatus(await t.http().get('/healthz'), 200);
+      const valid = await t.http().get('/api/v0/sessions').set(user.auth);
+      expectStatus(valid, 200);
+      expect(valid.headers.ratelimit).toBeUndefined();
+      const elsewhere = await getFrom('127.0.0.2', portOf(t), '/api/v0/sessions');
+      expect(elsewhere.status).toBe(401);
+      expect(parseRateLimit(elsewhere.headers.ratelimit)).toMatchObject({ name: 'anonymous', r: 3 });
+      expect(securityLines(spy)).toEqual([expect.objectContaining({ ip: '127.0.0.1', policy: 'anonymous', limit: 4 })]);
+    });
+  });
+
+  describe('0 turns a limit off', () => {
+    let t: TestApp;
+
+    beforeAll(async () => {
+      t = await startTestApp({ RATE_LIMIT_CREDENTIAL_PER_MINUTE: '0', RATE_LIMIT_ORGANIZATION_PER_MINUTE: '0', RATE_LIMIT_ANONYMOUS_PER_MINUTE: '0' });
+    });
+
+    afterAll(() => t.close());
+
+    it('no 429 and no RateLimit headers', async () => {
+      const user = await createUser(t, Role.Member);
+      const responses = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? t.http().get('/api/v0/sessions').set(user.auth) : t.http().get('/api/v0/sessions'))));
+      expect(responses.map((r) => r.status).sort()).toEqual([...Array(30).fill(200), ...Array(30).fill(401)]);
+      for (const res of responses) {
+        expect(res.headers['ratelimit-policy']).toBeUndefined();
+        expect(res.headers.ratelimit).toBeUndefined();
+      }
+    });
+
+    it('the organization limit alone applies when the credential limit is off', async () => {
+      const only = await startTestApp({ RATE_LIMIT_CREDENTIAL_PER_MINUTE: '0', RATE_LIMIT_ORGANIZATION_PER_MINUTE: '3' });
+      try {
+        await awayFromWindowEdge();
+        const user = await createUser(only, Role.Member);
+        const res = await only.http().get('/api/v0/sessions').set(user.auth);
+        expect(res.headers['ratelimit-policy']).toBe('"organization";q=3;w=60');
+        await only.http().get('/api/v0/sessions').set(user.auth);
+        await only.http().get('/api/v0/sessions').set(user.auth);
+        expectRateLimited(await only.http().get('/api/v0/sessions').set(user.auth), 'organization', 3);
+      } finally {
+        await only.close();
+      }
+    });
+  });
+});
+
+(serverUrl() ? describe : describe.skip)('Rate limits across instances on one PostgreSQL', () => {
+  let a: TestApp;
+  let b: TestApp;
+  const LIMIT = 100;
+
+  beforeAll(async () => {
+    const env = { RATE_LIMIT_CREDENTIAL_PER_MINUTE: String(LIMIT), RATE_LIMIT_ORGANIZATION_PER_MINUTE: '0', RATE_LIMIT_ANONYMOUS_PER_MINUTE: '0' };
+    a = await startTestApp(env);
+    b = await startTestApp(env, a.database);
+  });
+
+  afterAll(async () => {
+    await b.close();
+    await a.close();
+  });
+
+  it('a client alternating between two instances gets the configured rate in all, not twice it', async () => {
+    await awayFromWindowEdge(20_000);
+    const user = await createUser(a, Role.Member);
+    let accepted = 0;
+    for (let i = 0; i < 3 * LIMIT; i++) {
+      const res = await (i % 2 ? b : a).http().get('/api/v0/sessions').set(user.auth);
+      expect([200, 429]).toContain(res.status);
+      if (res.status === 200) accepted++;
+    }
+    expect(accepted).toBeGreaterThanOrEqual(LIMIT * 0.9);
+    expect(accepted).toBeLessThanOrEqual(LIMIT);
+    for (const app of [a, b]) expectRateLimited(await app.http().get('/api/v0/sessions').set(user.auth), 'credential', LIMIT);
+    const rows = (await a.app.get(DataSource).query(`SELECT used FROM rate_limit_windows WHERE key = $1`, [`credential:${user.apiKeyId}`])) as Array<{ used: number }>;
+    expect(rows).toHaveLength(1);
+    expect(rows[0].used).toBeGreaterThanOrEqual(LIMIT);
+  });
+
+  it('concurrent bursts on both instances never pass the limit in all', async () => {
+    await awayFromWindowEdge(20_000);
+    const user = await createUser(a, Role.Member);
+    const burst = await Promise.all(Array.from({ length: 2 * LIMIT }, (_, i) => (i % 2 ? b : a).http().get('/api/v0/sessions').set(user.auth)));
+    const accepted = burst.filter((r) => r.status === 200).length;
+    expect(accepted).toBeGreaterThanOrEqual(LIMIT * 0.9);
+    expect(accepted).toBeLessThanOrEqual(LIMIT);
+  });
+});
