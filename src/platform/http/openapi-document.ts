@@ -75,7 +75,8 @@ name?, mime?}\`. Base64 must be valid and its bytes must match \`mediaType\` (40
 **computerId on reads** asks that computer directly: only sessions connected to it are answered. It must be a computer of
 your organization that you can see (members: their own computers; guests: none), else 404 \`computer_not_found\`.
 
-**List messages** is enabled per organization; elsewhere it answers 403 \`message_history_disabled\`, checked before the session.
+**List messages** is enabled per organization; elsewhere it answers 403 \`message_history_disabled\`, checked before the session. A page
+also stops at \`MESSAGE_PAGE_MAX_BYTES\` (see § Limits).
 
 **Added operations** (not in the spec): create, update and delete a session; the agent channel under \`/api/v0/agent\`.
 
@@ -230,6 +231,12 @@ token rotation do not take the header: a stored response would keep the secret t
 its own, apart from its owner's.
 
 ## Limits
+Message pages (our decision): besides \`limit\`, a page of messages (list messages, and the agent's read of its turn's
+conversation) holds at most \`MESSAGE_PAGE_MAX_BYTES\` (default 16 MiB) of messages, a message counting as the bytes of its
+\`content\` and attributes as JSON: the page stops before the message that would pass it, with \`hasMore: true\`, and
+\`nextCursor\` continues at exactly that message. A message larger than the budget comes alone on its page. So a client gets
+every message by following \`nextCursor\` while \`hasMore\`, whatever their sizes, and pages may hold fewer than \`limit\`.
+
 Messages (not shown in the spec; our decision): add-message \`text\` 1-200,000 characters and not blank; at most 20 images of at
 most 7,000,000 base64 characters (about 5 MiB) each; at most 20 files: PDFs of at most 14,000,000 base64 characters (about
 10 MiB), text files of at most 2,000,000 characters; at most 500 content blocks per message, 100 messages per agent append.
