@@ -131,7 +131,17 @@ computer; its agent reports the machine's \`hostname\` with \`POST /api/v0/agent
 **Status codes.** 201 create; 200 list, get, update, retry, rotate, connect; 204 delete; 400 invalid input (\`validation_failed\`);
 401; 403 (\`insufficient_role\` for guests, \`read_only_role\` for a member's \`serviceAccountId\`, \`computer_provider_disabled\`,
 \`computer_creation_not_allowed\`, \`computer_token_not_accepted\`, \`computer_credential_required\`); 404 (\`computer_not_found\`,
-\`service_account_not_found\`); 409 \`computer_not_failed\`; 413; 415.
+\`service_account_not_found\`); 409 \`computer_not_failed\`, \`quota_exceeded\`; 413; 415; 429 \`quota_exceeded\`.
+
+**Quotas** (per organization; our decision). Create counts, under a lock per organization (so concurrent creates at the limit
+never both pass): \`COMPUTERS_PER_ORGANIZATION\` (default 100) computers of any kind and \`LOCAL_AGENTS_PER_ORGANIZATION\`
+(default 10) \`local\` computers, whose agents this server runs: one more is **409** \`quota_exceeded\`. Only deleting a computer
+frees a slot, so 409 (the request conflicts with the organization's state), not 429, which clients retry by waiting.
+\`PROVISIONING_PER_ORGANIZATION\` (default 5) managed computers provisioning at once: creating or retrying one more is **429**
+\`quota_exceeded\`, lifted as soon as one is \`active\` or in \`error\` (a retry refused leaves the computer in \`error\`). The
+body's \`metadata\` is \`{code: "quota_exceeded", quota, limit}\`, \`quota\` the variable's name; nothing is stored. If the
+operator lowers \`LOCAL_AGENTS_PER_ORGANIZATION\` below what an organization has, its oldest \`local\` computers keep their agents
+and the newest get none (the server's log says which); deleting one starts the next.
 
 ## Enterprise controls (decisions where the spec says "not shown")
 **Roles.** Owners and managers read the controls, change them, and read their history; members and guests get **403**
