@@ -6,10 +6,12 @@ import { join } from 'node:path';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
-import { createUser, TestUser } from '../utils/factories';
+import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { createGitRepo, npmProject, reposRoot } from '../utils/git-fixtures';
-import { Body, until } from '../utils/polling';
+import { api, Body, sleep, until } from '../utils/polling';
+import { startServer } from '../utils/processes';
 import { startTestApp, TestApp } from '../utils/test-app';
+import { createTestDatabase } from '../utils/test-database';
 import { expectStatus, expectV0Error } from '../utils/v0-errors';
 
 const byom = () => ({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' });
@@ -243,6 +245,40 @@ describe('Computer quotas', () => {
       expectStatus(await create(t, owner, { name: 'replacement', provider: 'local' }), 201);
       expectQuota(await create(t, owner, { name: 'one more', provider: 'local' }), 409, 'LOCAL_AGENTS_PER_ORGANIZATION', 2);
     });
+
+    it('with the quota lowered below what an organization has, only its oldest local computers get agents; deleting one starts the next', async () => {
+      const database = await createTestDatabase();
+      // No model: the agents only connect (their hostname shows it) and wait for work.
+      const env = { ...database.env, PROVISIONING_POLL_MS: '100', AGENT_MODEL_BASE_URL: '', AGENT_MODEL: '' };
+      const setup = await startTestApp({ ...env, LOCAL_AGENTS: 'off' }, database);
+      const owner = await createUser(setup, Role.Owner, await createOrganization(setup));
+      const ids: string[] = [];
+      for (const name of ['oldest', 'newer']) {
+        const res = await create(setup, owner, { name, provider: 'local' });
+        expectStatus(res, 201);
+        ids.push(res.body.id as string);
+      }
+      for (const id of ids) {
+        await until(async () => (await setup.http().get(`/api/v0/computers/${id}`).set(owner.auth)).body.status, (status) => status === 'active', `${id} active`);
+      }
+      await setup.close();
+
+      const server = await startServer([], { ...env, LOCAL_AGENTS: 'on', LOCAL_AGENTS_PER_ORGANIZATION: '1' });
+      try {
+        const hostnameOf = async (id: string) => (await api(server.url, owner, 'GET', `/api/v0/computers/${id}`)).body.hostname as string | undefined;
+        await until(() => hostnameOf(ids[0]), (hostname) => hostname !== undefined, 'the oldest computer\'s agent to connect', 30_000);
+        // The server looks at the computers every 5 s: the newer one is still without an agent after a second look.
+        await sleep(6_000);
+        expect(await hostnameOf(ids[1])).toBeUndefined();
+        expect(server.output()).toContain(`The agent of computer ${ids[1]} does not start`);
+
+        expect((await api(server.url, owner, 'DELETE', `/api/v0/computers/${ids[0]}`)).status).toBe(204);
+        await until(() => hostnameOf(ids[1]), (hostname) => hostname !== undefined, 'the newer computer\'s agent to connect', 30_000);
+      } finally {
+        await server.stop();
+        await database.drop();
+      }
+    }, 90_000);
 
     it('concurrent local creates at the limit: exactly the free slots succeed', async () => {
       const owner = await createUser(t, Role.Owner);
