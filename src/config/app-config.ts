@@ -158,19 +158,22 @@ export class AppConfig {
   @Min(1024)
   MESSAGE_PAGE_MAX_BYTES = 16 * MiB;
 
-  /** Computers an organization may have (429 above it). */
+  /** Computers an organization may have (creating one more: 409 `quota_exceeded`). */
   @Transform(toInt)
   @IsInt()
   @Min(1)
   COMPUTERS_PER_ORGANIZATION = 100;
 
-  /** Managed computers of one organization provisioning at once (429 above it). */
+  /** Managed computers of one organization provisioning at once (creating or retrying one more: 429 `quota_exceeded`). */
   @Transform(toInt)
   @IsInt()
   @Min(1)
   PROVISIONING_PER_ORGANIZATION = 5;
 
-  /** Agents this server runs at once for one organization's managed `local` computers. */
+  /**
+   * Agents this server runs at once for one organization's managed `local` computers: creating one
+   * more `local` computer is 409 `quota_exceeded`; beyond it (the quota lowered) the newest get none.
+   */
   @Transform(toInt)
   @IsInt()
   @Min(1)

@@ -13,6 +13,9 @@ import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { expectInvalid as expectInvalidField, expectStatus, expectV0Error, messageFor } from '../utils/v0-errors';
 import { startTestApp, TestApp } from '../utils/test-app';
 
+/** Steps never run here (PROVISIONING_CONCURRENCY 0), so managed computers stay provisioning: quotas large enough not to matter (test/e2e/computer-quotas.e2e-spec.ts tests them). */
+const ROOMY_QUOTAS = { COMPUTERS_PER_ORGANIZATION: '1000', PROVISIONING_PER_ORGANIZATION: '1000', LOCAL_AGENTS_PER_ORGANIZATION: '1000' };
+
 /** The v0 computers API's bad input, roles and limits, over real HTTP against the real application. */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
@@ -46,7 +49,7 @@ describe('Computers API (v0): input, roles and limits', () => {
 
   beforeAll(async () => {
     root = await reposRoot();
-    t = await startTestApp({ LOCAL_REPOS_DIR: root, PROVISIONING_CONCURRENCY: '0' });
+    t = await startTestApp({ ...ROOMY_QUOTAS, LOCAL_REPOS_DIR: root, PROVISIONING_CONCURRENCY: '0' });
     const doc = (await t.http().get('/docs-json').expect(200)).body as Json;
     // The app's own published schemas, as a client would use them.
     const ajv = new Ajv({ strict: false, discriminator: true, allErrors: true });
@@ -945,7 +948,7 @@ describe('Computers API (v0): input, roles and limits', () => {
     let admin: TestUser;
 
     beforeAll(async () => {
-      bare = await startTestApp({ PROVISIONING_CONCURRENCY: '0' });
+      bare = await startTestApp({ ...ROOMY_QUOTAS, PROVISIONING_CONCURRENCY: '0' });
       admin = await createUser(bare, Role.Owner);
     });
 

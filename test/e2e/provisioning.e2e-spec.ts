@@ -142,7 +142,8 @@ describe('Provisioning', () => {
 
     beforeAll(async () => {
       database = await createTestDatabase();
-      const env = { LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '50', PROVISIONING_CONCURRENCY: '2' };
+      // All 8 computers may be provisioning at once (the per-organization quota is tested in computer-quotas).
+      const env = { LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '50', PROVISIONING_CONCURRENCY: '2', PROVISIONING_PER_ORGANIZATION: '8' };
       a = await startTestApp(env, database);
       b = await startTestApp(env, database);
       owner = await createUser(a, Role.Owner, await createOrganization(a, { messageHistory: true }));

@@ -10,6 +10,7 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiTags,
+  ApiTooManyRequestsResponse,
 } from '@nestjs/swagger';
 import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { ref } from '../../platform/http/json-schema';
@@ -17,6 +18,10 @@ import { V0ErrorSchema } from '../../platform/http/openapi';
 import { ComputerView } from './domain/views';
 import { ComputersService, CreateComputerInput, UpdateComputerInput } from './computers.service';
 import { computerSchemas } from './schemas/computer.schemas';
+
+const PROVISIONING_QUOTA =
+  'The organization has `PROVISIONING_PER_ORGANIZATION` (default 5) managed computers provisioning already: `metadata` is ' +
+  '`{code: "quota_exceeded", quota: "PROVISIONING_PER_ORGANIZATION", limit}`. Nothing is stored; try again once one of them is `active` or in `error`.';
 
 const NOT_FOUND = 'No such computer in your organization, or one you may not see (another organization\'s, or for a member another member\'s).';
 
@@ -35,10 +40,20 @@ export class ComputersController {
       'it is `active` at once. `provider: "local"` (managed) prepares a workspace on the server\'s host: `hostId` is assigned (giving one is 400), ' +
       '`remoteUser` defaults to the server\'s user; it is `provisioning` with its `provisioningSteps` and becomes `active` when they complete, `error` when one fails. ' +
       'With `serviceAccountId` (owners and managers) the computer belongs to that user, `ownerPrincipalKind: "service_account"`. ' +
-      'The answer carries `agentToken` once: the credential the computer\'s agent uses on the agent channel.',
+      'The answer carries `agentToken` once: the credential the computer\'s agent uses on the agent channel. ' +
+      'Per-organization quotas, counted one create at a time (two creates never both take the last slot): `COMPUTERS_PER_ORGANIZATION` ' +
+      '(default 100) computers of every kind, `LOCAL_AGENTS_PER_ORGANIZATION` (default 10) `local` computers (each gets an agent run by this server), ' +
+      'and `PROVISIONING_PER_ORGANIZATION` (default 5) managed computers provisioning at once.',
   })
   @ApiBody({ schema: ref('CreateComputerBody') })
   @ApiCreatedResponse({ schema: ref('Computer') })
+  @ApiConflictResponse({
+    description:
+      'A quota of the organization is full: `metadata` is `{code: "quota_exceeded", quota, limit}`, `quota` being `COMPUTERS_PER_ORGANIZATION` ' +
+      'or (for `local`) `LOCAL_AGENTS_PER_ORGANIZATION`. Nothing is stored. Waiting does not help (so 409, not 429): deleting a computer frees a slot.',
+    type: V0ErrorSchema,
+  })
+  @ApiTooManyRequestsResponse({ description: PROVISIONING_QUOTA, type: V0ErrorSchema })
   @ApiForbiddenResponse({
     description: 'Guests; `serviceAccountId` from a member; or enterprise controls turn this kind of computer off or limit it to other people.',
     type: V0ErrorSchema,
@@ -99,6 +114,7 @@ export class ComputersController {
   @ApiOkResponse({ schema: ref('Computer') })
   @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
   @ApiConflictResponse({ description: 'The computer is not in `error` (`computer_not_failed`, with `computerStatus`).', type: V0ErrorSchema })
+  @ApiTooManyRequestsResponse({ description: `${PROVISIONING_QUOTA} The computer stays in \`error\`.`, type: V0ErrorSchema })
   retry(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<ComputerView> {
     return this.computers.retry(principal, computerId);
   }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import type { CallerRow } from '../auth';
+import { AdvisoryLock } from '../../platform/database/advisory-locks';
 import { Sql } from '../../platform/database/sql';
 import { ComputerEntity, ProvisioningStepEntity } from './entities';
 import { LOCAL_PROVIDER } from './domain/computer';
@@ -33,6 +34,24 @@ export class ComputersRepository {
 
   transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
     return this.dataSource.transaction(work);
+  }
+
+  /**
+   * What counts against the organization's quotas, under a lock held until the transaction ends:
+   * concurrent creates and retries of one organization count and add one after the other, so two
+   * can never both take the last slot.
+   */
+  async lockQuotaUsage(manager: EntityManager, organizationId: string): Promise<{ computers: number; local: number; provisioning: number }> {
+    await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [AdvisoryLock.ComputerQuotas, organizationId]);
+    const [usage] = await this.sql.in(manager).query<{ computers: number; local: number; provisioning: number }>(
+      'computers.quotaUsage',
+      `SELECT count(*)::int AS computers,
+              count(*) FILTER (WHERE provider = $2)::int AS local,
+              count(*) FILTER (WHERE status = $3)::int AS provisioning
+       FROM computers WHERE organization_id = $1`,
+      [organizationId, LOCAL_PROVIDER, ComputerStatus.Provisioning],
+    );
+    return usage;
   }
 
   async insertComputer(manager: EntityManager, computer: ComputerEntity): Promise<void> {
@@ -94,11 +113,16 @@ export class ComputersRepository {
     return rows[0] ?? null;
   }
 
-  /** Managed `local` computers whose agent the server runs: active, with their token kept (encrypted). */
-  localAgents(): Promise<Array<{ id: string; agentTokenEncrypted: string }>> {
+  /**
+   * Managed `local` computers whose agent the server runs: active, with their token kept (encrypted),
+   * each with its place among its organization's (oldest first), which LOCAL_AGENTS_PER_ORGANIZATION caps.
+   */
+  localAgents(): Promise<Array<{ id: string; organizationId: string; agentTokenEncrypted: string; place: number }>> {
     return this.sql.query(
       'computers.localAgents',
-      `SELECT id, agent_token_encrypted AS "agentTokenEncrypted" FROM computers
+      `SELECT id, organization_id AS "organizationId", agent_token_encrypted AS "agentTokenEncrypted",
+              row_number() OVER (PARTITION BY organization_id ORDER BY created_at, id)::int AS place
+       FROM computers
        WHERE provider = $1 AND status = $2 AND agent_token_encrypted IS NOT NULL ORDER BY created_at, id`,
       [LOCAL_PROVIDER, ComputerStatus.Active],
     );

@@ -1,16 +1,28 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { userInfo } from 'node:os';
+import type { EntityManager } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
-import { AccessPolicy, Authenticator, generateComputerToken, isAdmin, OrganizationControlsReader, OrganizationsService, Principal, Role } from '../auth';
+import {
+  AccessPolicy,
+  Authenticator,
+  credentialIdOf,
+  generateComputerToken,
+  isAdmin,
+  OrganizationControlsReader,
+  OrganizationsService,
+  Principal,
+  Role,
+} from '../auth';
 import { SessionsService } from '../sessions';
 import { isUuid, newId } from '../../platform/database/ids';
 import { FieldError, validationError } from '../../platform/http/validation';
+import { logSecurityEvent, SecurityActor } from '../../platform/logging/security-log';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { LocalAgentSupervisor } from './agents/local-agent-supervisor';
 import { ComputersRepository } from './computers.repository';
 import { agentTokenContext, BYOM, ComputerSource, LOCAL_PROVIDER, LOCAL_TEMPLATES, OwnerPrincipalKind } from './domain/computer';
 import { ComputerTrigger, nextStatus } from './domain/computer-status';
-import { ComputersError, ComputersErrorCode } from './domain/computers.errors';
+import { ComputerQuota, ComputersError, ComputersErrorCode, QuotaExceededError } from './domain/computers.errors';
 import { planSteps, STEP_NAMES, StepStatus } from './domain/provisioning-step';
 import { locateRepo } from './domain/repo-location';
 import { ComputerShape, ComputerView, toComputerView } from './domain/views';
@@ -93,6 +105,7 @@ export class ComputersService {
       updatedAt: now,
     });
     const steps = await this.repository.transaction(async (manager) => {
+      await this.checkQuotas(manager, principal, { managed, local: input.provider === LOCAL_PROVIDER });
       const planned = managed ? planSteps({ repos, autoInstallDeps }) : [];
       const steps = planned.map((stepId, position) =>
         Object.assign(new ProvisioningStepEntity(), {
@@ -123,6 +136,9 @@ export class ComputersService {
       }
       return steps;
     });
+    const actor = actorOf(principal);
+    logSecurityEvent('computer.created', actor, { computerId: computer.id, provider: computer.provider });
+    logSecurityEvent('computer.agent_token.issued', actor, { computerId: computer.id });
     if (steps.length > 0) this.provisioning.wake();
     return { ...this.view(computer, steps, 'create'), agentToken: token.token };
   }
@@ -150,6 +166,7 @@ export class ComputersService {
   async remove(principal: Principal, computerId: string): Promise<void> {
     const computer = await this.visible(principal, computerId);
     await this.repository.delete(computer.id);
+    logSecurityEvent('computer.deleted', actorOf(principal), { computerId: computer.id });
     this.authenticator.forgetComputerToken(computer.agentTokenHash);
     if (computer.provider === BYOM) return;
     // Its agent may run on another instance: that one stops it at its next look at the computers.
@@ -161,6 +178,8 @@ export class ComputersService {
   /** Puts a computer in error back to provisioning: its failed step runs again, then the rest. */
   async retry(principal: Principal, computerId: string): Promise<ComputerView> {
     const computer = await this.repository.transaction(async (manager) => {
+      // The quotas' lock first, as on create, then the computer's row.
+      const usage = await this.repository.lockQuotaUsage(manager, principal.organizationId);
       const locked = await this.visible(principal, computerId, undefined, manager, true);
       const next = nextStatus(ComputerTrigger.Retried, locked.status);
       if (!next) {
@@ -170,6 +189,7 @@ export class ComputersService {
           { computerStatus: locked.status },
         );
       }
+      if (usage.provisioning >= this.config.PROVISIONING_PER_ORGANIZATION) this.refuse(principal, ComputerQuota.Provisioning);
       await this.repository.retry(manager, locked.id);
       return this.repository.update(manager, locked.id, { status: next });
     });
@@ -193,6 +213,7 @@ export class ComputersService {
       });
       return { id: locked.id, hash: locked.agentTokenHash, provider: locked.provider };
     });
+    logSecurityEvent('computer.agent_token.issued', actorOf(principal), { computerId: previous.id });
     this.authenticator.forgetComputerToken(previous.hash);
     if (previous.provider === LOCAL_PROVIDER) this.agents.wake();
     return { computerId: previous.id, agentToken: token.token, createdAt: now.getTime() };
@@ -231,6 +252,30 @@ export class ComputersService {
     const computer = isUuid(computerId) ? await this.repository.find(computerId, principal.organizationId, manager, lock) : null;
     if (!computer || !AccessPolicy.canWrite(principal, computer)) throw notFound(computerId, field);
     return computer;
+  }
+
+  /**
+   * The organization's quotas, counted under its quota lock (held until the caller's transaction
+   * ends). The lasting ones are checked before provisioning, which frees itself: a refusal names the
+   * quota that waiting would not lift.
+   */
+  private async checkQuotas(manager: EntityManager, principal: Principal, wanted: { managed: boolean; local: boolean }): Promise<void> {
+    const usage = await this.repository.lockQuotaUsage(manager, principal.organizationId);
+    if (usage.computers >= this.config.COMPUTERS_PER_ORGANIZATION) this.refuse(principal, ComputerQuota.Computers);
+    if (wanted.local && usage.local >= this.config.LOCAL_AGENTS_PER_ORGANIZATION) this.refuse(principal, ComputerQuota.LocalAgents);
+    if (wanted.managed && usage.provisioning >= this.config.PROVISIONING_PER_ORGANIZATION) this.refuse(principal, ComputerQuota.Provisioning);
+  }
+
+  private refuse(principal: Principal, quota: ComputerQuota): never {
+    const limit = this.config[quota];
+    logSecurityEvent('quota.exceeded', actorOf(principal), { quota, limit });
+    const detail = {
+      [ComputerQuota.Computers]: `Your organization has ${limit} computers, as many as it may have (${quota}); delete one to create another.`,
+      [ComputerQuota.LocalAgents]:
+        `Your organization has ${limit} managed ${LOCAL_PROVIDER} computers, as many as this server runs agents for (${quota}); delete one to create another.`,
+      [ComputerQuota.Provisioning]: `${limit} of your organization's computers are provisioning, as many as may at once (${quota}); try again when one is ready.`,
+    }[quota];
+    throw new QuotaExceededError(quota, limit, detail);
   }
 
   /** Enterprise controls: each kind of computer can be switched off, or limited to listed emails. */
@@ -303,6 +348,10 @@ export class ComputersService {
       shape,
     );
   }
+}
+
+function actorOf(principal: Principal): SecurityActor {
+  return { organizationId: principal.organizationId, userId: principal.userId, credentialId: credentialIdOf(principal) };
 }
 
 function notFound(computerId: string, field?: string): ComputersError {

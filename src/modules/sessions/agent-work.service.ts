@@ -205,7 +205,7 @@ export class AgentWorkService {
         { sessionStatus: session.status },
       );
     }
-    const found = await this.repository.listMessages(session.id, principal.organizationId, query);
+    const found = await this.repository.listMessages(session.id, principal.organizationId, { ...query, maxBytes: this.config.MESSAGE_PAGE_MAX_BYTES });
     if (!found) throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
     return { items: found.page.items.map(toMessageView), pagination: found.page.pagination };
   }

@@ -81,7 +81,7 @@ export class AgentController {
   @ApiOperation({
     summary: 'Read the conversation of a turn',
     description:
-      'The messages of the session, oldest first, paged like the session messages list, for the agent holding its running turn `turnId`: ' +
+      'The messages of the session, oldest first, paged like the session messages list (at most `limit` and `MESSAGE_PAGE_MAX_BYTES` a page), for the agent holding its running turn `turnId`: ' +
       'how an agent that restarted, or took the session over, picks the conversation up. Not subject to the `messageHistory` feature, which ' +
       'is about users reading history. A turn that is over is 409 `turn_not_active`.',
   })

@@ -123,7 +123,9 @@ export class SessionsController {
     summary: 'List session messages',
     description:
       'In conversation order, oldest first. Enabled for selected organizations only: elsewhere every call answers 403 ' +
-      '(`message_history_disabled`), checked before the session. `role` keeps only messages of that role.',
+      '(`message_history_disabled`), checked before the session. `role` keeps only messages of that role. ' +
+      'A page holds at most `limit` messages and at most `MESSAGE_PAGE_MAX_BYTES` (default 16 MiB) of them: it stops before the message ' +
+      'that would pass the budget (`hasMore: true`, and `nextCursor` continues at that message), though a larger message still comes, alone.',
   })
   @ApiOkResponse({ schema: page('messages', 'Message') })
   @ApiForbiddenResponse({ description: 'Message history is not enabled for your organization.', type: V0ErrorSchema })

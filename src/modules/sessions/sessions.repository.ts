@@ -231,11 +231,17 @@ export class SessionsRepository {
   /**
    * A page of messages in conversation order (the cursor is the last seq returned), read in the
    * same statement as the session they belong to: null when there is no such session.
+   *
+   * The page also stops before the message that would take it past `maxBytes` (a message's size is
+   * its content and attributes as PostgreSQL prints them), though its first message always comes,
+   * however large. The database walks the messages one by one, summing their sizes, and stops at the
+   * first that does not fit: it never sizes, and the server never receives, more than the page and
+   * that one message's size.
    */
   async listMessages(
     sessionId: string,
     organizationId: string,
-    query: { role?: MessageRole; cursor?: string; limit: number },
+    query: { role?: MessageRole; cursor?: string; limit: number; maxBytes: number },
   ): Promise<{ session: Pick<SessionEntity, 'organizationId' | 'ownerId' | 'computerId'>; page: Page<MessageSummary> } | null> {
     const list = `messages:${sessionId}`;
     let afterSeq = 0;
@@ -243,23 +249,36 @@ export class SessionsRepository {
       afterSeq = decodeCursor(list, query.cursor, ['number'])[0] as number;
       if (afterSeq < 0 || afterSeq > 2_147_483_647) throw invalidCursor();
     }
-    const values: unknown[] = [sessionId, organizationId, afterSeq, query.limit + 1];
+    const values: unknown[] = [sessionId, organizationId, afterSeq, query.limit, query.maxBytes];
     const roleFilter = query.role ? `AND m.role = $${values.push(query.role)}` : '';
-    const rows = await this.sql.query<MessageSummaryRow & { session_owner_id: string; session_computer_id: string | null }>(
+    const size = `(octet_length(m.content::text) + octet_length(m.attributes::text))::bigint`;
+    const kept = `w.n <= $4 AND (w.n = 1 OR w.total <= $5)`;
+    const rows = await this.sql.query<MessageSummaryRow & { session_owner_id: string; session_computer_id: string | null; walked: number }>(
       `messages.list${query.role ? '.role' : ''}`,
-      `SELECT s.owner_id AS session_owner_id, s.computer_id AS session_computer_id, m.*
+      `WITH RECURSIVE walk (seq, n, total) AS (
+         (SELECT m.seq, 1, ${size} FROM messages m WHERE m.session_id = $1 AND m.seq > $3 ${roleFilter} ORDER BY m.seq LIMIT 1)
+         UNION ALL
+         SELECT next.seq, w.n + 1, w.total + next.size
+         FROM walk w CROSS JOIN LATERAL (
+           SELECT m.seq, ${size} AS size FROM messages m WHERE m.session_id = $1 AND m.seq > w.seq ${roleFilter} ORDER BY m.seq LIMIT 1
+         ) next
+         WHERE ${kept}
+       )
+       SELECT s.owner_id AS session_owner_id, s.computer_id AS session_computer_id, m.*, (SELECT count(*) FROM walk)::int AS walked
        FROM sessions s
        LEFT JOIN LATERAL (
-         SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages m
-         WHERE m.session_id = s.id AND m.seq > $3 ${roleFilter} ORDER BY m.seq LIMIT $4
+         SELECT ${MESSAGE_VIEW_COLUMNS} FROM walk w JOIN messages m ON m.session_id = s.id AND m.seq = w.seq
+         WHERE ${kept} ORDER BY m.seq
        ) m ON true
        WHERE s.id = $1 AND s.organization_id = $2`,
       values,
     );
     if (rows.length === 0) return null;
     const session = { organizationId, ownerId: rows[0].session_owner_id, computerId: rows[0].session_computer_id };
-    const messages = rows.filter((row) => row.id !== null).map(toMessageSummary);
-    return { session, page: toPage(messages, query.limit, (row) => encodeCursor(list, [row.seq])) };
+    const items = rows.filter((row) => row.id !== null).map(toMessageSummary);
+    // The walk went one message past the page when there is more: past the limit, or past the budget.
+    const hasMore = rows[0].walked > items.length;
+    return { session, page: { items, pagination: { hasMore, nextCursor: hasMore ? encodeCursor(list, [items[items.length - 1].seq]) : null } } };
   }
 
   /**

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
+import { AppConfig } from '../../config/app-config';
 import { AccessPolicy, OrganizationControlsReader, Principal, Role } from '../auth';
 import { DomainEventBus } from '../../platform/events';
 import { isUuid, newId } from '../../platform/database/ids';
@@ -56,6 +57,7 @@ export class SessionsService {
     private readonly activity: SessionActivity,
     private readonly idempotency: IdempotencyService,
     private readonly events: DomainEventBus,
+    private readonly config: AppConfig,
   ) {}
 
   async create(principal: Principal, input: CreateSessionInput, idempotent?: IdempotentRequest): Promise<IdempotentResult<SessionView>> {
@@ -212,7 +214,9 @@ export class SessionsService {
       );
     }
     if (query.computerId !== undefined) await this.requireComputer(principal, query.computerId);
-    const found = isUuid(sessionId) ? await this.repository.listMessages(sessionId, principal.organizationId, query) : null;
+    const found = isUuid(sessionId)
+      ? await this.repository.listMessages(sessionId, principal.organizationId, { ...query, maxBytes: this.config.MESSAGE_PAGE_MAX_BYTES })
+      : null;
     if (!found || (query.computerId !== undefined && found.session.computerId !== query.computerId)) notFound(sessionId);
     await this.readableEntity(principal, found.session, sessionId);
     return { items: found.page.items.map(toMessageView), pagination: found.page.pagination };

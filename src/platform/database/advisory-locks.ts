@@ -10,4 +10,6 @@ export enum AdvisoryLock {
    * connection: the instance that runs the computer's local agent, for as long as it runs it.
    */
   LocalAgent = 7_345_004,
+  /** With the organization's id hashed as the second key: counting its computers against its quotas and adding one, one at a time. */
+  ComputerQuotas = 7_345_005,
 }

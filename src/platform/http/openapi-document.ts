@@ -77,7 +77,8 @@ name?, mime?}\`. Base64 must be valid and its bytes must match \`mediaType\` (40
 **computerId on reads** asks that computer directly: only sessions connected to it are answered. It must be a computer of
 your organization that you can see (members: their own computers; guests: none), else 404 \`computer_not_found\`.
 
-**List messages** is enabled per organization; elsewhere it answers 403 \`message_history_disabled\`, checked before the session.
+**List messages** is enabled per organization; elsewhere it answers 403 \`message_history_disabled\`, checked before the session. A page
+also stops at \`MESSAGE_PAGE_MAX_BYTES\` (see § Limits).
 
 **Added operations** (not in the spec): create, update and delete a session; the agent channel under \`/api/v0/agent\`.
 
@@ -132,7 +133,17 @@ computer; its agent reports the machine's \`hostname\` with \`POST /api/v0/agent
 **Status codes.** 201 create; 200 list, get, update, retry, rotate, connect; 204 delete; 400 invalid input (\`validation_failed\`);
 401; 403 (\`insufficient_role\` for guests, \`read_only_role\` for a member's \`serviceAccountId\`, \`computer_provider_disabled\`,
 \`computer_creation_not_allowed\`, \`computer_token_not_accepted\`, \`computer_credential_required\`); 404 (\`computer_not_found\`,
-\`service_account_not_found\`); 409 \`computer_not_failed\`; 413; 415.
+\`service_account_not_found\`); 409 \`computer_not_failed\`, \`quota_exceeded\`; 413; 415; 429 \`quota_exceeded\`.
+
+**Quotas** (per organization; our decision). Create counts, under a lock per organization (so concurrent creates at the limit
+never both pass): \`COMPUTERS_PER_ORGANIZATION\` (default 100) computers of any kind and \`LOCAL_AGENTS_PER_ORGANIZATION\`
+(default 10) \`local\` computers, whose agents this server runs: one more is **409** \`quota_exceeded\`. Only deleting a computer
+frees a slot, so 409 (the request conflicts with the organization's state), not 429, which clients retry by waiting.
+\`PROVISIONING_PER_ORGANIZATION\` (default 5) managed computers provisioning at once: creating or retrying one more is **429**
+\`quota_exceeded\`, lifted as soon as one is \`active\` or in \`error\` (a retry refused leaves the computer in \`error\`). The
+body's \`metadata\` is \`{code: "quota_exceeded", quota, limit}\`, \`quota\` the variable's name; nothing is stored. If the
+operator lowers \`LOCAL_AGENTS_PER_ORGANIZATION\` below what an organization has, its oldest \`local\` computers keep their agents
+and the newest get none (the server's log says which); deleting one starts the next.
 
 ## Enterprise controls (decisions where the spec says "not shown")
 **Roles.** Owners and managers read the controls, change them, and read their history; members and guests get **403**
@@ -232,6 +243,12 @@ token rotation do not take the header: a stored response would keep the secret t
 its own, apart from its owner's.
 
 ## Limits
+Message pages (our decision): besides \`limit\`, a page of messages (list messages, and the agent's read of its turn's
+conversation) holds at most \`MESSAGE_PAGE_MAX_BYTES\` (default 16 MiB) of messages, a message counting as the bytes of its
+\`content\` and attributes as JSON: the page stops before the message that would pass it, with \`hasMore: true\`, and
+\`nextCursor\` continues at exactly that message. A message larger than the budget comes alone on its page. So a client gets
+every message by following \`nextCursor\` while \`hasMore\`, whatever their sizes, and pages may hold fewer than \`limit\`.
+
 Messages (not shown in the spec; our decision): add-message \`text\` 1-200,000 characters and not blank; at most 20 images of at
 most 7,000,000 base64 characters (about 5 MiB) each; at most 20 files: PDFs of at most 14,000,000 base64 characters (about
 10 MiB), text files of at most 2,000,000 characters; at most 500 content blocks per message, 100 messages per agent append.

@@ -11,6 +11,7 @@ import { AppConfig } from '../../../config/app-config';
 import { AdvisoryLock } from '../../../platform/database/advisory-locks';
 import { SessionLocks } from '../../../platform/database/session-locks';
 import { OnDomainEvent } from '../../../platform/events';
+import { logSecurityEvent } from '../../../platform/logging/security-log';
 import { SecretBox } from '../../../platform/secrets/secret-box';
 import { ComputersRepository } from '../computers.repository';
 import { agentTokenContext, LOCAL_PROVIDER } from '../domain/computer';
@@ -73,6 +74,8 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
   private readonly agents = new Map<string, SupervisedAgent>();
   /** Computers whose token cannot be decrypted, by the envelope that failed: said once, not at every look. */
   private readonly unreadable = new Map<string, string>();
+  /** Computers left without an agent by their organization's LOCAL_AGENTS_PER_ORGANIZATION: said once, not at every look. */
+  private readonly overQuota = new Set<string>();
   private locks: SessionLocks | null = null;
   private enabled = false;
   private stopping = false;
@@ -142,8 +145,21 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     try {
       await this.locks?.check();
       const rows = await this.repository.localAgents();
+      // Every instance ranks the same rows the same way, so an organization's oldest computers are the ones
+      // that get agents, however many instances share the work (creation refuses more; this holds when the quota was lowered).
+      const limit = this.config.LOCAL_AGENTS_PER_ORGANIZATION;
+      const over = rows.filter((row) => row.place > limit);
+      for (const row of over) {
+        if (this.overQuota.has(row.id)) continue;
+        this.overQuota.add(row.id);
+        this.logger.warn(`The agent of computer ${row.id} does not start: its organization has ${limit} local computers with agents (LOCAL_AGENTS_PER_ORGANIZATION)`);
+        logSecurityEvent('quota.exceeded', { organizationId: row.organizationId }, { quota: 'LOCAL_AGENTS_PER_ORGANIZATION', limit, computerId: row.id });
+      }
+      for (const computerId of this.overQuota) if (!over.some((row) => row.id === computerId)) this.overQuota.delete(computerId);
       // A computer provisioned on another host (COMPUTERS_DIR not shared) is that host's to run.
-      const wanted = new Map(rows.filter((row) => existsSync(this.provider.workspaceOf(row.id))).map((row) => [row.id, row.agentTokenEncrypted]));
+      const wanted = new Map(
+        rows.filter((row) => row.place <= limit && existsSync(this.provider.workspaceOf(row.id))).map((row) => [row.id, row.agentTokenEncrypted]),
+      );
       for (const computerId of this.unreadable.keys()) if (!wanted.has(computerId)) this.unreadable.delete(computerId);
       for (const agent of [...this.agents.values()]) {
         const envelope = wanted.get(agent.computerId);

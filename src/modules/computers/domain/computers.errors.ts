@@ -26,3 +26,36 @@ export class ComputersError extends DomainError<ComputersErrorCode> {
     }
   }
 }
+
+/** The per-organization quotas on computers, named as the operator configures them. */
+export enum ComputerQuota {
+  Computers = 'COMPUTERS_PER_ORGANIZATION',
+  Provisioning = 'PROVISIONING_PER_ORGANIZATION',
+  LocalAgents = 'LOCAL_AGENTS_PER_ORGANIZATION',
+}
+
+/**
+ * A quota of the organization is used up. Computers and local agents are counts of what the
+ * organization has: waiting frees nothing, deleting a computer does, so 409 (the request conflicts
+ * with the organization's state), which clients do not retry on their own. Provisioning is a count
+ * of work in progress that frees itself as it finishes: 429, try again later.
+ */
+export class QuotaExceededError extends DomainError<'quota_exceeded'> {
+  constructor(
+    readonly quota: ComputerQuota,
+    readonly limit: number,
+    detail: string,
+  ) {
+    super('quota_exceeded', detail, { quota, limit });
+  }
+
+  get kind(): ErrorKind {
+    switch (this.quota) {
+      case ComputerQuota.Computers:
+      case ComputerQuota.LocalAgents:
+        return ErrorKind.Conflict;
+      case ComputerQuota.Provisioning:
+        return ErrorKind.TooManyRequests;
+    }
+  }
+}

@@ -1,0 +1,146 @@
+import { Role } from '../../src/modules/auth';
+import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { Body } from '../utils/polling';
+import { startTestApp, TestApp } from '../utils/test-app';
+
+const KiB = 1024;
+/** The budget of a page in this file: two messages of ~90 KiB fit, a third does not. */
+const BUDGET = 200 * KiB;
+
+interface PageBody {
+  messages: Body[];
+  pagination: { hasMore: boolean; nextCursor: string | null };
+}
+
+/**
+ * MESSAGE_PAGE_MAX_BYTES: a page of messages stops before the message that would take it past the
+ * budget, says there is more, and the cursor continues at exactly that message.
+ */
+describe('Message pages within MESSAGE_PAGE_MAX_BYTES', () => {
+  let t: TestApp;
+  let owner: TestUser;
+
+  beforeAll(async () => {
+    t = await startTestApp({ MESSAGE_PAGE_MAX_BYTES: String(BUDGET) });
+    owner = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
+  });
+
+  afterAll(() => t.close());
+
+  async function newSession(user = owner): Promise<string> {
+    const res = await t.http().post('/api/v0/sessions').set(user.auth).send({});
+    expect(res.status).toBe(201);
+    return res.body.sessionId as string;
+  }
+
+  /** Adds user messages with the given texts; their ids in order. */
+  async function say(sessionId: string, texts: string[], user = owner): Promise<string[]> {
+    const ids: string[] = [];
+    for (const text of texts) {
+      const res = await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(user.auth).send({ text });
+      expect(res.status).toBe(200);
+      ids.push(res.body.messageId as string);
+    }
+    return ids;
+  }
+
+  /** A text of `kib` KiB whose first characters say which it is. */
+  const sized = (label: string, kib: number) => `${label} `.padEnd(kib * KiB, 'x');
+
+  async function read(path: string, query: Record<string, string>, user = owner): Promise<PageBody> {
+    const res = await t.http().get(`${path}?${new URLSearchParams(query).toString()}`).set(user.auth);
+    expect({ status: res.status, body: res.status === 200 ? 'ok' : res.body }).toEqual({ status: 200, body: 'ok' });
+    return res.body as PageBody;
+  }
+
+  /** Every page from the first, following nextCursor until hasMore is false. */
+  async function walk(path: string, query: Record<string, string>, user = owner): Promise<PageBody[]> {
+    const pages: PageBody[] = [];
+    let cursor: string | undefined;
+    for (let i = 0; i < 50; i++) {
+      const page = await read(path, { ...query, ...(cursor ? { cursor } : {}) }, user);
+      pages.push(page);
+      expect(page.pagination.nextCursor === null).toBe(!page.pagination.hasMore);
+      if (!page.pagination.hasMore) return pages;
+      expect(page.messages.length).toBeGreaterThan(0);
+      cursor = page.pagination.nextCursor!;
+    }
+    throw new Error('more than 50 pages');
+  }
+
+  const messagesOf = (sessionId: string) => `/api/v0/sessions/${sessionId}/messages`;
+  const ids = (pages: PageBody[]) => pages.flatMap((page) => page.messages.map((m) => m.id as string));
+
+  it('a page of limit 50 over ~90 KiB messages holds 2, says there is more, and the cursor continues with message 3', async () => {
+    const sessionId = await newSession();
+    const sent = await say(sessionId, Array.from({ length: 7 }, (_, i) => sized(`m${i + 1}`, 90)));
+
+    const first = await read(messagesOf(sessionId), { limit: '50' });
+    expect(first.messages.map((m) => m.id)).toEqual(sent.slice(0, 2));
+    expect(first.pagination.hasMore).toBe(true);
+    expect(first.pagination.nextCursor).toEqual(expect.any(String));
+    // The messages come whole.
+    expect(first.messages[0].content[0].text).toBe(sized('m1', 90));
+
+    const second = await read(messagesOf(sessionId), { limit: '50', cursor: first.pagination.nextCursor! });
+    expect(second.messages[0].id).toBe(sent[2]);
+
+    const pages = await walk(messagesOf(sessionId), { limit: '50' });
+    expect(pages.map((page) => page.messages.length)).toEqual([2, 2, 2, 1]);
+    expect(ids(pages)).toEqual(sent);
+  });
+
+  it('the limit still applies when the budget allows more, and small messages fill a page up to the budget', async () => {
+    const sessionId = await newSession();
+    // 30 of 10 KiB: 300 KiB in all, so a page holds 19 (190 KiB and a little) when the limit allows.
+    const sent = await say(sessionId, Array.from({ length: 30 }, (_, i) => sized(`s${i + 1}`, 10)));
+    const limited = await walk(messagesOf(sessionId), { limit: '5' });
+    expect(limited.map((page) => page.messages.length)).toEqual([5, 5, 5, 5, 5, 5]);
+    expect(ids(limited)).toEqual(sent);
+    const budgeted = await walk(messagesOf(sessionId), { limit: '100' });
+    expect(budgeted.map((page) => page.messages.length)).toEqual([19, 11]);
+    expect(ids(budgeted)).toEqual(sent);
+  });
+
+  it('a message larger than the budget comes alone, between pages of the others', async () => {
+    const sessionId = await newSession();
+    // Bytes count, not characters: 130,000 two-byte characters are ~254 KiB, past the 200 KiB budget.
+    const huge = 'é'.repeat(130_000);
+    const sent = await say(sessionId, [sized('a', 90), huge, sized('b', 90), sized('c', 90), huge, huge]);
+    const pages = await walk(messagesOf(sessionId), { limit: '50' });
+    expect(pages.map((page) => page.messages.map((m) => m.id))).toEqual([[sent[0]], [sent[1]], [sent[2], sent[3]], [sent[4]], [sent[5]]]);
+    expect(pages[1].messages[0].content[0].text).toBe(huge);
+  });
+
+  it('with a role filter the budget counts only the messages of that role', async () => {
+    // An organization of its own: the claim below takes this session's work, not the others' (all pending).
+    const user = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
+    const sessionId = await newSession(user);
+    const sent = await say(sessionId, [sized('u1', 90), sized('u2', 90), sized('u3', 90)], user);
+    // The agent answers with small messages and large ones.
+    const claim = await t.http().post('/api/v0/agent/claims').set(user.auth).send({});
+    expect(claim.status).toBe(200);
+    expect(claim.body.work.sessionId).toBe(sessionId);
+    const turnId = claim.body.work.turnId as string;
+    const answer = (text: string) => ({ role: 'assistant', content: [{ type: 'text', text }] });
+    const big = (label: string) => answer(sized(label, 150));
+    const appended = await t.http()
+      .post(`/api/v0/agent/sessions/${sessionId}/messages`)
+      .set(user.auth)
+      .send({ turnId, messages: [answer('small 1'), big('big 1'), answer('small 2'), big('big 2'), answer('small 3')] });
+    expect(appended.status).toBe(200);
+    const answers = (appended.body.messages as Body[]).map((m) => m.id as string);
+
+    const users = await walk(messagesOf(sessionId), { limit: '50', role: 'user' }, user);
+    expect(users.map((page) => page.messages.length)).toEqual([2, 1]);
+    expect(ids(users)).toEqual(sent);
+    const assistants = await walk(messagesOf(sessionId), { limit: '50', role: 'assistant' }, user);
+    expect(assistants.map((page) => page.messages.length)).toEqual([3, 2]);
+    expect(ids(assistants)).toEqual(answers);
+
+    // The agent's read of its turn's conversation is paged the same way, over every role.
+    const agent = await walk(`/api/v0/agent/sessions/${sessionId}/messages`, { limit: '50', turnId }, user);
+    expect(agent.map((page) => page.messages.length)).toEqual([2, 2, 2, 2]);
+    expect(ids(agent)).toEqual([...sent, ...answers]);
+  });
+});
