@@ -23,11 +23,15 @@ import { LongPollSlots } from './long-poll-slots';
 import { WorkSignal } from './work-signal';
 
 /**
- * A waiting long poll looks at the database again after this long even when nothing woke it: the
- * safety net for an arrival whose signal was lost (a dropped NOTIFY, a listener reconnecting).
- * Arrivals wake polls at once, and lease expiries are timed, so this is not how work is found.
+ * The safety net for an arrival whose signal was lost (a NOTIFY its sender failed to send): a
+ * waiting poll looks at the database again after this long even when nothing woke it. Arrivals
+ * wake polls at once, lease expiries are timed, and a listener that reconnects wakes every poll,
+ * so this is not how work is found. 30 s, the longest `waitMs`: a poll looks when it starts and
+ * when woken, and its deadline answers without a last look, as the agent's next claim looks first
+ * thing. So 1,000 agents polling for 30 s cost about 33 looks a second, and a lost signal delays
+ * work by at most one poll's length.
  */
-const SAFETY_RECHECK_MS = 20_000;
+const SAFETY_RECHECK_MS = 30_000;
 /** Least pause between two looks of one poll, so a lease expiring right now cannot spin it. */
 const MIN_RECHECK_MS = 50;
 
@@ -98,7 +102,8 @@ export class AgentWorkService {
         if (!poll || left <= 0 || this.signal.closing) return nothing;
         release ??= this.slots.acquire(principal, scope.computerId);
         const untilExpiry = look.nextLeaseExpiry ? Math.max(look.nextLeaseExpiry.getTime() + 1 - now, MIN_RECHECK_MS) : Infinity;
-        await poll.wait(Math.min(left, SAFETY_RECHECK_MS, untilExpiry), seen, abandoned);
+        const outcome = await poll.wait(Math.min(left, SAFETY_RECHECK_MS, untilExpiry), seen, abandoned);
+        if (outcome === 'timeout' && Date.now() >= deadline) return nothing;
       }
     } finally {
       poll?.close();
