@@ -77,9 +77,14 @@ async function main() {
   log(db.owned ? `PostgreSQL cluster in ${db.dir}${db.reused ? ' (reused)' : ''}` : 'using BENCH_DATABASE_URL');
   const loadStarted = Date.now();
   await migrate(db.url);
+  // Loading is skipped when nothing selected reads the loaded data (e.g. BENCH_SCENARIOS=longpoll).
+  const suites = await loadSuites();
+  const scenariosWanted = await anyScenarioSelected();
+  const needsData = scenariosWanted || suites.some((suite) => suite.needsData !== false);
+  if (!needsData) log('nothing selected reads the loaded sessions or facts: loading skipped');
   const load = await withClient(db.url, async (client) => {
     const fixtures = await ensureFixtures(client);
-    const loaders = await runLoaders({ dir: join(BENCH, 'load'), db: client, fixtures, env, log });
+    const loaders = needsData ? await runLoaders({ dir: join(BENCH, 'load'), db: client, fixtures, env, log }) : [];
     let vacuumSeconds = null;
     if (loaders.some((l) => !l.reused)) {
       const started = Date.now();
@@ -111,8 +116,7 @@ async function main() {
     servers.push(baseline);
     const startupRollupSeconds = await waitForStartupRollup(app, apiKey);
 
-    const scenarios = await loadScenarios({ db: pool, fixtures, root: ROOT, log });
-    const suites = await loadSuites();
+    const scenarios = scenariosWanted ? await loadScenarios({ db: pool, fixtures, root: ROOT, log }) : [];
     const busy = await cpuBusy();
     if (busy > 0.15) log(`warning: before measuring, other processes kept the CPUs ${Math.round(busy * 100)}% busy; the numbers will be low`);
     const results = [];
@@ -129,7 +133,7 @@ async function main() {
     // Suites measure on their own terms (e.g. one request at a time) after the scenarios.
     const suiteResults = {};
     for (const suite of suites) {
-      const result = await suite.run({ db: pool, app, env, only: config.only, log });
+      const result = await suite.run({ db: pool, app, env, only: config.only, root: ROOT, databaseUrl: db.url, results: RESULTS, log });
       if (result) suiteResults[suite.name] = result;
     }
 
@@ -227,6 +231,16 @@ async function loadScenarios(ctx) {
   return [...all.filter((s) => s.baseline), ...all.filter((s) => !s.baseline)];
 }
 
+/** Whether BENCH_SCENARIOS asks for any scenario besides the baselines (which run only to compare the others with). */
+async function anyScenarioSelected() {
+  const dir = join(BENCH, 'scenarios');
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.mjs'))) {
+    const module = await import(pathToFileURL(join(dir, file)).href);
+    if (module.scenarios.some((s) => !s.baseline && (!config.only || config.only.some((part) => s.name.toLowerCase().includes(part))))) return true;
+  }
+  return false;
+}
+
 /**
  * Every file in bench/suites/ exports `name`, `selected(only)` (whether BENCH_SCENARIOS asks for any of it) and
  * `run({ db, app, env, only, log })`, resolving to its results with `pass` and `markdown` (or null: nothing to run).
@@ -294,7 +308,7 @@ function print({ machine, database, run, app, scenarios }, suites) {
   console.log(`
 ${scenarioTable}${suites.map((s) => `${s.markdown}\n\n`).join('')}- Machine: ${machine.cores} cores (${machine.cpu}), ${machine.memory} RAM, Node ${machine.node}; CPU ${Math.round(machine.busyBefore * 100)}% busy with other work before measuring
 - Database: ${database.version}, ${database.size}; ${Object.entries(database.settings).map(([k, v]) => `${k}=${v}`).join(', ')}
-- Load: ${loaded.join('; ')}${database.load.vacuumSeconds !== null ? `; VACUUM ANALYZE ${database.load.vacuumSeconds} s; total ${database.load.seconds} s` : ''}
+- Load: ${loaded.join('; ') || 'skipped (nothing selected reads the loaded data)'}${database.load.vacuumSeconds !== null ? `; VACUUM ANALYZE ${database.load.vacuumSeconds} s; total ${database.load.seconds} s` : ''}
 - Largest tables: ${Object.entries(database.tableBytes ?? {}).slice(0, 4).map(([t, b]) => `${t} ${formatBytes(b)}`).join(', ')}
 - The app's start-up analytics rollup ended ${app.startupRollupSeconds} s after it answered /healthz`);
   for (const r of scenarios.filter((s) => s.probe)) {

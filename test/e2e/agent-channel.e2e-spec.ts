@@ -276,7 +276,7 @@ describe('Agent channel', () => {
       expect(res.status).toBe(200);
       expect(res.body.work).toMatchObject({ sessionId: session.sessionId, messages: [{ id: messageId }] });
       expect(at - addedAt).toBeLessThan(3000);
-      // Woken by the message itself, not found by the once-a-second re-check of the database.
+      // Woken by the message itself, not found by a periodic re-check of the database.
       expect(at - started).toBeLessThan(900);
     });
 
@@ -1302,7 +1302,7 @@ describe('Agent channel leases (AGENT_LEASE_MS=1000)', () => {
     const took = Date.now() - started;
     expect(res.body.work).toMatchObject({ sessionId, messages: work.messages.map((m) => ({ id: m.id })) });
     expect(res.body.work.turnId).not.toBe(work.turnId);
-    // Nothing signals an expiry: the once-a-second re-check finds it.
+    // Nothing signals an expiry: the poll times its next look to the queue’s next lease expiry.
     expect(took).toBeGreaterThanOrEqual(work.leaseExpiresAt - started - 50);
     expect(took).toBeLessThan(3000);
   });

@@ -18,11 +18,22 @@ import { MessageAddedEvent, SessionStatusChangedEvent, TokenUsageReportedEvent }
 import { ComputerDirectory } from './ports/computer-directory';
 import { SessionActivity } from './ports/session-activity';
 import { MESSAGE_ATTRIBUTE_FIELDS } from './schemas/session.schemas';
-import { SessionsRepository } from './sessions.repository';
+import { SessionsRepository, WorkFilter } from './sessions.repository';
+import { LongPollSlots } from './long-poll-slots';
 import { WorkSignal } from './work-signal';
 
-/** Long polls re-check the database this often, to see work that arrived through other instances. */
-const RECHECK_MS = 1_000;
+/**
+ * The safety net for an arrival whose signal was lost (a NOTIFY its sender failed to send): a
+ * waiting poll looks at the database again after this long even when nothing woke it. Arrivals
+ * wake polls at once, lease expiries are timed, and a listener that reconnects wakes every poll,
+ * so this is not how work is found. 30 s, the longest `waitMs`: a poll looks when it starts and
+ * when woken, and its deadline answers without a last look, as the agent's next claim looks first
+ * thing. So 1,000 agents polling for 30 s cost about 33 looks a second, and a lost signal delays
+ * work by at most one poll's length.
+ */
+const SAFETY_RECHECK_MS = 30_000;
+/** Least pause between two looks of one poll, so a lease expiring right now cannot spin it. */
+const MIN_RECHECK_MS = 50;
 
 export interface WorkView {
   turnId: string;
@@ -51,36 +62,79 @@ export class AgentWorkService {
     private readonly idempotency: IdempotencyService,
     private readonly events: DomainEventBus,
     private readonly signal: WorkSignal,
+    private readonly slots: LongPollSlots,
     private readonly config: AppConfig,
   ) {}
 
+  /**
+   * Takes waiting work; with `waitMs`, waits for some as a long poll: holding no database
+   * connection, counted against the long-poll caps, woken by arrivals (WorkSignal), by the next
+   * lease expiry of its queue, by the safety re-check, or by its client going away.
+   */
   async claim(
     principal: Principal,
     input: { computerId?: string; waitMs?: number },
     idempotent?: IdempotentRequest,
     abandoned?: AbortSignal,
   ): Promise<IdempotentResult<{ work: WorkView | null }>> {
-    const computerId = await this.claimScope(principal, input.computerId);
+    const scope: WorkFilter = {
+      organizationId: principal.organizationId,
+      computerId: await this.claimScope(principal, input.computerId),
+      ownerId: ownerScopeOf(principal),
+    };
+    const nothing = { body: { work: null }, replayed: false };
     const deadline = Date.now() + (input.waitMs ?? 0);
-    for (;;) {
-      // An agent that went away while waiting (killed, disconnected) must not be handed work no one will do.
-      if (abandoned?.aborted) return { body: { work: null }, replayed: false };
-      let events: SessionStatusChangedEvent[] = [];
-      try {
-        const result = await this.idempotency.run(principal, idempotent, async (manager) => {
-          const claimed = await this.takeWork(manager, principal, computerId);
-          if (!claimed) throw new NoWork();
-          events = claimed.events;
-          return { work: claimed.work };
-        });
-        this.events.publish(...events);
-        return result;
-      } catch (error) {
-        if (!(error instanceof NoWork)) throw error;
+    // Open before the first look, so an arrival during it is not missed.
+    const poll = input.waitMs ? this.signal.open(principal.organizationId, scope) : undefined;
+    let release: (() => void) | undefined;
+    try {
+      for (;;) {
+        // An agent that went away while waiting (killed, disconnected) must not be handed work no one will do.
+        if (abandoned?.aborted) return nothing;
+        const seen = poll?.mark() ?? 0;
+        const look = await this.look(principal, scope, idempotent, poll !== undefined);
+        if (look.result) {
+          poll?.tookWork();
+          return look.result;
+        }
+        const now = Date.now();
+        const left = deadline - now;
+        if (!poll || left <= 0 || this.signal.closing) return nothing;
+        release ??= this.slots.acquire(principal, scope.computerId);
+        const untilExpiry = look.nextLeaseExpiry ? Math.max(look.nextLeaseExpiry.getTime() + 1 - now, MIN_RECHECK_MS) : Infinity;
+        const outcome = await poll.wait(Math.min(left, SAFETY_RECHECK_MS, untilExpiry), seen, abandoned);
+        if (outcome === 'timeout' && Date.now() >= deadline) return nothing;
       }
-      const left = deadline - Date.now();
-      if (left <= 0 || this.signal.closing) return { body: { work: null }, replayed: false };
-      await this.signal.wait(principal.organizationId, Math.min(left, RECHECK_MS));
+    } finally {
+      poll?.close();
+      release?.();
+    }
+  }
+
+  /** One attempt to take work, in a transaction of its own; without work, when the queue's next lease runs out if asked. */
+  private async look(
+    principal: Principal,
+    scope: WorkFilter,
+    idempotent: IdempotentRequest | undefined,
+    withExpiry: boolean,
+  ): Promise<{ result?: IdempotentResult<{ work: WorkView | null }>; nextLeaseExpiry?: Date | null }> {
+    let events: SessionStatusChangedEvent[] = [];
+    let nextLeaseExpiry: Date | null = null;
+    try {
+      const result = await this.idempotency.run(principal, idempotent, async (manager) => {
+        const claimed = await this.takeWork(manager, principal, scope);
+        if (!claimed) {
+          if (withExpiry) nextLeaseExpiry = await this.repository.nextLeaseExpiry(manager, scope);
+          throw new NoWork();
+        }
+        events = claimed.events;
+        return { work: claimed.work };
+      });
+      this.events.publish(...events);
+      return { result };
+    } catch (error) {
+      if (!(error instanceof NoWork)) throw error;
+      return { nextLeaseExpiry };
     }
   }
 
@@ -235,12 +289,11 @@ export class AgentWorkService {
   private async takeWork(
     manager: EntityManager,
     principal: Principal,
-    computerId: string | null,
+    scope: WorkFilter,
   ): Promise<{ work: WorkView; events: SessionStatusChangedEvent[] } | null> {
     const now = new Date();
-    // A member's key takes only their own sessions' work; a computer's token takes all work routed to it.
-    const ownerId = principal.role === Role.Member && principal.credential.kind !== 'computer' ? principal.userId : undefined;
-    const session = await this.repository.lockNextWork(manager, { organizationId: principal.organizationId, computerId, ownerId }, now);
+    const computerId = scope.computerId;
+    const session = await this.repository.lockNextWork(manager, scope, now);
     if (!session) return null;
     // A turn whose lease ran out is restarted with the same work; fresh work starts where the last turn stopped.
     const reclaimed = session.status === SessionStatus.Running;
@@ -295,6 +348,11 @@ export class AgentWorkService {
   private leaseFrom(now: Date): Date {
     return new Date(now.getTime() + this.config.AGENT_LEASE_MS);
   }
+}
+
+/** A member's key takes only their own sessions' work; a computer's token takes all work routed to it. */
+function ownerScopeOf(principal: Principal): string | undefined {
+  return principal.role === Role.Member && principal.credential.kind !== 'computer' ? principal.userId : undefined;
 }
 
 /**

@@ -1,5 +1,14 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiBody, ApiConflictResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBadRequestResponse,
+  ApiBody,
+  ApiConflictResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiTooManyRequestsResponse,
+} from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { DefaultBody, ref } from '../../platform/http/json-schema';
@@ -40,7 +49,9 @@ export class AgentController {
       'its computer\'s work only (another `computerId` is 404). A turn whose lease ran out ' +
       'comes first, restarted with the same messages. The session becomes `running` under a new `turnId` leased for `AGENT_LEASE_MS` ' +
       '(default 5 minutes); every call of the turn renews the lease. Two agents asking at once never get the same work. With `waitMs`, ' +
-      'waits up to that long (at most 30 s) for work to arrive; `work` is null when none did. The body may be omitted.',
+      'waits up to that long (at most 30 s) for work to arrive; `work` is null when none did. Waiting claims are capped per computer ' +
+      '(`LONG_POLLS_PER_COMPUTER`, default 10) and per organization (`LONG_POLLS_PER_ORGANIZATION`, default 200) on each server instance: ' +
+      'more answer 429 `too_many_long_polls` with `Retry-After`; a claim that finds work at once, or does not wait, is not counted. The body may be omitted.',
   })
   @ApiBody({ schema: ref('ClaimWorkBody') })
   @ApiOkResponse({
@@ -64,6 +75,7 @@ export class AgentController {
     },
   })
   @ApiNotFoundResponse({ description: 'Unknown `computerId`.', type: V0ErrorSchema })
+  @ApiTooManyRequestsResponse({ description: 'Too many claims waiting (`too_many_long_polls`; `metadata.limit` names the cap, `metadata.max` its value).', type: V0ErrorSchema })
   async claim(
     @CurrentPrincipal() principal: Principal,
     @Body(new DefaultBody({}), sessionSchemas.pipe('ClaimWorkBody')) body: { computerId?: string; waitMs?: number },

@@ -3,6 +3,7 @@ import { AuthModule } from '../auth';
 import { AgentController } from './agent.controller';
 import { AgentWorkService } from './agent-work.service';
 import { HistoryImportService } from './history-import.service';
+import { LongPollSlots } from './long-poll-slots';
 import { ComputerDirectory } from './ports/computer-directory';
 import { SessionActivity } from './ports/session-activity';
 import { SessionPolicy } from './ports/session-policy';
@@ -21,6 +22,7 @@ import { WorkSignal } from './work-signal';
     AgentWorkService,
     HistoryImportService,
     WorkSignal,
+    LongPollSlots,
     ComputerDirectory,
     SessionPolicy,
     SessionActivity,

@@ -356,24 +356,8 @@ export class SessionsRepository {
    * Locks the oldest work an agent may take, skipping rows other agents are taking: first a turn
    * whose lease ran out (its agent is gone), then waiting work.
    */
-  async lockNextWork(
-    manager: EntityManager,
-    filter: { organizationId: string; computerId: string | null; ownerId?: string },
-    now: Date,
-  ): Promise<SessionEntity | null> {
-    const params: unknown[] = [filter.organizationId];
-    const where = [`s.organization_id = $1`];
-    if (filter.computerId) {
-      params.push(filter.computerId);
-      where.push(`s.work_computer_id = $${params.length}`);
-    } else {
-      where.push(`s.work_computer_id IS NULL`);
-    }
-    if (filter.ownerId) {
-      params.push(filter.ownerId);
-      where.push(`s.owner_id = $${params.length}`);
-    }
-    const common = where.join(' AND ');
+  async lockNextWork(manager: EntityManager, filter: WorkFilter, now: Date): Promise<SessionEntity | null> {
+    const { common, params } = workCondition(filter);
     const queries: Array<[string, unknown[]]> = [
       [
         `${common} AND s.status = 'running' AND s.lease_expires_at < $${params.length + 1} ORDER BY s.lease_expires_at, s.id`,
@@ -388,6 +372,18 @@ export class SessionsRepository {
       if (rows.length > 0) return toSession(rows[0]);
     }
     return null;
+  }
+
+  /**
+   * When the first running turn of the queue runs out of lease (null for none): a long poll wakes
+   * then to take it over, since nothing announces an expiry.
+   */
+  async nextLeaseExpiry(manager: EntityManager, filter: WorkFilter): Promise<Date | null> {
+    const { common, params } = workCondition(filter);
+    const [row] = await this.sql
+      .in(manager)
+      .query<{ at: Date | null }>('sessions.nextLeaseExpiry', `SELECT min(s.lease_expires_at) AS at FROM sessions s WHERE ${common} AND s.status = 'running'`, params);
+    return row?.at ? new Date(row.at) : null;
   }
 
   /** Starts a turn on a locked session: running, its user messages so far handed out. */
@@ -553,4 +549,27 @@ function toMessageSummary(row: MessageSummaryRow): MessageSummary {
 
 function toMessage(row: MessageRow): MessageEntity {
   return Object.assign(new MessageEntity(), toMessageSummary(row), { sessionId: row.session_id, authorId: row.author_id });
+}
+
+/** The queue of one claim scope: an organization's work routed to a computer (or unrouted), of one owner or any. */
+export interface WorkFilter {
+  organizationId: string;
+  computerId: string | null;
+  ownerId?: string;
+}
+
+function workCondition(filter: WorkFilter): { common: string; params: unknown[] } {
+  const params: unknown[] = [filter.organizationId];
+  const where = [`s.organization_id = $1`];
+  if (filter.computerId) {
+    params.push(filter.computerId);
+    where.push(`s.work_computer_id = $${params.length}`);
+  } else {
+    where.push(`s.work_computer_id IS NULL`);
+  }
+  if (filter.ownerId) {
+    params.push(filter.ownerId);
+    where.push(`s.owner_id = $${params.length}`);
+  }
+  return { common: where.join(' AND '), params };
 }

@@ -30,6 +30,9 @@ export class ApiExceptionFilter implements ExceptionFilter {
         'Unexpected error',
       );
     }
+    if (exception instanceof DomainError && exception.retryAfterSeconds !== undefined) {
+      void reply.header('retry-after', String(exception.retryAfterSeconds));
+    }
     reply
       .status(status)
       .header('content-type', 'application/json; charset=utf-8')

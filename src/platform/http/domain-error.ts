@@ -20,6 +20,8 @@ export enum ErrorKind {
  */
 export abstract class DomainError<Code extends string = string> extends Error {
   abstract readonly kind: ErrorKind;
+  /** Sent as `Retry-After` (seconds), where the caller can know when trying again may succeed. */
+  retryAfterSeconds?: number;
 
   constructor(
     readonly code: Code,

@@ -8,6 +8,7 @@ export enum SessionsErrorCode {
   ModelNotAllowed = 'model_not_allowed',
   TurnNotActive = 'turn_not_active',
   ParentNotFound = 'parent_message_not_found',
+  TooManyLongPolls = 'too_many_long_polls',
 }
 
 export class SessionsError extends DomainError<SessionsErrorCode> {
@@ -24,6 +25,8 @@ export class SessionsError extends DomainError<SessionsErrorCode> {
         return ErrorKind.Conflict;
       case SessionsErrorCode.ParentNotFound:
         return ErrorKind.InvalidRequest;
+      case SessionsErrorCode.TooManyLongPolls:
+        return ErrorKind.TooManyRequests;
     }
   }
 }

@@ -1,0 +1,77 @@
+import { Injectable } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config';
+import { credentialIdOf, Principal } from '../auth';
+import { logSecurityEvent } from '../../platform/logging/security-log';
+import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
+
+/** What a refused long poll is told to wait before trying again: about when a poll of a busy agent ends. */
+export const LONG_POLL_RETRY_AFTER_SECONDS = 5;
+/** A refused computer or organization is logged at most this often. */
+const LOG_EVERY_MS = 60_000;
+
+/**
+ * Caps the long polls waiting at once on this instance: per computer (LONG_POLLS_PER_COMPUTER)
+ * and per organization (LONG_POLLS_PER_ORGANIZATION). Per instance: each of N instances admits
+ * up to the caps, a client spreading its polls over instances gets N times as many. Claims that
+ * do not wait are not counted.
+ */
+@Injectable()
+export class LongPollSlots {
+  private readonly perComputer = new Map<string, number>();
+  private readonly perOrganization = new Map<string, number>();
+  private readonly lastLogged = new Map<string, number>();
+
+  constructor(private readonly config: AppConfig) {}
+
+  /** Takes a slot for a waiting claim, or throws 429; call the returned function once, when it ends. */
+  acquire(principal: Principal, computerId: string | null): () => void {
+    const organizationId = principal.organizationId;
+    if (computerId !== null && (this.perComputer.get(computerId) ?? 0) >= this.config.LONG_POLLS_PER_COMPUTER) {
+      this.refuse(principal, 'computer', computerId, 'LONG_POLLS_PER_COMPUTER', this.config.LONG_POLLS_PER_COMPUTER);
+    }
+    if ((this.perOrganization.get(organizationId) ?? 0) >= this.config.LONG_POLLS_PER_ORGANIZATION) {
+      this.refuse(principal, 'organization', organizationId, 'LONG_POLLS_PER_ORGANIZATION', this.config.LONG_POLLS_PER_ORGANIZATION);
+    }
+    increment(this.perOrganization, organizationId);
+    if (computerId !== null) increment(this.perComputer, computerId);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      decrement(this.perOrganization, organizationId);
+      if (computerId !== null) decrement(this.perComputer, computerId);
+    };
+  }
+
+  private refuse(principal: Principal, scope: 'computer' | 'organization', id: string, setting: string, limit: number): never {
+    const key = `${scope}:${id}`;
+    const now = Date.now();
+    if (now - (this.lastLogged.get(key) ?? -Infinity) >= LOG_EVERY_MS) {
+      for (const [logged, at] of this.lastLogged) if (now - at >= LOG_EVERY_MS) this.lastLogged.delete(logged);
+      this.lastLogged.set(key, now);
+      logSecurityEvent(
+        'quota.exceeded',
+        { organizationId: principal.organizationId, userId: principal.userId, credentialId: credentialIdOf(principal) },
+        { quota: setting, limit, [`${scope}Id`]: id },
+      );
+    }
+    const whose = scope === 'computer' ? `Computer ${id} already has` : 'Your organization already has';
+    const error = new SessionsError(
+      SessionsErrorCode.TooManyLongPolls,
+      `${whose} ${limit} long polls waiting on this server (${setting}). Retry after ${LONG_POLL_RETRY_AFTER_SECONDS} s, or claim without waitMs.`,
+      { limit: setting, max: limit, ...(scope === 'computer' ? { computerId: id } : {}) },
+    );
+    error.retryAfterSeconds = LONG_POLL_RETRY_AFTER_SECONDS;
+    throw error;
+  }
+}
+
+function increment(counts: Map<string, number>, key: string): void {
+  counts.set(key, (counts.get(key) ?? 0) + 1);
+}
+
+function decrement(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left > 0) counts.set(key, left);
+  else counts.delete(key);
+}
