@@ -4,7 +4,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import { Role } from '../../src/modules/auth';
 import { createUser, TestUser } from '../utils/factories';
 import { ServerProcess, startServer } from '../utils/processes';
-import { sleep } from '../utils/polling';
+import { sleep, until } from '../utils/polling';
 import { startTestApp } from '../utils/test-app';
 import { createTestDatabase, TestDatabase } from '../utils/test-database';
 
@@ -53,6 +53,7 @@ describe('Faults: slow, vanishing, bursting and malformed clients', () => {
   let server: ServerProcess;
   let attacker: TestUser;
   let bystander: TestUser;
+  let pollers: TestUser[];
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
   beforeAll(async () => {
@@ -60,6 +61,8 @@ describe('Faults: slow, vanishing, bursting and malformed clients', () => {
     const seed = await startTestApp({}, database);
     attacker = await createUser(seed, Role.Owner);
     bystander = await createUser(seed, Role.Member);
+    pollers = [await createUser(seed, Role.Owner), await createUser(seed, Role.Owner)];
+    pollers.push(await createUser(seed, Role.Member, { id: pollers[0].organizationId, slug: pollers[0].organizationSlug }));
     await seed.app.close();
     server = await startServer([], {
       ...database.env,
@@ -68,6 +71,7 @@ describe('Faults: slow, vanishing, bursting and malformed clients', () => {
       REQUEST_TIMEOUT_MS: '1500',
       RATE_LIMIT_CREDENTIAL_PER_MINUTE: '600',
       RATE_LIMIT_ANONYMOUS_PER_MINUTE: '0',
+      LONG_POLLS_PER_ORGANIZATION: '1000',
     });
     // Warm: the first requests compile the hot paths.
     await bystanderLatencies(5);
@@ -154,6 +158,49 @@ describe('Faults: slow, vanishing, bursting and malformed clients', () => {
     const lines = accessLines(server);
     expect(lines.filter((line) => line.requestId === 'cut-upload')).toHaveLength(1);
     expect(lines.filter((line) => line.requestId === 'cut-poll')).toHaveLength(1);
+  });
+
+  it('1,000 long polls waiting: the others are served at normal speed, and each poll cut off is logged once', async () => {
+    const pollAgent = new Agent({ keepAlive: false, maxSockets: Infinity });
+    const requests: Array<ReturnType<typeof httpRequest>> = [];
+    const answered: number[] = [];
+    const body = JSON.stringify({ waitMs: 30_000 });
+    for (let i = 0; i < 1_000; i++) {
+      const poller = pollers[i % pollers.length];
+      const req = httpRequest(`${server.url}/api/v0/agent/claims`, {
+        method: 'POST',
+        agent: pollAgent,
+        headers: { authorization: `Bearer ${poller.key}`, 'content-type': 'application/json', 'x-request-id': `poll-${i}` },
+      });
+      req.on('response', (res) => answered.push(res.statusCode!));
+      req.on('error', () => undefined);
+      req.end(body);
+      requests.push(req);
+    }
+    // Their first look for work is a burst of 1,000 claims; once they all wait, they cost nothing.
+    await until(
+      async () => Math.max(...(await bystanderLatencies(2))),
+      (slowest) => slowest < 100,
+      'the polls to settle into waiting',
+      20_000,
+    );
+    const during = await bystanderLatencies(25);
+    during.sort((a, b) => a - b);
+    expect(answered).toEqual([]);
+    expect(during[Math.floor(during.length * 0.99)]).toBeLessThan(200);
+
+    for (const req of requests) req.destroy();
+    pollAgent.destroy();
+    await until(
+      () => accessLines(server).filter((line) => String(line.requestId).startsWith('poll-')).length,
+      (n) => n >= 1_000,
+      'a line for every poll',
+      10_000,
+    );
+    await sleep(200);
+    const lines = accessLines(server).filter((line) => String(line.requestId).startsWith('poll-'));
+    expect(lines).toHaveLength(1_000);
+    expect(lines.every((line) => line.aborted === true)).toBe(true);
   });
 
   it('a burst of 2,000 requests from one key: it is limited, the others are served at normal speed, memory comes back', async () => {
