@@ -16,6 +16,8 @@ export interface Work {
   leaseExpiresAt: number;
   session: { sessionId: string; title?: string | null; sessionSettings?: Record<string, unknown> };
   messages: ChannelMessage[];
+  /** Set when the turn's user messages did not all fit in the claim: the conversation goes on from it. */
+  messagesCursor?: string | null;
 }
 
 export interface AgentPolicy {
@@ -73,6 +75,12 @@ export class PlatformClient {
   /** Waits up to `waitMs` for work; `signal` ends the wait (a claim the server granted meanwhile is taken back when its lease runs out). */
   async claim(waitMs: number, signal?: AbortSignal): Promise<Work | null> {
     const { work } = (await this.request('POST', '/api/v0/agent/claims', { waitMs }, randomUUID(), signal)) as { work: Work | null };
+    // The rest of a turn too large for one answer: the user messages after the cursor, page by page.
+    for (let cursor = work?.messagesCursor; work && cursor; ) {
+      const page = await this.conversation(work.sessionId, work.turnId, cursor);
+      work.messages.push(...page.messages.filter((message) => message.role === 'user'));
+      cursor = page.nextCursor;
+    }
     return work;
   }
 

@@ -1,3 +1,4 @@
+import { PlatformClient } from '../../src/agent/platform-client';
 import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { Body } from '../utils/polling';
@@ -142,5 +143,38 @@ describe('Message pages within MESSAGE_PAGE_MAX_BYTES', () => {
     const agent = await walk(`/api/v0/agent/sessions/${sessionId}/messages`, { limit: '50', turnId }, user);
     expect(agent.map((page) => page.messages.length)).toEqual([2, 2, 2, 2]);
     expect(ids(agent)).toEqual([...sent, ...answers]);
+  });
+
+  it('a claim carries the turn’s user messages within the budget and a cursor to the rest, which the conversation list continues exactly', async () => {
+    const user = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
+    const small = await newSession(user);
+    await say(small, ['hello'], user);
+    const first = await t.http().post('/api/v0/agent/claims').set(user.auth).send({});
+    expect(first.body.work).toMatchObject({ sessionId: small, messagesCursor: null });
+    expect(first.body.work.messages).toHaveLength(1);
+
+    const large = await newSession(user);
+    const sent = await say(large, [sized('c1', 90), sized('c2', 90), sized('c3', 90), sized('c4', 195), sized('c5', 10)], user);
+    const claim = await t.http().post('/api/v0/agent/claims').set(user.auth).send({});
+    expect(claim.body.work.sessionId).toBe(large);
+    expect((claim.body.work.messages as Body[]).map((m) => m.id)).toEqual(sent.slice(0, 2));
+    expect(claim.body.work.messagesCursor).toEqual(expect.any(String));
+    expect(claim.text.length).toBeLessThan(BUDGET + 20 * KiB);
+
+    const rest = await walk(`/api/v0/agent/sessions/${large}/messages`, { limit: '50', turnId: claim.body.work.turnId as string, cursor: claim.body.work.messagesCursor as string }, user);
+    expect(ids(rest)).toEqual(sent.slice(2));
+    // Each of the rest fills most of a page: one a page.
+    expect(rest.map((page) => page.messages.length)).toEqual([1, 1, 1]);
+  });
+
+  it('the reference agent’s client reads the rest of a claim that did not fit, and gets every user message of the turn in order', async () => {
+    const user = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
+    const sessionId = await newSession(user);
+    const sent = await say(sessionId, [sized('d1', 90), sized('d2', 90), sized('d3', 90), 'd4'], user);
+    const address = t.app.getHttpServer().address() as { port: number };
+    const client = new PlatformClient({ baseUrl: `http://127.0.0.1:${address.port}`, token: user.key, attempts: 1 });
+    const work = await client.claim(0);
+    expect(work?.sessionId).toBe(sessionId);
+    expect(work?.messages.map((m) => m.id)).toEqual(sent);
   });
 });

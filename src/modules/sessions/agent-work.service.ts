@@ -40,8 +40,10 @@ export interface WorkView {
   sessionId: string;
   leaseExpiresAt: number;
   session: SessionView;
-  /** The user messages this turn is to answer, in order. */
+  /** The user messages this turn is to answer, in order, within MESSAGE_PAGE_MAX_BYTES. */
   messages: MessageView[];
+  /** Where the conversation list continues when the turn has more user messages than fit (else null). */
+  messagesCursor: string | null;
 }
 
 export type AgentMessageInput = { role: MessageRole; content: ContentBlock[]; parentId?: string } & Record<string, unknown>;
@@ -301,7 +303,7 @@ export class AgentWorkService {
     const leaseExpiresAt = this.leaseFrom(now);
     const started = await this.repository.startTurn(manager, session, { turnId: newId(), turnBaseSeq, leaseExpiresAt, now, computerId });
     assertTransition(reclaimed ? SessionTrigger.AgentLeaseExpired : SessionTrigger.AgentTookWork, session.status, started.status);
-    const messages = await this.repository.userMessagesAfter(manager, session.id, turnBaseSeq);
+    const { messages, nextCursor } = await this.repository.userMessagesAfter(manager, session.id, turnBaseSeq, this.config.MESSAGE_PAGE_MAX_BYTES);
     return {
       work: {
         turnId: started.turnId!,
@@ -309,6 +311,7 @@ export class AgentWorkService {
         leaseExpiresAt: leaseExpiresAt.getTime(),
         session: toSessionView(started),
         messages: messages.map(toMessageView),
+        messagesCursor: nextCursor,
       },
       events: reclaimed ? [] : [new SessionStatusChangedEvent(principal.organizationId, now, session.id, session.status, SessionStatus.Running)],
     };

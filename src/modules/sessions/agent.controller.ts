@@ -62,13 +62,24 @@ export class AgentController {
         work: {
           type: 'object',
           nullable: true,
-          required: ['turnId', 'sessionId', 'leaseExpiresAt', 'session', 'messages'],
+          required: ['turnId', 'sessionId', 'leaseExpiresAt', 'session', 'messages', 'messagesCursor'],
           properties: {
             turnId: { type: 'string' },
             sessionId: { type: 'string' },
             leaseExpiresAt: { type: 'integer', description: 'Unix ms.' },
             session: ref('Session'),
-            messages: { type: 'array', items: ref('Message'), description: 'The user messages this turn answers, in order.' },
+            messages: {
+              type: 'array',
+              items: ref('Message'),
+              description: 'The user messages this turn answers, in order, as many as fit in `MESSAGE_PAGE_MAX_BYTES` (the first always comes).',
+            },
+            messagesCursor: {
+              type: 'string',
+              nullable: true,
+              description:
+                'Null when `messages` holds all of the turn\'s user messages. Otherwise read on from this cursor with ' +
+                '`GET /api/v0/agent/sessions/{sessionId}/messages` and take its `user` messages: they are the rest of the turn\'s.',
+            },
           },
         },
       },

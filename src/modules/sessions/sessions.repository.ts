@@ -343,13 +343,33 @@ export class SessionsRepository {
     return rows[0]?.message_count ?? null;
   }
 
-  async userMessagesAfter(manager: EntityManager, sessionId: string, afterSeq: number): Promise<MessageEntity[]> {
-    const rows = await this.sql.in(manager).query<MessageRow>(
+  /**
+   * A turn's user messages, oldest first, within `maxBytes` (sized as in listMessages; the first
+   * always comes), and the cursor of the conversation list after the last one when more are left.
+   */
+  async userMessagesAfter(
+    manager: EntityManager,
+    sessionId: string,
+    afterSeq: number,
+    maxBytes: number,
+  ): Promise<{ messages: MessageEntity[]; nextCursor: string | null }> {
+    const rows = await this.sql.in(manager).query<MessageRow & { pending: number }>(
       'messages.userAfter',
-      `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = $1 AND m.seq > $2 AND m.role = 'user' ORDER BY m.seq`,
-      [sessionId, afterSeq],
+      `WITH sized AS (
+         SELECT m.seq,
+                row_number() OVER (ORDER BY m.seq) AS n,
+                sum((octet_length(m.content::text) + octet_length(m.attributes::text))::bigint) OVER (ORDER BY m.seq) AS total
+         FROM messages m WHERE m.session_id = $1 AND m.seq > $2 AND m.role = 'user'
+       )
+       SELECT ${MESSAGE_COLUMNS}, (SELECT count(*) FROM sized)::int AS pending
+       FROM sized w JOIN messages m ON m.session_id = $1 AND m.seq = w.seq
+       WHERE w.n = 1 OR w.total <= $3
+       ORDER BY m.seq`,
+      [sessionId, afterSeq, maxBytes],
     );
-    return rows.map(toMessage);
+    const messages = rows.map(toMessage);
+    const more = rows.length > 0 && rows[0].pending > rows.length;
+    return { messages, nextCursor: more ? encodeCursor(`messages:${sessionId}`, [messages[messages.length - 1].seq]) : null };
   }
 
   /**
