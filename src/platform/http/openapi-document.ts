@@ -258,13 +258,22 @@ the agent channel's message append and the custom-model relay take up to \`MESSA
 base64 images and PDFs); every other operation up to \`BODY_LIMIT_BYTES\` (default 1 MiB). A larger body is **413**
 \`payload_too_large\` with that operation's \`metadata.limitBytes\`. Arrays and objects nested deeper than \`JSON_MAX_DEPTH\`
 (default 64 levels) are **400** \`json_too_deep\`. The credential is checked before the body is read: a request without a valid
-one is **401** on its headers alone, and the connection is closed rather than the body read.
+one is **401** on its headers alone, and the connection is closed rather than the body read. A request must arrive whole,
+headers and body, within \`REQUEST_TIMEOUT_MS\` (default 2 minutes): a client still sending after it gets **408**
+\`request_timeout\` and is disconnected. A request Node cannot parse (a malformed \`Content-Length\`, say) gets **400**
+\`malformed_request\` in the v0 body.
+
+**Long polls and computers.** Claims waiting for work (\`waitMs\`) are capped per computer (\`LONG_POLLS_PER_COMPUTER\`,
+default 10) and per organization (\`LONG_POLLS_PER_ORGANIZATION\`, default 200) on each instance: **429**
+\`too_many_long_polls\`. An organization may have \`COMPUTERS_PER_ORGANIZATION\` computers (default 100; **409**
+\`quota_exceeded\`), \`PROVISIONING_PER_ORGANIZATION\` managed computers provisioning at once (default 5; **429**) and
+\`LOCAL_AGENTS_PER_ORGANIZATION\` agents run by this server (default 10; **409**), each refusal naming \`metadata.quota\`.
 
 **Rate limits** (numbers not shown in the spec; our decision). Requests are counted in fixed one-minute windows (starting on
 the minute): per credential (an API key, a JWT's user, a computer token; \`RATE_LIMIT_CREDENTIAL_PER_MINUTE\`, default 1,200), per
 organization (all its credentials together; \`RATE_LIMIT_ORGANIZATION_PER_MINUTE\`, default 6,000), and per client address for
 requests without a valid credential (failed authentication, unknown routes, these docs; \`RATE_LIMIT_ANONYMOUS_PER_MINUTE\`,
-default 120; IPv6 addresses by /64). \`/healthz\` is never counted. 0 turns a limit off. Limits are checked before the body is read.
+default 120; IPv6 addresses by /64). \`/healthz\` and \`/livez\` are never counted. 0 turns a limit off. Limits are checked before the body is read.
 A request over a limit is **429** \`rate_limited\` (\`metadata.policy\`: credential, organization or anonymous; \`limit\`,
 \`windowSeconds\`, \`retryAfterSeconds\`) with \`Retry-After\` in seconds; a request refused by its credential's limit does not
 count against its organization's. Every counted response carries the headers of draft-ietf-httpapi-ratelimit-headers:
