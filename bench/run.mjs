@@ -109,7 +109,18 @@ async function main() {
     const facts = await databaseFacts(pool);
     log(`database: ${facts.version}, ${formatBytes(facts.sizeBytes)}; ${Object.entries(facts.settings).map(([k, v]) => `${k}=${v}`).join(' ')}`);
 
-    const serverEnv = { DATABASE_URL: db.url, DATABASE_POOL_SIZE: '10', LOG_LEVEL: 'warn', HOST: '127.0.0.1', SECRETS_KEY: randomBytes(32).toString('base64') };
+    // Rate limits stay on, so their cost is measured, but high enough that one bench client never meets them.
+    const unreachable = '1000000000';
+    const serverEnv = {
+      DATABASE_URL: db.url,
+      DATABASE_POOL_SIZE: '10',
+      LOG_LEVEL: 'warn',
+      HOST: '127.0.0.1',
+      SECRETS_KEY: randomBytes(32).toString('base64'),
+      RATE_LIMIT_CREDENTIAL_PER_MINUTE: unreachable,
+      RATE_LIMIT_ORGANIZATION_PER_MINUTE: unreachable,
+      RATE_LIMIT_ANONYMOUS_PER_MINUTE: unreachable,
+    };
     const app = await startNodeServer({ name: 'app', script: join(ROOT, 'dist/main.js'), env: serverEnv, logFile: join(RESULTS, 'app.log'), healthPath: '/healthz' });
     servers.push(app);
     const baseline = await startNodeServer({ name: 'baseline', script: join(BENCH, 'baseline-server.mjs'), env: serverEnv, logFile: join(RESULTS, 'baseline.log'), healthPath: '/healthz' });
