@@ -290,7 +290,7 @@ describe('Enterprise controls', () => {
         expect((await send({ customModels: [{ ...LLAMA, apiKey: `${KEY}-2`, index: -1 }] })).status).toBe(400);
         expect((await send({ customModels: [{ ...LLAMA, apiKey: `${KEY}-3`, extra: 1 }], sandbox: null })).status).toBe(400);
         await new Promise((resolve) => setTimeout(resolve, 200));
-        expect(server.output()).toContain('Enterprise controls revised');
+        expect(server.output()).toContain('"security":"controls.revised"');
         expect(server.output()).not.toContain('0123456789abcdef');
       } finally {
         await server.stop();
