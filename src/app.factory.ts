@@ -23,6 +23,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     genReqId: assignRequestId,
     requestIdHeader: false,
     return503OnClosing: true,
+    trustProxy: config.trustProxy,
     // A request (headers and body) must arrive whole within this; a client trickling it is cut off with a 408.
     // Node reads it when the server is made (setting it later, as Fastify does, has no effect), and looks
     // for such clients every 30 s by default: every second keeps the timeout close to its word.

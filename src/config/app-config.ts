@@ -8,6 +8,7 @@ import {
   IsUrl,
   Max,
   Min,
+  Matches,
   MinLength,
   validateSync,
 } from 'class-validator';
@@ -96,6 +97,16 @@ export class AppConfig {
   @IsInt()
   @Min(0)
   DATABASE_IDLE_TIMEOUT_MS?: number;
+
+  /**
+   * Which proxies in front of the server to believe about the client's address (X-Forwarded-For),
+   * for the anonymous rate limit and the logs: unset (none), `true` (any), a hop count, or
+   * comma-separated addresses and CIDR ranges of the proxies.
+   */
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @Matches(/^(true|\d{1,2}|[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*)$/, { message: 'TRUST_PROXY must be true, a hop count, or comma-separated addresses and CIDR ranges' })
+  TRUST_PROXY?: string;
 
   /** How long a client has to send a whole request, headers and body (408 after it); 0: no limit. */
   @Transform(toInt)
@@ -310,6 +321,18 @@ export class AppConfig {
     return this.LOCAL_REPOS_DIR === undefined ? undefined : resolve(this.LOCAL_REPOS_DIR);
   }
 
+  /** TRUST_PROXY as Fastify's `trustProxy` takes it. */
+  get trustProxy(): boolean | string[] | ((address: string, hop: number) => boolean) {
+    const value = this.TRUST_PROXY;
+    if (value === undefined) return false;
+    if (value === 'true') return true;
+    if (/^\d+$/.test(value)) {
+      const hops = Number(value);
+      return (_address, hop) => hop < hops;
+    }
+    return value.split(',').map((part) => part.trim());
+  }
+
   get engine(): 'postgres' | 'pglite' {
     return this.DATABASE_URL ? 'postgres' : 'pglite';
   }
@@ -338,6 +361,7 @@ const ENV_KEYS = [
   'JWT_ISSUER',
   'JWT_AUDIENCE',
   'DATABASE_IDLE_TIMEOUT_MS',
+  'TRUST_PROXY',
   'REQUEST_TIMEOUT_MS',
   'BODY_LIMIT_BYTES',
   'MESSAGE_BODY_LIMIT_BYTES',

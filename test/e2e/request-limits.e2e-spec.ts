@@ -357,6 +357,37 @@ describe('Rate limits', () => {
     });
   });
 
+  describe('behind a reverse proxy (TRUST_PROXY)', () => {
+    const spoofed = (t: TestApp, forwardedFor: string) => t.http().get('/api/v0/sessions').set('X-Forwarded-For', forwardedFor);
+
+    it('without it, X-Forwarded-For is ignored: a client cannot name itself another address to escape its limit', async () => {
+      const t = await startTestApp({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: '2' });
+      try {
+        await awayFromWindowEdge();
+        expectStatus(await spoofed(t, '203.0.113.1'), 401);
+        expectStatus(await spoofed(t, '203.0.113.2'), 401);
+        expectRateLimited(await spoofed(t, '203.0.113.3'), 'anonymous', 2);
+      } finally {
+        await t.close();
+      }
+    });
+
+    it('with the proxy’s address trusted, each client behind it has its own anonymous budget', async () => {
+      const t = await startTestApp({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: '2', TRUST_PROXY: '127.0.0.1' });
+      try {
+        await awayFromWindowEdge();
+        expectStatus(await spoofed(t, '203.0.113.1'), 401);
+        expectStatus(await spoofed(t, '203.0.113.1'), 401);
+        expectRateLimited(await spoofed(t, '203.0.113.1'), 'anonymous', 2);
+        const other = await spoofed(t, '203.0.113.2');
+        expectStatus(other, 401);
+        expect(parseRateLimit(other.headers.ratelimit)).toMatchObject({ name: 'anonymous', r: 1 });
+      } finally {
+        await t.close();
+      }
+    });
+  });
+
   describe('0 turns a limit off', () => {
     let t: TestApp;
 
