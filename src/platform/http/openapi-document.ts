@@ -273,7 +273,7 @@ default 10) and per organization (\`LONG_POLLS_PER_ORGANIZATION\`, default 200) 
 the minute): per credential (an API key, a JWT's user, a computer token; \`RATE_LIMIT_CREDENTIAL_PER_MINUTE\`, default 1,200), per
 organization (all its credentials together; \`RATE_LIMIT_ORGANIZATION_PER_MINUTE\`, default 6,000), and per client address for
 requests without a valid credential (failed authentication, unknown routes, these docs; \`RATE_LIMIT_ANONYMOUS_PER_MINUTE\`,
-default 120; IPv6 addresses by /64). \`/healthz\` and \`/livez\` are never counted. 0 turns a limit off. Limits are checked before the body is read.
+default 120; IPv6 addresses by /64; behind a proxy named in \`TRUST_PROXY\`, the address \`X-Forwarded-For\` gives). \`/healthz\` and \`/livez\` are never counted. 0 turns a limit off. Limits are checked before the body is read.
 A request over a limit is **429** \`rate_limited\` (\`metadata.policy\`: credential, organization or anonymous; \`limit\`,
 \`windowSeconds\`, \`retryAfterSeconds\`) with \`Retry-After\` in seconds; a request refused by its credential's limit does not
 count against its organization's. Every counted response carries the headers of draft-ietf-httpapi-ratelimit-headers:
