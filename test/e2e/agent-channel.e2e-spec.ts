@@ -51,6 +51,7 @@ interface Work {
   leaseExpiresAt: number;
   session: SessionView;
   messages: MessageView[];
+  messagesCursor: string | null;
 }
 
 function expectV0Error(res: Response, status: number, code: string) {
@@ -176,7 +177,8 @@ describe('Agent channel', () => {
       const before = Date.now();
       const work1 = (await api.claim(owner))!;
       expect(work1).toMatchObject({ sessionId: id, turnId: expect.stringMatching(UUID), session: { sessionId: id, status: 'running' } });
-      expect(Object.keys(work1).sort()).toEqual(['leaseExpiresAt', 'messages', 'session', 'sessionId', 'turnId']);
+      expect(Object.keys(work1).sort()).toEqual(['leaseExpiresAt', 'messages', 'messagesCursor', 'session', 'sessionId', 'turnId']);
+      expect(work1.messagesCursor).toBeNull();
       expect(work1.leaseExpiresAt).toBeGreaterThan(before);
       expect(work1.messages.map((m) => [m.id, m.role, m.content])).toEqual([[m1, 'user', [{ type: 'text', text: 'first' }]]]);
       expect((await api.getSession(owner, id)).status).toBe('running');

@@ -77,6 +77,17 @@ function countCheckouts(t: TestApp) {
   return { count: () => count, stop: () => void pool.off('acquire', onAcquire) };
 }
 
+/** Until the pool has been idle for a while: what earlier tests left going (cut polls handing on their wake) is done. */
+async function quiet(t: TestApp): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    const window = countCheckouts(t);
+    await sleep(200);
+    window.stop();
+    if (window.count() === 0) return;
+  }
+  throw new Error('the pool never went quiet');
+}
+
 /** Whether any of the polls answered already (it should still be waiting). */
 async function settledAmong(claims: Array<{ answer: Promise<unknown> }>): Promise<number> {
   let settled = 0;
@@ -299,6 +310,7 @@ describe('Long polls in numbers', () => {
       const otherSession = await api.session(other);
       const polls = Array.from({ length: 20 }, () => openClaim(t, owner.auth, { waitMs: 10_000 }));
       await sleep(300);
+      await quiet(t);
       const baseline = countCheckouts(t);
       await api.say(other, otherSession, 'no one waits here');
       await sleep(200);
@@ -324,6 +336,7 @@ describe('Long polls in numbers', () => {
       const expiresAt = first.body.work.leaseExpiresAt as number;
       const poll = openClaim(t, owner.auth, { waitMs: 10_000 });
       await sleep(200);
+      await quiet(t);
       const checkouts = countCheckouts(t);
       const res = await answered(poll);
       checkouts.stop();
