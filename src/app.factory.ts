@@ -53,7 +53,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const rateLimits = app.get(RateLimits);
   await rateLimits.install(fastify);
   // First, so that requests refused at the edge are logged too.
-  installAccessLog(fastify, (request) =>
+  installAccessLog(fastify, config.LOG_LEVEL, (request) =>
     request.principal ? { organizationId: request.principal.organizationId, credentialId: credentialIdOf(request.principal) } : {},
   );
   // The request edge: credential, then rate limits, before any of the body is read.

@@ -13,18 +13,28 @@ export interface RequestIdentity {
 
 const logger = new Logger('Access');
 
+/** pino's numbers for the levels, to skip building lines that would not be written. */
+const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
+const levelOf = (status: number | null) => (status === null || status < 400 ? LEVELS.info : status < 500 ? LEVELS.warn : LEVELS.error);
+
 /**
  * One line per request, when it is answered or when its client goes away: the request id, the
  * method, the route's pattern (never the query string, which may hold cursors and emails), the
  * status, how long it took, the bytes both ways, and who asked. Never a header value or a body.
  */
-export function installAccessLog(fastify: FastifyInstance, identify: (request: FastifyRequest) => RequestIdentity): void {
+export function installAccessLog(
+  fastify: FastifyInstance,
+  logLevel: string,
+  identify: (request: FastifyRequest) => RequestIdentity,
+): void {
+  const threshold = LEVELS[logLevel] ?? LEVELS.info;
   const started = new WeakMap<FastifyRequest, number>();
   const log = (request: FastifyRequest, reply: FastifyReply | null) => {
     const start = started.get(request);
     if (start === undefined) return;
     started.delete(request);
     const status = reply?.statusCode ?? null;
+    if (levelOf(status) < threshold) return;
     const route = request.routeOptions.url ?? null;
     const line = {
       requestId: request.id,
@@ -43,9 +53,11 @@ export function installAccessLog(fastify: FastifyInstance, identify: (request: F
   fastify.addHook('onRequest', (request, reply, done) => {
     started.set(request, performance.now());
     // A client that goes away before its answer (mid-upload, mid long poll) still gets its line.
-    reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) log(request, null);
-    });
+    if (threshold <= LEVELS.info) {
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) log(request, null);
+      });
+    }
     done();
   });
   fastify.addHook('onResponse', (request, reply, done) => {
@@ -94,9 +106,9 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
 }
 
 function write(line: Record<string, unknown>, message: string): void {
-  const status = line.status as number | null;
-  if (status === null || status < 400) logger.log(line, message);
-  else if (status < 500) logger.warn(line, message);
+  const level = levelOf(line.status as number | null);
+  if (level === LEVELS.info) logger.log(line, message);
+  else if (level === LEVELS.warn) logger.warn(line, message);
   else logger.error(line, message);
 }
 
