@@ -13,6 +13,7 @@ import { LocalAgentTokens1764230400000 } from './migrations/1764230400000-LocalA
 import { AnalyticsDayEntity, AnalyticsDirtyDayEntity, AnalyticsFactEntity, AnalyticsRollupStateEntity, AnalyticsUserDayEntity } from './modules/analytics/entities';
 import { IdempotencyKeyEntity } from './platform/idempotency/idempotency-key.entity';
 import { RateLimits1764316800000 } from './migrations/1764316800000-RateLimits';
+import { MessageSizes1764403200000 } from './migrations/1764403200000-MessageSizes';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
@@ -35,4 +36,4 @@ export const entities = [
   AnalyticsRollupStateEntity,
   RateLimitWindowEntity,
 ];
-export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000];
+export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000, MessageSizes1764403200000];

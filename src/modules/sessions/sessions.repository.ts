@@ -233,10 +233,9 @@ export class SessionsRepository {
    * same statement as the session they belong to: null when there is no such session.
    *
    * The page also stops before the message that would take it past `maxBytes` (a message's size is
-   * its content and attributes as PostgreSQL prints them), though its first message always comes,
-   * however large. The database walks the messages one by one, summing their sizes, and stops at the
-   * first that does not fit: it never sizes, and the server never receives, more than the page and
-   * that one message's size.
+   * its content and attributes as PostgreSQL prints them, kept in `size_bytes` when it is written),
+   * though its first message always comes, however large. The database sums the sizes of the next
+   * `limit` + 1 messages and returns only those that fit: the server never receives more than the page.
    */
   async listMessages(
     sessionId: string,
@@ -251,24 +250,20 @@ export class SessionsRepository {
     }
     const values: unknown[] = [sessionId, organizationId, afterSeq, query.limit, query.maxBytes];
     const roleFilter = query.role ? `AND m.role = $${values.push(query.role)}` : '';
-    const size = `(octet_length(m.content::text) + octet_length(m.attributes::text))::bigint`;
-    const kept = `w.n <= $4 AND (w.n = 1 OR w.total <= $5)`;
+    // One index scan: the next `limit` + 1 messages with their running size; the database keeps
+    // those that fit (their content is read only for them), and `walked` says whether there is more.
     const rows = await this.sql.query<MessageSummaryRow & { session_owner_id: string; session_computer_id: string | null; walked: number }>(
       `messages.list${query.role ? '.role' : ''}`,
-      `WITH RECURSIVE walk (seq, n, total) AS (
-         (SELECT m.seq, 1, ${size} FROM messages m WHERE m.session_id = $1 AND m.seq > $3 ${roleFilter} ORDER BY m.seq LIMIT 1)
-         UNION ALL
-         SELECT next.seq, w.n + 1, w.total + next.size
-         FROM walk w CROSS JOIN LATERAL (
-           SELECT m.seq, ${size} AS size FROM messages m WHERE m.session_id = $1 AND m.seq > w.seq ${roleFilter} ORDER BY m.seq LIMIT 1
-         ) next
-         WHERE ${kept}
-       )
-       SELECT s.owner_id AS session_owner_id, s.computer_id AS session_computer_id, m.*, (SELECT count(*) FROM walk)::int AS walked
+      `SELECT s.owner_id AS session_owner_id, s.computer_id AS session_computer_id, m.*
        FROM sessions s
        LEFT JOIN LATERAL (
-         SELECT ${MESSAGE_VIEW_COLUMNS} FROM walk w JOIN messages m ON m.session_id = s.id AND m.seq = w.seq
-         WHERE ${kept} ORDER BY m.seq
+         SELECT * FROM (
+           SELECT w.*, count(*) OVER ()::int AS walked FROM (
+             SELECT ${MESSAGE_VIEW_COLUMNS}, row_number() OVER (ORDER BY m.seq) AS n, sum(m.size_bytes) OVER (ORDER BY m.seq) AS total
+             FROM messages m WHERE m.session_id = s.id AND m.seq > $3 ${roleFilter} ORDER BY m.seq LIMIT $4 + 1
+           ) w
+         ) w
+         WHERE w.n <= $4 AND (w.n = 1 OR w.total <= $5)
        ) m ON true
        WHERE s.id = $1 AND s.organization_id = $2`,
       values,
@@ -356,9 +351,7 @@ export class SessionsRepository {
     const rows = await this.sql.in(manager).query<MessageRow & { pending: number }>(
       'messages.userAfter',
       `WITH sized AS (
-         SELECT m.seq,
-                row_number() OVER (ORDER BY m.seq) AS n,
-                sum((octet_length(m.content::text) + octet_length(m.attributes::text))::bigint) OVER (ORDER BY m.seq) AS total
+         SELECT m.seq, row_number() OVER (ORDER BY m.seq) AS n, sum(m.size_bytes) OVER (ORDER BY m.seq) AS total
          FROM messages m WHERE m.session_id = $1 AND m.seq > $2 AND m.role = 'user'
        )
        SELECT ${MESSAGE_COLUMNS}, (SELECT count(*) FROM sized)::int AS pending

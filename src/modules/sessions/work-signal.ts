@@ -60,6 +60,9 @@ export class WorkSignal implements OnApplicationBootstrap, BeforeApplicationShut
   /** Tells this instance's own notifications apart: their waiters were woken directly. */
   private readonly instanceId = randomUUID();
   private listener: PgListener | null = null;
+  /** Announcements for the other instances not sent yet, and whether a send is under way. */
+  private readonly unsent = new Set<string>();
+  private sending = false;
   /** Set when the application starts to shut down: long polls then answer at once. */
   closing = false;
 
@@ -99,11 +102,28 @@ export class WorkSignal implements OnApplicationBootstrap, BeforeApplicationShut
   announce(arrival: Arrival): void {
     this.arrived(arrival);
     if (!this.listener) return;
-    const payload = JSON.stringify({ i: this.instanceId, o: arrival.organizationId, c: arrival.computerId });
-    this.dataSource.query('SELECT pg_notify($1, $2)', [WORK_CHANNEL, payload]).catch((error: Error) => {
-      // The other instances' polls find the work at their safety re-check.
-      if (!this.closing) this.logger.warn(`Could not announce work to other instances: ${error.message}`);
-    });
+    this.unsent.add(JSON.stringify({ i: this.instanceId, o: arrival.organizationId, c: arrival.computerId }));
+    if (!this.sending) void this.sendAnnouncements();
+  }
+
+  /**
+   * One statement at a time carries every announcement made meanwhile (duplicates once): under
+   * load a NOTIFY a request would cost one, not one round trip each.
+   */
+  private async sendAnnouncements(): Promise<void> {
+    this.sending = true;
+    try {
+      while (this.unsent.size > 0 && this.listener) {
+        const payloads = [...this.unsent];
+        this.unsent.clear();
+        await this.listener.notify(payloads).catch((error: Error) => {
+          // The other instances' polls find the work at their safety re-check.
+          if (!this.closing) this.logger.warn(`Could not announce work to other instances: ${error.message}`);
+        });
+      }
+    } finally {
+      this.sending = false;
+    }
   }
 
   @OnDomainEvent('sessions.message.added')

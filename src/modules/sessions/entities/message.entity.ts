@@ -39,6 +39,10 @@ export class MessageEntity {
   @Column({ type: 'jsonb', default: {} })
   attributes: MessageAttributes;
 
+  /** Bytes of `content` and `attributes` as JSON text, kept by the `messages_size` trigger (pages are cut by it). */
+  @Column({ name: 'size_bytes', type: 'integer', default: 0, select: false, insert: false, update: false })
+  sizeBytes?: number;
+
   @Column({ name: 'created_at', type: 'timestamptz', precision: 3 })
   createdAt: Date;
 
