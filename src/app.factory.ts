@@ -4,7 +4,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
-import { RequestAuthentication, RequestIdentity } from './modules/auth';
+import { credentialIdOf, RequestAuthentication, RequestIdentity } from './modules/auth';
 import { ApiExceptionFilter } from './platform/http/api-exception.filter';
 import { errorBody, errorFlavourOf } from './platform/http/error-body';
 import { docsArePublic, setupOpenApi } from './platform/http/openapi-document';
@@ -12,7 +12,6 @@ import { installRequestBodies } from './platform/http/request-bodies';
 import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
 import { createValidationPipe } from './platform/http/validation';
 import { answerClientError, installAccessLog, logUnroutable } from './platform/logging/access-log';
-import { credentialIdOf } from './modules/auth';
 import { RateLimits, RateLimitSubject } from './platform/rate-limit';
 
 /** Builds the whole application, ready to listen; shared by main, the demo and the tests. */
