@@ -8,6 +8,7 @@ import { StepId } from '../domain/provisioning-step';
 import { cloneDirectoryNames, locateRepo } from '../domain/repo-location';
 import { ComputeProvider, StepContext, StepFailure, StepResult } from './compute-provider';
 import { detectPackageManager, KNOWN_LOCKFILES } from './package-managers';
+import { COMPUTER_HOME, computerEnvironment } from './computer-environment';
 import { runCommand } from './run-command';
 
 /** The end of a failed command's output that goes into the step's `error`. */
@@ -105,17 +106,24 @@ export class LocalProvider extends ComputeProvider {
           (scriptsOff ? ' without running package scripts (LOCAL_INSTALL_SCRIPTS is off).' : '.'),
       );
       const args = scriptsOff ? [...install.args, ...(scriptsOff.args ?? [])] : install.args;
-      const env = { CI: 'true', npm_config_update_notifier: 'false', ...(scriptsOff ? scriptsOff.env : {}) };
+      const env = { CI: 'true', ...(scriptsOff ? scriptsOff.env : {}) };
       await this.run(context, install.command, args, directory, env);
     }
   }
 
   /** Runs a command, logs it with its output, and fails the step on a non-zero exit. */
-  private async run(context: StepContext, command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
+  private async run(context: StepContext, command: string, args: string[], cwd: string, env: Record<string, string>): Promise<void> {
     const line = `$ ${[command, ...args].join(' ')}`;
+    const home = join(this.workspaceOf(context.computer.id), COMPUTER_HOME);
+    await mkdir(join(home, 'tmp'), { recursive: true, mode: 0o700 });
     let result;
     try {
-      result = await runCommand(command, args, { cwd, env, signal: context.signal, onSpawn: (pid) => this.recordCommand(context.computer.id, pid) });
+      result = await runCommand(command, args, {
+        cwd,
+        env: computerEnvironment(home, env),
+        signal: context.signal,
+        onSpawn: (pid) => this.recordCommand(context.computer.id, pid),
+      });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
         await context.log(`${line}\n${command} is not installed on this host.`);
@@ -165,12 +173,10 @@ export class LocalProvider extends ComputeProvider {
   }
 
   /** git never prompts, never runs a transport other than these, and trusts new SSH hosts once. */
-  private gitEnvironment(): NodeJS.ProcessEnv {
+  private gitEnvironment(): Record<string, string> {
     return {
-      GIT_TERMINAL_PROMPT: '0',
       GIT_ALLOW_PROTOCOL: this.config.localReposDir ? 'https:http:ssh:git:file' : 'https:http:ssh:git',
       GIT_SSH_COMMAND: 'ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new',
-      GIT_CONFIG_NOSYSTEM: '1',
     };
   }
 }

@@ -12,21 +12,22 @@ export interface CommandResult {
 }
 
 /**
- * Runs a command in its own process group and collects its output. Aborting the signal kills the
+ * Runs a command in its own process group, in exactly the environment given, and collects its output. Aborting the signal kills the
  * whole group (an install's child processes too). A command that isn't installed rejects with
  * ENOENT.
  */
 export function runCommand(
   command: string,
   args: readonly string[],
-  options: { cwd: string; env?: NodeJS.ProcessEnv; signal: AbortSignal; onSpawn?: (pid: number) => Promise<void> },
+  options: { cwd: string; env: Record<string, string>; signal: AbortSignal; onSpawn?: (pid: number) => Promise<void> },
 ): Promise<CommandResult> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
     if (options.signal.aborted) return reject(options.signal.reason as Error);
     const child = spawn(command, args, {
       cwd: options.cwd,
-      env: { ...process.env, ...options.env },
+      // The whole environment: nothing of the server's own is inherited.
+      env: options.env,
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
