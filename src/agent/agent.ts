@@ -247,7 +247,14 @@ export class Agent {
     const earlier: ChannelMessage[] = [];
     let cursor: string | undefined;
     do {
-      const page = await this.options.client.conversation(work.sessionId, work.turnId, cursor);
+      let page;
+      try {
+        page = await this.options.client.conversation(work.sessionId, work.turnId, cursor);
+      } catch (error) {
+        // The organization keeps message history from everyone, agents included: the turn starts from its own messages.
+        if (error instanceof ChannelRefusal && error.code === 'message_history_disabled') return [];
+        throw error;
+      }
       const end = page.messages.findIndex((m) => own.has(m.id));
       earlier.push(...(end === -1 ? page.messages : page.messages.slice(0, end)));
       cursor = end === -1 ? (page.nextCursor ?? undefined) : undefined;

@@ -941,7 +941,7 @@ describe('Agent channel', () => {
       expect(agentSecond.body.messages[0]).toEqual((await api.listMessages(owner, sessionId))[10]);
     });
 
-    it('answers with the organization’s messageHistory off, where the user-facing list is 403; user, assistant, tool and system messages in order', async () => {
+    it('answers a first turn (all of it the turn’s own) with the organization’s messageHistory off, where the user-facing list is 403; user, assistant, tool and system messages in order', async () => {
       const { owner, sessionId, turnId, work, during, appended, roles } = await longConversation();
       expectV0Error(await api.userMessages(owner.auth, sessionId), 403, 'message_history_disabled');
       const res = await api.conversation(owner.auth, sessionId, { turnId, limit: '100' });
@@ -1025,7 +1025,7 @@ describe('Agent channel', () => {
     });
 
     it('answers 409 turn_not_active, with the session’s status, to a turn that is not the running one', async () => {
-      const { owner, sessionId, turnId } = await api.runningSession();
+      const { owner, sessionId, turnId } = await api.runningSession({ messageHistory: true });
       const notActive = async (turn: string, sessionStatus: string) => {
         const res = await api.conversation(owner.auth, sessionId, { turnId: turn });
         expectV0Error(res, 409, 'turn_not_active');

@@ -177,4 +177,27 @@ describe('Message pages within MESSAGE_PAGE_MAX_BYTES', () => {
     expect(work?.sessionId).toBe(sessionId);
     expect(work?.messages.map((m) => m.id)).toEqual(sent);
   });
+
+  it('with message history off, the agent channel serves the turn’s own messages (the claim’s messagesCursor on) and refuses what came before', async () => {
+    const user = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: false }));
+    const sessionId = await newSession(user);
+    // An earlier turn: history, once it is over.
+    await say(sessionId, ['earlier question'], user);
+    const earlier = await t.http().post('/api/v0/agent/claims').set(user.auth).send({});
+    expect(earlier.body.work.sessionId).toBe(sessionId);
+    const ended = await t.http().post(`/api/v0/agent/sessions/${sessionId}/end-turn`).set(user.auth).send({ turnId: earlier.body.work.turnId });
+    expect(ended.status).toBe(200);
+
+    const sent = await say(sessionId, [sized('h1', 120), sized('h2', 120), 'h3'], user);
+    const claim = await t.http().post('/api/v0/agent/claims').set(user.auth).send({});
+    const work = claim.body.work as Body;
+    expect((work.messages as Body[]).map((m) => m.id)).toEqual(sent.slice(0, 1));
+    const path = `/api/v0/agent/sessions/${sessionId}/messages`;
+    const refused = await t.http().get(`${path}?turnId=${work.turnId as string}`).set(user.auth);
+    expect(refused.status).toBe(403);
+    expect(refused.body.metadata.code).toBe('message_history_disabled');
+    expect(JSON.stringify(refused.body)).not.toContain('earlier question');
+    const rest = await walk(path, { limit: '50', turnId: work.turnId as string, cursor: work.messagesCursor as string }, user);
+    expect(ids(rest)).toEqual(sent.slice(1));
+  });
 });

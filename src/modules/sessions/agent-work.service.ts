@@ -6,6 +6,7 @@ import { DomainEventBus } from '../../platform/events';
 import { isUuid, newId } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { FieldError, validationError } from '../../platform/http/validation';
+import { decodeCursor } from '../../platform/http/cursor';
 import { Page } from '../../platform/http/pagination';
 import { MessageEntity, SessionEntity } from './entities';
 import { checkContentPayloads } from './domain/attachments';
@@ -246,8 +247,9 @@ export class AgentWorkService {
 
   /**
    * The session's messages, for the agent holding its running turn: how an agent that restarted, or
-   * another agent that took the session over, picks the conversation up. Not subject to the
-   * organization's `messageHistory` feature, which governs users reading history, not agents working.
+   * another agent that took the session over, picks the conversation up. Where the organization's
+   * `messageHistory` feature is off, only the turn's own messages (its work, from the claim's
+   * `messagesCursor` on) may be read: what came before is history.
    */
   async conversation(principal: Principal, sessionId: string, query: { turnId: string; cursor?: string; limit: number }): Promise<Page<MessageView>> {
     const session = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId) : null;
@@ -260,6 +262,15 @@ export class AgentWorkService {
         `Turn ${query.turnId} is not the running turn of session ${sessionId}: it ended, or its lease ran out and another agent took the work.`,
         { sessionStatus: session.status },
       );
+    }
+    if (principal.features.messageHistory !== true) {
+      const from = query.cursor === undefined ? 0 : (decodeCursor(`messages:${session.id}`, query.cursor, ['number'])[0] as number);
+      if (from < session.turnBaseSeq) {
+        throw new SessionsError(
+          SessionsErrorCode.MessageHistoryDisabled,
+          'Reading message history is not enabled for your organization: only the running turn\'s own messages can be read, from the claim\'s messagesCursor on.',
+        );
+      }
     }
     const found = await this.repository.listMessages(session.id, principal.organizationId, { ...query, maxBytes: this.config.MESSAGE_PAGE_MAX_BYTES });
     if (!found) throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);

@@ -7,6 +7,7 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiTags,
+  ApiForbiddenResponse,
   ApiTooManyRequestsResponse,
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
@@ -105,10 +106,12 @@ export class AgentController {
     summary: 'Read the conversation of a turn',
     description:
       'The messages of the session, oldest first, paged like the session messages list (at most `limit` and `MESSAGE_PAGE_MAX_BYTES` a page), for the agent holding its running turn `turnId`: ' +
-      'how an agent that restarted, or took the session over, picks the conversation up. Not subject to the `messageHistory` feature, which ' +
-      'is about users reading history. A turn that is over is 409 `turn_not_active`.',
+      'how an agent that restarted, or took the session over, picks the conversation up. Where the organization\'s `messageHistory` feature ' +
+      'is off, only the turn\'s own messages may be read (from the claim\'s `messagesCursor` on); earlier pages are 403 `message_history_disabled`. ' +
+      'A turn that is over is 409 `turn_not_active`.',
   })
   @ApiOkResponse({ schema: page('messages', 'Message') })
+  @ApiForbiddenResponse({ description: 'Message history is off for the organization and the page starts before the turn (`message_history_disabled`).', type: V0ErrorSchema })
   @ApiNotFoundResponse({ description: 'No such session in your organization (or not one this computer works on).', type: V0ErrorSchema })
   @ApiConflictResponse({ description: TURN_CONFLICT, type: V0ErrorSchema })
   async conversation(
