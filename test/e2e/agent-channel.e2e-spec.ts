@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
@@ -8,6 +6,7 @@ import { Role } from '../../src/modules/auth';
 import { AgentWorkService } from '../../src/modules/sessions/agent-work.service';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { serverUrl } from '../utils/test-database';
+import { openClaim as openRawClaim } from '../utils/raw-claims';
 import { startTestApp, TestApp } from '../utils/test-app';
 
 /**
@@ -336,27 +335,10 @@ describe('Agent channel', () => {
     // The control, a waiting claim whose agent stays gets the work the moment it arrives, is
     // 'a claim with waitMs returns the work as soon as a user message arrives' above.
 
-    /**
-     * A claim over a raw connection, which the test can cut as a killed agent would; `outcome` says
-     * whether it was answered before that.
-     */
+    /** A claim over a raw connection that the test cuts as a killed agent would; `outcome` says whether it was answered first. */
     function openClaim(user: TestUser, body: object) {
-      const { port } = t.app.getHttpServer().address() as AddressInfo;
-      const payload = JSON.stringify(body);
-      const req = httpRequest({
-        host: '127.0.0.1',
-        port,
-        method: 'POST',
-        path: '/api/v0/agent/claims',
-        headers: { ...user.auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-      });
-      const outcome = new Promise<string>((resolve) => {
-        req.on('response', (res) => resolve(`answered ${res.statusCode}`));
-        req.on('error', () => resolve('cut'));
-        req.on('close', () => resolve('cut'));
-      });
-      req.end(payload);
-      return { req, outcome };
+      const claim = openRawClaim(t, user.auth, body);
+      return { cut: claim.cut, outcome: claim.answer.then((answer) => (answer === 'cut' ? 'cut' : `answered ${answer.status}`)) };
     }
 
     /** Records what the service answered each claim, the ones no client is left to read included. */
@@ -378,7 +360,7 @@ describe('Agent channel', () => {
         const dead = openClaim(owner, { waitMs: 20_000 });
         await sleep(200);
         expect(claims.count()).toBe(1); // the server is in the long poll
-        dead.req.destroy();
+        dead.cut();
         expect(await dead.outcome).toBe('cut');
         await sleep(100);
 
@@ -407,7 +389,7 @@ describe('Agent channel', () => {
         const live = api.claimRaw(owner, { waitMs: 5000 }).then((res) => ({ res, at: Date.now() }));
         await sleep(200);
         expect(claims.count()).toBe(2);
-        dead.req.destroy();
+        dead.cut();
         expect(await dead.outcome).toBe('cut');
         await sleep(100);
         const addedAt = Date.now();
@@ -433,7 +415,7 @@ describe('Agent channel', () => {
         await sleep(200);
         expect(claims.count()).toBe(1);
         const cutAt = Date.now();
-        dead.req.destroy();
+        dead.cut();
         const [answer] = await claims.answers();
         expect(answer.body).toEqual({ work: null });
         expect(Date.now() - cutAt).toBeLessThan(2500);

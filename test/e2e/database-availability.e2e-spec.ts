@@ -2,6 +2,7 @@ import { chmod, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
+import { poolOf as poolOfDataSource } from '../../src/platform/database/sql';
 import { createTestDatabase, serverUrl, withAdmin } from '../utils/test-database';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { Role } from '../../src/modules/auth';
@@ -41,9 +42,7 @@ async function expectServing(t: TestApp, owner: TestUser): Promise<void> {
   expect(statuses).toEqual(Object.fromEntries(Object.keys(statuses).map((path) => [path, 200])));
 }
 
-function poolOf(t: TestApp): Pool {
-  return (t.app.get(DataSource).driver as unknown as { master: Pool }).master;
-}
+const poolOf = (t: TestApp): Pool => poolOfDataSource(t.app.get(DataSource));
 
 describe('The database connection survives idleness, errors and lost connections', () => {
   let t: TestApp;

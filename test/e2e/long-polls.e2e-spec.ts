@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Logger } from '@nestjs/common';
 import type { Pool } from 'pg';
 import { DataSource } from 'typeorm';
+import { poolOf as poolOfDataSource } from '../../src/platform/database/sql';
 import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { sleep, until } from '../utils/polling';
 import { serverUrl, withAdmin } from '../utils/test-database';
+import { answered, ClaimAnswer, openClaim } from '../utils/raw-claims';
 import { startTestApp, TestApp } from '../utils/test-app';
 
 /**
@@ -18,12 +18,7 @@ import { startTestApp, TestApp } from '../utils/test-app';
  */
 
 type Auth = { Authorization: string };
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: { work?: { sessionId: string; turnId: string } | null; [field: string]: unknown };
-  at: number;
-}
+type Answer = ClaimAnswer;
 
 const onPostgres = serverUrl() !== undefined;
 /**
@@ -33,40 +28,8 @@ const onPostgres = serverUrl() !== undefined;
 const QUIET = { PROVISIONING_CONCURRENCY: '0', AUTH_CACHE_MS: '0' };
 const postgresOnly = onPostgres ? it : it.skip;
 
-/** A claim over a raw connection, which the test can cut as a killed agent would. */
-function openClaim(t: TestApp, auth: Auth, body: object) {
-  const { port } = t.app.getHttpServer().address() as AddressInfo;
-  const payload = JSON.stringify(body);
-  const req = httpRequest({
-    host: '127.0.0.1',
-    port,
-    method: 'POST',
-    path: '/api/v0/agent/claims',
-    headers: { ...auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-  });
-  const answer = new Promise<Answer | 'cut'>((resolve) => {
-    req.on('response', (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(text) as Answer['body'], at: Date.now() }));
-    });
-    req.on('error', () => resolve('cut'));
-  });
-  req.end(payload);
-  return { cut: () => req.destroy(), answer };
-}
-
-async function answered(claim: { answer: Promise<Answer | 'cut'> }): Promise<Answer> {
-  const answer = await claim.answer;
-  if (answer === 'cut') throw new Error('the claim was cut');
-  return answer;
-}
-
 /** The app's connection pool: every statement and transaction checks a connection out of it. */
-function poolOf(t: TestApp): Pool {
-  return (t.app.get(DataSource).driver as unknown as { master: Pool }).master;
-}
+const poolOf = (t: TestApp): Pool => poolOfDataSource(t.app.get(DataSource));
 
 /** Counts the connections the pool hands out from now on. */
 function countCheckouts(t: TestApp) {

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
-import { Client, ClientConfig, Pool } from 'pg';
+import { Client, ClientConfig } from 'pg';
 import { DataSource } from 'typeorm';
+import { poolOf } from './sql';
 
 /** Waits between reconnection attempts: doubles from the first to the last. */
 const RECONNECT_MIN_MS = 250;
@@ -61,7 +62,7 @@ export class PgListener {
   private async connect(): Promise<void> {
     if (this.closed) return;
     // The pool's own settings (URL, TLS); pg keeps the password out of the copy, so it is named.
-    const options = (this.dataSource.driver as unknown as { master: Pool }).master.options as ClientConfig;
+    const options = poolOf(this.dataSource).options as ClientConfig;
     const client = new Client({ ...options, password: options.password, application_name: `listen:${this.channel}`, keepAlive: true });
     client.on('notification', (message) => {
       if (message.channel === this.channel && message.payload !== undefined) this.handlers.onNotify(message.payload);

@@ -1,6 +1,7 @@
-import { Client, ClientConfig, Pool } from 'pg';
+import { Client, ClientConfig } from 'pg';
 import { DataSource } from 'typeorm';
 import { AdvisoryLock } from './advisory-locks';
+import { poolOf } from './sql';
 
 /** How long a statement on the lock connection may take before the connection counts as lost. */
 const QUERY_TIMEOUT_MS = 10_000;
@@ -71,7 +72,7 @@ export class SessionLocks {
 
   private async open(): Promise<Client> {
     // The pool's own settings (URL, TLS); the password is kept out of the copy by pg, so it is named.
-    const pool = (this.dataSource.driver as unknown as { master: Pool }).master;
+    const pool = poolOf(this.dataSource);
     const options = pool.options as ClientConfig;
     const client = new Client({
       ...options,

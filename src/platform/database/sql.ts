@@ -2,6 +2,11 @@ import { Injectable } from '@nestjs/common';
 import type { Pool } from 'pg';
 import { DataSource, EntityManager } from 'typeorm';
 
+/** The `pg` pool under TypeORM's data source. */
+export function poolOf(dataSource: DataSource): Pool {
+  return (dataSource.driver as unknown as { master: Pool }).master;
+}
+
 /** Runs one SQL statement: on the pool, or inside a transaction. */
 export interface SqlExecutor {
   /** `name` identifies the statement so the pool can prepare it once per connection. */
@@ -18,7 +23,7 @@ export class Sql implements SqlExecutor {
   private readonly pool: Pool;
 
   constructor(dataSource: DataSource) {
-    this.pool = (dataSource.driver as unknown as { master: Pool }).master;
+    this.pool = poolOf(dataSource);
   }
 
   async query<T>(name: string, text: string, values: unknown[]): Promise<T[]> {
