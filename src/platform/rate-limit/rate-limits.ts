@@ -96,13 +96,14 @@ export class RateLimits implements OnModuleDestroy {
     void reply.header('ratelimit', `"${tightest.policy.name}";r=${tightest.remaining};t=${tightest.resetSeconds}`);
     if (!tightest.exceeded) return;
     const retryAfter = Math.max(tightest.resetSeconds, 1);
-    void reply.header('retry-after', String(retryAfter));
     this.logOnce(request, subject, tightest, retryAfter);
-    throw new RateLimitError(
+    const error = new RateLimitError(
       RateLimitErrorCode.RateLimited,
       `Too many requests: the ${tightest.policy.name} limit is ${tightest.policy.max} a minute. Retry after ${retryAfter} s.`,
       { policy: tightest.policy.name, limit: tightest.policy.max, windowSeconds: WINDOW_SECONDS, retryAfterSeconds: retryAfter },
     );
+    error.retryAfterSeconds = retryAfter;
+    throw error;
   }
 
   onModuleDestroy(): void {
