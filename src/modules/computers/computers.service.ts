@@ -5,18 +5,18 @@ import { AppConfig } from '../../config/app-config';
 import {
   AccessPolicy,
   Authenticator,
-  credentialIdOf,
   generateComputerToken,
   isAdmin,
   OrganizationControlsReader,
   OrganizationsService,
   Principal,
   Role,
+  securityActorOf,
 } from '../auth';
 import { SessionsService } from '../sessions';
 import { isUuid, newId } from '../../platform/database/ids';
 import { FieldError, validationError } from '../../platform/http/validation';
-import { logSecurityEvent, SecurityActor } from '../../platform/logging/security-log';
+import { logSecurityEvent } from '../../platform/logging/security-log';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { LocalAgentSupervisor } from './agents/local-agent-supervisor';
 import { ComputersRepository } from './computers.repository';
@@ -136,7 +136,7 @@ export class ComputersService {
       }
       return steps;
     });
-    const actor = actorOf(principal);
+    const actor = securityActorOf(principal);
     logSecurityEvent('computer.created', actor, { computerId: computer.id, provider: computer.provider });
     logSecurityEvent('computer.agent_token.issued', actor, { computerId: computer.id });
     if (steps.length > 0) this.provisioning.wake();
@@ -166,7 +166,7 @@ export class ComputersService {
   async remove(principal: Principal, computerId: string): Promise<void> {
     const computer = await this.visible(principal, computerId);
     await this.repository.delete(computer.id);
-    logSecurityEvent('computer.deleted', actorOf(principal), { computerId: computer.id });
+    logSecurityEvent('computer.deleted', securityActorOf(principal), { computerId: computer.id });
     this.authenticator.forgetComputerToken(computer.agentTokenHash);
     if (computer.provider === BYOM) return;
     // Its agent may run on another instance: that one stops it at its next look at the computers.
@@ -213,7 +213,7 @@ export class ComputersService {
       });
       return { id: locked.id, hash: locked.agentTokenHash, provider: locked.provider };
     });
-    logSecurityEvent('computer.agent_token.issued', actorOf(principal), { computerId: previous.id });
+    logSecurityEvent('computer.agent_token.issued', securityActorOf(principal), { computerId: previous.id });
     this.authenticator.forgetComputerToken(previous.hash);
     if (previous.provider === LOCAL_PROVIDER) this.agents.wake();
     return { computerId: previous.id, agentToken: token.token, createdAt: now.getTime() };
@@ -268,7 +268,7 @@ export class ComputersService {
 
   private refuse(principal: Principal, quota: ComputerQuota): never {
     const limit = this.config[quota];
-    logSecurityEvent('quota.exceeded', actorOf(principal), { quota, limit });
+    logSecurityEvent('quota.exceeded', securityActorOf(principal), { quota, limit });
     const detail = {
       [ComputerQuota.Computers]: `Your organization has ${limit} computers, as many as it may have (${quota}); delete one to create another.`,
       [ComputerQuota.LocalAgents]:
@@ -348,10 +348,6 @@ export class ComputersService {
       shape,
     );
   }
-}
-
-function actorOf(principal: Principal): SecurityActor {
-  return { organizationId: principal.organizationId, userId: principal.userId, credentialId: credentialIdOf(principal) };
 }
 
 function notFound(computerId: string, field?: string): ComputersError {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
-import { credentialIdOf, Principal } from '../auth';
+import { Principal, securityActorOf } from '../auth';
 import { logSecurityEvent } from '../../platform/logging/security-log';
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 
@@ -51,7 +51,7 @@ export class LongPollSlots {
       this.lastLogged.set(key, now);
       logSecurityEvent(
         'quota.exceeded',
-        { organizationId: principal.organizationId, userId: principal.userId, credentialId: credentialIdOf(principal) },
+        securityActorOf(principal),
         { quota: setting, limit, [`${scope}Id`]: id },
       );
     }
