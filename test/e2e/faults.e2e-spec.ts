@@ -134,6 +134,18 @@ describe('Faults: slow, vanishing, bursting and malformed clients', () => {
     expect(accessLines(server).filter((line) => line.reason === 'HPE_INVALID_CONTENT_LENGTH' || line.reason === 'HPE_UNEXPECTED_CONTENT_LENGTH')).toHaveLength(1);
   });
 
+  it('headers too large for the parser answer 431 in the v0 body and are logged once', async () => {
+    const socket = await rawSocket(server.url);
+    const answer = readAll(socket, 3_000);
+    socket.write(`GET /api/v0/sessions HTTP/1.1\r\nHost: x\r\nX-Padding: ${'x'.repeat(64 * 1024)}\r\n\r\n`);
+    const response = await answer;
+    expect(response).toMatch(/^HTTP\/1\.1 431/);
+    const body = JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4)) as Line;
+    expect(body).toMatchObject({ status: 431, metadata: { code: 'malformed_request' } });
+    await sleep(50);
+    expect(accessLines(server).filter((line) => line.status === 431)).toHaveLength(1);
+  });
+
   it('a client that disconnects mid-upload or mid long poll leaves one line each and no trace in the others’ service', async () => {
     const upload = await rawSocket(server.url);
     upload.on('error', () => undefined);

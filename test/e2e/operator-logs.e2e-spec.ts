@@ -88,6 +88,11 @@ describe('What the operator sees in the logs', () => {
     expect(byId['log-test-401']).toMatchObject({ route: '/api/v0/sessions', status: 401, level: 40 });
     expect(byId['log-test-401'].credentialId).toBeUndefined();
     expect(byId['log-test-noroute']).toMatchObject({ route: null, status: 404 });
+
+    // A path Fastify cannot route at all (a malformed percent-escape) is answered and logged too.
+    const malformed = await call('GET', '/api/v0/sessions/%zz', owner, undefined, { 'x-request-id': 'log-test-malformed' });
+    expect(malformed.status).toBe(400);
+    expect(await accessLines(['log-test-malformed'])).toEqual([expect.objectContaining({ route: null, status: 400, method: 'GET' })]);
     expect(byId['log-test-create']).toMatchObject({ method: 'POST', status: 201, bytesIn: JSON.stringify({ title: 'logged' }).length });
   });
 
