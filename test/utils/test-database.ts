@@ -18,7 +18,10 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, migrated database for one test file: a copy of the template made in global setup. */
+/**
+ * A fresh, migrated database for one test file: a copy of the template made in global setup. Its
+ * folder's removal retries: a command the closed app had started (a clone) may still write there a moment.
+ */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const template = process.env[TEMPLATE_ENV];
   if (!template) throw new Error('Global setup did not prepare a template database');
@@ -26,7 +29,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const url = serverUrl();
   if (!url) {
     await cp(template, dataDir, { recursive: true });
-    return { env: { DATA_DIR: dataDir }, dataDir, drop: () => rm(dataDir, { recursive: true, force: true }) };
+    return { env: { DATA_DIR: dataDir }, dataDir, drop: () => rm(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }) };
   }
   const name = `ap_test_${process.pid}_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
   await withAdmin(url, (client) => client.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`));
@@ -36,7 +39,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     dataDir,
     drop: async () => {
       await withAdmin(url, (client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
-      await rm(dataDir, { recursive: true, force: true });
+      await rm(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
 }
