@@ -298,6 +298,20 @@ export class AppConfig {
   @Min(100)
   ANALYTICS_ROLLUP_MS = 600_000;
 
+  /**
+   * Hosts the server may reach on a user's behalf (a sandbox's proxy; later model relays and webhooks)
+   * although their addresses are not public: loopback, private, link-local, cloud metadata ...
+   * Comma-separated host names or IP addresses (IPv6 in brackets), each optionally with `:port` to allow
+   * that port only; matched exactly (letter case and a trailing dot aside), never by suffix or by the
+   * address a name resolves to. Unset: none, every such address is refused.
+   */
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @Matches(/^\s*(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)(:\d{1,5})?(\s*,\s*(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)(:\d{1,5})?)*\s*$/, {
+    message: 'OUTBOUND_ALLOWED_HOSTS must be comma-separated host names or IP addresses (IPv6 in brackets), each optionally with :port',
+  })
+  OUTBOUND_ALLOWED_HOSTS?: string;
+
   static readonly secrets: ReadonlyArray<keyof AppConfig> = ['JWT_SECRET', 'DATABASE_URL', 'SECRETS_KEY'];
 
   get dataDir(): string {
@@ -331,6 +345,11 @@ export class AppConfig {
       return (_address, hop) => hop < hops;
     }
     return value.split(',').map((part) => part.trim());
+  }
+
+  /** OUTBOUND_ALLOWED_HOSTS as a list (empty when unset). */
+  get outboundAllowedHosts(): string[] {
+    return this.OUTBOUND_ALLOWED_HOSTS === undefined ? [] : this.OUTBOUND_ALLOWED_HOSTS.split(',').map((entry) => entry.trim());
   }
 
   get engine(): 'postgres' | 'pglite' {
@@ -391,6 +410,7 @@ const ENV_KEYS = [
   'CONTROLS_CACHE_MS',
   'RETENTION_SWEEP_MS',
   'ANALYTICS_ROLLUP_MS',
+  'OUTBOUND_ALLOWED_HOSTS',
 ] as const satisfies ReadonlyArray<keyof AppConfig>;
 
 export class ConfigError extends Error {}
