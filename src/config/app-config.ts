@@ -244,6 +244,39 @@ export class AppConfig {
   @IsBoolean({ message: 'LOCAL_AGENTS must be on or off' })
   LOCAL_AGENTS = true;
 
+  /**
+   * Whether everything run for a managed `local` computer (clone, install, its agent, the agent's tools and hooks)
+   * runs in that computer's bubblewrap sandbox (`on`, the default). `off` trusts every member who may create a
+   * managed computer with the server's host: its files, its environment, its network.
+   */
+  @Transform(onOff)
+  @IsBoolean({ message: 'LOCAL_SANDBOX must be on or off' })
+  LOCAL_SANDBOX = true;
+
+  /** Memory (data segment, MiB) each process of a sandboxed computer may use. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(64)
+  LOCAL_SANDBOX_MEMORY_MB = 4096;
+
+  /** CPU time (seconds) each process of a sandboxed computer may use before the kernel stops it. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  LOCAL_SANDBOX_CPU_SECONDS = 3600;
+
+  /** Processes a sandboxed computer may run at once (enforced when the server runs as root: each computer has its own uid). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(8)
+  LOCAL_SANDBOX_PROCESSES = 512;
+
+  /** Disk a computer's workspace may use (MiB): a run that takes it past this is stopped. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  LOCAL_WORKSPACE_MAX_MB = 10_240;
+
   /** How often each instance looks for provisioning steps to run. */
   @Transform(toInt)
   @IsInt()
@@ -402,6 +435,11 @@ const ENV_KEYS = [
   'LOCAL_REPOS_DIR',
   'LOCAL_INSTALL_SCRIPTS',
   'LOCAL_AGENTS',
+  'LOCAL_SANDBOX',
+  'LOCAL_SANDBOX_MEMORY_MB',
+  'LOCAL_SANDBOX_CPU_SECONDS',
+  'LOCAL_SANDBOX_PROCESSES',
+  'LOCAL_WORKSPACE_MAX_MB',
   'PROVISIONING_POLL_MS',
   'PROVISIONING_LEASE_MS',
   'PROVISIONING_STEP_TIMEOUT_MS',

@@ -1,7 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
@@ -121,17 +120,17 @@ describe('Computer quotas', () => {
     let t: TestApp;
     let owner: TestUser;
     let root: string;
-    let gates: string;
-    /** A repo whose install waits until its gate file exists: its computer stays provisioning until then. */
+    /**
+     * A repo whose install waits until its gate file exists in its workspace (all a sandboxed install sees): its computer
+     * stays provisioning until then.
+     */
     let held: (gate: string) => Promise<string>;
     let failing: string;
 
     beforeAll(async () => {
       root = await reposRoot();
-      gates = mkdtempSync(join(tmpdir(), 'ap-quota-gates-'));
       held = (gate) => {
-        const file = join(gates, gate);
-        const wait = `node -e "setInterval(() => require('fs').existsSync('${file}') && process.exit(0), 50)"`;
+        const wait = `node -e "setInterval(() => require('fs').existsSync('../.gate-${gate}') && process.exit(0), 50)"`;
         return createGitRepo(root, `held-${gate}-${randomUUID().slice(0, 8)}`, npmProject('held', wait));
       };
       failing = await createGitRepo(root, `failing-${randomUUID().slice(0, 8)}`, npmProject('failing', 'node -e "process.exit(3)"'));
@@ -149,11 +148,17 @@ describe('Computer quotas', () => {
 
     afterAll(async () => {
       // Every held install may end: nothing is left running when the app stops.
-      for (const gate of ['a', 'b', 'c', 'd', 'race']) writeFileSync(join(gates, gate), '');
+      for (const gate of ['a', 'b', 'c', 'd', 'race']) await open(gate);
       await t.close();
-      rmSync(gates, { recursive: true, force: true });
     });
 
+    /** Opens a gate in every workspace there is, once the named computers have theirs. */
+    const open = async (gate: string, ids: string[] = []) => {
+      for (const id of ids) await until(async () => existsSync(join(t.config.computersDir, id)), (made) => made, `the workspace of ${id}`);
+      for (const entry of readdirSync(t.config.computersDir, { withFileTypes: true })) {
+        if (entry.isDirectory() && !entry.name.startsWith('.')) writeFileSync(join(t.config.computersDir, entry.name, `.gate-${gate}`), '');
+      }
+    };
     const managed = async (gate: string) => ({ name: `held ${gate}`, provider: 'local', repos: [await held(gate)], autoInstallDeps: true });
     const statusOf = async (user: TestUser, id: string) => (await t.http().get(`/api/v0/computers/${id}`).set(user.auth)).body.status as string;
     const settled = (user: TestUser, id: string) => until(() => statusOf(user, id), (status) => status !== 'provisioning', `computer ${id} to settle`, 30_000);
@@ -175,13 +180,13 @@ describe('Computer quotas', () => {
       const other = await createUser(t, Role.Owner);
       expectStatus(await create(t, other, { name: 'blank', provider: 'local' }), 201);
 
-      writeFileSync(join(gates, 'a'), '');
+      await open('a', [first.body.id, second.body.id]);
       expect(await settled(owner, first.body.id)).toBe('active');
       expect(await settled(owner, second.body.id)).toBe('active');
       const after = await create(t, owner, await managed('c'));
       expectStatus(after, 201);
       expect(after.body.status).toBe('provisioning');
-      writeFileSync(join(gates, 'c'), '');
+      await open('c', [after.body.id]);
       await settled(owner, after.body.id);
     });
 
@@ -190,13 +195,18 @@ describe('Computer quotas', () => {
       const broken = await create(t, user, { name: 'broken', provider: 'local', repos: [failing], autoInstallDeps: true });
       expectStatus(broken, 201);
       expect(await settled(user, broken.body.id)).toBe('error');
-      for (let i = 0; i < 2; i++) expectStatus(await create(t, user, await managed('d')), 201);
+      const held: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        const created = await create(t, user, await managed('d'));
+        expectStatus(created, 201);
+        held.push(created.body.id);
+      }
 
       const retried = await t.http().post(`/api/v0/computers/${broken.body.id}/retry`).set(user.auth);
       expectQuota(retried, 429, 'PROVISIONING_PER_ORGANIZATION', 2);
       expect(await statusOf(user, broken.body.id)).toBe('error');
 
-      writeFileSync(join(gates, 'd'), '');
+      await open('d', held);
       await until(
         async () => (await t.http().get('/api/v0/computers').set(user.auth)).body.computers as Body[],
         (computers) => computers.filter((c) => c.status === 'provisioning').length === 0,

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -21,9 +21,11 @@ export async function createGitRepo(root: string, name: string, files: Record<st
   }
   const git = (...args: string[]) =>
     execFileSync('git', ['-c', 'user.email=test@example.test', '-c', 'user.name=Test', '-c', 'init.defaultBranch=main', ...args], { cwd: dir, stdio: 'pipe' });
-  git('init', '-q');
+  // Readable by every user whatever the test's umask: a sandboxed clone runs as the computer's own uid.
+  git('init', '-q', '--shared=0644');
   git('add', '-A');
   git('commit', '-q', '-m', 'initial');
+  await chmod(dir, 0o755);
   return dir;
 }
 

@@ -9,6 +9,7 @@ import { ComputersService } from './computers.service';
 import { ProvisioningJob } from './jobs/provisioning.job';
 import { ComputeProvider } from './providers/compute-provider';
 import { LocalProvider } from './providers/local.provider';
+import { ComputerSandbox } from './sandbox/computer-sandbox';
 import { computerSchemas } from './schemas/computer.schemas';
 
 @Module({
@@ -19,6 +20,7 @@ import { computerSchemas } from './schemas/computer.schemas';
     ComputersService,
     ProvisioningJob,
     LocalProvider,
+    ComputerSandbox,
     { provide: ComputeProvider, useExisting: LocalProvider },
     LocalAgentSupervisor,
     SecretBox,

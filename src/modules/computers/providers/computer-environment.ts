@@ -41,7 +41,8 @@ export function computerEnvironment(home: string, extra: Record<string, string> 
 /** git's absolute path, found once on the server's PATH (a bare name would be looked up in the repository first by some tools). */
 const gitPath = findOnPath('git') ?? '/usr/bin/git';
 
-function findOnPath(program: string): string | undefined {
+/** A program's absolute path on the server's PATH, if it is installed. */
+export function findOnPath(program: string): string | undefined {
   for (const directory of (process.env.PATH ?? '').split(delimiter)) {
     if (!directory.startsWith('/')) continue;
     const candidate = join(directory, program);

@@ -8,8 +8,9 @@ import { StepId } from '../domain/provisioning-step';
 import { cloneDirectoryNames, locateRepo } from '../domain/repo-location';
 import { ComputeProvider, StepContext, StepFailure, StepResult } from './compute-provider';
 import { detectPackageManager, KNOWN_LOCKFILES } from './package-managers';
-import { COMPUTER_HOME, computerEnvironment } from './computer-environment';
+import { COMPUTER_HOME, computerEnvironment, findOnPath } from './computer-environment';
 import { runCommand } from './run-command';
+import { ComputerSandbox } from '../sandbox/computer-sandbox';
 
 /** The end of a failed command's output that goes into the step's `error`. */
 const ERROR_TAIL = 600;
@@ -17,8 +18,11 @@ const ERROR_TAIL = 600;
 /** Beside the workspaces (no computer id looks like it): the agents' own files, kept out of the projects they work on. */
 const AGENT_STATE_DIR = '.agent-state';
 
-/** Which command a step is running, so an instance taking the step over can stop one its dead predecessor left. */
-const RUNNING_COMMAND_FILE = '.running-command.json';
+/**
+ * Beside the workspaces, the server's own: which command each computer's step is running, so an instance taking
+ * the step over can stop one its dead predecessor left. Never in the workspace, where the computer could forge it.
+ */
+const RUNNING_COMMANDS_DIR = '.running-commands';
 
 /**
  * The `local` managed provider: a computer is a workspace directory on the server's own host,
@@ -28,7 +32,10 @@ const RUNNING_COMMAND_FILE = '.running-command.json';
 export class LocalProvider extends ComputeProvider {
   readonly type = LOCAL_PROVIDER;
 
-  constructor(private readonly config: AppConfig) {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly sandbox: ComputerSandbox,
+  ) {
     super();
   }
 
@@ -41,13 +48,25 @@ export class LocalProvider extends ComputeProvider {
     return join(this.config.computersDir, AGENT_STATE_DIR, computerId);
   }
 
+  private runningCommandFile(computerId: string): string {
+    return join(this.config.computersDir, RUNNING_COMMANDS_DIR, `${computerId}.json`);
+  }
+
   async runStep(step: StepId, context: StepContext): Promise<StepResult> {
     await this.stopLeftoverCommand(context);
     switch (step) {
-      case StepId.CreateComputer:
+      case StepId.CreateComputer: {
+        const unavailable = await this.sandbox.unavailable(context.computer.id);
+        if (unavailable) {
+          throw new StepFailure(
+            `This host cannot sandbox the computer: ${unavailable}. Managed local computers run members' code only in a sandbox ` +
+              "(the operator may set LOCAL_SANDBOX=off, which trusts every member with the server's host).",
+          );
+        }
         await mkdir(this.workspaceOf(context.computer.id), { recursive: true, mode: 0o700 });
-        await context.log(`Workspace ready at ${this.workspaceOf(context.computer.id)}.`);
+        await context.log(`Workspace ready at ${this.workspaceOf(context.computer.id)}${this.sandbox.enabled ? ', sandboxed' : ' (LOCAL_SANDBOX is off: not sandboxed)'}.`);
         return {};
+      }
       case StepId.CloneRepos:
         return { clonedRepoDirectories: await this.cloneRepos(context) };
       case StepId.InstallDependencies:
@@ -57,9 +76,10 @@ export class LocalProvider extends ComputeProvider {
   }
 
   async teardown(computerId: string): Promise<void> {
+    await rm(this.runningCommandFile(computerId), { force: true });
     for (const directory of [this.workspaceOf(computerId), this.agentStateOf(computerId)]) {
       const inside = relative(this.config.computersDir, directory);
-      if (!inside || inside.startsWith('..') || inside === AGENT_STATE_DIR) throw new Error(`Refusing to remove ${directory}: not a computer's folder in ${this.config.computersDir}`);
+      if (!inside || inside.startsWith('..') || inside === AGENT_STATE_DIR || inside === RUNNING_COMMANDS_DIR) throw new Error(`Refusing to remove ${directory}: not a computer's folder in ${this.config.computersDir}`);
       await rm(directory, { recursive: true, force: true });
     }
   }
@@ -83,7 +103,17 @@ export class LocalProvider extends ComputeProvider {
       const partial = join(workspace, `.partial-${names[i]}`);
       await rm(partial, { recursive: true, force: true });
       const source = location.kind === 'local' ? location.path : location.url;
-      await this.run(context, 'git', ['clone', '--no-hardlinks', '--', source, partial], workspace, this.gitEnvironment());
+      // A local repository is visible to the clone, read-only, and trusted although another user owns it (git
+      // reads safe.directory only from a global configuration, which the clone's upload-pack keeps).
+      const local = location.kind === 'local' ? location.path : null;
+      const env = this.gitEnvironment();
+      if (local) {
+        await mkdir(join(workspace, COMPUTER_HOME), { recursive: true, mode: 0o700 });
+        env.GIT_CONFIG_GLOBAL = join(workspace, COMPUTER_HOME, '.gitconfig-clone');
+        await writeFile(env.GIT_CONFIG_GLOBAL, `[safe]\n\tdirectory = ${local}\n\tdirectory = ${join(local, '.git')}\n`, { mode: 0o644 });
+      }
+      await this.run(context, 'git', ['clone', '--no-hardlinks', '--', source, partial], workspace, env, local ? [local] : []);
+      if (local) await rm(env.GIT_CONFIG_GLOBAL!, { force: true });
       await rm(target, { recursive: true, force: true });
       await rename(partial, target);
     }
@@ -112,26 +142,33 @@ export class LocalProvider extends ComputeProvider {
   }
 
   /** Runs a command, logs it with its output, and fails the step on a non-zero exit. */
-  private async run(context: StepContext, command: string, args: string[], cwd: string, env: Record<string, string>): Promise<void> {
+  private async run(context: StepContext, command: string, args: string[], cwd: string, env: Record<string, string>, readOnly: string[] = []): Promise<void> {
     const line = `$ ${[command, ...args].join(' ')}`;
-    const home = join(this.workspaceOf(context.computer.id), COMPUTER_HOME);
+    const { id } = context.computer;
+    if (!findOnPath(command)) {
+      await context.log(`${line}\n${command} is not installed on this host.`);
+      throw new StepFailure(`${command} is not installed on the server's host, so this step cannot run.`);
+    }
+    const workspace = this.workspaceOf(id);
+    const home = join(workspace, COMPUTER_HOME);
     await mkdir(join(home, 'tmp'), { recursive: true, mode: 0o700 });
+    await this.sandbox.prepare(id, [workspace]);
+    const sandboxed = await this.sandbox.enter({ computerId: id, workspace, command, args, cwd, env: computerEnvironment(home, env), readOnly }, null);
     let result;
     try {
-      result = await runCommand(command, args, {
-        cwd,
-        env: computerEnvironment(home, env),
+      result = await runCommand(sandboxed.file, sandboxed.args, {
+        cwd: this.sandbox.enabled ? '/' : cwd,
+        env: sandboxed.env,
         signal: context.signal,
-        onSpawn: (pid) => this.recordCommand(context.computer.id, pid),
+        onSpawn: (pid) => this.recordCommand(id, pid),
       });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-        await context.log(`${line}\n${command} is not installed on this host.`);
-        throw new StepFailure(`${command} is not installed on the server's host, so this step cannot run.`);
-      }
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new StepFailure(`${sandboxed.file} is not installed on the server's host, so this step cannot run.`);
       throw error;
+    } finally {
+      await sandboxed.close();
     }
-    await rm(join(this.workspaceOf(context.computer.id), RUNNING_COMMAND_FILE), { force: true });
+    await rm(this.runningCommandFile(id), { force: true });
     const outcome = result.exitCode === 0 ? 'exit 0' : result.signal ? `killed by ${result.signal}` : `exit ${result.exitCode}`;
     await context.log(`${line}  (in ${cwd})\n${result.output.trimEnd()}\n[${outcome} after ${(result.durationMs / 1000).toFixed(1)} s]`);
     if (result.exitCode !== 0) {
@@ -145,7 +182,7 @@ export class LocalProvider extends ComputeProvider {
    * instance that takes the step over stops that group first.
    */
   private async stopLeftoverCommand(context: StepContext): Promise<void> {
-    const file = join(this.workspaceOf(context.computer.id), RUNNING_COMMAND_FILE);
+    const file = this.runningCommandFile(context.computer.id);
     let recorded: { pid: number; startTime: string };
     try {
       recorded = JSON.parse(await readFile(file, 'utf8')) as { pid: number; startTime: string };
@@ -169,7 +206,9 @@ export class LocalProvider extends ComputeProvider {
 
   private async recordCommand(computerId: string, pid: number): Promise<void> {
     const startTime = await processStartTime(pid);
-    if (startTime) await writeFile(join(this.workspaceOf(computerId), RUNNING_COMMAND_FILE), JSON.stringify({ pid, startTime }), { mode: 0o600 });
+    if (!startTime) return;
+    await mkdir(join(this.config.computersDir, RUNNING_COMMANDS_DIR), { recursive: true, mode: 0o700 });
+    await writeFile(this.runningCommandFile(computerId), JSON.stringify({ pid, startTime }), { mode: 0o600 });
   }
 
   /** git never prompts, never runs a transport other than these, and trusts new SSH hosts once. */
