@@ -137,6 +137,20 @@ describe('Execute', () => {
     expect(await execute('touch ran && ls', { policy: { commandAllowlist: ['touch', 'ls'] } })).toEqual({ content: 'ran\n[exit code 0]', isError: false });
   });
 
+  it('refuses, without running anything, what the parsed command line shows: pipelines, redirections, unparseable lines', async () => {
+    expect(await execute('echo touch ran | sh', { policy: { commandDenylist: ['echo * | sh'] } })).toEqual({ content: `Refused by the organization's commandDenylist: "echo * | sh"`, isError: true });
+    expect(await execute('echo x > ran', { policy: { commandAllowlist: ['echo'] } })).toEqual({
+      content: `Refused by the organization's commandAllowlist: "echo x > ran" writes to a file (> ran), and no pattern on the allowlist includes that redirection`,
+      isError: true,
+    });
+    expect(await execute("touch ran; echo 'unclosed", { policy: { commandDenylist: ['rm'] } })).toEqual({
+      content: `Refused by the organization's commandDenylist: the command could not be parsed as /bin/sh reads it (1:17: reached EOF without closing quote '), so it cannot be checked`,
+      isError: true,
+    });
+    expect(existsSync(join(workspace, 'ran'))).toBe(false);
+    expect(await execute('echo x > ran && echo done', { policy: { commandAllowlist: ['echo * > ran', 'echo done'] } })).toEqual({ content: 'done\n[exit code 0]', isError: false });
+  });
+
   it('refuses an empty command and a missing workspace', async () => {
     expect(await execute('   ')).toEqual({ content: 'Argument "command" must not be empty', isError: true });
     rmSync(workspace, { recursive: true });
