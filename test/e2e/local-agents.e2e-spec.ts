@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/app-config';
@@ -16,7 +16,7 @@ import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-datab
 const AGENT_MAIN = join(__dirname, '..', '..', 'dist', 'agent', 'main.js');
 const TOKEN_SHAPE = /^cpt_[A-Za-z0-9_-]{43}$/;
 
-/** A hook that holds each turn for a moment, so the session is seen running; it also shows the operator's AGENT_HOOKS_FILE reaches the agent. */
+/** A hook that holds each turn for a moment, so the session is seen running; it also shows the computer's own hooks file reaches its agent. */
 const QUICK_HOOKS = JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: 'sleep 1.5' }] }] } });
 
 /** The running agent processes of a computer, found as `ps` would: by their command line. */
@@ -31,6 +31,8 @@ function agentPids(computerId: string): number[] {
       continue;
     }
     const at = args.indexOf('--computer');
+    // The agent itself, not the sandbox (bwrap) that runs it with the same arguments.
+    if (args[0] === 'bwrap') continue;
     if (args.includes(AGENT_MAIN) && at >= 0 && args[at + 1] === computerId && running(Number(entry))) pids.push(Number(entry));
   }
   return pids;
@@ -52,6 +54,17 @@ function parentOf(pid: number): number {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 }
 
+/** A process's parent, its parent's parent ... up to init. */
+function ancestorsOf(pid: number): number[] {
+  const ancestors: number[] = [];
+  for (let parent = parentOf(pid); parent > 1; parent = parentOf(parent)) ancestors.push(parent);
+  return ancestors;
+}
+
+/** The uid a process runs as, and its PID namespace. */
+const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+const pidNamespaceOf = (pid: number) => readlinkSync(`/proc/${pid}/ns/pid`);
+
 /** The one agent process of the computer, once there is exactly one. */
 async function theAgent(computerId: string, what = `the agent of ${computerId}`): Promise<number> {
   const [pid] = await until(() => agentPids(computerId), (pids) => pids.length === 1, what);
@@ -72,7 +85,14 @@ describe('Local agents', () => {
   /** Every agent token the tests saw, none of which may appear in any server's output. */
   const tokens: string[] = [];
   let home: string;
-  const hooksFile = () => join(home, 'hooks.json');
+  /** A computer's own hooks, in its home (which its sandboxed agent reads, as `~/.agent-platform/settings.json`). */
+  const writeHooks = (hooks: string, computerId = computer.id) => {
+    const dir = join(database.dataDir, 'computers', computerId, '.home', '.agent-platform');
+    mkdirSync(dir, { recursive: true, mode: 0o755 });
+    chmodSync(dir, 0o755);
+    writeFileSync(join(dir, 'settings.json'), hooks, { mode: 0o644 });
+    chmodSync(join(dir, 'settings.json'), 0o644);
+  };
   let repo: string;
   let computer: { id: string; token: string; pid: number };
   let byomId: string;
@@ -125,13 +145,13 @@ describe('Local agents', () => {
     const root = await reposRoot();
     repo = await createGitRepo(root, 'app');
     home = mkdtempSync(join(tmpdir(), 'ap-local-agents-'));
-    writeFileSync(hooksFile(), QUICK_HOOKS);
     env = {
       ...database.env,
       LOCAL_REPOS_DIR: root,
       PROVISIONING_POLL_MS: '100',
       LOCAL_AGENTS: 'on',
-      AGENT_HOOKS_FILE: hooksFile(),
+      // An operator's hooks file is for agents run by hand: never read by the agents of organizations' computers.
+      AGENT_HOOKS_FILE: join(home, 'shared-hooks.json'),
       // No model: the agent answers with how to configure one (whatever the developer's shell has).
       AGENT_MODEL_BASE_URL: '',
       AGENT_MODEL: '',
@@ -157,15 +177,22 @@ describe('Local agents', () => {
     const listed = (await api(server.url, owner, 'GET', '/api/v0/computers')).body.computers as Body[];
     expect(listed.find((c) => c.id === created.id)?.hostname).toBe(hostname());
 
+    writeHooks(QUICK_HOOKS, created.id);
     const pid = await theAgent(created.id);
-    expect(parentOf(pid)).toBe(server.child.pid);
+    // In its sandbox: under the server, as a uid of its own, in a PID namespace of its own.
+    expect(ancestorsOf(pid)).toContain(server.child.pid);
+    expect(uidOf(pid)).not.toBe(uidOf(server.child.pid!));
+    expect(pidNamespaceOf(pid)).not.toBe(pidNamespaceOf(server.child.pid!));
     const args = commandLineOf(pid);
     const workspace = join(database.dataDir, 'computers', created.id);
-    expect(args).toEqual(expect.arrayContaining(['--url', server.url, '--computer', created.id, '--workspace', workspace]));
+    expect(args).toEqual(expect.arrayContaining(['--computer', created.id, '--workspace', workspace]));
     expect(args.join(' ')).not.toContain(created.token);
     const agentEnv = environmentOf(pid);
     expect(agentEnv.AGENT_TOKEN).toBe(created.token);
-    expect(agentEnv.AGENT_HOOKS_FILE).toBe(hooksFile());
+    // It reaches the server through its sandbox's bridge, at the server's own port on its loopback.
+    expect(agentEnv.AGENT_URL).toBe(`http://127.0.0.1:${new URL(server.url).port}`);
+    expect(agentEnv.HOME).toBe(join(workspace, '.home'));
+    expect(agentEnv).not.toHaveProperty('AGENT_HOOKS_FILE');
     expect(agentEnv.AGENT_STATE_DIR).toBe(join(database.dataDir, 'computers', '.agent-state', created.id));
     expect(agentEnv.AGENT_STATE_DIR.startsWith(`${workspace}/`)).toBe(false);
     // None of the server's own settings reach the agent (and through it the commands a model runs).
@@ -186,7 +213,7 @@ describe('Local agents', () => {
     const all = await messages(sessionId);
     expect(all[0]).toMatchObject({ role: 'user' });
     expect(noModelAnswer(all)).toBeDefined();
-    // The hook ran (the operator's AGENT_HOOKS_FILE) and is recorded on the session.
+    // The hook ran (the computer's own hooks file), in the sandbox, and is recorded on the session.
     expect(all.some((m) => m.hookEventName === 'UserPromptSubmit')).toBe(true);
   });
 
@@ -240,7 +267,7 @@ describe('Local agents', () => {
 
   it('a server killed without warning leaves no agent behind, even a busy one, and the next one starts it again', async () => {
     // Busy and silent when its server dies (a 30 s hook): no write of its own to the dead server's pipe would make it fail.
-    writeFileSync(hooksFile(), JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: 'sleep 30' }] }] } }));
+    writeHooks(JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: 'sleep 30' }] }] } }));
     const { sessionId } = await say(computer.id, 'Take your time');
     await until(async () => (await api(server.url, owner, 'GET', `/api/v0/sessions/${sessionId}`)).body.status, (status) => status === 'running', 'the turn to start');
     await sleep(500);
@@ -249,12 +276,12 @@ describe('Local agents', () => {
     try {
       await until(() => running(computer.pid), (alive) => !alive, 'the orphaned agent to stop', 5_000);
     } finally {
-      writeFileSync(hooksFile(), QUICK_HOOKS);
+      writeHooks(QUICK_HOOKS);
     }
 
     server = await start();
     const pid = await theAgent(computer.id, 'the agent to start with the new server');
-    expect(parentOf(pid)).toBe(server.child.pid);
+    expect(ancestorsOf(pid)).toContain(server.child.pid);
     expect(environmentOf(pid).AGENT_TOKEN).toBe(computer.token);
     computer.pid = pid;
   });

@@ -203,9 +203,12 @@ describe('Provisioning', () => {
   });
 
   describe('across a crash', () => {
-    it('a server killed mid-step leaves the step to the next server, which runs it again and finishes', async () => {
+    it.each([
+      ['sandboxed: its install ends with it', 'on'],
+      ['with LOCAL_SANDBOX=off: the next one stops the install the dead one left running', 'off'],
+    ])('a server killed mid-step leaves the step to the next server, which runs it again and finishes (%s)', async (_case, sandbox) => {
       const database = await createTestDatabase();
-      const env = { ...database.env, LOCAL_REPOS_DIR: root, LOCAL_INSTALL_SCRIPTS: 'true', PROVISIONING_POLL_MS: '100', PROVISIONING_LEASE_MS: '1000' };
+      const env = { ...database.env, LOCAL_SANDBOX: sandbox, LOCAL_REPOS_DIR: root, LOCAL_INSTALL_SCRIPTS: 'true', PROVISIONING_POLL_MS: '100', PROVISIONING_LEASE_MS: '1000' };
       const setup = await startTestApp(env, database);
       const owner = await createUser(setup, Role.Owner, await createOrganization(setup, { messageHistory: true }));
       await setup.close();
@@ -214,7 +217,7 @@ describe('Provisioning', () => {
       const script =
         `node -e "const fs = require('fs'); const first = !fs.existsSync('started.txt'); fs.appendFileSync('started.txt', process.pid + '\\n'); ` +
         `setTimeout(() => fs.appendFileSync('done.txt', 'done\\n'), first ? 60000 : 500)"`;
-      const repo = await createGitRepo(root, 'crash', npmProject('crash', script));
+      const repo = await createGitRepo(root, `crash-${sandbox}`, npmProject('crash', script));
       const first = await startServer([], env);
       let second: Awaited<ReturnType<typeof startServer>> | undefined;
       let orphan: number | undefined;
@@ -229,11 +232,17 @@ describe('Provisioning', () => {
         );
         const dir = cloned.body.clonedRepoDirectories[0] as string;
         await until(async () => existsSync(join(dir, 'started.txt')), (started) => started, 'the install script to start');
+        orphan = hostPidOf("appendFileSync('started.txt'");
+        expect(orphan && isAlive(orphan)).toBe(true);
         first.child.kill('SIGKILL');
         await new Promise((resolve) => first.child.once('exit', resolve));
-        // Killing the server alone leaves its install running in its own process group.
-        orphan = hostPidOf(`${dir}/started.txt`) ?? hostPidOf("appendFileSync('started.txt'");
-        expect(orphan && isAlive(orphan)).toBe(true);
+        if (sandbox === 'on') {
+          // The sandbox dies with its server (bwrap --die-with-parent): nothing is left running.
+          expect(await until(async () => isAlive(orphan!), (alive) => !alive, 'the sandboxed install to end', 5_000)).toBe(false);
+        } else {
+          // Unsandboxed, killing the server alone leaves its install running in its own process group.
+          expect(isAlive(orphan!)).toBe(true);
+        }
 
         second = await startServer([], env);
         const done = await until(
@@ -248,7 +257,8 @@ describe('Provisioning', () => {
         expect(isAlive(orphan!)).toBe(false);
         expect(await readFile(join(dir, 'done.txt'), 'utf8')).toBe('done\n');
         const log = await api(second.url, owner, 'GET', `/api/v0/sessions/${done.body.provisioningSteps[0].installSessionId}/messages?limit=100`);
-        expect((log.body.messages as Body[]).some((m) => /^Stopped a command \(pid \d+\) left running/.test(m.content[0].text as string))).toBe(true);
+        const stopped = (log.body.messages as Body[]).some((m) => /^Stopped a command \(pid \d+\) left running/.test(m.content[0].text as string));
+        expect(stopped).toBe(sandbox === 'off');
       } finally {
         if (first.child.exitCode === null) first.child.kill('SIGKILL');
         if (orphan !== undefined && isAlive(orphan)) process.kill(orphan, 'SIGKILL');

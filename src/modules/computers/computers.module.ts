@@ -1,5 +1,6 @@
 import { Module, OnModuleInit } from '@nestjs/common';
 import { AuthModule, ComputerTokenLookup } from '../auth';
+import { EnterpriseControlsModule } from '../enterprise-controls';
 import { ComputerDirectory, SessionsModule } from '../sessions';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { LocalAgentSupervisor } from './agents/local-agent-supervisor';
@@ -13,7 +14,7 @@ import { ComputerSandbox } from './sandbox/computer-sandbox';
 import { computerSchemas } from './schemas/computer.schemas';
 
 @Module({
-  imports: [AuthModule, SessionsModule],
+  imports: [AuthModule, SessionsModule, EnterpriseControlsModule],
   controllers: [ComputersController, AgentConnectController],
   providers: [
     ComputersRepository,

@@ -9,7 +9,9 @@ export type SecurityAction =
   | 'computer.deleted'
   | 'computer.agent_token.issued'
   | 'quota.exceeded'
-  | 'rate_limit.exceeded';
+  | 'rate_limit.exceeded'
+  | 'sandbox.egress_refused'
+  | 'sandbox.limit_exceeded';
 
 /** Who did it: ids only, never a key, token or body. */
 export interface SecurityActor {

@@ -16,7 +16,9 @@ import { SecretBox } from '../../../platform/secrets/secret-box';
 import { ComputersRepository } from '../computers.repository';
 import { agentTokenContext, LOCAL_PROVIDER } from '../domain/computer';
 import { ComputerProvisionedEvent } from '../events';
+import { COMPUTER_HOME, computerEnvironment } from '../providers/computer-environment';
 import { LocalProvider } from '../providers/local.provider';
+import { ComputerSandbox } from '../sandbox/computer-sandbox';
 import { OutputLines, redactTokens } from './agent-output';
 
 const JOB_NAME = 'computers.localAgents';
@@ -34,16 +36,16 @@ const AGENT_MAIN = join(__dirname, '../../../agent/main.js');
 const ORPHAN_GUARD = join(__dirname, 'orphan-guard.js');
 
 /**
- * What the agent takes from the server's environment: what a process needs to run (paths, locale,
- * CA certificates, proxies) and the operator's agent settings (`AGENT_MODEL*`, `AGENT_HOOKS_FILE`, `AGENT_CONTEXT_CHARS`).
- * Never the server's own settings: DATABASE_URL, SECRETS_KEY or JWT_SECRET would reach the
- * commands the agent runs.
+ * The operator's agent settings the agent takes from the server's environment. The model's (`AGENT_MODEL*`, its key
+ * among them) only when the agent is not sandboxed: inside, the member's commands could read the agent's own
+ * environment, and a sandboxed agent uses its organization's custom models through the platform's relay instead.
  */
-const PASSED_ENV =
-  /^(PATH|HOME|USER|LOGNAME|SHELL|LANG|LANGUAGE|LC_[A-Z]+|TZ|TMPDIR|TERM|NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|(HTTPS?|NO|ALL)_PROXY|(https?|no|all)_proxy|AGENT_MODEL(_[A-Z_]+)?|AGENT_HOOKS_FILE|AGENT_CONTEXT_CHARS)$/;
+const AGENT_SETTINGS = /^AGENT_CONTEXT_CHARS$/;
+const AGENT_MODEL_SETTINGS = /^AGENT_MODEL(_[A-Z_]+)?$/;
 
 interface SupervisedAgent {
   computerId: string;
+  organizationId: string;
   /** The stored envelope its token came from: another one means the token was rotated. */
   envelope: string;
   token: string;
@@ -74,6 +76,8 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
   private readonly agents = new Map<string, SupervisedAgent>();
   /** Computers whose token cannot be decrypted, by the envelope that failed: said once, not at every look. */
   private readonly unreadable = new Map<string, string>();
+  /** Computers whose sandbox cannot start, by the reason: said once, not at every look. */
+  private readonly unsandboxable = new Map<string, string>();
   /** Computers left without an agent by their organization's LOCAL_AGENTS_PER_ORGANIZATION: said once, not at every look. */
   private readonly overQuota = new Set<string>();
   private locks: SessionLocks | null = null;
@@ -91,10 +95,16 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     private readonly adapterHost: HttpAdapterHost,
     private readonly scheduler: SchedulerRegistry,
     private readonly config: AppConfig,
+    private readonly sandbox: ComputerSandbox,
   ) {}
 
   onApplicationBootstrap(): void {
     if (!this.config.LOCAL_AGENTS) return;
+    if (this.config.LOCAL_SANDBOX && Object.keys(process.env).some((name) => AGENT_MODEL_SETTINGS.test(name) && process.env[name])) {
+      this.logger.warn(
+        "AGENT_MODEL_* are set, but sandboxed agents do not get them (the member's commands could read them): they use their organizations' custom models through the relay",
+      );
+    }
     if (!existsSync(AGENT_MAIN) || !existsSync(ORPHAN_GUARD)) {
       this.logger.warn(`LOCAL_AGENTS is on, but the agent is not built (${AGENT_MAIN} is missing): managed local computers get no agent from this server`);
       return;
@@ -158,33 +168,44 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
       for (const computerId of this.overQuota) if (!over.some((row) => row.id === computerId)) this.overQuota.delete(computerId);
       // A computer provisioned on another host (COMPUTERS_DIR not shared) is that host's to run.
       const wanted = new Map(
-        rows.filter((row) => row.place <= limit && existsSync(this.provider.workspaceOf(row.id))).map((row) => [row.id, row.agentTokenEncrypted]),
+        rows
+          .filter((row) => row.place <= limit && existsSync(this.provider.workspaceOf(row.id)))
+          .map((row) => [row.id, { envelope: row.agentTokenEncrypted, organizationId: row.organizationId }]),
       );
       for (const computerId of this.unreadable.keys()) if (!wanted.has(computerId)) this.unreadable.delete(computerId);
       for (const agent of [...this.agents.values()]) {
-        const envelope = wanted.get(agent.computerId);
+        const envelope = wanted.get(agent.computerId)?.envelope;
         if (envelope === undefined) {
           // Deleted (through another instance), or its workspace is gone.
           await this.retire(agent.computerId, 'SIGKILL');
         } else if (envelope !== agent.envelope) {
           this.logger.log(`The token of computer ${agent.computerId} was rotated: restarting its agent with the new one`);
           await this.retire(agent.computerId, 'SIGTERM', { keepLock: true });
-          if (!(await this.launch(agent.computerId, envelope))) await this.unlock(agent.computerId);
+          if (!(await this.launch(agent.computerId, agent.organizationId, envelope))) await this.unlock(agent.computerId);
         }
       }
-      for (const [computerId, envelope] of wanted) {
+      for (const [computerId, { envelope, organizationId }] of wanted) {
         if (this.stopping) return;
         if (this.agents.has(computerId)) continue;
         if (this.locks && !(await this.locks.tryLock(AdvisoryLock.LocalAgent, computerId))) continue;
-        if (!(await this.launch(computerId, envelope))) await this.unlock(computerId);
+        if (!(await this.launch(computerId, organizationId, envelope))) await this.unlock(computerId);
       }
     } catch (error) {
       this.logger.error(`Could not look at the local computers' agents: ${(error as Error).message}`);
     }
   }
 
-  /** Starts supervising the computer's agent (its lock is held); false when its token cannot be read. */
-  private async launch(computerId: string, envelope: string): Promise<boolean> {
+  /** Starts supervising the computer's agent (its lock is held); false when its token cannot be read or its sandbox cannot start. */
+  private async launch(computerId: string, organizationId: string, envelope: string): Promise<boolean> {
+    const unavailable = await this.sandbox.unavailable(computerId);
+    if (unavailable) {
+      if (this.unsandboxable.get(computerId) !== unavailable) {
+        this.logger.error(`The agent of computer ${computerId} does not start: this host cannot sandbox it (${unavailable}); LOCAL_SANDBOX=off would run it unsandboxed`);
+        this.unsandboxable.set(computerId, unavailable);
+      }
+      return false;
+    }
+    this.unsandboxable.delete(computerId);
     let token: string;
     try {
       token = this.box.decrypt(envelope, agentTokenContext(computerId));
@@ -198,6 +219,7 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     this.unreadable.delete(computerId);
     const agent: SupervisedAgent = {
       computerId,
+      organizationId,
       envelope,
       token,
       child: null,
@@ -221,15 +243,32 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     if (!url || !existsSync(workspace)) return;
     const stateDir = this.provider.agentStateOf(computerId);
     await mkdir(stateDir, { recursive: true, mode: 0o700 });
+    await this.sandbox.prepare(computerId, [workspace, stateDir]);
     if (agent.retired || this.stopping) return;
-    const child = spawn(process.execPath, ['--require', ORPHAN_GUARD, AGENT_MAIN, '--url', url, '--computer', computerId, '--workspace', workspace], {
+    const home = join(workspace, COMPUTER_HOME);
+    await mkdir(join(home, 'tmp'), { recursive: true, mode: 0o700 });
+    const sandboxed = await this.sandbox.enter({
+      computerId,
+      organizationId: agent.organizationId,
+      workspace,
+      command: process.execPath,
+      args: ['--require', ORPHAN_GUARD, AGENT_MAIN, '--computer', computerId, '--workspace', workspace],
       cwd: workspace,
-      env: { ...passedEnvironment(), AGENT_TOKEN: agent.token, AGENT_STATE_DIR: stateDir },
+      // Hooks come from the computer's own home (~/.agent-platform/settings.json), never from a file organizations share.
+      env: computerEnvironment(home, { ...agentSettings(!this.sandbox.enabled), AGENT_TOKEN: agent.token, AGENT_STATE_DIR: stateDir }),
+      writable: [stateDir],
+      agent: true,
+    });
+    sandboxed.env.AGENT_URL = sandboxed.apiUrl ?? url;
+    const child = spawn(sandboxed.file, sandboxed.args, {
+      cwd: this.sandbox.enabled ? '/' : workspace,
+      env: sandboxed.env,
       stdio: ['ignore', 'pipe', 'pipe'],
       // A process group of its own: what is meant for the server's group (a terminal's Ctrl-C) does not reach it,
       // the server stops it in order; and stopping it reaches whatever it started in its group.
       detached: true,
     });
+    child.once('close', () => void sandboxed.close());
     agent.child = child;
     agent.startedAt = Date.now();
     agent.exited = new Promise((resolve) => {
@@ -323,8 +362,12 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
   }
 }
 
-function passedEnvironment(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([name, value]) => value !== undefined && PASSED_ENV.test(name)));
+/** The operator's agent settings from the server's environment (the model's only when `withModel`). */
+function agentSettings(withModel: boolean): Record<string, string> {
+  const passed = Object.entries(process.env).filter(
+    (entry): entry is [string, string] => entry[1] !== undefined && (AGENT_SETTINGS.test(entry[0]) || (withModel && AGENT_MODEL_SETTINGS.test(entry[0]))),
+  );
+  return Object.fromEntries(passed);
 }
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {

@@ -125,7 +125,7 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
     try {
       await log(`Step ${step.stepId} started on ${this.instance} (attempt ${step.attempts}).`);
       const result = await this.provider.runStep(step.stepId, {
-        computer: { id: computer.id, repos: computer.repos, autoInstallDeps: computer.autoInstallDeps },
+        computer: { id: computer.id, organizationId: computer.organizationId, repos: computer.repos, autoInstallDeps: computer.autoInstallDeps },
         signal: controller.signal,
         log,
       });

@@ -2,7 +2,7 @@ import { StepId } from '../domain/provisioning-step';
 
 /** What a provider needs to run one step of a computer. */
 export interface StepContext {
-  computer: { id: string; repos: readonly string[]; autoInstallDeps: boolean };
+  computer: { id: string; organizationId: string; repos: readonly string[]; autoInstallDeps: boolean };
   /** Aborted when the step times out, its claim is lost, or the instance stops. */
   signal: AbortSignal;
   /** Records a line of the step's output in the computer's provisioning log session. */

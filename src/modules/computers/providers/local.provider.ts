@@ -153,7 +153,7 @@ export class LocalProvider extends ComputeProvider {
     const home = join(workspace, COMPUTER_HOME);
     await mkdir(join(home, 'tmp'), { recursive: true, mode: 0o700 });
     await this.sandbox.prepare(id, [workspace]);
-    const sandboxed = await this.sandbox.enter({ computerId: id, workspace, command, args, cwd, env: computerEnvironment(home, env), readOnly }, null);
+    const sandboxed = await this.sandbox.enter({ computerId: id, organizationId: context.computer.organizationId, workspace, command, args, cwd, env: computerEnvironment(home, env), readOnly });
     let result;
     try {
       result = await runCommand(sandboxed.file, sandboxed.args, {

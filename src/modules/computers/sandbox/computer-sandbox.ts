@@ -1,10 +1,18 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
 import { spawn } from 'node:child_process';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { accessSync, constants, existsSync, lstatSync, readlinkSync, statSync } from 'node:fs';
-import { chown, lstat, mkdir, rm } from 'node:fs/promises';
+import { chown, lstat, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import type { Server } from 'node:http';
+import { hostname, tmpdir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
+import { AllowedIps } from '../../../agent/sandbox/network-policy';
 import { AppConfig } from '../../../config/app-config';
+import { logSecurityEvent } from '../../../platform/logging/security-log';
+import { AddressPolicy } from '../../../platform/outbound/address-policy';
+import { EnterpriseControlsService } from '../../enterprise-controls';
+import { openEgress } from './egress';
 
 /** What the sandbox needs of the host, with Debian's package names. */
 const SANDBOX_PROGRAMS = [
@@ -39,6 +47,7 @@ export interface SandboxIdentity {
 
 export interface SandboxRun {
   computerId: string;
+  organizationId: string;
   /** The computer's workspace: the one folder it may write (with what `writable` adds). */
   workspace: string;
   command: string;
@@ -52,8 +61,6 @@ export interface SandboxRun {
   writable?: readonly string[];
   /** The command is the platform's reference agent: its code (dist/, node_modules/) is visible, read-only. */
   agent?: boolean;
-  /** The platform's HTTP server, which the command reaches at `http://127.0.0.1:<port>` inside. */
-  api?: { host: string; port: number };
 }
 
 /** A command ready to spawn: through bwrap, or as it is when the sandbox is off. */
@@ -61,8 +68,9 @@ export interface SandboxedCommand {
   file: string;
   args: string[];
   env: Record<string, string>;
-  /** The folder of the run's sockets, removed by `close()`. */
-  runDir: string | null;
+  /** Inside the sandbox, the platform's URL (`http://127.0.0.1:<its port>`); null when it cannot be reached. */
+  apiUrl: string | null;
+  /** Ends the run's network and removes its sockets: after the command has ended. */
   close(): Promise<void>;
 }
 
@@ -74,10 +82,18 @@ export interface SandboxedCommand {
  */
 @Injectable()
 export class ComputerSandbox {
+  private readonly logger = new Logger(ComputerSandbox.name);
   private readonly root = process.getuid?.() === 0;
+  private readonly policy: AddressPolicy;
   private workingSince: number | null = null;
 
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly controls: EnterpriseControlsService,
+  ) {
+    this.policy = new AddressPolicy({ allowedHosts: config.outboundAllowedHosts });
+  }
 
   get enabled(): boolean {
     return this.config.LOCAL_SANDBOX;
@@ -103,7 +119,7 @@ export class ComputerSandbox {
       const packages = [...new Set(missing.map((m) => m.pkg))];
       return `${missing.map((m) => m.program).join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed (Debian: apt-get install ${packages.join(' ')})`;
     }
-    const probe = this.wrap({ computerId, workspace: '/', command: 'true', args: [], cwd: '/', env: { PATH: '/usr/bin:/bin' } }, []);
+    const probe = this.wrap({ computerId, organizationId: '', workspace: '/', command: 'true', args: [], cwd: '/', env: { PATH: '/usr/bin:/bin' } }, []);
     const outcome = await new Promise<string | null>((done) => {
       const child = spawn(probe.file, probe.args, { env: probe.env, stdio: ['ignore', 'ignore', 'pipe'], cwd: '/' });
       let stderr = '';
@@ -130,26 +146,53 @@ export class ComputerSandbox {
   }
 
   /**
-   * The command that runs `run` in the computer's sandbox. Network: with `api`, the platform's server is reached at
-   * `http://127.0.0.1:<port>` inside, and every other host through the sandbox's proxy (`HTTP(S)_PROXY`), both
-   * over unix sockets in `runDir` that the caller serves (see `egress`); nothing else of the host's network exists.
+   * The command that runs `run` in the computer's sandbox. Its network: the platform's server at `apiUrl`, and
+   * every other host through the sandbox's proxy (`HTTP(S)_PROXY`), which lets through only what the address
+   * policy and the organization's `networkPolicy` allow; both over unix sockets served here for as long as the
+   * run lasts. Nothing else of the host's network exists inside, its loopback services included.
    */
-  async enter(run: SandboxRun, runDir: string | null): Promise<SandboxedCommand> {
-    if (!this.enabled) return { file: run.command, args: [...run.args], env: run.env, runDir: null, close: async () => undefined };
-    return this.wrap(run, [run.workspace], runDir);
+  async enter(run: SandboxRun): Promise<SandboxedCommand> {
+    if (!this.enabled) return { file: run.command, args: [...run.args], env: run.env, apiUrl: this.serverAddress()?.url ?? null, close: async () => undefined };
+    const server = this.serverAddress();
+    if (!server) return this.wrap(run, [run.workspace]);
+    const { uid, gid } = this.identityOf(run.computerId);
+    const runDir = await mkdtemp(join(tmpdir(), 'ap-run-'));
+    try {
+      if (this.root) await chown(runDir, uid, gid);
+      const allowedIps = AllowedIps.of((await this.controls.inForce(run.organizationId)).settings as { networkPolicy?: unknown });
+      const egress = await openEgress({
+        dir: runDir,
+        apiHost: server.host,
+        apiPort: server.port,
+        policy: this.policy.forOrganization(allowedIps),
+        owner: this.root ? { uid, gid } : undefined,
+        onRefusal: (host, reason) =>
+          logSecurityEvent('sandbox.egress_refused', { organizationId: run.organizationId }, { computerId: run.computerId, host, reason }),
+      });
+      const command = this.wrap(run, [run.workspace], { dir: runDir, apiPort: server.port });
+      return {
+        ...command,
+        close: async () => {
+          await egress.close().catch((error: Error) => this.logger.warn(`Closing the network of a run of computer ${run.computerId}: ${error.message}`));
+          await rm(runDir, { recursive: true, force: true });
+        },
+      };
+    } catch (error) {
+      await rm(runDir, { recursive: true, force: true });
+      throw error;
+    }
   }
 
-  /** Folder for a run's sockets (outside every workspace, readable by the computer's identity only). */
-  async makeRunDir(computerId: string): Promise<string> {
-    const dir = join(this.config.computersDir, '.runs', `${computerId}-${randomUUID().slice(0, 8)}`);
-    await mkdir(dirname(dir), { recursive: true, mode: 0o711 });
-    await mkdir(dir, { mode: 0o700 });
-    const { uid, gid } = this.identityOf(computerId);
-    if (this.root) await chown(dir, uid, gid);
-    return dir;
+  /** The platform's own HTTP server, as the host reaches it; null until it listens. */
+  private serverAddress(): { host: string; port: number; url: string } | null {
+    const address = (this.adapterHost.httpAdapter?.getHttpServer() as Server | undefined)?.address();
+    if (!address || typeof address === 'string') return null;
+    const host = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.address;
+    return { host, port: address.port, url: `http://${host.includes(':') ? `[${host}]` : host}:${address.port}` };
   }
 
-  private wrap(run: SandboxRun, writable: readonly string[], runDir: string | null = null): SandboxedCommand {
+  private wrap(run: SandboxRun, writable: readonly string[], network: { dir: string; apiPort: number } | null = null): SandboxedCommand {
+    const runDir = network?.dir ?? null;
     const { uid, gid } = this.identityOf(run.computerId);
     const args: string[] = [
       '--unshare-pid',
@@ -157,11 +200,14 @@ export class ComputerSandbox {
       '--unshare-uts',
       '--unshare-net',
       '--unshare-cgroup-try',
+      // The host's name, which a computer's agent reports as its hostname.
       '--hostname',
-      'computer',
+      hostname(),
       // Without root, user namespaces make the rest possible; as root, the command drops to the computer's uid below.
       ...(this.root ? [] : ['--unshare-user']),
-      ...(run.agent ? ['--die-with-parent'] : []),
+      // The sandbox ends with its command (its PID namespace, and whatever the command left running in it) and with
+      // the server: nothing run for a computer outlives what it was run for.
+      '--die-with-parent',
     ];
     for (const dir of SYSTEM_DIRS) {
       if (!existsSync(dir)) continue;
@@ -189,18 +235,17 @@ export class ComputerSandbox {
     args.push('prlimit', ...this.limits(), '--');
 
     const env = { ...run.env };
-    if (runDir && run.api) {
-      const proxyPort = run.api.port === PROXY_PORT ? PROXY_PORT + 1 : PROXY_PORT;
+    let apiUrl: string | null = null;
+    if (network) {
+      const proxyPort = network.apiPort === PROXY_PORT ? PROXY_PORT + 1 : PROXY_PORT;
       const proxy = `http://127.0.0.1:${proxyPort}`;
+      apiUrl = `http://127.0.0.1:${network.apiPort}`;
       Object.assign(env, { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' });
-      args.push('/bin/sh', '-c', BRIDGE_SCRIPT, 'bridge', String(run.api.port), String(proxyPort), SANDBOX_RUN_DIR, run.command, ...run.args);
+      args.push('/bin/sh', '-c', BRIDGE_SCRIPT, 'bridge', String(network.apiPort), String(proxyPort), SANDBOX_RUN_DIR, run.command, ...run.args);
     } else {
       args.push(run.command, ...run.args);
     }
-    const close = async () => {
-      if (runDir) await rm(runDir, { recursive: true, force: true });
-    };
-    return { file: 'bwrap', args, env, runDir, close };
+    return { file: 'bwrap', args, env, apiUrl, close: async () => undefined };
   }
 
   private limits(): string[] {

@@ -8,8 +8,10 @@ import type { AddressPolicy } from '../../../platform/outbound/address-policy';
 export interface EgressOptions {
   /** The folder bound into the sandbox; `api.sock` and `proxy.sock` are made in it (and it, when missing). */
   dir: string;
-  /** The port of the platform's own HTTP server on 127.0.0.1, which `api.sock` reaches. */
+  /** The port of the platform's own HTTP server, which `api.sock` reaches. */
   apiPort: number;
+  /** The address it listens on (default 127.0.0.1). */
+  apiHost?: string;
   /** Judges every destination of `proxy.sock`. */
   policy: Pick<AddressPolicy, 'vet'>;
   /** Called with each refused destination and why, for the security log. */
@@ -111,7 +113,7 @@ export async function openEgress(options: EgressOptions): Promise<Egress> {
     socket.end(rawResponse(503, `Too many connections through this sandbox's proxy (at most ${limits.maxConnections})`)),
   );
   const apiFront = frontServer(limits.maxConnections, track, (client) => {
-    const upstream = connect({ host: '127.0.0.1', port: options.apiPort });
+    const upstream = connect({ host: options.apiHost ?? '127.0.0.1', port: options.apiPort });
     track(upstream);
     splice(client, upstream);
   }, (socket) => socket.destroy());
