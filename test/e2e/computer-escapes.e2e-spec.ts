@@ -1,12 +1,13 @@
-import { existsSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { api, Body, until } from '../utils/polling';
-import { createGitRepo, reposRoot } from '../utils/git-fixtures';
+import { createGitRepo, npmProject, reposRoot } from '../utils/git-fixtures';
 import { startTestApp, TestApp } from '../utils/test-app';
 
 /** What the server's own process holds and nothing run for a computer may see. */
@@ -92,6 +93,164 @@ describe('Escapes from a managed computer: its dependency install', () => {
       // The package managers' executables are pinned, whatever a repository's configuration says.
       expect(seen.npm_config_git).toMatch(/^\/.*git$/);
       expect(seen.npm_config_script_shell).toBe('/bin/sh');
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+/** The attempts every escape test makes (test/fixtures/escape-attempts.js), written into the computer for it to run. */
+const ESCAPE_SCRIPT = readFileSync(join(__dirname, '..', 'fixtures', 'escape-attempts.js'), 'utf8');
+
+interface EscapeReport {
+  uid: number;
+  reads: Record<string, string>;
+  listings: Record<string, string[] | string>;
+  writes: Record<string, string>;
+  environs: Record<string, string>;
+  canaryInOwnEnvironment: boolean;
+  tcp: Record<string, string>;
+  proxy: Record<string, string>;
+  forks?: { started: number; refused: number };
+}
+
+/** A service on the host's loopback (a database, an admin port) that counts who connects to it. */
+async function hostService(): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
+  let connections = 0;
+  const server = createServer((socket) => {
+    connections++;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as AddressInfo).port, connections: () => connections, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+/** What an attacker inside a computer goes for: the server's data, secrets and environment, another computer, the host. */
+function targetsFor(t: { dataDir: string; computersDir: string }, victimWorkspace: string, hostCanaryFile: string, reposDir: string, tcp: Array<[string, number]>) {
+  return {
+    canary: process.env[CANARY],
+    read: [
+      join(t.dataDir, 'secrets.key'),
+      join(t.dataDir, 'canary.txt'),
+      join(victimWorkspace, 'secret.txt'),
+      hostCanaryFile,
+      `/proc/${process.pid}/environ`,
+      '/proc/1/environ',
+      '/etc/shadow',
+      join(__dirname, '..', '..', 'package.json'),
+    ],
+    list: [t.dataDir, t.computersDir, victimWorkspace, join(__dirname, '..', '..')],
+    write: [join(t.dataDir, 'escaped.txt'), join(victimWorkspace, 'escaped.txt'), join(reposDir, 'escaped.txt'), join(dirname(hostCanaryFile), 'escaped.txt'), '/usr/escaped.txt', '/etc/escaped.txt'],
+    tcp,
+  };
+}
+
+/** Everything the report must show: nothing read, listed, written or reached, and no secret seen. */
+function expectConfined(report: EscapeReport, targets: ReturnType<typeof targetsFor>, victimId: string): void {
+  for (const [path, got] of Object.entries(report.reads)) expect({ path, got: got.startsWith('ERR:') ? 'refused' : got }).toEqual({ path, got: 'refused' });
+  for (const [path, got] of Object.entries(report.listings)) {
+    // A folder above the computer's own (its parents are made for it, empty but for the way to it) may be listed.
+    if (Array.isArray(got)) expect({ path, got: got.filter((name) => name === victimId || name === 'secrets.key' || name === 'canary.txt' || name === 'src') }).toEqual({ path, got: [] });
+  }
+  for (const [path, got] of Object.entries(report.writes)) expect({ path, got: got.startsWith('ERR:') ? 'refused' : got }).toEqual({ path, got: 'refused' });
+  for (const path of targets.write) expect({ path, exists: existsSync(path) }).toEqual({ path, exists: false });
+  expect(Object.values(report.environs)).not.toContain('CANARY');
+  expect(report.canaryInOwnEnvironment).toBe(false);
+  // Its own PID namespace: a handful of its own processes, none of the server's.
+  expect(Object.keys(report.environs).length).toBeLessThan(10);
+  expect(report.uid).not.toBe(0);
+  for (const [target, got] of Object.entries(report.tcp)) expect({ target, got: got === 'CONNECTED' ? 'reached' : 'refused' }).toEqual({ target, got: 'refused' });
+  for (const [target, got] of Object.entries(report.proxy)) expect({ target, got }).toEqual({ target, got: '403' });
+}
+
+describe('Escapes from a managed computer: its sandbox', () => {
+  let root: string;
+  let hostDir: string;
+  let service: Awaited<ReturnType<typeof hostService>>;
+
+  beforeAll(async () => {
+    root = await reposRoot();
+    process.env[CANARY] = `canary-${randomUUID()}`;
+    // Readable by every user of the host: only the sandbox's mounts keep it out.
+    hostDir = mkdtempSync(join(tmpdir(), 'ap-host-'));
+    chmodSync(hostDir, 0o755);
+    writeFileSync(join(hostDir, 'canary.txt'), process.env[CANARY]!, { mode: 0o644 });
+    chmodSync(join(hostDir, 'canary.txt'), 0o644);
+    service = await hostService();
+  });
+
+  afterAll(async () => {
+    delete process.env[CANARY];
+    rmSync(hostDir, { recursive: true, force: true });
+    await service.close();
+  });
+
+  async function provision(base: string, member: TestUser, repos: string[]): Promise<Body> {
+    const created = await api(base, member, 'POST', '/api/v0/computers', { name: `c-${randomUUID().slice(0, 6)}`, provider: 'local', repos, autoInstallDeps: true });
+    expect(created.status).toBe(201);
+    return (await until(() => api(base, member, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'provisioning to end', 60_000)).body;
+  }
+
+  /** A computer holding a secret of its own, readable by every user of the host. */
+  async function victimOf(t: TestApp, member: TestUser): Promise<{ id: string; workspace: string }> {
+    const victim = await provision(await t.app.getUrl(), member, [await createGitRepo(root, `victim-${randomUUID().slice(0, 6)}`)]);
+    expect(victim.status).toBe('active');
+    const workspace = join(t.config.computersDir, victim.id as string);
+    writeFileSync(join(workspace, 'secret.txt'), 'the victim computer secret', { mode: 0o644 });
+    chmodSync(join(workspace, 'secret.txt'), 0o644);
+    return { id: victim.id as string, workspace };
+  }
+
+  function databasePort(t: TestApp): Array<[string, number]> {
+    const url = t.config.DATABASE_URL;
+    return url ? [[new URL(url).hostname, Number(new URL(url).port || 5432)]] : [];
+  }
+
+  it('an install script reads, lists, writes and reaches nothing of the server, its host or another computer; forks are bounded; all keep working', async () => {
+    const t = await startTestApp({ LOCAL_REPOS_DIR: root, LOCAL_INSTALL_SCRIPTS: 'true', PROVISIONING_STEP_TIMEOUT_MS: '60000', LOCAL_SANDBOX_PROCESSES: '64' });
+    try {
+      writeFileSync(join(t.config.dataDir, 'canary.txt'), 'the server data', { mode: 0o644 });
+      const member = await createUser(t, Role.Member, await createOrganization(t, { messageHistory: true }));
+      const victim = await victimOf(t, member);
+      const targets = { ...targetsFor(t.config, victim.workspace, join(hostDir, 'canary.txt'), root, [['127.0.0.1', service.port], ...databasePort(t)]), forks: 200 };
+      const name = `attacker-${randomUUID().slice(0, 6)}`;
+      const repo = await createGitRepo(root, name, {
+        ...npmProject(name, 'node escape.js'),
+        'escape.js': ESCAPE_SCRIPT,
+        'targets.json': JSON.stringify(targets),
+      });
+
+      const attacker = await provision(await t.app.getUrl(), member, [repo]);
+      expect(attacker.status).toBe('active');
+      const report = JSON.parse(await readFile(join(t.config.computersDir, attacker.id as string, name, 'report.json'), 'utf8')) as EscapeReport;
+      expectConfined(report, targets, victim.id);
+      // Forking stops at LOCAL_SANDBOX_PROCESSES (this uid's processes: the install's own count too).
+      expect(report.forks!.started).toBeLessThan(64);
+      expect(report.forks!.refused).toBeGreaterThan(0);
+      expect(service.connections()).toBe(0);
+      // The server, the victim and the attacker's own computer keep working.
+      expect((await t.http().get('/healthz')).status).toBe(200);
+      expect((await api(await t.app.getUrl(), member, 'GET', `/api/v0/computers/${victim.id}`)).body.status).toBe('active');
+      expect(readFileSync(join(victim.workspace, 'secret.txt'), 'utf8')).toBe('the victim computer secret');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('an install that fills the disk is stopped at LOCAL_WORKSPACE_MAX_MB: the step fails saying so, and the server keeps working', async () => {
+    const t = await startTestApp({ LOCAL_REPOS_DIR: root, LOCAL_INSTALL_SCRIPTS: 'true', PROVISIONING_STEP_TIMEOUT_MS: '60000', LOCAL_WORKSPACE_MAX_MB: '20' });
+    try {
+      const member = await createUser(t, Role.Member, await createOrganization(t, { messageHistory: true }));
+      const name = `filler-${randomUUID().slice(0, 6)}`;
+      // 4 MiB every 100 ms, in files of their own (each under the per-file limit), up to 400 MiB.
+      const fill = `node -e "const fs = require('fs'); let i = 0; const t = setInterval(() => { fs.writeFileSync('fill-' + i, Buffer.alloc(4 << 20, 1)); if (++i === 100) clearInterval(t); }, 100)"`;
+      const computer = await provision(await t.app.getUrl(), member, [await createGitRepo(root, name, npmProject(name, fill))]);
+      expect(computer.status).toBe('error');
+      const install = (computer.provisioningSteps as Body[]).find((step) => step.id === 'install-dependencies')!;
+      expect(install.error).toMatch(/grew past its limit of 20 MiB \(LOCAL_WORKSPACE_MAX_MB\)/);
+      const written = readdirSync(join(t.config.computersDir, computer.id as string, name)).filter((file) => file.startsWith('fill-')).length;
+      expect(written).toBeLessThan(100);
+      expect((await t.http().get('/healthz')).status).toBe(200);
     } finally {
       await t.close();
     }

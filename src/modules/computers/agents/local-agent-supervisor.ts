@@ -268,7 +268,11 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
       // the server stops it in order; and stopping it reaches whatever it started in its group.
       detached: true,
     });
-    child.once('close', () => void sandboxed.close());
+    const disk = child.pid !== undefined ? this.sandbox.watchDisk({ computerId, organizationId: agent.organizationId, workspace }, child.pid) : null;
+    child.once('close', () => {
+      disk?.stop();
+      void sandboxed.close();
+    });
     agent.child = child;
     agent.startedAt = Date.now();
     agent.exited = new Promise((resolve) => {

@@ -11,6 +11,7 @@ import { detectPackageManager, KNOWN_LOCKFILES } from './package-managers';
 import { COMPUTER_HOME, computerEnvironment, findOnPath } from './computer-environment';
 import { runCommand } from './run-command';
 import { ComputerSandbox } from '../sandbox/computer-sandbox';
+import type { QuotaWatch } from '../sandbox/workspace-quota';
 
 /** The end of a failed command's output that goes into the step's `error`. */
 const ERROR_TAIL = 600;
@@ -155,18 +156,28 @@ export class LocalProvider extends ComputeProvider {
     await this.sandbox.prepare(id, [workspace]);
     const sandboxed = await this.sandbox.enter({ computerId: id, organizationId: context.computer.organizationId, workspace, command, args, cwd, env: computerEnvironment(home, env), readOnly });
     let result;
+    let disk: QuotaWatch | null = null;
     try {
       result = await runCommand(sandboxed.file, sandboxed.args, {
         cwd: this.sandbox.enabled ? '/' : cwd,
         env: sandboxed.env,
         signal: context.signal,
-        onSpawn: (pid) => this.recordCommand(id, pid),
+        onSpawn: (pid) => {
+          disk = this.sandbox.watchDisk({ computerId: id, organizationId: context.computer.organizationId, workspace }, pid);
+          return this.recordCommand(id, pid);
+        },
       });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new StepFailure(`${sandboxed.file} is not installed on the server's host, so this step cannot run.`);
       throw error;
     } finally {
+      (disk as QuotaWatch | null)?.stop();
       await sandboxed.close();
+    }
+    const over = (disk as QuotaWatch | null)?.exceeded();
+    if (over) {
+      await context.log(`${line}  (in ${cwd})\n${result.output.trimEnd()}\n[stopped: the workspace reached ${Math.round(over / 1024 / 1024)} MiB]`);
+      throw new StepFailure(`${command} ${args[0]} was stopped: the workspace grew past its limit of ${this.config.LOCAL_WORKSPACE_MAX_MB} MiB (LOCAL_WORKSPACE_MAX_MB).`);
     }
     await rm(this.runningCommandFile(id), { force: true });
     const outcome = result.exitCode === 0 ? 'exit 0' : result.signal ? `killed by ${result.signal}` : `exit ${result.exitCode}`;

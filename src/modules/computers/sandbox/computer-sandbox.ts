@@ -13,6 +13,7 @@ import { logSecurityEvent } from '../../../platform/logging/security-log';
 import { AddressPolicy } from '../../../platform/outbound/address-policy';
 import { EnterpriseControlsService } from '../../enterprise-controls';
 import { openEgress } from './egress';
+import { QuotaWatch, watchWorkspace } from './workspace-quota';
 
 /** What the sandbox needs of the host, with Debian's package names. */
 const SANDBOX_PROGRAMS = [
@@ -246,6 +247,19 @@ export class ComputerSandbox {
       args.push(run.command, ...run.args);
     }
     return { file: 'bwrap', args, env, apiUrl, close: async () => undefined };
+  }
+
+  /**
+   * Watches the computer's workspace while the command `pid` leads runs: past LOCAL_WORKSPACE_MAX_MB its whole group is
+   * killed, and the refusal logged. (Each file is also bounded by RLIMIT_FSIZE at the same size.)
+   */
+  watchDisk(run: Pick<SandboxRun, 'computerId' | 'organizationId' | 'workspace'>, pid: number): QuotaWatch | null {
+    if (!this.enabled) return null;
+    const limit = this.config.LOCAL_WORKSPACE_MAX_MB * 1024 * 1024;
+    return watchWorkspace(run.workspace, limit, pid, (bytes) => {
+      this.logger.warn(`Computer ${run.computerId}: its workspace reached ${Math.round(bytes / 1024 / 1024)} MiB, past LOCAL_WORKSPACE_MAX_MB; its command was stopped`);
+      logSecurityEvent('sandbox.limit_exceeded', { organizationId: run.organizationId }, { computerId: run.computerId, limit: 'LOCAL_WORKSPACE_MAX_MB', bytes });
+    });
   }
 
   private limits(): string[] {
