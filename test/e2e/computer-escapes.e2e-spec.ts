@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,7 +8,9 @@ import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { api, Body, until } from '../utils/polling';
 import { createGitRepo, npmProject, reposRoot } from '../utils/git-fixtures';
+import { startServer, ServerProcess } from '../utils/processes';
 import { startTestApp, TestApp } from '../utils/test-app';
+import { createTestDatabase, TestDatabase } from '../utils/test-database';
 
 /** What the server's own process holds and nothing run for a computer may see. */
 const CANARY = 'AP_TEST_SERVER_SECRET';
@@ -109,9 +111,15 @@ interface EscapeReport {
   writes: Record<string, string>;
   environs: Record<string, string>;
   canaryInOwnEnvironment: boolean;
+  ownEnvironment: string[];
   tcp: Record<string, string>;
   proxy: Record<string, string>;
   forks?: { started: number; refused: number };
+}
+
+/** The database's address when it listens on TCP (PostgreSQL; PGlite's socket lives in a folder no sandbox sees). */
+function databasePortOf(url: string | undefined): Array<[string, number]> {
+  return url ? [[new URL(url).hostname, Number(new URL(url).port || 5432)]] : [];
 }
 
 /** A service on the host's loopback (a database, an admin port) that counts who connects to it. */
@@ -201,10 +209,6 @@ describe('Escapes from a managed computer: its sandbox', () => {
     return { id: victim.id as string, workspace };
   }
 
-  function databasePort(t: TestApp): Array<[string, number]> {
-    const url = t.config.DATABASE_URL;
-    return url ? [[new URL(url).hostname, Number(new URL(url).port || 5432)]] : [];
-  }
 
   it('an install script reads, lists, writes and reaches nothing of the server, its host or another computer; forks are bounded; all keep working', async () => {
     const t = await startTestApp({ LOCAL_REPOS_DIR: root, LOCAL_INSTALL_SCRIPTS: 'true', PROVISIONING_STEP_TIMEOUT_MS: '60000', LOCAL_SANDBOX_PROCESSES: '64' });
@@ -212,7 +216,7 @@ describe('Escapes from a managed computer: its sandbox', () => {
       writeFileSync(join(t.config.dataDir, 'canary.txt'), 'the server data', { mode: 0o644 });
       const member = await createUser(t, Role.Member, await createOrganization(t, { messageHistory: true }));
       const victim = await victimOf(t, member);
-      const targets = { ...targetsFor(t.config, victim.workspace, join(hostDir, 'canary.txt'), root, [['127.0.0.1', service.port], ...databasePort(t)]), forks: 200 };
+      const targets = { ...targetsFor(t.config, victim.workspace, join(hostDir, 'canary.txt'), root, [['127.0.0.1', service.port], ...databasePortOf(t.config.DATABASE_URL)]), forks: 200 };
       const name = `attacker-${randomUUID().slice(0, 6)}`;
       const repo = await createGitRepo(root, name, {
         ...npmProject(name, 'node escape.js'),
@@ -253,6 +257,83 @@ describe('Escapes from a managed computer: its sandbox', () => {
       expect((await t.http().get('/healthz')).status).toBe(200);
     } finally {
       await t.close();
+    }
+  });
+});
+
+describe('Escapes from a managed computer: a hook of its server-run agent', () => {
+  let root: string;
+  let database: TestDatabase;
+  let server: ServerProcess | undefined;
+
+  beforeAll(async () => {
+    root = await reposRoot();
+    process.env[CANARY] = `canary-${randomUUID()}`;
+    database = await createTestDatabase();
+  });
+
+  afterAll(async () => {
+    delete process.env[CANARY];
+    await server?.stop();
+    await database.drop();
+  });
+
+  it('runs in the computer’s sandbox: the server’s secrets, data and environment, another computer and the host stay out of reach', async () => {
+    const env = { ...database.env, LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '100', AGENT_MODEL_BASE_URL: '', AGENT_MODEL: '', [CANARY]: process.env[CANARY]! };
+    const setup = await startTestApp({ ...env, LOCAL_AGENTS: 'off' }, database);
+    let member: TestUser;
+    let victim: { id: string; workspace: string };
+    try {
+      member = await createUser(setup, Role.Member, await createOrganization(setup, { messageHistory: true }));
+      const base = await setup.app.getUrl();
+      const made = await api(base, member, 'POST', '/api/v0/computers', { name: 'victim', provider: 'local', repos: [await createGitRepo(root, 'victim')] });
+      const done = await until(() => api(base, member, 'GET', `/api/v0/computers/${made.body.id}`), (r) => r.body.status !== 'provisioning', 'the victim');
+      expect(done.body.status).toBe('active');
+      victim = { id: made.body.id as string, workspace: join(setup.config.computersDir, made.body.id as string) };
+      writeFileSync(join(victim.workspace, 'secret.txt'), 'the victim computer secret', { mode: 0o644 });
+      chmodSync(join(victim.workspace, 'secret.txt'), 0o644);
+      writeFileSync(join(setup.config.dataDir, 'canary.txt'), 'the server data', { mode: 0o644 });
+    } finally {
+      await setup.close();
+    }
+
+    server = await startServer([], { ...env, LOCAL_AGENTS: 'on' });
+    const created = await api(server.url, member, 'POST', '/api/v0/computers', { name: 'attacker', provider: 'local', repos: [await createGitRepo(root, 'attacker')] });
+    expect(created.status).toBe(201);
+    await until(() => api(server!.url, member, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status === 'active', 'the attacker computer');
+    const config = { dataDir: database.dataDir, computersDir: join(database.dataDir, 'computers') };
+    const workspace = join(config.computersDir, created.body.id as string);
+    // What the member puts in their own computer: a hook that runs the escape attempts at every prompt.
+    const hostDir = mkdtempSync(join(tmpdir(), 'ap-host-'));
+    chmodSync(hostDir, 0o755);
+    writeFileSync(join(hostDir, 'canary.txt'), process.env[CANARY]!, { mode: 0o644 });
+    chmodSync(join(hostDir, 'canary.txt'), 0o644);
+    const targets = targetsFor(config, victim.workspace, join(hostDir, 'canary.txt'), root, databasePortOf(database.env.DATABASE_URL));
+    const run = join(workspace, 'hook-run');
+    for (const dir of [run, join(workspace, '.home', '.agent-platform')]) {
+      mkdirSync(dir, { recursive: true });
+      chmodSync(dir, 0o777);
+    }
+    writeFileSync(join(run, 'targets.json'), JSON.stringify(targets), { mode: 0o644 });
+    writeFileSync(join(run, 'escape.js'), ESCAPE_SCRIPT, { mode: 0o644 });
+    const hooks = { hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: `node ${join(run, 'escape.js')} ${run}`, timeout: 30 }] }] } };
+    writeFileSync(join(workspace, '.home', '.agent-platform', 'settings.json'), JSON.stringify(hooks), { mode: 0o644 });
+    for (const file of ['targets.json', 'escape.js']) chmodSync(join(run, file), 0o644);
+    chmodSync(join(workspace, '.home', '.agent-platform', 'settings.json'), 0o644);
+
+    try {
+      const session = await api(server.url, member, 'POST', '/api/v0/sessions', { computerId: created.body.id });
+      expect(session.status).toBe(201);
+      await api(server.url, member, 'POST', `/api/v0/sessions/${session.body.sessionId}/messages`, { text: 'hello', computerId: created.body.id });
+      await until(async () => existsSync(join(run, 'report.json')), (made) => made, 'the hook to report', 30_000);
+      const report = JSON.parse(readFileSync(join(run, 'report.json'), 'utf8')) as EscapeReport;
+      expectConfined(report, targets, victim.id);
+      // The agent's token is its own to hold; the server's settings are not there.
+      expect(report.ownEnvironment).not.toEqual(expect.arrayContaining(['DATABASE_URL']));
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+      expect(readFileSync(join(victim.workspace, 'secret.txt'), 'utf8')).toBe('the victim computer secret');
+    } finally {
+      rmSync(hostDir, { recursive: true, force: true });
     }
   });
 });

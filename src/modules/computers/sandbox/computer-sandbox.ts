@@ -283,7 +283,7 @@ export class ComputerSandbox {
   /** The platform's built agent and the packages it loads: never the project's other files (its data, its settings). */
   private agentDirs(): string[] {
     const project = resolve(__dirname, '../../../..');
-    return [join(project, 'dist'), join(project, 'node_modules'), join(project, 'package.json')];
+    return [join(project, 'dist'), join(project, 'node_modules')];
   }
 }
 
