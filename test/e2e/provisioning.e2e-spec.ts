@@ -258,7 +258,8 @@ describe('Provisioning', () => {
         expect(await readFile(join(dir, 'done.txt'), 'utf8')).toBe('done\n');
         const log = await api(second.url, owner, 'GET', `/api/v0/sessions/${done.body.provisioningSteps[0].installSessionId}/messages?limit=100`);
         const stopped = (log.body.messages as Body[]).some((m) => /^Stopped a command \(pid \d+\) left running/.test(m.content[0].text as string));
-        expect(stopped).toBe(sandbox === 'off');
+        // (Sandboxed, what is left of the dead one's sandbox may still be ending when the next one looks: either way.)
+        if (sandbox === 'off') expect(stopped).toBe(true);
       } finally {
         if (first.child.exitCode === null) first.child.kill('SIGKILL');
         if (orphan !== undefined && isAlive(orphan)) process.kill(orphan, 'SIGKILL');
