@@ -1,4 +1,5 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -334,6 +335,43 @@ describe('Escapes from a managed computer: a hook of its server-run agent', () =
       expect(readFileSync(join(victim.workspace, 'secret.txt'), 'utf8')).toBe('the victim computer secret');
     } finally {
       rmSync(hostDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('A host that cannot make the sandbox', () => {
+  it('fails a managed computer’s creation with a step error that says why, and runs nothing of it', async () => {
+    const root = await reposRoot();
+    // A PATH with everything a computer needs but bubblewrap.
+    const bin = mkdtempSync(join(tmpdir(), 'ap-no-bwrap-'));
+    for (const program of ['git', 'node', 'npm', 'sh', 'socat', 'prlimit', 'setpriv', 'chown', 'du', 'env']) {
+      const found = execFileSync('sh', ['-c', `command -v ${program}`], { encoding: 'utf8' }).trim();
+      symlinkSync(found, join(bin, program));
+    }
+    const path = process.env.PATH;
+    const t = await startTestApp({ LOCAL_REPOS_DIR: root, LOCAL_INSTALL_SCRIPTS: 'true' });
+    process.env.PATH = bin;
+    try {
+      const member = await createUser(t, Role.Member, await createOrganization(t, { messageHistory: true }));
+      const marker = join(t.config.dataDir, 'ran.txt');
+      const name = `unsandboxed-${randomUUID().slice(0, 6)}`;
+      const repo = await createGitRepo(root, name, npmProject(name, `node -e "require('fs').writeFileSync('${marker}', 'ran')"`));
+      const created = await api(await t.app.getUrl(), member, 'POST', '/api/v0/computers', { name, provider: 'local', repos: [repo], autoInstallDeps: true });
+      expect(created.status).toBe(201);
+      const base = await t.app.getUrl();
+      const done = await until(() => api(base, member, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'provisioning to end');
+      expect(done.body.status).toBe('error');
+      expect(done.body.provisioningSteps[0]).toMatchObject({
+        id: 'create-computer',
+        status: 'failed',
+        error: expect.stringMatching(/^This host cannot sandbox the computer: bwrap is not installed \(Debian: apt-get install bubblewrap\)\..*LOCAL_SANDBOX=off/),
+      });
+      expect(existsSync(join(t.config.computersDir, created.body.id as string))).toBe(false);
+      expect(existsSync(marker)).toBe(false);
+    } finally {
+      process.env.PATH = path;
+      await t.close();
+      rmSync(bin, { recursive: true, force: true });
     }
   });
 });

@@ -243,10 +243,10 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     if (!url || !existsSync(workspace)) return;
     const stateDir = this.provider.agentStateOf(computerId);
     await mkdir(stateDir, { recursive: true, mode: 0o700 });
-    await this.sandbox.prepare(computerId, [workspace, stateDir]);
-    if (agent.retired || this.stopping) return;
     const home = join(workspace, COMPUTER_HOME);
     await mkdir(join(home, 'tmp'), { recursive: true, mode: 0o700 });
+    await this.sandbox.prepare(computerId, [workspace, home, join(home, 'tmp'), stateDir]);
+    if (agent.retired || this.stopping) return;
     const sandboxed = await this.sandbox.enter({
       computerId,
       organizationId: agent.organizationId,

@@ -153,7 +153,7 @@ export class LocalProvider extends ComputeProvider {
     const workspace = this.workspaceOf(id);
     const home = join(workspace, COMPUTER_HOME);
     await mkdir(join(home, 'tmp'), { recursive: true, mode: 0o700 });
-    await this.sandbox.prepare(id, [workspace]);
+    await this.sandbox.prepare(id, [workspace, home, join(home, 'tmp')]);
     const sandboxed = await this.sandbox.enter({ computerId: id, organizationId: context.computer.organizationId, workspace, command, args, cwd, env: computerEnvironment(home, env), readOnly });
     let result;
     let disk: QuotaWatch | null = null;
