@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -262,7 +263,28 @@ describe('Escapes from a managed computer: its sandbox', () => {
   });
 });
 
-describe('Escapes from a managed computer: a hook of its server-run agent', () => {
+/** An OpenAI-compatible model on loopback that answers a prompt with one Execute call, and its result with a last word. */
+async function scriptedModel(command: string): Promise<{ url: string; calls: () => number; close: () => Promise<void> }> {
+  let calls = 0;
+  const server = createHttpServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    request.on('end', () => {
+      calls++;
+      const messages = (JSON.parse(body) as { messages: Array<{ role: string }> }).messages;
+      const message =
+        messages[messages.length - 1].role === 'user'
+          ? { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'Execute', arguments: JSON.stringify({ command }) } }] }
+          : { role: 'assistant', content: 'Done.' };
+      response.setHeader('content-type', 'application/json');
+      response.end(JSON.stringify({ id: 'c', object: 'chat.completion', choices: [{ index: 0, finish_reason: 'tool_calls' in message ? 'tool_calls' : 'stop', message }], usage: { prompt_tokens: 1, completion_tokens: 1 } }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, calls: () => calls, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+describe('Escapes from a managed computer: a hook and a tool call of its server-run agent', () => {
   let root: string;
   let database: TestDatabase;
   let server: ServerProcess | undefined;
@@ -279,13 +301,19 @@ describe('Escapes from a managed computer: a hook of its server-run agent', () =
     await database.drop();
   });
 
-  it('runs in the computer’s sandbox: the server’s secrets, data and environment, another computer and the host stay out of reach', async () => {
+  it('run in the computer’s sandbox: the server’s secrets, data and environment, another computer and the host stay out of reach', async () => {
     const env = { ...database.env, LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '100', AGENT_MODEL_BASE_URL: '', AGENT_MODEL: '', [CANARY]: process.env[CANARY]! };
     const setup = await startTestApp({ ...env, LOCAL_AGENTS: 'off' }, database);
     let member: TestUser;
     let victim: { id: string; workspace: string };
+    // The organization's model, scripted: its one tool call runs the escape attempts (the folder is made below).
+    const model = await scriptedModel(`node escape.js "$PWD/tool-run"`);
     try {
-      member = await createUser(setup, Role.Member, await createOrganization(setup, { messageHistory: true }));
+      const organization = await createOrganization(setup, { messageHistory: true });
+      member = await createUser(setup, Role.Member, organization);
+      const owner = await createUser(setup, Role.Owner, organization);
+      const customModels = [{ id: 'scripted', model: 'scripted-1', baseUrl: model.url, apiKey: 'scripted-key' }];
+      await setup.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
       const base = await setup.app.getUrl();
       const made = await api(base, member, 'POST', '/api/v0/computers', { name: 'victim', provider: 'local', repos: [await createGitRepo(root, 'victim')] });
       const done = await until(() => api(base, member, 'GET', `/api/v0/computers/${made.body.id}`), (r) => r.body.status !== 'provisioning', 'the victim');
@@ -317,6 +345,14 @@ describe('Escapes from a managed computer: a hook of its server-run agent', () =
     }
     writeFileSync(join(run, 'targets.json'), JSON.stringify(targets), { mode: 0o644 });
     writeFileSync(join(run, 'escape.js'), ESCAPE_SCRIPT, { mode: 0o644 });
+    // The tool call runs in the workspace (its cwd): the script there, its report in tool-run/.
+    const tools = join(workspace, 'tool-run');
+    mkdirSync(tools);
+    chmodSync(tools, 0o777);
+    writeFileSync(join(tools, 'targets.json'), JSON.stringify(targets), { mode: 0o644 });
+    writeFileSync(join(workspace, 'escape.js'), ESCAPE_SCRIPT, { mode: 0o644 });
+    chmodSync(join(tools, 'targets.json'), 0o644);
+    chmodSync(join(workspace, 'escape.js'), 0o644);
     const hooks = { hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: `node ${join(run, 'escape.js')} ${run}`, timeout: 30 }] }] } };
     writeFileSync(join(workspace, '.home', '.agent-platform', 'settings.json'), JSON.stringify(hooks), { mode: 0o644 });
     for (const file of ['targets.json', 'escape.js']) chmodSync(join(run, file), 0o644);
@@ -326,15 +362,22 @@ describe('Escapes from a managed computer: a hook of its server-run agent', () =
       const session = await api(server.url, member, 'POST', '/api/v0/sessions', { computerId: created.body.id });
       expect(session.status).toBe(201);
       await api(server.url, member, 'POST', `/api/v0/sessions/${session.body.sessionId}/messages`, { text: 'hello', computerId: created.body.id });
-      await until(async () => existsSync(join(run, 'report.json')), (made) => made, 'the hook to report', 30_000);
-      const report = JSON.parse(readFileSync(join(run, 'report.json'), 'utf8')) as EscapeReport;
-      expectConfined(report, targets, victim.id);
-      // The agent's token is its own to hold; the server's settings are not there.
-      expect(report.ownEnvironment).not.toEqual(expect.arrayContaining(['DATABASE_URL']));
+      for (const [folder, what] of [
+        [run, 'the hook'],
+        [tools, 'the tool call'],
+      ]) {
+        await until(async () => existsSync(join(folder, 'report.json')), (made) => made, `${what} to report`, 30_000);
+        const report = JSON.parse(readFileSync(join(folder, 'report.json'), 'utf8')) as EscapeReport;
+        expectConfined(report, targets, victim.id);
+        // The agent's token is its own to hold; the server's settings are not there.
+        expect(report.ownEnvironment).not.toEqual(expect.arrayContaining(['DATABASE_URL']));
+      }
+      expect(model.calls()).toBeGreaterThanOrEqual(1);
       expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
       expect(readFileSync(join(victim.workspace, 'secret.txt'), 'utf8')).toBe('the victim computer secret');
     } finally {
       rmSync(hostDir, { recursive: true, force: true });
+      await model.close();
     }
   });
 });

@@ -37,9 +37,13 @@ export const SANDBOX_RUN_DIR = '/run/agent-platform';
 /** Inside the sandbox, the proxy everything but the platform API goes through. */
 const PROXY_PORT = 3128;
 
-/** Computers' uids when the server runs as root: one per computer, none of them a user of the host. */
+/**
+ * Computers' uids when the server runs as root: one per computer, derived from its id, none of them a user of the
+ * host. Two computers share one only by chance (one in two billion for a pair); they would then share their process
+ * limit, never their files or processes, which the namespaces keep apart.
+ */
 const UID_BASE = 1_000_000;
-const UID_RANGE = 1_000_000;
+const UID_RANGE = 2_000_000_000;
 
 export interface SandboxIdentity {
   uid: number;
