@@ -382,6 +382,37 @@ describe('Escapes from a managed computer: a hook and a tool call of its server-
   });
 });
 
+describe('The organization’s sandbox for a server-run agent', () => {
+  it('nests in the computer’s: the agent’s command runs, writes its workspace, and nothing the organization’s sandbox forbids', async () => {
+    const root = await reposRoot();
+    const database = await createTestDatabase();
+    const command = 'echo nested > nested.txt && { echo x > /tmp/outside.txt && echo wrote > outside-written.txt || echo refused > outside-refused.txt; }';
+    const model = await scriptedModel(command);
+    const env = { ...database.env, LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '100', AGENT_MODEL_BASE_URL: '', AGENT_MODEL: '' };
+    let server: ServerProcess | undefined;
+    try {
+      const setup = await startTestApp({ ...env, LOCAL_AGENTS: 'off' }, database);
+      const owner = await createUser(setup, Role.Owner, await createOrganization(setup, { messageHistory: true }));
+      const settings = { customModels: [{ id: 'scripted', model: 'scripted-1', baseUrl: model.url, apiKey: 'scripted-key' }], sandbox: { enabled: true } };
+      await setup.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings }).expect(200);
+      await setup.close();
+
+      server = await startServer([], { ...env, LOCAL_AGENTS: 'on' });
+      const created = await api(server.url, owner, 'POST', '/api/v0/computers', { name: 'nested', provider: 'local', repos: [await createGitRepo(root, 'nested')] });
+      await until(() => api(server!.url, owner, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status === 'active', 'the computer');
+      const workspace = join(database.dataDir, 'computers', created.body.id as string);
+      const session = await api(server.url, owner, 'POST', '/api/v0/sessions', { computerId: created.body.id });
+      await api(server.url, owner, 'POST', `/api/v0/sessions/${session.body.sessionId}/messages`, { text: 'go', computerId: created.body.id });
+      await until(async () => existsSync(join(workspace, 'nested.txt')) && existsSync(join(workspace, 'outside-refused.txt')), (done) => done, 'the nested command', 30_000);
+      expect(existsSync(join(workspace, 'outside-written.txt'))).toBe(false);
+    } finally {
+      await server?.stop();
+      await model.close();
+      await database.drop();
+    }
+  });
+});
+
 describe('A host that cannot make the sandbox', () => {
   it('fails a managed computer’s creation with a step error that says why, and runs nothing of it', async () => {
     const root = await reposRoot();

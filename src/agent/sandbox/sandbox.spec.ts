@@ -98,8 +98,13 @@ describe('runtimeConfig', () => {
     expect(full.network.allowedDomains).toHaveLength(10);
   });
 
+  it('nested in a computer\'s sandbox, asks the runtime to bind the /proc it has rather than mount one (which the kernel refuses there)', () => {
+    expect(runtimeConfig(full, null, ['/ws'], { nested: true })).toMatchObject({ enableWeakerNestedSandbox: true });
+    expect(runtimeConfig(full, null, ['/ws'])).not.toHaveProperty('enableWeakerNestedSandbox');
+  });
+
   it('is a configuration the runtime accepts whole, with no key it does not know', async () => {
-    const config = runtimeConfig(full, new AllowedIps(['10.0.0.0/8', '2001:db8::/32', '::ffff:192.168.0.0/112', '8.8.8.8']), ['/work/ws', '/tmp/t']);
+    const config = runtimeConfig(full, new AllowedIps(['10.0.0.0/8', '2001:db8::/32', '::ffff:192.168.0.0/112', '8.8.8.8']), ['/work/ws', '/tmp/t'], { nested: true });
     const parsed = await inRuntime(
       `const result = SandboxRuntimeConfigSchema.safeParse(input);
        console.log(JSON.stringify(result.success ? { data: result.data } : { issues: result.error.issues }));`,

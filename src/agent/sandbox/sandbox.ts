@@ -45,10 +45,13 @@ export function sandboxUnavailable(missing: string[]): string {
  * With a `networkPolicy`, the sandbox's proxies refuse names that resolve outside it, and IP entries of
  * `allowedDomains` outside it are dropped: the narrower of the two wins.
  */
-export function runtimeConfig(settings: SandboxSettings, allowedIps: AllowedIps | null, writable: string[]): Record<string, unknown> {
+export function runtimeConfig(settings: SandboxSettings, allowedIps: AllowedIps | null, writable: string[], options: { nested?: boolean } = {}): Record<string, unknown> {
   const { filesystem, network } = settings;
   const allowedDomains = allowedIps ? network.allowedDomains.filter((entry) => withinAllowedIps(entry, allowedIps)) : network.allowedDomains;
   return {
+    // Inside a computer's sandbox, which has already made the PID namespace, a fresh /proc cannot be mounted: the
+    // runtime binds the sandbox's own instead (what it sees is the computer's processes, never the server's).
+    ...(options.nested ? { enableWeakerNestedSandbox: true } : {}),
     filesystem: {
       allowWrite: [...writable, ...filesystem.allowWrite],
       denyWrite: filesystem.denyWrite,
@@ -100,11 +103,14 @@ function hostOf(entry: string): string {
 export class Sandbox {
   private dirs: { settings: string; temp: string } | null = null;
 
+  /** `nested`: the agent itself runs in a computer's sandbox (the server says so with AGENT_NESTED_SANDBOX=1). */
+  constructor(private readonly options: { nested?: boolean } = {}) {}
+
   /** The program and arguments that run `command` sandboxed, and the environment additions it needs. */
   async wrap(command: string, settings: SandboxSettings, allowedIps: AllowedIps | null, workspace: string): Promise<{ file: string; args: string[]; env: Record<string, string>; cleanup: () => Promise<void> }> {
     const dirs = this.folders();
     const file = join(dirs.settings, `${randomUUID()}.json`);
-    await writeFile(file, JSON.stringify(runtimeConfig(settings, allowedIps, [workspace, dirs.temp])), { mode: 0o600 });
+    await writeFile(file, JSON.stringify(runtimeConfig(settings, allowedIps, [workspace, dirs.temp], this.options)), { mode: 0o600 });
     return {
       file: process.execPath,
       args: [require.resolve('@anthropic-ai/sandbox-runtime/dist/cli.js'), '--settings', file, '-c', command],
@@ -116,7 +122,9 @@ export class Sandbox {
 
   private folders(): { settings: string; temp: string } {
     if (!this.dirs) {
-      const root = mkdtempSync(join(tmpdir(), 'agent-sandbox-'));
+      // Nested, the computer's TMPDIR is deep in its workspace, too long a path for the runtime's unix sockets (108
+      // bytes); the computer sandbox's own /tmp is private to it.
+      const root = mkdtempSync(join(this.options.nested ? '/tmp' : tmpdir(), 'agent-sandbox-'));
       process.once('exit', () => rmSync(root, { recursive: true, force: true }));
       this.dirs = { settings: join(root, 'settings'), temp: join(root, 'tmp') };
       mkdirSync(this.dirs.settings, { mode: 0o700 });

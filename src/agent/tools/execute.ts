@@ -11,7 +11,7 @@ export const EXECUTE_MAX_TIMEOUT_SECONDS = 600;
 export const EXECUTE_MAX_OUTPUT_CHARACTERS = 30_000;
 
 /** Where sandboxed commands get their settings and their temporary folder (one per agent process). */
-const sandbox = new Sandbox();
+const sandbox = new Sandbox({ nested: process.env.AGENT_NESTED_SANDBOX === '1' });
 
 export const executeTool = defineTool({
   name: 'Execute',

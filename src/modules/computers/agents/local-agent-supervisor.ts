@@ -255,7 +255,13 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
       args: ['--require', ORPHAN_GUARD, AGENT_MAIN, '--computer', computerId, '--workspace', workspace],
       cwd: workspace,
       // Hooks come from the computer's own home (~/.agent-platform/settings.json), never from a file organizations share.
-      env: computerEnvironment(home, { ...agentSettings(!this.sandbox.enabled), AGENT_TOKEN: agent.token, AGENT_STATE_DIR: stateDir }),
+      env: computerEnvironment(home, {
+        ...agentSettings(!this.sandbox.enabled),
+        AGENT_TOKEN: agent.token,
+        AGENT_STATE_DIR: stateDir,
+        // The organization's sandbox (sandbox.enabled) then nests in the computer's.
+        ...(this.sandbox.enabled ? { AGENT_NESTED_SANDBOX: '1' } : {}),
+      }),
       writable: [stateDir],
       agent: true,
     });
