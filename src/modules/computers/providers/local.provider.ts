@@ -174,12 +174,12 @@ export class LocalProvider extends ComputeProvider {
       (disk as QuotaWatch | null)?.stop();
       await sandboxed.close();
     }
+    await rm(this.runningCommandFile(id), { force: true });
     const over = (disk as QuotaWatch | null)?.exceeded();
     if (over) {
       await context.log(`${line}  (in ${cwd})\n${result.output.trimEnd()}\n[stopped: the workspace reached ${Math.round(over / 1024 / 1024)} MiB]`);
       throw new StepFailure(`${command} ${args[0]} was stopped: the workspace grew past its limit of ${this.config.LOCAL_WORKSPACE_MAX_MB} MiB (LOCAL_WORKSPACE_MAX_MB).`);
     }
-    await rm(this.runningCommandFile(id), { force: true });
     const outcome = result.exitCode === 0 ? 'exit 0' : result.signal ? `killed by ${result.signal}` : `exit ${result.exitCode}`;
     await context.log(`${line}  (in ${cwd})\n${result.output.trimEnd()}\n[${outcome} after ${(result.durationMs / 1000).toFixed(1)} s]`);
     if (result.exitCode !== 0) {
@@ -189,8 +189,8 @@ export class LocalProvider extends ComputeProvider {
   }
 
   /**
-   * A command runs in its own process group, so killing only the server leaves it running. The
-   * instance that takes the step over stops that group first.
+   * Unsandboxed (LOCAL_SANDBOX=off), a command runs in its own process group, so killing only the server leaves it
+   * running: the instance that takes the step over stops that group first. (A sandbox dies with its server.)
    */
   private async stopLeftoverCommand(context: StepContext): Promise<void> {
     const file = this.runningCommandFile(context.computer.id);
