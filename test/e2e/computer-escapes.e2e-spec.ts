@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
@@ -238,6 +238,28 @@ describe('Escapes from a managed computer: its sandbox', () => {
       expect((await t.http().get('/healthz')).status).toBe(200);
       expect((await api(await t.app.getUrl(), member, 'GET', `/api/v0/computers/${victim.id}`)).body.status).toBe('active');
       expect(readFileSync(join(victim.workspace, 'secret.txt'), 'utf8')).toBe('the victim computer secret');
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a link planted where the computer’s home was is removed, not followed, by the server that runs as root', async () => {
+    const t = await startTestApp({ LOCAL_REPOS_DIR: root, LOCAL_INSTALL_SCRIPTS: 'true', PROVISIONING_STEP_TIMEOUT_MS: '60000' });
+    try {
+      const member = await createUser(t, Role.Member, await createOrganization(t, { messageHistory: true }));
+      const planted = join(hostDir, `planted-${randomUUID().slice(0, 6)}`);
+      // The first repo's install swaps the computer's temporary folder for a link to a host path; the second repo's
+      // install makes the server prepare that folder again.
+      const plant = `node -e "const fs = require('fs'); fs.rmSync('../.home/tmp', { recursive: true }); fs.symlinkSync('${planted}', '../.home/tmp')"`;
+      const first = `plant-${randomUUID().slice(0, 6)}`;
+      const second = `after-${randomUUID().slice(0, 6)}`;
+      const computer = await provision(await t.app.getUrl(), member, [
+        await createGitRepo(root, first, npmProject(first, plant)),
+        await createGitRepo(root, second, npmProject(second)),
+      ]);
+      expect(computer.status).toBe('active');
+      expect(existsSync(planted)).toBe(false);
+      expect(lstatSync(join(t.config.computersDir, computer.id as string, '.home', 'tmp')).isDirectory()).toBe(true);
     } finally {
       await t.close();
     }

@@ -244,7 +244,6 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     const stateDir = this.provider.agentStateOf(computerId);
     await mkdir(stateDir, { recursive: true, mode: 0o700 });
     const home = join(workspace, COMPUTER_HOME);
-    await mkdir(join(home, 'tmp'), { recursive: true, mode: 0o700 });
     await this.sandbox.prepare(computerId, [workspace, home, join(home, 'tmp'), stateDir]);
     if (agent.retired || this.stopping) return;
     const sandboxed = await this.sandbox.enter({

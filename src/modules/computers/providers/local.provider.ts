@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { chmod, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
 import { AppConfig } from '../../../config/app-config';
 import { LOCAL_PROVIDER } from '../domain/computer';
 import { StepId } from '../domain/provisioning-step';
@@ -78,6 +78,7 @@ export class LocalProvider extends ComputeProvider {
 
   async teardown(computerId: string): Promise<void> {
     await rm(this.runningCommandFile(computerId), { force: true });
+    await rm(`${this.runningCommandFile(computerId)}.gitconfig`, { force: true });
     for (const directory of [this.workspaceOf(computerId), this.agentStateOf(computerId)]) {
       const inside = relative(this.config.computersDir, directory);
       if (!inside || inside.startsWith('..') || inside === AGENT_STATE_DIR || inside === RUNNING_COMMANDS_DIR) throw new Error(`Refusing to remove ${directory}: not a computer's folder in ${this.config.computersDir}`);
@@ -107,14 +108,21 @@ export class LocalProvider extends ComputeProvider {
       // A local repository is visible to the clone, read-only, and trusted although another user owns it (git
       // reads safe.directory only from a global configuration, which the clone's upload-pack keeps).
       const local = location.kind === 'local' ? location.path : null;
+      // Written in the server's own folder, shown to the clone read-only: never where the computer could plant a link.
       const env = this.gitEnvironment();
+      const readOnly = local ? [local] : [];
       if (local) {
-        await mkdir(join(workspace, COMPUTER_HOME), { recursive: true, mode: 0o700 });
-        env.GIT_CONFIG_GLOBAL = join(workspace, COMPUTER_HOME, '.gitconfig-clone');
+        env.GIT_CONFIG_GLOBAL = `${this.runningCommandFile(context.computer.id)}.gitconfig`;
+        await mkdir(dirname(env.GIT_CONFIG_GLOBAL), { recursive: true, mode: 0o711 });
         await writeFile(env.GIT_CONFIG_GLOBAL, `[safe]\n\tdirectory = ${local}\n\tdirectory = ${join(local, '.git')}\n`, { mode: 0o644 });
+        await chmod(env.GIT_CONFIG_GLOBAL, 0o644);
+        readOnly.push(env.GIT_CONFIG_GLOBAL);
       }
-      await this.run(context, 'git', ['clone', '--no-hardlinks', '--', source, partial], workspace, env, local ? [local] : []);
-      if (local) await rm(env.GIT_CONFIG_GLOBAL!, { force: true });
+      try {
+        await this.run(context, 'git', ['clone', '--no-hardlinks', '--', source, partial], workspace, env, readOnly);
+      } finally {
+        if (local) await rm(env.GIT_CONFIG_GLOBAL!, { force: true });
+      }
       await rm(target, { recursive: true, force: true });
       await rename(partial, target);
     }
@@ -152,7 +160,6 @@ export class LocalProvider extends ComputeProvider {
     }
     const workspace = this.workspaceOf(id);
     const home = join(workspace, COMPUTER_HOME);
-    await mkdir(join(home, 'tmp'), { recursive: true, mode: 0o700 });
     await this.sandbox.prepare(id, [workspace, home, join(home, 'tmp')]);
     const sandboxed = await this.sandbox.enter({ computerId: id, organizationId: context.computer.organizationId, workspace, command, args, cwd, env: computerEnvironment(home, env), readOnly });
     let result;

@@ -137,15 +137,17 @@ export class ComputerSandbox {
   }
 
   /**
-   * Makes the computer's own folders (its workspace and what `writable` names) its identity's, the first time:
-   * when the server is root, they were made by root and the computer's uid could not write them.
+   * Makes the computer's own folders (its workspace, its home, what `writable` names; parents first) and, when the
+   * server is root, makes them its identity's the first time (root made them). A link or file the computer left in
+   * the place of one is removed, never followed: the server writes there as root.
    */
   async prepare(computerId: string, folders: readonly string[]): Promise<void> {
-    if (!this.enabled || !this.root) return;
     const { uid, gid } = this.identityOf(computerId);
     for (const folder of folders) {
-      await mkdir(folder, { recursive: true, mode: 0o700 });
-      if ((await lstat(folder)).uid === uid) continue;
+      const found = await lstat(folder).catch(() => null);
+      if (found && !found.isDirectory()) await rm(folder, { force: true });
+      if (!found?.isDirectory()) await mkdir(folder, { recursive: true, mode: 0o700 });
+      if (!this.enabled || !this.root || (await lstat(folder)).uid === uid) continue;
       await chownTree(folder, uid, gid);
     }
   }
