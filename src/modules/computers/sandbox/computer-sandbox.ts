@@ -2,16 +2,17 @@ import { Injectable, Logger } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { accessSync, constants, existsSync, lstatSync, readlinkSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { chown, lstat, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { hostname, tmpdir } from 'node:os';
-import { delimiter, dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { AllowedIps } from '../../../agent/sandbox/network-policy';
 import { AppConfig } from '../../../config/app-config';
 import { logSecurityEvent } from '../../../platform/logging/security-log';
 import { AddressPolicy } from '../../../platform/outbound/address-policy';
 import { EnterpriseControlsService } from '../../enterprise-controls';
+import { findOnPath } from '../providers/computer-environment';
 import { openEgress } from './egress';
 import { QuotaWatch, watchWorkspace } from './workspace-quota';
 
@@ -119,7 +120,7 @@ export class ComputerSandbox {
   async unavailable(computerId: string): Promise<string | null> {
     if (!this.enabled) return null;
     if (this.workingSince !== null && Date.now() - this.workingSince < 60_000) return null;
-    const missing = SANDBOX_PROGRAMS.filter(({ program }) => !onPath(program));
+    const missing = SANDBOX_PROGRAMS.filter(({ program }) => !findOnPath(program));
     if (missing.length > 0) {
       const packages = [...new Set(missing.map((m) => m.pkg))];
       return `${missing.map((m) => m.program).join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed (Debian: apt-get install ${packages.join(' ')})`;
@@ -314,17 +315,6 @@ function isSystemPath(path: string): boolean {
   return SYSTEM_DIRS.some((dir) => path === dir || path.startsWith(`${dir}/`));
 }
 
-function onPath(program: string): boolean {
-  return (process.env.PATH ?? '').split(delimiter).some((dir) => {
-    if (!dir.startsWith('/')) return false;
-    try {
-      accessSync(join(dir, program), constants.X_OK);
-      return statSync(join(dir, program)).isFile();
-    } catch {
-      return false;
-    }
-  });
-}
 
 /** chown -R without following links (a computer's links point where it likes). */
 async function chownTree(path: string, uid: number, gid: number): Promise<void> {
