@@ -23,6 +23,8 @@ const onOff = ({ value }: { value: unknown }) =>
   value === undefined || value === '' ? undefined : ['on', 'true', '1'].includes(String(value)) ? true : ['off', 'false', '0'].includes(String(value)) ? false : value;
 
 const MiB = 1024 * 1024;
+/** Comma-separated hosts (names, IPv4, bracketed IPv6), each optionally with `:port`. */
+const HOST_LIST = /^\s*(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)(:\d{1,5})?(\s*,\s*(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)(:\d{1,5})?)*\s*$/;
 
 /** 32 MiB: room for base64 images and PDFs in a message, small enough to bound memory per request. */
 export const DEFAULT_MESSAGE_BODY_LIMIT_BYTES = 32 * MiB;
@@ -332,7 +334,7 @@ export class AppConfig {
   ANALYTICS_ROLLUP_MS = 600_000;
 
   /**
-   * Hosts the server may reach on a user's behalf (a sandbox's proxy; later model relays and webhooks)
+   * Hosts the server may reach on a user's behalf from a computer's sandbox (its proxy; later webhooks)
    * although their addresses are not public: loopback, private, link-local, cloud metadata ...
    * Comma-separated host names or IP addresses (IPv6 in brackets), each optionally with `:port` to allow
    * that port only; matched exactly (letter case and a trailing dot aside), never by suffix or by the
@@ -340,10 +342,36 @@ export class AppConfig {
    */
   @Transform(emptyToUndefined)
   @IsOptional()
-  @Matches(/^\s*(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)(:\d{1,5})?(\s*,\s*(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+)(:\d{1,5})?)*\s*$/, {
-    message: 'OUTBOUND_ALLOWED_HOSTS must be comma-separated host names or IP addresses (IPv6 in brackets), each optionally with :port',
-  })
+  @Matches(HOST_LIST, { message: 'OUTBOUND_ALLOWED_HOSTS must be comma-separated host names or IP addresses (IPv6 in brackets), each optionally with :port' })
   OUTBOUND_ALLOWED_HOSTS?: string;
+
+  /**
+   * Hosts the model relay may reach although their addresses are not public: self-hosted models on a
+   * private network or on this machine. The same form and matching as OUTBOUND_ALLOWED_HOSTS, and a list
+   * of its own, so allowing a model server does not open it to every sandbox. Unset: none.
+   */
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @Matches(HOST_LIST, { message: 'MODEL_RELAY_ALLOWED_HOSTS must be comma-separated host names or IP addresses (IPv6 in brackets), each optionally with :port' })
+  MODEL_RELAY_ALLOWED_HOSTS?: string;
+
+  /** How long one relayed chat completion may take, streamed or not (models can think for minutes). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  MODEL_RELAY_TIMEOUT_MS = 600_000;
+
+  /** The most a model's answer may hold (a JSON body, or a whole stream) before the relay gives up on it. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  MODEL_RELAY_MAX_RESPONSE_BYTES = 16 * MiB;
+
+  /** Relayed model calls one computer may have in progress at once on an instance (429 `too_many_relays` past it). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  MODEL_RELAY_CONCURRENCY_PER_COMPUTER = 8;
 
   static readonly secrets: ReadonlyArray<keyof AppConfig> = ['JWT_SECRET', 'DATABASE_URL', 'SECRETS_KEY'];
 
@@ -382,7 +410,12 @@ export class AppConfig {
 
   /** OUTBOUND_ALLOWED_HOSTS as a list (empty when unset). */
   get outboundAllowedHosts(): string[] {
-    return this.OUTBOUND_ALLOWED_HOSTS === undefined ? [] : this.OUTBOUND_ALLOWED_HOSTS.split(',').map((entry) => entry.trim());
+    return hostList(this.OUTBOUND_ALLOWED_HOSTS);
+  }
+
+  /** MODEL_RELAY_ALLOWED_HOSTS as a list (empty when unset). */
+  get modelRelayAllowedHosts(): string[] {
+    return hostList(this.MODEL_RELAY_ALLOWED_HOSTS);
   }
 
   get engine(): 'postgres' | 'pglite' {
@@ -449,9 +482,17 @@ const ENV_KEYS = [
   'RETENTION_SWEEP_MS',
   'ANALYTICS_ROLLUP_MS',
   'OUTBOUND_ALLOWED_HOSTS',
+  'MODEL_RELAY_ALLOWED_HOSTS',
+  'MODEL_RELAY_TIMEOUT_MS',
+  'MODEL_RELAY_MAX_RESPONSE_BYTES',
+  'MODEL_RELAY_CONCURRENCY_PER_COMPUTER',
 ] as const satisfies ReadonlyArray<keyof AppConfig>;
 
 export class ConfigError extends Error {}
+
+function hostList(value: string | undefined): string[] {
+  return value === undefined ? [] : value.split(',').map((entry) => entry.trim());
+}
 
 /** Reads and validates the configuration; throws a ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {

@@ -113,7 +113,8 @@ describe('The agent process', () => {
   const folders: string[] = [];
 
   beforeAll(async () => {
-    t = await startTestApp({ CONTROLS_CACHE_MS: '0' });
+    // The scripted models are on loopback: the operator allows it for the relay.
+    t = await startTestApp({ CONTROLS_CACHE_MS: '0', MODEL_RELAY_ALLOWED_HOSTS: '127.0.0.1' });
     baseUrl = (await t.app.getUrl()).replace('[::1]', '127.0.0.1');
   });
 

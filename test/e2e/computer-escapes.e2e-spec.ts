@@ -324,7 +324,7 @@ describe('Escapes from a managed computer: a hook and a tool call of its server-
   });
 
   it('run in the computer’s sandbox: the server’s secrets, data and environment, another computer and the host stay out of reach', async () => {
-    const env = { ...database.env, LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '100', AGENT_MODEL_BASE_URL: '', AGENT_MODEL: '', [CANARY]: process.env[CANARY]! };
+    const env = { ...database.env, LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '100', AGENT_MODEL_BASE_URL: '', AGENT_MODEL: '', MODEL_RELAY_ALLOWED_HOSTS: '127.0.0.1', [CANARY]: process.env[CANARY]! };
     const setup = await startTestApp({ ...env, LOCAL_AGENTS: 'off' }, database);
     let member: TestUser;
     let victim: { id: string; workspace: string };
@@ -410,7 +410,7 @@ describe('The organization’s sandbox for a server-run agent', () => {
     const database = await createTestDatabase();
     const command = 'echo nested > nested.txt && { echo x > /tmp/outside.txt && echo wrote > outside-written.txt || echo refused > outside-refused.txt; }';
     const model = await scriptedModel(command);
-    const env = { ...database.env, LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '100', AGENT_MODEL_BASE_URL: '', AGENT_MODEL: '' };
+    const env = { ...database.env, LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '100', AGENT_MODEL_BASE_URL: '', AGENT_MODEL: '', MODEL_RELAY_ALLOWED_HOSTS: '127.0.0.1' };
     let server: ServerProcess | undefined;
     try {
       const setup = await startTestApp({ ...env, LOCAL_AGENTS: 'off' }, database);

@@ -494,7 +494,8 @@ describe('Enterprise controls in force', () => {
       const asOwner = await policy(owner.auth);
       expect(asOwner).toMatchObject(expected);
       expect(asOwner.modelPolicy).toMatchObject({ blockedModelIds: ['org-blocked'], allowCustomModels: true });
-      expect((await policy(guest.auth)).modelPolicy.blockedModelIds).toEqual(['org-blocked']);
+      // A guest has no agent working for them: the policy, which lists the custom models, is not theirs to read.
+      expectV0Error(await t.http().get(POLICY).set(guest.auth), 403, 'insufficient_role');
 
       // The computer's agent gets its owner's policy, their userModelPolicies entry included.
       const asAgent = await policy(agent);

@@ -902,7 +902,7 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
     it('a masked apiKey for a model with no stored key: 400 at the apiKey', async () => {
       const res = watch(await refusedPatch({ customModels: [{ ...MODEL, apiKey: '****abcd' }] }));
       expectInvalid(res, 'settings.customModels[0].apiKey');
-      expect(messageFor(res, 'settings.customModels[0].apiKey')).toMatch(/no stored key/);
+      expect(messageFor(res, 'settings.customModels[0].apiKey')).toMatch(/no stored value here to keep/);
     });
 
     it('a masked apiKey that is not the stored key\'s mask: 400 at the apiKey', async () => {
@@ -910,7 +910,7 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       for (const wrong of ['****abcd', '****']) {
         const res = watch(await refusedPatch({ customModels: [{ ...MODEL, apiKey: wrong }] }, user));
         expectInvalid(res, 'settings.customModels[0].apiKey');
-        expect(messageFor(res, 'settings.customModels[0].apiKey')).toMatch(/not the stored key's mask/);
+        expect(messageFor(res, 'settings.customModels[0].apiKey')).toMatch(/not the stored value's mask/);
       }
     });
 

@@ -44,6 +44,16 @@ export function Authenticated(...roles: Role[]) {
 /** The route also accepts computers' agent tokens (every other route answers them 403). */
 export const AcceptsComputerTokens = () => SetMetadata(ACCEPTS_COMPUTER_TOKENS, true);
 
+/**
+ * Only a computer's agent token may call the route: user API keys and JWTs answer 403. For what only
+ * an agent does on a computer's behalf (relaying to the organization's models).
+ */
+export const AgentTokensOnly = () =>
+  applyDecorators(
+    SetMetadata(ACCEPTS_COMPUTER_TOKENS, 'only'),
+    ApiForbiddenResponse({ description: 'The credential is a user\'s API key or JWT: only a computer\'s agent token may call this.', type: V0ErrorSchema }),
+  );
+
 /** The authenticated caller of the current request. */
 export const CurrentPrincipal = createParamDecorator((_: unknown, context: ExecutionContext): Principal => {
   const principal = context.switchToHttp().getRequest<FastifyRequest>().principal;

@@ -24,7 +24,14 @@ export class AuthGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     const principal = request.principal ?? (await this.authenticator.authenticate(request.headers.authorization));
     request.principal = principal;
-    if (principal.credential.kind === 'computer' && !this.reflector.getAllAndOverride<boolean>(ACCEPTS_COMPUTER_TOKENS, targets)) {
+    const computerTokens = this.reflector.getAllAndOverride<boolean | 'only'>(ACCEPTS_COMPUTER_TOKENS, targets);
+    if (computerTokens === 'only' && principal.credential.kind !== 'computer') {
+      throw new AuthError(
+        AuthErrorCode.AgentTokenRequired,
+        'Only a computer\'s agent token may call this (the agent working on that computer); user API keys and JWTs may not.',
+      );
+    }
+    if (principal.credential.kind === 'computer' && !computerTokens) {
       throw new AuthError(
         AuthErrorCode.ComputerTokenNotAccepted,
         'A computer\'s agent token works only on the agent channel (/api/v0/agent); use an API key or JWT here.',

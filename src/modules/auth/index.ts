@@ -1,7 +1,7 @@
 export { AuthModule } from './auth.module';
 export { ApiKeysService } from './api-keys.service';
 export { OrganizationsService } from './organizations.service';
-export { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Public } from './auth.decorators';
+export { AcceptsComputerTokens, AgentTokensOnly, Authenticated, CurrentPrincipal, Public } from './auth.decorators';
 export { Authenticator } from './authenticator';
 export { RequestAuthentication } from './request-authentication';
 export type { RequestIdentity } from './request-authentication';

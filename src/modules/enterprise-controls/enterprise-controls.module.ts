@@ -7,12 +7,13 @@ import { AgentPolicyController, EnterpriseControlsController } from './enterpris
 import { EnterpriseControlsRepository } from './enterprise-controls.repository';
 import { EnterpriseControlsService } from './enterprise-controls.service';
 import { SessionRetentionJob } from './jobs/session-retention.job';
+import { ModelRelay } from './relay/model-relay';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
 
 @Module({
   imports: [AuthModule, SessionsModule],
   controllers: [EnterpriseControlsController, AgentPolicyController],
-  providers: [EnterpriseControlsRepository, EnterpriseControlsService, SecretBox, SessionRetentionJob],
+  providers: [EnterpriseControlsRepository, EnterpriseControlsService, ModelRelay, SecretBox, SessionRetentionJob],
   exports: [EnterpriseControlsService],
 })
 export class EnterpriseControlsModule implements OnModuleInit {
@@ -27,8 +28,9 @@ export class EnterpriseControlsModule implements OnModuleInit {
    * ports bound here (they cannot import this module, which imports them), always the latest
    * revision, so a revision in the database is a revision in force.
    */
-  onModuleInit(): void {
+  async onModuleInit(): Promise<void> {
     enterpriseControlsSchemas.compileAll();
+    await this.controls.sealPlainSecrets();
     this.reader.bind(async (organizationId) => {
       const { settings } = await this.controls.inForce(organizationId);
       return {

@@ -48,6 +48,37 @@ export class EnterpriseControlsRepository {
     });
   }
 
+  /**
+   * Revisions written before every custom-model secret was encrypted (they hold a plain `extraHeaders`
+   * value or cloud credential), a batch at a time.
+   */
+  withPlainSecrets(limit: number): Promise<ControlRevisionEntity[]> {
+    const plain = (path: string) => `jsonb_path_exists(settings::jsonb, '${path} ? (!(@ starts with "enc:v1:"))')`;
+    return this.dataSource.manager
+      .getRepository(ControlRevisionEntity)
+      .createQueryBuilder('revision')
+      .where(
+        [
+          plain('$.customModels[*].extraHeaders.*'),
+          plain('$.customModels[*].cloudModelConfig.cloudAuthRefresh'),
+          plain('$.customModels[*].cloudModelConfig.cloudCredentialExport'),
+        ].join(' OR '),
+      )
+      .orderBy('revision.organization_id')
+      .addOrderBy('revision.revision')
+      .limit(limit)
+      .getMany();
+  }
+
+  /** Replaces a revision's stored snapshot with the same settings, sealed differently. */
+  async resealSettings(organizationId: string, revision: number, settings: ControlRevisionEntity['settings']): Promise<void> {
+    await this.dataSource.query('UPDATE enterprise_control_revisions SET settings = $3 WHERE organization_id = $1 AND revision = $2', [
+      organizationId,
+      revision,
+      JSON.stringify(settings),
+    ]);
+  }
+
   /** Every organization whose latest revision sets `sessionRetentionDays`. */
   async retentionPolicies(): Promise<RetentionPolicy[]> {
     const rows: Array<{ organizationId: string; days: number }> = await this.dataSource.query(`

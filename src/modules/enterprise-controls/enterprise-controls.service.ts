@@ -6,10 +6,11 @@ import { DomainEventBus } from '../../platform/events';
 import { encodeCursor, decodeCursor } from '../../platform/http/cursor';
 import { Page, toPage } from '../../platform/http/pagination';
 import { FieldError, validationError } from '../../platform/http/validation';
+import { InFlight } from '../../platform/rate-limit/in-flight';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { logSecurityEvent } from '../../platform/logging/security-log';
 import { OrganizationsService, Principal, securityActorOf } from '../auth';
-import { looksMasked, maskApiKey } from './domain/api-key-mask';
+import { extraHeaderProblems, mapSecrets, restoreMaskedSecrets, secretAt, secretsOf } from './domain/model-secrets';
 import { EnterpriseControlsError, EnterpriseControlsErrorCode } from './domain/enterprise-controls.errors';
 import { applyMergePatch, nulledPaths } from './domain/merge-patch';
 import { checkModel, effectiveModelPolicy } from './domain/model-policy';
@@ -18,6 +19,7 @@ import { diffSettings, maskSettings } from './domain/settings-diff';
 import { ControlChangeView, ControlRevisionView, ControlsView, toChangeView } from './domain/views';
 import { AGENT_POLICY_FIELDS, AgentPolicyView } from './domain/agent-policy';
 import { EnterpriseControlsRepository } from './enterprise-controls.repository';
+import { ModelRelay, RelayAnswer, RelayFailure, RelayFailureReason } from './relay/model-relay';
 import { ControlRevisionEntity } from './entities';
 import { SettingsRevisedEvent } from './events';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
@@ -30,27 +32,25 @@ export interface InForce {
 
 const HISTORY_LIST = 'enterprise-control-history';
 
-
-
 /**
  * The organization's enterprise controls: a history of revisions, the latest in force. Changes
  * are JSON Merge Patches over the whole snapshot; each one that alters something becomes the next
  * revision, written with its diff in one insert, so nothing can be written and not applied.
  */
-/** How long a relayed chat completion may take (models can think for minutes). */
-const RELAY_TIMEOUT_MS = 600_000;
-
 @Injectable()
 export class EnterpriseControlsService {
   private readonly logger = new Logger(EnterpriseControlsService.name);
   private readonly cache: LRUCache<string, InForce> | null;
+  /** Relayed calls in progress on this instance, per computer. */
+  private readonly relays = new InFlight();
 
   constructor(
     private readonly repository: EnterpriseControlsRepository,
     private readonly box: SecretBox,
     private readonly organizations: OrganizationsService,
     private readonly events: DomainEventBus,
-    config: AppConfig,
+    private readonly relay: ModelRelay,
+    private readonly config: AppConfig,
   ) {
     this.cache = config.CONTROLS_CACHE_MS > 0 ? new LRUCache({ max: 10_000, ttl: config.CONTROLS_CACHE_MS }) : null;
   }
@@ -146,7 +146,7 @@ export class EnterpriseControlsService {
       return { field: path, message: message === 'is required' && nulled.has(path) ? 'is required; null would remove it, and only optional fields can be removed' : message };
     });
     if (problems.length > 0) throw validationError(problems);
-    problems.push(...this.restoreMaskedKeys(after, before), ...duplicateModelIds(after), ...unknownUsers(after, before, members));
+    problems.push(...restoreMaskedSecrets(after.customModels, before.customModels), ...extraHeaderProblems(after.customModels), ...duplicateModelIds(after), ...unknownUsers(after, before, members));
     const bytes = Buffer.byteLength(JSON.stringify(after));
     if (bytes > SETTINGS_LIMITS.snapshotBytes) {
       problems.push({ field: 'settings', message: `would take ${bytes} bytes as JSON; the limit is ${SETTINGS_LIMITS.snapshotBytes}` });
@@ -155,34 +155,13 @@ export class EnterpriseControlsService {
     return after;
   }
 
-  /** A masked key sent back stands for the stored key of the same custom model. */
-  private restoreMaskedKeys(after: EnterpriseSettings, before: EnterpriseSettings): FieldError[] {
-    const problems: FieldError[] = [];
-    after.customModels.forEach((model, index) => {
-      if (model.apiKey === undefined || !looksMasked(model.apiKey)) return;
-      const stored = before.customModels.find((candidate) => candidate.id === model.id)?.apiKey;
-      if (stored !== undefined && maskApiKey(stored) === model.apiKey) {
-        model.apiKey = stored;
-        return;
-      }
-      problems.push({
-        field: `settings.customModels[${index}].apiKey`,
-        message:
-          stored === undefined
-            ? `is a masked value, and custom model "${model.id}" has no stored key to keep; send the key in full`
-            : `is a masked value that is not the stored key's mask for custom model "${model.id}"; send the key in full, or the masked value as read`,
-      });
-    });
-    return problems;
-  }
-
   /**
    * Relays an OpenAI-compatible chat completion to one of the organization's custom models, so an
-   * agent can use it without ever holding its key: the server adds the key (decrypted only here, in
-   * memory), `extraHeaders`, `extraArgs` and `maxOutputTokens`, and sets `model`. The caller's model
-   * policy applies. The vendor's status and body come back as they are.
+   * agent can use it without ever holding its secrets: the server adds the key (decrypted only here,
+   * in memory), `extraHeaders`, `extraArgs` and `maxOutputTokens`, and sets `model`. The caller's
+   * model policy applies; where the call may go is the relay's (ModelRelay).
    */
-  async relayChatCompletion(principal: Principal, customModelId: string, body: Record<string, unknown>): Promise<{ status: number; body: unknown }> {
+  async relayChatCompletion(principal: Principal, customModelId: string, body: Record<string, unknown>, signal: AbortSignal): Promise<RelayAnswer> {
     const { settings } = await this.inForce(principal.organizationId);
     const model = settings.customModels.find((candidate) => candidate.id === customModelId);
     if (!model) {
@@ -192,32 +171,68 @@ export class EnterpriseControlsService {
     if (refusal) throw new EnterpriseControlsError(EnterpriseControlsErrorCode.ModelNotAllowed, refusal.detail, { rule: refusal.rule, model: customModelId });
     const [revealed] = this.reveal(principal.organizationId, { ...settings, customModels: [model] }).customModels;
     const payload = {
-      ...model.extraArgs,
+      ...revealed.extraArgs,
       ...body,
-      model: model.model,
-      ...(model.maxOutputTokens !== undefined && body.max_tokens === undefined ? { max_tokens: model.maxOutputTokens } : {}),
+      model: revealed.model,
+      ...(revealed.maxOutputTokens !== undefined && body.max_tokens === undefined ? { max_tokens: revealed.maxOutputTokens } : {}),
     };
-    let res: Response;
+    const headers = { ...revealed.extraHeaders, ...(revealed.apiKey ? { authorization: `Bearer ${revealed.apiKey}` } : {}) };
+    const release = this.takeRelaySlot(principal);
     try {
-      res = await fetch(`${model.baseUrl.replace(/\/+$/, '')}/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(revealed.apiKey ? { authorization: `Bearer ${revealed.apiKey}` } : {}), ...model.extraHeaders },
-        body: JSON.stringify(payload),
-        signal: AbortSignal.timeout(RELAY_TIMEOUT_MS),
-      });
+      const answer = await this.relay.send({ url: chatCompletionsUrl(revealed.baseUrl), headers, payload, secrets: secretsOf(revealed), signal });
+      if ('stream' in answer) answer.stream.once('close', release);
+      else release();
+      return answer;
     } catch (error) {
-      const reason = ((error as Error).cause as Error | undefined)?.message ?? (error as Error).message;
-      throw new EnterpriseControlsError(EnterpriseControlsErrorCode.ModelUnreachable, `Custom model "${customModelId}" at ${model.baseUrl} could not be reached: ${reason}`, { customModelId });
+      release();
+      if (!(error instanceof RelayFailure)) throw error;
+      if (error.reason === 'refused') logSecurityEvent('relay.destination_refused', securityActorOf(principal), { customModelId, reason: error.message });
+      const { code } = RELAY_FAILURES[error.reason];
+      const detail = `Custom model "${customModelId}" ${error.reason === 'refused' ? `is refused by the relay's address policy: ${error.message}` : error.message}.`;
+      throw new EnterpriseControlsError(code, detail, { customModelId, ...(error.upstreamStatus === undefined ? {} : { upstreamStatus: error.upstreamStatus }) });
     }
-    // A vendor may quote the key back (an "invalid key" error): it leaves the server masked.
-    const text = revealed.apiKey ? (await res.text()).split(revealed.apiKey).join(maskApiKey(revealed.apiKey)) : await res.text();
-    let answer: unknown = text;
-    try {
-      answer = JSON.parse(text);
-    } catch {
-      // Not JSON: relayed as text.
+  }
+
+  /**
+   * Encrypts the secrets that revisions written by earlier versions hold in plain text (header values
+   * and cloud credentials; keys always were encrypted). Idempotent; run at start-up. Returns how many
+   * revisions it sealed.
+   */
+  async sealPlainSecrets(): Promise<number> {
+    let sealed = 0;
+    const seen = new Set<string>();
+    for (let batch = await this.repository.withPlainSecrets(100); batch.length > 0; batch = await this.repository.withPlainSecrets(100)) {
+      // A row found again was not sealed by the pass before: stop rather than loop.
+      if (batch.some((row) => seen.has(`${row.organizationId}/${row.revision}`))) break;
+      for (const row of batch) {
+        seen.add(`${row.organizationId}/${row.revision}`);
+        const customModels = row.settings.customModels.map((model) =>
+          mapSecrets(model, (value) => (SecretBox.isEncrypted(value) ? value : this.box.encrypt(value, row.organizationId))),
+        );
+        await this.repository.resealSettings(row.organizationId, row.revision, { ...row.settings, customModels });
+        sealed += 1;
+      }
     }
-    return { status: res.status, body: answer };
+    if (sealed > 0) this.logger.log({ revisions: sealed }, 'Encrypted custom-model secrets that earlier versions stored in plain text');
+    this.cache?.clear();
+    return sealed;
+  }
+
+  /** One of the computer's MODEL_RELAY_CONCURRENCY_PER_COMPUTER relayed calls, or 429. */
+  private takeRelaySlot(principal: Principal): () => void {
+    const caller = principal.credential.kind === 'computer' ? principal.credential.computerId : principal.userId;
+    const limit = this.config.MODEL_RELAY_CONCURRENCY_PER_COMPUTER;
+    if (this.relays.count(caller) >= limit) {
+      logSecurityEvent('quota.exceeded', securityActorOf(principal), { quota: 'MODEL_RELAY_CONCURRENCY_PER_COMPUTER', limit });
+      const error = new EnterpriseControlsError(
+        EnterpriseControlsErrorCode.TooManyRelays,
+        `Your computer already has ${limit} relayed model calls in progress on this server (MODEL_RELAY_CONCURRENCY_PER_COMPUTER); wait for one to end.`,
+        { limit: 'MODEL_RELAY_CONCURRENCY_PER_COMPUTER', max: limit },
+      );
+      error.retryAfterSeconds = 5;
+      throw error;
+    }
+    return this.relays.take(caller);
   }
 
   private controlsView(organizationId: string, row: ControlRevisionEntity | null): ControlsView {
@@ -225,53 +240,74 @@ export class EnterpriseControlsService {
     return toChangeView(row, this.masked(organizationId, row.settings));
   }
 
-  /** The stored settings with every key decrypted; only ever held in memory. 503 when a key cannot be decrypted. */
+  /** The stored settings with every secret decrypted; only ever held in memory. 503 when one cannot be decrypted. */
   private reveal(organizationId: string, sealed: EnterpriseSettings): EnterpriseSettings {
-    return this.decryptKeys(organizationId, sealed, (model, error) => {
+    return this.decryptSecrets(organizationId, sealed, (model, error) => {
       throw new EnterpriseControlsError(
         EnterpriseControlsErrorCode.SecretUnreadable,
-        `The stored key of custom model "${model.id}" cannot be decrypted with SECRETS_KEY; an operator must restore the key it was encrypted with.`,
+        `A stored secret of custom model "${model.id}" cannot be decrypted with SECRETS_KEY; an operator must restore the key it was encrypted with.`,
         { reason: error.message },
       );
     });
   }
 
-  /** Stored settings as answered: each key as its mask ("****" if it can no longer be decrypted, which is logged). */
+  /** Stored settings as answered: each secret as its mask ("****" if it can no longer be decrypted, which is logged). */
   private masked(organizationId: string, sealed: EnterpriseSettings): EnterpriseSettings {
     return maskSettings(
-      this.decryptKeys(organizationId, sealed, (model) => {
-        this.logger.error({ organizationId, customModelId: model.id }, 'A custom model key cannot be decrypted with SECRETS_KEY');
+      this.decryptSecrets(organizationId, sealed, (model) => {
+        this.logger.error({ organizationId, customModelId: model.id }, 'A custom model secret cannot be decrypted with SECRETS_KEY');
         return '****';
       }),
     );
   }
 
-  private decryptKeys(organizationId: string, sealed: EnterpriseSettings, unreadable: (model: CustomModel, error: Error) => string): EnterpriseSettings {
+  /** Values stored before header values and cloud credentials were encrypted are plain, and read as they are. */
+  private decryptSecrets(organizationId: string, sealed: EnterpriseSettings, unreadable: (model: CustomModel, error: Error) => string): EnterpriseSettings {
     return {
       ...sealed,
-      customModels: sealed.customModels.map((model) => {
-        if (model.apiKey === undefined) return model;
-        try {
-          return { ...model, apiKey: this.box.decrypt(model.apiKey, organizationId) };
-        } catch (error) {
-          return { ...model, apiKey: unreadable(model, error as Error) };
-        }
-      }),
+      customModels: sealed.customModels.map((model) =>
+        mapSecrets(model, (value) => {
+          if (!SecretBox.isEncrypted(value)) return value;
+          try {
+            return this.box.decrypt(value, organizationId);
+          } catch (error) {
+            return unreadable(model, error as Error);
+          }
+        }),
+      ),
     };
   }
 
-  /** Keys encrypted for storage; a key that did not change keeps its envelope. */
+  /** Secrets encrypted for storage; one that did not change keeps its envelope. */
   private seal(organizationId: string, plain: EnterpriseSettings, before: EnterpriseSettings, sealedBefore?: EnterpriseSettings): EnterpriseSettings {
     return {
       ...plain,
-      customModels: plain.customModels.map((model) => {
-        if (model.apiKey === undefined) return model;
-        const index = before.customModels.findIndex((candidate) => candidate.id === model.id && candidate.apiKey === model.apiKey);
-        const envelope = index >= 0 ? sealedBefore?.customModels[index]?.apiKey : undefined;
-        return { ...model, apiKey: envelope ?? this.box.encrypt(model.apiKey, organizationId) };
-      }),
+      customModels: plain.customModels.map((model) =>
+        mapSecrets(model, (value, path) => {
+          const index = before.customModels.findIndex((candidate) => candidate.id === model.id && secretAt(candidate, path) === value);
+          const envelope = index >= 0 && sealedBefore ? secretAt(sealedBefore.customModels[index], path) : undefined;
+          return envelope !== undefined && SecretBox.isEncrypted(envelope) ? envelope : this.box.encrypt(value, organizationId);
+        }),
+      ),
     };
   }
+}
+
+/** What each way a relayed call can fail answers. */
+const RELAY_FAILURES: Record<RelayFailureReason, { code: EnterpriseControlsErrorCode }> = {
+  refused: { code: EnterpriseControlsErrorCode.ModelAddressRefused },
+  unreachable: { code: EnterpriseControlsErrorCode.ModelUnreachable },
+  redirected: { code: EnterpriseControlsErrorCode.ModelRedirected },
+  invalid_answer: { code: EnterpriseControlsErrorCode.ModelAnswerInvalid },
+  timed_out: { code: EnterpriseControlsErrorCode.ModelTimedOut },
+};
+
+/** `{baseUrl}/chat/completions`, a query string of baseUrl kept after the path. */
+function chatCompletionsUrl(baseUrl: string): URL {
+  const url = new URL(baseUrl);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}/chat/completions`;
+  url.hash = '';
+  return url;
 }
 
 function mismatch(current: number, expected: number[]): EnterpriseControlsError {

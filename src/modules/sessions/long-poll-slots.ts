@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
 import { Principal, securityActorOf } from '../auth';
 import { logSecurityEvent } from '../../platform/logging/security-log';
+import { InFlight } from '../../platform/rate-limit/in-flight';
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 
 /** What a refused long poll is told to wait before trying again: about when a poll of a busy agent ends. */
@@ -17,8 +18,8 @@ const LOG_EVERY_MS = 60_000;
  */
 @Injectable()
 export class LongPollSlots {
-  private readonly perComputer = new Map<string, number>();
-  private readonly perOrganization = new Map<string, number>();
+  private readonly perComputer = new InFlight();
+  private readonly perOrganization = new InFlight();
   private readonly lastLogged = new Map<string, number>();
 
   constructor(private readonly config: AppConfig) {}
@@ -26,20 +27,17 @@ export class LongPollSlots {
   /** Takes a slot for a waiting claim, or throws 429; call the returned function once, when it ends. */
   acquire(principal: Principal, computerId: string | null): () => void {
     const organizationId = principal.organizationId;
-    if (computerId !== null && (this.perComputer.get(computerId) ?? 0) >= this.config.LONG_POLLS_PER_COMPUTER) {
+    if (computerId !== null && this.perComputer.count(computerId) >= this.config.LONG_POLLS_PER_COMPUTER) {
       this.refuse(principal, 'computer', computerId, 'LONG_POLLS_PER_COMPUTER', this.config.LONG_POLLS_PER_COMPUTER);
     }
-    if ((this.perOrganization.get(organizationId) ?? 0) >= this.config.LONG_POLLS_PER_ORGANIZATION) {
+    if (this.perOrganization.count(organizationId) >= this.config.LONG_POLLS_PER_ORGANIZATION) {
       this.refuse(principal, 'organization', organizationId, 'LONG_POLLS_PER_ORGANIZATION', this.config.LONG_POLLS_PER_ORGANIZATION);
     }
-    increment(this.perOrganization, organizationId);
-    if (computerId !== null) increment(this.perComputer, computerId);
-    let released = false;
+    const releaseOrganization = this.perOrganization.take(organizationId);
+    const releaseComputer = computerId === null ? () => undefined : this.perComputer.take(computerId);
     return () => {
-      if (released) return;
-      released = true;
-      decrement(this.perOrganization, organizationId);
-      if (computerId !== null) decrement(this.perComputer, computerId);
+      releaseOrganization();
+      releaseComputer();
     };
   }
 
@@ -64,14 +62,4 @@ export class LongPollSlots {
     error.retryAfterSeconds = LONG_POLL_RETRY_AFTER_SECONDS;
     throw error;
   }
-}
-
-function increment(counts: Map<string, number>, key: string): void {
-  counts.set(key, (counts.get(key) ?? 0) + 1);
-}
-
-function decrement(counts: Map<string, number>, key: string): void {
-  const left = (counts.get(key) ?? 1) - 1;
-  if (left > 0) counts.set(key, left);
-  else counts.delete(key);
 }

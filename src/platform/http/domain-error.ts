@@ -12,6 +12,10 @@ export enum ErrorKind {
   /** A per-client limit (rate, concurrency, quota): the body names which; `Retry-After` says when to try again where it is known. */
   TooManyRequests = 'too_many_requests',
   Unavailable = 'unavailable',
+  /** Another server the request needed answered in a way that cannot be passed on. */
+  BadGateway = 'bad_gateway',
+  /** Another server the request needed did not answer in time. */
+  GatewayTimeout = 'gateway_timeout',
 }
 
 /**
@@ -86,5 +90,9 @@ export function statusOf(kind: ErrorKind): number {
       return 429;
     case ErrorKind.Unavailable:
       return 503;
+    case ErrorKind.BadGateway:
+      return 502;
+    case ErrorKind.GatewayTimeout:
+      return 504;
   }
 }

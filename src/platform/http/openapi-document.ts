@@ -173,9 +173,18 @@ maps 500 entries, 100 router rules, \`sessionRetentionDays\` 1-36,500, nesting 6
 (\`missionPolicy.allowedUserIds\`, \`userModelPolicies\` keys) are written as the API writes them, in lower case. Defaults: nothing is
 restricted that was open before (every model allowed, both kinds of computers on, no retention); see schema \`EnterpriseSettings\`.
 
-**Custom model keys.** \`apiKey\` is encrypted at rest (AES-256-GCM, \`SECRETS_KEY\`) and never answered in full: every answer,
-the history and the diffs show \`****\` plus the last four characters (keys of 12 or more characters). Sending the masked value
-back keeps the stored key; a masked value that is not the stored key's mask is **400**.
+**Custom model secrets.** A custom model's \`apiKey\`, every \`extraHeaders\` value (where vendors put keys) and the credentials
+of \`cloudModelConfig\` (\`cloudAuthRefresh\`, \`cloudCredentialExport\`) are encrypted at rest (AES-256-GCM, \`SECRETS_KEY\`) and
+never answered in full: every answer, the history, the diffs and \`GET /api/v0/agent/policy\` show \`****\` plus the last four
+characters (values of 12 or more characters). Sending the masked value back keeps the stored one, but only while the model
+still sends to the same origins (\`baseUrl\`, \`cloudModelConfig.cloudBaseUrl\`): a secret stays bound to the address it was
+given for, so a change that moves a model with a secret left masked, or with its stored \`apiKey\` left out, is **400** naming
+the field (send the secret for the new address in full). A masked value that is not the stored value's mask is **400**.
+\`extraHeaders\` may not name headers that steer the request or that the relay sets: hop-by-hop headers, \`Host\`, \`Cookie\`,
+\`Content-*\`, \`Forwarded\`, \`X-Forwarded-*\`, \`Proxy-*\`, and \`Authorization\` when the model has an \`apiKey\`. Agents use
+custom models through the relay, \`POST /api/v0/agent/models/{customModelId}/chat/completions\`: its rules (only agent tokens,
+public addresses only unless the operator names the host in \`MODEL_RELAY_ALLOWED_HOSTS\`, no redirects, what crosses) are in
+that operation's description.
 
 **In force.** \`sessionDefaultSettings.model\` and \`specModeModel\` fill new sessions that name none. \`modelPolicy\` decides
 which models a session may use, on create, on update, and on each new message (a model blocked since stops taking turns):
@@ -188,8 +197,8 @@ A refusal is **403** \`model_not_allowed\` whose \`detail\` and \`metadata.rule\
 sweeps every \`RETENTION_SWEEP_MS\` (default 1 h) and deletes sessions with no activity (\`updatedAt\`) for that many days, with
 their messages, in batches of 500 (\`FOR UPDATE SKIP LOCKED\`, so instances never delete twice or wait on each other); a session
 an agent holds a live turn on is kept. \`GET /api/v0/agent/policy\` (added) serves what agents obey as one document: command
-lists, sandbox, network policy, MCP policy and overrides, plugins and marketplaces, custom models (keys masked), session
-defaults, and the caller's effective \`modelPolicy\`.
+lists, sandbox, network policy, MCP policy and overrides, plugins and marketplaces, custom models (secrets masked), session
+defaults, and the caller's effective \`modelPolicy\`; agent tokens, owners, managers and members may read it, guests may not.
 
 **Status codes.** 200; 400 \`validation_failed\` (also a malformed \`If-Match\`), \`invalid_cursor\`; 401; 403
 \`insufficient_role\`; 404 \`revision_not_found\`; 412 \`revision_mismatch\`; 413; 415; 503 \`secret_unreadable\` (a stored key no key in \`SECRETS_KEY\` decrypts).

@@ -10,6 +10,8 @@ export type SecurityAction =
   | 'computer.agent_token.issued'
   | 'quota.exceeded'
   | 'rate_limit.exceeded'
+  | 'relay.destination_refused'
+  | 'relay.caller_refused'
   | 'sandbox.egress_refused'
   | 'sandbox.limit_exceeded';
 

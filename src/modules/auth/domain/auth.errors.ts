@@ -15,6 +15,7 @@ export enum AuthErrorCode {
   OrganizationExists = 'organization_exists',
   UserExists = 'user_exists',
   ComputerTokenNotAccepted = 'computer_token_not_accepted',
+  AgentTokenRequired = 'agent_token_required',
 }
 
 export class AuthError extends DomainError<AuthErrorCode> {
@@ -30,6 +31,7 @@ export class AuthError extends DomainError<AuthErrorCode> {
       case AuthErrorCode.InsufficientRole:
       case AuthErrorCode.ApiKeyCreationRestricted:
       case AuthErrorCode.ComputerTokenNotAccepted:
+      case AuthErrorCode.AgentTokenRequired:
         return ErrorKind.Forbidden;
       case AuthErrorCode.ApiKeyNotFound:
       case AuthErrorCode.OrganizationNotFound:

@@ -7,6 +7,11 @@ export enum EnterpriseControlsErrorCode {
   CustomModelNotFound = 'custom_model_not_found',
   ModelNotAllowed = 'model_not_allowed',
   ModelUnreachable = 'model_unreachable',
+  ModelAddressRefused = 'model_address_refused',
+  ModelRedirected = 'model_redirected',
+  ModelAnswerInvalid = 'model_answer_invalid',
+  ModelTimedOut = 'model_timed_out',
+  TooManyRelays = 'too_many_relays',
 }
 
 export class EnterpriseControlsError extends DomainError<EnterpriseControlsErrorCode> {
@@ -22,7 +27,15 @@ export class EnterpriseControlsError extends DomainError<EnterpriseControlsError
       case EnterpriseControlsErrorCode.CustomModelNotFound:
         return ErrorKind.NotFound;
       case EnterpriseControlsErrorCode.ModelNotAllowed:
+      case EnterpriseControlsErrorCode.ModelAddressRefused:
         return ErrorKind.Forbidden;
+      case EnterpriseControlsErrorCode.ModelRedirected:
+      case EnterpriseControlsErrorCode.ModelAnswerInvalid:
+        return ErrorKind.BadGateway;
+      case EnterpriseControlsErrorCode.ModelTimedOut:
+        return ErrorKind.GatewayTimeout;
+      case EnterpriseControlsErrorCode.TooManyRelays:
+        return ErrorKind.TooManyRequests;
     }
   }
 }

@@ -48,3 +48,35 @@ describe('maskSettings', () => {
     expect(settings.customModels[0].apiKey).toBe(KEY);
   });
 });
+
+describe('secrets beyond the key', () => {
+  const HEADER = 'hdr-secret-value-5678';
+  const CLOUD = 'export TOKEN=cloud-secret-9999';
+  const rich = (header = HEADER) => ({
+    ...model(),
+    extraHeaders: { 'X-Vendor-Key': header },
+    cloudModelConfig: { cloudRegion: 'eu-west-1', cloudCredentialExport: CLOUD },
+  });
+
+  it('masks extraHeaders values and cloud credentials in every diff shape, and leaves plain fields readable', () => {
+    const diffs = [
+      diffSettings(defaultSettings(), withModels(rich())),
+      diffSettings(withModels(model()), withModels(rich())),
+      diffSettings(withModels(rich()), withModels(rich('hdr-other-value-0000'))),
+    ];
+    for (const diff of diffs) {
+      const text = JSON.stringify(diff);
+      expect(text).not.toContain('secret-value');
+      expect(text).not.toContain('hdr-other');
+      expect(text).not.toContain('cloud-secret');
+    }
+    expect(JSON.stringify(diffs[1])).toContain('eu-west-1');
+    expect(diffs[2]).toEqual([{ op: 'replace', path: '/customModels/0/extraHeaders/X-Vendor-Key', value: '****0000' }]);
+  });
+
+  it('maskSettings masks them too', () => {
+    const masked = maskSettings(withModels(rich())).customModels[0];
+    expect(masked.extraHeaders).toEqual({ 'X-Vendor-Key': '****5678' });
+    expect(masked.cloudModelConfig).toEqual({ cloudRegion: 'eu-west-1', cloudCredentialExport: '****9999' });
+  });
+});

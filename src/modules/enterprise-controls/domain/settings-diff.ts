@@ -1,5 +1,6 @@
 import { createPatch } from 'rfc6902';
-import { maskApiKey } from './api-key-mask';
+import { CLOUD_SECRET_FIELDS, maskModel } from './model-secrets';
+import { maskSecret } from './secret-mask';
 import { CustomModel, EnterpriseSettings } from './settings';
 
 export interface PatchOperation {
@@ -10,7 +11,7 @@ export interface PatchOperation {
 
 /**
  * What a revision changed, as RFC 6902 operations from the previous settings to these, computed
- * on the plain settings (so a replaced key shows even when its mask does not change) and then
+ * on the plain settings (so a replaced secret shows even when its mask does not change) and then
  * masked, so the diff an auditor reads holds no secret.
  */
 export function diffSettings(before: EnterpriseSettings, after: EnterpriseSettings): PatchOperation[] {
@@ -22,19 +23,28 @@ export function diffSettings(before: EnterpriseSettings, after: EnterpriseSettin
   });
 }
 
+/** The value at a JSON Pointer of the settings, with whatever secrets it holds masked. */
 function maskedValue(path: string, value: unknown): unknown {
-  if (/^\/customModels\/(\d+|-)\/apiKey$/.test(path)) return maskApiKey(value as string);
-  if (/^\/customModels\/(\d+|-)$/.test(path)) return maskModel(value as CustomModel);
-  if (path === '/customModels') return (value as CustomModel[]).map(maskModel);
   if (path === '') return maskSettings(value as EnterpriseSettings);
+  const [top, , field, name] = path.slice(1).split('/').map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (top !== 'customModels') return value;
+  const depth = path.split('/').length - 1;
+  if (depth === 1) return (value as CustomModel[]).map(maskModel);
+  if (depth === 2) return maskModel(value as CustomModel);
+  if (field === 'apiKey') return maskSecret(value as string);
+  if (field === 'extraHeaders') {
+    if (depth === 3) return Object.fromEntries(Object.entries(value as Record<string, string>).map(([header, text]) => [header, maskSecret(text)]));
+    return maskSecret(value as string);
+  }
+  if (field === 'cloudModelConfig') {
+    const secret = (key: string) => (CLOUD_SECRET_FIELDS as readonly string[]).includes(key);
+    if (depth === 3) return Object.fromEntries(Object.entries(value as Record<string, string>).map(([key, text]) => [key, secret(key) ? maskSecret(text) : text]));
+    return secret(name) ? maskSecret(value as string) : value;
+  }
   return value;
 }
 
-function maskModel(model: CustomModel): CustomModel {
-  return model.apiKey === undefined ? model : { ...model, apiKey: maskApiKey(model.apiKey) };
-}
-
-/** The settings as answered: every custom model's key masked. */
+/** The settings as answered: every secret of every custom model masked. */
 export function maskSettings(settings: EnterpriseSettings): EnterpriseSettings {
   return { ...settings, customModels: settings.customModels.map(maskModel) };
 }

@@ -1,0 +1,241 @@
+import { Injectable } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { AddressInfo, isIP, LookupFunction } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { pipeline, Readable, Transform, TransformCallback } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
+import ipaddr from 'ipaddr.js';
+import { AppConfig } from '../../../config/app-config';
+import { AddressPolicy, VettedDestination } from '../../../platform/outbound/address-policy';
+import { maskSecret } from '../domain/secret-mask';
+
+/** One relayed call, as the service prepares it. */
+export interface RelayCall {
+  /** The model's chat completions endpoint. */
+  url: URL;
+  /** The model's own headers (its key as Authorization, `extraHeaders`); the relay adds only its fixed ones. */
+  headers: Record<string, string>;
+  payload: Record<string, unknown>;
+  /** The model's secrets in plain text: masked wherever the answer quotes them. */
+  secrets: string[];
+  /** Aborted when the caller goes away. */
+  signal: AbortSignal;
+}
+
+export type RelayAnswer =
+  | { status: number; headers: Record<string, string>; json: string }
+  | { status: number; headers: Record<string, string>; stream: Readable };
+
+export type RelayFailureReason = 'refused' | 'unreachable' | 'redirected' | 'invalid_answer' | 'timed_out';
+
+export class RelayFailure extends Error {
+  constructor(
+    readonly reason: RelayFailureReason,
+    message: string,
+    readonly upstreamStatus?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** Answer headers passed back: what a client needs to read the answer and to pace itself. */
+function isAnswerHeader(name: string): boolean {
+  return ['content-type', 'retry-after', 'x-request-id', 'request-id', 'openai-processing-ms'].includes(name) || /^(x|anthropic)-ratelimit-[a-z-]+$/.test(name);
+}
+
+/**
+ * Sends chat completions to custom models on the organization's behalf, under the server's address
+ * policy: the model's host is resolved once and every address must be public (or the host named in
+ * MODEL_RELAY_ALLOWED_HOSTS); the connection goes to those addresses and no other (the lookup is
+ * pinned, so DNS cannot change its answer between the check and the connect); never to this server
+ * itself; redirects are answered, not followed. Only the request the service built goes out, and only
+ * a JSON body (or an event stream) of bounded size, with a fixed set of headers, comes back.
+ */
+@Injectable()
+export class ModelRelay {
+  private readonly policy: AddressPolicy;
+  // Connections are kept for the next call to the same host; each was made to a vetted address.
+  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
+  private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256 });
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {
+    this.policy = new AddressPolicy({ allowedHosts: config.modelRelayAllowedHosts });
+  }
+
+  async send(call: RelayCall): Promise<RelayAnswer> {
+    const destination = await this.vet(call.url);
+    const timeout = AbortSignal.timeout(this.config.MODEL_RELAY_TIMEOUT_MS);
+    const signal = AbortSignal.any([call.signal, timeout]);
+    const timedOut = () => new RelayFailure('timed_out', `did not answer within ${this.config.MODEL_RELAY_TIMEOUT_MS} ms (MODEL_RELAY_TIMEOUT_MS)`);
+    let response: IncomingMessage;
+    try {
+      response = await this.post(call, destination, signal);
+    } catch (error) {
+      if (timeout.aborted) throw timedOut();
+      throw new RelayFailure('unreachable', `could not be reached: ${describeNetworkError(error as NodeJS.ErrnoException)}`);
+    }
+    const status = response.statusCode ?? 502;
+    if (status >= 300 && status < 400) {
+      response.destroy();
+      throw new RelayFailure('redirected', `answered ${status}, a redirect; the relay does not follow redirects, so baseUrl must be the address that answers`, status);
+    }
+    const headers = answerHeaders(response.headers);
+    const max = this.config.MODEL_RELAY_MAX_RESPONSE_BYTES;
+    if (call.payload.stream === true && status < 300 && /^text\/event-stream\b/i.test(headers['content-type'] ?? '')) {
+      // pipeline: an upstream that breaks off ends the caller's stream too.
+      return { status, headers, stream: pipeline(response, new MaskedLines(call.secrets, max), () => undefined) };
+    }
+    let text: string;
+    try {
+      text = mask(await readAtMost(response, max), call.secrets);
+    } catch (error) {
+      if (timeout.aborted) throw timedOut();
+      if (error instanceof RelayFailure) throw error;
+      throw new RelayFailure('unreachable', `stopped answering: ${describeNetworkError(error as NodeJS.ErrnoException)}`);
+    }
+    try {
+      JSON.parse(text);
+    } catch {
+      throw new RelayFailure('invalid_answer', `answered ${status} with ${headers['content-type'] ?? 'no content type'}, not JSON; the relay passes on JSON answers only`, status);
+    }
+    return { status, headers: { ...headers, 'content-type': 'application/json; charset=utf-8' }, json: text };
+  }
+
+  /** Where the call may go, or a RelayFailure('refused') that says which rule refused it. */
+  private async vet(url: URL): Promise<VettedDestination> {
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new RelayFailure('refused', `${url.protocol} is not http or https`);
+    if (url.origin === new URL(this.config.baseUrl).origin) throw new RelayFailure('refused', `${url.host} is this server (BASE_URL)`);
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    const destination = await this.policy.vet(url.hostname, port);
+    if (!destination.allowed) throw new RelayFailure('refused', destination.reason);
+    const self = this.listeningPort() === port ? destination.addresses.find(isThisMachine) : undefined;
+    if (self !== undefined) throw new RelayFailure('refused', `${url.host} is this server (${self} port ${port})`);
+    return destination;
+  }
+
+  private listeningPort(): number | undefined {
+    const address = this.adapterHost.httpAdapter?.getHttpServer()?.address() as AddressInfo | string | null | undefined;
+    return typeof address === 'object' && address !== null ? address.port : this.config.PORT;
+  }
+
+  private post(call: RelayCall, destination: VettedDestination, signal: AbortSignal): Promise<IncomingMessage> {
+    const https = call.url.protocol === 'https:';
+    const body = Buffer.from(JSON.stringify(call.payload));
+    return new Promise((resolve, reject) => {
+      const request = (https ? httpsRequest : httpRequest)(
+        {
+          method: 'POST',
+          host: destination.host,
+          port: destination.port,
+          path: `${call.url.pathname}${call.url.search}`,
+          headers: {
+            ...call.headers,
+            host: call.url.host,
+            'content-type': 'application/json',
+            'content-length': String(body.length),
+            accept: call.payload.stream === true ? 'text/event-stream, application/json' : 'application/json',
+            'user-agent': 'agent-platform-relay',
+          },
+          agent: https ? this.httpsAgent : this.httpAgent,
+          lookup: pinnedLookup(destination.addresses),
+          ...(https && isIP(destination.host) === 0 ? { servername: destination.host } : {}),
+          signal,
+        },
+        resolve,
+      );
+      request.on('error', reject);
+      request.end(body);
+    });
+  }
+}
+
+/** A lookup that answers the addresses already vetted, whatever DNS would say now. */
+export function pinnedLookup(addresses: string[]): LookupFunction {
+  return (_hostname, options, callback) => {
+    const family = typeof options.family === 'number' ? options.family : 0;
+    const entries = addresses.map((address) => ({ address, family: isIP(address) })).filter((entry) => family === 0 || entry.family === family);
+    if (entries.length === 0) {
+      callback(Object.assign(new Error('no vetted address of that family'), { code: 'ENOTFOUND' }), '', 0);
+    } else if (options.all) {
+      (callback as unknown as (error: null, addresses: Array<{ address: string; family: number }>) => void)(null, entries);
+    } else {
+      callback(null, entries[0].address, entries[0].family);
+    }
+  };
+}
+
+/** A loopback or unspecified address, or one of this machine's interfaces. */
+function isThisMachine(address: string): boolean {
+  const ip = ipaddr.parse(address);
+  if (['loopback', 'unspecified'].includes(ip.range())) return true;
+  const own = Object.values(networkInterfaces()).flatMap((entries) => (entries ?? []).map((entry) => ipaddr.parse(entry.address.split('%')[0]).toString()));
+  return own.includes(ip.toString());
+}
+
+function answerHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const picked: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined && isAnswerHeader(name)) picked[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return picked;
+}
+
+function mask(text: string, secrets: string[]): string {
+  return secrets.reduce((masked, secret) => (secret.length >= 4 ? masked.split(secret).join(maskSecret(secret)) : masked), text);
+}
+
+async function readAtMost(stream: Readable, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    size += (chunk as Buffer).length;
+    if (size > max) {
+      stream.destroy();
+      throw new RelayFailure('invalid_answer', `answered more than ${max} bytes (MODEL_RELAY_MAX_RESPONSE_BYTES)`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function describeNetworkError(error: NodeJS.ErrnoException): string {
+  return error.code ? `${error.code}${error.message ? ` (${error.message})` : ''}` : error.message;
+}
+
+/**
+ * An event stream passed on line by line, each line with the model's secrets masked (a secret never
+ * spans lines), ended with an error once it passes `max` bytes.
+ */
+class MaskedLines extends Transform {
+  private readonly decoder = new StringDecoder('utf8');
+  private pending = '';
+  private size = 0;
+
+  constructor(
+    private readonly secrets: string[],
+    private readonly max: number,
+  ) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    this.size += chunk.length;
+    if (this.size > this.max) return done(new RelayFailure('invalid_answer', `streamed more than ${this.max} bytes (MODEL_RELAY_MAX_RESPONSE_BYTES)`));
+    const text = this.pending + this.decoder.write(chunk);
+    const cut = text.lastIndexOf('\n') + 1;
+    this.pending = text.slice(cut);
+    if (cut > 0) this.push(mask(text.slice(0, cut), this.secrets));
+    done();
+  }
+
+  override _flush(done: TransformCallback): void {
+    const rest = this.pending + this.decoder.end();
+    if (rest) this.push(mask(rest, this.secrets));
+    done();
+  }
+}
