@@ -513,7 +513,6 @@ describe('Computers API (v0): input, roles and limits', () => {
       ['git://example.com/repo.git'],
       ['git@github.com:org/repo.git'],
       ['deploy.bot@git.example.com:org/repo'],
-      ['https://token-user@example.com/x.git'],
     ])('%s is accepted', async (repo) => {
       const computer = await create(owner, localBody({ repos: [repo] }));
       expect(computer.provisioningSteps.map((s: Json) => s.id)).toEqual(['create-computer', 'clone-repos']);
@@ -524,6 +523,7 @@ describe('Computers API (v0): input, roles and limits', () => {
       ['a URL with a password', 'https://u:p@example.com/x.git', 'password'],
       ['an ssh URL with a password', 'ssh://git:secret@example.com/x.git', 'password'],
       ['a URL with only a password', 'https://:p@example.com/x.git', 'password'],
+      ['an https URL with a user (a token, often)', 'https://token-user@example.com/x.git', 'credentials'],
       ['a relative path', './repo', ''],
       ['a bare name', 'repo', ''],
       ['a parent path', '../repo', ''],

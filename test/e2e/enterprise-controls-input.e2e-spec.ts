@@ -99,6 +99,7 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
     ajv.addFormat('uuid', UUID);
     ajv.addFormat('lowercase-uuid', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     ajv.addFormat('uri', (value: string) => URL.canParse(value));
+    ajv.addFormat('http-base-url', (value: string) => /^https?:\/\/[^/?#\s]+[^?#\s]*$/.test(value) && new URL(value).href === value);
     ajv.addFormat('email', /^[^\s@]+@[^\s@]+\.[^\s@]+$/);
     ajv.addFormat('date-time', (value: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value)));
     ajv.addFormat('ip-or-cidr', (value: string) => {
@@ -773,10 +774,10 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       expectInvalid(await refusedPatch({ modelPolicy: { allowedBaseUrls: ['https://ok.example.com', url] } }), 'settings.modelPolicy.allowedBaseUrls[1]');
     });
 
-    it('modelPolicy.allowedBaseUrls with http and https URLs: accepted', async () => {
+    it('modelPolicy.allowedBaseUrls with http and https URLs: accepted, stored normalized', async () => {
       const user = await freshOwner();
-      const allowedBaseUrls = ['https://llm.example.com/v1', 'http://10.0.0.5:8000'];
-      expect((await change(user, { modelPolicy: { allowedBaseUrls } })).settings.modelPolicy.allowedBaseUrls).toEqual(allowedBaseUrls);
+      const allowedBaseUrls = ['https://llm.example.com/v1', 'HTTP://10.0.0.5:8000'];
+      expect((await change(user, { modelPolicy: { allowedBaseUrls } })).settings.modelPolicy.allowedBaseUrls).toEqual(['https://llm.example.com/v1', 'http://10.0.0.5:8000/']);
     });
 
     // The sandbox runtime refuses single labels and wildcards over a top-level domain: refused here, not at every command.

@@ -31,6 +31,7 @@ describe('Enterprise controls', () => {
     ajv.addFormat('uuid', /^[0-9a-f-]{36}$/i);
     ajv.addFormat('lowercase-uuid', /^[0-9a-f-]{36}$/);
     ajv.addFormat('uri', (value: string) => URL.canParse(value));
+    ajv.addFormat('http-base-url', (value: string) => /^https?:\/\/[^/?#\s]+[^?#\s]*$/.test(value) && new URL(value).href === value);
     ajv.addFormat('email', /@/);
     ajv.addFormat('date-time', (value: string) => !Number.isNaN(Date.parse(value)));
     ajv.addFormat('ip-or-cidr', isIpOrCidr);

@@ -73,11 +73,11 @@ export class ComputersService {
   async create(principal: Principal, input: CreateComputerInput): Promise<ComputerView> {
     const managed = input.provider !== BYOM;
     await this.checkControls(principal, managed);
-    const errors = this.checkModeFields(input, managed);
+    const { errors, repos: given } = this.checkModeFields(input, managed);
     if (errors.length > 0) throw validationError(errors);
     const owner = await this.ownerOf(principal, input.serviceAccountId);
     const copied = input.source?.kind === 'computer' ? await this.visible(principal, input.source.computerId, 'source.computerId') : null;
-    const repos = input.repos ?? copied?.repos ?? [];
+    const repos = given ?? copied?.repos ?? [];
     const autoInstallDeps = input.autoInstallDeps ?? copied?.autoInstallDeps ?? false;
     const token = generateComputerToken();
     const now = new Date();
@@ -296,8 +296,8 @@ export class ComputersService {
     }
   }
 
-  /** What each mode requires and refuses, beyond the schema. */
-  private checkModeFields(input: CreateComputerInput, managed: boolean): FieldError[] {
+  /** What each mode requires and refuses, beyond the schema; `repos` as stored (remote URLs normalized, paths as given). */
+  private checkModeFields(input: CreateComputerInput, managed: boolean): { errors: FieldError[]; repos: string[] | undefined } {
     const errors: FieldError[] = [];
     if (!managed) {
       if (input.hostId === undefined) errors.push({ field: 'hostId', message: 'is required for a byom computer: the id of the machine you register' });
@@ -307,17 +307,18 @@ export class ComputersService {
       for (const field of MANAGED_ONLY) {
         if (asks[field]) errors.push({ field, message: 'is for managed computers; a byom machine is already set up' });
       }
-      return errors;
+      return { errors, repos: input.repos };
     }
     if (input.hostId !== undefined) errors.push({ field: 'hostId', message: `is for byom computers; the ${input.provider} provider assigns its own` });
-    (input.repos ?? []).forEach((repo, i) => {
+    const repos = input.repos?.map((repo, i) => {
       const location = locateRepo(repo, this.config.localReposDir);
       if ('error' in location) errors.push({ field: `repos[${i}]`, message: location.error });
+      return 'kind' in location && location.kind === 'remote' ? location.url : repo;
     });
     if (input.source?.kind === 'template' && input.provider === LOCAL_PROVIDER && !(LOCAL_TEMPLATES as readonly string[]).includes(input.source.templateId)) {
       errors.push({ field: 'source.templateId', message: `is not a template of the ${LOCAL_PROVIDER} provider (it offers: ${LOCAL_TEMPLATES.join(', ')})` });
     }
-    return errors;
+    return { errors, repos };
   }
 
   /** The caller, or the service account the computer is created for (owners and managers only). */

@@ -16,6 +16,7 @@ import { applyMergePatch, nulledPaths } from './domain/merge-patch';
 import { checkModel, effectiveModelPolicy } from './domain/model-policy';
 import { CustomModel, defaultSettings, EnterpriseSettings, SETTINGS_LIMITS } from './domain/settings';
 import { diffSettings, maskSettings } from './domain/settings-diff';
+import { normalizeSettingsUrls } from './domain/settings-urls';
 import { ControlChangeView, ControlRevisionView, ControlsView, toChangeView } from './domain/views';
 import { AGENT_POLICY_FIELDS, AgentPolicyView } from './domain/agent-policy';
 import { EnterpriseControlsRepository } from './enterprise-controls.repository';
@@ -146,6 +147,7 @@ export class EnterpriseControlsService {
       return { field: path, message: message === 'is required' && nulled.has(path) ? 'is required; null would remove it, and only optional fields can be removed' : message };
     });
     if (problems.length > 0) throw validationError(problems);
+    normalizeSettingsUrls(after);
     problems.push(...restoreMaskedSecrets(after.customModels, before.customModels), ...extraHeaderProblems(after.customModels), ...duplicateModelIds(after), ...unknownUsers(after, before, members));
     const bytes = Buffer.byteLength(JSON.stringify(after));
     if (bytes > SETTINGS_LIMITS.snapshotBytes) {

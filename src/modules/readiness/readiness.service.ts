@@ -6,7 +6,7 @@ import { Principal } from '../auth';
 import { LEVEL_NAMES, maturityLevel, organizationLevel } from './domain/criteria';
 import { DEFAULT_PAGE, MAX_PAGE } from './domain/report';
 import { ReadinessError, ReadinessErrorCode } from './domain/readiness.errors';
-import { repositoryId, toRepoUrl } from './domain/repository-id';
+import { checkRepoUrl, repositoryId } from './domain/repository-id';
 import { ReadinessReportView, RepositoryView, toReportView } from './domain/views';
 import { ReadinessReportEntity } from './entities';
 import { ReadinessReportCreatedEvent } from './events';
@@ -25,9 +25,10 @@ export class ReadinessService {
 
   /** `receivedAt` is for seeding history (the demo); the API always stores the time of receipt. */
   async upload(principal: Principal, input: UploadReportInput, receivedAt = new Date()): Promise<ReadinessReportView> {
-    const repoUrl = toRepoUrl(input.repoUrl);
+    const checked = checkRepoUrl(input.repoUrl);
     const problems: FieldError[] = [];
-    if (!repoUrl) problems.push({ field: 'repoUrl', message: 'must be an http(s), ssh, git or file URL, or an scp-like address (git@host:org/repo.git)' });
+    if (!checked.ok) problems.push({ field: 'repoUrl', message: checked.message });
+    const repoUrl = checked.ok ? checked.href : undefined;
     for (const [id, evaluation] of Object.entries(input.report)) {
       if (evaluation.numerator > evaluation.denominator) problems.push({ field: `report.${id}.numerator`, message: 'must not exceed denominator' });
     }

@@ -2,6 +2,7 @@ import { PipeTransform } from '@nestjs/common';
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import { isIP } from 'node:net';
 import { isUuid } from '../database/ids';
+import { URL_FORMATS, UrlFormat } from './urls';
 import { FieldError, validationError } from './validation';
 
 /** A pattern for one-line text: no C0 or C1 control characters (nor DEL). Linear to check, whatever the input. */
@@ -45,10 +46,17 @@ export class SchemaRegistry {
   private readonly compiled = new Map<string, ValidateFunction>();
   private sealed = false;
 
-  constructor(private readonly documentId: string) {
+  private readonly urlFormats: Record<string, UrlFormat>;
+
+  /** `urlFormats`: the module's own URL formats, beside the shared ones (`uri`, `http-base-url`). */
+  constructor(
+    private readonly documentId: string,
+    urlFormats: Record<string, UrlFormat> = {},
+  ) {
+    this.urlFormats = { ...URL_FORMATS, ...urlFormats };
     this.ajv.addVocabulary(['example', 'components']);
     this.ajv.addFormat('uuid', isUuid);
-    this.ajv.addFormat('uri', (value: string) => URL.canParse(value));
+    for (const [name, format] of Object.entries(this.urlFormats)) this.ajv.addFormat(name, (value: string) => format.problem(value) === undefined);
     this.ajv.addFormat('date-time', (value: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value)));
     this.ajv.addFormat('lowercase-uuid', (value: string) => isUuid(value) && value === value.toLowerCase());
     this.ajv.addFormat('email', (value: string) => EMAIL.test(value));
@@ -101,7 +109,7 @@ export class SchemaRegistry {
   problems(name: string, value: unknown): FieldError[] {
     if (depthOf(value) > MAX_JSON_DEPTH) return [{ field: 'body', message: `nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep` }];
     const validate = this.validator(name);
-    if (!validate(value)) return toFieldErrors(validate.errors ?? [], value, (name) => this.schemas[name]);
+    if (!validate(value)) return toFieldErrors(validate.errors ?? [], value, (name) => this.schemas[name], this.urlFormats);
     return unstorableStrings(value);
   }
 }
@@ -164,7 +172,7 @@ export function ref(name: string): { $ref: string } {
 /** Ajv's errors as `{field, message}` with `a.b[2].c` paths, most specific first, without duplicates. */
 type Resolve = (name: string) => SchemaObject | undefined;
 
-export function toFieldErrors(errors: ErrorObject[], body: unknown, resolve: Resolve = () => undefined): FieldError[] {
+export function toFieldErrors(errors: ErrorObject[], body: unknown, resolve: Resolve = () => undefined, urlFormats: Record<string, UrlFormat> = URL_FORMATS): FieldError[] {
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
     return [{ field: 'body', message: 'must be a JSON object' }];
   }
@@ -173,7 +181,7 @@ export function toFieldErrors(errors: ErrorObject[], body: unknown, resolve: Res
   for (const error of errors) {
     // Ajv adds a summary ("property name must be valid") after the error that says why.
     if (error.keyword === 'propertyNames') continue;
-    const { field, message } = describe(error, resolve);
+    const { field, message } = describe(error, resolve, urlFormats);
     const key = `${field}\u0000${message}`;
     if (!seen.has(key)) {
       seen.add(key);
@@ -183,10 +191,10 @@ export function toFieldErrors(errors: ErrorObject[], body: unknown, resolve: Res
   return out;
 }
 
-function describe(error: ErrorObject, resolve: Resolve): FieldError {
+function describe(error: ErrorObject, resolve: Resolve, urlFormats: Record<string, UrlFormat>): FieldError {
   if (error.propertyName !== undefined) {
     // A map's key broke the rule: name the key, and say the rule is about keys.
-    const { message } = describe({ ...error, propertyName: undefined }, resolve);
+    const { message } = describe({ ...error, propertyName: undefined }, resolve, urlFormats);
     const parent = pathOf(error.instancePath);
     return { field: parent ? `${parent}.${error.propertyName}` : error.propertyName, message: `is not an accepted key: it ${message}` };
   }
@@ -208,8 +216,13 @@ function describe(error: ErrorObject, resolve: Resolve): FieldError {
       return { field: path, message: `must be ${JSON.stringify(params.allowedValue)}` };
     case 'type':
       return { field: path || 'body', message: `must be ${article(String(params.type))}` };
-    case 'format':
+    case 'format': {
+      // A URL format says which of its rules the value breaks (Ajv's verbose errors carry the value).
+      const url = urlFormats[String(params.format)];
+      const problem = url && typeof error.data === 'string' ? url.problem(error.data) : undefined;
+      if (url) return { field: path, message: problem ? `must be ${url.name}: it ${problem}` : `must be ${url.name}` };
       return { field: path, message: `must be ${FORMAT_NAMES[String(params.format)] ?? `a valid ${String(params.format)}`}` };
+    }
     case 'discriminator':
       return params.error === 'mapping'
         ? { field: child(String(params.tag)), message: `is not a known ${String(params.tag)}${mappingHint(error, resolve)}` }
@@ -240,7 +253,6 @@ function pathOf(instancePath: string): string {
 const FORMAT_NAMES: Record<string, string> = {
   uuid: 'a UUID',
   'lowercase-uuid': 'an id as the API writes it (a lower-case UUID)',
-  uri: 'an absolute URL',
   email: 'an email address',
   'ip-or-cidr': 'an IP address or a CIDR block (e.g. 10.0.0.0/8)',
 };

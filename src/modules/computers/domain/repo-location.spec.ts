@@ -16,8 +16,14 @@ describe('locateRepo', () => {
     }
   });
 
+  it('answers remote URLs in their normalized form, scp-style addresses as given', () => {
+    expect(locateRepo('HTTPS://GitHub.com:443/acme/app.git', undefined)).toEqual({ kind: 'remote', url: 'https://github.com/acme/app.git' });
+    expect(locateRepo('ssh://git@Host.example:22/app.git', undefined)).toEqual({ kind: 'remote', url: 'ssh://git@host.example:22/app.git' });
+    expect(locateRepo('git@github.com:acme/<app>.git', undefined)).toHaveProperty('error');
+  });
+
   it('refuses a password in the URL, other transports, relative paths and option-like strings', () => {
-    for (const repo of ['https://user:secret@github.com/acme/app.git', 'ext::sh -c touch% /tmp/pwned', 'relative/path', '-oProxyCommand=x', 'ftp://host/app', 'https://', 'a b']) {
+    for (const repo of ['https://user:secret@github.com/acme/app.git', 'https://token@github.com/acme/app.git', 'http:\\\\host/app', 'ext::sh -c touch% /tmp/pwned', 'relative/path', '-oProxyCommand=x', 'ftp://host/app', 'https://', 'a b']) {
       expect(locateRepo(repo, root)).toHaveProperty('error');
     }
   });

@@ -1,24 +1,29 @@
 import { realpathSync } from 'node:fs';
 import { basename, isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkUrl, URL_HTML_CHARACTERS, URL_UNSAFE_CHARACTERS, UrlRule } from '../../../platform/http/urls';
+import { REPO_LIMITS } from './computer';
 
 /** Where a repo string points: a network remote, or a path on this host. */
 export type RepoLocation = { kind: 'remote'; url: string } | { kind: 'local'; path: string };
 
 /** `user@host:path`; neither user nor host may start with `-` (it would read as an ssh option). */
 const SCP_LIKE = /^[A-Za-z0-9._][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:[^\s]+$/;
-const REMOTE_PROTOCOLS = new Set(['https:', 'http:', 'ssh:', 'git:']);
+/** Remote URLs: the shared URL rules (src/platform/http/urls.ts), stored in their normalized form. */
+const REMOTE_URL: UrlRule = { schemes: ['https:', 'http:', 'ssh:', 'git:'], maxLength: REPO_LIMITS.maxLength, credentials: 'refuse', query: true, fragment: false };
 
 /**
- * Reads a repo string, or says which rule it breaks. Remote URLs are https, http, ssh or git, or
- * an scp-style address (`git@host:org/repo.git`), without a password in them (it would be stored
- * and shown back). Local paths and file:// URLs only resolve under `localRoot`, the directory the
- * operator allows; with none, they are refused, so no caller can make the server clone its own files.
+ * Reads a repo string, or says which rule it breaks. Remote URLs are https, http, ssh or git
+ * (normalized: `url` is the form to store), or an scp-style address (`git@host:org/repo.git`, kept
+ * as given), without credentials in them (they would be stored and shown back). Local paths and
+ * file:// URLs only resolve under `localRoot`, the directory the operator allows; with none, they
+ * are refused, so no caller can make the server clone its own files.
  */
 export function locateRepo(repo: string, localRoot: string | undefined): RepoLocation | { error: string } {
-  // eslint-disable-next-line no-control-regex -- finding control characters is the point
-  if (/[\s\u0000-\u001f]/.test(repo)) return { error: 'must not contain whitespace or control characters' };
-  if (SCP_LIKE.test(repo)) return { kind: 'remote', url: repo };
+  if (/\s/.test(repo) || URL_UNSAFE_CHARACTERS.test(repo)) return { error: 'must not contain whitespace, control or invisible characters' };
+  if (SCP_LIKE.test(repo)) {
+    return URL_HTML_CHARACTERS.test(repo) ? { error: 'must not contain any of < > " \' { } | \\ ^ `' } : { kind: 'remote', url: repo };
+  }
   let path: string | undefined;
   if (repo.startsWith('file:')) {
     try {
@@ -29,18 +34,12 @@ export function locateRepo(repo: string, localRoot: string | undefined): RepoLoc
   } else if (isAbsolute(repo)) {
     path = repo;
   } else {
-    let url: URL | undefined;
-    try {
-      url = new URL(repo);
-    } catch {
-      url = undefined;
-    }
-    if (!url || !REMOTE_PROTOCOLS.has(url.protocol) || !url.hostname) {
+    if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(repo)) {
       return { error: 'must be an https, http, ssh or git URL, an scp-style address (git@host:org/repo.git), or a local path the operator allows' };
     }
-    if (url.hostname.startsWith('-') || url.username.startsWith('-')) return { error: 'must not have a host or user starting with "-"' };
-    if (url.password) return { error: 'must not contain a password; give the server access another way (a deploy key, a credential helper)' };
-    return { kind: 'remote', url: repo };
+    const verdict = checkUrl(repo, REMOTE_URL);
+    if (!verdict.ok) return { error: verdict.message };
+    return { kind: 'remote', url: verdict.href };
   }
   if (localRoot === undefined) {
     return { error: 'is a local path or file:// URL, and this server allows none (the operator sets LOCAL_REPOS_DIR to allow one directory)' };

@@ -88,7 +88,10 @@ export const computerSchemas = new SchemaRegistry('computers').add({
       items: { type: 'string', minLength: 1, maxLength: REPO_LIMITS.maxLength },
       description:
         'Managed only. At most 20 git repositories to clone, each at most 2048 characters: https, http, ssh or git URLs or scp-style addresses, ' +
-        'or local paths and file:// URLs under the directory the operator allows (`LOCAL_REPOS_DIR`; none by default).',
+        'or local paths and file:// URLs under the directory the operator allows (`LOCAL_REPOS_DIR`; none by default). ' +
+        'URLs are stored normalized (WHATWG URL form: `HTTPS://GitHub.com:443/a/b.git` is stored as `https://github.com/a/b.git`) and must name a host, ' +
+        'with no credentials (`user:password@`; an ssh or git user name alone is fine) and no fragment; no repo may hold whitespace or control characters, ' +
+        'and URLs and scp-style addresses none of `<>"\'{}|\\^`` unencoded. Paths and scp-style addresses are stored as given.',
     },
     autoInstallDeps: { type: 'boolean', description: 'Managed only. Install each repo\'s dependencies with the package manager its lockfile names.' },
     serviceAccountId: {

@@ -1,4 +1,4 @@
-import { checkModel, effectiveModelPolicy } from './model-policy';
+import { checkModel, effectiveModelPolicy, underBase } from './model-policy';
 import { defaultSettings, EnterpriseSettings } from './settings';
 
 const USER = '0190a000-0000-7000-8000-000000000001';
@@ -40,6 +40,28 @@ describe('checkModel', () => {
     expect(checkModel(settings((x) => (x.modelPolicy.allowCustomModels = false)), USER, 'custom:llama')?.rule).toBe('modelPolicy.allowCustomModels');
     expect(checkModel(settings((x) => (x.modelPolicy.allowedBaseUrls = ['https://llm.example.co'])), USER, 'custom:llama')?.rule).toBe('modelPolicy.allowedBaseUrls');
     expect(checkModel(settings((x) => (x.modelPolicy.allowedBaseUrls = ['https://llm.example.com/'])), USER, 'custom:llama')).toBeNull();
+  });
+
+  it('compares base URLs as parsed URLs: scheme, host and port equal, path by whole segments', () => {
+    const base = 'https://llm.example.com/v1';
+    for (const url of ['https://llm.example.com/v1', 'https://llm.example.com/v1/', 'https://llm.example.com/v1/chat', 'HTTPS://LLM.example.com:443/v1/x']) {
+      expect(underBase(url, base)).toBe(true);
+    }
+    for (const url of [
+      'https://llm.example.com/v10',
+      'https://llm.example.com/v1/../admin',
+      'https://llm.example.com/v1%2F..%2Fadmin',
+      'http://llm.example.com/v1',
+      'https://llm.example.com:8443/v1',
+      'https://llm.example.com.evil.example/v1',
+      'https://llm.example.com@evil.example/v1',
+      'https://evil.example/?https://llm.example.com/v1',
+      'not a url',
+    ]) {
+      expect(underBase(url, base)).toBe(false);
+    }
+    expect(underBase('https://llm.example.com/anything', 'https://llm.example.com/')).toBe(true);
+    expect(underBase('https://llm.example.com/v1', 'https://llm.example.com/v1?x')).toBe(false);
   });
 
   it('lays a user\'s policy over the organization\'s', () => {

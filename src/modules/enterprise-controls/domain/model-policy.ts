@@ -50,10 +50,20 @@ export function checkModel(settings: EnterpriseSettings, userId: string, model: 
   return null;
 }
 
-/** `https://llm.example.com/v1` is under `https://llm.example.com` and under itself, not under `https://llm.example.co`. */
-function underBase(url: string, base: string): boolean {
-  const trimmed = base.replace(/\/+$/, '');
-  return url === trimmed || url.startsWith(`${trimmed}/`);
+/**
+ * `https://llm.example.com/v1/chat` is under `https://llm.example.com/v1` and under itself, not under
+ * `https://llm.example.co`, `https://llm.example.com:8443` or `https://llm.example.com/v10`. Compared as
+ * parsed URLs (scheme, host and port equal; path segment by segment), so no spelling of either
+ * (case, default port, `..`, a user name before the host) can pass for another.
+ */
+export function underBase(url: string, base: string): boolean {
+  if (!URL.canParse(url) || !URL.canParse(base)) return false;
+  const target = new URL(url);
+  const prefix = new URL(base);
+  if (target.username !== '' || target.password !== '' || prefix.search !== '' || prefix.hash !== '') return false;
+  if (target.protocol !== prefix.protocol || target.host !== prefix.host) return false;
+  const path = prefix.pathname.replace(/\/+$/, '');
+  return target.pathname === path || target.pathname.startsWith(`${path}/`);
 }
 
 /** Whether `checkModel` can refuse any model to this user; false under the open defaults. */

@@ -32,7 +32,15 @@ const map = (values: SchemaObject, description: string, keys: SchemaObject = map
   additionalProperties: values,
   description: `${description} At most ${maxEntries} entries; keys 1-256 characters.`,
 });
-const httpUrl: SchemaObject = { type: 'string', maxLength: L.string, format: 'uri', pattern: '^https?://' };
+/** Checked by the shared URL checker (src/platform/http/urls.ts); stored as its normalized form. */
+const httpUrl = (description: string): SchemaObject => ({
+  type: 'string',
+  maxLength: L.string,
+  format: 'http-base-url',
+  description:
+    `${description} An absolute http or https URL, at most ${L.string} characters, stored normalized (\`HTTPS://Example.COM:443/v1\` is stored as \`https://example.com/v1\`): ` +
+    'a host, no credentials (`user:password@`) or fragment (a query is kept, after the path the server adds), no whitespace or control characters, and none of `<>"\'{}|\\^`` unencoded.',
+});
 const email: SchemaObject = { type: 'string', maxLength: 254, format: 'email' };
 const userId: SchemaObject = { type: 'string', format: 'lowercase-uuid' };
 const positive = (max: number, description?: string): SchemaObject => ({ type: 'integer', minimum: 1, maximum: max, ...(description ? { description } : {}) });
@@ -48,7 +56,10 @@ const modelPolicyProperties: Record<string, SchemaObject> = {
   allowedModelIds: list(text(256), 'Models allowed when `allowAllServiceModels` is off, and opted-in models.'),
   blockedModelIds: list(text(256), 'Models nobody may use, custom ones included; checked first.'),
   allowCustomModels: bool('Whether sessions may use the organization\'s `customModels`.'),
-  allowedBaseUrls: list(httpUrl, 'When not empty, a custom model\'s `baseUrl` must start with one of these.'),
+  allowedBaseUrls: list(
+    httpUrl('A base URL custom models may call.'),
+    'When not empty, a custom model\'s `baseUrl` must be under one of these: the same scheme, host and port, and a path equal to or below the base\'s path.',
+  ),
   allowAllServiceModels: bool('Whether every model that is not custom is allowed (except blocked and opt-in ones).'),
   isFastModelsAllowed: bool('Served to agents, which enforce it (the server keeps no model catalogue).'),
   requireExplicitOptInModelIds: list(text(256), 'Models allowed only when also listed in `allowedModelIds`.'),
@@ -141,7 +152,7 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
       id: text(256, 'What sessions name as their `model` to use this one; unique within `customModels`.'),
       model: text(256, 'The model name the vendor\'s API expects.'),
       index: { type: 'integer', minimum: 0, maximum: 10_000, description: 'Display order.' },
-      baseUrl: { ...httpUrl, description: 'The vendor API\'s address (http or https).' },
+      baseUrl: httpUrl('The vendor API\'s address.'),
       apiKey: {
         type: 'string',
         minLength: 1,
@@ -165,7 +176,10 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
       },
       extraArgs: { type: 'object', maxProperties: 100, description: 'Extra request parameters, any JSON; at most 100.' },
       noImageSupport: bool(),
-      cloudModelConfig: closed([], Object.fromEntries(CLOUD_MODEL_CONFIG_FIELDS.map((field) => [field, text()]))),
+      cloudModelConfig: closed([], {
+        ...Object.fromEntries(CLOUD_MODEL_CONFIG_FIELDS.map((field) => [field, text()])),
+        cloudBaseUrl: httpUrl('The cloud provider\'s endpoint, served to agents.'),
+      }),
       baseModelId: text(256, 'The model this one derives from (the spec leaves its type open; a string here).'),
       useInRouter: bool(),
     },

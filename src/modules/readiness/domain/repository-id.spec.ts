@@ -1,4 +1,4 @@
-import { canonicalRepository, repositoryId, toRepoUrl } from './repository-id';
+import { canonicalRepository, checkRepoUrl, repositoryId, toRepoUrl } from './repository-id';
 
 describe('repository ids', () => {
   it('gives every spelling of one repository the same id', () => {
@@ -32,6 +32,18 @@ describe('repository ids', () => {
     expect(toRepoUrl('ftp://host/repo')).toBeUndefined();
     expect(toRepoUrl('https://github.com/acme/%zz')).toBeUndefined();
     expect(toRepoUrl('git@[::1]:acme/repo.git')).toBeUndefined();
+  });
+
+  it('stores the normalized form, so every spelling of one URL is stored once', () => {
+    expect(toRepoUrl('HTTPS://GitHub.COM:443/acme/api.git')).toBe('https://github.com/acme/api.git');
+    expect(toRepoUrl('ssh://git@GitHub.COM/acme/api')).toBe('ssh://git@github.com/acme/api');
+    expect(toRepoUrl('https://github.com/acme/ä')).toBe('https://github.com/acme/%C3%A4');
+  });
+
+  it('refuses what WHATWG parsing would strip or rewrite', () => {
+    for (const bad of [' https://github.com/a/b', 'https://github.com/a/b\t', 'https://github.com/a b', 'http:\\\\github.com/a/b', 'http:///github.com/a/b', 'https://github.com/<script>', 'git@github.com:a/<b>', 'https://github.com', 'file:///']) {
+      expect(checkRepoUrl(bad)).toMatchObject({ ok: false });
+    }
   });
 
   it('drops credentials from web URLs and passwords from any', () => {

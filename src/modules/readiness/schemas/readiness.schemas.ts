@@ -1,6 +1,7 @@
 import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
 import { CRITERION_ID_PATTERN, LEVEL_NAMES } from '../domain/criteria';
 import { REASONING_EFFORTS, REPORT_LIMITS } from '../domain/report';
+import { REPOSITORY_URL_FORMAT } from '../domain/repository-id';
 
 const closed = closedObject;
 const L = REPORT_LIMITS;
@@ -8,8 +9,17 @@ const line = (max: number, description?: string): SchemaObject => ({ type: 'stri
 
 const reportFields = (forUpload: boolean): Record<string, SchemaObject> => ({
   repoUrl: forUpload
-    ? line(L.repoUrl, 'The repository evaluated: an http(s), ssh, git or file URL, or an scp-like address (`git@host:org/repo.git`, stored as its ssh:// URL). Its normalized form gives the repository id.')
-    : { type: 'string', format: 'uri', description: 'The repository evaluated.' },
+    ? {
+        ...line(
+          L.repoUrl,
+          'The repository evaluated: an http(s), ssh, git or file URL, or an scp-like address (`git@host:org/repo.git`, stored as its ssh:// URL), ' +
+            `at most ${L.repoUrl} characters. Stored normalized (WHATWG URL form: \`HTTPS://GitHub.com:443/a/b\` is stored as \`https://github.com/a/b\`), ` +
+            'without credentials (`user:password@` of an http(s) URL, a password of any: dropped). Refused: whitespace or control characters anywhere, ' +
+            'any of `<>"\'{}|\\^`` unencoded, `scheme:` without `//`, no host (but `file:`), no path. The canonical form gives the repository id.',
+        ),
+        format: 'repository-url',
+      }
+    : { type: 'string', format: 'uri', description: 'The repository evaluated, as stored (normalized).' },
   apps: {
     type: 'object',
     maxProperties: L.apps,
@@ -34,7 +44,7 @@ const reportFields = (forUpload: boolean): Record<string, SchemaObject> => ({
 });
 
 /** The Readiness module's JSON Schemas: the spec's report (closed) and the upload body. */
-export const readinessSchemas = new SchemaRegistry('readiness').add({
+export const readinessSchemas = new SchemaRegistry('readiness', { 'repository-url': REPOSITORY_URL_FORMAT }).add({
   CriterionEvaluation: closed(['numerator', 'denominator', 'rationale'], {
     numerator: { type: 'number', minimum: 0, description: 'Places that pass; at most `denominator`.' },
     denominator: { type: 'number', minimum: 1, description: 'Places the criterion applies to (1 for a repository criterion, the applications for an application criterion).' },
