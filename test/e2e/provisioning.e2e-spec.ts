@@ -78,7 +78,7 @@ describe('Provisioning', () => {
       expect(created.status).toBe(201);
       const active = await until(() => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'active');
       const elapsed = Date.now() - started;
-      expect(active.body.status).toBe('active');
+      expect({ status: active.body.status, steps: active.body.provisioningSteps }).toMatchObject({ status: 'active' });
       const steps = (active.body.provisioningSteps as Body[]).map((s) => `${s.id} ${s.completedAt - s.startedAt} ms`).join(', ');
       console.log(`A managed computer with one small repo (npm ci) became active in ${elapsed} ms (${steps})`);
       for (const step of active.body.provisioningSteps as Body[]) {
@@ -93,7 +93,8 @@ describe('Provisioning', () => {
       const repo = await createGitRepo(root, 'nul-output', npmProject('nul-output', 'node -e "process.stdout.write(String.fromCharCode(97, 0, 98))"'));
       const created = await api(base, owner, 'POST', '/api/v0/computers', { name: 'nul', provider: 'local', repos: [repo], autoInstallDeps: true });
       const done = await until(() => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'active');
-      expect(done.body.status).toBe('active');
+      // On failure, the steps (with their error) show in the diff.
+      expect({ status: done.body.status, steps: done.body.provisioningSteps }).toMatchObject({ status: 'active' });
       const log = await api(base, owner, 'GET', `/api/v0/sessions/${done.body.provisioningSteps[0].installSessionId}/messages?limit=100`);
       expect((log.body.messages as Body[]).some((m) => (m.content[0].text as string).includes('a\uFFFDb'))).toBe(true);
     });
@@ -250,7 +251,8 @@ describe('Provisioning', () => {
           (r) => r.body.status !== 'provisioning',
           'the computer to finish',
         );
-        expect(done.body.status).toBe('active');
+        // On failure, the steps (with their error) show in the diff.
+        expect({ status: done.body.status, steps: done.body.provisioningSteps }).toMatchObject({ status: 'active' });
         const starts = await stepStarts(second.url, owner, done.body.provisioningSteps[0].installSessionId);
         expect(starts).toEqual(['create-computer', 'clone-repos', 'install-dependencies', 'install-dependencies']);
         // The server that took the step over stopped the dead one's install before running its own.
