@@ -327,7 +327,8 @@ export class ComputersService {
     if (!isAdmin(principal.role)) {
       throw new ComputersError(ComputersErrorCode.ReadOnlyRole, 'Only owners and managers may create computers for a service account.');
     }
-    if (!isUuid(serviceAccountId) || !(await this.organizations.isMember(principal.organizationId, serviceAccountId))) {
+    // A person of the organization is no service account: the same 404 as an unknown id or another organization's user.
+    if (!isUuid(serviceAccountId) || !(await this.organizations.isServiceAccount(principal.organizationId, serviceAccountId))) {
       throw new ComputersError(ComputersErrorCode.ServiceAccountNotFound, `No service account ${serviceAccountId} exists in your organization.`, {
         field: 'serviceAccountId',
       });

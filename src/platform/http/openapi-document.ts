@@ -98,8 +98,10 @@ poetry, pipenv, bundler, composer, cargo, go), with npm-family package scripts o
 name); \`repos\` at most 20, each 1-2048 characters; \`provider\`, \`serviceAccountId\` and \`source.templateId\` at least 1.
 Repos are https, http, ssh or git URLs or scp-style addresses, without a password; local paths and file:// URLs only under the
 one directory the operator allows (\`LOCAL_REPOS_DIR\`, none by default), so no caller can make the server clone its own files.
-\`serviceAccountId\` (owners and managers) creates the computer for that user of the organization
-(\`ownerPrincipalKind: service_account\`). Enterprise controls \`managedComputersEnabled\` / \`byomComputersEnabled\` and their
+\`serviceAccountId\` (owners and managers) creates the computer for that service account of the organization
+(\`ownerPrincipalKind: service_account\`); an id that names a person, another organization's user or nobody is **404**
+\`service_account_not_found\`. Service accounts are users of kind \`service_account\`, made by the operator
+(\`service-account:create\` in the CLI). Enterprise controls \`managedComputersEnabled\` / \`byomComputersEnabled\` and their
 allowed-email lists (empty: everyone) gate creation: **403** \`computer_provider_disabled\` or \`computer_creation_not_allowed\`.
 
 **source.** \`{kind: "template", templateId}\` names a template of the provider (\`local\` offers \`blank\`, an empty workspace), or
