@@ -21,8 +21,9 @@ Missing, malformed, unknown, revoked or expired credentials answer **401**.
 **Token lifetime and JWT issuance** (not shown in the spec; our decision): API keys last until revoked, or
 until an optional \`expiresAt\` chosen at creation. The server issues no JWTs; it accepts JWTs from the
 operator's identity provider, signed HS256 with \`JWT_SECRET\` or by a key published at \`JWT_JWKS_URL\`.
-A JWT must carry \`exp\`, \`sub\` (the user id) and \`org_id\` (the organization id); \`iss\`/\`aud\` are checked
-when \`JWT_ISSUER\`/\`JWT_AUDIENCE\` are set. The user's role and the organization's features are read from the
+A JWT must carry \`exp\`, \`iat\`, \`sub\` (the user id) and \`org_id\` (the organization id); one issued more than
+\`JWT_MAX_AGE_SECONDS\` (default 86400) ago, valid for longer than that (\`exp - iat\`), or with an \`iat\` more than 60 s
+ahead of the server's clock is **401**. \`iss\`/\`aud\` are checked when \`JWT_ISSUER\`/\`JWT_AUDIENCE\` are set. The user's role and the organization's features are read from the
 server, not the token; each instance reuses a credential's lookup for \`AUTH_CACHE_MS\` (default 1 s), so a role or
 feature change takes effect within that time. A key revoked through an instance stops working there at once, on
 other instances within \`AUTH_CACHE_MS\`; an expired key stops at once everywhere.
@@ -291,7 +292,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
     .setVersion(API_VERSION)
     .setDescription(DESCRIPTION.trim())
     .addServer(config.baseUrl, '{base_url}')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key (apk_...) or a JWT.' }, 'bearer');
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key (apk_...) or a JWT (exp, iat, sub, org_id; at most JWT_MAX_AGE_SECONDS old and long-lived).' }, 'bearer');
   const document = SwaggerModule.createDocument(app, builder.build());
   // The JSON Schemas that validate request bodies are published as they are.
   document.components ??= {};
