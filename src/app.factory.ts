@@ -10,6 +10,8 @@ import { errorBody, errorFlavourOf } from './platform/http/error-body';
 import { docsArePublic, setupOpenApi } from './platform/http/openapi-document';
 import { installRequestBodies } from './platform/http/request-bodies';
 import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
+import { installSecurityHeaders } from './platform/http/security-headers';
+import { ServerDetails } from './platform/http/server-details';
 import { createValidationPipe } from './platform/http/validation';
 import { answerClientError, installAccessLog, logUnroutable } from './platform/logging/access-log';
 import { RateLimits, RateLimitSubject } from './platform/rate-limit';
@@ -50,6 +52,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const fastify = app.getHttpAdapter().getInstance();
   const authentication = app.get(RequestAuthentication);
   const rateLimits = app.get(RateLimits);
+  installSecurityHeaders(fastify, config);
   await rateLimits.install(fastify);
   // First, so that requests refused at the edge are logged too.
   installAccessLog(fastify, config.LOG_LEVEL, (request) =>
@@ -68,7 +71,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
       throw error;
     }
   });
-  app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES));
+  app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES, new ServerDetails(config)));
   app.useGlobalPipes(createValidationPipe());
   setupOpenApi(app, config);
   await app.init();

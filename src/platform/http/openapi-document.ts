@@ -316,12 +316,16 @@ export function docsArePublic(fastify: FastifyInstance): void {
   });
 }
 
-/** Swagger UI at /docs, the document at /docs-json and /docs-yaml; the Authorize button remembers the key. */
+/**
+ * Swagger UI at /docs, the document at /docs-json and /docs-yaml. The key given to Authorize lives only as long
+ * as the page (never in the browser's storage, where any script of the origin could read it later), and no
+ * validator outside this server is asked about the document.
+ */
 export function setupOpenApi(app: INestApplication, config: AppConfig): void {
   SwaggerModule.setup(DOCS_PATH, app, () => buildOpenApiDocument(app, config), {
     jsonDocumentUrl: 'docs-json',
     yamlDocumentUrl: 'docs-yaml',
     customSiteTitle: 'Agent Platform API',
-    swaggerOptions: { persistAuthorization: true },
+    swaggerOptions: { persistAuthorization: false, validatorUrl: null },
   });
 }
