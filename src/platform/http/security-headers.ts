@@ -13,11 +13,13 @@ import { edgeConfigOf } from './route-config';
  *   carries `<style>` blocks and `style` attributes, and styles cannot run code. `connect-src` names the API's own
  *   addresses, which "Try it out" calls.
  */
+export const ALWAYS = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' } as const;
+
 export function installSecurityHeaders(fastify: FastifyInstance, config: AppConfig): void {
   const csp = contentSecurityPolicy(config);
   fastify.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    reply.header('x-content-type-options', 'nosniff');
-    if (!(reply.hasHeader('cache-control') && edgeConfigOf(request).public)) reply.header('cache-control', 'no-store');
+    reply.header('x-content-type-options', ALWAYS['x-content-type-options']);
+    if (!(reply.hasHeader('cache-control') && edgeConfigOf(request).public)) reply.header('cache-control', ALWAYS['cache-control']);
     if (String(reply.getHeader('content-type') ?? '').startsWith('text/html')) reply.header('content-security-policy', csp);
     return payload;
   });
