@@ -2,6 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppConfig } from '../../config/app-config';
 import { edgeConfigOf } from './route-config';
 
+/** On every answer; set directly where the onSend hook does not run (errors before routing, malformed HTTP). */
+export const ALWAYS = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' } as const;
+
 /**
  * What every response says about itself, set in one onSend hook (errors from the request edge included):
  * - `X-Content-Type-Options: nosniff` everywhere: a JSON body is never run as a script or rendered as HTML.
@@ -13,8 +16,6 @@ import { edgeConfigOf } from './route-config';
  *   carries `<style>` blocks and `style` attributes, and styles cannot run code. `connect-src` names the API's own
  *   addresses, which "Try it out" calls.
  */
-export const ALWAYS = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' } as const;
-
 export function installSecurityHeaders(fastify: FastifyInstance, config: AppConfig): void {
   const csp = contentSecurityPolicy(config);
   fastify.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
@@ -25,7 +26,7 @@ export function installSecurityHeaders(fastify: FastifyInstance, config: AppConf
   });
 }
 
-export function contentSecurityPolicy(config: AppConfig): string {
+function contentSecurityPolicy(config: AppConfig): string {
   const apiOrigins = [...new Set([config.baseUrl, config.appUrl].map((url) => new URL(url).origin))];
   return [
     "default-src 'none'",
