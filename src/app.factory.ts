@@ -10,6 +10,8 @@ import { errorBody, errorFlavourOf } from './platform/http/error-body';
 import { docsArePublic, setupOpenApi } from './platform/http/openapi-document';
 import { installRequestBodies } from './platform/http/request-bodies';
 import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
+import { ALWAYS, installSecurityHeaders } from './platform/http/security-headers';
+import { ServerDetails } from './platform/http/server-details';
 import { createValidationPipe } from './platform/http/validation';
 import { answerClientError, installAccessLog, logUnroutable } from './platform/logging/access-log';
 import { RateLimits, RateLimitSubject } from './platform/rate-limit';
@@ -33,7 +35,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
       const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;
       const body = JSON.stringify(errorBody(errorFlavourOf(request.url), status, 'The request URL is malformed.', request.id, { code: 'malformed_url' }));
-      void reply.code(status).header(REQUEST_ID_HEADER, request.id).type('application/json; charset=utf-8').send(body);
+      // Before routing: the onSend hook that sets these does not run for this answer.
+      void reply.code(status).header(REQUEST_ID_HEADER, request.id).headers(ALWAYS).type('application/json; charset=utf-8').send(body);
       logUnroutable(request, status, Buffer.byteLength(body));
     },
   });
@@ -50,6 +53,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const fastify = app.getHttpAdapter().getInstance();
   const authentication = app.get(RequestAuthentication);
   const rateLimits = app.get(RateLimits);
+  installSecurityHeaders(fastify, config);
   await rateLimits.install(fastify);
   // First, so that requests refused at the edge are logged too.
   installAccessLog(fastify, config.LOG_LEVEL, (request) =>
@@ -68,7 +72,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
       throw error;
     }
   });
-  app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES));
+  app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES, new ServerDetails(config)));
   app.useGlobalPipes(createValidationPipe());
   setupOpenApi(app, config);
   await app.init();

@@ -1,6 +1,7 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { isEmail } from 'class-validator';
-import { ApiKeysService, OrganizationsService, Role, ROLES } from '../modules/auth';
+import { ApiKeysService, OrganizationsService, Role, ROLES, UserKind } from '../modules/auth';
+import type { UserEntity } from '../modules/auth/entities';
 import { OrganizationFeatures } from '../modules/auth/entities/organization.entity';
 
 export class UsageError extends Error {}
@@ -8,7 +9,11 @@ export class UsageError extends Error {}
 export const USAGE = `Usage: npm run cli -- <command> [arguments]
 
   org:create <slug> <name>                      create an organization
-  user:create <org> <email> <name> <role>       add a user (role: ${ROLES.join(', ')})
+  user:create <org> <email> <name> <role>       add a person (role: ${ROLES.join(', ')})
+  service-account:create <org> <email> <name> [role]
+                                                add a service account (role default member): computers
+                                                may be created for it (serviceAccountId); key:create
+                                                gives it API keys
   key:create <org> <email> [name] [expiresAt]   create an API key for a user; prints it once
   key:revoke <apiKeyId>                         revoke an API key at once
   feature:enable <org> message-history          enable an organization feature
@@ -44,6 +49,15 @@ function feature(value: string): keyof OrganizationFeatures {
   return name;
 }
 
+function role(value: string): Role {
+  if (!ROLES.includes(value as Role)) throw new UsageError(`Unknown role "${value}"; roles: ${ROLES.join(', ')}.`);
+  return value as Role;
+}
+
+function userView(user: UserEntity) {
+  return { id: user.id, organizationId: user.organizationId, email: user.email, name: user.name, role: user.role, kind: user.kind };
+}
+
 function setFeature(enabled: boolean): Command {
   return async (app, args) => {
     expectArgs(args, 2, 2);
@@ -60,10 +74,15 @@ export const COMMANDS: Record<string, Command> = {
   },
   'user:create': async (app, args) => {
     expectArgs(args, 4, 4);
-    const role = args[3] as Role;
-    if (!ROLES.includes(role)) throw new UsageError(`Unknown role "${args[3]}"; roles: ${ROLES.join(', ')}.`);
-    const user = await app.get(OrganizationsService).createUser(slug(args[0]), { email: email(args[1]), name: args[2], role });
-    return { id: user.id, organizationId: user.organizationId, email: user.email, name: user.name, role: user.role };
+    const user = await app.get(OrganizationsService).createUser(slug(args[0]), { email: email(args[1]), name: args[2], role: role(args[3]) });
+    return userView(user);
+  },
+  'service-account:create': async (app, args) => {
+    expectArgs(args, 3, 4);
+    const user = await app
+      .get(OrganizationsService)
+      .createUser(slug(args[0]), { email: email(args[1]), name: args[2], role: role(args[3] ?? Role.Member), kind: UserKind.ServiceAccount });
+    return userView(user);
   },
   'key:create': async (app, args) => {
     expectArgs(args, 2, 4);

@@ -93,6 +93,15 @@ export class AppConfig {
   @IsString()
   JWT_AUDIENCE?: string;
 
+  /**
+   * Oldest JWT accepted, in seconds since its `iat`; a JWT whose lifetime (`exp - iat`) is longer is refused
+   * too, so a token minted to last for ever is not accepted for ever.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(60)
+  JWT_MAX_AGE_SECONDS = 86_400;
+
   /** How long an idle pooled connection is kept. Default: never closed on PGlite (one session), 10 s on PostgreSQL. */
   @Transform(toInt)
   @IsOptional()
@@ -445,6 +454,7 @@ const ENV_KEYS = [
   'JWT_JWKS_URL',
   'JWT_ISSUER',
   'JWT_AUDIENCE',
+  'JWT_MAX_AGE_SECONDS',
   'DATABASE_IDLE_TIMEOUT_MS',
   'TRUST_PROXY',
   'REQUEST_TIMEOUT_MS',

@@ -212,9 +212,50 @@ describe('Auth', () => {
       const { privateKey } = await rsa;
       const token = await new SignJWT({ sub: user.userId, org_id: user.organizationId })
         .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+        .setIssuedAt()
         .setExpirationTime('5m')
         .sign(privateKey);
       expect((await listKeys({ Authorization: `Bearer ${token}` })).status).toBe(200);
+    });
+
+    describe('age (JWT_MAX_AGE_SECONDS, default 86400)', () => {
+      const now = () => Math.floor(Date.now() / 1000);
+      const DAY = 86_400;
+      /** Signed with the right secret, for the right user: only iat and exp vary. */
+      const timed = (times: { iat?: number; exp: number }) => {
+        const jwt = new SignJWT({ sub: user.userId, org_id: user.organizationId }).setProtectedHeader({ alg: 'HS256' }).setExpirationTime(times.exp);
+        if (times.iat !== undefined) jwt.setIssuedAt(times.iat);
+        return jwt.sign(new TextEncoder().encode(JWT_SECRET));
+      };
+      const rs256 = async (times: { iat: number; exp: number }) =>
+        new SignJWT({ sub: user.userId, org_id: user.organizationId })
+          .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+          .setIssuedAt(times.iat)
+          .setExpirationTime(times.exp)
+          .sign((await rsa).privateKey);
+
+      it.each([
+        ['without iat (and a valid exp)', () => timed({ exp: now() + 300 }), 'invalid_credentials', /iat/],
+        ['issued two days ago, still unexpired', () => timed({ iat: now() - 2 * DAY, exp: now() + 300 }), 'expired_credentials', /issued more than 86400 s ago/],
+        ['issued just now but valid for ten years', () => timed({ iat: now(), exp: now() + 3650 * DAY }), 'invalid_credentials', /lifetime .* exceeds the 86400 s/],
+        ['one second longer-lived than the maximum', () => timed({ iat: now(), exp: now() + DAY + 1 }), 'invalid_credentials', /lifetime/],
+        ['issued five minutes in the future', () => timed({ iat: now() + 300, exp: now() + 600 }), 'invalid_credentials', /iat is in the future/],
+        ['from the JWKS, valid for ten years', () => rs256({ iat: now(), exp: now() + 3650 * DAY }), 'invalid_credentials', /lifetime/],
+        ['from the JWKS, issued two days ago', () => rs256({ iat: now() - 2 * DAY, exp: now() + 300 }), 'expired_credentials', /issued more than/],
+      ])('a JWT %s answers 401', async (_, token, code, detail) => {
+        const res = await listKeys({ Authorization: `Bearer ${await token()}` });
+        expect(res.status).toBe(401);
+        expectV0Error(res.body, 401, code);
+        expect(res.body.detail).toMatch(detail);
+      });
+
+      it.each([
+        ['valid for exactly the maximum', () => timed({ iat: now(), exp: now() + DAY })],
+        ['issued almost a day ago, about to expire', () => timed({ iat: now() - DAY + 120, exp: now() + 60 })],
+        ['issued 30 s ahead of the server clock (skew)', () => timed({ iat: now() + 30, exp: now() + 600 })],
+      ])('a JWT %s is accepted', async (_, token) => {
+        expect((await listKeys({ Authorization: `Bearer ${await token()}` })).status).toBe(200);
+      });
     });
 
     it.each([
@@ -234,6 +275,32 @@ describe('Auth', () => {
       const token = await hs256({ sub: user.userId, org_id: other.organizationId });
       expect((await listKeys({ Authorization: `Bearer ${token}` })).status).toBe(401);
     });
+  });
+});
+
+describe('JWT_MAX_AGE_SECONDS set lower', () => {
+  let t: TestApp;
+  let user: TestUser;
+
+  beforeAll(async () => {
+    t = await startTestApp({ JWT_SECRET, JWT_MAX_AGE_SECONDS: '120' });
+    user = await createUser(t, Role.Member);
+  });
+
+  afterAll(() => t.close());
+
+  const withLifetime = (seconds: number) =>
+    new SignJWT({ sub: user.userId, org_id: user.organizationId })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuedAt()
+      .setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
+      .sign(new TextEncoder().encode(JWT_SECRET));
+
+  it('refuses a five-minute JWT and accepts a one-minute one', async () => {
+    const long = await t.http().get('/settings/api-keys').set({ Authorization: `Bearer ${await withLifetime(300)}` });
+    expect(long.status).toBe(401);
+    expect(long.body.detail).toMatch(/exceeds the 120 s/);
+    expect((await t.http().get('/settings/api-keys').set({ Authorization: `Bearer ${await withLifetime(60)}` })).status).toBe(200);
   });
 });
 

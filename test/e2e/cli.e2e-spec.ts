@@ -22,7 +22,7 @@ describe('npm run cli', () => {
     const org = await json('org:create', 'initech', 'Initech');
     expect(org).toMatchObject({ slug: 'initech', name: 'Initech' });
     const user = await json('user:create', 'initech', 'Peter@Initech.example', 'Peter', 'manager');
-    expect(user).toMatchObject({ organizationId: org.id, email: 'peter@initech.example', role: 'manager' });
+    expect(user).toMatchObject({ organizationId: org.id, email: 'peter@initech.example', role: 'manager', kind: 'human' });
     const key = await json('key:create', 'initech', 'peter@initech.example', 'laptop');
     expect(key.key).toMatch(/^apk_/);
 
@@ -45,6 +45,29 @@ describe('npm run cli', () => {
     }
   });
 
+  it('creates a service account that computers may be created for, and a person they may not', async () => {
+    await json('org:create', 'globex', 'Globex');
+    const bot = await json('service-account:create', 'globex', 'ci@globex.example', 'CI');
+    expect(bot).toMatchObject({ email: 'ci@globex.example', role: 'member', kind: 'service_account' });
+    const person = await json('user:create', 'globex', 'hank@globex.example', 'Hank', 'owner');
+    const key = await json('key:create', 'globex', 'hank@globex.example');
+    const t = await startTestApp({}, database);
+    try {
+      const create = (serviceAccountId: string) =>
+        t
+          .http()
+          .post('/api/v0/computers')
+          .set('Authorization', `Bearer ${key.key}`)
+          .send({ name: 'ci', provider: 'byom', hostId: '01a1fdca-0000-7000-8000-00000000000a', remoteUser: 'ci', serviceAccountId });
+      const made = await create(bot.id);
+      expect(made.status).toBe(201);
+      expect(made.body).toMatchObject({ ownerId: bot.id, ownerPrincipalKind: 'service_account' });
+      expect((await create(person.id)).body).toMatchObject({ status: 404, metadata: { code: 'service_account_not_found' } });
+    } finally {
+      await t.close();
+    }
+  });
+
   it('toggles an organization feature', async () => {
     await json('org:create', 'hooli', 'Hooli');
     expect(await json('feature:enable', 'hooli', 'message-history')).toEqual({ organization: 'hooli', feature: 'message-history', enabled: true });
@@ -55,6 +78,8 @@ describe('npm run cli', () => {
     [['org:create', 'Bad Slug', 'x'], 64, /not a valid organization slug/],
     [['user:create', 'initech', 'not-an-email', 'X', 'owner'], 64, /not an email/],
     [['user:create', 'initech', 'x@initech.example', 'X', 'admin'], 64, /Unknown role/],
+    [['service-account:create', 'initech', 'bot@initech.example', 'Bot', 'admin'], 64, /Unknown role/],
+    [['service-account:create', 'initech', 'bot@initech.example'], 64, /Wrong number of arguments/],
     [['feature:enable', 'initech', 'teleport'], 64, /Unknown feature/],
     [['nonsense'], 64, /Unknown command/],
     [['org:create', 'initech', 'Initech again'], 1, /already exists/],

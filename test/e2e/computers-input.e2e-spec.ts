@@ -9,7 +9,7 @@ import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
 import { DEFAULT_CONTROLS, OrganizationControls, OrganizationControlsReader } from '../../src/modules/auth/organization-controls.reader';
 import { createGitRepo, reposRoot } from '../utils/git-fixtures';
-import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { createOrganization, createServiceAccount, createUser, TestUser } from '../utils/factories';
 import { expectInvalid as expectInvalidField, expectStatus, expectV0Error, messageFor } from '../utils/v0-errors';
 import { startTestApp, TestApp } from '../utils/test-app';
 
@@ -46,6 +46,8 @@ describe('Computers API (v0): input, roles and limits', () => {
   let member2: TestUser;
   let guest: TestUser;
   let outsider: TestUser; // owner of another organization
+  let bot: TestUser; // a service account of orgA
+  let outsiderBot: TestUser; // a service account of another organization
 
   beforeAll(async () => {
     root = await reposRoot();
@@ -66,6 +68,8 @@ describe('Computers API (v0): input, roles and limits', () => {
     member2 = await createUser(t, Role.Member, orgA);
     guest = await createUser(t, Role.Guest, orgA);
     outsider = await createUser(t, Role.Owner, await createOrganization(t));
+    bot = await createServiceAccount(t, orgA);
+    outsiderBot = await createServiceAccount(t, await createOrganization(t));
   });
 
   afterAll(() => t.close());
@@ -828,29 +832,35 @@ describe('Computers API (v0): input, roles and limits', () => {
 
     describe('serviceAccountId', () => {
       it('from a member: 403 read_only_role', async () => {
-        expectV0Error(await post(member, byomBody({ serviceAccountId: member2.userId })), 403, 'read_only_role');
+        expectV0Error(await post(member, byomBody({ serviceAccountId: bot.userId })), 403, 'read_only_role');
         expectV0Error(await post(member, byomBody({ serviceAccountId: member.userId })), 403, 'read_only_role');
       });
 
       it.each([
         ['an owner', () => owner],
         ['a manager', () => manager],
-      ])('from %s with a user of the organization: 201, owned by that service account', async (_, who) => {
-        const computer = await create(who(), localBody({ serviceAccountId: member2.userId }));
-        expect(computer).toMatchObject({ ownerPrincipalKind: 'service_account', ownerId: member2.userId });
-        expect(await get(owner, computer.id)).toMatchObject({ ownerPrincipalKind: 'service_account', ownerId: member2.userId });
-        // It belongs to the service account: its member sees it.
-        expect((await list(member2)).map((c) => c.id)).toContain(computer.id);
+      ])('from %s with a service account of the organization: 201, owned by that service account', async (_, who) => {
+        const computer = await create(who(), localBody({ serviceAccountId: bot.userId.toUpperCase() }));
+        expect(computer).toMatchObject({ ownerPrincipalKind: 'service_account', ownerId: bot.userId });
+        expect(await get(owner, computer.id)).toMatchObject({ ownerPrincipalKind: 'service_account', ownerId: bot.userId });
+        // It belongs to the service account: the service account's own key sees it.
+        expect((await list(bot)).map((c) => c.id)).toContain(computer.id);
       });
 
       it.each([
         ['an unknown UUID', () => randomUUID()],
+        ['a person of the organization (a member)', () => member2.userId],
+        ['a person of the organization (the caller)', () => owner.userId],
+        ['a person of the organization (a manager)', () => manager.userId],
         ['a user of another organization', () => outsider.userId],
+        ['a service account of another organization', () => outsiderBot.userId],
         ['a malformed id', () => 'not-a-uuid'],
-      ])('%s: 404 service_account_not_found', async (_, id) => {
+      ])('%s: 404 service_account_not_found, nothing created', async (_, id) => {
+        const before = (await list(owner)).length;
         const res = await post(owner, byomBody({ serviceAccountId: id() }));
         expectV0Error(res, 404, 'service_account_not_found');
         expect(res.body.metadata.field).toBe('serviceAccountId');
+        expect((await list(owner)).length).toBe(before);
       });
     });
   });

@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
 import { createGitRepo, npmProject, reposRoot } from '../utils/git-fixtures';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { onServerDisk } from '../utils/polling';
 import { startTestApp, TestApp } from '../utils/test-app';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
@@ -52,7 +53,8 @@ describe('Computers', () => {
     const done = await waitForStatus(t, owner, res.body.id, ['active', 'error'], 60_000);
     expect(done.status).toBe('active');
     expect(done.provisioningSteps.every((s: { status: string }) => s.status === 'completed')).toBe(true);
-    const [dir] = done.clonedRepoDirectories;
+    expect(done.clonedRepoDirectories).toEqual([expect.stringMatching(new RegExp(`^\\$COMPUTERS_DIR/${res.body.id}/`))]);
+    const dir = onServerDisk(done.clonedRepoDirectories[0], t.config.computersDir);
     expect(await readFile(join(dir, 'README.md'), 'utf8')).toBe('# app\n');
     // LOCAL_INSTALL_SCRIPTS is off by default: the package's postinstall never ran on the server's host.
     expect(existsSync(join(dir, 'installed.txt'))).toBe(false);

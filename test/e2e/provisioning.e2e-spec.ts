@@ -6,7 +6,7 @@ import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
 import { ComputerFailedEvent, ComputerProvisionedEvent } from '../../src/modules/computers';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
-import { api, Body, sleep, until } from '../utils/polling';
+import { api, Body, onServerDisk, sleep, until } from '../utils/polling';
 import { createGitRepo, npmProject, reposRoot } from '../utils/git-fixtures';
 import { startServer } from '../utils/processes';
 import { startTestApp, TestApp } from '../utils/test-app';
@@ -107,7 +107,7 @@ describe('Provisioning', () => {
       const install = (failed.body.provisioningSteps as Body[]).find((s) => s.id === 'install-dependencies')!;
       expect(install).toMatchObject({ status: 'failed', error: expect.stringMatching(/^Timed out/) });
       await sleep(4_500);
-      expect(existsSync(join(failed.body.clonedRepoDirectories[0], 'late.txt'))).toBe(false);
+      expect(existsSync(join(onServerDisk(failed.body.clonedRepoDirectories[0], t.config.computersDir), 'late.txt'))).toBe(false);
       const event = events.find((e) => e.computerId === created.body.id);
       expect(event).toBeInstanceOf(ComputerFailedEvent);
       expect(event).toMatchObject({ stepId: 'install-dependencies' });
@@ -231,7 +231,7 @@ describe('Provisioning', () => {
           (r) => (r.body.clonedRepoDirectories as string[]).length === 1,
           'the clone',
         );
-        const dir = cloned.body.clonedRepoDirectories[0] as string;
+        const dir = onServerDisk(cloned.body.clonedRepoDirectories[0] as string, join(database.dataDir, 'computers'));
         await until(async () => existsSync(join(dir, 'started.txt')), (started) => started, 'the install script to start');
         orphan = hostPidOf("appendFileSync('started.txt'");
         expect(orphan && isAlive(orphan)).toBe(true);

@@ -25,3 +25,8 @@ export async function api(base: string, user: TestUser, method: string, path: st
   });
   return { status: res.status, body: res.status === 204 ? {} : ((await res.json()) as Body) };
 }
+
+/** Where a directory the API names (`$COMPUTERS_DIR/<id>/...`, never the server's real folder) lies on the test's disk. */
+export function onServerDisk(directory: string, computersDir: string): string {
+  return directory.replace(/^\$COMPUTERS_DIR(?=\/)/, computersDir);
+}

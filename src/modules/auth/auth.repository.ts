@@ -4,6 +4,7 @@ import { NewestFirst } from '../../platform/database/keyset';
 import { Sql } from '../../platform/database/sql';
 import { Page, toPage } from '../../platform/http/pagination';
 import { Role } from './domain/role';
+import { UserKind } from './domain/user-kind';
 import { ApiKeyEntity, OrganizationEntity, UserEntity } from './entities';
 import { OrganizationFeatures } from './entities/organization.entity';
 
@@ -68,6 +69,16 @@ export class AuthRepository {
     return new Set(rows.map((row) => row.id));
   }
 
+  /** Whether `userId` (a UUID) is a service account of the organization. */
+  async isServiceAccount(organizationId: string, userId: string): Promise<boolean> {
+    const rows = await this.sql.query<{ id: string }>(
+      'auth.serviceAccount',
+      'SELECT id FROM users WHERE id = $1 AND organization_id = $2 AND kind = $3',
+      [userId, organizationId, UserKind.ServiceAccount],
+    );
+    return rows.length > 0;
+  }
+
   /** Records use of a key at most once a minute; true when it wrote. */
   async touchApiKey(key: { id: string; lastUsedAt: Date | null }, now: Date): Promise<boolean> {
     if (key.lastUsedAt && now.getTime() - key.lastUsedAt.getTime() < LAST_USED_RESOLUTION_MS) return false;
@@ -97,7 +108,7 @@ export class AuthRepository {
     return manager.getRepository(OrganizationEntity).save(manager.create(OrganizationEntity, organization));
   }
 
-  async insertUser(user: { id: string; organizationId: string; email: string; name: string; role: Role }, manager: EntityManager = this.dataSource.manager): Promise<UserEntity> {
+  async insertUser(user: { id: string; organizationId: string; email: string; name: string; role: Role; kind: UserKind }, manager: EntityManager = this.dataSource.manager): Promise<UserEntity> {
     return manager.getRepository(UserEntity).save(manager.create(UserEntity, { ...user, email: user.email.toLowerCase() }));
   }
 

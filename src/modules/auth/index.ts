@@ -12,6 +12,7 @@ export { AccessPolicy } from './domain/access-policy';
 export type { Principal } from './domain/principal';
 export { credentialIdOf, securityActorOf } from './domain/principal';
 export { Role, ROLES, ADMIN_ROLES, isAdmin } from './domain/role';
+export { UserKind, USER_KINDS } from './domain/user-kind';
 export { OrganizationControlsReader } from './organization-controls.reader';
 export type { AuthControls, ControlsSource, OrganizationControls } from './organization-controls.reader';
 export { DEFAULT_CONTROLS } from './organization-controls.reader';

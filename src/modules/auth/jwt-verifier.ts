@@ -11,11 +11,14 @@ export interface PlatformClaims {
 
 export const ORGANIZATION_CLAIM = 'org_id';
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+/** How far ahead of this server's clock an identity provider's clock may run (`iat` in the future). */
+export const JWT_CLOCK_SKEW_SECONDS = 60;
 
 /**
  * Verifies JWTs issued by the operator's identity provider: HS256 with JWT_SECRET, or any
- * asymmetric algorithm against the keys at JWT_JWKS_URL. `exp` is required; `iss` and `aud`
- * are checked when configured. The platform itself issues no JWTs.
+ * asymmetric algorithm against the keys at JWT_JWKS_URL. `exp` and `iat` are required, and neither
+ * the token's age nor its lifetime may exceed JWT_MAX_AGE_SECONDS; `iss` and `aud` are checked when
+ * configured. The platform itself issues no JWTs.
  */
 @Injectable()
 export class JwtVerifier {
@@ -38,7 +41,7 @@ export class JwtVerifier {
     } catch {
       throw new AuthError(AuthErrorCode.MalformedCredentials, 'The bearer token is neither an API key nor a well-formed JWT.');
     }
-    const options = { issuer: this.config.JWT_ISSUER, audience: this.config.JWT_AUDIENCE, requiredClaims: ['exp', 'sub', ORGANIZATION_CLAIM] };
+    const options = { issuer: this.config.JWT_ISSUER, audience: this.config.JWT_AUDIENCE, requiredClaims: ['exp', 'iat', 'sub', ORGANIZATION_CLAIM] };
     let payload: JWTPayload;
     try {
       if (algorithm === 'HS256' && this.secret) {
@@ -56,10 +59,28 @@ export class JwtVerifier {
       }
       throw new AuthError(AuthErrorCode.InvalidCredentials, 'The JWT signature could not be verified.');
     }
+    this.checkAge(payload.iat!, payload.exp!);
     const organizationId = payload[ORGANIZATION_CLAIM];
     if (typeof payload.sub !== 'string' || typeof organizationId !== 'string') {
       throw new AuthError(AuthErrorCode.InvalidCredentials, `The JWT must carry string claims sub and ${ORGANIZATION_CLAIM}.`);
     }
     return { userId: payload.sub, organizationId };
+  }
+
+  /**
+   * jose checked that both are numbers and that `exp` is ahead, so a token older than JWT_MAX_AGE_SECONDS
+   * also has too long a lifetime: it is told it is too old, the clearer reason. jose's own `maxTokenAge`
+   * would not catch a fresh token with a long lifetime.
+   */
+  private checkAge(iat: number, exp: number): void {
+    const now = Date.now() / 1000;
+    const max = this.config.JWT_MAX_AGE_SECONDS;
+    if (iat > now + JWT_CLOCK_SKEW_SECONDS) {
+      throw new AuthError(AuthErrorCode.InvalidCredentials, `The JWT's iat is in the future (more than ${JWT_CLOCK_SKEW_SECONDS} s ahead of the server's clock).`);
+    }
+    if (now - iat > max) throw new AuthError(AuthErrorCode.ExpiredCredentials, `The JWT was issued more than ${max} s ago; get a new one.`);
+    if (exp - iat > max) {
+      throw new AuthError(AuthErrorCode.InvalidCredentials, `The JWT's lifetime (exp - iat) exceeds the ${max} s this server accepts.`);
+    }
   }
 }

@@ -4,6 +4,7 @@ import { newId } from '../../platform/database/ids';
 import { AuthRepository } from './auth.repository';
 import { AuthError, AuthErrorCode } from './domain/auth.errors';
 import { Role } from './domain/role';
+import { UserKind } from './domain/user-kind';
 import { OrganizationEntity, UserEntity } from './entities';
 import { OrganizationFeatures } from './entities/organization.entity';
 
@@ -24,10 +25,11 @@ export class OrganizationsService {
     }
   }
 
-  async createUser(organizationSlug: string, input: { email: string; name: string; role: Role }): Promise<UserEntity> {
+  /** A person by default; `kind: service_account` makes a user that computers may be created for (`serviceAccountId`). */
+  async createUser(organizationSlug: string, input: { email: string; name: string; role: Role; kind?: UserKind }): Promise<UserEntity> {
     const organization = await this.requireOrganization(organizationSlug);
     try {
-      return await this.repository.insertUser({ id: newId(), organizationId: organization.id, ...input });
+      return await this.repository.insertUser({ id: newId(), organizationId: organization.id, ...input, kind: input.kind ?? UserKind.Human });
     } catch (error) {
       if (isUniqueViolation(error)) throw new AuthError(AuthErrorCode.UserExists, `${input.email} is already a user of ${organizationSlug}.`);
       throw error;
@@ -47,7 +49,7 @@ export class OrganizationsService {
     }
   }
 
-  async ensureUser(organizationSlug: string, input: { email: string; name: string; role: Role }): Promise<UserEntity> {
+  async ensureUser(organizationSlug: string, input: { email: string; name: string; role: Role; kind?: UserKind }): Promise<UserEntity> {
     const organization = await this.requireOrganization(organizationSlug);
     return (await this.repository.findUserByEmail(organization.id, input.email)) ?? this.createUser(organizationSlug, input);
   }
@@ -62,9 +64,9 @@ export class OrganizationsService {
     return organization?.features[feature] === true;
   }
 
-  /** Whether `userId` is a user of the organization. */
-  async isMember(organizationId: string, userId: string): Promise<boolean> {
-    return (await this.repository.findCaller(userId, organizationId)) !== null;
+  /** Whether `userId` names a service account of the organization (not a person, not another organization's user). */
+  async isServiceAccount(organizationId: string, userId: string): Promise<boolean> {
+    return this.repository.isServiceAccount(organizationId, userId);
   }
 
   /** Which of these user ids (lower-case UUIDs, as the API writes them) are users of the organization. */

@@ -39,7 +39,8 @@ export class ComputersController {
       '`provider: "byom"` registers an existing machine: `hostId` and `remoteUser` are required, `repos`, `autoInstallDeps: true` and `source` are refused; ' +
       'it is `active` at once. `provider: "local"` (managed) prepares a workspace on the server\'s host: `hostId` is assigned (giving one is 400), ' +
       '`remoteUser` defaults to the server\'s user; it is `provisioning` with its `provisioningSteps` and becomes `active` when they complete, `error` when one fails. ' +
-      'With `serviceAccountId` (owners and managers) the computer belongs to that user, `ownerPrincipalKind: "service_account"`. ' +
+      'With `serviceAccountId` (owners and managers) the computer belongs to that service account of the organization (operators make them with the CLI), ' +
+      '`ownerPrincipalKind: "service_account"`; a person\'s id is 404 like an unknown one. ' +
       'The answer carries `agentToken` once: the credential the computer\'s agent uses on the agent channel. ' +
       'Per-organization quotas, counted one create at a time (two creates never both take the last slot): `COMPUTERS_PER_ORGANIZATION` ' +
       '(default 100) computers of every kind, `LOCAL_AGENTS_PER_ORGANIZATION` (default 10) `local` computers (each gets an agent run by this server), ' +
@@ -58,7 +59,7 @@ export class ComputersController {
     description: 'Guests; `serviceAccountId` from a member; or enterprise controls turn this kind of computer off or limit it to other people.',
     type: V0ErrorSchema,
   })
-  @ApiNotFoundResponse({ description: 'Unknown `serviceAccountId` or `source.computerId`.', type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: '`serviceAccountId` naming no service account of your organization (unknown, a person, or another organization\'s user), or unknown `source.computerId`.', type: V0ErrorSchema })
   create(@CurrentPrincipal() principal: Principal, @Body(computerSchemas.pipe('CreateComputerBody')) body: CreateComputerInput): Promise<ComputerView> {
     return this.computers.create(principal, body);
   }

@@ -15,6 +15,7 @@ import {
 } from '../auth';
 import { SessionsService } from '../sessions';
 import { isUuid, newId } from '../../platform/database/ids';
+import { ServerDetails } from '../../platform/http/server-details';
 import { FieldError, validationError } from '../../platform/http/validation';
 import { logSecurityEvent } from '../../platform/logging/security-log';
 import { SecretBox } from '../../platform/secrets/secret-box';
@@ -56,6 +57,7 @@ const MANAGED_ONLY = ['repos', 'autoInstallDeps', 'source'] as const;
 @Injectable()
 export class ComputersService {
   private readonly logger = new Logger(ComputersService.name);
+  private readonly details: ServerDetails;
 
   constructor(
     private readonly repository: ComputersRepository,
@@ -68,7 +70,9 @@ export class ComputersService {
     private readonly config: AppConfig,
     private readonly box: SecretBox,
     private readonly agents: LocalAgentSupervisor,
-  ) {}
+  ) {
+    this.details = new ServerDetails(config);
+  }
 
   async create(principal: Principal, input: CreateComputerInput): Promise<ComputerView> {
     const managed = input.provider !== BYOM;
@@ -328,7 +332,8 @@ export class ComputersService {
     if (!isAdmin(principal.role)) {
       throw new ComputersError(ComputersErrorCode.ReadOnlyRole, 'Only owners and managers may create computers for a service account.');
     }
-    if (!isUuid(serviceAccountId) || !(await this.organizations.isMember(principal.organizationId, serviceAccountId))) {
+    // A person of the organization is no service account: the same 404 as an unknown id or another organization's user.
+    if (!isUuid(serviceAccountId) || !(await this.organizations.isServiceAccount(principal.organizationId, serviceAccountId))) {
       throw new ComputersError(ComputersErrorCode.ServiceAccountNotFound, `No service account ${serviceAccountId} exists in your organization.`, {
         field: 'serviceAccountId',
       });
@@ -342,12 +347,15 @@ export class ComputersService {
 
   private view(computer: ComputerEntity, steps: ProvisioningStepEntity[], shape: ComputerShape): ComputerView {
     const base = this.config.baseUrl;
-    return toComputerView(
+    const view = toComputerView(
       computer,
       steps,
       { agentUrl: `${base}/api/v0/agent`, clientUrl: `${base}/api/v0/sessions?computerId=${computer.id}` },
       shape,
     );
+    // A managed computer's repos lie in the server's COMPUTERS_DIR: named, never shown.
+    if (view.clonedRepoDirectories) view.clonedRepoDirectories = view.clonedRepoDirectories.map((directory) => this.details.redact(directory));
+    return view;
   }
 }
 

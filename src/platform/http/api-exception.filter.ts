@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, statusOf } from './domain-error';
 import { errorBody, errorFlavourOf } from './error-body';
+import { ServerDetails } from './server-details';
 
 interface Described {
   status: number;
@@ -11,19 +12,30 @@ interface Described {
 
 /**
  * The single place where failures become HTTP responses: the spec's error bodies, the right
- * status, never a stack trace. Unexpected errors answer 500 and are logged with the request id.
+ * status, never a stack trace, and never the server's folders or host name (a message that names
+ * them is answered without them and logged whole with the request id). Unexpected errors answer
+ * 500 and are logged with the request id.
  */
 @Catch()
 export class ApiExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('HTTP');
 
   /** `defaultBodyLimitBytes`: the limit of requests that matched no route (each route has its own). */
-  constructor(private readonly defaultBodyLimitBytes: number) {}
+  constructor(
+    private readonly defaultBodyLimitBytes: number,
+    private readonly details: ServerDetails,
+  ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const request = host.switchToHttp().getRequest<FastifyRequest>();
     const reply = host.switchToHttp().getResponse<FastifyReply>();
-    const { status, detail, metadata } = this.describe(exception, request);
+    const described = this.describe(exception, request);
+    const detail = this.details.redact(described.detail);
+    const metadata = this.details.redactDeep(described.metadata);
+    const { status } = described;
+    if (detail !== described.detail || JSON.stringify(metadata) !== JSON.stringify(described.metadata)) {
+      this.logger.warn({ requestId: request.id, detail: described.detail, metadata: described.metadata }, 'Server details taken out of an error answer');
+    }
     if (status >= 500) {
       this.logger.error(
         { err: exception, requestId: request.id, method: request.method, url: request.url },

@@ -21,8 +21,9 @@ Missing, malformed, unknown, revoked or expired credentials answer **401**.
 **Token lifetime and JWT issuance** (not shown in the spec; our decision): API keys last until revoked, or
 until an optional \`expiresAt\` chosen at creation. The server issues no JWTs; it accepts JWTs from the
 operator's identity provider, signed HS256 with \`JWT_SECRET\` or by a key published at \`JWT_JWKS_URL\`.
-A JWT must carry \`exp\`, \`sub\` (the user id) and \`org_id\` (the organization id); \`iss\`/\`aud\` are checked
-when \`JWT_ISSUER\`/\`JWT_AUDIENCE\` are set. The user's role and the organization's features are read from the
+A JWT must carry \`exp\`, \`iat\`, \`sub\` (the user id) and \`org_id\` (the organization id); one issued more than
+\`JWT_MAX_AGE_SECONDS\` (default 86400) ago, valid for longer than that (\`exp - iat\`), or with an \`iat\` more than 60 s
+ahead of the server's clock is **401**. \`iss\`/\`aud\` are checked when \`JWT_ISSUER\`/\`JWT_AUDIENCE\` are set. The user's role and the organization's features are read from the
 server, not the token; each instance reuses a credential's lookup for \`AUTH_CACHE_MS\` (default 1 s), so a role or
 feature change takes effect within that time. A key revoked through an instance stops working there at once, on
 other instances within \`AUTH_CACHE_MS\`; an expired key stops at once everywhere.
@@ -98,8 +99,10 @@ poetry, pipenv, bundler, composer, cargo, go), with npm-family package scripts o
 name); \`repos\` at most 20, each 1-2048 characters; \`provider\`, \`serviceAccountId\` and \`source.templateId\` at least 1.
 Repos are https, http, ssh or git URLs or scp-style addresses, without a password; local paths and file:// URLs only under the
 one directory the operator allows (\`LOCAL_REPOS_DIR\`, none by default), so no caller can make the server clone its own files.
-\`serviceAccountId\` (owners and managers) creates the computer for that user of the organization
-(\`ownerPrincipalKind: service_account\`). Enterprise controls \`managedComputersEnabled\` / \`byomComputersEnabled\` and their
+\`serviceAccountId\` (owners and managers) creates the computer for that service account of the organization
+(\`ownerPrincipalKind: service_account\`); an id that names a person, another organization's user or nobody is **404**
+\`service_account_not_found\`. Service accounts are users of kind \`service_account\`, made by the operator
+(\`service-account:create\` in the CLI). Enterprise controls \`managedComputersEnabled\` / \`byomComputersEnabled\` and their
 allowed-email lists (empty: everyone) gate creation: **403** \`computer_provider_disabled\` or \`computer_creation_not_allowed\`.
 
 **source.** \`{kind: "template", templateId}\` names a template of the provider (\`local\` offers \`blank\`, an empty workspace), or
@@ -298,7 +301,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
     .setVersion(API_VERSION)
     .setDescription(DESCRIPTION.trim())
     .addServer(config.baseUrl, '{base_url}')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key (apk_...) or a JWT.' }, 'bearer');
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key (apk_...) or a JWT (exp, iat, sub, org_id; at most JWT_MAX_AGE_SECONDS old and long-lived).' }, 'bearer');
   const document = SwaggerModule.createDocument(app, builder.build());
   // The JSON Schemas that validate request bodies are published as they are.
   document.components ??= {};
@@ -322,12 +325,16 @@ export function docsArePublic(fastify: FastifyInstance): void {
   });
 }
 
-/** Swagger UI at /docs, the document at /docs-json and /docs-yaml; the Authorize button remembers the key. */
+/**
+ * Swagger UI at /docs, the document at /docs-json and /docs-yaml. The key given to Authorize lives only as long
+ * as the page (never in the browser's storage, where any script of the origin could read it later), and no
+ * validator outside this server is asked about the document.
+ */
 export function setupOpenApi(app: INestApplication, config: AppConfig): void {
   SwaggerModule.setup(DOCS_PATH, app, () => buildOpenApiDocument(app, config), {
     jsonDocumentUrl: 'docs-json',
     yamlDocumentUrl: 'docs-yaml',
     customSiteTitle: 'Agent Platform API',
-    swaggerOptions: { persistAuthorization: true },
+    swaggerOptions: { persistAuthorization: false, validatorUrl: null },
   });
 }

@@ -95,7 +95,7 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-        `x-request-id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+        `x-request-id: ${requestId}\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();

@@ -1,5 +1,6 @@
 import { Column, CreateDateColumn, Entity, Index, ManyToOne, JoinColumn, PrimaryColumn } from 'typeorm';
 import { Role } from '../domain/role';
+import { UserKind } from '../domain/user-kind';
 import { OrganizationEntity } from './organization.entity';
 
 @Entity({ name: 'users' })
@@ -24,6 +25,10 @@ export class UserEntity {
 
   @Column({ type: 'varchar', length: 16 })
   role: Role;
+
+  /** A person, or a service account (computers may be created for it with `serviceAccountId`). */
+  @Column({ type: 'varchar', length: 16, default: UserKind.Human })
+  kind: UserKind;
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz', precision: 3 })
   createdAt: Date;

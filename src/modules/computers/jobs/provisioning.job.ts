@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { AppConfig } from '../../../config/app-config';
 import { newId } from '../../../platform/database/ids';
 import { DomainEventBus } from '../../../platform/events';
+import { ServerDetails } from '../../../platform/http/server-details';
 import { SessionsService } from '../../sessions';
 import { ClaimedStep, ComputersRepository } from '../computers.repository';
 import { StepStatus } from '../domain/provisioning-step';
@@ -35,8 +36,13 @@ interface RunningStep {
 export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(ProvisioningJob.name);
   private readonly running = new Map<string, RunningStep>();
-  /** Names this instance in provisioning logs, so an operator sees which instance ran a step. */
-  private readonly instance = `${hostname()}/${process.pid}/${newId().slice(-6)}`;
+  /**
+   * Names this instance in provisioning logs, so an operator sees which instance ran a step; the server's log says
+   * which host and process that is (users see the logs: never the host's name or a pid).
+   */
+  private readonly instance = `instance-${newId().slice(-6)}`;
+  /** Step errors and install logs reach the computer's users: without the server's folders or host name. */
+  private readonly details: ServerDetails;
   private ticking = false;
   private stopping = false;
 
@@ -47,10 +53,13 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
     private readonly events: DomainEventBus,
     private readonly scheduler: SchedulerRegistry,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.details = new ServerDetails(config);
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     if (this.config.PROVISIONING_CONCURRENCY === 0) return;
+    this.logger.log(`Provisioning as ${this.instance} (host ${hostname()}, pid ${process.pid})`);
     if (this.config.engine === 'pglite') {
       // The data directory's lock makes this the only process: claims left running are from a previous run.
       const released = await this.repository.releaseAll();
@@ -120,7 +129,7 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
       );
     }, Math.max(100, Math.floor(this.config.PROVISIONING_LEASE_MS / 3)));
     const log = async (text: string) => {
-      if (step.installSessionId) await this.sessions.appendServerLog(computer.organizationId, step.installSessionId, text);
+      if (step.installSessionId) await this.sessions.appendServerLog(computer.organizationId, step.installSessionId, this.details.redact(text));
     };
     try {
       await log(`Step ${step.stepId} started on ${this.instance} (attempt ${step.attempts}).`);
@@ -146,8 +155,8 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
         reason instanceof StepTimedOut
           ? `Timed out: still running after ${Math.round(timeoutMs / 1000)} s (PROVISIONING_STEP_TIMEOUT_MS), so it was stopped.`
           : reason instanceof StepFailure
-            ? reason.message
-            : `Internal error: ${reason.message}`;
+            ? this.details.redact(reason.message)
+            : `Internal error: the step could not run; the server's log has the details (computer ${computer.id}, step ${step.stepId}).`;
       if (!(reason instanceof StepFailure) && !(reason instanceof StepTimedOut)) {
         this.logger.error(`Step ${step.stepId} of computer ${computer.id} failed unexpectedly: ${reason.stack ?? reason.message}`);
       }

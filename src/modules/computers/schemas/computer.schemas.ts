@@ -97,7 +97,7 @@ export const computerSchemas = new SchemaRegistry('computers').add({
     serviceAccountId: {
       type: 'string',
       minLength: 1,
-      description: 'Owners and managers only: create the computer for this service account (a user of your organization) instead of yourself.',
+      description: 'Owners and managers only: create the computer for this service account of your organization instead of yourself. A person\'s id, or another organization\'s, is 404 `service_account_not_found`.',
     },
     source: ref('ComputerSource'),
   }),
