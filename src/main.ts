@@ -3,7 +3,9 @@ import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory';
 import { ConfigError, loadConfig } from './config/app-config';
 import { DemoSeeder } from './demo/demo.seeder';
-import { DataDirectoryBusyError } from './platform/database/embedded-postgres';
+import { SetupService } from './modules/auth';
+import { DataDirectoryBusyError, EmbeddedPostgres } from './platform/database/embedded-postgres';
+import { openOperatorChannel } from './cli/operator-channel';
 
 async function main(): Promise<void> {
   const startedAt = Date.now();
@@ -11,6 +13,10 @@ async function main(): Promise<void> {
   const app = await createApp(config);
   const logger = new Logger('Main');
   if (process.argv.includes('--demo')) await app.get(DemoSeeder).seed();
+
+  // The CLI cannot open the embedded database while the server holds it: the server runs its commands.
+  const embedded = config.engine === 'pglite' ? await EmbeddedPostgres.runningServer(config.dataDir) : null;
+  const closeOperatorChannel = embedded ? await openOperatorChannel(app, embedded.socketDir) : async () => undefined;
 
   let closing = false;
   const shutdown = async (signal: string) => {
@@ -21,6 +27,7 @@ async function main(): Promise<void> {
       logger.error(`Shutdown took longer than ${config.SHUTDOWN_TIMEOUT_MS} ms; exiting`);
       process.exit(1);
     }, config.SHUTDOWN_TIMEOUT_MS).unref();
+    await closeOperatorChannel();
     await app.close();
     process.exit(0);
   };
@@ -28,6 +35,7 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
 
   await app.listen({ port: config.PORT, host: config.HOST });
+  await app.get(SetupService).announce(config.baseUrl);
   logger.log(
     `Agent Platform listening on ${await app.getUrl()} (${config.engine}) in ${Date.now() - startedAt} ms; ` +
       `API docs at ${config.baseUrl}/docs`,

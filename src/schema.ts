@@ -15,6 +15,7 @@ import { IdempotencyKeyEntity } from './platform/idempotency/idempotency-key.ent
 import { RateLimits1764316800000 } from './migrations/1764316800000-RateLimits';
 import { MessageSizes1764403200000 } from './migrations/1764403200000-MessageSizes';
 import { UserKinds1764489600000 } from './migrations/1764489600000-UserKinds';
+import { UserRemoval1764576000000 } from './migrations/1764576000000-UserRemoval';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
@@ -37,4 +38,4 @@ export const entities = [
   AnalyticsRollupStateEntity,
   RateLimitWindowEntity,
 ];
-export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000, MessageSizes1764403200000, UserKinds1764489600000];
+export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000, MessageSizes1764403200000, UserKinds1764489600000, UserRemoval1764576000000];

@@ -1,6 +1,6 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { isEmail } from 'class-validator';
-import { ApiKeysService, OrganizationsService, Role, ROLES, UserKind } from '../modules/auth';
+import { ApiKeysService, MembersActor, MembersService, OrganizationsService, Role, ROLES, SetupService, UserKind } from '../modules/auth';
 import type { UserEntity } from '../modules/auth/entities';
 import { OrganizationFeatures } from '../modules/auth/entities/organization.entity';
 
@@ -8,21 +8,44 @@ export class UsageError extends Error {}
 
 export const USAGE = `Usage: npm run cli -- <command> [arguments]
 
+  setup <org-slug> <org-name> <email> <name>   on an empty server: the first organization, its owner
+                                                and the owner's API key (printed once)
   org:create <slug> <name>                      create an organization
+  org:list                                      list the organizations
   user:create <org> <email> <name> <role>       add a person (role: ${ROLES.join(', ')})
   service-account:create <org> <email> <name> [role]
                                                 add a service account (role default member): computers
                                                 may be created for it (serviceAccountId); key:create
                                                 gives it API keys
+  user:list <org>                               list the organization's users and service accounts
+  user:role <org> <email> <role>                change a user's role (the last owner stays an owner)
+  user:remove <org> <email>                     remove a user: every key of theirs is revoked at once
   key:create <org> <email> [name] [expiresAt]   create an API key for a user; prints it once
+  key:list <org> [email]                        list the organization's API keys (or one user's)
   key:revoke <apiKeyId>                         revoke an API key at once
   feature:enable <org> message-history          enable an organization feature
   feature:disable <org> message-history         disable it
   readiness evaluate <path> [--json] [--upload]  evaluate a git repository's readiness for agents
   help                                          this text
 
-Configuration comes from the environment, as for the server (DATABASE_URL or DATA_DIR).
+Configuration comes from the environment, as for the server (DATABASE_URL or DATA_DIR). While a server
+runs on the embedded database, it runs these commands for the CLI (through a socket in DATA_DIR).
 Results are printed as JSON on stdout.`;
+
+/** The operator at the command line: any role, but the organization still keeps an owner. */
+const operator = (organizationId: string): MembersActor => ({ organizationId, role: null, security: { credentialId: 'operator' } });
+
+/** Every page of a paged list, for printing whole. */
+async function allPages<T>(page: (cursor: string | undefined) => Promise<{ items: T[]; pagination: { nextCursor: string | null } }>): Promise<T[]> {
+  const items: T[] = [];
+  for (let cursor: string | undefined, more = true; more; ) {
+    const next = await page(cursor);
+    items.push(...next.items);
+    cursor = next.pagination.nextCursor ?? undefined;
+    more = cursor !== undefined;
+  }
+  return items;
+}
 
 const FEATURES: Record<string, keyof OrganizationFeatures> = { 'message-history': 'messageHistory' };
 const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -72,17 +95,61 @@ export const COMMANDS: Record<string, Command> = {
     const org = await app.get(OrganizationsService).createOrganization({ slug: slug(args[0]), name: args[1] });
     return { id: org.id, slug: org.slug, name: org.name };
   },
+  setup: async (app, args) => {
+    expectArgs(args, 4, 4);
+    const { organization, owner, apiKey } = await app
+      .get(SetupService)
+      .complete({ organization: { slug: slug(args[0]), name: args[1] }, owner: { email: email(args[2]), name: args[3] } }, 'operator');
+    return { organization: { id: organization.id, slug: organization.slug, name: organization.name }, owner: userView(owner), key: apiKey.key };
+  },
+  'org:list': async (app, args) => {
+    expectArgs(args, 0, 0);
+    return (await app.get(OrganizationsService).listOrganizations()).map((org) => ({ id: org.id, slug: org.slug, name: org.name, createdAt: org.createdAt.toISOString() }));
+  },
+  'user:list': async (app, args) => {
+    expectArgs(args, 1, 1);
+    const org = await app.get(OrganizationsService).requireOrganization(slug(args[0]));
+    return (await allPages((cursor) => app.get(MembersService).list(org.id, undefined, cursor, 100))).map(userView);
+  },
+  'user:role': async (app, args) => {
+    expectArgs(args, 3, 3);
+    const user = await app.get(OrganizationsService).requireUser(slug(args[0]), email(args[1]));
+    return userView(await app.get(MembersService).change(operator(user.organizationId), user.id, { role: role(args[2]) }));
+  },
+  'user:remove': async (app, args) => {
+    expectArgs(args, 2, 2);
+    const user = await app.get(OrganizationsService).requireUser(slug(args[0]), email(args[1]));
+    const removed = await app.get(MembersService).remove(operator(user.organizationId), user.id);
+    return { ...userView(removed), removedAt: removed.removedAt?.toISOString() };
+  },
+  'key:list': async (app, args) => {
+    expectArgs(args, 1, 2);
+    const organizations = app.get(OrganizationsService);
+    const org = await organizations.requireOrganization(slug(args[0]));
+    const userId = args[1] === undefined ? undefined : (await organizations.requireUser(org.slug, email(args[1]))).id;
+    const keys = await allPages((cursor) => app.get(ApiKeysService).listOf(org.id, userId, cursor, 100));
+    return keys.map((key) => ({
+      id: key.id,
+      name: key.name,
+      prefix: key.prefix,
+      userId: key.userId,
+      createdAt: key.createdAt.toISOString(),
+      lastUsedAt: key.lastUsedAt?.toISOString() ?? null,
+      expiresAt: key.expiresAt?.toISOString() ?? null,
+      revokedAt: key.revokedAt?.toISOString() ?? null,
+    }));
+  },
+  // Through the members' rules, so the address of a removed user brings that user back.
   'user:create': async (app, args) => {
     expectArgs(args, 4, 4);
-    const user = await app.get(OrganizationsService).createUser(slug(args[0]), { email: email(args[1]), name: args[2], role: role(args[3]) });
-    return userView(user);
+    const org = await app.get(OrganizationsService).requireOrganization(slug(args[0]));
+    return userView(await app.get(MembersService).add(operator(org.id), { email: email(args[1]), name: args[2], role: role(args[3]), kind: UserKind.Human }));
   },
   'service-account:create': async (app, args) => {
     expectArgs(args, 3, 4);
-    const user = await app
-      .get(OrganizationsService)
-      .createUser(slug(args[0]), { email: email(args[1]), name: args[2], role: role(args[3] ?? Role.Member), kind: UserKind.ServiceAccount });
-    return userView(user);
+    const org = await app.get(OrganizationsService).requireOrganization(slug(args[0]));
+    const input = { email: email(args[1]), name: args[2], role: role(args[3] ?? Role.Member), kind: UserKind.ServiceAccount };
+    return userView(await app.get(MembersService).add(operator(org.id), input));
   },
   'key:create': async (app, args) => {
     expectArgs(args, 2, 4);

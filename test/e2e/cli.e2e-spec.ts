@@ -98,7 +98,7 @@ describe('npm run cli', () => {
       const result = await cli('org:create', 'umbrella', 'Umbrella');
       expect(result.code).toBe(2);
       expect(result.stderr).toMatch(/in use by another process \(pid \d+/);
-      expect(result.stderr).toMatch(/stop the server/);
+      expect(result.stderr).toMatch(/did not answer on its operator socket. Stop it/);
       expect((await t.http().get('/healthz')).status).toBe(200);
     } finally {
       await t.close();

@@ -28,7 +28,7 @@ export class ApiKeysController {
       name: body.name,
       expiresAt: body.expiresAt ? new Date(body.expiresAt) : undefined,
     });
-    return { ...toView(entity), key };
+    return { ...toApiKeyView(entity), key };
   }
 
   @Get()
@@ -36,7 +36,7 @@ export class ApiKeysController {
   @ApiOkResponse({ type: ApiKeyListView })
   async list(@CurrentPrincipal() principal: Principal, @Query() query: ListApiKeysQueryDto): Promise<ApiKeyListView> {
     const page = await this.apiKeys.list(principal, query.scope ?? 'own', query.cursor, query.pageSize);
-    return { apiKeys: page.items.map(toView), pagination: page.pagination };
+    return { apiKeys: page.items.map(toApiKeyView), pagination: page.pagination };
   }
 
   @Delete(':apiKeyId')
@@ -48,11 +48,11 @@ export class ApiKeysController {
   @ApiOkResponse({ type: ApiKeyView })
   @ApiNotFoundResponse({ description: 'No such key in your organization (or not yours, for members and guests).', type: V0ErrorSchema })
   async revoke(@CurrentPrincipal() principal: Principal, @Param('apiKeyId') id: string): Promise<ApiKeyView> {
-    return toView(await this.apiKeys.revoke(principal, id));
+    return toApiKeyView(await this.apiKeys.revoke(principal, id));
   }
 }
 
-function toView(key: ApiKeyEntity): ApiKeyView {
+export function toApiKeyView(key: ApiKeyEntity): ApiKeyView {
   return {
     id: key.id,
     name: key.name,

@@ -71,6 +71,11 @@ export class ApiKeysService {
     return this.repository.listApiKeys({ organizationId: principal.organizationId, userId }, cursor, limit);
   }
 
+  /** The organization's keys (or one user's), for the operator. */
+  listOf(organizationId: string, userId: string | undefined, cursor: string | undefined, limit: number): Promise<Page<ApiKeyEntity>> {
+    return this.repository.listApiKeys({ organizationId, userId }, cursor, limit);
+  }
+
   /** Users revoke their own keys; owners and managers may revoke any key of their organization. */
   async revoke(principal: Principal, id: string, now = new Date()): Promise<ApiKeyEntity> {
     const key = isUuid(id) ? await this.repository.findApiKey(id, principal.organizationId) : null;

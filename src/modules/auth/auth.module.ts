@@ -8,12 +8,16 @@ import { Authenticator } from './authenticator';
 import { ComputerTokenLookup } from './computer-token.lookup';
 import { CredentialCache } from './credential-cache';
 import { JwtVerifier } from './jwt-verifier';
+import { MembersController } from './members.controller';
+import { MembersService } from './members.service';
 import { OrganizationControlsReader } from './organization-controls.reader';
 import { OrganizationsService } from './organizations.service';
 import { RequestAuthentication } from './request-authentication';
+import { SetupController } from './setup.controller';
+import { SetupService } from './setup.service';
 
 @Module({
-  controllers: [ApiKeysController],
+  controllers: [ApiKeysController, MembersController, SetupController],
   providers: [
     AuthRepository,
     Authenticator,
@@ -22,10 +26,12 @@ import { RequestAuthentication } from './request-authentication';
     JwtVerifier,
     ApiKeysService,
     OrganizationsService,
+    MembersService,
+    SetupService,
     OrganizationControlsReader,
     RequestAuthentication,
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
-  exports: [RequestAuthentication, ApiKeysService, OrganizationsService, Authenticator, OrganizationControlsReader, ComputerTokenLookup],
+  exports: [RequestAuthentication, ApiKeysService, OrganizationsService, MembersService, SetupService, Authenticator, OrganizationControlsReader, ComputerTokenLookup],
 })
 export class AuthModule {}

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager, IsNull } from 'typeorm';
+import { AdvisoryLock } from '../../platform/database/advisory-locks';
 import { NewestFirst } from '../../platform/database/keyset';
 import { Sql } from '../../platform/database/sql';
 import { Page, toPage } from '../../platform/http/pagination';
@@ -22,6 +23,8 @@ export interface CallerRow {
   features: OrganizationFeatures;
   /** Set when the credential is a computer's agent token. */
   computer_id?: string;
+  /** Set when the key's user was removed (API keys only: other lookups leave removed users out). */
+  user_removed_at?: Date | null;
 }
 
 /** API keys are touched at most once a minute, so authentication rarely writes. */
@@ -31,6 +34,7 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 @Injectable()
 export class AuthRepository {
   static readonly apiKeysOrder = new NewestFirst('api-keys');
+  static readonly membersOrder = new NewestFirst('members');
 
   constructor(
     private readonly dataSource: DataSource,
@@ -41,7 +45,7 @@ export class AuthRepository {
   async findApiKeyByHash(keyHash: string): Promise<CallerRow | null> {
     const rows = await this.sql.query<CallerRow>(
       'auth.apiKeyByHash',
-      `SELECT k.id AS api_key_id, k.revoked_at, k.expires_at, k.last_used_at,
+      `SELECT k.id AS api_key_id, k.revoked_at, k.expires_at, k.last_used_at, u.removed_at AS user_removed_at,
               u.id AS user_id, u.organization_id, u.role, u.email, u.name, o.features
        FROM api_keys k JOIN users u ON u.id = k.user_id JOIN organizations o ON o.id = u.organization_id
        WHERE k.key_hash = $1`,
@@ -56,7 +60,7 @@ export class AuthRepository {
       `SELECT NULL::uuid AS api_key_id, NULL::timestamptz AS revoked_at, NULL::timestamptz AS expires_at, NULL::timestamptz AS last_used_at,
               u.id AS user_id, u.organization_id, u.role, u.email, u.name, o.features
        FROM users u JOIN organizations o ON o.id = u.organization_id
-       WHERE u.id = $1 AND u.organization_id = $2`,
+       WHERE u.id = $1 AND u.organization_id = $2 AND u.removed_at IS NULL`,
       [userId, organizationId],
     );
     return rows[0] ?? null;
@@ -73,7 +77,7 @@ export class AuthRepository {
   async isServiceAccount(organizationId: string, userId: string): Promise<boolean> {
     const rows = await this.sql.query<{ id: string }>(
       'auth.serviceAccount',
-      'SELECT id FROM users WHERE id = $1 AND organization_id = $2 AND kind = $3',
+      'SELECT id FROM users WHERE id = $1 AND organization_id = $2 AND kind = $3 AND removed_at IS NULL',
       [userId, organizationId, UserKind.ServiceAccount],
     );
     return rows.length > 0;
@@ -148,6 +152,51 @@ export class AuthRepository {
   async revokeApiKey(id: string, now: Date): Promise<ApiKeyEntity | null> {
     await this.dataSource.getRepository(ApiKeyEntity).update({ id, revokedAt: IsNull() }, { revokedAt: now });
     return this.dataSource.getRepository(ApiKeyEntity).findOneBy({ id });
+  }
+
+  async listMembers(organizationId: string, kind: UserKind | undefined, cursor: string | undefined, limit: number): Promise<Page<UserEntity>> {
+    const query = this.dataSource
+      .getRepository(UserEntity)
+      .createQueryBuilder('u')
+      .where('u.organization_id = :organizationId AND u.removed_at IS NULL', { organizationId });
+    if (kind) query.andWhere('u.kind = :kind', { kind });
+    const rows = await AuthRepository.membersOrder.apply(query, 'u', cursor, limit).getMany();
+    return toPage(rows, limit, (row) => AuthRepository.membersOrder.cursorOf(row));
+  }
+
+  /** A user of the organization who has not been removed; with `manager`, locked for the transaction. */
+  findMember(organizationId: string, userId: string, manager: EntityManager = this.dataSource.manager): Promise<UserEntity | null> {
+    const query = manager.getRepository(UserEntity).createQueryBuilder('u').where('u.id = :userId AND u.organization_id = :organizationId AND u.removed_at IS NULL', { userId, organizationId });
+    if (manager !== this.dataSource.manager) query.setLock('pessimistic_write');
+    return query.getOne();
+  }
+
+  /** Serializes changes to one organization's members until the transaction ends (the last owner stays). */
+  async lockMembers(manager: EntityManager, organizationId: string): Promise<void> {
+    await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [AdvisoryLock.Members, organizationId]);
+  }
+
+  async countOwners(manager: EntityManager, organizationId: string): Promise<number> {
+    return manager.getRepository(UserEntity).countBy({ organizationId, role: Role.Owner, removedAt: IsNull() });
+  }
+
+  async updateMember(manager: EntityManager, userId: string, changes: Partial<Pick<UserEntity, 'role' | 'name' | 'kind' | 'removedAt'>>): Promise<void> {
+    await manager.getRepository(UserEntity).update({ id: userId }, changes);
+  }
+
+  /** Revokes every key of the user not yet revoked; returns their hashes, to forget cached lookups. */
+  async revokeKeysOf(manager: EntityManager, userId: string, now: Date): Promise<string[]> {
+    const keys = await manager.getRepository(ApiKeyEntity).findBy({ userId, revokedAt: IsNull() });
+    if (keys.length > 0) await manager.getRepository(ApiKeyEntity).update({ userId, revokedAt: IsNull() }, { revokedAt: now });
+    return keys.map((key) => key.keyHash);
+  }
+
+  async organizationCount(): Promise<number> {
+    return this.dataSource.getRepository(OrganizationEntity).count();
+  }
+
+  listOrganizations(): Promise<OrganizationEntity[]> {
+    return this.dataSource.getRepository(OrganizationEntity).find({ order: { createdAt: 'ASC' } });
   }
 
   transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {

@@ -1,6 +1,9 @@
 export { AuthModule } from './auth.module';
 export { ApiKeysService } from './api-keys.service';
 export { OrganizationsService } from './organizations.service';
+export { MembersService, actorOf } from './members.service';
+export type { MembersActor } from './members.service';
+export { SetupService } from './setup.service';
 export { AcceptsComputerTokens, AgentTokensOnly, Authenticated, CurrentPrincipal, Public } from './auth.decorators';
 export { Authenticator } from './authenticator';
 export { RequestAuthentication } from './request-authentication';

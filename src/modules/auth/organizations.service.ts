@@ -74,6 +74,10 @@ export class OrganizationsService {
     return this.repository.usersAmong(organizationId, [...new Set(userIds)]);
   }
 
+  listOrganizations(): Promise<OrganizationEntity[]> {
+    return this.repository.listOrganizations();
+  }
+
   async requireOrganization(slug: string): Promise<OrganizationEntity> {
     const organization = await this.repository.findOrganizationBySlug(slug);
     if (!organization) throw new AuthError(AuthErrorCode.OrganizationNotFound, `No organization with slug ${slug} exists.`);
@@ -83,7 +87,7 @@ export class OrganizationsService {
   async requireUser(organizationSlug: string, email: string): Promise<UserEntity> {
     const organization = await this.requireOrganization(organizationSlug);
     const user = await this.repository.findUserByEmail(organization.id, email);
-    if (!user) throw new AuthError(AuthErrorCode.UserNotFound, `No user ${email} exists in ${organizationSlug}.`);
+    if (!user || user.removedAt) throw new AuthError(AuthErrorCode.UserNotFound, `No user ${email} exists in ${organizationSlug}${user ? ' (removed)' : ''}.`);
     return user;
   }
 }

@@ -107,7 +107,7 @@ export class ComputersRepository {
       `SELECT NULL::uuid AS api_key_id, NULL::timestamptz AS revoked_at, NULL::timestamptz AS expires_at, NULL::timestamptz AS last_used_at,
               u.id AS user_id, u.organization_id, u.role, u.email, u.name, o.features, c.id AS computer_id
        FROM computers c JOIN users u ON u.id = c.owner_id JOIN organizations o ON o.id = c.organization_id
-       WHERE c.agent_token_hash = $1`,
+       WHERE c.agent_token_hash = $1 AND u.removed_at IS NULL`,
       [tokenHash],
     );
     return rows[0] ?? null;

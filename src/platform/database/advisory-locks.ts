@@ -12,4 +12,8 @@ export enum AdvisoryLock {
   LocalAgent = 7_345_004,
   /** With the organization's id hashed as the second key: counting its computers against its quotas and adding one, one at a time. */
   ComputerQuotas = 7_345_005,
+  /** With the organization's id hashed as the second key: changing its members' roles, one change at a time (the last owner stays). */
+  Members = 7_345_006,
+  /** The first-run setup: one organization made from an empty database, whatever the instances. */
+  FirstRun = 7_345_007,
 }

@@ -3,6 +3,10 @@ import { Logger } from '@nestjs/common';
 /** The security-relevant actions an operator must be able to audit from the logs alone. */
 export type SecurityAction =
   | 'api_key.created'
+  | 'member.added'
+  | 'member.changed'
+  | 'member.removed'
+  | 'setup.completed'
   | 'api_key.revoked'
   | 'controls.revised'
   | 'computer.created'

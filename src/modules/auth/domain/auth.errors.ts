@@ -16,6 +16,11 @@ export enum AuthErrorCode {
   UserExists = 'user_exists',
   ComputerTokenNotAccepted = 'computer_token_not_accepted',
   AgentTokenRequired = 'agent_token_required',
+  RoleAboveYours = 'role_above_yours',
+  LastOwner = 'last_owner',
+  ServiceAccountNotFound = 'service_account_not_found',
+  SetupInvalidToken = 'setup_invalid_token',
+  SetupDone = 'setup_done',
 }
 
 export class AuthError extends DomainError<AuthErrorCode> {
@@ -32,11 +37,18 @@ export class AuthError extends DomainError<AuthErrorCode> {
       case AuthErrorCode.ApiKeyCreationRestricted:
       case AuthErrorCode.ComputerTokenNotAccepted:
       case AuthErrorCode.AgentTokenRequired:
+      case AuthErrorCode.RoleAboveYours:
         return ErrorKind.Forbidden;
       case AuthErrorCode.ApiKeyNotFound:
       case AuthErrorCode.OrganizationNotFound:
       case AuthErrorCode.UserNotFound:
+      case AuthErrorCode.ServiceAccountNotFound:
         return ErrorKind.NotFound;
+      case AuthErrorCode.LastOwner:
+      case AuthErrorCode.SetupDone:
+        return ErrorKind.Conflict;
+      case AuthErrorCode.SetupInvalidToken:
+        return ErrorKind.Unauthenticated;
       case AuthErrorCode.OrganizationExists:
       case AuthErrorCode.UserExists:
         return ErrorKind.Conflict;

@@ -14,3 +14,8 @@ export const ADMIN_ROLES: readonly Role[] = [Role.Owner, Role.Manager];
 export function isAdmin(role: Role): boolean {
   return ADMIN_ROLES.includes(role);
 }
+
+/** How far a role reaches: one may grant, change and remove only up to one's own. */
+export function rankOf(role: Role): number {
+  return ROLES.length - ROLES.indexOf(role);
+}

@@ -32,4 +32,8 @@ export class UserEntity {
 
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz', precision: 3 })
   createdAt: Date;
+
+  /** Set when an owner or manager removed the user: no credential of theirs works; what they made stays. */
+  @Column({ name: 'removed_at', type: 'timestamptz', precision: 3, nullable: true })
+  removedAt: Date | null;
 }

@@ -1,0 +1,89 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { V0ErrorSchema } from '../../platform/http/openapi';
+import { validationError } from '../../platform/http/validation';
+import { toApiKeyView } from './api-keys.controller';
+import { Authenticated, CurrentPrincipal } from './auth.decorators';
+import { Principal } from './domain/principal';
+import { Role } from './domain/role';
+import { UserKind } from './domain/user-kind';
+import { CreateApiKeyDto, CreatedApiKeyView } from './dto/api-key.dto';
+import { AddMemberDto, ChangeMemberDto, ListMembersQueryDto, MemberListView, MemberView, RemovedMemberView } from './dto/member.dto';
+import { UserEntity } from './entities';
+import { actorOf, MembersService } from './members.service';
+
+/** The organization's users and service accounts, for its owners and managers (added; the spec has no members API). */
+@ApiTags('Members')
+@Controller('api/v0/organization/members')
+@Authenticated(Role.Owner, Role.Manager)
+@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
+export class MembersController {
+  constructor(private readonly members: MembersService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'List members', description: 'Users and service accounts of your organization, newest first; removed users are not listed.' })
+  @ApiOkResponse({ type: MemberListView })
+  async list(@CurrentPrincipal() principal: Principal, @Query() query: ListMembersQueryDto): Promise<MemberListView> {
+    const page = await this.members.list(principal.organizationId, query.kind, query.cursor, query.pageSize);
+    return { members: page.items.map(toMemberView), pagination: page.pagination };
+  }
+
+  @Post()
+  @ApiOperation({
+    summary: 'Add a member',
+    description:
+      'Adds a person or a service account with a role no higher than yours. Nobody is emailed: a person signs in with a key they are given or through your identity provider (JWT); ' +
+      'a service account gets keys from `POST /api/v0/organization/members/{userId}/api-keys`. The address of a removed user brings that user back, with the role given.',
+  })
+  @ApiCreatedResponse({ type: MemberView })
+  @ApiForbiddenResponse({ description: '`role_above_yours`: the role is higher than yours.', type: V0ErrorSchema })
+  @ApiConflictResponse({ description: '`user_exists`: the address is already a member.', type: V0ErrorSchema })
+  async add(@CurrentPrincipal() principal: Principal, @Body() body: AddMemberDto): Promise<MemberView> {
+    return toMemberView(await this.members.add(actorOf(principal), { email: body.email, name: body.name, role: body.role, kind: body.kind ?? UserKind.Human }));
+  }
+
+  @Patch(':userId')
+  @ApiOperation({
+    summary: 'Change a member',
+    description: 'Changes the role or name of a member ranked no higher than you, to a role no higher than yours. The last owner cannot stop being one. A new role applies within `AUTH_CACHE_MS`.',
+  })
+  @ApiOkResponse({ type: MemberView })
+  @ApiForbiddenResponse({ description: '`role_above_yours`.', type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: '`user_not_found`: no such member of your organization.', type: V0ErrorSchema })
+  @ApiConflictResponse({ description: '`last_owner`.', type: V0ErrorSchema })
+  async change(@CurrentPrincipal() principal: Principal, @Param('userId') userId: string, @Body() body: ChangeMemberDto): Promise<MemberView> {
+    if (body.role === undefined && body.name === undefined) throw validationError([{ field: 'body', message: 'must change role or name' }]);
+    return toMemberView(await this.members.change(actorOf(principal), userId, { ...(body.role ? { role: body.role } : {}), ...(body.name ? { name: body.name } : {}) }));
+  }
+
+  @Delete(':userId')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Remove a member',
+    description:
+      'Removes a member ranked no higher than you, yourself included, but never the last owner. Every key of theirs is revoked at once and none of their credentials works again; ' +
+      'what they made (sessions, computers, control revisions) stays.',
+  })
+  @ApiOkResponse({ type: RemovedMemberView })
+  @ApiForbiddenResponse({ description: '`role_above_yours`.', type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: '`user_not_found`.', type: V0ErrorSchema })
+  @ApiConflictResponse({ description: '`last_owner`.', type: V0ErrorSchema })
+  async remove(@CurrentPrincipal() principal: Principal, @Param('userId') userId: string): Promise<RemovedMemberView> {
+    const user = await this.members.remove(actorOf(principal), userId);
+    return { ...toMemberView(user), removedAt: user.removedAt!.getTime() };
+  }
+
+  @Post(':userId/api-keys')
+  @ApiOperation({ summary: 'Create a key for a service account', description: 'The key is in this response only. People create their own keys (`POST /settings/api-keys`).' })
+  @ApiCreatedResponse({ type: CreatedApiKeyView })
+  @ApiForbiddenResponse({ description: '`role_above_yours`: the service account\'s role is higher than yours.', type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: '`service_account_not_found`: no service account with that id in your organization.', type: V0ErrorSchema })
+  async createKey(@CurrentPrincipal() principal: Principal, @Param('userId') userId: string, @Body() body: CreateApiKeyDto): Promise<CreatedApiKeyView> {
+    const { entity, key } = await this.members.createServiceAccountKey(actorOf(principal), userId, { name: body.name, expiresAt: body.expiresAt ? new Date(body.expiresAt) : undefined });
+    return { ...toApiKeyView(entity), key };
+  }
+}
+
+export function toMemberView(user: UserEntity): MemberView {
+  return { id: user.id, email: user.email, name: user.name, role: user.role, kind: user.kind, createdAt: user.createdAt.getTime() };
+}

@@ -1,0 +1,43 @@
+import { Body, Controller, Get, Post } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { V0ErrorSchema } from '../../platform/http/openapi';
+import { toApiKeyView } from './api-keys.controller';
+import { Public } from './auth.decorators';
+import { SetupDto, SetupResultView, SetupStatusView } from './dto/setup.dto';
+import { toMemberView } from './members.controller';
+import { SetupService } from './setup.service';
+
+/** The first run of a fresh server (added). */
+@ApiTags('Setup')
+@Controller('api/v0/setup')
+@Public()
+export class SetupController {
+  constructor(private readonly setup: SetupService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'Whether the server needs its first organization', description: 'No credentials needed.' })
+  @ApiOkResponse({ type: SetupStatusView })
+  async status(): Promise<SetupStatusView> {
+    return { needed: await this.setup.needed() };
+  }
+
+  @Post()
+  @ApiOperation({
+    summary: 'Make the first organization and its owner',
+    description:
+      'On a server with no organization, with the setup token it printed at start (derived from `SECRETS_KEY`: every instance prints the same one). ' +
+      'Makes the organization, its owner, and the owner\'s first API key, shown in this response only. Once any organization exists, the token stops working (409).',
+  })
+  @ApiCreatedResponse({ type: SetupResultView })
+  @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field.', type: V0ErrorSchema })
+  @ApiUnauthorizedResponse({ description: '`setup_invalid_token`: not the token the server printed.', type: V0ErrorSchema })
+  @ApiConflictResponse({ description: '`setup_done`: an organization exists already.', type: V0ErrorSchema })
+  async complete(@Body() body: SetupDto): Promise<SetupResultView> {
+    const { organization, owner, apiKey } = await this.setup.completeWithToken(body.setupToken, { organization: body.organization, owner: body.owner });
+    return {
+      organization: { id: organization.id, slug: organization.slug, name: organization.name },
+      owner: toMemberView(owner),
+      apiKey: { ...toApiKeyView(apiKey.entity), key: apiKey.key },
+    };
+  }
+}
