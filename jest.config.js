@@ -17,6 +17,7 @@ const swc = (syntax) => [
 const ESM_ONLY = [
   '@nestjs',
   '@electric-sql',
+  '@seriousme',
   '@borewit',
   '@tokenizer',
   'content-disposition',

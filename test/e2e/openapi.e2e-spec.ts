@@ -1,9 +1,17 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import Ajv2020 from 'ajv/dist/2020';
 import { startTestApp, TestApp } from '../utils/test-app';
+
+const ROOT = join(__dirname, '../..');
 
 interface Operation {
   security?: Array<Record<string, string[]>>;
-  responses: Record<string, unknown>;
+  requestBody?: { content: Record<string, { schema: unknown; example?: unknown }> };
+  responses: Record<string, { content?: Record<string, { schema: unknown; example?: unknown }> }>;
 }
+type Json = Record<string, unknown>;
 
 /** The OpenAPI document is the contract operators read: its decisions must be in it. */
 describe('OpenAPI document', () => {
@@ -28,10 +36,142 @@ describe('OpenAPI document', () => {
     expect(doc.servers[0].url).toBe('https://api.example.test');
   });
 
-  it('states the decisions the spec leaves open', () => {
+  it('opens on the Authorize step and leaves the rules to the guide, naming files that exist', () => {
+    const description = doc.info.description;
+    expect(description.indexOf('Authorize')).toBeLessThan(100);
+    expect(description.length).toBeLessThan(2500);
+    const named = [...description.matchAll(/`(docs\/[a-z-]+\.md)`/g)].map((m) => m[1]);
+    expect(named).toEqual(expect.arrayContaining(['docs/getting-started.md', 'docs/api.md', 'docs/security.md']));
+    for (const file of named) expect([file, existsSync(join(ROOT, file))]).toEqual([file, true]);
+  });
+
+  it('keeps the decisions the spec leaves open in the guide (docs/api.md)', () => {
+    const guide = readFileSync(join(ROOT, 'docs/api.md'), 'utf8');
     for (const heading of ['## Roles', 'Token lifetime and JWT issuance', 'Rate limits', 'BODY_LIMIT_BYTES', '404', 'metadata.code', '## Sessions', 'Status transitions', '## Idempotency', 'text/plain', 'Unix ms']) {
-      expect(doc.info.description).toContain(heading);
+      expect(guide).toContain(heading);
     }
+  });
+
+  it('declares OpenAPI 3.1.0 and is a valid 3.1 document', async () => {
+    expect((doc as unknown as { openapi: string }).openapi).toBe('3.1.0');
+    const validator = new Validator();
+    const result = await validator.validate(structuredClone(doc) as unknown as Json);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe('3.1');
+  });
+
+  const pointer = (...segments: string[]) => '#/' + segments.map((x) => x.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+
+  /** Every Schema Object, where the document holds one, as [JSON pointer, schema]. */
+  const schemas = (): Array<[string, unknown]> => {
+    const out: Array<[string, unknown]> = Object.entries((doc.components as unknown as { schemas: Json }).schemas).map(([name, schema]) => [pointer('components', 'schemas', name), schema]);
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (method === 'servers') continue;
+        const op = operation as Operation & { parameters?: Array<{ name: string; schema?: unknown }> };
+        (op.parameters ?? []).forEach((p, i) => p.schema && out.push([pointer('paths', path, method, 'parameters', String(i), 'schema'), p.schema]));
+        for (const [type, media] of Object.entries(op.requestBody?.content ?? {})) out.push([pointer('paths', path, method, 'requestBody', 'content', type, 'schema'), media.schema]);
+        for (const [status, response] of Object.entries(op.responses)) {
+          for (const [type, media] of Object.entries(response.content ?? {})) out.push([pointer('paths', path, method, 'responses', status, 'content', type, 'schema'), media.schema]);
+        }
+      }
+    }
+    return out;
+  };
+
+  it('writes every schema in JSON Schema 2020-12 as 3.1 reads it: no nullable, example or boolean exclusive bounds', () => {
+    // Strict: a keyword 2020-12 does not know (nullable, example) fails to compile; the OAS vocabulary is allowed.
+    const ajv = new Ajv2020({ strict: true, strictTypes: false, allowUnionTypes: true, validateFormats: false });
+    ajv.addVocabulary(['discriminator', 'xml', 'externalDocs']);
+    ajv.addVocabulary(['openapi', 'info', 'servers', 'paths', 'components', 'tags', 'security']); // the document around the schemas
+    ajv.addSchema({ ...structuredClone(doc), $id: 'openapi' } as Json);
+    const problems: string[] = [];
+    const walk = (value: unknown, where: string): void => {
+      if (Array.isArray(value)) return value.forEach((item, i) => walk(item, `${where}/${i}`));
+      if (value === null || typeof value !== 'object') return;
+      for (const [key, item] of Object.entries(value)) {
+        if (key === 'nullable' || (key === 'example' && !where.endsWith('/properties'))) problems.push(`${where}: ${key}`);
+        if ((key === 'exclusiveMinimum' || key === 'exclusiveMaximum') && typeof item !== 'number') problems.push(`${where}: ${key} ${String(item)}`);
+        if (key === 'examples' && !Array.isArray(item) && !where.endsWith('/properties')) problems.push(`${where}: examples must be an array`);
+        walk(item, `${where}/${key}`);
+      }
+    };
+    for (const [where, schema] of schemas()) {
+      walk(schema, where);
+      try {
+        ajv.compile({ $ref: `openapi${where}` });
+      } catch (error) {
+        problems.push(`${where}: ${(error as Error).message}`);
+      }
+    }
+    expect(problems).toEqual([]);
+    expect(schemas().length).toBeGreaterThan(100);
+  });
+
+  /** Statuses each operation must document: derived from the code of the routes (guards, services, filters). */
+  const REQUIRED: Record<string, string[]> = {
+    'post /settings/api-keys': ['201', '400', '401', '403', '413', '415', '429'],
+    'get /settings/api-keys': ['200', '400', '401', '403', '429'],
+    'delete /settings/api-keys/{apiKeyId}': ['200', '401', '403', '404', '429'],
+    'post /api/v0/sessions': ['201', '400', '401', '403', '404', '413', '415', '422', '429'],
+    'post /api/v0/sessions/{sessionId}/messages': ['200', '400', '401', '403', '404', '413', '415', '422', '429'],
+    'post /api/v0/agent/claims': ['200', '400', '401', '403', '404', '413', '415', '422', '429'],
+    'post /api/v0/agent/sessions/{sessionId}/messages': ['200', '400', '401', '403', '404', '409', '413', '415', '422', '429'],
+    'post /api/v0/agent/sessions/{sessionId}/usage': ['200', '400', '401', '403', '404', '409', '422', '429'],
+    'post /api/v0/agent/sessions/{sessionId}/heartbeat': ['200', '400', '401', '403', '404', '409', '422', '429'],
+    'post /api/v0/agent/sessions/{sessionId}/end-turn': ['200', '400', '401', '403', '404', '409', '422', '429'],
+    'post /api/v0/agent/models/{customModelId}/chat/completions': ['200', '400', '401', '403', '404', '413', '415', '429', '502', '503', '504'],
+    'patch /api/v0/organization/enterprise-controls': ['200', '400', '401', '403', '412', '413', '415', '429'],
+    'post /api/v0/computers': ['201', '400', '401', '403', '404', '409', '413', '415', '429'],
+    'get /api/v1/analytics/tokens': ['200', '400', '401', '403', '429'],
+  };
+
+  it('documents every status an operation can answer: 401, 403 and 429 wherever a credential is needed, and the table', () => {
+    const missing: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (method === 'servers') continue;
+        const op = operation as Operation;
+        const statuses = Object.keys(op.responses);
+        const needed = [...(op.security ? ['401', '403', '429'] : []), ...(op.requestBody ? ['400', '413', '415'] : []), ...(REQUIRED[`${method} ${path}`] ?? [])];
+        for (const status of needed) if (!statuses.includes(status)) missing.push(`${method} ${path} ${status}`);
+      }
+    }
+    expect(missing).toEqual([]);
+    for (const key of Object.keys(REQUIRED)) {
+      const [method, path] = key.split(' ');
+      expect([key, doc.paths[path]?.[method] !== undefined]).toEqual([key, true]);
+    }
+  });
+
+  it('gives every error answer an example that is a real error body of that status', () => {
+    const ajv = new Ajv2020({ strict: false, allowUnionTypes: true, validateFormats: false });
+    ajv.addSchema({ ...structuredClone(doc), $id: 'openapi' } as Json);
+    const problems: string[] = [];
+    let checked = 0;
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (method === 'servers') continue;
+        for (const [status, response] of Object.entries((operation as Operation).responses)) {
+          const media = response.content?.['application/json'];
+          if (Number(status) < 400 || !media) continue;
+          const where = `${method} ${path} ${status}`;
+          const example = media.example as { status?: number; title?: string; metadata?: { code?: string } } | undefined;
+          if (!example) {
+            problems.push(`${where}: no example`);
+            continue;
+          }
+          checked++;
+          if (example.status !== Number(status)) problems.push(`${where}: example status ${example.status}`);
+          const validate = ajv.compile({ $ref: `openapi#/paths/${path.replace(/~/g, '~0').replace(/\//g, '~1')}/${method}/responses/${status}/content/application~1json/schema` });
+          if (!validate(example)) problems.push(`${where}: ${ajv.errorsText(validate.errors)}`);
+          if (!path.startsWith('/api/v1/') && !path.startsWith('/healthz') && !/^[a-z_]+$/.test(String(example.metadata?.code))) problems.push(`${where}: no metadata.code`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+    expect(checked).toBeGreaterThan(200);
   });
 
   it('documents every API key operation with its auth and error responses', () => {

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiCreatedResponse, ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { ApiKeysService } from './api-keys.service';
 import { Authenticated, CurrentPrincipal } from './auth.decorators';
@@ -23,6 +23,10 @@ export class ApiKeysController {
       'Any role may create keys, unless the enterprise control `restrictApiKeyCreationToManagers` is on: then members and guests receive 403.',
   })
   @ApiCreatedResponse({ type: CreatedApiKeyView })
+  @ApiForbiddenResponse({
+    description: 'A member or guest while `restrictApiKeyCreationToManagers` is on (`api_key_creation_restricted`); a computer\'s agent token (`computer_token_not_accepted`).',
+    type: V0ErrorSchema,
+  })
   async create(@CurrentPrincipal() principal: Principal, @Body() body: CreateApiKeyDto): Promise<CreatedApiKeyView> {
     const { entity, key } = await this.apiKeys.createForCaller(principal, {
       name: body.name,
@@ -34,6 +38,10 @@ export class ApiKeysController {
   @Get()
   @ApiOperation({ summary: 'List API keys', description: 'Your own keys by default, newest first. Keys themselves are never shown again.' })
   @ApiOkResponse({ type: ApiKeyListView })
+  @ApiForbiddenResponse({
+    description: '`scope=organization` by a member or guest (`insufficient_role`); a computer\'s agent token (`computer_token_not_accepted`).',
+    type: V0ErrorSchema,
+  })
   async list(@CurrentPrincipal() principal: Principal, @Query() query: ListApiKeysQueryDto): Promise<ApiKeyListView> {
     const page = await this.apiKeys.list(principal, query.scope ?? 'own', query.cursor, query.pageSize);
     return { apiKeys: page.items.map(toApiKeyView), pagination: page.pagination };
@@ -46,6 +54,7 @@ export class ApiKeysController {
     description: 'The key answers 401 from the next request on. Your own keys; owners and managers may revoke any key of the organization. Revoking twice is harmless.',
   })
   @ApiOkResponse({ type: ApiKeyView })
+  @ApiForbiddenResponse({ description: 'A computer\'s agent token (`computer_token_not_accepted`).', type: V0ErrorSchema })
   @ApiNotFoundResponse({ description: 'No such key in your organization (or not yours, for members and guests).', type: V0ErrorSchema })
   async revoke(@CurrentPrincipal() principal: Principal, @Param('apiKeyId') id: string): Promise<ApiKeyView> {
     return toApiKeyView(await this.apiKeys.revoke(principal, id));

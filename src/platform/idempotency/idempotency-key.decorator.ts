@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { createParamDecorator, ExecutionContext } from '@nestjs/common';
-import { ApiHeader } from '@nestjs/swagger';
+import { applyDecorators, createParamDecorator, ExecutionContext } from '@nestjs/common';
+import { ApiHeader, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { stringify } from 'safe-stable-stringify';
+import { V0ErrorSchema } from '../http/openapi';
 import { validationError } from '../http/validation';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -29,13 +30,16 @@ export const IdempotencyKey = createParamDecorator((_: unknown, context: Executi
   return { key: header, requestHash: createHash('sha256').update(fingerprint).digest('hex') };
 });
 
-/** OpenAPI for the header, on every POST that honours it. */
+/** OpenAPI for the header, and for the 422 it can answer, on every POST that honours it. */
 export const ApiIdempotencyKey = () =>
-  ApiHeader({
+  applyDecorators(
+    ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request (`idempotency_key_reused`).', type: V0ErrorSchema }),
+    ApiHeader({
     name: 'Idempotency-Key',
     required: false,
     description:
       'Makes a retry safe: a request repeating a key you used in the last 24 hours with the same body returns the first response ' +
       '(with `Idempotent-Replayed: true`) and does nothing again; the same key with a different request answers 422. ' +
       'Failed requests are not remembered, so their retry runs again. Keys are per user, 1-255 visible ASCII characters.',
-  });
+    }),
+  );

@@ -1,0 +1,154 @@
+import { errorBody, errorFlavourOf } from './error-body';
+
+/**
+ * Answers every operation can give whatever its controller says, added to the document so that Swagger UI
+ * lists each status a route can answer, and an example error body for every error response, built by the
+ * same `errorBody` the exception filter answers with (so the examples cannot drift from real answers).
+ *
+ * Added where the operation does not document the status itself:
+ * - authenticated operations: **403** `computer_token_not_accepted` (the guard refuses agent tokens outside
+ *   the agent channel; AuthGuard) and **429** `rate_limited` (every counted request; RateLimitGuard);
+ * - operations with a request body: **400** (malformed JSON, `json_too_deep`), **413** `payload_too_large`
+ *   (`BODY_LIMIT_BYTES`, or `MESSAGE_BODY_LIMIT_BYTES` on message routes) and **415** `unsupported_media_type`.
+ */
+type Json = { [key: string]: unknown };
+type Operation = { security?: unknown[]; requestBody?: unknown; responses: Record<string, Json>; description?: string };
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
+/** The error bodies' schemas (src/platform/http/openapi.ts); other answers (health's) have examples of their own. */
+const ERROR_SCHEMAS = /\/(V0ErrorSchema|RequestIdErrorSchema)$/;
+
+const ID = '0196f1d2-7c3a-7e0b-9f41-3a5c2b8d9e10';
+const COMPUTER_TOKEN_REFUSED = {
+  code: 'computer_token_not_accepted',
+  detail: 'A computer\'s agent token works only on the agent channel (/api/v0/agent); use an API key or JWT here.',
+};
+
+/** The error a status stands for in an example, by the path's resource where the code depends on it. */
+function exampleError(path: string, method: string, status: number, roleBound: boolean): { code: string; detail: string; metadata?: Json } | undefined {
+  const notFound: Array<[RegExp, string, string]> = [
+    [/\/history\/\{revision\}$/, 'revision_not_found', 'Your organization\'s controls have no revision 7.'],
+    [/\/models\/\{customModelId\}/, 'custom_model_not_found', 'There is no custom model "custom:acme-llama" in your organization\'s controls.'],
+    [/\/api-keys\//, 'api_key_not_found', `No API key ${ID} exists in your organization.`],
+    [/\/computers|\/agent\/claims/, 'computer_not_found', `No computer ${ID} exists in your organization.`],
+    [/\/sessions/, 'session_not_found', `No session ${ID} exists in your organization.`],
+  ];
+  switch (status) {
+    case 400:
+      return { code: 'validation_failed', detail: 'limit: must be a whole number from 1 to 100', metadata: { errors: [{ field: 'limit', message: 'must be a whole number from 1 to 100' }] } };
+    case 401:
+      return { code: 'missing_credentials', detail: 'Send an API key or JWT as: Authorization: Bearer <token>.' };
+    case 403:
+      if (path.includes('/chat/completions')) {
+        return { code: 'agent_token_required', detail: 'Only a computer\'s agent token may call this (the agent working on that computer); user API keys and JWTs may not.' };
+      }
+      if (path === '/settings/api-keys/{apiKeyId}' || !roleBound) return COMPUTER_TOKEN_REFUSED;
+      if (path === '/settings/api-keys' && method === 'post') {
+        return { code: 'api_key_creation_restricted', detail: 'Your organization restricts API key creation to managers and owners (restrictApiKeyCreationToManagers).' };
+      }
+      return { code: 'insufficient_role', detail: 'This operation requires the owner or manager role; you are a member.', metadata: { requiredRoles: ['owner', 'manager'], role: 'member' } };
+    case 404: {
+      const match = notFound.find(([pattern]) => pattern.test(path));
+      return match ? { code: match[1], detail: match[2] } : undefined;
+    }
+    case 409:
+      if (path.includes('/agent/sessions/')) return { code: 'turn_not_active', detail: `Turn ${ID} is not the running turn of session ${ID}: it ended, or its lease ran out and another agent took the work.`, metadata: { sessionStatus: 'idle' } };
+      if (path.endsWith('/retry')) return { code: 'computer_not_failed', detail: `Computer ${ID} is active; only a computer in error can be retried.`, metadata: { computerStatus: 'active' } };
+      if (path === '/api/v0/computers') return { code: 'quota_exceeded', detail: 'Your organization has 100 computers, as many as it may have (COMPUTERS_PER_ORGANIZATION); delete one to create another.', metadata: { quota: 'COMPUTERS_PER_ORGANIZATION', limit: 100 } };
+      return undefined;
+    case 412:
+      return { code: 'revision_mismatch', detail: 'The controls are at revision 3, not 2 as If-Match expects: someone changed them since you read them. Read them again and reapply your change.', metadata: { currentRevision: 3 } };
+    case 413:
+      return { code: 'payload_too_large', detail: 'The request body is larger than this operation\'s limit of 1048576 bytes.', metadata: { limitBytes: 1048576 } };
+    case 415:
+      return { code: 'unsupported_media_type', detail: 'Request bodies must be JSON: send Content-Type: application/json.' };
+    case 422:
+      return { code: 'idempotency_key_reused', detail: 'Idempotency-Key: this key was already used with a different request; use a new key for a new request.' };
+    case 429:
+      return { code: 'rate_limited', detail: 'Too many requests: the credential limit is 1200 a minute. Retry after 42 s.', metadata: { policy: 'credential', limit: 1200, windowSeconds: 60, retryAfterSeconds: 42 } };
+    case 502:
+      return { code: 'model_answer_invalid', detail: 'The model answered something other than JSON.' };
+    case 503:
+      return path.includes('/chat/completions') || path.includes('enterprise-controls')
+        ? { code: 'secret_unreadable', detail: 'A stored secret of custom model "custom:acme-llama" cannot be decrypted with SECRETS_KEY; an operator must restore the key it was encrypted with.' }
+        : { code: 'database_unavailable', detail: 'The database did not answer.' };
+    case 504:
+      return { code: 'model_timed_out', detail: 'The model did not answer within MODEL_RELAY_TIMEOUT_MS (600000 ms).' };
+    default:
+      return undefined;
+  }
+}
+
+const ADDED: Record<string, string> = {
+  '400': 'The body is not well-formed JSON, or nests deeper than `JSON_MAX_DEPTH` (`json_too_deep`).',
+  '403': 'A computer\'s agent token (`cpt_...`): it works only on the agent channel (`computer_token_not_accepted`).',
+  '413': 'The body is larger than this operation accepts (`payload_too_large`, `metadata.limitBytes`): `BODY_LIMIT_BYTES`, or `MESSAGE_BODY_LIMIT_BYTES` for messages and the relay.',
+  '415': 'The body is not JSON (`Content-Type: application/json` or `application/merge-patch+json`): `unsupported_media_type`.',
+  '429': 'Over a rate limit (`rate_limited`, `metadata.policy`): wait `Retry-After` seconds.',
+};
+
+/** Adds the always-possible answers and an example to each error answer; the document is changed in place. */
+export function completeResponses(document: { paths: object }): void {
+  for (const [path, item] of Object.entries(document.paths as Record<string, Record<string, unknown>>)) {
+    for (const method of METHODS) {
+      const operation = item[method] as Operation | undefined;
+      if (!operation?.responses) continue;
+      const errorContent = operation.responses['401']?.content ?? operation.responses['400']?.content;
+      const roleBound = operation.responses['403'] !== undefined;
+      const add = (status: string) => {
+        if (operation.responses[status] || !errorContent) return;
+        const content = structuredClone(errorContent) as Record<string, Json>;
+        for (const media of Object.values(content)) delete media.example;
+        operation.responses[status] = { description: ADDED[status], content };
+      };
+      if (operation.security) {
+        add('403');
+        add('429');
+      }
+      if (operation.requestBody) for (const status of ['400', '413', '415']) add(status);
+      operation.responses = Object.fromEntries(Object.entries(operation.responses).sort(([a], [b]) => a.localeCompare(b)));
+      for (const [status, response] of Object.entries(operation.responses)) {
+        // Nest shares one content object between operations: each example goes on a copy of its own.
+        if (response.content) response.content = structuredClone(response.content);
+        const media = (response.content as Record<string, Json> | undefined)?.['application/json'];
+        const error = Number(status) >= 400 ? exampleError(path, method, Number(status), roleBound) : undefined;
+        const schema = (media?.schema as { $ref?: string } | undefined)?.$ref ?? '';
+        if (!media || !error || !ERROR_SCHEMAS.test(schema) || media.example !== undefined || media.examples !== undefined) continue;
+        const { code, detail, metadata } = error;
+        media.example = errorBody(errorFlavourOf(path), Number(status), detail, 'req_4f0c2d1e9b7a4c55a1d3e2f1a0b9c8d7', { code, ...metadata });
+      }
+    }
+  }
+}
+
+/**
+ * "Try it out" bodies of the main operations, chosen to succeed against `npm run demo`'s data with the acme owner's
+ * key (test/e2e/guide.e2e-spec.ts sends each one). Agent-channel bodies need a `turnId` from a claim, so theirs
+ * show the shape only.
+ */
+export const REQUEST_EXAMPLES: Record<string, unknown> = {
+  'post /settings/api-keys': { name: 'laptop' },
+  'post /api/v0/sessions': { title: 'Add a health check to the orders API', sessionSettings: { model: 'model-a', reasoningEffort: 'medium' } },
+  'patch /api/v0/sessions/{sessionId}': { title: 'Add /healthz to the orders API' },
+  'post /api/v0/sessions/{sessionId}/messages': { text: 'Add GET /healthz answering 200 while the database answers, with a test.' },
+  'post /api/v0/computers': { name: 'Build box', provider: 'byom', hostId: '6f1c2a4e-8b3d-4e5f-9a7b-1c2d3e4f5a6b', remoteUser: 'ci' },
+  'patch /api/v0/computers/{computerId}': { name: 'Build box (rack 2)' },
+  'patch /api/v0/organization/enterprise-controls': { settings: { sessionRetentionDays: 90 } },
+  'post /api/v0/agent/claims': { waitMs: 1000 },
+  'post /api/v0/agent/sessions/{sessionId}/messages': {
+    turnId: '0196f1d2-7c3a-7e0b-9f41-3a5c2b8d9e10',
+    messages: [{ role: 'assistant', content: [{ type: 'text', text: 'Added GET /healthz and its test; the suite passes.' }] }],
+  },
+  'post /api/v0/agent/sessions/{sessionId}/end-turn': { turnId: '0196f1d2-7c3a-7e0b-9f41-3a5c2b8d9e10', assistantActiveTimeMs: 5400 },
+};
+
+/** Puts each request example on its operation's JSON body. */
+export function addRequestExamples(document: { paths: object }): void {
+  for (const [key, example] of Object.entries(REQUEST_EXAMPLES)) {
+    const [method, path] = key.split(' ');
+    const operation = (document.paths as Record<string, Record<string, { requestBody?: { content?: Record<string, Json> } }>>)[path]?.[method];
+    const media = operation?.requestBody?.content?.['application/json'];
+    if (!media) throw new Error(`OpenAPI: no JSON body on ${key} to put an example on`);
+    media.example = example;
+  }
+}
