@@ -26,8 +26,17 @@ describe('A fresh clone', () => {
   let dir: string;
   const children: ChildProcess[] = [];
 
+  /** Each server runs in a process group of its own (npm, sh, node), stopped together as Ctrl-C would. */
+  const signalGroup = (child: ChildProcess, signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // already gone
+    }
+  };
+
   afterAll(async () => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    for (const child of children) signalGroup(child, 'SIGKILL');
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -52,7 +61,11 @@ describe('A fresh clone', () => {
   /** Starts an npm script; resolves when `ok()` holds, with the milliseconds it took. */
   const serve = async (script: string, cwd: string, dataDir: string, port: number, ok: () => Promise<boolean>, timeoutMs: number) => {
     const startedAt = Date.now();
-    const child = spawn('npm', ['run', '--silent', script], { cwd, env: env({ PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir }) });
+    const child = spawn('npm', ['run', '--silent', script], {
+      cwd,
+      env: env({ PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir }),
+      detached: true,
+    });
     children.push(child);
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -64,10 +77,14 @@ describe('A fresh clone', () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     const ms = Date.now() - startedAt;
+    /** Ctrl-C, then wait until nothing listens on the port any more (npm may exit before the server). */
     const stop = async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      await once(child, 'exit');
+      signalGroup(child, 'SIGINT');
+      const deadline = Date.now() + 20_000;
+      while (await fetch(`http://127.0.0.1:${port}/livez`).then(() => true, () => false)) {
+        if (Date.now() > deadline) throw new Error(`npm run ${script} still listens 20 s after Ctrl-C`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
     };
     return { ms, output: () => output, stop };
   };
