@@ -15,11 +15,11 @@ export default tseslint.config(
     },
   },
   { files: ['**/*.mjs'], ...tseslint.configs.disableTypeChecked },
-  // Plain CommonJS that tests copy into a computer and run there with Node alone.
+  // Plain CommonJS run with Node alone: the launcher (bin/), and what tests copy into a computer and run there.
   {
-    files: ['test/fixtures/**/*.js'],
+    files: ['bin/**/*.js', 'test/fixtures/**/*.js'],
     ...tseslint.configs.disableTypeChecked,
-    languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, sourceType: 'commonjs', globals: { require: 'readonly', process: 'readonly', Buffer: 'readonly', console: 'readonly', setTimeout: 'readonly', URL: 'readonly' } },
+    languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, sourceType: 'commonjs', globals: { require: 'readonly', process: 'readonly', Buffer: 'readonly', console: 'readonly', setTimeout: 'readonly', URL: 'readonly', __dirname: 'readonly' } },
     rules: { ...tseslint.configs.disableTypeChecked.rules, '@typescript-eslint/no-require-imports': 'off' },
   },
 );
