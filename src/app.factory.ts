@@ -5,6 +5,7 @@ import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { credentialIdOf, RequestAuthentication, RequestIdentity } from './modules/auth';
+import { AllowedMethods } from './platform/http/allowed-methods';
 import { ApiExceptionFilter } from './platform/http/api-exception.filter';
 import { errorBody, errorFlavourOf } from './platform/http/error-body';
 import { docsArePublic, setupOpenApi } from './platform/http/openapi-document';
@@ -12,6 +13,7 @@ import { installRequestBodies } from './platform/http/request-bodies';
 import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
 import { createValidationPipe } from './platform/http/validation';
 import { answerClientError, installAccessLog, logUnroutable } from './platform/logging/access-log';
+import { QuietStartLogger } from './platform/logging/logging';
 import { RateLimits, RateLimitSubject } from './platform/rate-limit';
 
 /** Builds the whole application, ready to listen; shared by main, the demo and the tests. */
@@ -40,12 +42,13 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   // Hooks on routes must exist before Nest and Swagger add the routes.
   installRequestBodies(adapter.getInstance(), config);
   docsArePublic(adapter.getInstance());
+  const allowedMethods = AllowedMethods.install(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), adapter, {
     bufferLogs: true,
     bodyParser: false,
     abortOnError: false,
   });
-  app.useLogger(app.get(Logger));
+  app.useLogger(new QuietStartLogger(app.get(Logger)));
   app.flushLogs();
   const fastify = app.getHttpAdapter().getInstance();
   const authentication = app.get(RequestAuthentication);
@@ -68,7 +71,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
       throw error;
     }
   });
-  app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES));
+  app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES, (path) => allowedMethods.of(path)));
   app.useGlobalPipes(createValidationPipe());
   setupOpenApi(app, config);
   await app.init();

@@ -17,8 +17,14 @@ interface Described {
 export class ApiExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('HTTP');
 
-  /** `defaultBodyLimitBytes`: the limit of requests that matched no route (each route has its own). */
-  constructor(private readonly defaultBodyLimitBytes: number) {}
+  /**
+   * `defaultBodyLimitBytes`: the limit of requests that matched no route (each route has its own).
+   * `allowedMethods`: the methods a path has, to answer 405 rather than 404 on a known path.
+   */
+  constructor(
+    private readonly defaultBodyLimitBytes: number,
+    private readonly allowedMethods: (path: string) => string[] = () => [],
+  ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const request = host.switchToHttp().getRequest<FastifyRequest>();
@@ -30,6 +36,7 @@ export class ApiExceptionFilter implements ExceptionFilter {
         'Unexpected error',
       );
     }
+    if (status === 405 && metadata?.allowed) void reply.header('allow', (metadata.allowed as string[]).join(', '));
     if (exception instanceof DomainError && exception.retryAfterSeconds !== undefined) {
       void reply.header('retry-after', String(exception.retryAfterSeconds));
     }
@@ -59,12 +66,22 @@ export class ApiExceptionFilter implements ExceptionFilter {
   private describeHttp(exception: HttpException, request: FastifyRequest): Described {
     const status = exception.getStatus();
     switch (status) {
-      case 404:
+      case 404: {
+        const path = request.url.split('?')[0];
+        const allowed = this.allowedMethods(path);
+        if (allowed.length > 0 && !allowed.includes(request.method)) {
+          return {
+            status: 405,
+            detail: `${request.method} is not allowed on ${path}; it answers ${allowed.join(', ')}.`,
+            metadata: { code: 'method_not_allowed', allowed },
+          };
+        }
         return {
           status,
           detail: `No route matches ${request.method} ${request.url.split('?')[0]}.`,
           metadata: { code: 'route_not_found' },
         };
+      }
       case 413: {
         const limitBytes = request.routeOptions?.bodyLimit ?? this.defaultBodyLimitBytes;
         return {
