@@ -11,7 +11,7 @@ import { errorBody, errorFlavourOf } from './platform/http/error-body';
 import { docsArePublic, setupOpenApi } from './platform/http/openapi-document';
 import { installRequestBodies } from './platform/http/request-bodies';
 import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
-import { createValidationPipe } from './platform/http/validation';
+import { createValidationPipe, NoUndeclaredQueryInterceptor } from './platform/http/validation';
 import { answerClientError, installAccessLog, logUnroutable } from './platform/logging/access-log';
 import { QuietStartLogger } from './platform/logging/logging';
 import { RateLimits, RateLimitSubject } from './platform/rate-limit';
@@ -73,6 +73,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   });
   app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES, (path) => allowedMethods.of(path)));
   app.useGlobalPipes(createValidationPipe());
+  app.useGlobalInterceptors(new NoUndeclaredQueryInterceptor());
   setupOpenApi(app, config);
   await app.init();
   await fastify.ready();
