@@ -242,7 +242,6 @@ export function rollUpDay(facts: FactCount[], usage: ModelUsage[], sessionsWithM
   const ratios = userDays.filter((day) => day.metrics.user_messages > 0).map((day) => day.metrics.tool_calls / day.metrics.user_messages).sort((a, b) => a - b);
   const toolCalls = total(FactKind.ToolCall);
   const userTurns = total(FactKind.UserMessage);
-  const autonomyTotal = [...autonomy.values()].reduce((a, b) => a + b, 0);
 
   return {
     users: userDays,
