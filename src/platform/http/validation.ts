@@ -16,7 +16,9 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
   return errors.flatMap((error) => {
     const segment = /^\d+$/.test(error.property) ? `[${error.property}]` : error.property;
     const field = parent ? (segment.startsWith('[') ? `${parent}${segment}` : `${parent}.${segment}`) : segment;
-    const own = Object.values(error.constraints ?? {}).map((message) => ({ field, message: rephrase(message, error.property) }));
+    // The same message twice (two rules saying one thing) is one problem.
+    const messages = [...new Set(Object.values(error.constraints ?? {}).map((message) => rephrase(message, error.property)))];
+    const own = messages.map((message) => ({ field, message }));
     return [...own, ...flattenValidationErrors(error.children ?? [], field)];
   });
 }
