@@ -1,3 +1,4 @@
+import { MethodNotAllowedException } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
@@ -58,6 +59,15 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   installAccessLog(fastify, config.LOG_LEVEL, (request) =>
     request.principal ? { organizationId: request.principal.organizationId, credentialId: credentialIdOf(request.principal) } : {},
   );
+  // A known path asked with another method: 405 before its body is read (a bad body would answer 400 or 415).
+  fastify.addHook('onRequest', async (request, reply) => {
+    if (!request.is404) return;
+    const allowed = allowedMethods.of(request.url.split('?')[0]);
+    if (allowed.length === 0 || allowed.includes(request.method)) return;
+    reply.header(REQUEST_ID_HEADER, request.id);
+    if (hasBody(request)) reply.header('connection', 'close');
+    throw new MethodNotAllowedException();
+  });
   // The request edge: credential, then rate limits, before any of the body is read.
   fastify.addHook('onRequest', async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, request.id);

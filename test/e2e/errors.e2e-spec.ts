@@ -301,7 +301,7 @@ describe('Errors and request ids', () => {
     });
 
     it('use the same flavour for body errors', async () => {
-      const res = await t.http().post('/api/v1/analytics/tokens').set('content-type', 'application/json').send('{oops');
+      const res = await t.http().post('/api/v1/analytics/rollup').set(owner.auth).set('content-type', 'application/json').send('{oops');
       expectAnalyticsError(res, 400);
     });
   });

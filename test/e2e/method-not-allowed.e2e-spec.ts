@@ -48,6 +48,15 @@ describe('Unsupported methods on known paths', () => {
     expect(res.body).toEqual({ title: 'Method Not Allowed', detail: expect.stringContaining('DELETE is not allowed'), status: 405, requestId: 'm-405' });
   });
 
+  it.each([
+    ['invalid JSON', 'application/json', '{oops'],
+    ['not JSON', 'text/plain', 'hello'],
+  ])('answers 405 before reading a body (%s)', async (_, type, body) => {
+    const res = await t.http().post('/api/v1/analytics/users').set(owner.auth).set('content-type', type).send(body);
+    expect(res.status).toBe(405);
+    expect(res.headers.allow).toBe('GET, HEAD');
+  });
+
   it('still serves the methods the path has, HEAD included', async () => {
     expect((await t.http().get('/api/v0/sessions').set(owner.auth)).status).toBe(200);
     expect((await t.http().head('/api/v0/sessions').set(owner.auth)).status).toBe(200);

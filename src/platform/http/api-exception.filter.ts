@@ -66,7 +66,9 @@ export class ApiExceptionFilter implements ExceptionFilter {
   private describeHttp(exception: HttpException, request: FastifyRequest): Described {
     const status = exception.getStatus();
     switch (status) {
-      case 404: {
+      // An unsupported method on a known path is a 405 (refused at the edge, or found here).
+      case 404:
+      case 405: {
         const path = request.url.split('?')[0];
         const allowed = this.allowedMethods(path);
         if (allowed.length > 0 && !allowed.includes(request.method)) {
@@ -77,7 +79,7 @@ export class ApiExceptionFilter implements ExceptionFilter {
           };
         }
         return {
-          status,
+          status: 404,
           detail: `No route matches ${request.method} ${request.url.split('?')[0]}.`,
           metadata: { code: 'route_not_found' },
         };
