@@ -1,3 +1,4 @@
+import { MethodNotAllowedException } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
@@ -5,6 +6,7 @@ import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { credentialIdOf, RequestAuthentication, RequestIdentity } from './modules/auth';
+import { AllowedMethods } from './platform/http/allowed-methods';
 import { ApiExceptionFilter } from './platform/http/api-exception.filter';
 import { errorBody, errorFlavourOf } from './platform/http/error-body';
 import { docsArePublic, setupOpenApi } from './platform/http/openapi-document';
@@ -12,8 +14,9 @@ import { installRequestBodies } from './platform/http/request-bodies';
 import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
 import { ALWAYS, installSecurityHeaders } from './platform/http/security-headers';
 import { ServerDetails } from './platform/http/server-details';
-import { createValidationPipe } from './platform/http/validation';
+import { createValidationPipe, NoUndeclaredQueryInterceptor } from './platform/http/validation';
 import { answerClientError, installAccessLog, logUnroutable } from './platform/logging/access-log';
+import { QuietStartLogger } from './platform/logging/logging';
 import { RateLimits, RateLimitSubject } from './platform/rate-limit';
 
 /** Builds the whole application, ready to listen; shared by main, the demo and the tests. */
@@ -43,12 +46,13 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   // Hooks on routes must exist before Nest and Swagger add the routes.
   installRequestBodies(adapter.getInstance(), config);
   docsArePublic(adapter.getInstance());
+  const allowedMethods = AllowedMethods.install(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), adapter, {
     bufferLogs: true,
     bodyParser: false,
     abortOnError: false,
   });
-  app.useLogger(app.get(Logger));
+  app.useLogger(new QuietStartLogger(app.get(Logger)));
   app.flushLogs();
   const fastify = app.getHttpAdapter().getInstance();
   const authentication = app.get(RequestAuthentication);
@@ -59,6 +63,15 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   installAccessLog(fastify, config.LOG_LEVEL, (request) =>
     request.principal ? { organizationId: request.principal.organizationId, credentialId: credentialIdOf(request.principal) } : {},
   );
+  // A known path asked with another method: 405 before its body is read (a bad body would answer 400 or 415).
+  fastify.addHook('onRequest', async (request, reply) => {
+    if (!request.is404) return;
+    const allowed = allowedMethods.of(request.url.split('?')[0]);
+    if (allowed.length === 0 || allowed.includes(request.method)) return;
+    reply.header(REQUEST_ID_HEADER, request.id);
+    if (hasBody(request)) reply.header('connection', 'close');
+    throw new MethodNotAllowedException();
+  });
   // The request edge: credential, then rate limits, before any of the body is read.
   fastify.addHook('onRequest', async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, request.id);
@@ -72,8 +85,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
       throw error;
     }
   });
-  app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES, new ServerDetails(config)));
+  app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES, new ServerDetails(config), (path) => allowedMethods.of(path)));
   app.useGlobalPipes(createValidationPipe());
+  app.useGlobalInterceptors(new NoUndeclaredQueryInterceptor());
   setupOpenApi(app, config);
   await app.init();
   await fastify.ready();

@@ -15,7 +15,7 @@ import { DatabaseModule } from './platform/database/database.module';
 import { EventsModule } from './platform/events';
 import { IdempotencyModule } from './platform/idempotency';
 import { RateLimitModule } from './platform/rate-limit';
-import { pinoHttpOptions } from './platform/logging/logging';
+import { pinoHttpSetting } from './platform/logging/logging';
 
 /** The modular monolith: platform modules first, then one module per part of the spec. */
 @Module({})
@@ -25,7 +25,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.register(config),
-        LoggerModule.forRoot({ pinoHttp: pinoHttpOptions(config) }),
+        LoggerModule.forRoot({ pinoHttp: pinoHttpSetting(config) }),
         DatabaseModule,
         EventsModule,
         ScheduleModule.forRoot(),

@@ -36,10 +36,11 @@ async function main(): Promise<void> {
 
   await app.listen({ port: config.PORT, host: config.HOST });
   await app.get(SetupService).announce(config.baseUrl);
-  logger.log(
-    `Agent Platform listening on ${await app.getUrl()} (${config.engine}) in ${Date.now() - startedAt} ms; ` +
-      `API docs at ${config.baseUrl}/docs`,
-  );
+  // A few lines saying where everything is (the database and each part log their own start).
+  logger.log(`Agent Platform listening on ${await app.getUrl()} in ${Date.now() - startedAt} ms`);
+  logger.log(`API:  ${config.baseUrl}/api/v0 (analytics: ${config.baseUrl}/api/v1/analytics)`);
+  logger.log(`Docs: ${config.baseUrl}/docs (OpenAPI document: ${config.baseUrl}/docs-json)`);
+  logger.log(`Data: ${config.dataLocation}`);
 }
 
 main().catch((error: unknown) => {

@@ -223,6 +223,16 @@ export class AppConfig {
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 
+  /**
+   * `pretty`: one readable line per event (coloured at a terminal; NO_COLOR and FORCE_COLOR are
+   * honoured); `json`: one JSON object per line, for log collectors. Default: pretty when stdout is
+   * a terminal, JSON otherwise.
+   */
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @IsIn(['pretty', 'json'])
+  LOG_FORMAT?: 'pretty' | 'json';
+
   /** Where the `local` provider prepares computers' workspaces (default: DATA_DIR/computers). */
   @Transform(emptyToUndefined)
   @IsOptional()
@@ -427,6 +437,23 @@ export class AppConfig {
     return hostList(this.MODEL_RELAY_ALLOWED_HOSTS);
   }
 
+  /** LOG_FORMAT, or pretty at a terminal and JSON otherwise. */
+  get logFormat(): 'pretty' | 'json' {
+    return this.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json');
+  }
+
+  /** Where the data is, for the start-up lines: the embedded database's folder, or PostgreSQL without its password. */
+  get dataLocation(): string {
+    if (!this.DATABASE_URL) return `embedded PostgreSQL (PGlite) in ${resolve(this.DATA_DIR)}`;
+    try {
+      const url = new URL(this.DATABASE_URL);
+      const user = url.username ? `${decodeURIComponent(url.username)}@` : '';
+      return `PostgreSQL ${user}${url.host}${url.pathname.length > 1 ? url.pathname : ''}`;
+    } catch {
+      return 'PostgreSQL (DATABASE_URL)';
+    }
+  }
+
   get engine(): 'postgres' | 'pglite' {
     return this.DATABASE_URL ? 'postgres' : 'pglite';
   }
@@ -474,6 +501,7 @@ const ENV_KEYS = [
   'AGENT_LEASE_MS',
   'AUTH_CACHE_MS',
   'LOG_LEVEL',
+  'LOG_FORMAT',
   'COMPUTERS_DIR',
   'LOCAL_REPOS_DIR',
   'LOCAL_INSTALL_SCRIPTS',

@@ -49,7 +49,7 @@ function expectNoInternals(res: Response) {
  * being the response's x-request-id, and `detail` starting with the parameter it names.
  */
 function expectAnalyticsError(res: Response, status: number, field?: string) {
-  const title = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 415: 'Unsupported Media Type' }[status];
+  const title = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 415: 'Unsupported Media Type' }[status];
   expect({ status: res.status, body: res.body as Json }).toEqual({
     status,
     body: {
@@ -181,11 +181,11 @@ describe('Analytics: parameters, roles and isolation', () => {
     });
 
     it.each(UNGROUPED.flatMap((e) => ['model', 'tool_name', 'client', ''].map((value) => [e.name, value] as const)))(
-      '%s takes no group_by: group_by=%j is not an accepted field (400)',
+      '%s takes no group_by: group_by=%j is not an accepted query parameter (400)',
       async (name, value) => {
         const res = await get(name, `${OK()}&group_by=${value}`);
         expectAnalyticsError(res, 400, 'group_by');
-        expect(res.body.detail).toBe('group_by: is not an accepted field');
+        expect(res.body.detail).toMatch(/^group_by: is not an accepted query parameter \(accepted: [a-zA-Z, ]+\)$/);
       },
     );
   });
@@ -261,10 +261,14 @@ describe('Analytics: parameters, roles and isolation', () => {
       expectAnalyticsError(await get(name, 'startDate=bad&group_by=nope', guest), 403);
     });
 
-    it('unknown analytics routes and methods answer 404 in the analytics body', async () => {
+    it('unknown analytics routes answer 404 and other methods of known ones 405 (with Allow), in the analytics body', async () => {
       expectAnalyticsError(await t.http().get(`${BASE}/sessions?${OK()}`).set(owner.auth), 404);
-      expectAnalyticsError(await t.http().post(`${BASE}/tokens?${OK()}`).set(owner.auth).send({}), 404);
-      expectAnalyticsError(await t.http().get(`${BASE}/rollup`).set(owner.auth), 404);
+      const post = await t.http().post(`${BASE}/tokens?${OK()}`).set(owner.auth).send({});
+      expectAnalyticsError(post, 405);
+      expect(post.headers.allow).toBe('GET, HEAD');
+      const get = await t.http().get(`${BASE}/rollup`).set(owner.auth);
+      expectAnalyticsError(get, 405);
+      expect(get.headers.allow).toBe('POST');
     });
   });
 

@@ -112,7 +112,7 @@ describe('Errors and request ids', () => {
         ['get', '/nope'],
         ['get', '/api/v0/sessions-that-do-not-exist?limit=5'],
         ['post', '/settings/api-keys/extra/segments'],
-        ['put', '/settings/api-keys'],
+        ['put', '/settings/api-keys-nope'],
       ] as const) {
         const res = await t.http()[method](path).set(auth);
         expectV0Error(res, 404, 'route_not_found');
@@ -301,7 +301,7 @@ describe('Errors and request ids', () => {
     });
 
     it('use the same flavour for body errors', async () => {
-      const res = await t.http().post('/api/v1/analytics/tokens').set('content-type', 'application/json').send('{oops');
+      const res = await t.http().post('/api/v1/analytics/rollup').set(owner.auth).set('content-type', 'application/json').send('{oops');
       expectAnalyticsError(res, 400);
     });
   });

@@ -154,7 +154,7 @@ describe('Pagination (GET /settings/api-keys)', () => {
       expect(scope.body.detail).toMatch(/^scope: /);
       const other = await list(user, 'offset=20');
       expectV0Error(other, 400, 'validation_failed');
-      expect(other.body.metadata.errors).toEqual([{ field: 'offset', message: 'is not an accepted field' }]);
+      expect(other.body.metadata.errors).toEqual([{ field: 'offset', message: 'is not an accepted query parameter (accepted: scope, limit, cursor)' }]);
     });
   });
 

@@ -20,10 +20,14 @@ interface Described {
 export class ApiExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('HTTP');
 
-  /** `defaultBodyLimitBytes`: the limit of requests that matched no route (each route has its own). */
+  /**
+   * `defaultBodyLimitBytes`: the limit of requests that matched no route (each route has its own).
+   * `allowedMethods`: the methods a path has, to answer 405 rather than 404 on a known path.
+   */
   constructor(
     private readonly defaultBodyLimitBytes: number,
     private readonly details: ServerDetails,
+    private readonly allowedMethods: (path: string) => string[] = () => [],
   ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
@@ -42,6 +46,7 @@ export class ApiExceptionFilter implements ExceptionFilter {
         'Unexpected error',
       );
     }
+    if (status === 405 && metadata?.allowed) void reply.header('allow', (metadata.allowed as string[]).join(', '));
     if (exception instanceof DomainError && exception.retryAfterSeconds !== undefined) {
       void reply.header('retry-after', String(exception.retryAfterSeconds));
     }
@@ -71,12 +76,24 @@ export class ApiExceptionFilter implements ExceptionFilter {
   private describeHttp(exception: HttpException, request: FastifyRequest): Described {
     const status = exception.getStatus();
     switch (status) {
+      // An unsupported method on a known path is a 405 (refused at the edge, or found here).
       case 404:
+      case 405: {
+        const path = request.url.split('?')[0];
+        const allowed = this.allowedMethods(path);
+        if (allowed.length > 0 && !allowed.includes(request.method)) {
+          return {
+            status: 405,
+            detail: `${request.method} is not allowed on ${path}; it answers ${allowed.join(', ')}.`,
+            metadata: { code: 'method_not_allowed', allowed },
+          };
+        }
         return {
-          status,
+          status: 404,
           detail: `No route matches ${request.method} ${request.url.split('?')[0]}.`,
           metadata: { code: 'route_not_found' },
         };
+      }
       case 413: {
         const limitBytes = request.routeOptions?.bodyLimit ?? this.defaultBodyLimitBytes;
         return {

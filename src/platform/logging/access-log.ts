@@ -48,7 +48,7 @@ export function installAccessLog(
       ip: request.ip,
       ...(reply ? {} : { aborted: true }),
     };
-    write(line, `${request.method} ${route ?? '(no route)'} ${status ?? 'aborted by the client'}`);
+    write(line, `${request.method} ${route ?? '(no route)'} ${status ?? 'aborted by the client'} ${line.durationMs} ms ${request.id}`);
   };
   fastify.addHook('onRequest', (request, reply, done) => {
     started.set(request, performance.now());

@@ -1,4 +1,4 @@
-import { FactCount, ModelUsage, percentile, round2, rollUpDay } from './day-rollup';
+import { FactCount, ModelUsage, percentile, round2, rollUpDay, shares2 } from './day-rollup';
 import { FactKind } from './facts';
 
 const fact = (userId: string, kind: FactKind, n: number, fields: Partial<FactCount> = {}): FactCount => ({
@@ -66,6 +66,39 @@ describe('round2', () => {
     [1e-7, 0],
   ])('%d is %d', (value, rounded) => {
     expect(round2(value)).toBe(rounded);
+  });
+});
+
+describe('shares2', () => {
+  it.each([
+    [[1, 1, 2, 4], [0.13, 0.12, 0.25, 0.5]], // one by one: 0.13 + 0.13 + 0.25 + 0.5 = 1.01
+    [[1, 1, 1], [0.34, 0.33, 0.33]], // one by one: 0.99
+    [[2, 1, 0, 0], [0.67, 0.33, 0, 0]],
+    [[1, 2], [0.33, 0.67]],
+    [[0, 0, 0, 0], [0, 0, 0, 0]],
+    [[0, 7, 0, 0], [0, 1, 0, 0]],
+    [[1, 1, 1, 1, 1, 1, 1], [0.15, 0.15, 0.14, 0.14, 0.14, 0.14, 0.14]],
+  ])('%j share as %j', (counts, shares) => {
+    expect(shares2(counts)).toEqual(shares);
+  });
+
+  it('always sums to exactly 1, each share within 0.01 of its exact value (seeded random counts)', () => {
+    let seed = 20;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let run = 0; run < 2000; run++) {
+      const counts = Array.from({ length: 1 + Math.floor(next() * 6) }, () => Math.floor(next() * (run % 2 ? 10 : 100_000)));
+      const total = counts.reduce((a, b) => a + b, 0);
+      const shares = shares2(counts);
+      if (total === 0) {
+        expect(shares.every((share) => share === 0)).toBe(true);
+        continue;
+      }
+      expect(Math.round(shares.reduce((a, b) => a + b, 0) * 100)).toBe(100);
+      shares.forEach((share, i) => {
+        expect(Math.abs(share - counts[i] / total)).toBeLessThan(0.01 + 1e-9);
+        expect(Math.round(share * 100) / 100).toBe(share);
+      });
+    }
   });
 });
 

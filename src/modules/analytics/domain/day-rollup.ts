@@ -108,6 +108,27 @@ export function round2(value: number): number {
   return Math.round(shifted) / 100;
 }
 
+/**
+ * Each count's share of the total with two decimals, summing to exactly 1 (all 0 when the total is):
+ * largest-remainder rounding, as rounding each share alone can sum to 0.99 or 1.01. Ties in the
+ * remainder go to the larger count, then to the earlier one.
+ */
+export function shares2(counts: number[]): number[] {
+  const total = counts.reduce((a, b) => a + b, 0);
+  if (total <= 0) return counts.map(() => 0);
+  // In hundredths, exactly: count * 100 / total as a whole part and a remainder over total.
+  const whole = counts.map((count) => Math.floor((count * 100) / total));
+  const remainder = counts.map((count, i) => count * 100 - whole[i] * total);
+  let left = 100 - whole.reduce((a, b) => a + b, 0);
+  const order = counts.map((_, i) => i).sort((a, b) => remainder[b] - remainder[a] || counts[b] - counts[a] || a - b);
+  for (const i of order) {
+    if (left <= 0) break;
+    whole[i] += 1;
+    left -= 1;
+  }
+  return whole.map((hundredths) => hundredths / 100);
+}
+
 /** Nearest-rank percentile of sorted values (0 when there are none). */
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return 0;
@@ -221,7 +242,6 @@ export function rollUpDay(facts: FactCount[], usage: ModelUsage[], sessionsWithM
   const ratios = userDays.filter((day) => day.metrics.user_messages > 0).map((day) => day.metrics.tool_calls / day.metrics.user_messages).sort((a, b) => a - b);
   const toolCalls = total(FactKind.ToolCall);
   const userTurns = total(FactKind.UserMessage);
-  const autonomyTotal = [...autonomy.values()].reduce((a, b) => a + b, 0);
 
   return {
     users: userDays,
@@ -246,7 +266,7 @@ export function rollUpDay(facts: FactCount[], usage: ModelUsage[], sessionsWithM
       tool_calls_per_session_avg: sessionsWithMessages === 0 ? 0 : round2(toolCalls / sessionsWithMessages),
       user_turns_per_session_avg: sessionsWithMessages === 0 ? 0 : round2(userTurns / sessionsWithMessages),
       tool_autonomy_level_ratio: Object.fromEntries(
-        AUTONOMY_LEVELS.map((level) => [level, autonomyTotal === 0 ? 0 : round2((autonomy.get(level) ?? 0) / autonomyTotal)]),
+        shares2(AUTONOMY_LEVELS.map((level) => autonomy.get(level) ?? 0)).map((share, i) => [AUTONOMY_LEVELS[i], share]),
       ) as Record<AutonomyLevel, number>,
     },
     activity: {

@@ -319,6 +319,25 @@ describe('agentMessageFacts', () => {
     ['digit commit', 0],
     ['GIT COMMIT', 0],
     ['', 0],
+    // Only git running commit counts: not a word that says it.
+    ['echo "git commit"', 0],
+    ["echo 'git commit -m x' >> notes.md", 0],
+    ['echo git commit', 0],
+    ['printf "%s\\n" "run git commit later"', 0],
+    ['grep -r "git commit" docs', 0],
+    ['git log --grep "git commit"', 0],
+    ['cat <<EOF\ngit commit -m x\nEOF', 0],
+    ['# git commit -m x', 0],
+    ['echo "$(git commit -m x)"', 1],
+    ['sudo git commit -m x', 1],
+    ['env GIT_AUTHOR_NAME=a git commit -m x', 1],
+    ['/usr/bin/git commit -m x', 1],
+    ['cd repo && git commit -m "fix: git commit counting"', 1],
+    ['(cd repo; git commit -m x)', 1],
+    ['if true; then git commit -m x; fi', 1],
+    // Not valid shell: read where commands start.
+    ['echo "git commit', 0],
+    ['git commit -m "unterminated', 1],
   ])('%j counts %i commit(s)', (command, n) => {
     expect(shell(command)).toEqual(Array(n).fill('git_commit'));
   });
@@ -333,6 +352,7 @@ describe('agentMessageFacts', () => {
     ['gh pr list', 0],
     ['gh pr view 12', 0],
     ['gh issue create', 0],
+    ['echo "gh pr create"', 0],
   ])('%j counts %i pull request(s)', (command, n) => {
     expect(shell(command)).toEqual(Array(n).fill('git_pr'));
   });

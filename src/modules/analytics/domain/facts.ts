@@ -1,3 +1,4 @@
+import { parseShell } from '../../../agent/tools/shell-syntax';
 import { fileKind } from './languages';
 
 /** What a fact records. */
@@ -124,11 +125,17 @@ const CREATE_TOOLS = new Set(['write', 'create', 'create_file', 'write_file', 'c
 const EDIT_TOOLS = new Set(['edit', 'multiedit', 'multi_edit', 'edit_file', 'editfile', 'str_replace', 'apply_patch', 'applypatch']);
 const EDITOR_TOOL = 'str_replace_based_edit_tool';
 const SHELL_TOOLS = new Set(['bash', 'shell', 'execute', 'exec', 'run', 'run_command', 'terminal', 'powershell']);
-/** `git [options] commit`, options with a value included (`-C "my dir"`); not `commit-tree`. */
-const GIT_COMMIT = /\bgit\s+(?:-\S+\s+(?:"[^"]*"\s+|'[^']*'\s+|[^\s-]\S*\s+)?)*?commit(?![\w-])/g;
+/** A command line that may commit or open a pull request: only these are parsed. */
+const MAY_COUNT = /\bcommit\b|\bcreate\b|\bpull-request\b/;
+/** Options of git itself whose value is the next word (`git -C dir commit`). */
+const GIT_VALUE_OPTIONS = new Set(['-C', '-c', '--git-dir', '--work-tree', '--namespace', '--super-prefix', '--config-env', '--attr-source']);
+/** Commands that run the command after them (`sudo git commit`, `env A=b git commit`). */
+const WRAPPERS = new Set(['sudo', 'command', 'exec', 'nohup', 'time', 'env']);
+/** When the line cannot be parsed: `git [options] commit` where a command starts; not `commit-tree`. */
+const GIT_COMMIT_FALLBACK = /(?:^|[;&|()\n`]|\$\()\s*git\s+(?:-\S+\s+(?:"[^"]*"\s+|'[^']*'\s+|[^\s-]\S*\s+)?)*?commit(?![\w-])/g;
+const PR_FALLBACK = /(?:^|[;&|()\n`]|\$\()\s*(?:gh\s+pr\s+create|glab\s+mr\s+create|hub\s+pull-request)\b/g;
 /** Files an `apply_patch` patch adds and updates. */
 const PATCH_FILE = /^\*\*\* (Add|Update) File: (.+)$/gm;
-const PR_CREATE = /\b(?:gh\s+pr\s+create|glab\s+mr\s+create|hub\s+pull-request)\b/g;
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value.length > 0 ? value : undefined);
 const clip = (value: string, max: number) => (value.length > max ? value.slice(0, max) : value);
@@ -203,9 +210,55 @@ function toolEffects(base: Pick<Fact, 'at' | 'userId' | 'sessionId'>, tool: stri
   }
   const shell = SHELL_TOOLS.has(name) ? text(input.command) ?? text(input.cmd) : undefined;
   if (shell) {
-    for (let i = (shell.match(GIT_COMMIT) ?? []).length; i > 0; i--) facts.push({ ...base, kind: FactKind.GitCommit });
-    for (let i = (shell.match(PR_CREATE) ?? []).length; i > 0; i--) facts.push({ ...base, kind: FactKind.GitPullRequest });
+    const { commits, pullRequests } = gitEffects(shell);
+    for (let i = commits; i > 0; i--) facts.push({ ...base, kind: FactKind.GitCommit });
+    for (let i = pullRequests; i > 0; i--) facts.push({ ...base, kind: FactKind.GitPullRequest });
   }
   if (mcpServer && /__create_(?:pull|merge)_request$/i.test(tool)) facts.push({ ...base, kind: FactKind.GitPullRequest });
   return facts;
+}
+
+/**
+ * The commits and pull requests a shell command line makes: commands whose program is `git` with
+ * the subcommand `commit` (`echo "git commit"` and `git log --grep commit` are not), and `gh pr
+ * create`, `glab mr create` or `hub pull-request`; read with the shell parser the agent's command
+ * policy uses, substitutions included. A line it cannot parse is read where commands start.
+ */
+export function gitEffects(line: string): { commits: number; pullRequests: number } {
+  if (!MAY_COUNT.test(line)) return { commits: 0, pullRequests: 0 };
+  let commands: string[][];
+  try {
+    commands = parseShell(line, 'bash').commands.map((command) => command.words.map((word) => word.value ?? ''));
+  } catch {
+    return { commits: (line.match(GIT_COMMIT_FALLBACK) ?? []).length, pullRequests: (line.match(PR_FALLBACK) ?? []).length };
+  }
+  let commits = 0;
+  let pullRequests = 0;
+  for (const words of commands) {
+    const args = unwrapped(words);
+    const program = (args[0] ?? '').split('/').pop();
+    if (program === 'git' && subcommandOfGit(args) === 'commit') commits += 1;
+    if ((program === 'gh' && args[1] === 'pr' && args[2] === 'create') || (program === 'glab' && args[1] === 'mr' && args[2] === 'create') || (program === 'hub' && args[1] === 'pull-request')) {
+      pullRequests += 1;
+    }
+  }
+  return { commits, pullRequests };
+}
+
+/** The words after the wrappers (`sudo -E`, `env A=b`, `time`) in front of a command. */
+function unwrapped(words: string[]): string[] {
+  let i = 0;
+  while (i < words.length && WRAPPERS.has(words[i].split('/').pop() ?? '')) {
+    i += 1;
+    while (i < words.length && (words[i].startsWith('-') || /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[i]))) i += 1;
+  }
+  return words.slice(i);
+}
+
+function subcommandOfGit(args: string[]): string | undefined {
+  for (let i = 1; i < args.length; i++) {
+    if (!args[i].startsWith('-')) return args[i];
+    if (GIT_VALUE_OPTIONS.has(args[i])) i += 1;
+  }
+  return undefined;
 }

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { cloneDirectoryNames, locateRepo } from './repo-location';
+import { cloneDirectoryNames, locateRepo, MAX_CLONE_DIRECTORY_NAME } from './repo-location';
 
 describe('locateRepo', () => {
   const root = mkdtempSync(join(tmpdir(), 'repo-location-'));
@@ -45,5 +45,25 @@ describe('locateRepo', () => {
 describe('cloneDirectoryNames', () => {
   it('names each clone after its repo, unique within the computer', () => {
     expect(cloneDirectoryNames(['https://h/acme/app.git', 'git@h:other/app.git', '/srv/app-2', 'https://h/x/'])).toEqual(['app', 'app-2', 'app-2-2', 'x']);
+  });
+
+  it('bounds a long name: its readable beginning and a hash of the whole, unique, and a directory the file system accepts', () => {
+    const long = 'a'.repeat(300);
+    const repos = [`https://h/acme/${long}.git`, `https://h/acme/${long}b.git`, `https://h/other/${long}.git`, `https://h/acme/${'%C3%A9'.repeat(100)}`, `https://h/${'x'.repeat(60)}`];
+    const names = cloneDirectoryNames(repos);
+    expect(new Set(names).size).toBe(names.length);
+    for (const name of names) {
+      expect(name.length).toBeLessThanOrEqual(MAX_CLONE_DIRECTORY_NAME);
+      expect(name).toMatch(/^[A-Za-z0-9][A-Za-z0-9._-]*$/);
+    }
+    expect(names[0]).toMatch(/^a{40,}-[0-9a-f]{8}$/);
+    expect(names[1]).toMatch(/^a{40,}-[0-9a-f]{8}$/);
+    expect(names[1]).not.toBe(names[0]);
+    expect(names[2]).toBe(`${names[0]}-2`);
+    expect(names[4]).toBe('x'.repeat(60));
+    // The same repos name the same directories every time (a restart finds its clones).
+    expect(cloneDirectoryNames(repos)).toEqual(names);
+    const workspace = mkdtempSync(join(tmpdir(), 'clone-names-'));
+    for (const name of names) mkdirSync(join(workspace, name));
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { basename, isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,12 +63,21 @@ function realOrResolved(path: string): string {
   }
 }
 
-/** Directory names for the repos' clones: the repo's name without `.git`, made unique. */
+/** The longest clone directory name: far below file systems' 255 bytes, and paths stay short. */
+export const MAX_CLONE_DIRECTORY_NAME = 64;
+
+/**
+ * Directory names for the repos' clones: the repo's name without `.git`, made unique. A longer
+ * name keeps its beginning, readable, and ends with a hash of the whole name, so two long names
+ * that begin alike stay apart.
+ */
 export function cloneDirectoryNames(repos: readonly string[]): string[] {
   const used = new Map<string, number>();
   return repos.map((repo) => {
     const last = basename(repo.replace(/[/\\]+$/, '').replace(/^.*:/, '')).replace(/\.git$/, '');
-    const name = last.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^\.+/, '') || 'repo';
+    const safe = last.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[.-]+/, '') || 'repo';
+    // Room for the hash and a `-n` that makes it unique.
+    const name = safe.length <= MAX_CLONE_DIRECTORY_NAME - 4 ? safe : `${safe.slice(0, MAX_CLONE_DIRECTORY_NAME - 4 - 9)}-${createHash('sha256').update(last).digest('hex').slice(0, 8)}`;
     let candidate = name;
     for (let n = 2; used.has(candidate); n++) candidate = `${name}-${n}`;
     used.set(candidate, 1);
