@@ -2,7 +2,7 @@ import { ApiKeyEntity, OrganizationEntity, UserEntity } from './modules/auth/ent
 import { Foundation1763712000000 } from './migrations/1763712000000-Foundation';
 import { Sessions1763798400000 } from './migrations/1763798400000-Sessions';
 import { Computers1763884800000 } from './migrations/1763884800000-Computers';
-import { MessageEntity, SessionEntity, TokenUsageDailyEntity } from './modules/sessions/entities';
+import { AgentPresenceEntity, MessageEntity, SessionEntity, TokenUsageDailyEntity } from './modules/sessions/entities';
 import { ComputerEntity, ProvisioningStepEntity } from './modules/computers/entities';
 import { EnterpriseControls1763971200000 } from './migrations/1763971200000-EnterpriseControls';
 import { ControlRevisionEntity } from './modules/enterprise-controls/entities';
@@ -14,6 +14,7 @@ import { AnalyticsDayEntity, AnalyticsDirtyDayEntity, AnalyticsFactEntity, Analy
 import { IdempotencyKeyEntity } from './platform/idempotency/idempotency-key.entity';
 import { RateLimits1764316800000 } from './migrations/1764316800000-RateLimits';
 import { MessageSizes1764403200000 } from './migrations/1764403200000-MessageSizes';
+import { AgentPresence1764490000000 } from './migrations/1764490000000-AgentPresence';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
@@ -35,5 +36,6 @@ export const entities = [
   AnalyticsDirtyDayEntity,
   AnalyticsRollupStateEntity,
   RateLimitWindowEntity,
+  AgentPresenceEntity,
 ];
-export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000, MessageSizes1764403200000];
+export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000, MessageSizes1764403200000, AgentPresence1764490000000];
