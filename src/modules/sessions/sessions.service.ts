@@ -177,6 +177,8 @@ export class SessionsService {
       // A model blocked since the session chose it takes no more turns.
       if (restrictsModels) await this.policy.requireModels(principal, session.settings);
     }
+    // Which agents are there, asked before the message is added: after it, the query would delay the agent woken for it.
+    const live = await this.presence.liveQueues(principal.organizationId);
     const messageId = newId();
     let published: SessionChange | undefined;
     const facts = this.activity.userMessageStatement({ authorId: principal.userId, source: API_MESSAGE_SOURCE, content });
@@ -201,6 +203,13 @@ export class SessionsService {
     };
     // One statement (the message and its analytics facts) is atomic by itself; an Idempotency-Key needs a transaction to be stored with it.
     const result = idempotent ? await this.idempotency.run(principal, idempotent, add) : { body: await add(), replayed: false };
+    // Said on every answer, a replayed one too: whether an agent will take the work is about now.
+    const reasonFor = (session: SessionEntity | null) => (session ? AgentPresence.reason(live, session) : null);
+    const reason = published
+      ? reasonFor(published.session)
+      : result.body.status === SessionStatus.Pending
+        ? reasonFor(await this.repository.findSession(sessionId, principal.organizationId))
+        : null;
     if (!result.replayed && published) {
       const { session, previousStatus } = published;
       const events: Array<MessageAddedEvent | SessionStatusChangedEvent> = [
@@ -211,9 +220,6 @@ export class SessionsService {
       }
       this.events.publish(...events);
     }
-    // Said on every answer, a replayed one too: whether an agent will take the work is about now.
-    const session = published?.session ?? (result.body.status === SessionStatus.Pending ? await this.repository.findSession(sessionId, principal.organizationId) : null);
-    const reason = session ? await this.statusReason(principal.organizationId, session) : null;
     return reason ? { ...result, body: { ...result.body, warnings: [reason] } } : result;
   }
 
