@@ -2,7 +2,7 @@ import { ApiKeyEntity, OrganizationEntity, UserEntity } from './modules/auth/ent
 import { Foundation1763712000000 } from './migrations/1763712000000-Foundation';
 import { Sessions1763798400000 } from './migrations/1763798400000-Sessions';
 import { Computers1763884800000 } from './migrations/1763884800000-Computers';
-import { MessageEntity, SessionEntity, TokenUsageDailyEntity } from './modules/sessions/entities';
+import { AgentPresenceEntity, MessageEntity, SessionEntity, TokenUsageDailyEntity } from './modules/sessions/entities';
 import { ComputerEntity, ProvisioningStepEntity } from './modules/computers/entities';
 import { EnterpriseControls1763971200000 } from './migrations/1763971200000-EnterpriseControls';
 import { ControlRevisionEntity } from './modules/enterprise-controls/entities';
@@ -15,6 +15,7 @@ import { IdempotencyKeyEntity } from './platform/idempotency/idempotency-key.ent
 import { RateLimits1764316800000 } from './migrations/1764316800000-RateLimits';
 import { MessageSizes1764403200000 } from './migrations/1764403200000-MessageSizes';
 import { UserKinds1764489600000 } from './migrations/1764489600000-UserKinds';
+import { AgentPresence1764490000000 } from './migrations/1764490000000-AgentPresence';
 import { UserRemoval1764576000000 } from './migrations/1764576000000-UserRemoval';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
@@ -37,5 +38,6 @@ export const entities = [
   AnalyticsDirtyDayEntity,
   AnalyticsRollupStateEntity,
   RateLimitWindowEntity,
+  AgentPresenceEntity,
 ];
-export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000, MessageSizes1764403200000, UserKinds1764489600000, UserRemoval1764576000000];
+export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000, MessageSizes1764403200000, UserKinds1764489600000, AgentPresence1764490000000, UserRemoval1764576000000];

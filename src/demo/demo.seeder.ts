@@ -3,7 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AppConfig } from '../config/app-config';
 import { AnalyticsRollupJob } from '../modules/analytics';
-import { ApiKeysService, OrganizationsService, Role } from '../modules/auth';
+import { ApiKeysService, OrganizationsService, Principal, Role } from '../modules/auth';
 import { Authenticator } from '../modules/auth/authenticator';
 import { DemoComputers } from './demo-computers';
 import { DemoControls } from './demo-controls';
@@ -87,6 +87,18 @@ export class DemoSeeder {
       keys[demo.slug] = entry;
     }
     const as = (org: string, role: Role) => this.authenticator.authenticate(`Bearer ${keys[org][role]}`);
+    const [tokens] = await Promise.all([this.seedWork(as), this.readiness.seedAcme(await as('acme', Role.Manager))]);
+    await mkdir(this.config.dataDir, { recursive: true });
+    if (Object.keys(tokens).length > 0) {
+      await writeFile(join(this.config.dataDir, DEMO_AGENT_TOKENS_FILE), JSON.stringify(tokens, null, 2) + '\n', { mode: 0o600 });
+    }
+    await writeFile(path, JSON.stringify(keys, null, 2) + '\n', { mode: 0o600 });
+    this.logger.log(`Demo organizations ready; their API keys are in ${path}`);
+    return keys;
+  }
+
+  /** Conversations, history, computers and controls, in this order; the computers' agent tokens. */
+  private async seedWork(as: (org: string, role: Role) => Promise<Principal>): Promise<Record<string, string>> {
     await this.conversations.seedAcme({
       owner: await as('acme', Role.Owner),
       manager: await as('acme', Role.Manager),
@@ -103,17 +115,10 @@ export class DemoSeeder {
     if (imported > 0) this.logger.log(`Demo history: ${imported} past sessions`);
     await this.rollup.runNow();
     // After the conversations: a managed computer's provisioning log is a session, and conversations go only where there are none.
-    const tokens = await this.computers.seedAcme({ owner: await as('acme', Role.Owner), member: await as('acme', Role.Member) });
+    const tokens = await this.computers.seedAcme({ owner: await as('acme', Role.Owner), manager: await as('acme', Role.Manager), member: await as('acme', Role.Member) });
     // Last: the controls' model policy and defaults apply to sessions created after them.
     await this.controls.seedAcme({ owner: await as('acme', Role.Owner), manager: await as('acme', Role.Manager) });
-    await this.readiness.seedAcme(await as('acme', Role.Manager));
-    await mkdir(this.config.dataDir, { recursive: true });
-    if (Object.keys(tokens).length > 0) {
-      await writeFile(join(this.config.dataDir, DEMO_AGENT_TOKENS_FILE), JSON.stringify(tokens, null, 2) + '\n', { mode: 0o600 });
-    }
-    await writeFile(path, JSON.stringify(keys, null, 2) + '\n', { mode: 0o600 });
-    this.logger.log(`Demo organizations ready; their API keys are in ${path}`);
-    return keys;
+    return tokens;
   }
 
   private async readKeys(path: string): Promise<DemoKeys> {

@@ -1,3 +1,4 @@
+import Ajv from 'ajv';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
@@ -56,33 +57,106 @@ describe('npm run demo', () => {
     expect((await get('/healthz', '')).status).toBe(200);
   });
 
-  it('gives the demo organizations realistic conversations to look at', async () => {
+  type Block = { type: string; text?: string; content?: string | Block[]; source?: { type: string; mediaType: string; data: string } };
+  type Message = { role: string; content: Block[]; hookEventName?: string; hookStatus?: string };
+  const messagesOf = async (sessionId: string, key: string) =>
+    ((await (await get(`/api/v0/sessions/${sessionId}/messages?limit=100`, key)).json()) as { messages: Message[] }).messages;
+
+  it('gives the demo organizations realistic conversations with every kind of content block, as the API publishes them', async () => {
     const keys = await readKeys();
     const sessions = (await allSessions(keys.acme.owner)).filter((s) => s.createdAt >= startOfToday());
-    // Today's four conversations, and the managed demo computer's provisioning log (the rest is history).
-    expect(sessions.map((s) => s.status).sort()).toEqual(['idle', 'idle', 'idle', 'pending', 'running']);
-    expect(sessions.filter((s) => s.title.startsWith('Provisioning log'))).toHaveLength(1);
+    // Today's conversations (one routed to a computer whose agent is not running), and the managed computers' provisioning logs (the rest is history).
+    expect(sessions.map((s) => s.title).sort()).toEqual([
+      'Add pagination to the orders API',
+      'Bump the Node version on the build server',
+      'Explore the analytics module',
+      'Fix the flaky CI build',
+      'Invoice PDFs render blank',
+      'Provisioning log: Legacy monolith',
+      "Provisioning log: Mia's workspace",
+      'Upgrade the payment SDK to v5',
+    ]);
+    const status = Object.fromEntries(sessions.map((s) => [s.title, s.status]));
+    expect(status).toMatchObject({ 'Fix the flaky CI build': 'idle', 'Invoice PDFs render blank': 'idle', 'Upgrade the payment SDK to v5': 'running', 'Add pagination to the orders API': 'pending' });
+
+    // Every message of today's conversations is a Message as the API's own document describes it.
+    const doc = (await (await fetch(`${server!.url}/docs-json`)).json()) as Record<string, unknown>;
+    const ajv = new Ajv({ strict: false, discriminator: true });
+    ajv.addSchema({ ...doc, $id: 'openapi' });
+    const validMessage = ajv.compile({ $ref: 'openapi#/components/schemas/Message' });
+    const all: Message[] = [];
+    for (const session of sessions) {
+      for (const message of await messagesOf(session.sessionId, keys.acme.owner)) {
+        validMessage(message);
+        expect([session.title, validMessage.errors ?? []]).toEqual([session.title, []]);
+        all.push(message);
+      }
+    }
+    const blocks = all.flatMap((m) => m.content.flatMap((block) => [block, ...(Array.isArray(block.content) ? block.content : [])]));
+    // Every content block type the spec defines, and both document sources.
+    expect(new Set(blocks.map((b) => b.type))).toEqual(new Set(['text', 'image', 'thinking', 'redacted_thinking', 'tool_use', 'tool_result', 'document']));
+    expect(new Set(blocks.filter((b) => b.type === 'document').map((b) => b.source!.type))).toEqual(new Set(['base64', 'text']));
+    expect(blocks.some((b) => b.type === 'tool_result' && (b as { isError?: boolean }).isError === true)).toBe(true);
+    expect(blocks.some((b) => b.type === 'tool_result' && Array.isArray(b.content) && b.content.some((inner) => inner.type === 'image'))).toBe(true);
+    // Hook runs that completed and one that failed.
+    expect(new Set(all.filter((m) => m.hookEventName).map((m) => `${m.hookEventName}:${m.hookStatus}`))).toEqual(new Set(['PostToolUse:completed', 'PreToolUse:error', 'Stop:completed']));
+    // Images are real PNGs bigger than a pixel.
+    for (const image of blocks.filter((b) => b.type === 'image')) {
+      const png = Buffer.from(image.source!.data, 'base64');
+      expect(png.subarray(1, 4).toString()).toBe('PNG');
+    }
+    expect(blocks.filter((b) => b.type === 'image').some((b) => Buffer.from(b.source!.data, 'base64').readUInt32BE(16) > 1)).toBe(true);
+
     const finished = sessions.find((s) => s.title === 'Fix the flaky CI build')!;
-    const { messages } = (await (await get(`/api/v0/sessions/${finished.sessionId}/messages`, keys.acme.owner)).json()) as {
-      messages: Array<{ role: string; content: Array<{ type: string }> }>;
-    };
-    const blockTypes = new Set(messages.flatMap((m) => m.content.map((block) => block.type)));
-    for (const type of ['text', 'image', 'thinking', 'tool_use', 'tool_result']) expect(blockTypes).toContain(type);
-    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'system', 'assistant']);
+    expect((await messagesOf(finished.sessionId, keys.acme.owner)).map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'system', 'assistant']);
     const globex = (await (await get('/api/v0/sessions', keys.globex.owner)).json()) as { sessions: unknown[] };
     expect(globex.sessions).toHaveLength(1);
   });
 
-  it('gives acme a BYOM computer and a managed one that provisions, with working agent tokens', async () => {
+  it('shows the dead ends: work no agent will take says why', async () => {
     const keys = await readKeys();
-    const list = async () => ((await (await get('/api/v0/computers', keys.acme.owner)).json()) as { computers: Array<{ name: string; providerType: string; status: string }> }).computers;
+    const sessions = (await allSessions(keys.acme.owner)) as Array<SessionItem & { statusReason?: { code: string; message: string } }>;
+    const reasons = Object.fromEntries(sessions.filter((s) => s.statusReason).map((s) => [s.title, s.statusReason!.code]));
+    expect(reasons).toEqual({
+      'Bump the Node version on the build server': 'no_agent_for_computer',
+      'Add pagination to the orders API': 'no_agent_for_organization',
+    });
+  });
+
+  it('gives acme computers in every status with their steps: connected, never connected, provisioned for real, failed with a reason', async () => {
+    const keys = await readKeys();
+    type Computer = { id: string; name: string; providerType: string; status: string; hostname?: string; provisioningSteps?: Array<{ id: string; status: string; error?: string; startedAt?: number; completedAt?: number }> };
+    const list = async () => ((await (await get('/api/v0/computers', keys.acme.owner)).json()) as { computers: Computer[] }).computers;
     const deadline = Date.now() + 30_000;
     while ((await list()).some((c) => c.status === 'provisioning') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
-    expect((await list()).map((c) => [c.name, c.providerType, c.status]).sort()).toEqual([
+    const computers = Object.fromEntries((await list()).map((c) => [c.name, c]));
+    expect(Object.values(computers).map((c) => [c.name, c.providerType, c.status]).sort()).toEqual([
+      ['Build server', 'byom', 'active'],
+      ['Legacy monolith', 'local', 'error'],
       ["Mia's workspace", 'local', 'active'],
       ["Olivia's laptop", 'byom', 'active'],
     ]);
+    expect(computers["Olivia's laptop"].hostname).toBe('olivia-mbp.acme.example');
+    expect(computers['Build server'].hostname).toBeUndefined();
+    expect(computers["Mia's workspace"].provisioningSteps!.map((step) => [step.id, step.status])).toEqual([['create-computer', 'completed']]);
+    const failed = computers['Legacy monolith'].provisioningSteps!;
+    expect(failed.map((step) => [step.id, step.status])).toEqual([
+      ['create-computer', 'completed'],
+      ['clone-repos', 'failed'],
+      ['install-dependencies', 'pending'],
+    ]);
+    expect(failed[1].error).toMatch(/Repository not found/);
+    expect(failed[1].startedAt! < failed[1].completedAt!).toBe(true);
+    expect(Date.now() - failed[0].startedAt!).toBeGreaterThan(2 * 86_400_000);
+    // Its provisioning log tells the same story.
+    const full = (await (await get(`/api/v0/computers/${computers['Legacy monolith'].id}`, keys.acme.owner)).json()) as { provisioningSteps: Array<{ installSessionId: string }> };
+    const log = await messagesOf(full.provisioningSteps[0].installSessionId, keys.acme.owner);
+    expect(log.map((m) => m.content[0].text).join('\n')).toMatch(/create-computer completed[\s\S]*clone-repos failed: git clone failed/);
+    // Nothing provisions it behind the user's back: still in error a moment later.
+    expect((await list()).find((c) => c.name === 'Legacy monolith')!.status).toBe('error');
+
     const tokens = JSON.parse(await readFile(join(database.dataDir, 'demo-agent-tokens.json'), 'utf8')) as Record<string, string>;
+    expect(Object.keys(tokens).sort()).toEqual(['Build server', "Mia's workspace", "Olivia's laptop"]);
     const claim = await fetch(`${server!.url}/api/v0/agent/claims`, { method: 'POST', headers: { Authorization: `Bearer ${tokens["Olivia's laptop"]}` } });
     expect(claim.status).toBe(200);
   });
@@ -99,21 +173,33 @@ describe('npm run demo', () => {
     expect(globex.changes).toEqual([]);
   });
 
-  it('gives acme readiness reports for three repositories over time, and an organization level', async () => {
+  it('gives acme readiness reports made by the evaluator: three repositories over time, and this project as it is now', async () => {
     const keys = await readKeys();
     const repositories = (await (await get('/api/organization/readiness-repositories', keys.acme.member)).json()) as { repositories: Array<{ repoUrl: string; reports: number; level: number }> };
-    expect(repositories.repositories.map((r) => [r.repoUrl, r.reports]).sort()).toEqual([
-      ['https://github.com/acme/payments-api', 3],
-      ['https://github.com/acme/web-app.git', 2],
-      ['ssh://git@github.com/acme/infra.git', 1],
-    ]);
-    const reports = (await (await get('/api/organization/maturity-level-reports?limit=100', keys.acme.member)).json()) as { reports: Array<{ createdAt: number }> };
-    expect(reports.reports).toHaveLength(6);
+    // This project is evaluated where the server runs from (a clone: its origin, else its folder).
+    const ownUrl = repositories.repositories.map((r) => r.repoUrl).find((url) => !url.includes('/acme/'));
+    expect(ownUrl).toBeDefined();
+    expect(repositories.repositories.map((r) => [r.repoUrl, r.reports]).sort()).toEqual(
+      [
+        ['https://github.com/acme/payments-api', 3],
+        ['https://github.com/acme/web-app.git', 2],
+        ['ssh://git@github.com/acme/infra.git', 1],
+        [ownUrl, 1],
+      ].sort(),
+    );
+    const reports = (await (await get('/api/organization/maturity-level-reports?limit=100', keys.acme.member)).json()) as {
+      reports: Array<{ createdAt: number; repoUrl: string; commitHash?: string; report: Record<string, { rationale: string }> }>;
+    };
+    expect(reports.reports).toHaveLength(7);
     const times = reports.reports.map((r) => r.createdAt);
     expect(times).toEqual([...times].sort((a, b) => b - a));
     expect(times[0] - times[times.length - 1]).toBeGreaterThan(50 * 86_400_000);
+    // The newest is this project's, with the evaluator's own findings about it.
+    expect(reports.reports[0]).toMatchObject({ repoUrl: ownUrl, commitHash: expect.stringMatching(/^[0-9a-f]{40}$/) });
+    expect(reports.reports[0].report.readme.rationale).toMatch(/README\.md found/);
+    expect(reports.reports[0].report.integration_tests.rationale).toMatch(/e2e-spec/);
     const level = (await (await get('/api/organization/maturity-level', keys.acme.member)).json()) as { level: number; repositories: number };
-    expect(level).toMatchObject({ repositories: 3, level: Math.floor(repositories.repositories.reduce((sum, r) => sum + r.level, 0) / 3) });
+    expect(level).toMatchObject({ repositories: 4, level: Math.floor(repositories.repositories.reduce((sum, r) => sum + r.level, 0) / 4) });
   });
 
   let sessionsAfterFirstRun = 0;
@@ -156,11 +242,11 @@ describe('npm run demo', () => {
     expect(await keysOf(await get('/settings/api-keys?scope=organization', before.globex.owner))).toHaveLength(2);
     expect(await allSessions(before.acme.owner)).toHaveLength(sessionsAfterFirstRun);
     const { computers } = (await (await get('/api/v0/computers', before.acme.owner)).json()) as { computers: unknown[] };
-    expect(computers).toHaveLength(2);
+    expect(computers).toHaveLength(4);
     const { changes } = (await (await get('/api/v0/organization/enterprise-controls/history', before.acme.owner)).json()) as { changes: unknown[] };
     expect(changes).toHaveLength(4);
     const { reports } = (await (await get('/api/organization/maturity-level-reports?limit=100', before.acme.owner)).json()) as { reports: unknown[] };
-    expect(reports).toHaveLength(6);
+    expect(reports).toHaveLength(7);
   });
 
   it('keeps acme and globex apart', async () => {

@@ -246,13 +246,13 @@ describe('Sessions API (v0)', () => {
       expect((listed.body.sessions as SessionView[]).find((s) => s.sessionId === session.sessionId)).toEqual(session);
     });
 
-    it('add-message answers exactly {messageId, status}; the stored message has exactly the Message fields', async () => {
+    it('add-message answers exactly {messageId, status} (and warnings: no agent polls here); the stored message has exactly the Message fields', async () => {
       const session = await createSession(owner);
       const before = Date.now();
       const res = await postMessage(owner, session.sessionId, { text: 'first' });
       const after = Date.now();
       expectStatus(res, 200);
-      expect(res.body).toEqual({ messageId: expect.stringMatching(UUID_V7), status: 'pending' });
+      expect(res.body).toEqual({ messageId: expect.stringMatching(UUID_V7), status: 'pending', warnings: [{ code: 'no_agent_for_organization', message: expect.any(String) }] });
       await addMessage(owner, session.sessionId, { text: 'second' });
 
       const page = await getMessages(owner, session.sessionId);

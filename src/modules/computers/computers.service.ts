@@ -24,7 +24,7 @@ import { ComputersRepository } from './computers.repository';
 import { agentTokenContext, BYOM, ComputerSource, LOCAL_PROVIDER, LOCAL_TEMPLATES, OwnerPrincipalKind } from './domain/computer';
 import { ComputerTrigger, nextStatus } from './domain/computer-status';
 import { ComputerQuota, ComputersError, ComputersErrorCode, QuotaExceededError } from './domain/computers.errors';
-import { planSteps, STEP_NAMES, StepStatus } from './domain/provisioning-step';
+import { planSteps, STEP_NAMES, StepId, StepStatus } from './domain/provisioning-step';
 import { locateRepo } from './domain/repo-location';
 import { ComputerShape, ComputerView, toComputerView } from './domain/views';
 import { ComputerEntity, ProvisioningStepEntity } from './entities';
@@ -145,6 +145,86 @@ export class ComputersService {
     logSecurityEvent('computer.agent_token.issued', actor, { computerId: computer.id });
     if (steps.length > 0) this.provisioning.wake();
     return { ...this.view(computer, steps, 'create'), agentToken: token.token };
+  }
+
+  /**
+   * Records a managed computer whose provisioning already ran and failed at `failedStep` with
+   * `error` (the demo's): steps before it completed, later ones never ran, the log says so, the
+   * computer is in `error`. Nothing is provisioned now; retrying it provisions it for real.
+   */
+  async recordFailedProvisioning(
+    principal: Principal,
+    input: CreateComputerInput & { failedStep: StepId; error: string; startedAt: Date },
+  ): Promise<ComputerView> {
+    const { errors, repos = [] } = this.checkModeFields(input, true);
+    if (input.provider === BYOM) errors.push({ field: 'provider', message: 'a byom computer has no provisioning to fail' });
+    if (errors.length > 0) throw validationError(errors);
+    const owner = await this.ownerOf(principal, input.serviceAccountId);
+    const planned = planSteps({ repos, autoInstallDeps: input.autoInstallDeps ?? false });
+    const failedAt = planned.indexOf(input.failedStep);
+    if (failedAt < 0) throw validationError([{ field: 'failedStep', message: `is not a step of this computer (${planned.join(', ')})` }]);
+    const id = newId();
+    const token = generateComputerToken();
+    const at = (step: number) => new Date(input.startedAt.getTime() + step * 4_000);
+    const computer = Object.assign(new ComputerEntity(), {
+      id,
+      organizationId: principal.organizationId,
+      ownerId: owner.id,
+      ownerPrincipalKind: owner.kind,
+      name: input.name,
+      provider: input.provider,
+      hostId: newId(),
+      remoteUser: input.remoteUser ?? serverUser(),
+      hostname: null,
+      repos,
+      autoInstallDeps: input.autoInstallDeps ?? false,
+      source: normalizedSource(input.source),
+      status: nextStatus(ComputerTrigger.StepFailed, nextStatus(ComputerTrigger.ManagedCreated, null))!,
+      clonedRepoDirectories: [],
+      agentTokenHash: token.hash,
+      agentTokenEncrypted: this.keptToken(input.provider, id, token.token),
+      agentTokenCreatedAt: input.startedAt,
+      agentConnectedAt: null,
+      createdAt: input.startedAt,
+      updatedAt: at(failedAt + 1),
+    });
+    const log = await this.repository.transaction(async (manager) => {
+      await this.checkQuotas(manager, principal, { managed: true, local: input.provider === LOCAL_PROVIDER });
+      await this.repository.insertComputer(manager, computer);
+      const log = await this.sessions.openServerLog(manager, {
+        organizationId: computer.organizationId,
+        ownerId: computer.ownerId,
+        computerId: computer.id,
+        title: `Provisioning log: ${computer.name}`,
+      });
+      await this.repository.insertSteps(
+        manager,
+        planned.map((stepId, position) => {
+          const ran = position <= failedAt;
+          return Object.assign(new ProvisioningStepEntity(), {
+            computerId: computer.id,
+            position,
+            stepId,
+            name: STEP_NAMES[stepId],
+            status: position < failedAt ? StepStatus.Completed : position === failedAt ? StepStatus.Failed : StepStatus.Pending,
+            error: position === failedAt ? input.error : null,
+            startedAt: ran ? at(position) : null,
+            completedAt: ran ? at(position + 1) : null,
+            installSessionId: log,
+            attempts: ran ? 1 : 0,
+            claimId: null,
+            leaseExpiresAt: null,
+          });
+        }),
+      );
+      return log;
+    });
+    for (const stepId of planned.slice(0, failedAt + 1)) {
+      await this.sessions.appendServerLog(computer.organizationId, log, `Step ${stepId} started (attempt 1).`);
+      await this.sessions.appendServerLog(computer.organizationId, log, stepId === input.failedStep ? `Step ${stepId} failed: ${input.error}` : `Step ${stepId} completed.`);
+    }
+    logSecurityEvent('computer.created', securityActorOf(principal), { computerId: computer.id, provider: computer.provider });
+    return this.viewWithSteps(computer, 'full');
   }
 
   async list(principal: Principal): Promise<ComputerView[]> {

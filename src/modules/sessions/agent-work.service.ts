@@ -22,6 +22,7 @@ import { MESSAGE_ATTRIBUTE_FIELDS } from './schemas/session.schemas';
 import { SessionsRepository, WorkFilter } from './sessions.repository';
 import { LongPollSlots } from './long-poll-slots';
 import { WorkSignal } from './work-signal';
+import { AgentPresence } from './agent-presence';
 
 /**
  * The safety net for an arrival whose signal was lost (a NOTIFY its sender failed to send): a
@@ -67,12 +68,14 @@ export class AgentWorkService {
     private readonly signal: WorkSignal,
     private readonly slots: LongPollSlots,
     private readonly config: AppConfig,
+    private readonly presence: AgentPresence,
   ) {}
 
   /**
    * Takes waiting work; with `waitMs`, waits for some as a long poll: holding no database
    * connection, counted against the long-poll caps, woken by arrivals (WorkSignal), by the next
-   * lease expiry of its queue, by the safety re-check, or by its client going away.
+   * lease expiry of its queue, by the safety re-check, or by its client going away. With `abandoned`
+   * (a client's connection), the claim also records that an agent is there (AgentPresence).
    */
   async claim(
     principal: Principal,
@@ -85,6 +88,8 @@ export class AgentWorkService {
       computerId: await this.claimScope(principal, input.computerId),
       ownerId: ownerScopeOf(principal),
     };
+    // A claim over a connection (the agent channel passes its signal) is an agent there to take this queue's work.
+    if (abandoned) await this.presence.seen(principal.organizationId, scope);
     const nothing = { body: { work: null }, replayed: false };
     const deadline = Date.now() + (input.waitMs ?? 0);
     // Open before the first look, so an arrival during it is not missed.

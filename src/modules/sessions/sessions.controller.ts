@@ -154,16 +154,11 @@ export class SessionsController {
       'Stores the text, then the images, then the files as the content blocks of one user message (`userMessageSource: sessions_api`), ' +
       'its `parentId` the previous message. An `idle` session becomes `pending` (work waiting for an agent); a `running` one stays running, ' +
       'and goes back to `pending` when the agent ends its turn. `status` is the session\'s status after submission. ' +
-      'Base64 must be valid and its bytes must match `mediaType`. The work is routed to `computerId`, else to the session\'s computer.',
+      'Base64 must be valid and its bytes must match `mediaType`. The work is routed to `computerId`, else to the session\'s computer. ' +
+      'When no agent will take it (none asked for work in its queue in the last 90 s), the message is stored and `warnings` says so.',
   })
   @ApiBody({ schema: ref('AddMessageBody') })
-  @ApiOkResponse({
-    schema: {
-      type: 'object',
-      required: ['messageId', 'status'],
-      properties: { messageId: { type: 'string' }, status: { type: 'string', enum: ['idle', 'pending', 'running'] } },
-    },
-  })
+  @ApiOkResponse({ schema: ref('AddMessageResponse') })
   @ApiForbiddenResponse({ description: 'A member writing to someone else\'s session, or a guest.', type: V0ErrorSchema })
   @ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request.', type: V0ErrorSchema })
   async addMessage(

@@ -1,6 +1,7 @@
 import { Module, OnModuleInit } from '@nestjs/common';
 import { AuthModule } from '../auth';
 import { AgentController } from './agent.controller';
+import { AgentPresence } from './agent-presence';
 import { AgentWorkService } from './agent-work.service';
 import { HistoryImportService } from './history-import.service';
 import { LongPollSlots } from './long-poll-slots';
@@ -26,6 +27,7 @@ import { WorkSignal } from './work-signal';
     ComputerDirectory,
     SessionPolicy,
     SessionActivity,
+    AgentPresence,
   ],
   exports: [SessionsService, AgentWorkService, HistoryImportService, ComputerDirectory, SessionPolicy, SessionActivity],
 })

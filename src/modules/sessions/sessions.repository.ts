@@ -18,11 +18,11 @@ const ms = (column: string) => `(extract(epoch from ${column}) * 1000)::float8 A
 
 /** Only what a Session view shows: lists read 21 rows per page, so every column counts. */
 const SUMMARY_COLUMNS = `s.id, s.status, s.message_count, s.title, s.computer_id, s.settings,
-  ${ms('s.created_at')}, ${ms('s.updated_at')}, ${ms('s.completed_at')}`;
+  ${ms('s.created_at')}, ${ms('s.updated_at')}, ${ms('s.completed_at')}, s.owner_id, s.work_computer_id`;
 
 /** The whole session: the view's columns, its owner and the work-queue state. */
-const SESSION_COLUMNS = `${SUMMARY_COLUMNS}, s.organization_id, s.owner_id, s.last_message_id, s.last_user_seq,
-  s.claimed_seq, s.work_computer_id, ${ms('s.pending_since')}, s.turn_base_seq, s.turn_id, s.turn_computer_id, ${ms('s.lease_expires_at')}`;
+const SESSION_COLUMNS = `${SUMMARY_COLUMNS}, s.organization_id, s.last_message_id, s.last_user_seq,
+  s.claimed_seq, ${ms('s.pending_since')}, s.turn_base_seq, s.turn_id, s.turn_computer_id, ${ms('s.lease_expires_at')}`;
 
 /** What a Message view shows, and its seq for the cursor. */
 const MESSAGE_VIEW_COLUMNS = `m.id, m.seq, m.role, m.parent_id, m.user_message_source, m.content, m.attributes,
@@ -53,7 +53,10 @@ interface SessionRow {
   completed_at: number | null;
 }
 
-type SummaryRow = Pick<SessionRow, 'id' | 'status' | 'message_count' | 'title' | 'computer_id' | 'settings' | 'created_at' | 'updated_at' | 'completed_at'>;
+type SummaryRow = Pick<
+  SessionRow,
+  'id' | 'status' | 'message_count' | 'title' | 'computer_id' | 'settings' | 'created_at' | 'updated_at' | 'completed_at' | 'owner_id' | 'work_computer_id'
+>;
 
 type MessageSummaryRow = Omit<MessageRow, 'session_id' | 'author_id'>;
 
@@ -63,7 +66,7 @@ export type MessageSummary = Omit<MessageEntity, 'sessionId' | 'authorId'>;
 /** A session as lists show it. */
 export type SessionSummary = Pick<
   SessionEntity,
-  'id' | 'status' | 'messageCount' | 'title' | 'computerId' | 'settings' | 'createdAt' | 'updatedAt' | 'completedAt'
+  'id' | 'status' | 'messageCount' | 'title' | 'computerId' | 'settings' | 'createdAt' | 'updatedAt' | 'completedAt' | 'ownerId' | 'workComputerId'
 >;
 
 interface MessageRow {
@@ -527,17 +530,17 @@ function toSummary(row: SummaryRow): SessionSummary {
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
     completedAt: dateOf(row.completed_at),
+    ownerId: row.owner_id,
+    workComputerId: row.work_computer_id,
   };
 }
 
 function toSession(row: SessionRow): SessionEntity {
   return Object.assign(new SessionEntity(), toSummary(row), {
     organizationId: row.organization_id,
-    ownerId: row.owner_id,
     lastMessageId: row.last_message_id,
     lastUserSeq: row.last_user_seq,
     claimedSeq: row.claimed_seq,
-    workComputerId: row.work_computer_id,
     pendingSince: dateOf(row.pending_since),
     turnBaseSeq: row.turn_base_seq,
     turnId: row.turn_id,

@@ -13,7 +13,8 @@ import { ContentBlock, MessageRole } from './domain/message';
 import { SERVER_MAINTAINED_SETTINGS, StoredSessionSettings } from './domain/session-settings';
 import { assertTransition, SessionStatus, SessionTrigger } from './domain/session-status';
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
-import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
+import { MessageView, SessionView, StatusReason, toMessageView, toSessionView } from './domain/views';
+import { AgentPresence } from './agent-presence';
 import { MessageAddedEvent, SessionCreatedEvent, SessionStatusChangedEvent } from './events';
 import { ComputerDirectory } from './ports/computer-directory';
 import { SessionActivity } from './ports/session-activity';
@@ -41,6 +42,8 @@ export interface AddMessageInput {
 export interface AddMessageResult {
   messageId: string;
   status: SessionStatus;
+  /** Not in the spec: what will keep the message from being answered (no agent will take the session). */
+  warnings?: StatusReason[];
 }
 
 /** Where add-message records a user message as coming from. */
@@ -58,6 +61,7 @@ export class SessionsService {
     private readonly idempotency: IdempotencyService,
     private readonly events: DomainEventBus,
     private readonly config: AppConfig,
+    private readonly presence: AgentPresence,
   ) {}
 
   async create(principal: Principal, input: CreateSessionInput, idempotent?: IdempotentRequest): Promise<IdempotentResult<SessionView>> {
@@ -100,7 +104,8 @@ export class SessionsService {
   }
 
   async get(principal: Principal, sessionId: string, computerId?: string): Promise<SessionView> {
-    return toSessionView(await this.readable(principal, sessionId, computerId));
+    const session = await this.readable(principal, sessionId, computerId);
+    return toSessionView(session, await this.statusReason(principal.organizationId, session));
   }
 
   async list(principal: Principal, query: { cursor?: string; limit: number; computerId?: string }): Promise<Page<SessionView>> {
@@ -111,7 +116,14 @@ export class SessionsService {
       query.cursor,
       query.limit,
     );
-    return { items: page.items.map(toSessionView), pagination: page.pagination };
+    const live = page.items.some((s) => s.status === SessionStatus.Pending) ? await this.presence.liveQueues(principal.organizationId) : [];
+    return { items: page.items.map((s) => toSessionView(s, AgentPresence.reason(live, s))), pagination: page.pagination };
+  }
+
+  /** Why no agent will take the session (only a pending one can be in that state), or null. */
+  private async statusReason(organizationId: string, session: Pick<SessionEntity, 'status' | 'workComputerId' | 'ownerId'>): Promise<StatusReason | null> {
+    if (session.status !== SessionStatus.Pending) return null;
+    return AgentPresence.reason(await this.presence.liveQueues(organizationId), session);
   }
 
   async update(principal: Principal, sessionId: string, input: UpdateSessionInput): Promise<SessionView> {
@@ -165,6 +177,8 @@ export class SessionsService {
       // A model blocked since the session chose it takes no more turns.
       if (restrictsModels) await this.policy.requireModels(principal, session.settings);
     }
+    // Which agents are there, asked before the message is added: after it, the query would delay the agent woken for it.
+    const live = await this.presence.liveQueues(principal.organizationId);
     const messageId = newId();
     let published: SessionChange | undefined;
     const facts = this.activity.userMessageStatement({ authorId: principal.userId, source: API_MESSAGE_SOURCE, content });
@@ -189,6 +203,13 @@ export class SessionsService {
     };
     // One statement (the message and its analytics facts) is atomic by itself; an Idempotency-Key needs a transaction to be stored with it.
     const result = idempotent ? await this.idempotency.run(principal, idempotent, add) : { body: await add(), replayed: false };
+    // Said on every answer, a replayed one too: whether an agent will take the work is about now.
+    const reasonFor = (session: SessionEntity | null) => (session ? AgentPresence.reason(live, session) : null);
+    const reason = published
+      ? reasonFor(published.session)
+      : result.body.status === SessionStatus.Pending
+        ? reasonFor(await this.repository.findSession(sessionId, principal.organizationId))
+        : null;
     if (!result.replayed && published) {
       const { session, previousStatus } = published;
       const events: Array<MessageAddedEvent | SessionStatusChangedEvent> = [
@@ -199,7 +220,7 @@ export class SessionsService {
       }
       this.events.publish(...events);
     }
-    return result;
+    return reason ? { ...result, body: { ...result.body, warnings: [reason] } } : result;
   }
 
   async listMessages(

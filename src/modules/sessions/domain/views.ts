@@ -14,6 +14,14 @@ export interface SessionView {
   completedAt?: number;
   computerId?: string;
   sessionSettings?: StoredSessionSettings;
+  /** Not in the spec: why a `pending` session may wait forever (no agent asked for its work lately). */
+  statusReason?: StatusReason;
+}
+
+/** Why a session is in its status, when the status alone would leave the user guessing. */
+export interface StatusReason {
+  code: 'no_agent_for_computer' | 'no_agent_for_organization';
+  message: string;
 }
 
 /** The spec's Message: exactly its fields, optional ones omitted when unset. */
@@ -30,6 +38,7 @@ export interface MessageView {
 
 export function toSessionView(
   session: Pick<SessionEntity, 'id' | 'status' | 'messageCount' | 'title' | 'computerId' | 'settings' | 'createdAt' | 'updatedAt' | 'completedAt'>,
+  statusReason?: StatusReason | null,
 ): SessionView {
   const view: SessionView = {
     sessionId: session.id,
@@ -42,6 +51,7 @@ export function toSessionView(
   if (session.completedAt) view.completedAt = session.completedAt.getTime();
   if (session.computerId) view.computerId = session.computerId;
   if (Object.keys(session.settings).length > 0) view.sessionSettings = session.settings;
+  if (statusReason) view.statusReason = statusReason;
   return view;
 }
 

@@ -1,3 +1,4 @@
 export { SessionEntity } from './session.entity';
 export { MessageEntity } from './message.entity';
 export { TokenUsageDailyEntity } from './token-usage.entity';
+export { AgentPresenceEntity } from './agent-presence.entity';

@@ -221,6 +221,33 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
     completedAt: { type: 'integer', description: 'Unix ms: when an agent last ended its turn with nothing left to do.' },
     computerId: str('The connected computer.'),
     sessionSettings: ref('SessionSettings'),
+    statusReason: {
+      ...ref('StatusReason'),
+      description:
+        'Not in the spec. Only on a `pending` session that no agent will take for now: no agent asked for work in its queue ' +
+        '(its computer\'s, or the unrouted one) in the last 90 s. Absent otherwise.',
+    } as SchemaObject,
+  }),
+  StatusReason: closed(['code', 'message'], {
+    code: {
+      type: 'string',
+      enum: ['no_agent_for_computer', 'no_agent_for_organization'],
+      description:
+        '`no_agent_for_computer`: the work is routed to a computer whose agent has not asked for work lately. ' +
+        '`no_agent_for_organization`: the work has no computer and no agent of the organization (an API key or JWT claiming unrouted work) asked lately.',
+    },
+    message: str('What is missing and what to do, in words.'),
+  }, 'Why a session may wait forever, and what to do about it.'),
+  AddMessageResponse: closed(['messageId', 'status'], {
+    messageId: str('The id of the created user message.'),
+    status: { type: 'string', enum: ['idle', 'pending', 'running'], description: 'The session\'s status after submission.' },
+    warnings: {
+      type: 'array',
+      items: ref('StatusReason'),
+      description:
+        'Not in the spec. Present only when something will keep the message from being answered: today, that no agent will take the ' +
+        'session (the same as the session\'s `statusReason`). The message is stored all the same.',
+    },
   }),
   CreateSessionBody: closed([], {
     title: str('Must contain a non-blank character.', { minLength: 1, maxLength: 500, pattern: '\\S' }),
