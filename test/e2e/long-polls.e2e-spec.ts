@@ -284,7 +284,8 @@ describe('Long polls in numbers', () => {
       await sleep(300);
       checkouts.stop();
       expect(winner.body.work).toMatchObject({ sessionId });
-      expect(winner.at - addedAt).toBeLessThan(100);
+      // Woken by the arrival, not by a recheck (30 s) or the end of the wait (10 s); speed itself is the bench's to measure.
+      expect(winner.at - addedAt).toBeLessThan(1_000);
       expect(await settledAmong(polls)).toBe(1);
       // The add-message itself, plus the winner's look and the one poll it passed the turn on to, about 3: not one look per
       // waiting poll (20). The margin takes the odd extra look seen under CI's load on PostgreSQL.
