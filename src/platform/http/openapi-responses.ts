@@ -29,6 +29,8 @@ function exampleError(path: string, method: string, status: number, roleBound: b
   const notFound: Array<[RegExp, string, string]> = [
     [/\/history\/\{revision\}$/, 'revision_not_found', 'Your organization\'s controls have no revision 7.'],
     [/\/models\/\{customModelId\}/, 'custom_model_not_found', 'There is no custom model "custom:acme-llama" in your organization\'s controls.'],
+    [/\/members\/\{userId\}\/api-keys$/, 'service_account_not_found', `No service account ${ID} exists in your organization; people create their own keys.`],
+    [/\/members\/\{userId\}$/, 'user_not_found', `No user ${ID} exists in your organization.`],
     [/\/api-keys\//, 'api_key_not_found', `No API key ${ID} exists in your organization.`],
     [/\/computers|\/agent\/claims/, 'computer_not_found', `No computer ${ID} exists in your organization.`],
     [/\/sessions/, 'session_not_found', `No session ${ID} exists in your organization.`],
@@ -54,6 +56,9 @@ function exampleError(path: string, method: string, status: number, roleBound: b
     case 409:
       if (path.includes('/agent/sessions/')) return { code: 'turn_not_active', detail: `Turn ${ID} is not the running turn of session ${ID}: it ended, or its lease ran out and another agent took the work.`, metadata: { sessionStatus: 'idle' } };
       if (path.endsWith('/retry')) return { code: 'computer_not_failed', detail: `Computer ${ID} is active; only a computer in error can be retried.`, metadata: { computerStatus: 'active' } };
+      if (path === '/api/v0/setup') return { code: 'setup_done', detail: 'This server is set up already: an organization exists. Ask its owner for a key, or use the CLI.' };
+      if (path === '/api/v0/organization/members') return { code: 'user_exists', detail: 'ada@example.com is already a user of your organization.', metadata: { userId: ID } };
+      if (path.startsWith('/api/v0/organization/members/')) return { code: 'last_owner', detail: 'This is the organization\'s last owner: make someone else an owner first.' };
       if (path === '/api/v0/computers') return { code: 'quota_exceeded', detail: 'Your organization has 100 computers, as many as it may have (COMPUTERS_PER_ORGANIZATION); delete one to create another.', metadata: { quota: 'COMPUTERS_PER_ORGANIZATION', limit: 100 } };
       return undefined;
     case 412:
