@@ -83,28 +83,12 @@ export class ComputersService {
     const copied = input.source?.kind === 'computer' ? await this.visible(principal, input.source.computerId, 'source.computerId') : null;
     const repos = given ?? copied?.repos ?? [];
     const autoInstallDeps = input.autoInstallDeps ?? copied?.autoInstallDeps ?? false;
-    const token = generateComputerToken();
     const now = new Date();
-    const id = newId();
-    const computer = Object.assign(new ComputerEntity(), {
-      id,
-      organizationId: principal.organizationId,
-      ownerId: owner.id,
-      ownerPrincipalKind: owner.kind,
-      name: input.name,
-      provider: input.provider,
-      hostId: managed ? newId() : input.hostId!.toLowerCase(),
-      remoteUser: input.remoteUser ?? (managed ? serverUser() : null),
-      hostname: null,
+    const { computer, agentToken } = this.newComputer(principal, owner, input, {
+      managed,
       repos,
       autoInstallDeps,
-      source: normalizedSource(input.source),
       status: nextStatus(managed ? ComputerTrigger.ManagedCreated : ComputerTrigger.ByomRegistered, null)!,
-      clonedRepoDirectories: [],
-      agentTokenHash: token.hash,
-      agentTokenEncrypted: this.keptToken(input.provider, id, token.token),
-      agentTokenCreatedAt: now,
-      agentConnectedAt: null,
       createdAt: now,
       updatedAt: now,
     });
@@ -144,7 +128,7 @@ export class ComputersService {
     logSecurityEvent('computer.created', actor, { computerId: computer.id, provider: computer.provider });
     logSecurityEvent('computer.agent_token.issued', actor, { computerId: computer.id });
     if (steps.length > 0) this.provisioning.wake();
-    return { ...this.view(computer, steps, 'create'), agentToken: token.token };
+    return { ...this.view(computer, steps, 'create'), agentToken };
   }
 
   /**
@@ -163,28 +147,12 @@ export class ComputersService {
     const planned = planSteps({ repos, autoInstallDeps: input.autoInstallDeps ?? false });
     const failedAt = planned.indexOf(input.failedStep);
     if (failedAt < 0) throw validationError([{ field: 'failedStep', message: `is not a step of this computer (${planned.join(', ')})` }]);
-    const id = newId();
-    const token = generateComputerToken();
     const at = (step: number) => new Date(input.startedAt.getTime() + step * 4_000);
-    const computer = Object.assign(new ComputerEntity(), {
-      id,
-      organizationId: principal.organizationId,
-      ownerId: owner.id,
-      ownerPrincipalKind: owner.kind,
-      name: input.name,
-      provider: input.provider,
-      hostId: newId(),
-      remoteUser: input.remoteUser ?? serverUser(),
-      hostname: null,
+    const { computer } = this.newComputer(principal, owner, input, {
+      managed: true,
       repos,
       autoInstallDeps: input.autoInstallDeps ?? false,
-      source: normalizedSource(input.source),
       status: nextStatus(ComputerTrigger.StepFailed, nextStatus(ComputerTrigger.ManagedCreated, null))!,
-      clonedRepoDirectories: [],
-      agentTokenHash: token.hash,
-      agentTokenEncrypted: this.keptToken(input.provider, id, token.token),
-      agentTokenCreatedAt: input.startedAt,
-      agentConnectedAt: null,
       createdAt: input.startedAt,
       updatedAt: at(failedAt + 1),
     });
@@ -403,6 +371,40 @@ export class ComputersService {
       errors.push({ field: 'source.templateId', message: `is not a template of the ${LOCAL_PROVIDER} provider (it offers: ${LOCAL_TEMPLATES.join(', ')})` });
     }
     return { errors, repos };
+  }
+
+  /** A new computer's row, with a fresh agent token (kept encrypted where the server runs the agent). */
+  private newComputer(
+    principal: Principal,
+    owner: { id: string; kind: OwnerPrincipalKind },
+    input: CreateComputerInput,
+    fields: { managed: boolean; repos: string[]; autoInstallDeps: boolean; status: ComputerEntity['status']; createdAt: Date; updatedAt: Date },
+  ): { computer: ComputerEntity; agentToken: string } {
+    const id = newId();
+    const token = generateComputerToken();
+    const computer = Object.assign(new ComputerEntity(), {
+      id,
+      organizationId: principal.organizationId,
+      ownerId: owner.id,
+      ownerPrincipalKind: owner.kind,
+      name: input.name,
+      provider: input.provider,
+      hostId: fields.managed ? newId() : input.hostId!.toLowerCase(),
+      remoteUser: input.remoteUser ?? (fields.managed ? serverUser() : null),
+      hostname: null,
+      repos: fields.repos,
+      autoInstallDeps: fields.autoInstallDeps,
+      source: normalizedSource(input.source),
+      status: fields.status,
+      clonedRepoDirectories: [],
+      agentTokenHash: token.hash,
+      agentTokenEncrypted: this.keptToken(input.provider, id, token.token),
+      agentTokenCreatedAt: fields.createdAt,
+      agentConnectedAt: null,
+      createdAt: fields.createdAt,
+      updatedAt: fields.updatedAt,
+    });
+    return { computer, agentToken: token.token };
   }
 
   /** The caller, or the service account the computer is created for (owners and managers only). */
