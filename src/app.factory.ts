@@ -2,7 +2,6 @@ import { MethodNotAllowedException } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { credentialIdOf, RequestAuthentication, RequestIdentity } from './modules/auth';
@@ -16,7 +15,7 @@ import { ALWAYS, installSecurityHeaders } from './platform/http/security-headers
 import { ServerDetails } from './platform/http/server-details';
 import { createValidationPipe, NoUndeclaredQueryInterceptor } from './platform/http/validation';
 import { answerClientError, installAccessLog, logUnroutable } from './platform/logging/access-log';
-import { QuietStartLogger } from './platform/logging/logging';
+import { createPino, installRequestContext, PinoLogger, QuietStartLogger } from './platform/logging/logging';
 import { RateLimits, RateLimitSubject } from './platform/rate-limit';
 
 /** Builds the whole application, ready to listen; shared by main, the demo and the tests. */
@@ -43,6 +42,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
       logUnroutable(request, status, Buffer.byteLength(body));
     },
   });
+  // First, so that every hook and handler of a request logs with its id.
+  installRequestContext(adapter.getInstance());
   // Hooks on routes must exist before Nest and Swagger add the routes.
   installRequestBodies(adapter.getInstance(), config);
   docsArePublic(adapter.getInstance());
@@ -52,7 +53,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     bodyParser: false,
     abortOnError: false,
   });
-  app.useLogger(new QuietStartLogger(app.get(Logger)));
+  app.useLogger(new QuietStartLogger(new PinoLogger(createPino(config))));
   app.flushLogs();
   const fastify = app.getHttpAdapter().getInstance();
   const authentication = app.get(RequestAuthentication);

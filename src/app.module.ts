@@ -1,6 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
-import { LoggerModule } from 'nestjs-pino';
 import { AppConfig } from './config/app-config';
 import { DemoModule } from './demo/demo.module';
 import { AuthModule } from './modules/auth';
@@ -15,7 +14,6 @@ import { DatabaseModule } from './platform/database/database.module';
 import { EventsModule } from './platform/events';
 import { IdempotencyModule } from './platform/idempotency';
 import { RateLimitModule } from './platform/rate-limit';
-import { pinoHttpSetting } from './platform/logging/logging';
 
 /** The modular monolith: platform modules first, then one module per part of the spec. */
 @Module({})
@@ -25,7 +23,6 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.register(config),
-        LoggerModule.forRoot({ pinoHttp: pinoHttpSetting(config) }),
         DatabaseModule,
         EventsModule,
         ScheduleModule.forRoot(),

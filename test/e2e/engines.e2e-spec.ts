@@ -12,13 +12,6 @@ const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) a
 };
 
 /**
- * Packages known to declare a newer Node than one we support, and why we keep them. nestjs-pino 5 declares Node
- * >=22.12 though it runs on 20 (CI runs it there); 4.x, the last to declare Node 20, writes every request's URL
- * (query strings included) into each log line of the request, which the operator-logs suite forbids.
- */
-const KNOWN: Record<string, string> = { 'nestjs-pino': '>=22.12.0' };
-
-/**
  * `npm install` warns EBADENGINE for every locked package whose `engines.node` excludes the running Node. The
  * versions we declare must be ones where it prints none: the lowest of each declared line, and the one running here.
  */
@@ -30,13 +23,12 @@ describe('The declared Node versions', () => {
     expect((lock.packages[''].engines as { node: string }).node).toBe(pkg.engines.node);
   });
 
-  it.each(versions)('Node %s: every locked package accepts it (but the known ones above), so npm install warns of no other', (version) => {
+  it.each(versions)('Node %s: every locked package accepts it, so npm install warns of none', (version) => {
     // The Node running the tests is one we declare (CI on an undeclared one would prove nothing).
     expect(semver.satisfies(version, pkg.engines.node)).toBe(true);
     const refusing = Object.entries(lock.packages)
       .filter(([path, entry]) => path && entry.engines && !Array.isArray(entry.engines) && entry.engines.node)
       .filter(([, entry]) => !semver.satisfies(version, (entry.engines as { node: string }).node))
-      .filter(([path, entry]) => KNOWN[path.replace(/^.*node_modules\//, '')] !== (entry.engines as { node: string }).node)
       .map(([path, entry]) => `${path.replace(/^.*node_modules\//, '')} (node ${(entry.engines as { node: string }).node})`);
     expect(refusing).toEqual([]);
   });

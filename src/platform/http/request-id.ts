@@ -6,13 +6,10 @@ const ACCEPTABLE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * The id of a request: the caller's `x-request-id` when it is a sane token, else a new one.
- * Stored on the raw request too, where pino-http picks it up for every log line.
  */
 export function assignRequestId(raw: IncomingMessage): string {
   const incoming = raw.headers[REQUEST_ID_HEADER];
-  const id = typeof incoming === 'string' && ACCEPTABLE_ID.test(incoming) ? incoming : newRequestId();
-  (raw as IncomingMessage & { id?: string }).id = id;
-  return id;
+  return typeof incoming === 'string' && ACCEPTABLE_ID.test(incoming) ? incoming : newRequestId();
 }
 
 export function newRequestId(): string {

@@ -1,37 +1,95 @@
-import type { IncomingMessage } from 'node:http';
-import type { DestinationStream } from 'pino';
-import type { Options } from 'pino-http';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { FastifyInstance } from 'fastify';
+import pino, { type DestinationStream, type Level, type Logger as Pino } from 'pino';
 import pretty from 'pino-pretty';
 import type { LoggerService } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
 
-/**
- * Structured logs: JSON lines for machines, or one readable (and, at a colour terminal, coloured)
- * line per event for people (LOG_FORMAT). The access log (one line per request) is written by
- * `installAccessLog` from Fastify's hooks, not by pino-http. Credentials never reach the logs: the
- * Authorization header and anything named like a secret are redacted.
- */
-export function pinoHttpOptions(config: AppConfig): Options {
-  return {
-    level: config.LOG_LEVEL,
-    autoLogging: false,
-    genReqId: (req: IncomingMessage) => (req as IncomingMessage & { id?: string }).id ?? 'unknown',
-    customAttributeKeys: { reqId: 'requestId' },
-    redact: {
-      paths: ['req.headers.authorization', 'req.headers.cookie', '*.apiKey', '*.key', '*.password', '*.secret'],
-      censor: '[redacted]',
-    },
-    serializers: {
-      req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
-    },
-    customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-  };
+/** The request a line is written for, so that every line of a request carries its id. */
+const requestContext = new AsyncLocalStorage<{ requestId: string }>();
+
+/** Runs the rest of each request's work in its context (the first onRequest hook). */
+export function installRequestContext(fastify: FastifyInstance): void {
+  fastify.addHook('onRequest', (request, _reply, done) => requestContext.run({ requestId: request.id }, done));
 }
 
-/** nestjs-pino's `pinoHttp`: the options, with the readable stream when the format is pretty. */
-export function pinoHttpSetting(config: AppConfig): Options | [Options, DestinationStream] {
-  const options = pinoHttpOptions(config);
-  return config.logFormat === 'pretty' ? [options, prettyStream(colorsWanted())] : options;
+/**
+ * Structured logs: JSON lines for machines, or one readable (and, at a colour terminal, coloured)
+ * line per event for people (LOG_FORMAT). Lines written while a request is served carry its
+ * `requestId`. Credentials never reach the logs: anything named like a secret is redacted.
+ */
+export function createPino(config: AppConfig, destination?: DestinationStream): Pino {
+  return pino(
+    {
+      level: config.LOG_LEVEL,
+      redact: { paths: ['*.apiKey', '*.key', '*.password', '*.secret', '*.authorization', '*.token'], censor: '[redacted]' },
+      mixin: () => {
+        const store = requestContext.getStore();
+        return store ? { requestId: store.requestId } : {};
+      },
+    },
+    destination ?? (config.logFormat === 'pretty' ? prettyStream(colorsWanted()) : pino.destination({ sync: true })),
+  );
+}
+
+const STACK = /\n\s+at /;
+
+/**
+ * Nest's logger interface over pino. Nest passes `(message, ...params, context)`; a message may be
+ * an object of fields (then the next parameter is the text) or an Error; `error` may get a stack.
+ */
+export class PinoLogger implements LoggerService {
+  constructor(private readonly pino: Pino) {}
+
+  log(message: unknown, ...params: unknown[]): void {
+    this.write('info', message, params);
+  }
+
+  error(message: unknown, ...params: unknown[]): void {
+    this.write('error', message, params);
+  }
+
+  warn(message: unknown, ...params: unknown[]): void {
+    this.write('warn', message, params);
+  }
+
+  debug(message: unknown, ...params: unknown[]): void {
+    this.write('debug', message, params);
+  }
+
+  verbose(message: unknown, ...params: unknown[]): void {
+    this.write('trace', message, params);
+  }
+
+  fatal(message: unknown, ...params: unknown[]): void {
+    this.write('fatal', message, params);
+  }
+
+  private write(level: Level, message: unknown, params: unknown[]): void {
+    if (!this.pino.isLevelEnabled(level)) return;
+    const rest = [...params];
+    // Nest appends the logger's context last; a message object is followed by its text.
+    const context = rest.length > (isFields(message) ? 1 : 0) && typeof rest[rest.length - 1] === 'string' ? (rest.pop() as string) : undefined;
+    const fields: Record<string, unknown> = context ? { context } : {};
+    let text: string;
+    if (message instanceof Error) {
+      fields.err = message;
+      text = typeof rest[0] === 'string' && !STACK.test(rest[0]) ? (rest.shift() as string) : message.message;
+    } else if (isFields(message)) {
+      Object.assign(fields, message);
+      text = typeof rest[0] === 'string' ? (rest.shift() as string) : '';
+    } else {
+      text = String(message);
+    }
+    // Nest's own `error(message, stack)`.
+    const stack = rest.find((param): param is string => typeof param === 'string' && STACK.test(param));
+    if (stack && !fields.err) fields.err = { message: text, stack };
+    this.pino[level](fields, text);
+  }
+}
+
+function isFields(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !(value instanceof Error);
 }
 
 /**
