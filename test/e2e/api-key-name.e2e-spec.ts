@@ -30,7 +30,9 @@ describe('POST /settings/api-keys: the name', () => {
   });
 
   it.each([
-    ['empty', { name: '' }, 'name: must not be empty'],
+    ['empty', { name: '' }, 'name: must not be blank'],
+    ['blank', { name: '   ' }, 'name: must not be blank'],
+    ['two lines', { name: 'CI\npipeline' }, 'name: must be one line without control characters'],
     ['a number', { name: 42 }, 'name: must be a string'],
     ['too long', { name: 'k'.repeat(101) }, 'name: must be shorter than or equal to 100 characters'],
   ])('%s: says exactly that', async (_, body, detail) => {

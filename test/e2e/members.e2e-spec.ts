@@ -60,6 +60,8 @@ describe('Members (e2e)', () => {
     expectInvalid(await add(owner.auth, { email: 'not-an-email', name: 'X', role: 'member' }), 'email');
     expectInvalid(await add(owner.auth, { email: email(), name: 'X', role: 'admin' }), 'role');
     expectInvalid(await add(owner.auth, { email: email(), name: 'line\nbreak', role: 'member' }), 'name');
+    expectInvalid(await add(owner.auth, { email: email(), name: '   ', role: 'member' }), 'name');
+    expectInvalid(await t.http().patch(`${MEMBERS}/${added.body.id as string}`).set(owner.auth).send({ name: ' ' }), 'name');
     expectInvalid(await add(owner.auth, { email: email(), name: 'X', role: 'member', isAdmin: true }), 'isAdmin');
 
     const bot = await add(owner.auth, { email: email(), name: 'CI bot', role: 'member', kind: 'service_account' }).expect(201);

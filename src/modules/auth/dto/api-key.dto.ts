@@ -1,22 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, MaxLength, ValidationArguments } from 'class-validator';
+import { IsIn, IsISO8601, IsOptional } from 'class-validator';
+import { IsDisplayName } from '../../../platform/http/display-name';
 import { PageQueryDto, PaginationDto } from '../../../platform/http/pagination';
-
-/** One message for a missing or non-string name, rather than every rule it breaks. */
-const nameRule = (message: string) => ({
-  message: ({ value }: ValidationArguments) =>
-    value === undefined || value === null
-      ? 'is required: a name for the key, 1 to 100 characters (e.g. "CI pipeline")'
-      : typeof value !== 'string'
-        ? 'must be a string'
-        : message,
-});
 
 export class CreateApiKeyDto {
   @ApiProperty({ minLength: 1, maxLength: 100, example: 'CI pipeline' })
-  @IsString(nameRule('must be a string'))
-  @IsNotEmpty(nameRule('must not be empty'))
-  @MaxLength(100, nameRule('must be shorter than or equal to 100 characters'))
+  @IsDisplayName('a name for the key', 100, 'CI pipeline')
   name: string;
 
   @ApiPropertyOptional({

@@ -1,11 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsEmail, IsIn, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
-import { NO_CONTROL_CHARACTERS } from '../../../platform/http/json-schema';
+import { IsEmail, IsIn, IsOptional, MaxLength } from 'class-validator';
+import { IsDisplayName } from '../../../platform/http/display-name';
 import { PageQueryDto, PaginationDto } from '../../../platform/http/pagination';
 import { Role, ROLES } from '../domain/role';
 import { UserKind, USER_KINDS } from '../domain/user-kind';
-
-const ONE_LINE = new RegExp(NO_CONTROL_CHARACTERS);
 
 export class AddMemberDto {
   @ApiProperty({ format: 'email', maxLength: 254, example: 'ada@example.com', description: 'Stored in lower case; one user per address in an organization.' })
@@ -14,10 +12,7 @@ export class AddMemberDto {
   email: string;
 
   @ApiProperty({ minLength: 1, maxLength: 200, example: 'Ada Lovelace' })
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(200)
-  @Matches(ONE_LINE, { message: 'must be one line without control characters' })
+  @IsDisplayName("the member's name", 200)
   name: string;
 
   @ApiProperty({ enum: ROLES, example: Role.Member, description: 'At most your own role.' })
@@ -38,10 +33,7 @@ export class ChangeMemberDto {
 
   @ApiPropertyOptional({ minLength: 1, maxLength: 200 })
   @IsOptional()
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(200)
-  @Matches(ONE_LINE, { message: 'must be one line without control characters' })
+  @IsDisplayName("the member's name", 200)
   name?: string;
 }
 

@@ -1,11 +1,9 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsEmail, IsNotEmpty, IsString, Matches, MaxLength, ValidateNested } from 'class-validator';
-import { NO_CONTROL_CHARACTERS } from '../../../platform/http/json-schema';
+import { IsDisplayName } from '../../../platform/http/display-name';
 import { CreatedApiKeyView } from './api-key.dto';
 import { MemberView } from './member.dto';
-
-const ONE_LINE = new RegExp(NO_CONTROL_CHARACTERS);
 
 export class SetupOrganizationDto {
   @ApiProperty({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$', example: 'acme', description: 'Lower-case letters, digits and -, at most 63.' })
@@ -13,10 +11,7 @@ export class SetupOrganizationDto {
   slug: string;
 
   @ApiProperty({ minLength: 1, maxLength: 200, example: 'Acme' })
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(200)
-  @Matches(ONE_LINE, { message: 'must be one line without control characters' })
+  @IsDisplayName("the organization's name", 200)
   name: string;
 }
 
@@ -27,10 +22,7 @@ export class SetupOwnerDto {
   email: string;
 
   @ApiProperty({ minLength: 1, maxLength: 200, example: 'You' })
-  @IsString()
-  @IsNotEmpty()
-  @MaxLength(200)
-  @Matches(ONE_LINE, { message: 'must be one line without control characters' })
+  @IsDisplayName("the owner's name", 200)
   name: string;
 }
 
