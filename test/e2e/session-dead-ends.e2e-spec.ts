@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import Ajv, { ValidateFunction } from 'ajv';
+import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
+import { AgentPresence } from '../../src/modules/sessions/agent-presence';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { openClaim } from '../utils/raw-claims';
 import { serverUrl } from '../utils/test-database';
@@ -182,5 +184,27 @@ describe('Sessions no agent will take', () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('an agent counts for 90 s after its last claim, and a queue silent for a week is forgotten', async () => {
+    const presence = t.app.get(AgentPresence);
+    const { owner } = await team();
+    const box = await computer(owner);
+    const queue = { computerId: box.id };
+    const start = Date.now() - 10 * 86_400_000;
+    const live = async (at: number) => (await presence.liveQueues(owner.organizationId, at)).map((q) => q.computerId);
+
+    await presence.seen(owner.organizationId, queue, start);
+    expect(await live(start + 89_000)).toEqual([box.id]);
+    expect(await live(start + 91_000)).toEqual([]);
+    // A claim refreshes it (an instance writes at most every 15 s).
+    await presence.seen(owner.organizationId, queue, start + 60_000);
+    expect(await live(start + 140_000)).toEqual([box.id]);
+
+    const rows = () => t.app.get(DataSource).query(`SELECT queue FROM agent_presence WHERE organization_id = $1`, [owner.organizationId]);
+    expect(await rows()).toHaveLength(1);
+    // Eight days later an agent claims unrouted work: the computer's silent queue goes, the new one stays.
+    await presence.seen(owner.organizationId, { computerId: null }, start + 8 * 86_400_000);
+    expect(await rows()).toEqual([{ queue: '|' }]);
   });
 });

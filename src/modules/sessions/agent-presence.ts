@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { Sql } from '../../platform/database/sql';
 import { SessionStatus } from './domain/session-status';
 import { StatusReason } from './domain/views';
+import { SessionsRepository } from './sessions.repository';
 
 /**
  * How long after its last claim an agent still counts as there: longer than the longest long poll
@@ -10,13 +10,14 @@ import { StatusReason } from './domain/views';
 export const AGENT_PRESENCE_WINDOW_MS = 90_000;
 /** An instance records a queue's agent at most this often (claims without `waitMs` may come in a loop). */
 const WRITE_EVERY_MS = 15_000;
+/** A queue no agent asked in for this long (a deleted computer's, a gone member's) is forgotten. */
+const FORGET_AFTER_MS = 7 * 86_400_000;
 
 /** One queue agents take work from: a computer's (or the unrouted one, null), for anyone's sessions or one member's. */
 export interface AgentQueue {
   computerId: string | null;
   ownerId?: string;
 }
-
 
 /**
  * Which queues of an organization an agent asked for work in lately: the agent channel records its
@@ -29,7 +30,7 @@ export class AgentPresence {
   /** When this instance last wrote each queue, by `organization|queue`. */
   private readonly written = new Map<string, number>();
 
-  constructor(private readonly sql: Sql) {}
+  constructor(private readonly sessions: SessionsRepository) {}
 
   /** An agent asked for work in `queue` now. Never fails the claim: a lost write only delays the next one. */
   async seen(organizationId: string, queue: AgentQueue, now = Date.now()): Promise<void> {
@@ -41,12 +42,7 @@ export class AgentPresence {
       for (const [k, at] of this.written) if (now - at >= WRITE_EVERY_MS) this.written.delete(k);
     }
     try {
-      await this.sql.query(
-        'agentPresence.seen',
-        `INSERT INTO agent_presence (organization_id, queue, computer_id, owner_id, seen_at) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (organization_id, queue) DO UPDATE SET seen_at = GREATEST(agent_presence.seen_at, EXCLUDED.seen_at)`,
-        [organizationId, key, queue.computerId, queue.ownerId ?? null, new Date(now)],
-      );
+      await this.sessions.recordAgentClaim(organizationId, { key, computerId: queue.computerId, ownerId: queue.ownerId ?? null }, new Date(now), FORGET_AFTER_MS);
     } catch (error) {
       this.written.delete(mapKey);
       this.logger.warn(`Could not record an agent's claim: ${(error as Error).message}`);
@@ -55,12 +51,8 @@ export class AgentPresence {
 
   /** The organization's queues an agent asked in within the window. */
   async liveQueues(organizationId: string, now = Date.now()): Promise<AgentQueue[]> {
-    const rows = await this.sql.query<{ computer_id: string | null; owner_id: string | null }>(
-      'agentPresence.live',
-      `SELECT computer_id, owner_id FROM agent_presence WHERE organization_id = $1 AND seen_at > $2`,
-      [organizationId, new Date(now - AGENT_PRESENCE_WINDOW_MS)],
-    );
-    return rows.map((row) => ({ computerId: row.computer_id, ...(row.owner_id ? { ownerId: row.owner_id } : {}) }));
+    const queues = await this.sessions.agentQueuesSeenSince(organizationId, new Date(now - AGENT_PRESENCE_WINDOW_MS));
+    return queues.map((queue) => ({ computerId: queue.computerId, ...(queue.ownerId ? { ownerId: queue.ownerId } : {}) }));
   }
 
   /** Why no agent will take the session: only for a `pending` one whose queue no agent asked in lately; else null. */
