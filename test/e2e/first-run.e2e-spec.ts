@@ -1,3 +1,7 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { runNode, ServerProcess, startServer } from '../utils/processes';
 import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
 
@@ -99,5 +103,24 @@ describe('First run (e2e, real processes)', () => {
     expect(lastOwner.stderr).toMatch(/last owner/);
     expect((await cli('user:role', 'acme', 'owner@acme.example', 'emperor')).code).toBe(64);
     expect(JSON.parse((await cli('org:list')).stdout)).toEqual([expect.objectContaining({ slug: 'acme', name: 'Acme' })]);
+  });
+
+  // Another account on the same machine (here nobody, 65534) must not run operator commands: only root can play it.
+  (serverUrl() || process.getuid?.() !== 0 ? it.skip : it)('refuses the operator socket to another user of the machine', async () => {
+    await start();
+    const { socketDir } = JSON.parse(readFileSync(join(database.env.DATA_DIR, 'server.json'), 'utf8')) as { socketDir: string };
+    const attempt = `
+      const socket = require('net').createConnection(${JSON.stringify(join(socketDir, 'operator.sock'))});
+      socket.on('connect', () => socket.end(JSON.stringify({ command: 'setup', args: ['evil', 'Evil', 'x@evil.example', 'X'] }) + '\\n'));
+      socket.on('data', (data) => process.stdout.write('ANSWER ' + data));
+      socket.on('error', (error) => process.stdout.write('REFUSED ' + error.code));`;
+    const nobody = { uid: 65534, gid: 65534, env: { PATH: process.env.PATH }, encoding: 'utf8' as const };
+    const { stdout } = await promisify(execFile)(process.execPath, ['-e', attempt], nobody);
+    expect(stdout).toMatch(/^REFUSED (EACCES|ENOENT)$/);
+    // Nor through the CLI, which can read neither the data directory nor the socket.
+    const viaCli = await promisify(execFile)(process.execPath, ['dist/cli/main.js', 'org:list'], { ...nobody, env: { ...nobody.env, ...database.env } }).catch((error: { code: number; stdout: string }) => error);
+    expect(viaCli).toMatchObject({ code: expect.any(Number) });
+    expect(viaCli.stdout).not.toMatch(/evil|acme/);
+    expect((await cli('org:list')).stdout.trim()).toBe('[]');
   });
 });
