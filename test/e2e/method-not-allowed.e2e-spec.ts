@@ -57,6 +57,11 @@ describe('Unsupported methods on known paths', () => {
     expect(res.headers.allow).toBe('GET, HEAD');
   });
 
+  it('is documented where clients read the contract', async () => {
+    const doc = (await t.http().get('/docs-json')).body as { info: { description: string } };
+    expect(doc.info.description).toMatch(/\*\*405\*\* `method_not_allowed` with `Allow`/);
+  });
+
   it('still serves the methods the path has, HEAD included', async () => {
     expect((await t.http().get('/api/v0/sessions').set(owner.auth)).status).toBe(200);
     expect((await t.http().head('/api/v0/sessions').set(owner.auth)).status).toBe(200);
