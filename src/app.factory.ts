@@ -10,12 +10,13 @@ import { ApiExceptionFilter } from './platform/http/api-exception.filter';
 import { errorBody, errorFlavourOf } from './platform/http/error-body';
 import { docsArePublic, setupOpenApi } from './platform/http/openapi-document';
 import { installRequestBodies } from './platform/http/request-bodies';
+import { installRequestContext } from './platform/http/request-context';
 import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
 import { ALWAYS, installSecurityHeaders } from './platform/http/security-headers';
 import { ServerDetails } from './platform/http/server-details';
 import { createValidationPipe, NoUndeclaredQueryInterceptor } from './platform/http/validation';
 import { answerClientError, installAccessLog, logUnroutable } from './platform/logging/access-log';
-import { createPino, installRequestContext, PinoLogger, QuietStartLogger } from './platform/logging/logging';
+import { createPino, PinoLogger, QuietStartLogger } from './platform/logging/logging';
 import { RateLimits, RateLimitSubject } from './platform/rate-limit';
 
 /** Builds the whole application, ready to listen; shared by main, the demo and the tests. */

@@ -340,6 +340,22 @@ export class AppConfig {
   @Max(60_000)
   CONTROLS_CACHE_MS = 1_000;
 
+  /** How long the event log keeps events: streams resume, and the audit log reaches back, this far. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3650)
+  EVENT_RETENTION_DAYS = 30;
+
+  /**
+   * How often each instance looks for events a durable listener has not handled yet (a crash
+   * between commit and dispatch, a lost notification, a listener's retry). New events are handled at once.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(50)
+  EVENT_LISTENER_SWEEP_MS = 5_000;
+
   /** How often each instance deletes sessions older than their organization's `sessionRetentionDays`. */
   @Transform(toInt)
   @IsInt()
@@ -518,6 +534,8 @@ const ENV_KEYS = [
   'SECRETS_KEY',
   'CONTROLS_CACHE_MS',
   'RETENTION_SWEEP_MS',
+  'EVENT_RETENTION_DAYS',
+  'EVENT_LISTENER_SWEEP_MS',
   'ANALYTICS_ROLLUP_MS',
   'OUTBOUND_ALLOWED_HOSTS',
   'MODEL_RELAY_ALLOWED_HOSTS',

@@ -1171,12 +1171,12 @@ describe('Agent channel', () => {
   });
 
   describe('domain events', () => {
-    it('publish message.added and statusChanged with ids, organization and from/to', async () => {
+    it('raise message.added and session.status_changed with ids, organization, actor and from/to, numbered in commit order', async () => {
       const emitter = t.app.get(EventEmitter2);
       const seen: Array<Record<string, unknown>> = [];
       const record = (event: Record<string, unknown>) => seen.push(event);
-      emitter.on('sessions.message.added', record);
-      emitter.on('sessions.session.statusChanged', record);
+      emitter.on('message.added', record);
+      emitter.on('session.status_changed', record);
       try {
         const org = await createOrganization(t);
         const owner = await createUser(t, Role.Owner, org);
@@ -1185,19 +1185,18 @@ describe('Agent channel', () => {
         const drain = () => {
           const mine = seen.filter((e) => e.sessionId === sessionId);
           seen.length = 0;
+          seqs.push(...mine.map((e) => e.seq as number));
           return mine;
         };
-        const common = { organizationId: org.id, sessionId, occurredAt: expect.any(Date) };
-        const added = (messageId: string, role: string, seq: number, authorId: string | null) => ({
-          name: 'sessions.message.added',
+        const common = { organizationId: org.id, sessionId, occurredAt: expect.any(Date), id: expect.any(String), seq: expect.any(Number) };
+        const added = (messageId: string, role: string, _seq: number, authorId: string | null) => ({
+          type: 'message.added',
           ...common,
-          messageId,
-          role,
-          seq,
-          authorId,
-          workComputerId: null,
+          actor: expect.objectContaining({ userId: owner.userId, kind: 'user' }),
+          data: { sessionId, messageId, role, authorId, computerId: null },
         });
-        const status = (from: string, to: string) => ({ name: 'sessions.session.statusChanged', ...common, from, to });
+        const status = (from: string, to: string) => ({ type: 'session.status_changed', ...common, actor: expect.objectContaining({ userId: owner.userId }), data: { sessionId, from, to } });
+        const seqs: number[] = [];
 
         const key = randomUUID();
         const first = await api.addMessage(owner, sessionId, 'hi', key);
@@ -1219,9 +1218,11 @@ describe('Agent channel', () => {
         const next = (await api.claim(owner))!;
         await api.endTurn(owner, sessionId, { turnId: next.turnId });
         expect(drain()).toEqual([status('pending', 'running'), status('running', 'idle')]);
+        // The organization's log: session.created was 1, then every event above with no gap (the replay raised none).
+        expect(seqs).toEqual(seqs.map((_, i) => i + 2));
       } finally {
-        emitter.off('sessions.message.added', record);
-        emitter.off('sessions.session.statusChanged', record);
+        emitter.off('message.added', record);
+        emitter.off('session.status_changed', record);
       }
     });
   });

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Response } from 'supertest';
 import { Role } from '../../src/modules/auth';
 import { OrganizationFeatures } from '../../src/modules/auth/entities/organization.entity';
-import { SettingsRevisedEvent } from '../../src/modules/enterprise-controls/events';
+import type { StoredEvent } from '../../src/platform/events';
 import { createOrganization, createUser } from '../utils/factories';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
@@ -547,26 +547,25 @@ describe('Enterprise controls in force', () => {
     it('is published for a change that alters something, naming its revision, user and top-level settings; not for one that alters nothing', async () => {
       const org = await newOrg(t);
       const manager = await createUser(t, Role.Manager, org);
-      const events: SettingsRevisedEvent[] = [];
-      const listener = (event: SettingsRevisedEvent) => {
+      const events: Array<StoredEvent<'controls.revised'>> = [];
+      const listener = (event: StoredEvent<'controls.revised'>) => {
         if (event.organizationId === org.id) events.push(event);
       };
       const emitter = t.app.get(EventEmitter2);
-      emitter.on(SettingsRevisedEvent.eventName, listener);
+      emitter.on('controls.revised', listener);
       try {
         const changed = await change(t, manager.auth, { restrictMemberVisibility: true, modelPolicy: { blockedModelIds: ['model-b'] } });
         await until(() => events.length > 0);
         expect(events).toHaveLength(1);
-        expect(events[0]).toBeInstanceOf(SettingsRevisedEvent);
-        expect(events[0]).toMatchObject({ name: 'enterpriseControls.settings.revised', organizationId: org.id, revision: changed.revision, userId: manager.userId });
-        expect([...events[0].changedSettings].sort()).toEqual(['modelPolicy', 'restrictMemberVisibility']);
+        expect(events[0]).toMatchObject({ type: 'controls.revised', organizationId: org.id, data: { revision: changed.revision, userId: manager.userId } });
+        expect([...events[0].data.changedSettings].sort()).toEqual(['modelPolicy', 'restrictMemberVisibility']);
 
         const same = await change(t, manager.auth, { restrictMemberVisibility: true });
         expect(same.revision).toBe(changed.revision);
         await new Promise((resolve) => setTimeout(resolve, 50));
         expect(events).toHaveLength(1);
       } finally {
-        emitter.off(SettingsRevisedEvent.eventName, listener);
+        emitter.off('controls.revised', listener);
       }
     });
   });
@@ -585,7 +584,7 @@ async function until(done: () => boolean, timeoutMs = 5_000): Promise<void> {
   let database: TestDatabase;
   let a: TestApp;
   let b: TestApp;
-  const eventsOf = new Map<TestApp, SettingsRevisedEvent[]>();
+  const eventsOf = new Map<TestApp, Array<StoredEvent<'controls.revised'>>>();
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -593,9 +592,9 @@ async function until(done: () => boolean, timeoutMs = 5_000): Promise<void> {
     a = await startTestApp(env, database);
     b = await startTestApp(env, database);
     for (const app of [a, b]) {
-      const list: SettingsRevisedEvent[] = [];
+      const list: Array<StoredEvent<'controls.revised'>> = [];
       eventsOf.set(app, list);
-      app.app.get(EventEmitter2).on(SettingsRevisedEvent.eventName, (event: SettingsRevisedEvent) => list.push(event));
+      app.app.get(EventEmitter2).on('controls.revised', (event: StoredEvent<'controls.revised'>) => list.push(event));
     }
   });
 
@@ -617,7 +616,7 @@ async function until(done: () => boolean, timeoutMs = 5_000): Promise<void> {
     expect((await b.http().get(POLICY).set(member.auth).expect(200)).body.revision).toBe(0);
 
     const changed = await change(a, owner.auth, { modelPolicy: { blockedModelIds: ['model-b'] }, restrictApiKeyCreationToManagers: true });
-    expect(eventsOf.get(a)!.filter((e) => e.organizationId === org.id).map((e) => e.revision)).toEqual([changed.revision]);
+    expect(eventsOf.get(a)!.filter((e) => e.organizationId === org.id).map((e) => e.data.revision)).toEqual([changed.revision]);
 
     // Instance B enforces what was changed through A: models, API keys, and the agent policy.
     expectModelRefused(await createIn(b), 'modelPolicy.blockedModelIds', 'model-b');
@@ -631,7 +630,9 @@ async function until(done: () => boolean, timeoutMs = 5_000): Promise<void> {
     // Reverted through B: A allows again.
     const reverted = await change(b, owner.auth, { modelPolicy: { blockedModelIds: [] }, restrictApiKeyCreationToManagers: false });
     expect(reverted.revision).toBe(changed.revision + 1);
-    expect(eventsOf.get(b)!.filter((e) => e.organizationId === org.id).map((e) => e.revision)).toEqual([reverted.revision]);
+    // Each instance gets the events committed through the other too (the event log's NOTIFY).
+    await until(() => eventsOf.get(b)!.filter((e) => e.organizationId === org.id).length === 2);
+    expect(eventsOf.get(b)!.filter((e) => e.organizationId === org.id).map((e) => e.data.revision)).toEqual([changed.revision, reverted.revision]);
     expectStatus(await createIn(a), 201);
     expectStatus(await createKeyIn(a), 201);
     expect((await a.http().get(POLICY).set(member.auth).expect(200)).body.revision).toBe(reverted.revision);

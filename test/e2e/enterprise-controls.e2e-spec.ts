@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
-import { SettingsRevisedEvent } from '../../src/modules/enterprise-controls';
+import type { StoredEvent } from '../../src/platform/events';
 import { defaultSettings } from '../../src/modules/enterprise-controls/domain/settings';
 import { isIpOrCidr } from '../../src/platform/http/json-schema';
 import { SecretBox } from '../../src/platform/secrets/secret-box';
@@ -212,21 +212,21 @@ describe('Enterprise controls', () => {
     expect((await t.http().get(CONTROLS).set(outsider.auth).expect(200)).body.settings.ideAutoConnect).toBe(true);
   });
 
-  it('publishes enterpriseControls.settings.revised after the change, naming the settings it changed', async () => {
+  it('raises controls.revised with the change, naming the settings it changed', async () => {
     const { owner } = await admins();
-    const seen: SettingsRevisedEvent[] = [];
-    const listener = (event: SettingsRevisedEvent) => seen.push(event);
-    t.app.get(EventEmitter2).on(SettingsRevisedEvent.eventName, listener);
+    const seen: Array<StoredEvent<'controls.revised'>> = [];
+    const listener = (event: StoredEvent<'controls.revised'>) => seen.push(event);
+    t.app.get(EventEmitter2).on('controls.revised', listener);
     try {
       await change(owner, { mcpPolicy: { enabled: false }, ideAutoConnect: false }).expect(200);
       await change(owner, { mcpPolicy: { enabled: false } }).expect(200);
     } finally {
-      t.app.get(EventEmitter2).off(SettingsRevisedEvent.eventName, listener);
+      t.app.get(EventEmitter2).off('controls.revised', listener);
     }
     const mine = seen.filter((event) => event.organizationId === owner.organizationId);
     expect(mine).toHaveLength(1);
-    expect(mine[0]).toMatchObject({ revision: 1, userId: owner.userId });
-    expect([...mine[0].changedSettings].sort()).toEqual(['ideAutoConnect', 'mcpPolicy']);
+    expect(mine[0]).toMatchObject({ data: { revision: 1, userId: owner.userId }, actor: { kind: 'user', userId: owner.userId, role: 'owner' } });
+    expect([...mine[0].data.changedSettings].sort()).toEqual(['ideAutoConnect', 'mcpPolicy']);
   });
 
   describe('custom model keys', () => {

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
-import { ComputerFailedEvent, ComputerProvisionedEvent } from '../../src/modules/computers';
+import type { StoredEvent } from '../../src/platform/events';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { api, Body, onServerDisk, sleep, until } from '../utils/polling';
 import { createGitRepo, npmProject, reposRoot } from '../utils/git-fixtures';
@@ -57,7 +57,7 @@ describe('Provisioning', () => {
     let t: TestApp;
     let owner: TestUser;
     let base: string;
-    const events: Array<ComputerProvisionedEvent | ComputerFailedEvent> = [];
+    const events: Array<StoredEvent<'computer.status_changed'>> = [];
 
     beforeAll(async () => {
       // The default poll interval: a new computer's first step is claimed at once (the instance wakes), not at the next tick.
@@ -65,8 +65,7 @@ describe('Provisioning', () => {
       owner = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
       base = await t.app.getUrl();
       const emitter = t.app.get(EventEmitter2);
-      emitter.on(ComputerProvisionedEvent.eventName, (event: ComputerProvisionedEvent) => events.push(event));
-      emitter.on(ComputerFailedEvent.eventName, (event: ComputerFailedEvent) => events.push(event));
+      emitter.on('computer.status_changed', (event: StoredEvent<'computer.status_changed'>) => events.push(event));
     });
 
     afterAll(() => t.close());
@@ -85,8 +84,9 @@ describe('Provisioning', () => {
         expect(step.startedAt).toBeLessThanOrEqual(step.completedAt);
         expect(step.completedAt).toBeGreaterThanOrEqual(active.body.createdAt);
       }
-      await until(async () => events, (list) => list.some((e) => e.computerId === created.body.id), 'the provisioned event');
-      expect(events.find((e) => e.computerId === created.body.id)).toBeInstanceOf(ComputerProvisionedEvent);
+      const changed = (list: typeof events) => list.find((e) => e.data.computerId === created.body.id && e.data.to !== e.data.from);
+      await until(async () => events, (list) => changed(list) !== undefined, 'the provisioned event');
+      expect(changed(events)).toMatchObject({ organizationId: owner.organizationId, data: { from: 'provisioning', to: 'active', provider: 'local' } });
     });
 
     it('install output PostgreSQL cannot store (a NUL byte) is recorded with a replacement character', async () => {
@@ -108,9 +108,8 @@ describe('Provisioning', () => {
       expect(install).toMatchObject({ status: 'failed', error: expect.stringMatching(/^Timed out/) });
       await sleep(4_500);
       expect(existsSync(join(onServerDisk(failed.body.clonedRepoDirectories[0], t.config.computersDir), 'late.txt'))).toBe(false);
-      const event = events.find((e) => e.computerId === created.body.id);
-      expect(event).toBeInstanceOf(ComputerFailedEvent);
-      expect(event).toMatchObject({ stepId: 'install-dependencies' });
+      const event = events.find((e) => e.data.computerId === created.body.id && e.data.to === 'error');
+      expect(event).toMatchObject({ data: { from: 'provisioning', step: { stepId: 'install-dependencies', status: 'failed' } } });
     });
 
     it('a step whose claims keep lapsing (its instances keep dying) fails as abandoned after 3 claims', async () => {

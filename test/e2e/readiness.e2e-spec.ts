@@ -8,7 +8,7 @@ import { Role } from '../../src/modules/auth';
 import { CRITERIA } from '../../src/modules/readiness/domain/criteria';
 import { MAX_PAGE, DEFAULT_PAGE, REPORT_LIMITS } from '../../src/modules/readiness/domain/report';
 import { repositoryId } from '../../src/modules/readiness/domain/repository-id';
-import { ReadinessReportCreatedEvent } from '../../src/modules/readiness/events';
+import type { StoredEvent } from '../../src/platform/events';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { expectStatus } from '../utils/v0-errors';
 import { startTestApp, TestApp } from '../utils/test-app';
@@ -16,7 +16,7 @@ import { startTestApp, TestApp } from '../utils/test-app';
 /**
  * Readiness reports over real HTTP against the real application: upload and list at both
  * reference paths, paging, bad queries and bodies, repository identity, levels, organizations,
- * roles and the `readiness.report.created` event.
+ * roles and the `readiness.report_created` event.
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
@@ -762,10 +762,10 @@ describe('Readiness reports', () => {
     it('publishes readiness.report.created once per upload, with reportId, repoId and level', async () => {
       const owner = await newOwner();
       const member = await createUser(t, Role.Member, { id: owner.organizationId, slug: owner.organizationSlug });
-      const seen: ReadinessReportCreatedEvent[] = [];
-      const listener = (event: ReadinessReportCreatedEvent) => seen.push(event);
+      const seen: Array<StoredEvent<'readiness.report_created'>> = [];
+      const listener = (event: StoredEvent<'readiness.report_created'>) => seen.push(event);
       const emitter = t.app.get(EventEmitter2);
-      emitter.on(ReadinessReportCreatedEvent.eventName, listener);
+      emitter.on('readiness.report_created', listener);
       let first: Json;
       let second: Json;
       try {
@@ -777,13 +777,13 @@ describe('Readiness reports', () => {
         expectStatus(await post(await createUser(t, Role.Guest, { id: owner.organizationId, slug: owner.organizationSlug }), body()), 403);
         await new Promise((resolve) => setTimeout(resolve, 50));
       } finally {
-        emitter.off(ReadinessReportCreatedEvent.eventName, listener);
+        emitter.off('readiness.report_created', listener);
       }
       const mine = seen.filter((event) => event.organizationId === owner.organizationId);
       expect(mine).toHaveLength(2);
       const repoId = repositoryId('https://github.com/acme/events');
-      expect(mine[0]).toMatchObject({ name: 'readiness.report.created', reportId: first.reportId, repoId, level: 3, uploadedBy: owner.userId });
-      expect(mine[1]).toMatchObject({ name: 'readiness.report.created', reportId: second.reportId, repoId, level: 1, uploadedBy: member.userId });
+      expect(mine[0]).toMatchObject({ type: 'readiness.report_created', data: { reportId: first.reportId, repoId, level: 3, uploadedBy: owner.userId } });
+      expect(mine[1]).toMatchObject({ type: 'readiness.report_created', data: { reportId: second.reportId, repoId, level: 1, uploadedBy: member.userId } });
       expect(mine[0].occurredAt.getTime()).toBe(first.createdAt);
       expect(mine[1].occurredAt.getTime()).toBe(second.createdAt);
       expect((await repositories(owner))[0].repoId).toBe(repoId);

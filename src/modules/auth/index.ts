@@ -13,7 +13,7 @@ export type { CallerRow } from './auth.repository';
 export { generateComputerToken } from './domain/api-key-secret';
 export { AccessPolicy } from './domain/access-policy';
 export type { Principal } from './domain/principal';
-export { credentialIdOf, securityActorOf } from './domain/principal';
+export { credentialIdOf, eventActorOf, securityActorOf } from './domain/principal';
 export { Role, ROLES, ADMIN_ROLES, isAdmin } from './domain/role';
 export { UserKind, USER_KINDS } from './domain/user-kind';
 export { OrganizationControlsReader } from './organization-controls.reader';

@@ -17,6 +17,9 @@ export interface ClaimedStep {
 /** How a fenced finish went: `lost` when the claim is no longer this instance's. */
 export type FinishOutcome = { lost: true } | { lost: false; computer: ComputerEntity };
 
+/** Told, inside the transaction, of each step that started or finished (to raise its event). */
+export type StepMoved = (manager: EntityManager, change: { computer: ComputerEntity; step: ProvisioningStepEntity; from: ComputerStatus }) => void;
+
 const STEP_COLUMNS = `s.computer_id AS "computerId", s.position, s.step_id AS "stepId", s.name, s.status, s.error,
   s.started_at AS "startedAt", s.completed_at AS "completedAt", s.install_session_id AS "installSessionId",
   s.attempts, s.claim_id AS "claimId", s.lease_expires_at AS "leaseExpiresAt"`;
@@ -143,7 +146,7 @@ export class ComputersRepository {
    * computer, pending, or running under a claim whose lease ran out (its instance died). Rows
    * other instances are claiming are skipped, so no step is claimed twice.
    */
-  async claimNext(claimId: string, leaseMs: number, maxAttempts: number): Promise<{ claimed: ClaimedStep } | { abandoned: ClaimedStep } | null> {
+  async claimNext(claimId: string, leaseMs: number, maxAttempts: number, moved: StepMoved): Promise<{ claimed: ClaimedStep } | { abandoned: ClaimedStep } | null> {
     return this.transaction(async (manager) => {
       const sql = this.sql.in(manager);
       const [candidate] = await sql.query<{ computer_id: string; position: number; attempts: number; status: StepStatus; claim_id: string | null }>(
@@ -162,6 +165,7 @@ export class ComputersRepository {
       if (candidate.status === StepStatus.Running && candidate.attempts >= maxAttempts) {
         const error = `Abandoned: ${candidate.attempts} instances took this step and none finished it (each stopped without a word).`;
         const abandoned = await this.finishStep(manager, { computerId: candidate.computer_id, position: candidate.position, claimId: candidate.claim_id }, StepStatus.Failed, error);
+        moved(manager, { ...abandoned!, from: ComputerStatus.Provisioning });
         return { abandoned: abandoned! };
       }
       const [row] = await sql.query<ProvisioningStepEntity>(
@@ -172,6 +176,7 @@ export class ComputersRepository {
         [candidate.computer_id, candidate.position, claimId, leaseMs],
       );
       const computer = (await manager.getRepository(ComputerEntity).findOneBy({ id: candidate.computer_id }))!;
+      moved(manager, { computer, step: row, from: computer.status });
       return { claimed: { step: row, computer } };
     });
   }
@@ -194,6 +199,7 @@ export class ComputersRepository {
   async finish(
     step: { computerId: string; position: number; claimId: string },
     outcome: { status: StepStatus.Completed; clonedRepoDirectories?: string[] } | { status: StepStatus.Failed; error: string },
+    moved: StepMoved,
   ): Promise<FinishOutcome & { activated?: boolean }> {
     return this.transaction(async (manager) => {
       if (outcome.status === StepStatus.Completed && outcome.clonedRepoDirectories) {
@@ -205,6 +211,7 @@ export class ComputersRepository {
         );
       }
       const result = await this.finishStep(manager, step, outcome.status, outcome.status === StepStatus.Failed ? outcome.error : null);
+      if (result) moved(manager, { ...result, from: ComputerStatus.Provisioning });
       return result ? { lost: false, computer: result.computer, activated: result.computer.status === ComputerStatus.Active } : { lost: true };
     });
   }

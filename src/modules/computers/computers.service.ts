@@ -5,6 +5,7 @@ import { AppConfig } from '../../config/app-config';
 import {
   AccessPolicy,
   Authenticator,
+  eventActorOf,
   generateComputerToken,
   isAdmin,
   OrganizationControlsReader,
@@ -15,6 +16,7 @@ import {
 } from '../auth';
 import { SessionsService } from '../sessions';
 import { isUuid, newId } from '../../platform/database/ids';
+import { EventLog } from '../../platform/events';
 import { ServerDetails } from '../../platform/http/server-details';
 import { FieldError, validationError } from '../../platform/http/validation';
 import { logSecurityEvent } from '../../platform/logging/security-log';
@@ -70,6 +72,7 @@ export class ComputersService {
     private readonly config: AppConfig,
     private readonly box: SecretBox,
     private readonly agents: LocalAgentSupervisor,
+    private readonly events: EventLog,
   ) {
     this.details = new ServerDetails(config);
   }
@@ -122,6 +125,7 @@ export class ComputersService {
         for (const step of steps) step.installSessionId = log;
         await this.repository.insertSteps(manager, steps);
       }
+      this.raiseCreated(manager, principal, computer);
       return steps;
     });
     const actor = securityActorOf(principal);
@@ -185,6 +189,7 @@ export class ComputersService {
           });
         }),
       );
+      this.raiseCreated(manager, principal, computer);
       return log;
     });
     for (const stepId of planned.slice(0, failedAt + 1)) {
@@ -243,6 +248,12 @@ export class ComputersService {
       }
       if (usage.provisioning >= this.config.PROVISIONING_PER_ORGANIZATION) this.refuse(principal, ComputerQuota.Provisioning);
       await this.repository.retry(manager, locked.id);
+      this.events.raise(manager, {
+        type: 'computer.status_changed',
+        organizationId: locked.organizationId,
+        actor: eventActorOf(principal),
+        data: { computerId: locked.id, provider: locked.provider, from: locked.status, to: next, step: null },
+      });
       return this.repository.update(manager, locked.id, { status: next });
     });
     this.provisioning.wake();
@@ -291,6 +302,15 @@ export class ComputersService {
    */
   private keptToken(provider: string, computerId: string, token: string): string | null {
     return provider === LOCAL_PROVIDER ? this.box.encrypt(token, agentTokenContext(computerId)) : null;
+  }
+
+  private raiseCreated(manager: EntityManager, principal: Principal, computer: ComputerEntity): void {
+    this.events.raise(manager, {
+      type: 'computer.created',
+      organizationId: computer.organizationId,
+      actor: eventActorOf(principal),
+      data: { computerId: computer.id, name: computer.name, provider: computer.provider, ownerId: computer.ownerId, status: computer.status },
+    });
   }
 
   /** Whether the caller may see the computer (Sessions asks through its ComputerDirectory). */

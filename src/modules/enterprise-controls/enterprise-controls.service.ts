@@ -2,14 +2,14 @@ import { Injectable, Logger } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../../config/app-config';
 import { isUuid } from '../../platform/database/ids';
-import { DomainEventBus } from '../../platform/events';
+import { EventLog, OnDomainEvent, StoredEvent } from '../../platform/events';
 import { encodeCursor, decodeCursor } from '../../platform/http/cursor';
 import { Page, toPage } from '../../platform/http/pagination';
 import { FieldError, validationError } from '../../platform/http/validation';
 import { InFlight } from '../../platform/rate-limit/in-flight';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { logSecurityEvent } from '../../platform/logging/security-log';
-import { OrganizationsService, Principal, securityActorOf } from '../auth';
+import { eventActorOf, OrganizationsService, Principal, securityActorOf } from '../auth';
 import { extraHeaderProblems, mapSecrets, restoreMaskedSecrets, secretAt, secretsOf } from './domain/model-secrets';
 import { EnterpriseControlsError, EnterpriseControlsErrorCode } from './domain/enterprise-controls.errors';
 import { applyMergePatch, nulledPaths } from './domain/merge-patch';
@@ -22,7 +22,6 @@ import { AGENT_POLICY_FIELDS, AgentPolicyView } from './domain/agent-policy';
 import { EnterpriseControlsRepository } from './enterprise-controls.repository';
 import { ModelRelay, RelayAnswer, RelayFailure, RelayFailureReason } from './relay/model-relay';
 import { ControlRevisionEntity } from './entities';
-import { SettingsRevisedEvent } from './events';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
 
 /** The controls in force for an organization, secrets still sealed: what enforcement reads. */
@@ -49,7 +48,7 @@ export class EnterpriseControlsService {
     private readonly repository: EnterpriseControlsRepository,
     private readonly box: SecretBox,
     private readonly organizations: OrganizationsService,
-    private readonly events: DomainEventBus,
+    private readonly events: EventLog,
     private readonly relay: ModelRelay,
     private readonly config: AppConfig,
   ) {
@@ -104,12 +103,17 @@ export class EnterpriseControlsService {
         createdAt: latest && latest.createdAt.getTime() > Date.now() ? latest.createdAt : new Date(),
       });
       await this.repository.insert(manager, row);
+      this.events.raise(manager, {
+        type: 'controls.revised',
+        organizationId,
+        actor: eventActorOf(principal),
+        data: { revision: row.revision, userId: principal.userId, changedSettings: changedSettingsOf(diff) },
+      });
       return { row, diff };
     });
     if (diff.length === 0) return { controls: this.controlsView(organizationId, row), changed: false };
     this.cache?.delete(organizationId);
-    const changedSettings = [...new Set(diff.map((operation) => operation.path.split('/')[1]))];
-    this.events.publish(new SettingsRevisedEvent(organizationId, row!.createdAt, row!.revision, principal.userId, changedSettings));
+    const changedSettings = changedSettingsOf(diff);
     logSecurityEvent('controls.revised', securityActorOf(principal), { revision: row!.revision, changedSettings: changedSettings.join(',') });
     return { controls: this.controlsView(organizationId, row), changed: true };
   }
@@ -220,6 +224,12 @@ export class EnterpriseControlsService {
     return sealed;
   }
 
+  /** A revision made on any instance: this one's cached controls of the organization are stale. */
+  @OnDomainEvent('controls.revised')
+  forgetCached(event: StoredEvent<'controls.revised'>): void {
+    this.cache?.delete(event.organizationId);
+  }
+
   /** One of the computer's MODEL_RELAY_CONCURRENCY_PER_COMPUTER relayed calls, or 429. */
   private takeRelaySlot(principal: Principal): () => void {
     const caller = principal.credential.kind === 'computer' ? principal.credential.computerId : principal.userId;
@@ -310,6 +320,11 @@ function chatCompletionsUrl(baseUrl: string): URL {
   url.pathname = `${url.pathname.replace(/\/+$/, '')}/chat/completions`;
   url.hash = '';
   return url;
+}
+
+/** The top-level settings a diff touches. */
+function changedSettingsOf(diff: Array<{ path: string }>): string[] {
+  return [...new Set(diff.map((operation) => operation.path.split('/')[1]))];
 }
 
 function mismatch(current: number, expected: number[]): EnterpriseControlsError {

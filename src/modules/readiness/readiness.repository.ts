@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { ReadinessReportEntity } from './entities';
 import { RepositoryView } from './domain/views';
 
@@ -8,8 +8,12 @@ import { RepositoryView } from './domain/views';
 export class ReadinessRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  async insert(row: ReadinessReportEntity): Promise<void> {
-    await this.dataSource.query(
+  transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return this.dataSource.transaction(work);
+  }
+
+  async insert(manager: EntityManager, row: ReadinessReportEntity): Promise<void> {
+    await manager.query(
       `INSERT INTO readiness_reports (id, organization_id, repo_id, repo_url, created_at, apps, report, commit_hash, branch,
          has_local_changes, has_non_remote_commits, model_used, agent_version, level, uploaded_by)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,

@@ -1,15 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import { DomainEventBus } from '../../platform/events';
+import { EventLog } from '../../platform/events';
 import { newId, isUuid } from '../../platform/database/ids';
 import { FieldError, validationError } from '../../platform/http/validation';
-import { Principal } from '../auth';
+import { eventActorOf, Principal } from '../auth';
 import { LEVEL_NAMES, maturityLevel, organizationLevel } from './domain/criteria';
 import { DEFAULT_PAGE, MAX_PAGE } from './domain/report';
 import { ReadinessError, ReadinessErrorCode } from './domain/readiness.errors';
 import { checkRepoUrl, repositoryId } from './domain/repository-id';
 import { ReadinessReportView, RepositoryView, toReportView } from './domain/views';
 import { ReadinessReportEntity } from './entities';
-import { ReadinessReportCreatedEvent } from './events';
 import { ReadinessRepository } from './readiness.repository';
 
 /** A report as uploaded: the spec's fields but the two the server assigns. */
@@ -20,7 +19,7 @@ export type UploadReportInput = Omit<ReadinessReportView, 'reportId' | 'createdA
 export class ReadinessService {
   constructor(
     private readonly repository: ReadinessRepository,
-    private readonly events: DomainEventBus,
+    private readonly events: EventLog,
   ) {}
 
   /** `receivedAt` is for seeding history (the demo); the API always stores the time of receipt. */
@@ -50,8 +49,16 @@ export class ReadinessService {
       level: maturityLevel(input.report),
       uploadedBy: principal.userId,
     });
-    await this.repository.insert(row);
-    this.events.publish(new ReadinessReportCreatedEvent(row.organizationId, row.createdAt, row.id, row.repoId, row.level, row.uploadedBy));
+    await this.repository.transaction(async (manager) => {
+      await this.repository.insert(manager, row);
+      this.events.raise(manager, {
+        type: 'readiness.report_created',
+        organizationId: row.organizationId,
+        actor: eventActorOf(principal),
+        occurredAt: row.createdAt,
+        data: { reportId: row.id, repoId: row.repoId, repoUrl: row.repoUrl, level: row.level, uploadedBy: row.uploadedBy },
+      });
+    });
     return toReportView(row);
   }
 

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
-import { AccessPolicy, Principal, Role } from '../auth';
-import { DomainEventBus } from '../../platform/events';
+import { AccessPolicy, eventActorOf, Principal, Role } from '../auth';
+import { EventLog } from '../../platform/events';
 import { isUuid, newId } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { FieldError, validationError } from '../../platform/http/validation';
@@ -15,7 +15,6 @@ import { TokenUsage } from './domain/session-settings';
 import { assertTransition, SessionStatus, SessionTrigger, statusAfterTurn } from './domain/session-status';
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
-import { MessageAddedEvent, SessionStatusChangedEvent, TokenUsageReportedEvent } from './events';
 import { ComputerDirectory } from './ports/computer-directory';
 import { SessionActivity } from './ports/session-activity';
 import { MESSAGE_ATTRIBUTE_FIELDS } from './schemas/session.schemas';
@@ -64,7 +63,7 @@ export class AgentWorkService {
     private readonly computers: ComputerDirectory,
     private readonly activity: SessionActivity,
     private readonly idempotency: IdempotencyService,
-    private readonly events: DomainEventBus,
+    private readonly events: EventLog,
     private readonly signal: WorkSignal,
     private readonly slots: LongPollSlots,
     private readonly config: AppConfig,
@@ -126,7 +125,6 @@ export class AgentWorkService {
     idempotent: IdempotentRequest | undefined,
     withExpiry: boolean,
   ): Promise<{ result?: IdempotentResult<{ work: WorkView | null }>; nextLeaseExpiry?: Date | null }> {
-    let events: SessionStatusChangedEvent[] = [];
     let nextLeaseExpiry: Date | null = null;
     try {
       const result = await this.idempotency.run(principal, idempotent, async (manager) => {
@@ -135,10 +133,8 @@ export class AgentWorkService {
           if (withExpiry) nextLeaseExpiry = await this.repository.nextLeaseExpiry(manager, scope);
           throw new NoWork();
         }
-        events = claimed.events;
         return { work: claimed.work };
       });
-      this.events.publish(...events);
       return { result };
     } catch (error) {
       if (!(error instanceof NoWork)) throw error;
@@ -154,8 +150,7 @@ export class AgentWorkService {
   ): Promise<IdempotentResult<{ messages: MessageView[] }>> {
     const errors: FieldError[] = input.messages.flatMap((message, i) => checkContentPayloads(message.content, `messages[${i}].content`));
     if (errors.length > 0) throw validationError(errors);
-    let added: MessageEntity[] = [];
-    const result = await this.idempotency.run(principal, idempotent, async (manager) => {
+    return this.idempotency.run(principal, idempotent, async (manager) => {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
       const parents = input.messages.map((message) => message.parentId).filter((id): id is string => id !== undefined);
       const known = await this.repository.existingMessageIds(manager, session.id, parents.filter(isUuid));
@@ -174,7 +169,7 @@ export class AgentWorkService {
       });
       const now = change.session.updatedAt;
       const firstSeq = change.session.messageCount - ids.length + 1;
-      added = input.messages.map((message, i) =>
+      const added = input.messages.map((message, i) =>
         Object.assign(new MessageEntity(), {
           id: ids[i],
           sessionId: session.id,
@@ -191,14 +186,19 @@ export class AgentWorkService {
       );
       await this.repository.insertMessages(manager, added);
       await this.activity.messagesAdded(manager, change.session, added);
+      const actor = eventActorOf(principal);
+      this.events.raise(
+        manager,
+        ...added.map((m) => ({
+          type: 'message.added' as const,
+          organizationId: principal.organizationId,
+          sessionId: session.id,
+          actor,
+          data: { sessionId: session.id, messageId: m.id, role: m.role, authorId: null, computerId: null },
+        })),
+      );
       return { messages: added.map(toMessageView) };
     });
-    if (!result.replayed) {
-      this.events.publish(
-        ...added.map((m) => new MessageAddedEvent(principal.organizationId, m.createdAt, m.sessionId, m.id, m.role, m.seq, null, null)),
-      );
-    }
-    return result;
   }
 
   async reportUsage(
@@ -215,10 +215,8 @@ export class AgentWorkService {
       thinkingTokens: input.thinkingTokens ?? 0,
     };
     const now = new Date();
-    let owner = '';
-    const result = await this.idempotency.run(principal, idempotent, async (manager) => {
+    return this.idempotency.run(principal, idempotent, async (manager) => {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
-      owner = session.ownerId;
       const updated = await this.repository.addTokenUsage(manager, {
         session,
         model: input.model,
@@ -228,12 +226,15 @@ export class AgentWorkService {
         now,
       });
       await this.activity.usageReported(manager, updated, { model: input.model, at: now });
+      this.events.raise(manager, {
+        type: 'turn.usage_reported',
+        organizationId: principal.organizationId,
+        sessionId: session.id,
+        actor: eventActorOf(principal),
+        data: { sessionId: session.id, userId: session.ownerId, model: input.model, usage },
+      });
       return { session: toSessionView(updated) };
     });
-    if (!result.replayed) {
-      this.events.publish(new TokenUsageReportedEvent(principal.organizationId, now, sessionId, owner, input.model, usage));
-    }
-    return result;
   }
 
   async heartbeat(
@@ -290,25 +291,27 @@ export class AgentWorkService {
     idempotent?: IdempotentRequest,
   ): Promise<IdempotentResult<{ session: SessionView }>> {
     const now = new Date();
-    let next: SessionStatus = SessionStatus.Idle;
-    const result = await this.idempotency.run(principal, idempotent, async (manager) => {
+    return this.idempotency.run(principal, idempotent, async (manager) => {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
-      next = statusAfterTurn(session);
+      const next = statusAfterTurn(session);
       assertTransition(SessionTrigger.AgentEndedTurn, session.status, next);
       const ended = await this.repository.endTurn(manager, session.id, { status: next, now, activeTimeMs: input.assistantActiveTimeMs ?? 0 });
+      this.events.raise(manager, {
+        type: 'session.status_changed',
+        organizationId: principal.organizationId,
+        sessionId: session.id,
+        actor: eventActorOf(principal),
+        data: { sessionId: session.id, from: SessionStatus.Running, to: next },
+      });
       return { session: toSessionView(ended) };
     });
-    if (!result.replayed) {
-      this.events.publish(new SessionStatusChangedEvent(principal.organizationId, now, sessionId, SessionStatus.Running, next));
-    }
-    return result;
   }
 
   private async takeWork(
     manager: EntityManager,
     principal: Principal,
     scope: WorkFilter,
-  ): Promise<{ work: WorkView; events: SessionStatusChangedEvent[] } | null> {
+  ): Promise<{ work: WorkView } | null> {
     const now = new Date();
     const computerId = scope.computerId;
     const session = await this.repository.lockNextWork(manager, scope, now);
@@ -319,6 +322,15 @@ export class AgentWorkService {
     const leaseExpiresAt = this.leaseFrom(now);
     const started = await this.repository.startTurn(manager, session, { turnId: newId(), turnBaseSeq, leaseExpiresAt, now, computerId });
     assertTransition(reclaimed ? SessionTrigger.AgentLeaseExpired : SessionTrigger.AgentTookWork, session.status, started.status);
+    if (!reclaimed) {
+      this.events.raise(manager, {
+        type: 'session.status_changed',
+        organizationId: principal.organizationId,
+        sessionId: session.id,
+        actor: eventActorOf(principal),
+        data: { sessionId: session.id, from: session.status, to: SessionStatus.Running },
+      });
+    }
     const { messages, nextCursor } = await this.repository.userMessagesAfter(manager, session.id, turnBaseSeq, this.config.MESSAGE_PAGE_MAX_BYTES);
     return {
       work: {
@@ -329,7 +341,6 @@ export class AgentWorkService {
         messages: messages.map(toMessageView),
         messagesCursor: nextCursor,
       },
-      events: reclaimed ? [] : [new SessionStatusChangedEvent(principal.organizationId, now, session.id, session.status, SessionStatus.Running)],
     };
   }
 

@@ -286,7 +286,7 @@ export class SessionsRepository {
    */
   async addUserMessage(
     input: { sessionId: string; organizationId: string; messageId: string; computerId: string | null; authorId: string; source: string; content: ContentBlock[] },
-    manager?: EntityManager,
+    manager: EntityManager,
     facts?: FactStatement | null,
   ): Promise<SessionChange | null> {
     const factsCte = facts ? `, facts AS (${facts.cte(8)})` : '';
@@ -319,8 +319,11 @@ export class SessionsRepository {
   }
 
   /** Appends a server-written message (a provisioning log line) in one statement; the status stays. */
-  async appendServerMessage(input: { sessionId: string; organizationId: string; messageId: string; role: MessageRole; content: ContentBlock[] }): Promise<number | null> {
-    const rows = await this.sql.query<{ message_count: number }>(
+  async appendServerMessage(
+    manager: EntityManager,
+    input: { sessionId: string; organizationId: string; messageId: string; role: MessageRole; content: ContentBlock[] },
+  ): Promise<number | null> {
+    const rows = await this.sql.in(manager).query<{ message_count: number }>(
       'messages.appendServer',
       `WITH old AS (
          SELECT id, last_message_id FROM sessions WHERE id = $1 AND organization_id = $2 FOR UPDATE

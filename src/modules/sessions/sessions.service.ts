@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
-import { AccessPolicy, OrganizationControlsReader, Principal, Role } from '../auth';
-import { DomainEventBus } from '../../platform/events';
+import { AccessPolicy, eventActorOf, OrganizationControlsReader, Principal, Role } from '../auth';
+import { EventLog } from '../../platform/events';
 import { isUuid, newId } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { Page } from '../../platform/http/pagination';
@@ -15,7 +15,6 @@ import { assertTransition, SessionStatus, SessionTrigger } from './domain/sessio
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { MessageView, SessionView, StatusReason, toMessageView, toSessionView } from './domain/views';
 import { AgentPresence } from './agent-presence';
-import { MessageAddedEvent, SessionCreatedEvent, SessionStatusChangedEvent } from './events';
 import { ComputerDirectory } from './ports/computer-directory';
 import { SessionActivity } from './ports/session-activity';
 import { SessionPolicy } from './ports/session-policy';
@@ -59,7 +58,7 @@ export class SessionsService {
     private readonly policy: SessionPolicy,
     private readonly activity: SessionActivity,
     private readonly idempotency: IdempotencyService,
-    private readonly events: DomainEventBus,
+    private readonly events: EventLog,
     private readonly config: AppConfig,
     private readonly presence: AgentPresence,
   ) {}
@@ -92,15 +91,18 @@ export class SessionsService {
       updatedAt: now,
       completedAt: null,
     });
-    const result = await this.idempotency.run(principal, idempotent, async (manager) => {
+    return this.idempotency.run(principal, idempotent, async (manager) => {
       await this.repository.insertSession(manager, session);
       await this.activity.sessionStarted(manager, session);
+      this.events.raise(manager, {
+        type: 'session.created',
+        organizationId: session.organizationId,
+        sessionId: session.id,
+        actor: eventActorOf(principal),
+        data: { sessionId: session.id, ownerId: session.ownerId, computerId: session.computerId, title: session.title },
+      });
       return toSessionView(session);
     }, 201);
-    if (!result.replayed) {
-      this.events.publish(new SessionCreatedEvent(session.organizationId, now, session.id, session.ownerId, session.computerId));
-    }
-    return result;
   }
 
   async get(principal: Principal, sessionId: string, computerId?: string): Promise<SessionView> {
@@ -182,7 +184,7 @@ export class SessionsService {
     const messageId = newId();
     let published: SessionChange | undefined;
     const facts = this.activity.userMessageStatement({ authorId: principal.userId, source: API_MESSAGE_SOURCE, content });
-    const add = async (manager?: EntityManager) => {
+    const add = async (manager: EntityManager) => {
       const change = await this.repository.addUserMessage(
         {
           sessionId,
@@ -199,10 +201,19 @@ export class SessionsService {
       if (!change) notFound(sessionId);
       assertTransition(SessionTrigger.UserMessageAdded, change.previousStatus, change.session.status);
       published = change;
-      return { messageId, status: change.session.status };
+      const { session, previousStatus } = change;
+      const common = { organizationId: session.organizationId, sessionId: session.id, actor: eventActorOf(principal) };
+      this.events.raise(manager, {
+        ...common,
+        type: 'message.added',
+        data: { sessionId: session.id, messageId, role: MessageRole.User, authorId: principal.userId, computerId: session.workComputerId },
+      });
+      if (previousStatus !== session.status) {
+        this.events.raise(manager, { ...common, type: 'session.status_changed', data: { sessionId: session.id, from: previousStatus, to: session.status } });
+      }
+      return { messageId, status: session.status };
     };
-    // One statement (the message and its analytics facts) is atomic by itself; an Idempotency-Key needs a transaction to be stored with it.
-    const result = idempotent ? await this.idempotency.run(principal, idempotent, add) : { body: await add(), replayed: false };
+    const result = await this.idempotency.run(principal, idempotent, add);
     // Said on every answer, a replayed one too: whether an agent will take the work is about now.
     const reasonFor = (session: SessionEntity | null) => (session ? AgentPresence.reason(live, session) : null);
     const reason = published
@@ -210,16 +221,6 @@ export class SessionsService {
       : result.body.status === SessionStatus.Pending
         ? reasonFor(await this.repository.findSession(sessionId, principal.organizationId))
         : null;
-    if (!result.replayed && published) {
-      const { session, previousStatus } = published;
-      const events: Array<MessageAddedEvent | SessionStatusChangedEvent> = [
-        new MessageAddedEvent(session.organizationId, session.updatedAt, session.id, messageId, MessageRole.User, session.messageCount, principal.userId, session.workComputerId),
-      ];
-      if (previousStatus !== session.status) {
-        events.push(new SessionStatusChangedEvent(session.organizationId, session.updatedAt, session.id, previousStatus, session.status));
-      }
-      this.events.publish(...events);
-    }
     return reason ? { ...result, body: { ...result.body, warnings: [reason] } } : result;
   }
 
@@ -267,16 +268,24 @@ export class SessionsService {
   /** Appends one `tool` message of text to a server log; false when the session is gone. */
   async appendServerLog(organizationId: string, sessionId: string, text: string): Promise<boolean> {
     const messageId = newId();
-    const seq = await this.repository.appendServerMessage({
-      sessionId,
-      organizationId,
-      messageId,
-      role: MessageRole.Tool,
-      content: [{ type: 'text', text: storable(text) }],
+    return this.repository.transaction(async (manager) => {
+      const seq = await this.repository.appendServerMessage(manager, {
+        sessionId,
+        organizationId,
+        messageId,
+        role: MessageRole.Tool,
+        content: [{ type: 'text', text: storable(text) }],
+      });
+      if (seq === null) return false;
+      this.events.raise(manager, {
+        type: 'message.added',
+        organizationId,
+        sessionId,
+        actor: { kind: 'system' },
+        data: { sessionId, messageId, role: MessageRole.Tool, authorId: null, computerId: null },
+      });
+      return true;
     });
-    if (seq === null) return false;
-    this.events.publish(new MessageAddedEvent(organizationId, new Date(), sessionId, messageId, MessageRole.Tool, seq, null, null));
-    return true;
   }
 
   /** The session if the caller may read it; 404 otherwise, whatever the reason. */

@@ -1,15 +1,7 @@
-import { randomUUID } from 'node:crypto';
-import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { DataSource } from 'typeorm';
-import { AppConfig } from '../../config/app-config';
-import { OnDomainEvent } from '../../platform/events';
-import { PgListener } from '../../platform/database/pg-listener';
-import { MessageAddedEvent, SessionStatusChangedEvent } from './events';
+import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap } from '@nestjs/common';
+import { EventLog, OnDomainEvent, StoredEvent } from '../../platform/events';
 import { MessageRole } from './domain/message';
 import { SessionStatus } from './domain/session-status';
-
-/** The PostgreSQL channel on which instances tell each other that work arrived. */
-export const WORK_CHANNEL = 'agent_platform_work';
 
 /** The queue a long poll takes from (see SessionsRepository.lockNextWork). */
 export interface WorkScope {
@@ -43,9 +35,9 @@ class OrganizationPolls {
 }
 
 /**
- * Wakes agents waiting in a long poll when work arrives in their organization: on this instance
- * through domain events, from other instances through PostgreSQL `NOTIFY` on {@link WORK_CHANNEL}
- * (one dedicated listening connection per instance). PGlite is one process: events suffice.
+ * Wakes agents waiting in a long poll when work arrives in their organization: a message for them
+ * or a session pending again, committed on this instance or another (the event log brings every
+ * instance the events of all; see EventLog).
  *
  * Waiting polls hold no database connection. Against a thundering herd, an arrival wakes only
  * the oldest poll of each queue it may be in (polls of the same queue would all see the same
@@ -55,30 +47,15 @@ class OrganizationPolls {
  */
 @Injectable()
 export class WorkSignal implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger(WorkSignal.name);
   private readonly organizations = new Map<string, OrganizationPolls>();
-  /** Tells this instance's own notifications apart: their waiters were woken directly. */
-  private readonly instanceId = randomUUID();
-  private listener: PgListener | null = null;
-  /** Announcements for the other instances not sent yet, and whether a send is under way. */
-  private readonly unsent = new Set<string>();
-  private sending = false;
   /** Set when the application starts to shut down: long polls then answer at once. */
   closing = false;
 
-  constructor(
-    private readonly dataSource: DataSource,
-    private readonly config: AppConfig,
-  ) {}
+  constructor(private readonly events: EventLog) {}
 
-  async onApplicationBootstrap(): Promise<void> {
-    if (this.config.engine !== 'postgres') return;
-    this.listener = new PgListener(this.dataSource, WORK_CHANNEL, {
-      onNotify: (payload) => this.onNotification(payload),
-      // Arrivals announced while the listener was down were missed: every poll looks again.
-      onResumed: () => this.wakeEveryone('woken'),
-    });
-    await this.listener.start();
+  onApplicationBootstrap(): void {
+    // Events committed while another instance's announcements could not reach this one were missed: every poll looks again.
+    this.events.growth.on('resumed', () => this.wakeEveryone('woken'));
   }
 
   /** Opens a long poll of `scope` in the organization; close it when the claim answers. */
@@ -98,42 +75,14 @@ export class WorkSignal implements OnApplicationBootstrap, BeforeApplicationShut
     if (polls.open === 0 && this.organizations.get(organizationId) === polls) this.organizations.delete(organizationId);
   }
 
-  /** Work may have arrived: wakes this instance's polls that could take it, and tells the other instances. */
-  announce(arrival: Arrival): void {
-    this.arrived(arrival);
-    if (!this.listener) return;
-    this.unsent.add(JSON.stringify({ i: this.instanceId, o: arrival.organizationId, c: arrival.computerId }));
-    if (!this.sending) void this.sendAnnouncements();
+  @OnDomainEvent('message.added')
+  onMessageAdded(event: StoredEvent<'message.added'>): void {
+    if (event.data.role === MessageRole.User) this.arrived({ organizationId: event.organizationId, computerId: event.data.computerId });
   }
 
-  /**
-   * One statement at a time carries every announcement made meanwhile (duplicates once): under
-   * load a NOTIFY a request would cost one, not one round trip each.
-   */
-  private async sendAnnouncements(): Promise<void> {
-    this.sending = true;
-    try {
-      while (this.unsent.size > 0 && this.listener) {
-        const payloads = [...this.unsent];
-        this.unsent.clear();
-        await this.listener.notify(payloads).catch((error: Error) => {
-          // The other instances' polls find the work at their safety re-check.
-          if (!this.closing) this.logger.warn(`Could not announce work to other instances: ${error.message}`);
-        });
-      }
-    } finally {
-      this.sending = false;
-    }
-  }
-
-  @OnDomainEvent('sessions.message.added')
-  onMessageAdded(event: MessageAddedEvent): void {
-    if (event.role === MessageRole.User) this.announce({ organizationId: event.organizationId, computerId: event.workComputerId });
-  }
-
-  @OnDomainEvent('sessions.session.statusChanged')
-  onStatusChanged(event: SessionStatusChangedEvent): void {
-    if (event.to === SessionStatus.Pending) this.announce({ organizationId: event.organizationId });
+  @OnDomainEvent('session.status_changed')
+  onStatusChanged(event: StoredEvent<'session.status_changed'>): void {
+    if (event.data.to === SessionStatus.Pending) this.arrived({ organizationId: event.organizationId });
   }
 
   /**
@@ -143,19 +92,6 @@ export class WorkSignal implements OnApplicationBootstrap, BeforeApplicationShut
   async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
     this.wakeEveryone('timeout');
-    await this.listener?.close();
-  }
-
-  private onNotification(payload: string): void {
-    let arrival: { i?: unknown; o?: unknown; c?: unknown };
-    try {
-      arrival = JSON.parse(payload) as typeof arrival;
-    } catch {
-      return;
-    }
-    if (arrival.i === this.instanceId || typeof arrival.o !== 'string') return;
-    const computerId = typeof arrival.c === 'string' || arrival.c === null ? arrival.c : undefined;
-    this.arrived({ organizationId: arrival.o, computerId });
   }
 
   private arrived({ organizationId, computerId }: Arrival): void {

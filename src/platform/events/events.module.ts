@@ -1,12 +1,13 @@
 import { Global, Module } from '@nestjs/common';
 import { EventEmitterModule } from '@nestjs/event-emitter';
-import { DomainEventBus } from './domain-event-bus';
+import { DurableListeners } from './durable-listeners';
+import { EventLog } from './event-log';
 
-/** Domain events between modules, in process (`@nestjs/event-emitter`). */
+/** The event log and its listeners: this instance's (`@nestjs/event-emitter`) and the durable ones. */
 @Global()
 @Module({
   imports: [EventEmitterModule.forRoot({ wildcard: false, ignoreErrors: false })],
-  providers: [DomainEventBus],
-  exports: [DomainEventBus],
+  providers: [EventLog, DurableListeners],
+  exports: [EventLog, DurableListeners],
 })
 export class EventsModule {}

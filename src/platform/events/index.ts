@@ -1,5 +1,5 @@
-export { DomainEvent } from './domain-event';
-export type { DomainEventMap, DomainEventName } from './domain-event';
-export { DomainEventBus } from './domain-event-bus';
+export type { AnyStoredEvent, EventActor, EventDataMap, EventType, NewEvent, StoredEvent } from './event';
+export { EventLog, EventQuery } from './event-log';
+export { DurableListener, DurableListeners } from './durable-listeners';
 export { OnDomainEvent } from './on-domain-event.decorator';
 export { EventsModule } from './events.module';

@@ -1,31 +1,28 @@
 import { Logger } from '@nestjs/common';
 import { OnEvent } from '@nestjs/event-emitter';
-import { DomainEventMap, DomainEventName } from './domain-event';
+import { EventType, StoredEvent } from './event';
 
 const logger = new Logger('DomainEvents');
 
 /**
- * Marks a method as the listener of one domain event. The listener runs asynchronously; an
- * error it throws is logged with the event's name and ids rather than swallowed silently or
- * left to crash the process as an unhandled rejection.
+ * Marks a method as this instance's listener of one event type, for effects that may be lost
+ * with the process (waking long polls, dropping a cache): it gets every event of the type committed
+ * on any instance, after the commit. Effects that must not be lost are durable listeners instead.
+ * An error it throws is logged with the event's type and ids, never left to crash the process.
  */
-export function OnDomainEvent<Name extends DomainEventName>(name: Name) {
+export function OnDomainEvent<T extends EventType>(type: T) {
   // Generic in the method's own type, so listeners returning void or a promise both fit.
-  return <Listener extends (event: DomainEventMap[Name]) => unknown>(
-    target: object,
-    method: string | symbol,
-    descriptor: TypedPropertyDescriptor<Listener>,
-  ): void => {
+  return <Listener extends (event: StoredEvent<T>) => unknown>(target: object, method: string | symbol, descriptor: TypedPropertyDescriptor<Listener>): void => {
     const listener = descriptor.value!;
     const where = `${target.constructor.name}.${String(method)}`;
-    const guarded = async function (this: unknown, event: DomainEventMap[Name]) {
+    const guarded = async function (this: unknown, event: StoredEvent<T>) {
       try {
         await listener.call(this, event);
       } catch (error) {
-        logger.error({ err: error, event: name, listener: where, payload: event }, 'A domain event listener failed');
+        logger.error({ err: error, event: type, eventId: event.id, organizationId: event.organizationId, listener: where }, 'A domain event listener failed');
       }
     };
     descriptor.value = guarded as unknown as Listener;
-    OnEvent(name, { async: true, promisify: true, suppressErrors: false })(target, method, descriptor);
+    OnEvent(type, { async: true, promisify: true, suppressErrors: false })(target, method, descriptor);
   };
 }

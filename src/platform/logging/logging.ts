@@ -1,17 +1,8 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-import type { FastifyInstance } from 'fastify';
 import pino, { type DestinationStream, type Level, type Logger as Pino } from 'pino';
 import pretty from 'pino-pretty';
 import type { LoggerService } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
-
-/** The request a line is written for, so that every line of a request carries its id. */
-const requestContext = new AsyncLocalStorage<{ requestId: string }>();
-
-/** Runs the rest of each request's work in its context (the first onRequest hook). */
-export function installRequestContext(fastify: FastifyInstance): void {
-  fastify.addHook('onRequest', (request, _reply, done) => requestContext.run({ requestId: request.id }, done));
-}
+import { currentRequest } from '../http/request-context';
 
 /**
  * Structured logs: JSON lines for machines, or one readable (and, at a colour terminal, coloured)
@@ -24,8 +15,8 @@ export function createPino(config: AppConfig, destination?: DestinationStream): 
       level: config.LOG_LEVEL,
       redact: { paths: ['*.apiKey', '*.key', '*.password', '*.secret', '*.authorization', '*.token'], censor: '[redacted]' },
       mixin: () => {
-        const store = requestContext.getStore();
-        return store ? { requestId: store.requestId } : {};
+        const request = currentRequest();
+        return request ? { requestId: request.requestId } : {};
       },
     },
     destination ?? (config.logFormat === 'pretty' ? prettyStream(colorsWanted()) : pino.destination({ sync: true })),

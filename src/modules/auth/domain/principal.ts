@@ -1,6 +1,7 @@
 import type { SecurityActor } from '../../../platform/logging/security-log';
 import type { OrganizationFeatures } from '../entities/organization.entity';
 import { Role } from './role';
+import type { EventActor } from '../../../platform/events';
 
 /** Who is calling: API keys and JWTs both resolve to this. */
 export interface Principal {
@@ -33,4 +34,18 @@ export function credentialIdOf(principal: Pick<Principal, 'userId' | 'credential
 /** Who did a security-relevant action, for the security log. */
 export function securityActorOf(principal: Principal): SecurityActor {
   return { organizationId: principal.organizationId, userId: principal.userId, credentialId: credentialIdOf(principal) };
+}
+
+/** Who caused an event, for the event log and the audit log (the request's address is added there). */
+export function eventActorOf(principal: Principal): EventActor {
+  const { credential } = principal;
+  return {
+    kind: credential.kind === 'computer' ? 'computer' : 'user',
+    userId: principal.userId,
+    email: principal.email,
+    role: principal.role,
+    credential: credential.kind === 'computer' ? 'agent_token' : credential.kind,
+    ...(credential.kind === 'api_key' ? { credentialId: credential.apiKeyId } : {}),
+    ...(credential.kind === 'computer' ? { computerId: credential.computerId } : {}),
+  };
 }

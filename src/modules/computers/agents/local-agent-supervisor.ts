@@ -10,12 +10,12 @@ import { DataSource } from 'typeorm';
 import { AppConfig } from '../../../config/app-config';
 import { AdvisoryLock } from '../../../platform/database/advisory-locks';
 import { SessionLocks } from '../../../platform/database/session-locks';
-import { OnDomainEvent } from '../../../platform/events';
+import { OnDomainEvent, StoredEvent } from '../../../platform/events';
+import { ComputerStatus } from '../domain/computer-status';
 import { logSecurityEvent } from '../../../platform/logging/security-log';
 import { SecretBox } from '../../../platform/secrets/secret-box';
 import { ComputersRepository } from '../computers.repository';
 import { agentTokenContext, LOCAL_PROVIDER } from '../domain/computer';
-import { ComputerProvisionedEvent } from '../events';
 import { COMPUTER_HOME, computerEnvironment } from '../providers/computer-environment';
 import { LocalProvider } from '../providers/local.provider';
 import { ComputerSandbox } from '../sandbox/computer-sandbox';
@@ -143,9 +143,9 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     if (this.enabled) await this.exclusive(() => this.retire(computerId, 'SIGKILL'));
   }
 
-  @OnDomainEvent('computers.computer.provisioned')
-  onProvisioned(event: ComputerProvisionedEvent): void {
-    if (event.provider === LOCAL_PROVIDER) this.wake();
+  @OnDomainEvent('computer.status_changed')
+  onProvisioned(event: StoredEvent<'computer.status_changed'>): void {
+    if (event.data.provider === LOCAL_PROVIDER && event.data.to === ComputerStatus.Active && event.data.from !== ComputerStatus.Active) this.wake();
   }
 
   /** Starts, replaces and stops agents to match the computers that need one. */

@@ -1,11 +1,29 @@
-import { ComputerFailedEvent } from './computer-failed.event';
-import { ComputerProvisionedEvent } from './computer-provisioned.event';
+import type { ComputerStatus } from '../domain/computer-status';
 
-declare module '../../../platform/events/domain-event' {
-  interface DomainEventMap {
-    'computers.computer.provisioned': ComputerProvisionedEvent;
-    'computers.computer.failed': ComputerFailedEvent;
-  }
+/** A computer was created (a BYOM machine registered, or a managed one whose provisioning starts). */
+export interface ComputerCreatedData {
+  computerId: string;
+  name: string;
+  provider: string;
+  ownerId: string;
+  status: ComputerStatus;
 }
 
-export { ComputerFailedEvent, ComputerProvisionedEvent };
+/**
+ * A computer's status or one of its provisioning steps changed: `step` names the step that moved
+ * (with its error when it failed); `from` equals `to` when only the step moved.
+ */
+export interface ComputerStatusChangedData {
+  computerId: string;
+  provider: string;
+  from: ComputerStatus;
+  to: ComputerStatus;
+  step: { stepId: string; status: string; error: string | null } | null;
+}
+
+declare module '../../../platform/events/event' {
+  interface EventDataMap {
+    'computer.created': ComputerCreatedData;
+    'computer.status_changed': ComputerStatusChangedData;
+  }
+}

@@ -3,12 +3,11 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { hostname } from 'node:os';
 import { AppConfig } from '../../../config/app-config';
 import { newId } from '../../../platform/database/ids';
-import { DomainEventBus } from '../../../platform/events';
+import { EventLog } from '../../../platform/events';
 import { ServerDetails } from '../../../platform/http/server-details';
 import { SessionsService } from '../../sessions';
-import { ClaimedStep, ComputersRepository } from '../computers.repository';
+import { ClaimedStep, ComputersRepository, StepMoved } from '../computers.repository';
 import { StepStatus } from '../domain/provisioning-step';
-import { ComputerFailedEvent, ComputerProvisionedEvent } from '../events';
 import { ComputeProvider, StepFailure } from '../providers/compute-provider';
 
 const JOB_NAME = 'computers.provisioning';
@@ -50,7 +49,7 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
     private readonly repository: ComputersRepository,
     private readonly provider: ComputeProvider,
     private readonly sessions: SessionsService,
-    private readonly events: DomainEventBus,
+    private readonly events: EventLog,
     private readonly scheduler: SchedulerRegistry,
     private readonly config: AppConfig,
   ) {
@@ -88,12 +87,9 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
     this.ticking = true;
     try {
       while (!this.stopping && this.running.size < this.config.PROVISIONING_CONCURRENCY) {
-        const next = await this.repository.claimNext(newId(), this.config.PROVISIONING_LEASE_MS, MAX_ATTEMPTS);
+        const next = await this.repository.claimNext(newId(), this.config.PROVISIONING_LEASE_MS, MAX_ATTEMPTS, this.stepMoved);
         if (!next) break;
-        if ('abandoned' in next) {
-          this.publishFinish(next.abandoned, { lost: false, computer: next.abandoned.computer, activated: false }, next.abandoned.step.error ?? 'Abandoned');
-          continue;
-        }
+        if ('abandoned' in next) continue;
         this.start(next.claimed);
       }
     } catch (error) {
@@ -139,8 +135,8 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
         log,
       });
       controller.signal.throwIfAborted();
-      const finished = await this.repository.finish(fence, { status: StepStatus.Completed, clonedRepoDirectories: result.clonedRepoDirectories });
-      this.publishFinish(claim, finished, null);
+      const finished = await this.repository.finish(fence, { status: StepStatus.Completed, clonedRepoDirectories: result.clonedRepoDirectories }, this.stepMoved);
+      this.afterFinish(claim, finished);
     } catch (caught) {
       const reason = controller.signal.aborted ? (controller.signal.reason as Error) : (caught as Error);
       if (reason instanceof InstanceStopping) {
@@ -161,27 +157,30 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
         this.logger.error(`Step ${step.stepId} of computer ${computer.id} failed unexpectedly: ${reason.stack ?? reason.message}`);
       }
       await log(`Step ${step.stepId} failed: ${error}`).catch(() => undefined);
-      const finished = await this.repository.finish(fence, { status: StepStatus.Failed, error });
-      this.publishFinish(claim, finished, error);
+      const finished = await this.repository.finish(fence, { status: StepStatus.Failed, error }, this.stepMoved);
+      this.afterFinish(claim, finished);
     } finally {
       clearTimeout(timer);
       clearInterval(renewal);
     }
   }
 
-  private publishFinish(claim: ClaimedStep, finished: Awaited<ReturnType<ComputersRepository['finish']>>, error: string | null): void {
+  /** A step started or finished: its computer's `computer.status_changed`, in the same transaction. */
+  private readonly stepMoved: StepMoved = (manager, { computer, step, from }) => {
+    this.events.raise(manager, {
+      type: 'computer.status_changed',
+      organizationId: computer.organizationId,
+      actor: { kind: 'system' },
+      data: { computerId: computer.id, provider: computer.provider, from, to: computer.status, step: { stepId: step.stepId, status: step.status, error: step.error ?? null } },
+    });
+  };
+
+  private afterFinish(claim: ClaimedStep, finished: Awaited<ReturnType<ComputersRepository['finish']>>): void {
     if (finished.lost) {
       this.tearDownIfDeleted(claim.computer).catch((error: Error) => this.logger.error(`Could not remove the workspace of deleted computer ${claim.computer.id}: ${error.message}`));
-      return;
-    }
-    const { computer } = finished;
-    const now = new Date();
-    if (error !== null) {
-      this.events.publish(new ComputerFailedEvent(computer.organizationId, now, computer.id, computer.ownerId, claim.step.stepId, error));
-    } else if (finished.activated) {
-      this.events.publish(new ComputerProvisionedEvent(computer.organizationId, now, computer.id, computer.ownerId, computer.provider, computer.clonedRepoDirectories));
     }
   }
+
 
   /** A computer deleted while its step ran: the step may have written files after the delete removed them. */
   private async tearDownIfDeleted(computer: ClaimedStep['computer']): Promise<void> {

@@ -1,9 +1,13 @@
-import { SettingsRevisedEvent } from './settings-revised.event';
-
-declare module '../../../platform/events/domain-event' {
-  interface DomainEventMap {
-    'enterpriseControls.settings.revised': SettingsRevisedEvent;
-  }
+/** An admin changed the organization's enterprise controls: `revision` is now in force. */
+export interface ControlsRevisedData {
+  revision: number;
+  userId: string;
+  /** The top-level settings the revision changed. */
+  changedSettings: string[];
 }
 
-export { SettingsRevisedEvent };
+declare module '../../../platform/events/event' {
+  interface EventDataMap {
+    'controls.revised': ControlsRevisedData;
+  }
+}

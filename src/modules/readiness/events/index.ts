@@ -1,9 +1,14 @@
-import { ReadinessReportCreatedEvent } from './report-created.event';
-
-declare module '../../../platform/events/domain-event' {
-  interface DomainEventMap {
-    'readiness.report.created': ReadinessReportCreatedEvent;
-  }
+/** A readiness report was stored. */
+export interface ReadinessReportCreatedData {
+  reportId: string;
+  repoId: string;
+  repoUrl: string;
+  level: number;
+  uploadedBy: string;
 }
 
-export { ReadinessReportCreatedEvent };
+declare module '../../../platform/events/event' {
+  interface EventDataMap {
+    'readiness.report_created': ReadinessReportCreatedData;
+  }
+}

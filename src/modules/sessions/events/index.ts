@@ -1,15 +1,49 @@
-import { MessageAddedEvent } from './message-added.event';
-import { SessionCreatedEvent } from './session-created.event';
-import { SessionStatusChangedEvent } from './session-status-changed.event';
-import { TokenUsageReportedEvent } from './token-usage-reported.event';
+import type { TokenUsage } from '../domain/session-settings';
+import type { MessageRole } from '../domain/message';
+import type { SessionStatus } from '../domain/session-status';
 
-declare module '../../../platform/events/domain-event' {
-  interface DomainEventMap {
-    'sessions.session.created': SessionCreatedEvent;
-    'sessions.message.added': MessageAddedEvent;
-    'sessions.session.statusChanged': SessionStatusChangedEvent;
-    'sessions.tokenUsage.reported': TokenUsageReportedEvent;
-  }
+/** A session was created. */
+export interface SessionCreatedData {
+  sessionId: string;
+  ownerId: string;
+  computerId: string | null;
+  title: string | null;
 }
 
-export { MessageAddedEvent, SessionCreatedEvent, SessionStatusChangedEvent, TokenUsageReportedEvent };
+/** A session moved from one status to another (see the status machine in docs/concepts.md). */
+export interface SessionStatusChangedData {
+  sessionId: string;
+  from: SessionStatus;
+  to: SessionStatus;
+}
+
+/**
+ * A message was stored in a session: user messages from clients, the others from agents and the
+ * server. Streams and webhooks add the message itself when the organization keeps message history.
+ */
+export interface MessageAddedData {
+  sessionId: string;
+  messageId: string;
+  role: MessageRole;
+  /** Who wrote a user message; null for the others. */
+  authorId: string | null;
+  /** For a user message: the computer whose agent is to take it, or null for any of the organization's agents. */
+  computerId: string | null;
+}
+
+/** An agent reported the tokens one model used in a turn; `userId` is the session's owner. */
+export interface TurnUsageReportedData {
+  sessionId: string;
+  userId: string;
+  model: string;
+  usage: TokenUsage;
+}
+
+declare module '../../../platform/events/event' {
+  interface EventDataMap {
+    'session.created': SessionCreatedData;
+    'session.status_changed': SessionStatusChangedData;
+    'message.added': MessageAddedData;
+    'turn.usage_reported': TurnUsageReportedData;
+  }
+}

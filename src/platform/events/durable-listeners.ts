@@ -1,0 +1,170 @@
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import { AppConfig } from '../../config/app-config';
+import { AnyStoredEvent, EventType } from './event';
+import { EventLog } from './event-log';
+
+/** A listener whose effect must not be lost: it reads the log from its checkpoint, at least once. */
+export interface DurableListener {
+  /** Stable: the checkpoint is kept under it. */
+  name: string;
+  /** The types it handles; it still moves past the others. */
+  types: readonly EventType[];
+  /**
+   * Handles one event inside the transaction that moves the checkpoint past it, so an effect in
+   * the database happens exactly once. An effect outside (a webhook call) must be idempotent, or be
+   * recorded here and carried out by a job of its own.
+   */
+  handle(manager: EntityManager, event: AnyStoredEvent): Promise<void>;
+}
+
+const BATCH = 200;
+const MAX_BACKOFF_MS = 5 * 60_000;
+
+/**
+ * Runs the durable listeners. Each keeps a checkpoint per organization; an instance works on an
+ * (listener, organization) pair only while it holds that checkpoint row's lock (`SKIP LOCKED`), so
+ * however many instances run, each event's effect happens once. New events are handled as soon
+ * as they are committed (on any instance); a sweep every EVENT_LISTENER_SWEEP_MS finds what was
+ * missed (a crash between commit and emit, a lost notification) and retries failures with backoff.
+ */
+@Injectable()
+export class DurableListeners implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(DurableListeners.name);
+  private readonly listeners = new Map<string, DurableListener>();
+  /** `listener|organization` pairs to look at, and whether a run is under way. */
+  private readonly due = new Set<string>();
+  private running: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private closing = false;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly log: EventLog,
+    private readonly config: AppConfig,
+  ) {}
+
+  /** Registers a listener; call from a module's onModuleInit. */
+  register(listener: DurableListener): void {
+    if (this.listeners.has(listener.name)) throw new Error(`Two durable listeners are named ${listener.name}`);
+    this.listeners.set(listener.name, listener);
+  }
+
+  onApplicationBootstrap(): void {
+    this.log.growth.on('appended', (organizationId: string) => this.poke(organizationId));
+    this.log.growth.on('resumed', () => void this.sweep());
+    this.timer = setInterval(() => void this.sweep(), this.config.EVENT_LISTENER_SWEEP_MS);
+    this.timer.unref();
+    void this.sweep();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** Runs until every listener has caught up with what is due now (tests and the CLI use it). */
+  async drain(): Promise<void> {
+    await this.sweep();
+    while (this.running) await this.running;
+  }
+
+  private poke(organizationId: string): void {
+    for (const name of this.listeners.keys()) this.due.add(`${name}|${organizationId}`);
+    this.kick();
+  }
+
+  /** Finds every (listener, organization) behind the log, failures whose retry time came included. */
+  private async sweep(): Promise<void> {
+    if (this.closing || this.listeners.size === 0) return;
+    try {
+      const rows = (await this.dataSource.query(
+        `SELECT l.name, s.organization_id FROM event_sequences s CROSS JOIN unnest($1::text[]) AS l(name)
+         LEFT JOIN event_checkpoints c ON c.listener = l.name AND c.organization_id = s.organization_id
+         WHERE s.last_seq > COALESCE(c.seq, 0) AND (c.retry_at IS NULL OR c.retry_at <= now())
+         LIMIT 1000`,
+        [[...this.listeners.keys()]],
+      )) as Array<{ name: string; organization_id: string }>;
+      for (const row of rows) this.due.add(`${row.name}|${row.organization_id}`);
+      this.kick();
+    } catch (error) {
+      if (!this.closing) this.logger.warn(`Could not look for unhandled events: ${(error as Error).message}`);
+    }
+  }
+
+  private kick(): void {
+    if (this.running || this.due.size === 0 || this.closing) return;
+    this.running = this.work().finally(() => {
+      this.running = null;
+      this.kick();
+    });
+  }
+
+  private async work(): Promise<void> {
+    while (this.due.size > 0 && !this.closing) {
+      const [key] = this.due;
+      this.due.delete(key);
+      const [name, organizationId] = key.split('|');
+      const listener = this.listeners.get(name);
+      if (!listener) continue;
+      let more = true;
+      while (more && !this.closing) more = await this.runBatch(listener, organizationId);
+    }
+  }
+
+  /** One batch in one transaction; true when there may be more. */
+  private async runBatch(listener: DurableListener, organizationId: string): Promise<boolean> {
+    let failedAt: AnyStoredEvent | null = null;
+    try {
+      return await this.dataSource.transaction(async (manager) => {
+        await manager.query(`INSERT INTO event_checkpoints (listener, organization_id, seq) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING`, [
+          listener.name,
+          organizationId,
+        ]);
+        const [checkpoint] = (await manager.query(
+          `SELECT seq FROM event_checkpoints WHERE listener = $1 AND organization_id = $2 AND (retry_at IS NULL OR retry_at <= now())
+           FOR UPDATE SKIP LOCKED`,
+          [listener.name, organizationId],
+        )) as Array<{ seq: string }>;
+        // Another instance is on it, or it waits to retry after a failure.
+        if (!checkpoint) return false;
+        const events = await this.log.readIn(manager, organizationId, Number(checkpoint.seq), BATCH);
+        if (events.length === 0) return false;
+        for (const event of events) {
+          if (!listener.types.includes(event.type)) continue;
+          failedAt = event;
+          await listener.handle(manager, event);
+        }
+        failedAt = null;
+        await manager.query(
+          `UPDATE event_checkpoints SET seq = $3, failures = 0, retry_at = NULL WHERE listener = $1 AND organization_id = $2`,
+          [listener.name, organizationId, events[events.length - 1].seq],
+        );
+        return events.length === BATCH;
+      });
+    } catch (error) {
+      await this.backOff(listener, organizationId, failedAt, error as Error);
+      return false;
+    }
+  }
+
+  private async backOff(listener: DurableListener, organizationId: string, event: AnyStoredEvent | null, error: Error): Promise<void> {
+    try {
+      // An upsert: the failed transaction may have been the one that made the checkpoint.
+      const rows = (await this.dataSource.query(
+        `INSERT INTO event_checkpoints (listener, organization_id, seq, failures, retry_at) VALUES ($1, $2, 0, 1, now() + interval '1 second')
+         ON CONFLICT (listener, organization_id) DO UPDATE SET failures = event_checkpoints.failures + 1,
+           retry_at = now() + make_interval(secs => LEAST($3::float8, 2 ^ LEAST(event_checkpoints.failures, 20)))
+         RETURNING failures`,
+        [listener.name, organizationId, MAX_BACKOFF_MS / 1000],
+      )) as Array<{ failures: number }>;
+      this.logger.error(
+        { err: error, listener: listener.name, organizationId, eventId: event?.id, eventType: event?.type, seq: event?.seq, failures: rows[0]?.failures },
+        'A durable event listener failed; it will retry',
+      );
+    } catch (inner) {
+      this.logger.error({ err: error, listener: listener.name, organizationId }, `A durable event listener failed, and so did recording it: ${(inner as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,227 @@
+import { EventEmitter2 } from '@nestjs/event-emitter';
+import { DataSource, EntityManager } from 'typeorm';
+import { Role } from '../../src/modules/auth';
+import { AnyStoredEvent, DurableListeners, EventLog } from '../../src/platform/events';
+import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { sleep } from '../utils/polling';
+import { startTestApp, TestApp } from '../utils/test-app';
+import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
+
+/** Waits until `done` holds, or fails after `ms`. */
+async function until(done: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await done())) {
+    if (Date.now() > end) throw new Error(`Timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/**
+ * The event log (a transactional outbox) on the real app and database: what a command raises is
+ * stored with it or not at all, numbered per organization in commit order with no gap, emitted to
+ * listeners only after the commit, and handled by durable listeners exactly once per effect.
+ */
+describe('The event log', () => {
+  let database: TestDatabase;
+  let t: TestApp;
+  let owner: TestUser;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    t = await startTestApp({ EVENT_LISTENER_SWEEP_MS: '100', PROVISIONING_CONCURRENCY: '0' }, database);
+    owner = await createUser(t, Role.Owner, await createOrganization(t));
+  });
+
+  afterAll(async () => {
+    await t?.close();
+    await database?.drop();
+  });
+
+  const log = () => t.app.get(EventLog);
+  const seqsOf = async (organizationId: string) => (await log().read(organizationId, { after: 0, limit: 10_000 })).map((e) => e.seq);
+
+  it('numbers an organization\'s events 1, 2, 3... with no gap in commit order, even when commands race', async () => {
+    const racer = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
+    const sessions = await Promise.all([1, 2, 3, 4].map(() => t.http().post('/api/v0/sessions').set(racer.auth).send({}).expect(201)));
+    // 40 messages at once into four sessions: on PostgreSQL, concurrent transactions.
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        t.http().post(`/api/v0/sessions/${sessions[i % 4].body.sessionId as string}/messages`).set(racer.auth).send({ text: `m${i}` }).expect(200),
+      ),
+    );
+    const events = await log().read(racer.organizationId, { after: 0, limit: 1000 });
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.filter((e) => e.type === 'message.added')).toHaveLength(40);
+    // Within each session, the log's order is the messages' order.
+    for (const session of sessions) {
+      const id = session.body.sessionId as string;
+      const messages = await t.http().get(`/api/v0/sessions/${id}/messages?limit=100`).set(racer.auth).expect(200);
+      const listed = (messages.body.messages as Array<{ id: string }>).map((m) => m.id);
+      const logged = events.filter((e) => e.type === 'message.added' && e.sessionId === id).map((e) => (e.data as { messageId: string }).messageId);
+      expect(logged).toHaveLength(10);
+      expect(logged).toEqual(listed);
+    }
+    expect(await log().bounds(racer.organizationId)).toEqual({ oldest: 1, last: events.length });
+  });
+
+  it('stores nothing and emits nothing for a command that fails or rolls back', async () => {
+    const emitted: AnyStoredEvent[] = [];
+    const record = (event: AnyStoredEvent) => emitted.push(event);
+    t.app.get(EventEmitter2).on('session.created', record);
+    try {
+      const before = await seqsOf(owner.organizationId);
+      await expect(
+        t.app.get(DataSource).transaction(async (manager) => {
+          log().raise(manager, { type: 'session.created', organizationId: owner.organizationId, data: { sessionId: owner.userId, ownerId: owner.userId, computerId: null, title: 'never' } });
+          throw new Error('the command failed after raising');
+        }),
+      ).rejects.toThrow('the command failed after raising');
+      // A bad request is refused before anything is raised.
+      await t.http().post('/api/v0/sessions').set(owner.auth).send({ title: 42 }).expect(400);
+      expect(await seqsOf(owner.organizationId)).toEqual(before);
+      expect(emitted).toEqual([]);
+      // Raising outside a transaction is a mistake the code cannot make silently.
+      expect(() => log().raise(t.app.get(DataSource).manager, { type: 'session.created', organizationId: owner.organizationId, data: { sessionId: owner.userId, ownerId: owner.userId, computerId: null, title: null } })).toThrow(
+        /inside the transaction/,
+      );
+    } finally {
+      t.app.get(EventEmitter2).off('session.created', record);
+    }
+  });
+
+  it('emits after the commit, with the actor, the client address and the request id', async () => {
+    const emitted: AnyStoredEvent[] = [];
+    const record = (event: AnyStoredEvent) => emitted.push(event);
+    t.app.get(EventEmitter2).on('session.created', record);
+    try {
+      const created = await t.http().post('/api/v0/sessions').set(owner.auth).set('x-request-id', 'event-log-actor').send({ title: 'seen' }).expect(201);
+      const mine = emitted.filter((e) => e.sessionId === created.body.sessionId);
+      expect(mine).toEqual([
+        expect.objectContaining({
+          type: 'session.created',
+          organizationId: owner.organizationId,
+          actor: { kind: 'user', userId: owner.userId, email: owner.email, role: 'owner', credential: 'api_key', credentialId: owner.apiKeyId, ip: '127.0.0.1', requestId: 'event-log-actor' },
+          data: { sessionId: created.body.sessionId, ownerId: owner.userId, computerId: null, title: 'seen' },
+        }),
+      ]);
+      const [stored] = await log().read(owner.organizationId, { after: mine[0].seq - 1, limit: 1 });
+      expect(stored).toEqual(mine[0]);
+    } finally {
+      t.app.get(EventEmitter2).off('session.created', record);
+    }
+  });
+
+  describe('durable listeners', () => {
+    const handled: string[] = [];
+    /** Fails this many times on events of the organization named. */
+    let failing = { organizationId: '', times: 0 };
+
+    beforeAll(async () => {
+      await t.app.get(DataSource).query(`CREATE TABLE IF NOT EXISTS test_durable_effects (event_id uuid PRIMARY KEY, seq bigint NOT NULL)`);
+      t.app.get(DurableListeners).register({
+        name: 'test.effects',
+        types: ['session.created'],
+        handle: async (manager: EntityManager, event: AnyStoredEvent) => {
+          if (failing.times > 0 && event.organizationId === failing.organizationId) {
+            failing.times--;
+            throw new Error('the listener is down');
+          }
+          handled.push(event.id);
+          // A duplicate would break the primary key: exactly once.
+          await manager.query(`INSERT INTO test_durable_effects (event_id, seq) VALUES ($1, $2)`, [event.id, event.seq]);
+        },
+      });
+    });
+
+    it('handle every event once, in order, and retry a failure without losing the event', async () => {
+      const org = await createUser(t, Role.Owner, await createOrganization(t));
+      failing = { organizationId: org.organizationId, times: 2 };
+      const started = Date.now();
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) ids.push((await t.http().post('/api/v0/sessions').set(org.auth).send({}).expect(201)).body.sessionId as string);
+      const events = (await log().read(org.organizationId, { after: 0, limit: 100 })).filter((e) => e.type === 'session.created');
+      await until(() => events.every((e) => handled.includes(e.id)), 'the listener to catch up after its failures', 20_000);
+      expect(handled.filter((id) => events.some((e) => e.id === id))).toEqual(events.map((e) => e.id));
+      expect(failing.times).toBe(0);
+      // Backing off: 1 s after the first failure, 2 s after the second, however many events arrive meanwhile.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2_500);
+      const [checkpoint] = (await t.app.get(DataSource).query(`SELECT seq::int AS seq, failures FROM event_checkpoints WHERE listener = 'test.effects' AND organization_id = $1`, [
+        org.organizationId,
+      ])) as Array<{ seq: number; failures: number }>;
+      expect(checkpoint).toEqual({ seq: events[events.length - 1].seq, failures: 0 });
+    });
+  });
+});
+
+/** Several instances on one PostgreSQL database, as in production. */
+(serverUrl() ? describe : describe.skip)('The event log on several instances (PostgreSQL)', () => {
+  let database: TestDatabase;
+  const apps: TestApp[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    await (await startTestApp({}, database)).close();
+  });
+
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+    await database?.drop();
+  });
+
+  it('brings each instance the events committed on the others, and runs a durable effect once however many instances run it', async () => {
+    const env = { EVENT_LISTENER_SWEEP_MS: '100', PROVISIONING_CONCURRENCY: '0' };
+    const [a, b] = [await startTestApp(env, database), await startTestApp(env, database)];
+    apps.push(a, b);
+    await a.app.get(DataSource).query(`CREATE TABLE IF NOT EXISTS test_durable_effects (event_id uuid PRIMARY KEY, seq bigint NOT NULL)`);
+    const handledBy = new Map<TestApp, string[]>([
+      [a, []],
+      [b, []],
+    ]);
+    const seenBy = new Map<TestApp, string[]>([
+      [a, []],
+      [b, []],
+    ]);
+    for (const app of [a, b]) {
+      app.app.get(EventEmitter2).on('session.created', (event: AnyStoredEvent) => seenBy.get(app)!.push(event.id));
+      app.app.get(DurableListeners).register({
+        name: 'test.effects',
+        types: ['session.created'],
+        handle: async (manager, event) => {
+          handledBy.get(app)!.push(event.id);
+          await manager.query(`INSERT INTO test_durable_effects (event_id, seq) VALUES ($1, $2)`, [event.id, event.seq]);
+        },
+      });
+    }
+    const owner = await createUser(a, Role.Owner, await createOrganization(a));
+    await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).http().post('/api/v0/sessions').set(owner.auth).send({}).expect(201)));
+    const events = await a.app.get(EventLog).read(owner.organizationId, { after: 0, limit: 100 });
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    const all = events.map((e) => e.id);
+    // Every instance's listeners see every event, wherever it was committed.
+    await until(() => all.every((id) => seenBy.get(a)!.includes(id) && seenBy.get(b)!.includes(id)), 'both instances to see every event');
+    await until(() => all.every((id) => [...handledBy.get(a)!, ...handledBy.get(b)!].includes(id)), 'the durable listener to handle every event');
+    const handled = [...handledBy.get(a)!, ...handledBy.get(b)!].filter((id) => all.includes(id));
+    expect(handled.sort()).toEqual([...all].sort());
+
+    // Events committed while no instance listened (a crash between commit and emit) are handled by the next one to start.
+    await Promise.all([a.close(), b.close()]);
+    apps.length = 0;
+    const c = await startTestApp({ ...env, LOG_LEVEL: 'silent' }, database);
+    apps.push(c);
+    await c.app.get(DataSource).transaction(async (manager) => {
+      c.app.get(EventLog).raise(manager, { type: 'session.created', organizationId: owner.organizationId, data: { sessionId: owner.userId, ownerId: owner.userId, computerId: null, title: 'while down' } });
+    });
+    const late: string[] = [];
+    c.app.get(DurableListeners).register({
+      name: 'test.effects',
+      types: ['session.created'],
+      handle: async (manager, event) => {
+        late.push(event.id);
+        await manager.query(`INSERT INTO test_durable_effects (event_id, seq) VALUES ($1, $2)`, [event.id, event.seq]);
+      },
+    });
+    await until(() => late.length === 1, 'the event committed before its listener ran');
+    const [{ count }] = (await c.app.get(DataSource).query(`SELECT count(*)::int AS count FROM test_durable_effects`)) as Array<{ count: number }>;
+    expect(count).toBe(21);
+  });
+});
