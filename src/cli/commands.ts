@@ -1,6 +1,6 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { isEmail } from 'class-validator';
-import { ApiKeysService, MembersActor, MembersService, OrganizationsService, Role, ROLES, SetupService, UserKind } from '../modules/auth';
+import { ApiKeysService, MembersActor, MembersService, OPERATOR, OrganizationsService, Role, ROLES, SetupService, UserKind } from '../modules/auth';
 import type { UserEntity } from '../modules/auth/entities';
 import { OrganizationFeatures } from '../modules/auth/entities/organization.entity';
 
@@ -33,7 +33,7 @@ runs on the embedded database, it runs these commands for the CLI (through a soc
 Results are printed as JSON on stdout.`;
 
 /** The operator at the command line: any role, but the organization still keeps an owner. */
-const operator = (organizationId: string): MembersActor => ({ organizationId, role: null, security: { credentialId: 'operator' } });
+const operator = (organizationId: string): MembersActor => ({ organizationId, role: null, by: OPERATOR });
 
 /** Every page of a paged list, for printing whole. */
 async function allPages<T>(page: (cursor: string | undefined) => Promise<{ items: T[]; pagination: { nextCursor: string | null } }>): Promise<T[]> {

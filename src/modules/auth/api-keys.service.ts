@@ -2,18 +2,16 @@ import { Injectable } from '@nestjs/common';
 import { isUuid, newId } from '../../platform/database/ids';
 import { Page } from '../../platform/http/pagination';
 import { validationError } from '../../platform/http/validation';
-import { logSecurityEvent, SecurityActor } from '../../platform/logging/security-log';
+import { EventLog } from '../../platform/events';
+import { logSecurityEvent } from '../../platform/logging/security-log';
 import { AuthRepository } from './auth.repository';
 import { CredentialCache } from './credential-cache';
 import { generateApiKey } from './domain/api-key-secret';
 import { AuthError, AuthErrorCode } from './domain/auth.errors';
-import { Principal, securityActorOf } from './domain/principal';
+import { ActingAs, actingAs, OPERATOR, Principal, securityActorOf } from './domain/principal';
 import { isAdmin } from './domain/role';
 import { ApiKeyEntity } from './entities';
 import { OrganizationControlsReader } from './organization-controls.reader';
-
-/** The operator at the server's command line: no user, no credential. */
-const OPERATOR: SecurityActor = { credentialId: 'operator' };
 
 export interface CreatedApiKey {
   entity: ApiKeyEntity;
@@ -26,6 +24,7 @@ export class ApiKeysService {
     private readonly repository: AuthRepository,
     private readonly controls: OrganizationControlsReader,
     private readonly credentials: CredentialCache,
+    private readonly events: EventLog,
   ) {}
 
   /** Creates a key for the caller, unless the organization restricts creation to managers. */
@@ -37,29 +36,33 @@ export class ApiKeysService {
         'Your organization restricts API key creation to managers and owners (restrictApiKeyCreationToManagers).',
       );
     }
-    return this.create({ organizationId: principal.organizationId, userId: principal.userId, ...input }, now, securityActorOf(principal));
+    return this.create({ organizationId: principal.organizationId, userId: principal.userId, ...input }, now, actingAs(principal));
   }
 
   /** Creates a key for any user; operators reach this through the CLI (`by` names the caller otherwise). */
   async create(
     input: { organizationId: string; userId: string; name: string; expiresAt?: Date },
     now = new Date(),
-    by: SecurityActor = OPERATOR,
+    by: ActingAs = OPERATOR,
   ): Promise<CreatedApiKey> {
     if (input.expiresAt && input.expiresAt <= now) {
       throw validationError([{ field: 'expiresAt', message: 'must be in the future' }]);
     }
     const { key, prefix, hash } = generateApiKey();
-    const entity = await this.repository.insertApiKey({
-      id: newId(),
-      organizationId: input.organizationId,
-      userId: input.userId,
-      name: input.name,
-      prefix,
-      keyHash: hash,
-      expiresAt: input.expiresAt ?? null,
+    const entity = await this.repository.transaction(async (manager) => {
+      const entity = await this.repository.insertApiKey(
+        { id: newId(), organizationId: input.organizationId, userId: input.userId, name: input.name, prefix, keyHash: hash, expiresAt: input.expiresAt ?? null },
+        manager,
+      );
+      this.events.raise(manager, {
+        type: 'api_key.created',
+        organizationId: input.organizationId,
+        actor: by.event,
+        data: { apiKeyId: entity.id, userId: entity.userId, name: entity.name, prefix: entity.prefix, expiresAt: entity.expiresAt?.getTime() ?? null },
+      });
+      return entity;
     });
-    logSecurityEvent('api_key.created', { organizationId: input.organizationId, ...by }, { apiKeyId: entity.id, keyUserId: input.userId });
+    logSecurityEvent('api_key.created', { organizationId: input.organizationId, ...by.security }, { apiKeyId: entity.id, keyUserId: input.userId });
     return { entity, key };
   }
 
@@ -82,7 +85,7 @@ export class ApiKeysService {
     if (!key || (key.userId !== principal.userId && !isAdmin(principal.role))) {
       throw new AuthError(AuthErrorCode.ApiKeyNotFound, `No API key ${id} exists in your organization.`);
     }
-    const revoked = (await this.repository.revokeApiKey(key.id, now)) ?? key;
+    const revoked = (await this.revokeIn(key.id, now, actingAs(principal))) ?? key;
     this.credentials.forget(revoked.keyHash);
     logSecurityEvent('api_key.revoked', securityActorOf(principal), { apiKeyId: key.id, keyUserId: key.userId });
     return revoked;
@@ -90,10 +93,26 @@ export class ApiKeysService {
 
   /** Revocation by an operator, who knows the key's id (CLI). */
   async revokeById(id: string, now = new Date()): Promise<ApiKeyEntity> {
-    const key = isUuid(id) ? await this.repository.revokeApiKey(id, now) : null;
+    const key = isUuid(id) ? await this.revokeIn(id, now, OPERATOR) : null;
     if (!key) throw new AuthError(AuthErrorCode.ApiKeyNotFound, `No API key ${id} exists.`);
     this.credentials.forget(key.keyHash);
-    logSecurityEvent('api_key.revoked', { organizationId: key.organizationId, ...OPERATOR }, { apiKeyId: key.id, keyUserId: key.userId });
+    logSecurityEvent('api_key.revoked', { organizationId: key.organizationId, ...OPERATOR.security }, { apiKeyId: key.id, keyUserId: key.userId });
     return key;
+  }
+
+  /** Revokes the key once (revoking again keeps the first time, and raises nothing). */
+  private revokeIn(id: string, now: Date, by: ActingAs): Promise<ApiKeyEntity | null> {
+    return this.repository.transaction(async (manager) => {
+      const key = await this.repository.revokeApiKey(id, now, manager);
+      if (key && key.revokedAt?.getTime() === now.getTime()) {
+        this.events.raise(manager, {
+          type: 'api_key.revoked',
+          organizationId: key.organizationId,
+          actor: by.event,
+          data: { apiKeyId: key.id, userId: key.userId, name: key.name, prefix: key.prefix },
+        });
+      }
+      return key;
+    });
   }
 }

@@ -125,8 +125,8 @@ export class AuthRepository {
     return (result as [unknown, number])[1] > 0;
   }
 
-  insertApiKey(key: Omit<ApiKeyEntity, 'createdAt' | 'lastUsedAt' | 'revokedAt' | 'user'>): Promise<ApiKeyEntity> {
-    const repository = this.dataSource.getRepository(ApiKeyEntity);
+  insertApiKey(key: Omit<ApiKeyEntity, 'createdAt' | 'lastUsedAt' | 'revokedAt' | 'user'>, manager: EntityManager): Promise<ApiKeyEntity> {
+    const repository = manager.getRepository(ApiKeyEntity);
     return repository.save(repository.create({ ...key, lastUsedAt: null, revokedAt: null }));
   }
 
@@ -149,9 +149,9 @@ export class AuthRepository {
   }
 
   /** Marks the key revoked once; revoking again keeps the first time. */
-  async revokeApiKey(id: string, now: Date): Promise<ApiKeyEntity | null> {
-    await this.dataSource.getRepository(ApiKeyEntity).update({ id, revokedAt: IsNull() }, { revokedAt: now });
-    return this.dataSource.getRepository(ApiKeyEntity).findOneBy({ id });
+  async revokeApiKey(id: string, now: Date, manager: EntityManager): Promise<ApiKeyEntity | null> {
+    await manager.getRepository(ApiKeyEntity).update({ id, revokedAt: IsNull() }, { revokedAt: now });
+    return manager.getRepository(ApiKeyEntity).findOneBy({ id });
   }
 
   async listMembers(organizationId: string, kind: UserKind | undefined, cursor: string | undefined, limit: number): Promise<Page<UserEntity>> {

@@ -1,12 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import { isUuid, newId } from '../../platform/database/ids';
 import { Page } from '../../platform/http/pagination';
-import { logSecurityEvent, SecurityActor } from '../../platform/logging/security-log';
+import { EntityManager } from 'typeorm';
+import { EventLog } from '../../platform/events';
+import { logSecurityEvent } from '../../platform/logging/security-log';
 import { ApiKeysService, CreatedApiKey } from './api-keys.service';
 import { AuthRepository } from './auth.repository';
 import { CredentialCache } from './credential-cache';
 import { AuthError, AuthErrorCode } from './domain/auth.errors';
-import { Principal, securityActorOf } from './domain/principal';
+import { ActingAs, actingAs, Principal } from './domain/principal';
 import { rankOf, Role } from './domain/role';
 import { UserKind } from './domain/user-kind';
 import { UserEntity } from './entities';
@@ -19,11 +21,11 @@ export interface MembersActor {
   organizationId: string;
   /** The highest role the actor may grant, change or remove; null: any (the operator). */
   role: Role | null;
-  security: SecurityActor;
+  by: ActingAs;
 }
 
 export function actorOf(principal: Principal): MembersActor {
-  return { organizationId: principal.organizationId, role: principal.role, security: securityActorOf(principal) };
+  return { organizationId: principal.organizationId, role: principal.role, by: actingAs(principal) };
 }
 
 /**
@@ -37,6 +39,7 @@ export class MembersService {
     private readonly repository: AuthRepository,
     private readonly apiKeys: ApiKeysService,
     private readonly credentials: CredentialCache,
+    private readonly events: EventLog,
   ) {}
 
   list(organizationId: string, kind: UserKind | undefined, cursor: string | undefined, limit: number): Promise<Page<UserEntity>> {
@@ -53,11 +56,12 @@ export class MembersService {
       if (existing) {
         const restored = { name: input.name, role: input.role, kind: input.kind, removedAt: null };
         await this.repository.updateMember(manager, existing.id, restored);
-        return Object.assign(existing, restored);
+        return this.raiseChanged(manager, actor, Object.assign(existing, restored), 'added');
       }
-      return this.repository.insertUser({ id: newId(), organizationId: actor.organizationId, email, name: input.name, role: input.role, kind: input.kind }, manager);
+      const user = await this.repository.insertUser({ id: newId(), organizationId: actor.organizationId, email, name: input.name, role: input.role, kind: input.kind }, manager);
+      return this.raiseChanged(manager, actor, user, 'added');
     });
-    logSecurityEvent('member.added', { organizationId: actor.organizationId, ...actor.security }, { memberId: user.id, role: user.role, kind: user.kind });
+    logSecurityEvent('member.added', { organizationId: actor.organizationId, ...actor.by.security }, { memberId: user.id, role: user.role, kind: user.kind });
     return user;
   }
 
@@ -69,10 +73,10 @@ export class MembersService {
       this.mayReach(actor, target);
       if (target.role === Role.Owner && changes.role !== undefined && changes.role !== Role.Owner) await this.keepAnOwner(manager, actor.organizationId);
       await this.repository.updateMember(manager, target.id, changes);
-      return Object.assign(target, changes);
+      return this.raiseChanged(manager, actor, Object.assign(target, changes), 'updated');
     });
     this.forgetCallers(user.id, actor.organizationId, []);
-    logSecurityEvent('member.changed', { organizationId: actor.organizationId, ...actor.security }, { memberId: user.id, role: user.role });
+    logSecurityEvent('member.changed', { organizationId: actor.organizationId, ...actor.by.security }, { memberId: user.id, role: user.role });
     return user;
   }
 
@@ -84,10 +88,11 @@ export class MembersService {
       this.mayReach(actor, target);
       if (target.role === Role.Owner) await this.keepAnOwner(manager, actor.organizationId);
       await this.repository.updateMember(manager, target.id, { removedAt: now });
-      return { user: Object.assign(target, { removedAt: now }), hashes: await this.repository.revokeKeysOf(manager, target.id, now) };
+      const user = this.raiseChanged(manager, actor, Object.assign(target, { removedAt: now }), 'removed');
+      return { user, hashes: await this.repository.revokeKeysOf(manager, target.id, now) };
     });
     this.forgetCallers(user.id, actor.organizationId, hashes);
-    logSecurityEvent('member.removed', { organizationId: actor.organizationId, ...actor.security }, { memberId: user.id, revokedKeys: hashes.length });
+    logSecurityEvent('member.removed', { organizationId: actor.organizationId, ...actor.by.security }, { memberId: user.id, revokedKeys: hashes.length });
     return user;
   }
 
@@ -98,7 +103,17 @@ export class MembersService {
       throw new AuthError(AuthErrorCode.ServiceAccountNotFound, `No service account ${userId} exists in your organization; people create their own keys.`, { userId });
     }
     this.mayReach(actor, target);
-    return this.apiKeys.create({ organizationId: actor.organizationId, userId: target.id, ...input }, new Date(), actor.security);
+    return this.apiKeys.create({ organizationId: actor.organizationId, userId: target.id, ...input }, new Date(), actor.by);
+  }
+
+  private raiseChanged(manager: EntityManager, actor: MembersActor, user: UserEntity, change: 'added' | 'updated' | 'removed'): UserEntity {
+    this.events.raise(manager, {
+      type: 'member.changed',
+      organizationId: actor.organizationId,
+      actor: actor.by.event,
+      data: { userId: user.id, email: user.email, name: user.name, role: user.role, kind: user.kind, change },
+    });
+    return user;
   }
 
   private async requireMember(actor: MembersActor, userId: string, manager: Parameters<AuthRepository['findMember']>[2]): Promise<UserEntity> {

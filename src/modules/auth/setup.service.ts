@@ -3,11 +3,13 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { AppConfig } from '../../config/app-config';
 import { AdvisoryLock } from '../../platform/database/advisory-locks';
 import { newId } from '../../platform/database/ids';
+import { EventLog } from '../../platform/events';
 import { logSecurityEvent } from '../../platform/logging/security-log';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { ApiKeysService, CreatedApiKey } from './api-keys.service';
 import { AuthRepository } from './auth.repository';
 import { AuthError, AuthErrorCode } from './domain/auth.errors';
+import { ActingAs } from './domain/principal';
 import { Role } from './domain/role';
 import { UserKind } from './domain/user-kind';
 import { OrganizationEntity, UserEntity } from './entities';
@@ -38,6 +40,7 @@ export class SetupService {
     private readonly repository: AuthRepository,
     private readonly apiKeys: ApiKeysService,
     private readonly config: AppConfig,
+    private readonly events: EventLog,
   ) {}
 
   /** Derived when first needed: the CLI, which never uses it, runs without SECRETS_KEY on PostgreSQL. */
@@ -73,6 +76,8 @@ export class SetupService {
 
   /** The first organization, its owner and the owner's first key, in one transaction; 409 once any organization exists. */
   async complete(input: FirstRunInput, by: 'setup-token' | 'operator'): Promise<FirstRun> {
+    // The setup token is printed for the operator: whoever uses it acts as the operator.
+    const acting: ActingAs = { security: { credentialId: by }, event: { kind: 'operator', credential: by === 'operator' ? 'cli' : 'setup_token' } };
     const { organization, owner } = await this.repository.transaction(async (manager) => {
       await manager.query('SELECT pg_advisory_xact_lock($1)', [AdvisoryLock.FirstRun]);
       if ((await manager.getRepository(OrganizationEntity).count()) > 0) {
@@ -83,9 +88,15 @@ export class SetupService {
         { id: newId(), organizationId: organization.id, email: input.owner.email, name: input.owner.name, role: Role.Owner, kind: UserKind.Human },
         manager,
       );
+      this.events.raise(manager, {
+        type: 'member.changed',
+        organizationId: organization.id,
+        actor: acting.event,
+        data: { userId: owner.id, email: owner.email, name: owner.name, role: owner.role, kind: owner.kind, change: 'added' },
+      });
       return { organization, owner };
     });
-    const apiKey = await this.apiKeys.create({ organizationId: organization.id, userId: owner.id, name: 'first run' }, new Date(), { credentialId: by });
+    const apiKey = await this.apiKeys.create({ organizationId: organization.id, userId: owner.id, name: 'first run' }, new Date(), acting);
     logSecurityEvent('setup.completed', { organizationId: organization.id, credentialId: by }, { ownerId: owner.id });
     return { organization, owner, apiKey };
   }

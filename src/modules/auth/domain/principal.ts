@@ -49,3 +49,16 @@ export function eventActorOf(principal: Principal): EventActor {
     ...(credential.kind === 'computer' ? { computerId: credential.computerId } : {}),
   };
 }
+
+/** Who acts, as the security log and the event log each record it. */
+export interface ActingAs {
+  security: SecurityActor;
+  event: EventActor;
+}
+
+export function actingAs(principal: Principal): ActingAs {
+  return { security: securityActorOf(principal), event: eventActorOf(principal) };
+}
+
+/** The operator, through the CLI on the server's machine. */
+export const OPERATOR: ActingAs = { security: { credentialId: 'operator' }, event: { kind: 'operator' } };
