@@ -1,13 +1,28 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { DynamicModule, Global, Module } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { ConfigModule } from '../config/config.module';
-import { AuthModule } from '../modules/auth';
+import { AuthModule, ComputerTokenLookup, DefaultControlsReader, NoComputerTokens, OrganizationControlsReader } from '../modules/auth';
 import { DatabaseModule } from '../platform/database/database.module';
+import { EventsModule } from '../platform/events';
 
-/** What operator commands need: the database and the Auth services, no HTTP. */
+/**
+ * Auth's contracts as the operator's commands need them: no computer token is valid, and the
+ * controls are the defaults (the operator is bound by none of them).
+ */
+@Global()
+@Module({
+  providers: [
+    { provide: OrganizationControlsReader, useClass: DefaultControlsReader },
+    { provide: ComputerTokenLookup, useClass: NoComputerTokens },
+  ],
+  exports: [OrganizationControlsReader, ComputerTokenLookup],
+})
+class CliContractsModule {}
+
+/** What operator commands need: the database, the event log and the Auth services, no HTTP. */
 @Module({})
 export class CliModule {
   static register(config: AppConfig): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.register(config), DatabaseModule, AuthModule] };
+    return { module: CliModule, imports: [ConfigModule.register(config), DatabaseModule, EventsModule, CliContractsModule, AuthModule] };
   }
 }

@@ -1,3 +1,5 @@
+import { ACTIVITY_FACTS_LISTENER } from '../../src/modules/analytics/activity-facts.listener';
+import { DurableListeners } from '../../src/platform/events';
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
@@ -726,6 +728,7 @@ describe('The agent process', () => {
         expect(after.filter((m) => m.role === 'system' && !m.hookEventName).map((m) => m.content[0].text)).toEqual([expect.stringMatching(/UserPromptSubmit hook blocked this message: no forbidden words/)]);
 
         // Analytics count each run once, when it has ended: 2 + 1 + 3 + 1 commands.
+        await t.app.get(DurableListeners).catchUp(ACTIVITY_FACTS_LISTENER, owner.organizationId);
         const hooks = (await t.app.get(DataSource).query(`SELECT count(*)::int AS n FROM analytics_facts WHERE organization_id = $1 AND kind = 'hook'`, [owner.organizationId])) as Json[];
         expect(hooks[0].n).toBe(7);
       } finally {

@@ -1,3 +1,5 @@
+import { ACTIVITY_FACTS_LISTENER } from '../../src/modules/analytics/activity-facts.listener';
+import { DurableListeners } from '../../src/platform/events';
 import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
 import { AnalyticsRollupService } from '../../src/modules/analytics/analytics-rollup.service';
@@ -34,11 +36,15 @@ describe('Analytics: facts from live activity', () => {
     if (key) void req.set('Idempotency-Key', key);
     return req.send(body);
   };
-  const facts = async () =>
-    (await db.query(
+  /** The facts listener has handled what is committed (it runs after the commit, from the event log). */
+  const caughtUp = (organizationId: string) => t.app.get(DurableListeners).catchUp(ACTIVITY_FACTS_LISTENER, organizationId);
+  const facts = async () => {
+    await caughtUp(owner.organizationId);
+    return (await db.query(
       `SELECT kind, client, level, name, detail, command, to_char(day, 'YYYY-MM-DD') AS day FROM analytics_facts WHERE organization_id = $1 ORDER BY id`,
       [owner.organizationId],
     )) as Json[];
+  };
 
   it('records a session, a user message, agent messages with tool calls and hooks, and usage, each once', async () => {
     const session = await post('/api/v0/sessions', { sessionSettings: { autonomyLevel: 'high' } }).expect(201);
@@ -102,10 +108,11 @@ describe('Analytics: facts from live activity', () => {
     [{ autonomyLevel: 'off' }, 'manual'],
     [{ autonomyLevel: 'medium' }, 'auto-medium'],
     [{}, 'auto-low'],
-  ])('stores a user message sent with settings %j at delegation level %s, in the statement that stores it', async (sessionSettings, level) => {
+  ])('stores a user message sent with settings %j at delegation level %s', async (sessionSettings, level) => {
     const other = await createUser(t, Role.Owner, await createOrganization(t));
     const session = await t.http().post('/api/v0/sessions').set(other.auth).send({ sessionSettings }).expect(201);
     await t.http().post(`/api/v0/sessions/${session.body.sessionId}/messages`).set(other.auth).send({ text: 'hello' }).expect(200);
+    await caughtUp(other.organizationId);
     const rows = (await db.query(`SELECT kind, level, client, user_id FROM analytics_facts WHERE organization_id = $1 AND kind = 'user_message'`, [other.organizationId])) as Json[];
     expect(rows).toEqual([{ kind: 'user_message', level, client: 'non-interactive-cli', user_id: other.userId }]);
   });

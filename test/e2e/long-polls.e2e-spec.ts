@@ -25,7 +25,8 @@ const onPostgres = serverUrl() !== undefined;
  * The database sees only what requests and polls ask: no provisioning loop looking for steps each
  * second, and every request reads its credential (no cache), so a request costs the same each time.
  */
-const QUIET = { PROVISIONING_CONCURRENCY: '0', AUTH_CACHE_MS: '0' };
+// No background work that touches the database while polls wait (the durable listeners' sweep looks every 5 s by default).
+const QUIET = { PROVISIONING_CONCURRENCY: '0', AUTH_CACHE_MS: '0', EVENT_LISTENER_SWEEP_MS: '600000' };
 const postgresOnly = onPostgres ? it : it.skip;
 
 /** The app's connection pool: every statement and transaction checks a connection out of it. */
@@ -370,7 +371,7 @@ describe('Long polls in numbers', () => {
         const database = new URL(t.database.env.DATABASE_URL).pathname.slice(1);
         const listeners = () =>
           withAdmin(serverUrl()!, async (client) => {
-            const { rows } = await client.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'listen:agent_platform_work'`, [database]);
+            const { rows } = await client.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'listen:agent_platform_events'`, [database]);
             return rows.map((r) => r.pid);
           });
         const before = await until(listeners, (pids) => pids.length === 2, 'one listener per instance', 5_000);

@@ -1,7 +1,7 @@
-import { Module, OnModuleInit } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth';
-import { SessionActivity, SessionsModule } from '../sessions';
-import { FactRecorder } from './activity.recorder';
+import { SessionsModule } from '../sessions';
+import { ActivityFactsListener } from './activity-facts.listener';
 import { AnalyticsRollupService } from './analytics-rollup.service';
 import { AnalyticsController } from './analytics.controller';
 import { AnalyticsRepository } from './analytics.repository';
@@ -11,17 +11,7 @@ import { AnalyticsRollupJob } from './jobs/analytics-rollup.job';
 @Module({
   imports: [AuthModule, SessionsModule],
   controllers: [AnalyticsController],
-  providers: [AnalyticsRepository, AnalyticsService, AnalyticsRollupService, AnalyticsRollupJob, FactRecorder],
+  providers: [AnalyticsRepository, AnalyticsService, AnalyticsRollupService, AnalyticsRollupJob, ActivityFactsListener],
   exports: [AnalyticsRollupJob],
 })
-export class AnalyticsModule implements OnModuleInit {
-  constructor(
-    private readonly activity: SessionActivity,
-    private readonly recorder: FactRecorder,
-  ) {}
-
-  /** Sessions records its activity through Analytics' recorder, in the activity's own transaction. */
-  onModuleInit(): void {
-    this.activity.bind(this.recorder);
-  }
-}
+export class AnalyticsModule {}

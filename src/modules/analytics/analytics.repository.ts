@@ -69,20 +69,6 @@ export class AnalyticsRepository {
   }
 
   /**
-   * The CTE that writes a user message's facts inside the statement storing the message (it reads the
-   * session row `s`). Parameters from `p`: the author, the facts' kinds, clients and names, the
-   * delegation level by `interactionMode|autonomyLevel`, and the level when the settings name none of them.
-   */
-  static userMessageFactsCte(p: number): string {
-    return `INSERT INTO analytics_facts (organization_id, day, user_id, session_id, kind, client, level, name, txid)
-      SELECT s.organization_id, (s.updated_at AT TIME ZONE 'UTC')::date, $${p}::uuid, s.id, f.kind, f.client,
-        CASE WHEN f.kind = '${FactKind.UserMessage}' THEN COALESCE(
-          $${p + 4}::jsonb ->> (COALESCE(s.settings->>'interactionMode', '') || '|' || COALESCE(s.settings->>'autonomyLevel', '')), $${p + 5}::varchar) END,
-        f.name, pg_current_xact_id()::text::bigint
-      FROM s, unnest($${p + 1}::varchar[], $${p + 2}::varchar[], $${p + 3}::text[]) AS f(kind, client, name)`;
-  }
-
-  /**
    * Marks the days of facts written since the last look as dirty and moves the watermark, in one
    * statement (one snapshot): every transaction older than the snapshot's xmin has ended, so its
    * facts were seen now or before; younger ones are looked at next time. Returns how many days.

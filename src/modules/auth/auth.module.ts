@@ -5,12 +5,10 @@ import { ApiKeysService } from './api-keys.service';
 import { AuthGuard } from './auth.guard';
 import { AuthRepository } from './auth.repository';
 import { Authenticator } from './authenticator';
-import { ComputerTokenLookup } from './computer-token.lookup';
 import { CredentialCache } from './credential-cache';
 import { JwtVerifier } from './jwt-verifier';
 import { MembersController } from './members.controller';
 import { MembersService } from './members.service';
-import { OrganizationControlsReader } from './organization-controls.reader';
 import { OrganizationsService } from './organizations.service';
 import { RequestAuthentication } from './request-authentication';
 import { SetupController } from './setup.controller';
@@ -22,16 +20,14 @@ import { SetupService } from './setup.service';
     AuthRepository,
     Authenticator,
     CredentialCache,
-    ComputerTokenLookup,
     JwtVerifier,
     ApiKeysService,
     OrganizationsService,
     MembersService,
     SetupService,
-    OrganizationControlsReader,
     RequestAuthentication,
     { provide: APP_GUARD, useClass: AuthGuard },
   ],
-  exports: [RequestAuthentication, ApiKeysService, OrganizationsService, MembersService, SetupService, Authenticator, OrganizationControlsReader, ComputerTokenLookup],
+  exports: [RequestAuthentication, ApiKeysService, OrganizationsService, MembersService, SetupService, Authenticator],
 })
 export class AuthModule {}

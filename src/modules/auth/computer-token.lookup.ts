@@ -1,22 +1,19 @@
-import { Injectable } from '@nestjs/common';
 import type { CallerRow } from './auth.repository';
 
-/** The computer a token hash belongs to, and its owner as a caller; null for an unknown token. */
-export type FindComputerCaller = (tokenHash: string) => Promise<(CallerRow & { computer_id: string }) | null>;
+/** The computer a token hash belongs to, and its owner as a caller. */
+export type ComputerCaller = CallerRow & { computer_id: string };
 
 /**
- * Where Auth resolves computers' agent tokens. Computers owns the tokens (they live and die with
- * the computer) and binds its lookup here at start-up; until it does, no token is valid.
+ * Where Auth resolves computers' agent tokens: a contract the Computers module fulfils (it owns the
+ * tokens, which live and die with the computer; it imports Auth). Resolved at start.
  */
-@Injectable()
-export class ComputerTokenLookup {
-  private find: FindComputerCaller = () => Promise.resolve(null);
+export abstract class ComputerTokenLookup {
+  abstract byHash(tokenHash: string): Promise<ComputerCaller | null>;
+}
 
-  bind(find: FindComputerCaller): void {
-    this.find = find;
-  }
-
-  byHash(tokenHash: string): ReturnType<FindComputerCaller> {
-    return this.find(tokenHash);
+/** No computer, so no valid token: for programs without the Computers module (the CLI). */
+export class NoComputerTokens extends ComputerTokenLookup {
+  byHash(): Promise<null> {
+    return Promise.resolve(null);
   }
 }

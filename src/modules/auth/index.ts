@@ -8,7 +8,8 @@ export { AcceptsComputerTokens, AgentTokensOnly, Authenticated, CurrentPrincipal
 export { Authenticator } from './authenticator';
 export { RequestAuthentication } from './request-authentication';
 export type { RequestIdentity } from './request-authentication';
-export { ComputerTokenLookup } from './computer-token.lookup';
+export { ComputerTokenLookup, NoComputerTokens } from './computer-token.lookup';
+export type { ComputerCaller } from './computer-token.lookup';
 export type { CallerRow } from './auth.repository';
 export { generateComputerToken } from './domain/api-key-secret';
 export { AccessPolicy } from './domain/access-policy';
@@ -18,6 +19,6 @@ export type { ActingAs } from './domain/principal';
 export * from './events';
 export { Role, ROLES, ADMIN_ROLES, isAdmin } from './domain/role';
 export { UserKind, USER_KINDS } from './domain/user-kind';
-export { OrganizationControlsReader } from './organization-controls.reader';
-export type { AuthControls, ControlsSource, OrganizationControls } from './organization-controls.reader';
+export { DefaultControlsReader, OrganizationControlsReader } from './organization-controls.reader';
+export type { AuthControls, OrganizationControls } from './organization-controls.reader';
 export { DEFAULT_CONTROLS } from './organization-controls.reader';

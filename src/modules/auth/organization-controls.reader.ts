@@ -1,5 +1,3 @@
-import { Injectable } from '@nestjs/common';
-
 /** The enterprise controls that Auth enforces. */
 export interface AuthControls {
   restrictApiKeyCreationToManagers: boolean;
@@ -25,22 +23,18 @@ export const DEFAULT_CONTROLS: Readonly<OrganizationControls> = {
   byomComputersAllowedEmails: [],
 };
 
-export type ControlsSource = (organizationId: string) => Promise<OrganizationControls>;
-
 /**
- * Where Auth, Sessions and Computers read an organization's enterprise controls. The
- * EnterpriseControls module imports Auth, so it binds its reader here at start-up; unbound (as in
- * the CLI), every organization has the defaults.
+ * Where Auth, Sessions and Computers read an organization's enterprise controls: a contract the
+ * EnterpriseControls module fulfils (it imports Auth, so Auth cannot import it). Resolved when the
+ * application starts: an application without a provider fails to start (the CLI provides the defaults).
  */
-@Injectable()
-export class OrganizationControlsReader {
-  private source: ControlsSource = () => Promise.resolve({ ...DEFAULT_CONTROLS, managedComputersAllowedEmails: [], byomComputersAllowedEmails: [] });
+export abstract class OrganizationControlsReader {
+  abstract read(organizationId: string): Promise<OrganizationControls>;
+}
 
-  bind(source: ControlsSource): void {
-    this.source = source;
-  }
-
-  read(organizationId: string): Promise<OrganizationControls> {
-    return this.source(organizationId);
+/** Every organization has the defaults: for programs without the EnterpriseControls module (the CLI). */
+export class DefaultControlsReader extends OrganizationControlsReader {
+  read(): Promise<OrganizationControls> {
+    return Promise.resolve({ ...DEFAULT_CONTROLS, managedComputersAllowedEmails: [], byomComputersAllowedEmails: [] });
   }
 }

@@ -1,7 +1,8 @@
-import { Module, OnModuleInit } from '@nestjs/common';
+import { Global, Module, OnModuleInit } from '@nestjs/common';
 import { AuthModule, ComputerTokenLookup } from '../auth';
 import { EnterpriseControlsModule } from '../enterprise-controls';
 import { ComputerDirectory, SessionsModule } from '../sessions';
+import { ComputerTokens, ComputerVisibility } from './computers.contracts';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { LocalAgentSupervisor } from './agents/local-agent-supervisor';
 import { AgentConnectController, ComputersController } from './computers.controller';
@@ -13,6 +14,8 @@ import { LocalProvider } from './providers/local.provider';
 import { ComputerSandbox } from './sandbox/computer-sandbox';
 import { computerSchemas } from './schemas/computer.schemas';
 
+/** Global for the contracts it fulfils: Sessions' ComputerDirectory and Auth's ComputerTokenLookup. */
+@Global()
 @Module({
   imports: [AuthModule, SessionsModule, EnterpriseControlsModule],
   controllers: [ComputersController, AgentConnectController],
@@ -25,21 +28,13 @@ import { computerSchemas } from './schemas/computer.schemas';
     { provide: ComputeProvider, useExisting: LocalProvider },
     LocalAgentSupervisor,
     SecretBox,
+    { provide: ComputerDirectory, useClass: ComputerVisibility },
+    { provide: ComputerTokenLookup, useClass: ComputerTokens },
   ],
-  exports: [ComputersService],
+  exports: [ComputersService, ComputerDirectory, ComputerTokenLookup],
 })
 export class ComputersModule implements OnModuleInit {
-  constructor(
-    private readonly computers: ComputersService,
-    private readonly repository: ComputersRepository,
-    private readonly directory: ComputerDirectory,
-    private readonly tokens: ComputerTokenLookup,
-  ) {}
-
-  /** Sessions and Auth cannot import this module (it imports them), so it hands them its lookups. */
   onModuleInit(): void {
     computerSchemas.compileAll();
-    this.directory.bind((principal, computerId) => this.computers.isVisible(principal, computerId));
-    this.tokens.bind((hash) => this.repository.findCallerByTokenHash(hash));
   }
 }

@@ -11,7 +11,6 @@ import {
   OrganizationControlsReader,
   OrganizationsService,
   Principal,
-  Role,
   securityActorOf,
 } from '../auth';
 import { SessionsService } from '../sessions';
@@ -311,12 +310,6 @@ export class ComputersService {
       actor: eventActorOf(principal),
       data: { computerId: computer.id, name: computer.name, provider: computer.provider, ownerId: computer.ownerId, status: computer.status },
     });
-  }
-
-  /** Whether the caller may see the computer (Sessions asks through its ComputerDirectory). */
-  async isVisible(principal: Principal, computerId: string): Promise<boolean> {
-    if (principal.role === Role.Guest || !isUuid(computerId)) return false;
-    return this.repository.exists(computerId, principal.organizationId, isAdmin(principal.role) ? undefined : principal.userId);
   }
 
   /** The computer if the caller may see it (members: their own); 404 otherwise, whatever the reason. */

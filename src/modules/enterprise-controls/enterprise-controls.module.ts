@@ -1,8 +1,8 @@
-import { Module, OnModuleInit } from '@nestjs/common';
+import { Global, Module, OnModuleInit } from '@nestjs/common';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { AuthModule, OrganizationControlsReader } from '../auth';
-import { SessionPolicy, SessionsModule } from '../sessions';
-import { checkModel, restrictsModels } from './domain/model-policy';
+import { SessionRules, SessionsModule } from '../sessions';
+import { EnterpriseControlsReader, EnterpriseSessionRules } from './enterprise-controls.contracts';
 import { AgentPolicyController, EnterpriseControlsController } from './enterprise-controls.controller';
 import { EnterpriseControlsRepository } from './enterprise-controls.repository';
 import { EnterpriseControlsService } from './enterprise-controls.service';
@@ -10,45 +10,30 @@ import { SessionRetentionJob } from './jobs/session-retention.job';
 import { ModelRelay } from './relay/model-relay';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
 
+/**
+ * Global for the contracts it fulfils: Auth's OrganizationControlsReader and Sessions' SessionRules
+ * (those modules cannot import this one, which imports them).
+ */
+@Global()
 @Module({
   imports: [AuthModule, SessionsModule],
   controllers: [EnterpriseControlsController, AgentPolicyController],
-  providers: [EnterpriseControlsRepository, EnterpriseControlsService, ModelRelay, SecretBox, SessionRetentionJob],
-  exports: [EnterpriseControlsService],
+  providers: [
+    EnterpriseControlsRepository,
+    EnterpriseControlsService,
+    ModelRelay,
+    SecretBox,
+    SessionRetentionJob,
+    { provide: OrganizationControlsReader, useClass: EnterpriseControlsReader },
+    { provide: SessionRules, useClass: EnterpriseSessionRules },
+  ],
+  exports: [EnterpriseControlsService, OrganizationControlsReader, SessionRules],
 })
 export class EnterpriseControlsModule implements OnModuleInit {
-  constructor(
-    private readonly controls: EnterpriseControlsService,
-    private readonly reader: OrganizationControlsReader,
-    private readonly sessions: SessionPolicy,
-  ) {}
+  constructor(private readonly controls: EnterpriseControlsService) {}
 
-  /**
-   * The controls take effect by being read: Auth, Sessions and Computers read them through the
-   * ports bound here (they cannot import this module, which imports them), always the latest
-   * revision, so a revision in the database is a revision in force.
-   */
   async onModuleInit(): Promise<void> {
     enterpriseControlsSchemas.compileAll();
     await this.controls.sealPlainSecrets();
-    this.reader.bind(async (organizationId) => {
-      const { settings } = await this.controls.inForce(organizationId);
-      return {
-        restrictApiKeyCreationToManagers: settings.restrictApiKeyCreationToManagers,
-        restrictMemberVisibility: settings.restrictMemberVisibility,
-        managedComputersEnabled: settings.managedComputersEnabled,
-        managedComputersAllowedEmails: settings.managedComputersAllowedEmails,
-        byomComputersEnabled: settings.byomComputersEnabled,
-        byomComputersAllowedEmails: settings.byomComputersAllowedEmails,
-      };
-    });
-    this.sessions.bind({
-      defaults: async (organizationId) => {
-        const { model, specModeModel } = (await this.controls.inForce(organizationId)).settings.sessionDefaultSettings;
-        return { ...(model !== undefined ? { model } : {}), ...(specModeModel !== undefined ? { specModeModel } : {}) };
-      },
-      modelRefusal: async (principal, model) => checkModel((await this.controls.inForce(principal.organizationId)).settings, principal.userId, model),
-      restrictsModels: async (principal) => restrictsModels((await this.controls.inForce(principal.organizationId)).settings, principal.userId),
-    });
   }
 }

@@ -16,7 +16,6 @@ import { assertTransition, SessionStatus, SessionTrigger, statusAfterTurn } from
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
 import { ComputerDirectory } from './ports/computer-directory';
-import { SessionActivity } from './ports/session-activity';
 import { MESSAGE_ATTRIBUTE_FIELDS } from './schemas/session.schemas';
 import { SessionsRepository, WorkFilter } from './sessions.repository';
 import { LongPollSlots } from './long-poll-slots';
@@ -61,7 +60,6 @@ export class AgentWorkService {
   constructor(
     private readonly repository: SessionsRepository,
     private readonly computers: ComputerDirectory,
-    private readonly activity: SessionActivity,
     private readonly idempotency: IdempotencyService,
     private readonly events: EventLog,
     private readonly signal: WorkSignal,
@@ -185,7 +183,6 @@ export class AgentWorkService {
         }),
       );
       await this.repository.insertMessages(manager, added);
-      await this.activity.messagesAdded(manager, change.session, added);
       const actor = eventActorOf(principal);
       this.events.raise(
         manager,
@@ -225,7 +222,6 @@ export class AgentWorkService {
         leaseExpiresAt: this.leaseFrom(now),
         now,
       });
-      await this.activity.usageReported(manager, updated, { model: input.model, at: now });
       this.events.raise(manager, {
         type: 'turn.usage_reported',
         organizationId: principal.organizationId,

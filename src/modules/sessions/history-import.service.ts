@@ -4,7 +4,7 @@ import { MessageEntity, SessionEntity } from './entities';
 import { ContentBlock, MessageRole } from './domain/message';
 import { StoredSessionSettings, TOKEN_USAGE_FIELDS, TokenUsage } from './domain/session-settings';
 import { SessionStatus } from './domain/session-status';
-import { SessionActivity } from './ports/session-activity';
+import { EventLog } from '../../platform/events';
 import { SessionsRepository } from './sessions.repository';
 
 /** A conversation that happened in the past, with its own timestamps. */
@@ -27,15 +27,15 @@ export interface PastSession {
 }
 
 /**
- * Writes past conversations (the demo's history) through the same path live activity takes: the
- * session, its messages, the day's usage totals and the analytics facts, in one transaction, each
- * at its own time. Nothing is published: these are not events happening now.
+ * Writes past conversations (the demo's history) as live activity is written: the session, its
+ * messages, the day's usage totals and their events, in one transaction, each at its own time (the
+ * events' `occurredAt`), so listeners (analytics among them) see the history as it happened.
  */
 @Injectable()
 export class HistoryImportService {
   constructor(
     private readonly repository: SessionsRepository,
-    private readonly activity: SessionActivity,
+    private readonly events: EventLog,
   ) {}
 
   /** Whether the organization has sessions created before `before` (history already there). */
@@ -79,12 +79,31 @@ export class HistoryImportService {
     for (const m of messages) m.sessionId = session.id;
     await this.repository.transaction(async (manager) => {
       await this.repository.importSession(manager, session, messages);
-      await this.activity.sessionStarted(manager, session);
-      await this.activity.messagesAdded(manager, session, messages);
+      const common = { organizationId: session.organizationId, sessionId: session.id, actor: { kind: 'system' as const } };
+      this.events.raise(manager, {
+        ...common,
+        type: 'session.created',
+        occurredAt: session.createdAt,
+        data: { sessionId: session.id, ownerId: session.ownerId, computerId: null, title: session.title },
+      });
+      this.events.raise(
+        manager,
+        ...messages.map((m) => ({
+          ...common,
+          type: 'message.added' as const,
+          occurredAt: m.createdAt,
+          data: { sessionId: session.id, messageId: m.id, role: m.role, authorId: m.authorId, computerId: null },
+        })),
+      );
       for (const report of past.usage) {
         const day = report.at.toISOString().slice(0, 10);
         await this.repository.addDailyUsage(manager, { organizationId: session.organizationId, day, userId: session.ownerId, model: report.model, usage: report.usage });
-        await this.activity.usageReported(manager, session, { model: report.model, at: report.at });
+        this.events.raise(manager, {
+          ...common,
+          type: 'turn.usage_reported',
+          occurredAt: report.at,
+          data: { sessionId: session.id, userId: session.ownerId, model: report.model, usage: report.usage },
+        });
       }
     });
     return session.id;

@@ -5,11 +5,10 @@ import { AgentPresence } from './agent-presence';
 import { AgentWorkService } from './agent-work.service';
 import { HistoryImportService } from './history-import.service';
 import { LongPollSlots } from './long-poll-slots';
-import { ComputerDirectory } from './ports/computer-directory';
-import { SessionActivity } from './ports/session-activity';
 import { SessionPolicy } from './ports/session-policy';
 import { sessionSchemas } from './schemas/session.schemas';
 import { SessionsController } from './sessions.controller';
+import { SessionsReader } from './sessions-reader';
 import { SessionsRepository } from './sessions.repository';
 import { SessionsService } from './sessions.service';
 import { WorkSignal } from './work-signal';
@@ -24,12 +23,11 @@ import { WorkSignal } from './work-signal';
     HistoryImportService,
     WorkSignal,
     LongPollSlots,
-    ComputerDirectory,
     SessionPolicy,
-    SessionActivity,
+    SessionsReader,
     AgentPresence,
   ],
-  exports: [SessionsService, AgentWorkService, HistoryImportService, ComputerDirectory, SessionPolicy, SessionActivity],
+  exports: [SessionsService, AgentWorkService, HistoryImportService, SessionsReader],
 })
 export class SessionsModule implements OnModuleInit {
   onModuleInit(): void {

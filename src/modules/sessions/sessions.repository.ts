@@ -8,7 +8,6 @@ import { MessageEntity, SessionEntity } from './entities';
 import { ContentBlock, MessageAttributes, MessageRole } from './domain/message';
 import { StoredSessionSettings, TokenUsage } from './domain/session-settings';
 import { SessionStatus } from './domain/session-status';
-import type { FactStatement } from './ports/session-activity';
 
 /**
  * A timestamp as Unix ms (a float8 the driver hands over as a number): parsing timestamp text
@@ -96,6 +95,12 @@ export interface SessionChange {
   previousStatus: SessionStatus;
   /** The newest message before this change (the parent of the first new message). */
   previousLastMessageId: string | null;
+}
+
+/** A stored message with what its session says about it (see SessionsReader). */
+export interface MessageWithSession {
+  session: { id: string; organizationId: string; ownerId: string; settings: StoredSessionSettings };
+  message: { id: string; role: MessageRole; userMessageSource: string | null; authorId: string | null; content: ContentBlock[]; attributes: MessageAttributes; createdAt: Date };
 }
 
 /**
@@ -287,11 +292,9 @@ export class SessionsRepository {
   async addUserMessage(
     input: { sessionId: string; organizationId: string; messageId: string; computerId: string | null; authorId: string; source: string; content: ContentBlock[] },
     manager: EntityManager,
-    facts?: FactStatement | null,
   ): Promise<SessionChange | null> {
-    const factsCte = facts ? `, facts AS (${facts.cte(8)})` : '';
     const rows = await this.sql.in(manager).query<SessionRow & { previous_status: SessionStatus; previous_last_message_id: string | null }>(
-      facts ? 'messages.addUser.facts' : 'messages.addUser',
+      'messages.addUser',
       `WITH old AS (
          SELECT id, status, last_message_id FROM sessions WHERE id = $1 AND organization_id = $2 FOR UPDATE
        ), s AS (
@@ -309,9 +312,9 @@ export class SessionsRepository {
        ), inserted AS (
          INSERT INTO messages (id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
          SELECT $3, s.id, s.message_count, 'user', s.previous_last_message_id, $5, $6, $7::jsonb, '{}'::jsonb, s.updated_at, s.updated_at FROM s
-       )${factsCte}
+       )
        SELECT ${SESSION_COLUMNS}, s.previous_status, s.previous_last_message_id FROM s`,
-      [input.sessionId, input.organizationId, input.messageId, input.computerId, input.source, input.authorId, JSON.stringify(input.content), ...(facts?.params ?? [])],
+      [input.sessionId, input.organizationId, input.messageId, input.computerId, input.source, input.authorId, JSON.stringify(input.content)],
     );
     const row = rows[0];
     if (!row) return null;
@@ -511,6 +514,25 @@ export class SessionsRepository {
       `UPDATE sessions SET message_count = $2, last_message_id = $3, last_user_seq = $4, claimed_seq = $4, completed_at = $5, updated_at = $6 WHERE id = $1`,
       [session.id, session.messageCount, session.lastMessageId, session.lastUserSeq, session.completedAt, session.updatedAt],
     );
+  }
+
+  async messagesWithSessions(manager: EntityManager, organizationId: string, messageIds: string[]): Promise<MessageWithSession[]> {
+    const rows = await this.sql.in(manager).query<{
+      id: string; role: MessageRole; user_message_source: string | null; author_id: string | null; content: ContentBlock[]; attributes: MessageAttributes;
+      created_at: number; session_id: string; owner_id: string; settings: StoredSessionSettings;
+    }>(
+      'messages.withSessions',
+      `SELECT m.id, m.role, m.user_message_source, m.author_id, m.content, m.attributes, ${ms('m.created_at')},
+              s.id AS session_id, s.owner_id, s.settings
+       FROM messages m JOIN sessions s ON s.id = m.session_id
+       WHERE m.id = ANY($2::uuid[]) AND s.organization_id = $1
+       ORDER BY m.session_id, m.seq`,
+      [organizationId, messageIds],
+    );
+    return rows.map((row) => ({
+      session: { id: row.session_id, organizationId, ownerId: row.owner_id, settings: row.settings },
+      message: { id: row.id, role: row.role, userMessageSource: row.user_message_source, authorId: row.author_id, content: row.content, attributes: row.attributes, createdAt: new Date(row.created_at) },
+    }));
   }
 
   /**

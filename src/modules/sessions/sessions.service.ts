@@ -16,7 +16,6 @@ import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { MessageView, SessionView, StatusReason, toMessageView, toSessionView } from './domain/views';
 import { AgentPresence } from './agent-presence';
 import { ComputerDirectory } from './ports/computer-directory';
-import { SessionActivity } from './ports/session-activity';
 import { SessionPolicy } from './ports/session-policy';
 import { SessionChange, SessionsRepository } from './sessions.repository';
 
@@ -56,7 +55,6 @@ export class SessionsService {
     private readonly controls: OrganizationControlsReader,
     private readonly computers: ComputerDirectory,
     private readonly policy: SessionPolicy,
-    private readonly activity: SessionActivity,
     private readonly idempotency: IdempotencyService,
     private readonly events: EventLog,
     private readonly config: AppConfig,
@@ -93,7 +91,6 @@ export class SessionsService {
     });
     return this.idempotency.run(principal, idempotent, async (manager) => {
       await this.repository.insertSession(manager, session);
-      await this.activity.sessionStarted(manager, session);
       this.events.raise(manager, {
         type: 'session.created',
         organizationId: session.organizationId,
@@ -183,7 +180,6 @@ export class SessionsService {
     const live = await this.presence.liveQueues(principal.organizationId);
     const messageId = newId();
     let published: SessionChange | undefined;
-    const facts = this.activity.userMessageStatement({ authorId: principal.userId, source: API_MESSAGE_SOURCE, content });
     const add = async (manager: EntityManager) => {
       const change = await this.repository.addUserMessage(
         {
@@ -196,7 +192,6 @@ export class SessionsService {
           content,
         },
         manager,
-        facts,
       );
       if (!change) notFound(sessionId);
       assertTransition(SessionTrigger.UserMessageAdded, change.previousStatus, change.session.status);

@@ -19,6 +19,11 @@ export interface DurableListener {
 }
 
 const BATCH = 200;
+/**
+ * How long after a commit the listeners start on it: a burst of commits is handled in one batch,
+ * and the requests the commit woke (a long poll taking the new work) go first (on PGlite, one connection).
+ */
+const SETTLE_MS = 50;
 const MAX_BACKOFF_MS = 5 * 60_000;
 
 /**
@@ -36,6 +41,7 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
   private readonly due = new Set<string>();
   private running: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
+  private settling: NodeJS.Timeout | null = null;
   private closing = false;
 
   constructor(
@@ -61,6 +67,7 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
   async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.settling) clearTimeout(this.settling);
     await this.running;
   }
 
@@ -70,9 +77,22 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
     while (this.running) await this.running;
   }
 
+  /**
+   * Runs one listener for one organization until it has handled what is committed now (unless another
+   * instance is on it, or it waits to retry after a failure): for reads that must see its effects.
+   */
+  async catchUp(name: string, organizationId: string): Promise<void> {
+    const listener = this.listeners.get(name);
+    if (!listener) return;
+    while (await this.runBatch(listener, organizationId));
+  }
+
   private poke(organizationId: string): void {
     for (const name of this.listeners.keys()) this.due.add(`${name}|${organizationId}`);
-    this.kick();
+    this.settling ??= setTimeout(() => {
+      this.settling = null;
+      this.kick();
+    }, SETTLE_MS);
   }
 
   /** Finds every (listener, organization) behind the log, failures whose retry time came included. */

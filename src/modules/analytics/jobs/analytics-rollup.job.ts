@@ -1,6 +1,8 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { AppConfig } from '../../../config/app-config';
+import { DurableListeners } from '../../../platform/events';
+import { ACTIVITY_FACTS_LISTENER } from '../activity-facts.listener';
 import { AnalyticsRollupService, RollupResult } from '../analytics-rollup.service';
 
 const JOB_NAME = 'analytics.rollup';
@@ -19,6 +21,7 @@ export class AnalyticsRollupJob implements OnApplicationBootstrap, BeforeApplica
     private readonly rollup: AnalyticsRollupService,
     private readonly scheduler: SchedulerRegistry,
     private readonly config: AppConfig,
+    private readonly listeners: DurableListeners,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -44,8 +47,13 @@ export class AnalyticsRollupJob implements OnApplicationBootstrap, BeforeApplica
     return this.running;
   }
 
-  /** A run now, for one organization (the owner's trigger) or all: after the one in progress, so it sees the newest facts. */
+  /**
+   * A run now, for one organization (the owner's trigger) or all: after the one in progress and
+   * after the facts listener has caught up with the organization's events, so it sees the newest facts.
+   */
   async runNow(organizationId?: string): Promise<RollupResult> {
+    if (organizationId) await this.listeners.catchUp(ACTIVITY_FACTS_LISTENER, organizationId);
+    else await this.listeners.drain();
     await this.running;
     return this.rollup.run({ organizationId, shouldStop: () => this.stopping });
   }

@@ -3,32 +3,23 @@ import type { Principal } from '../../auth';
 import { StoredSessionSettings } from '../domain/session-settings';
 import { SessionsError, SessionsErrorCode } from '../domain/sessions.errors';
 
-/** What the organization's controls say about sessions. */
-export interface SessionRules {
+/**
+ * What the organization's controls say about sessions: a contract the EnterpriseControls module
+ * fulfils (it imports Sessions, whose sessions its retention deletes). Resolved at start.
+ */
+export abstract class SessionRules {
   /** Settings laid under a new session's own. */
-  defaults(organizationId: string): Promise<StoredSessionSettings>;
+  abstract defaults(organizationId: string): Promise<StoredSessionSettings>;
   /** Why the caller may not use a model (a sentence naming the rule), or null. */
-  modelRefusal(principal: Principal, model: string): Promise<{ rule: string; detail: string } | null>;
+  abstract modelRefusal(principal: Principal, model: string): Promise<{ rule: string; detail: string } | null>;
   /** Whether any model may be refused to the caller (false: checks can be skipped). */
-  restrictsModels(principal: Principal): Promise<boolean>;
+  abstract restrictsModels(principal: Principal): Promise<boolean>;
 }
 
-/**
- * Where Sessions reads the enterprise controls on sessions. The EnterpriseControls module imports
- * Sessions (retention deletes sessions), so it binds its rules here at start-up; unbound, there
- * are no defaults and every model is allowed.
- */
+/** How Sessions applies the controls' rules on sessions. */
 @Injectable()
 export class SessionPolicy {
-  private rules: SessionRules = {
-    defaults: () => Promise.resolve({}),
-    modelRefusal: () => Promise.resolve(null),
-    restrictsModels: () => Promise.resolve(false),
-  };
-
-  bind(rules: SessionRules): void {
-    this.rules = rules;
-  }
+  constructor(private readonly rules: SessionRules) {}
 
   defaults(organizationId: string): Promise<StoredSessionSettings> {
     return this.rules.defaults(organizationId);

@@ -1,0 +1,53 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { AnyStoredEvent, DurableListeners } from '../../platform/events';
+import { SessionsReader } from '../sessions';
+import { AnalyticsRepository } from './analytics.repository';
+import { agentMessageFacts, Fact, FactKind, userMessageFacts } from './domain/facts';
+
+export const ACTIVITY_FACTS_LISTENER = 'analytics.facts';
+
+/**
+ * Turns Sessions' events into analytics facts: a durable listener of the event log, so a fact is
+ * written once for each event, in the transaction that moves the listener past it, whatever crashes
+ * or instances. Messages are read back from Sessions (the events carry ids), with their session's
+ * settings for the delegation level.
+ */
+@Injectable()
+export class ActivityFactsListener implements OnModuleInit {
+  constructor(
+    private readonly listeners: DurableListeners,
+    private readonly sessions: SessionsReader,
+    private readonly repository: AnalyticsRepository,
+  ) {}
+
+  onModuleInit(): void {
+    this.listeners.register({
+      name: ACTIVITY_FACTS_LISTENER,
+      types: ['session.created', 'message.added', 'turn.usage_reported'],
+      handle: (manager, event) => this.handle(manager, event),
+    });
+  }
+
+  private async handle(manager: EntityManager, event: AnyStoredEvent): Promise<void> {
+    const facts = await this.factsOf(manager, event);
+    if (facts.length > 0) await this.repository.insertFacts(manager, event.organizationId, facts);
+  }
+
+  private async factsOf(manager: EntityManager, event: AnyStoredEvent): Promise<Fact[]> {
+    switch (event.type) {
+      case 'session.created':
+        return [{ kind: FactKind.SessionStarted, at: event.occurredAt, userId: event.data.ownerId, sessionId: event.data.sessionId }];
+      case 'turn.usage_reported':
+        return [{ kind: FactKind.TokenReport, at: event.occurredAt, userId: event.data.userId, sessionId: event.data.sessionId, name: event.data.model }];
+      case 'message.added': {
+        // A message deleted since (its session past retention) has no facts left to give.
+        const [found] = await this.sessions.messagesWithSessions(manager, event.organizationId, [event.data.messageId]);
+        if (!found) return [];
+        return found.message.role === 'user' ? userMessageFacts(found.session, found.message) : agentMessageFacts(found.session, found.message);
+      }
+      default:
+        return [];
+    }
+  }
+}

@@ -1,0 +1,49 @@
+import { Injectable } from '@nestjs/common';
+import { OrganizationControls, OrganizationControlsReader, Principal } from '../auth';
+import { SessionRules } from '../sessions';
+import { checkModel, restrictsModels } from './domain/model-policy';
+import { EnterpriseControlsService } from './enterprise-controls.service';
+
+/**
+ * The controls take effect by being read: Auth, Sessions and Computers read them through these
+ * contracts, always the revision in force (cached for CONTROLS_CACHE_MS, dropped on every revision).
+ */
+@Injectable()
+export class EnterpriseControlsReader extends OrganizationControlsReader {
+  constructor(private readonly controls: EnterpriseControlsService) {
+    super();
+  }
+
+  async read(organizationId: string): Promise<OrganizationControls> {
+    const { settings } = await this.controls.inForce(organizationId);
+    return {
+      restrictApiKeyCreationToManagers: settings.restrictApiKeyCreationToManagers,
+      restrictMemberVisibility: settings.restrictMemberVisibility,
+      managedComputersEnabled: settings.managedComputersEnabled,
+      managedComputersAllowedEmails: settings.managedComputersAllowedEmails,
+      byomComputersEnabled: settings.byomComputersEnabled,
+      byomComputersAllowedEmails: settings.byomComputersAllowedEmails,
+    };
+  }
+}
+
+/** Sessions' SessionRules: the default models of new sessions and the model policy. */
+@Injectable()
+export class EnterpriseSessionRules extends SessionRules {
+  constructor(private readonly controls: EnterpriseControlsService) {
+    super();
+  }
+
+  async defaults(organizationId: string): ReturnType<SessionRules['defaults']> {
+    const { model, specModeModel } = (await this.controls.inForce(organizationId)).settings.sessionDefaultSettings;
+    return { ...(model !== undefined ? { model } : {}), ...(specModeModel !== undefined ? { specModeModel } : {}) };
+  }
+
+  async modelRefusal(principal: Principal, model: string): ReturnType<SessionRules['modelRefusal']> {
+    return checkModel((await this.controls.inForce(principal.organizationId)).settings, principal.userId, model);
+  }
+
+  async restrictsModels(principal: Principal): Promise<boolean> {
+    return restrictsModels((await this.controls.inForce(principal.organizationId)).settings, principal.userId);
+  }
+}
