@@ -18,6 +18,7 @@ import { UserKinds1764489600000 } from './migrations/1764489600000-UserKinds';
 import { AgentPresence1764490000000 } from './migrations/1764490000000-AgentPresence';
 import { UserRemoval1764576000000 } from './migrations/1764576000000-UserRemoval';
 import { EventLog1764662400000 } from './migrations/1764662400000-EventLog';
+import { Webhooks1764750000000 } from './migrations/1764750000000-Webhooks';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
@@ -41,4 +42,4 @@ export const entities = [
   RateLimitWindowEntity,
   AgentPresenceEntity,
 ];
-export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000, MessageSizes1764403200000, UserKinds1764489600000, AgentPresence1764490000000, UserRemoval1764576000000, EventLog1764662400000];
+export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000, MessageSizes1764403200000, UserKinds1764489600000, AgentPresence1764490000000, UserRemoval1764576000000, EventLog1764662400000, Webhooks1764750000000];

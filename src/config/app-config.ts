@@ -408,6 +408,52 @@ export class AppConfig {
   @Min(1)
   MODEL_RELAY_CONCURRENCY_PER_COMPUTER = 8;
 
+  /**
+   * Hosts webhooks may reach although their addresses are not public (a receiver on a private network
+   * or on this machine), and the only hosts a webhook URL may name with http rather than https. The same
+   * form and matching as OUTBOUND_ALLOWED_HOSTS, a list of its own. Unset: public https URLs only.
+   */
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @Matches(HOST_LIST, { message: 'WEBHOOK_ALLOWED_HOSTS must be comma-separated host names or IP addresses (IPv6 in brackets), each optionally with :port' })
+  WEBHOOK_ALLOWED_HOSTS?: string;
+
+  /** How long a webhook receiver has to answer one delivery attempt (then the attempt failed and is retried). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(120_000)
+  WEBHOOK_TIMEOUT_MS = 15_000;
+
+  /**
+   * The waits before each retry of a failed delivery, comma-separated milliseconds (each with ±20% jitter);
+   * after the last retry fails the delivery is failed. The default retries 7 times over about 27 hours:
+   * 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
+   */
+  @Transform(emptyToUndefined)
+  @IsOptional()
+  @Matches(/^\d{1,10}(,\d{1,10}){0,19}$/, { message: 'WEBHOOK_RETRY_SCHEDULE_MS must be 1 to 20 comma-separated whole numbers of milliseconds' })
+  WEBHOOK_RETRY_SCHEDULE_MS?: string;
+
+  /** A webhook whose deliveries have failed without a single success for this long is disabled (`webhook.disabled`). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1_000)
+  WEBHOOK_DISABLE_AFTER_MS = 3 * 86_400_000;
+
+  /** How often each instance looks for deliveries due (new ones are sent at once by the instance that queued them). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(50)
+  WEBHOOK_POLL_MS = 1_000;
+
+  /** Delivery attempts one instance makes at once (0: this instance sends none). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(256)
+  WEBHOOK_CONCURRENCY = 8;
+
   static readonly secrets: ReadonlyArray<keyof AppConfig> = ['JWT_SECRET', 'DATABASE_URL', 'SECRETS_KEY'];
 
   get dataDir(): string {
@@ -451,6 +497,16 @@ export class AppConfig {
   /** MODEL_RELAY_ALLOWED_HOSTS as a list (empty when unset). */
   get modelRelayAllowedHosts(): string[] {
     return hostList(this.MODEL_RELAY_ALLOWED_HOSTS);
+  }
+
+  /** WEBHOOK_ALLOWED_HOSTS as a list (empty when unset). */
+  get webhookAllowedHosts(): string[] {
+    return hostList(this.WEBHOOK_ALLOWED_HOSTS);
+  }
+
+  /** WEBHOOK_RETRY_SCHEDULE_MS as a list of waits. */
+  get webhookRetrySchedule(): number[] {
+    return (this.WEBHOOK_RETRY_SCHEDULE_MS ?? '5000,300000,1800000,7200000,18000000,36000000,36000000').split(',').map(Number);
   }
 
   /** LOG_FORMAT, or pretty at a terminal and JSON otherwise. */
@@ -542,6 +598,12 @@ const ENV_KEYS = [
   'MODEL_RELAY_TIMEOUT_MS',
   'MODEL_RELAY_MAX_RESPONSE_BYTES',
   'MODEL_RELAY_CONCURRENCY_PER_COMPUTER',
+  'WEBHOOK_ALLOWED_HOSTS',
+  'WEBHOOK_TIMEOUT_MS',
+  'WEBHOOK_RETRY_SCHEDULE_MS',
+  'WEBHOOK_DISABLE_AFTER_MS',
+  'WEBHOOK_POLL_MS',
+  'WEBHOOK_CONCURRENCY',
 ] as const satisfies ReadonlyArray<keyof AppConfig>;
 
 export class ConfigError extends Error {}

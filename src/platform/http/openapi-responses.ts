@@ -32,6 +32,8 @@ function exampleError(path: string, method: string, status: number, roleBound: b
     [/\/members\/\{userId\}\/api-keys$/, 'service_account_not_found', `No service account ${ID} exists in your organization; people create their own keys.`],
     [/\/members\/\{userId\}$/, 'user_not_found', `No user ${ID} exists in your organization.`],
     [/\/api-keys\//, 'api_key_not_found', `No API key ${ID} exists in your organization.`],
+    [/\/webhooks\/\{webhookId\}\/deliveries\/\{deliveryId\}/, 'webhook_delivery_not_found', `No delivery ${ID} of webhook ${ID} exists.`],
+    [/\/webhooks\/\{webhookId\}/, 'webhook_not_found', `No webhook ${ID} exists in your organization.`],
     [/\/computers|\/agent\/claims/, 'computer_not_found', `No computer ${ID} exists in your organization.`],
     [/\/sessions/, 'session_not_found', `No session ${ID} exists in your organization.`],
   ];
@@ -57,6 +59,8 @@ function exampleError(path: string, method: string, status: number, roleBound: b
       if (path.includes('/agent/sessions/')) return { code: 'turn_not_active', detail: `Turn ${ID} is not the running turn of session ${ID}: it ended, or its lease ran out and another agent took the work.`, metadata: { sessionStatus: 'idle' } };
       if (path.endsWith('/retry')) return { code: 'computer_not_failed', detail: `Computer ${ID} is active; only a computer in error can be retried.`, metadata: { computerStatus: 'active' } };
       if (path === '/api/v0/setup') return { code: 'setup_done', detail: 'This server is set up already: an organization exists. Ask its owner for a key, or use the CLI.' };
+      if (path === '/api/v0/organization/webhooks') return { code: 'too_many_webhooks', detail: 'An organization may have at most 50 webhooks; delete one first.', metadata: { limit: 50 } };
+      if (path.endsWith('/redeliver')) return { code: 'webhook_disabled', detail: `Webhook ${ID} is disabled; enable it (PATCH enabled: true) before redelivering.` };
       if (path === '/api/v0/organization/members') return { code: 'user_exists', detail: 'ada@example.com is already a user of your organization.', metadata: { userId: ID } };
       if (path.startsWith('/api/v0/organization/members/')) return { code: 'last_owner', detail: 'This is the organization\'s last owner: make someone else an owner first.' };
       if (path === '/api/v0/computers') return { code: 'quota_exceeded', detail: 'Your organization has 100 computers, as many as it may have (COMPUTERS_PER_ORGANIZATION); delete one to create another.', metadata: { quota: 'COMPUTERS_PER_ORGANIZATION', limit: 100 } };

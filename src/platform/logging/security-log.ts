@@ -16,6 +16,11 @@ export type SecurityAction =
   | 'rate_limit.exceeded'
   | 'relay.destination_refused'
   | 'relay.caller_refused'
+  | 'webhook.destination_refused'
+  | 'webhook.created'
+  | 'webhook.updated'
+  | 'webhook.deleted'
+  | 'webhook.secret_rotated'
   | 'sandbox.egress_refused'
   | 'sandbox.limit_exceeded';
 

@@ -209,12 +209,34 @@ export class AddressPolicy {
     return new AddressPolicy({ ...this.options, allowedIps });
   }
 
+  /** Whether the operator's list names `host` (on `port`, when the entry gives one). */
+  allowsByName(host: string, port: number): boolean {
+    const name = normalizeHost(host);
+    return name !== null && this.allowedHosts.some((entry) => entry.host === name && (entry.port === undefined || entry.port === port));
+  }
+
+  /**
+   * What `vet` refuses without a DNS lookup (an invalid host or port, a metadata or localhost name, an
+   * IP address that is not public), or null: a name may still be refused once resolved.
+   */
+  refusalWithoutLookup(host: string, port: number): string | null {
+    const name = normalizeHost(host);
+    if (name === null) return `${JSON.stringify(host)} is not a valid host name or IP address`;
+    if (!validPort(port)) return `${port} is not a valid port`;
+    if (this.allowsByName(host, port)) return null;
+    if (METADATA_NAMES.has(name)) return `${host} is a cloud metadata service`;
+    if (name === 'localhost' || name.endsWith('.localhost')) return `${host} is a loopback name (localhost)`;
+    if (!isIP(name)) return null;
+    const reason = nonPublicReason(name);
+    return reason === null ? null : `${host} is ${reason}`;
+  }
+
   /** Whether `host` (a name or IP, IPv6 with or without brackets) may be reached on `port`, and at which addresses. */
   async vet(host: string, port: number): Promise<VettedDestination | RefusedDestination> {
     const name = normalizeHost(host);
     if (name === null) return refused(`${JSON.stringify(host)} is not a valid host name or IP address`);
     if (!validPort(port)) return refused(`${port} is not a valid port`);
-    const allowedByName = this.allowedHosts.some((entry) => entry.host === name && (entry.port === undefined || entry.port === port));
+    const allowedByName = this.allowsByName(host, port);
     if (!allowedByName) {
       if (METADATA_NAMES.has(name)) return refused(`${host} is a cloud metadata service`);
       if (name === 'localhost' || name.endsWith('.localhost')) return refused(`${host} is a loopback name (localhost)`);

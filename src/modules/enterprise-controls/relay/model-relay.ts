@@ -2,13 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { AddressInfo, isIP, LookupFunction } from 'node:net';
-import { networkInterfaces } from 'node:os';
+import { isIP } from 'node:net';
 import { pipeline, Readable, Transform, TransformCallback } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import ipaddr from 'ipaddr.js';
 import { AppConfig } from '../../../config/app-config';
-import { AddressPolicy, VettedDestination } from '../../../platform/outbound/address-policy';
+import { VettedDestination } from '../../../platform/outbound/address-policy';
+import { describeNetworkError, DestinationRefused, listeningPort, OutboundGuard, pinnedLookup } from '../../../platform/outbound/outbound-guard';
 import { maskSecret } from '../domain/secret-mask';
 
 /** One relayed call, as the service prepares it. */
@@ -55,16 +54,20 @@ function isAnswerHeader(name: string): boolean {
  */
 @Injectable()
 export class ModelRelay {
-  private readonly policy: AddressPolicy;
+  private readonly guard: OutboundGuard;
   // Connections are kept for the next call to the same host; each was made to a vetted address.
   private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
   private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256 });
 
   constructor(
     private readonly config: AppConfig,
-    private readonly adapterHost: HttpAdapterHost,
+    adapterHost: HttpAdapterHost,
   ) {
-    this.policy = new AddressPolicy({ allowedHosts: config.modelRelayAllowedHosts });
+    this.guard = new OutboundGuard({
+      allowedHosts: config.modelRelayAllowedHosts,
+      selfOrigin: config.baseUrl,
+      listeningPort: () => listeningPort(adapterHost, config),
+    });
   }
 
   async send(call: RelayCall): Promise<RelayAnswer> {
@@ -108,19 +111,12 @@ export class ModelRelay {
 
   /** Where the call may go, or a RelayFailure('refused') that says which rule refused it. */
   private async vet(url: URL): Promise<VettedDestination> {
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new RelayFailure('refused', `${url.protocol} is not http or https`);
-    if (url.origin === new URL(this.config.baseUrl).origin) throw new RelayFailure('refused', `${url.host} is this server (BASE_URL)`);
-    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
-    const destination = await this.policy.vet(url.hostname, port);
-    if (!destination.allowed) throw new RelayFailure('refused', destination.reason);
-    const self = this.listeningPort() === port ? destination.addresses.find(isThisMachine) : undefined;
-    if (self !== undefined) throw new RelayFailure('refused', `${url.host} is this server (${self} port ${port})`);
-    return destination;
-  }
-
-  private listeningPort(): number | undefined {
-    const address = this.adapterHost.httpAdapter?.getHttpServer()?.address() as AddressInfo | string | null | undefined;
-    return typeof address === 'object' && address !== null ? address.port : this.config.PORT;
+    try {
+      return await this.guard.vet(url);
+    } catch (error) {
+      if (error instanceof DestinationRefused) throw new RelayFailure('refused', error.message);
+      throw error;
+    }
   }
 
   private post(call: RelayCall, destination: VettedDestination, signal: AbortSignal): Promise<IncomingMessage> {
@@ -154,29 +150,6 @@ export class ModelRelay {
   }
 }
 
-/** A lookup that answers the addresses already vetted, whatever DNS would say now. */
-export function pinnedLookup(addresses: string[]): LookupFunction {
-  return (_hostname, options, callback) => {
-    const family = typeof options.family === 'number' ? options.family : 0;
-    const entries = addresses.map((address) => ({ address, family: isIP(address) })).filter((entry) => family === 0 || entry.family === family);
-    if (entries.length === 0) {
-      callback(Object.assign(new Error('no vetted address of that family'), { code: 'ENOTFOUND' }), '', 0);
-    } else if (options.all) {
-      (callback as unknown as (error: null, addresses: Array<{ address: string; family: number }>) => void)(null, entries);
-    } else {
-      callback(null, entries[0].address, entries[0].family);
-    }
-  };
-}
-
-/** A loopback or unspecified address, or one of this machine's interfaces. */
-function isThisMachine(address: string): boolean {
-  const ip = ipaddr.parse(address);
-  if (['loopback', 'unspecified'].includes(ip.range())) return true;
-  const own = Object.values(networkInterfaces()).flatMap((entries) => (entries ?? []).map((entry) => ipaddr.parse(entry.address.split('%')[0]).toString()));
-  return own.includes(ip.toString());
-}
-
 function answerHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const picked: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
@@ -201,10 +174,6 @@ async function readAtMost(stream: Readable, max: number): Promise<string> {
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-function describeNetworkError(error: NodeJS.ErrnoException): string {
-  return error.code ? `${error.code}${error.message ? ` (${error.message})` : ''}` : error.message;
 }
 
 /**

@@ -1,0 +1,146 @@
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { AppConfig } from '../../../config/app-config';
+import { EventLog } from '../../../platform/events';
+import { logSecurityEvent } from '../../../platform/logging/security-log';
+import { SecretBox } from '../../../platform/secrets/secret-box';
+import { WebhookSender } from '../delivery/webhook-sender';
+import { nextRetryDelay } from '../domain/retry-schedule';
+import { ClaimedDelivery, WebhooksRepository } from '../webhooks.repository';
+
+/** How long past WEBHOOK_TIMEOUT_MS a claimed delivery stays this instance's before another may take it over. */
+const LEASE_MARGIN_MS = 30_000;
+const FORGET_EVERY_MS = 10 * 60_000;
+
+/**
+ * Sends the queued deliveries: one loop per instance, up to WEBHOOK_CONCURRENCY attempts at once.
+ * A delivery is claimed with `FOR UPDATE SKIP LOCKED` and a lease, so however many instances run,
+ * each attempt is made by one; one that dies mid-attempt leaves a lease that lapses, and the delivery
+ * is tried again (at least once). A 2xx answer delivers it; anything else is retried on
+ * WEBHOOK_RETRY_SCHEDULE_MS, then failed. A webhook failing without a success for
+ * WEBHOOK_DISABLE_AFTER_MS is disabled, with a `webhook.disabled` event.
+ */
+@Injectable()
+export class WebhookDeliveryJob implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(WebhookDeliveryJob.name);
+  private readonly inFlight = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | null = null;
+  private forgetTimer: NodeJS.Timeout | null = null;
+  private claiming = false;
+  private again = false;
+  private closing = false;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly repository: WebhooksRepository,
+    private readonly sender: WebhookSender,
+    private readonly box: SecretBox,
+    private readonly events: EventLog,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (this.config.WEBHOOK_CONCURRENCY === 0) return;
+    this.timer = setInterval(() => this.poke(), this.config.WEBHOOK_POLL_MS);
+    this.timer.unref();
+    this.forgetTimer = setInterval(() => void this.forgetFinished(), FORGET_EVERY_MS);
+    this.forgetTimer.unref();
+    this.poke();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.closing = true;
+    if (this.timer) clearInterval(this.timer);
+    if (this.forgetTimer) clearInterval(this.forgetTimer);
+    while (this.claiming || this.inFlight.size > 0) await Promise.race([...this.inFlight, new Promise((resolve) => setTimeout(resolve, 20))]);
+    this.sender.close();
+  }
+
+  /** Looks for deliveries due now (new ones were just queued, or an attempt ended and a slot is free). */
+  poke(): void {
+    if (this.closing || this.config.WEBHOOK_CONCURRENCY === 0) return;
+    if (this.claiming) {
+      this.again = true;
+      return;
+    }
+    this.claiming = true;
+    void this.claim().finally(() => {
+      this.claiming = false;
+      if (this.again) {
+        this.again = false;
+        this.poke();
+      }
+    });
+  }
+
+  private async claim(): Promise<void> {
+    const free = this.config.WEBHOOK_CONCURRENCY - this.inFlight.size;
+    if (free <= 0) return;
+    let claimed: ClaimedDelivery[];
+    try {
+      claimed = await this.repository.claimDue(free, this.config.WEBHOOK_TIMEOUT_MS + LEASE_MARGIN_MS);
+    } catch (error) {
+      if (!this.closing) this.logger.warn(`Could not look for webhook deliveries due: ${(error as Error).message}`);
+      return;
+    }
+    for (const delivery of claimed) {
+      const attempt = this.attempt(delivery).finally(() => {
+        this.inFlight.delete(attempt);
+        this.poke();
+      });
+      this.inFlight.add(attempt);
+    }
+    // A full batch: more may be due.
+    if (claimed.length === free) this.again = true;
+  }
+
+  private async attempt(delivery: ClaimedDelivery): Promise<void> {
+    try {
+      const started = new Date();
+      const outcome = await this.sender.send({
+        url: delivery.url,
+        secret: this.box.decrypt(delivery.secret, delivery.webhookId),
+        messageId: delivery.eventId,
+        body: delivery.payload,
+      });
+      if (outcome.refused) {
+        logSecurityEvent('webhook.destination_refused', { organizationId: delivery.organizationId }, { webhookId: delivery.webhookId, reason: outcome.error ?? '' });
+      }
+      const attempt = { at: started.getTime(), statusCode: outcome.statusCode, durationMs: outcome.durationMs, error: outcome.error };
+      const retryInMs = outcome.ok ? null : nextRetryDelay(this.config.webhookRetrySchedule, delivery.retries);
+      const next = outcome.ok ? ({ status: 'delivered' } as const) : retryInMs === null ? ({ status: 'failed' } as const) : ({ status: 'pending', retryInMs } as const);
+      await this.repository.transaction(async (manager) => {
+        if (!(await this.repository.recordAttempt(manager, delivery, attempt, next))) return;
+        if (outcome.ok) return this.repository.markHealthy(manager, delivery.webhookId);
+        const webhook = await this.repository.markFailing(manager, delivery.webhookId, started);
+        const now = new Date();
+        if (!webhook?.enabled || !webhook.failingSince || now.getTime() - webhook.failingSince.getTime() < this.config.WEBHOOK_DISABLE_AFTER_MS) return;
+        await this.repository.disableFailing(manager, webhook.id, now);
+        this.events.raise(manager, {
+          type: 'webhook.disabled',
+          organizationId: webhook.organizationId,
+          actor: { kind: 'system' },
+          data: {
+            webhookId: webhook.id,
+            origin: new URL(webhook.url).origin,
+            eventTypes: webhook.eventTypes,
+            enabled: false,
+            reason: 'endpoint_failing',
+            failingSince: webhook.failingSince.getTime(),
+            lastError: outcome.error ?? `answered ${outcome.statusCode}`,
+          },
+        });
+        this.logger.warn({ webhookId: webhook.id, organizationId: webhook.organizationId }, 'Disabled a webhook whose deliveries kept failing');
+      });
+    } catch (error) {
+      // The lease lapses and the delivery is tried again.
+      if (!this.closing) this.logger.error({ err: error, deliveryId: delivery.id, webhookId: delivery.webhookId }, 'A webhook delivery attempt could not be recorded');
+    }
+  }
+
+  private async forgetFinished(): Promise<void> {
+    try {
+      await this.repository.forgetFinished(new Date(Date.now() - this.config.EVENT_RETENTION_DAYS * 86_400_000));
+    } catch (error) {
+      this.logger.warn(`Could not forget old webhook deliveries: ${(error as Error).message}`);
+    }
+  }
+}

@@ -1,0 +1,281 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import { NewestFirst } from '../../platform/database/keyset';
+import { Page, toPage } from '../../platform/http/pagination';
+
+export interface WebhookRow {
+  id: string;
+  organizationId: string;
+  url: string;
+  description: string | null;
+  eventTypes: string[];
+  enabled: boolean;
+  /** The SecretBox envelope of the signing secret, bound to the webhook's id. */
+  secret: string;
+  secretHint: string;
+  startsAfterSeq: number;
+  failingSince: Date | null;
+  disabledReason: string | null;
+  createdBy: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+/** One try at sending a delivery, as the delivery log shows it. */
+export interface Attempt {
+  /** Unix ms when it started. */
+  at: number;
+  /** The receiver's status code; null when it gave none (refused, unreachable, timed out). */
+  statusCode: number | null;
+  durationMs: number;
+  /** Why it failed; null when it succeeded. */
+  error: string | null;
+}
+
+export interface DeliveryRow {
+  id: string;
+  webhookId: string;
+  organizationId: string;
+  eventId: string;
+  eventSeq: number;
+  eventType: string;
+  status: DeliveryStatus;
+  retries: number;
+  nextAttemptAt: Date | null;
+  attempts: Attempt[];
+  createdAt: Date;
+  deliveredAt: Date | null;
+}
+
+/** A delivery claimed for one attempt: what to send, where, and the lease that marks the claim. */
+export interface ClaimedDelivery {
+  id: string;
+  webhookId: string;
+  organizationId: string;
+  eventId: string;
+  eventType: string;
+  payload: string;
+  retries: number;
+  url: string;
+  secret: string;
+  lease: Date;
+}
+
+const WEBHOOK_COLUMNS = `id, organization_id AS "organizationId", url, description, event_types AS "eventTypes", enabled, secret,
+  secret_hint AS "secretHint", starts_after_seq AS "startsAfterSeq", failing_since AS "failingSince", disabled_reason AS "disabledReason",
+  created_by AS "createdBy", created_at AS "createdAt", updated_at AS "updatedAt"`;
+const DELIVERY_COLUMNS = `id, webhook_id AS "webhookId", organization_id AS "organizationId", event_id AS "eventId", event_seq AS "eventSeq",
+  event_type AS "eventType", status, retries, next_attempt_at AS "nextAttemptAt", attempts, created_at AS "createdAt", delivered_at AS "deliveredAt"`;
+/** The most attempts a delivery's log keeps (the oldest go first). */
+const MAX_LOGGED_ATTEMPTS = 50;
+
+const webhookPages = new NewestFirst('webhooks');
+const deliveryPages = new NewestFirst('webhook_deliveries');
+
+/** All SQL of the Webhooks module. */
+@Injectable()
+export class WebhooksRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return this.dataSource.transaction(work);
+  }
+
+  async insertWebhook(manager: EntityManager, row: WebhookRow): Promise<void> {
+    await manager.query(
+      `INSERT INTO webhooks (id, organization_id, url, description, event_types, enabled, secret, secret_hint, starts_after_seq, created_by, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
+      [row.id, row.organizationId, row.url, row.description, JSON.stringify(row.eventTypes), row.enabled, row.secret, row.secretHint, row.startsAfterSeq, row.createdBy, row.createdAt],
+    );
+  }
+
+  async countWebhooks(manager: EntityManager, organizationId: string): Promise<number> {
+    const [row] = (await manager.query(`SELECT count(*)::int AS n FROM webhooks WHERE organization_id = $1`, [organizationId])) as Array<{ n: number }>;
+    return row.n;
+  }
+
+  /** The organization's webhook (`lock`: and holds it until the transaction ends). */
+  async findWebhook(organizationId: string, id: string, manager: EntityManager = this.dataSource.manager, lock = false): Promise<WebhookRow | null> {
+    const rows = (await manager.query(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [
+      organizationId,
+      id,
+    ])) as WebhookRow[];
+    return rows[0] ? toWebhook(rows[0]) : null;
+  }
+
+  async listWebhooks(organizationId: string, cursor: string | undefined, limit: number): Promise<Page<WebhookRow>> {
+    const after = webhookPages.positionOf(cursor);
+    const rows = (await this.dataSource.query(
+      `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = $1 ${after ? 'AND (created_at, id) < ($3, $4)' : ''}
+       ORDER BY created_at DESC, id DESC LIMIT $2`,
+      after ? [organizationId, limit + 1, after.createdAt, after.id] : [organizationId, limit + 1],
+    )) as WebhookRow[];
+    return toPage(rows.map(toWebhook), limit, (row) => webhookPages.cursorOf(row));
+  }
+
+  /** Writes a webhook's changeable fields as they are in `row`. */
+  async updateWebhook(manager: EntityManager, row: WebhookRow): Promise<void> {
+    await manager.query(
+      `UPDATE webhooks SET url = $2, description = $3, event_types = $4, enabled = $5, secret = $6, secret_hint = $7, failing_since = $8,
+         disabled_reason = $9, updated_at = $10 WHERE id = $1`,
+      [row.id, row.url, row.description, JSON.stringify(row.eventTypes), row.enabled, row.secret, row.secretHint, row.failingSince, row.disabledReason, row.updatedAt],
+    );
+  }
+
+  async deleteWebhook(manager: EntityManager, id: string): Promise<void> {
+    await manager.query(`DELETE FROM webhooks WHERE id = $1`, [id]);
+  }
+
+  /**
+   * Queues `payload` for every enabled webhook of the organization that takes `type` (an empty list
+   * takes all) and existed before the event; none twice. The number queued.
+   */
+  async queueDeliveries(
+    manager: EntityManager,
+    event: { organizationId: string; id: string; seq: number; type: string },
+    payload: string,
+  ): Promise<number> {
+    const rows = (await manager.query(
+      `INSERT INTO webhook_deliveries (id, webhook_id, organization_id, event_id, event_seq, event_type, payload, status, next_attempt_at, created_at)
+       SELECT gen_random_uuid(), w.id, w.organization_id, $2::uuid, $3::bigint, $4::text, $5::text, 'pending', now(), now()
+       FROM webhooks w
+       WHERE w.organization_id = $1 AND w.enabled AND w.starts_after_seq < $3::bigint AND (w.event_types = '[]'::jsonb OR w.event_types ? $4::text)
+       ON CONFLICT (webhook_id, event_id) DO NOTHING
+       RETURNING id`,
+      [event.organizationId, event.id, event.seq, event.type, payload],
+    )) as unknown[];
+    return rows.length;
+  }
+
+  /**
+   * Claims up to `limit` deliveries due, of enabled webhooks, for one attempt each: their next attempt
+   * time moves `leaseMs` ahead, so another instance takes one over only if this one dies with it.
+   */
+  async claimDue(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+    const rows = (await this.dataSource.query(
+      `WITH due AS (
+         SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+         WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND w.enabled
+         ORDER BY d.next_attempt_at LIMIT $1
+         FOR UPDATE OF d SKIP LOCKED
+       )
+       UPDATE webhook_deliveries d SET next_attempt_at = now() + make_interval(secs => $2::float8 / 1000)
+       FROM due, webhooks w WHERE d.id = due.id AND w.id = d.webhook_id
+       RETURNING d.id, d.webhook_id AS "webhookId", d.organization_id AS "organizationId", d.event_id AS "eventId", d.event_type AS "eventType",
+         d.payload, d.retries, w.url, w.secret, d.next_attempt_at AS lease`,
+      [limit, leaseMs],
+    )) as [ClaimedDelivery[], number] | ClaimedDelivery[];
+    const claimed = (Array.isArray(rows[0]) ? rows[0] : rows) as ClaimedDelivery[];
+    return claimed.map((row) => ({ ...row, lease: new Date(row.lease) }));
+  }
+
+  /**
+   * Records an attempt of a claimed delivery and its outcome, if the claim still holds (a redelivery
+   * or another instance may have taken it since). `next`: delivered, failed, or retry at a time.
+   */
+  async recordAttempt(
+    manager: EntityManager,
+    claim: Pick<ClaimedDelivery, 'id' | 'lease'>,
+    attempt: Attempt,
+    next: { status: 'delivered' } | { status: 'failed' } | { status: 'pending'; retryInMs: number },
+  ): Promise<boolean> {
+    const result = (await manager.query(
+      `UPDATE webhook_deliveries SET
+         status = $3::text,
+         retries = retries + CASE WHEN $3::text = 'pending' THEN 1 ELSE 0 END,
+         next_attempt_at = CASE WHEN $3::text = 'pending' THEN now() + make_interval(secs => $4::float8 / 1000) END,
+         delivered_at = CASE WHEN $3::text = 'delivered' THEN now() ELSE delivered_at END,
+         attempts = CASE WHEN jsonb_array_length(attempts) >= ${MAX_LOGGED_ATTEMPTS} THEN (attempts - 0) ELSE attempts END || $5::jsonb
+       WHERE id = $1 AND status = 'pending' AND next_attempt_at = $2
+       RETURNING id`,
+      [claim.id, claim.lease, next.status, next.status === 'pending' ? next.retryInMs : 0, JSON.stringify([attempt])],
+    )) as [unknown[], number];
+    return result[1] > 0;
+  }
+
+  /** Marks a webhook failing since `at` unless it already was; its row locked until the transaction ends. */
+  async markFailing(manager: EntityManager, webhookId: string, at: Date): Promise<WebhookRow | null> {
+    const rows = (await manager.query(
+      `UPDATE webhooks SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING ${WEBHOOK_COLUMNS}`,
+      [webhookId, at],
+    )) as [WebhookRow[], number];
+    return rows[0][0] ? toWebhook(rows[0][0]) : null;
+  }
+
+  async markHealthy(manager: EntityManager, webhookId: string): Promise<void> {
+    await manager.query(`UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, [webhookId]);
+  }
+
+  async disableFailing(manager: EntityManager, webhookId: string, now: Date): Promise<void> {
+    await manager.query(`UPDATE webhooks SET enabled = false, disabled_reason = 'endpoint_failing', updated_at = $2 WHERE id = $1`, [webhookId, now]);
+  }
+
+  async listDeliveries(webhookId: string, filter: { status?: DeliveryStatus }, cursor: string | undefined, limit: number): Promise<Page<DeliveryRow>> {
+    const after = deliveryPages.positionOf(cursor);
+    const where = ['webhook_id = $1'];
+    const values: unknown[] = [webhookId, limit + 1];
+    if (filter.status) {
+      values.push(filter.status);
+      where.push(`status = $${values.length}`);
+    }
+    if (after) {
+      values.push(after.createdAt, after.id);
+      where.push(`(created_at, id) < ($${values.length - 1}, $${values.length})`);
+    }
+    const rows = (await this.dataSource.query(
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $2`,
+      values,
+    )) as DeliveryRow[];
+    return toPage(rows.map(toDelivery), limit, (row) => deliveryPages.cursorOf(row));
+  }
+
+  async findDelivery(webhookId: string, id: string): Promise<DeliveryRow | null> {
+    const rows = (await this.dataSource.query(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2`, [webhookId, id])) as DeliveryRow[];
+    return rows[0] ? toDelivery(rows[0]) : null;
+  }
+
+  /** Queues a delivery again now, with its retries counted afresh; its log of attempts stays. */
+  async redeliver(webhookId: string, id: string): Promise<DeliveryRow | null> {
+    const rows = (await this.dataSource.query(
+      `UPDATE webhook_deliveries SET status = 'pending', retries = 0, next_attempt_at = now(), delivered_at = NULL
+       WHERE webhook_id = $1 AND id = $2 RETURNING ${DELIVERY_COLUMNS}`,
+      [webhookId, id],
+    )) as [DeliveryRow[], number];
+    return rows[0][0] ? toDelivery(rows[0][0]) : null;
+  }
+
+  /** Forgets finished deliveries created before `before`, a batch at a time. */
+  async forgetFinished(before: Date): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const result = (await this.dataSource.query(
+        `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < $1 AND status <> 'pending' LIMIT 5000)`,
+        [before],
+      )) as [unknown, number];
+      total += result[1];
+      if (result[1] < 5000) return total;
+    }
+  }
+}
+
+function toWebhook(row: WebhookRow): WebhookRow {
+  return {
+    ...row,
+    startsAfterSeq: Number(row.startsAfterSeq),
+    failingSince: row.failingSince === null ? null : new Date(row.failingSince),
+    createdAt: new Date(row.createdAt),
+    updatedAt: new Date(row.updatedAt),
+  };
+}
+
+function toDelivery(row: DeliveryRow): DeliveryRow {
+  return {
+    ...row,
+    eventSeq: Number(row.eventSeq),
+    nextAttemptAt: row.nextAttemptAt === null ? null : new Date(row.nextAttemptAt),
+    createdAt: new Date(row.createdAt),
+    deliveredAt: row.deliveredAt === null ? null : new Date(row.deliveredAt),
+  };
+}
