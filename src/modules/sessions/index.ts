@@ -1,5 +1,6 @@
 export { SessionsModule } from './sessions.module';
 export { SessionsService } from './sessions.service';
+export { SessionReader } from './session-reader';
 export { AgentWorkService } from './agent-work.service';
 export { HistoryImportService } from './history-import.service';
 export type { PastSession } from './history-import.service';

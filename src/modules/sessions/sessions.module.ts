@@ -11,6 +11,7 @@ import { SessionPolicy } from './ports/session-policy';
 import { sessionSchemas } from './schemas/session.schemas';
 import { SessionsController } from './sessions.controller';
 import { SessionsRepository } from './sessions.repository';
+import { SessionReader } from './session-reader';
 import { SessionsService } from './sessions.service';
 import { WorkSignal } from './work-signal';
 
@@ -28,8 +29,9 @@ import { WorkSignal } from './work-signal';
     SessionPolicy,
     SessionActivity,
     AgentPresence,
+    SessionReader,
   ],
-  exports: [SessionsService, AgentWorkService, HistoryImportService, ComputerDirectory, SessionPolicy, SessionActivity],
+  exports: [SessionsService, SessionReader, AgentWorkService, HistoryImportService, ComputerDirectory, SessionPolicy, SessionActivity],
 })
 export class SessionsModule implements OnModuleInit {
   onModuleInit(): void {
