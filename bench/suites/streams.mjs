@@ -6,6 +6,7 @@ import http from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startNodeServer } from '../lib/processes.mjs';
 
@@ -27,7 +28,7 @@ export function selected(only) {
  * and from the request's start (an upper bound of commit-to-client). Pass: every stream got every message, in
  * order, once.
  */
-export async function run({ env, root, databaseUrl, results, log }) {
+export async function run({ root, databaseUrl, results, log }) {
   const engines = [];
   for (const engine of ['postgres', 'pglite']) {
     log(`streams (${engine}): seeding`);
