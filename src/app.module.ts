@@ -5,6 +5,7 @@ import { DemoModule } from './demo/demo.module';
 import { AuthModule } from './modules/auth';
 import { ComputersModule } from './modules/computers';
 import { EnterpriseControlsModule } from './modules/enterprise-controls';
+import { EventsApiModule } from './modules/events';
 import { ReadinessModule } from './modules/readiness';
 import { AnalyticsModule } from './modules/analytics';
 import { HealthModule } from './modules/health/health.module';
@@ -35,6 +36,7 @@ export class AppModule {
         EnterpriseControlsModule,
         ReadinessModule,
         AnalyticsModule,
+        EventsApiModule,
         WebhooksModule,
         HealthModule,
         DemoModule,

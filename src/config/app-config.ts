@@ -356,6 +356,25 @@ export class AppConfig {
   @Min(50)
   EVENT_LISTENER_SWEEP_MS = 5_000;
 
+  /** How often an open event stream sends a heartbeat comment, so proxies and clients know it is alive. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(300_000)
+  EVENT_STREAM_HEARTBEAT_MS = 15_000;
+
+  /** Event streams (server-sent events) one credential may hold open at once on an instance; more answer 429. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  EVENT_STREAMS_PER_CREDENTIAL = 10;
+
+  /** Event streams one organization may hold open at once on an instance; more answer 429. */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  EVENT_STREAMS_PER_ORGANIZATION = 200;
+
   /** How often each instance deletes sessions older than their organization's `sessionRetentionDays`. */
   @Transform(toInt)
   @IsInt()
@@ -592,6 +611,9 @@ const ENV_KEYS = [
   'RETENTION_SWEEP_MS',
   'EVENT_RETENTION_DAYS',
   'EVENT_LISTENER_SWEEP_MS',
+  'EVENT_STREAM_HEARTBEAT_MS',
+  'EVENT_STREAMS_PER_CREDENTIAL',
+  'EVENT_STREAMS_PER_ORGANIZATION',
   'ANALYTICS_ROLLUP_MS',
   'OUTBOUND_ALLOWED_HOSTS',
   'MODEL_RELAY_ALLOWED_HOSTS',

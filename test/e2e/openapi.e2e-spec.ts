@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import Ajv2020 from 'ajv/dist/2020';
+import { EVENT_TYPES } from '../../src/modules/events';
 import { startTestApp, TestApp } from '../utils/test-app';
 
 const ROOT = join(__dirname, '../..');
@@ -125,7 +126,26 @@ describe('OpenAPI document', () => {
     'patch /api/v0/organization/enterprise-controls': ['200', '400', '401', '403', '412', '413', '415', '429'],
     'post /api/v0/computers': ['201', '400', '401', '403', '404', '409', '413', '415', '429'],
     'get /api/v1/analytics/tokens': ['200', '400', '401', '403', '429'],
+    'get /api/v0/events': ['200', '400', '401', '403', '410', '429'],
+    'get /api/v0/sessions/{sessionId}/events': ['200', '400', '401', '403', '404', '410', '429'],
+    'get /api/v0/organization/audit-log': ['200', '400', '401', '403', '429'],
   };
+
+  it('documents every event type with its payload as a union on `type`, and the streams as text/event-stream and JSON', () => {
+    const schemas = (doc.components as unknown as { schemas: Record<string, Json> }).schemas;
+    const event = schemas.Event as { oneOf: Array<{ $ref: string }>; discriminator: { propertyName: string; mapping: Record<string, string> } };
+    expect(event.discriminator.propertyName).toBe('type');
+    expect(Object.keys(event.discriminator.mapping).sort()).toEqual([...EVENT_TYPES].sort());
+    for (const [type, target] of Object.entries(event.discriminator.mapping)) {
+      const envelope = schemas[target.split('/').pop()!] as { properties: { type: { enum: string[] }; data: { $ref: string } } };
+      expect(envelope.properties.type.enum).toEqual([type]);
+      expect(schemas[envelope.properties.data.$ref.split('/').pop()!]).toMatchObject({ type: 'object', required: expect.any(Array) });
+    }
+    for (const path of ['/api/v0/events', '/api/v0/sessions/{sessionId}/events']) {
+      expect(Object.keys(doc.paths[path].get.responses['200'].content!).sort()).toEqual(['application/json', 'text/event-stream']);
+    }
+    expect(Object.keys(doc.paths['/api/v0/organization/audit-log'].get.responses['200'].content!).sort()).toEqual(['application/json', 'application/x-ndjson']);
+  });
 
   it('documents every status an operation can answer: 401, 403 and 429 wherever a credential is needed, and the table', () => {
     const missing: string[] = [];

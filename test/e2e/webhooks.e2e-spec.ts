@@ -1,3 +1,4 @@
+import Ajv2020 from 'ajv/dist/2020';
 import { hostname } from 'node:os';
 import { Role } from '../../src/modules/auth';
 import { EventLog } from '../../src/platform/events';
@@ -76,6 +77,12 @@ describe('Webhooks', () => {
     expect(request.headers['user-agent']).toBe('agent-platform-webhooks/1');
     // Only the types it asked for: the webhook.created event was not sent to it.
     expect(got.some((e) => e.type === 'webhook.created')).toBe(false);
+    // The body is the documented Event, as the streams send it.
+    const ajv = new Ajv2020({ strict: false, allowUnionTypes: true, validateFormats: false });
+    ajv.addSchema({ ...((await t.http().get('/docs-json')).body as object), $id: 'openapi' });
+    const validate = ajv.compile({ $ref: 'openapi#/components/schemas/Event' });
+    for (const event of got) expect(validate(event) ? null : ajv.errorsText(validate.errors)).toBeNull();
+    expect(added).toMatchObject({ organizationId: user.organizationId, target: { kind: 'message', id: message.body.messageId } });
 
     // A rotated secret: the old one no longer verifies, the new one does.
     const rotated = await t.http().post(`${BASE}/${created.id as string}/rotate-secret`).set(user.auth).expect(200);

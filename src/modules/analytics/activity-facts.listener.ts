@@ -1,7 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { AnyStoredEvent, DurableListeners } from '../../platform/events';
-import { SessionsReader } from '../sessions';
+import { SessionReader } from '../sessions';
 import { AnalyticsRepository } from './analytics.repository';
 import { agentMessageFacts, Fact, FactKind, userMessageFacts } from './domain/facts';
 
@@ -17,7 +17,7 @@ export const ACTIVITY_FACTS_LISTENER = 'analytics.facts';
 export class ActivityFactsListener implements OnModuleInit {
   constructor(
     private readonly listeners: DurableListeners,
-    private readonly sessions: SessionsReader,
+    private readonly sessions: SessionReader,
     private readonly repository: AnalyticsRepository,
   ) {}
 

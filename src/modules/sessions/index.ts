@@ -1,5 +1,6 @@
 export { SessionsModule } from './sessions.module';
 export { SessionsService } from './sessions.service';
+export { SessionReader } from './session-reader';
 export { AgentWorkService } from './agent-work.service';
 export { HistoryImportService } from './history-import.service';
 export type { PastSession } from './history-import.service';
@@ -9,5 +10,4 @@ export { MessageRole } from './domain/message';
 export * from './events';
 export { ComputerDirectory } from './ports/computer-directory';
 export { SessionRules } from './ports/session-policy';
-export { SessionsReader } from './sessions-reader';
-export type { MessageWithSession } from './sessions-reader';
+export type { MessageWithSession } from './sessions.repository';

@@ -8,8 +8,8 @@ import { LongPollSlots } from './long-poll-slots';
 import { SessionPolicy } from './ports/session-policy';
 import { sessionSchemas } from './schemas/session.schemas';
 import { SessionsController } from './sessions.controller';
-import { SessionsReader } from './sessions-reader';
 import { SessionsRepository } from './sessions.repository';
+import { SessionReader } from './session-reader';
 import { SessionsService } from './sessions.service';
 import { WorkSignal } from './work-signal';
 
@@ -24,10 +24,10 @@ import { WorkSignal } from './work-signal';
     WorkSignal,
     LongPollSlots,
     SessionPolicy,
-    SessionsReader,
     AgentPresence,
+    SessionReader,
   ],
-  exports: [SessionsService, AgentWorkService, HistoryImportService, SessionsReader],
+  exports: [SessionsService, SessionReader, AgentWorkService, HistoryImportService],
 })
 export class SessionsModule implements OnModuleInit {
   onModuleInit(): void {

@@ -500,6 +500,29 @@ export class SessionsRepository {
     );
   }
 
+  /** The owners of those of `ids` that are sessions of the organization. */
+  async sessionOwners(organizationId: string, ids: string[]): Promise<Map<string, string>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.sql.query<{ id: string; owner_id: string }>(
+      'sessions.owners',
+      `SELECT s.id, s.owner_id FROM sessions s WHERE s.organization_id = $1 AND s.id = ANY($2::uuid[])`,
+      [organizationId, ids],
+    );
+    return new Map(rows.map((row) => [row.id, row.owner_id]));
+  }
+
+  /** Those of `ids` that are messages of the organization's sessions, by id. */
+  async messagesByIds(organizationId: string, ids: string[]): Promise<Map<string, MessageSummary>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.sql.query<MessageSummaryRow>(
+      'messages.byIds',
+      `SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id
+       WHERE s.organization_id = $1 AND m.id = ANY($2::uuid[])`,
+      [organizationId, ids],
+    );
+    return new Map(rows.map((row) => [row.id, toMessageSummary(row)]));
+  }
+
   async hasSessionsBefore(organizationId: string, before: Date): Promise<boolean> {
     const rows = await this.sql.query('sessions.anyBefore', `SELECT 1 FROM sessions WHERE organization_id = $1 AND created_at < $2 LIMIT 1`, [organizationId, before]);
     return rows.length > 0;

@@ -10,7 +10,7 @@ import { WebhooksService } from './webhooks.service';
 
 const NOT_FOUND = { description: '`webhook_not_found`: no such webhook in your organization.', type: V0ErrorSchema };
 const DELIVERY =
-  'Each event is POSTed as JSON `{id, seq, type, occurredAt, sessionId, actor, data}` with the Standard Webhooks headers `webhook-id` (the event id: ' +
+  'Each event is POSTed as JSON, the `Event` the streams send (see the event catalogue), with the Standard Webhooks headers `webhook-id` (the event id: ' +
   'the same on every attempt, for de-duplication), `webhook-timestamp` (Unix seconds of the attempt) and `webhook-signature` (`v1,` and the base64 ' +
   'HMAC-SHA256, keyed with the secret\'s base64-decoded bytes, of `{webhook-id}.{webhook-timestamp}.{body}`). A 2xx answer within `WEBHOOK_TIMEOUT_MS` ' +
   'delivers it; anything else (another status, a redirect, a timeout, a network error) is retried with exponential backoff and jitter for about a day ' +

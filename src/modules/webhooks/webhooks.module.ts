@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { AuthModule } from '../auth';
+import { EventsApiModule } from '../events';
 import { WebhookSender } from './delivery/webhook-sender';
 import { WebhookDeliveryJob } from './jobs/webhook-delivery.job';
 import { DeliveryQueueListener } from './listeners/delivery-queue.listener';
@@ -10,7 +11,7 @@ import { WebhooksService } from './webhooks.service';
 
 /** Webhooks: events of the log sent, signed, to the organization's receivers, at least once. */
 @Module({
-  imports: [AuthModule],
+  imports: [AuthModule, EventsApiModule],
   controllers: [WebhooksController],
   providers: [WebhooksRepository, WebhooksService, WebhookSender, WebhookDeliveryJob, DeliveryQueueListener, SecretBox],
   exports: [WebhooksService],

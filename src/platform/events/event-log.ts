@@ -27,6 +27,10 @@ interface EventRow {
 export interface EventQuery {
   /** Events after this sequence number (0: from the oldest kept). */
   after: number;
+  /** Only events before this sequence number. */
+  before?: number;
+  /** Newest first (default: oldest first). */
+  newestFirst?: boolean;
   limit: number;
   sessionId?: string;
   types?: readonly string[];
@@ -111,7 +115,7 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     }
   }
 
-  /** The organization's events after `query.after`, oldest first. */
+  /** The organization's events after `query.after` (and before `query.before`), oldest first unless `newestFirst`. */
   async read(organizationId: string, query: EventQuery): Promise<AnyStoredEvent[]> {
     const where = ['organization_id = $1', 'seq > $2'];
     const values: unknown[] = [organizationId, query.after];
@@ -119,6 +123,7 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
       values.push(value);
       where.push(clause.replace('?', `$${values.length}`));
     };
+    if (query.before !== undefined) add('seq < ?', query.before);
     if (query.sessionId) add('session_id = ?', query.sessionId);
     if (query.types?.length) add('type = ANY(?)', query.types);
     if (query.since) add('occurred_at >= ?', query.since);
@@ -126,7 +131,7 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     if (query.actorUserId) add(`actor->>'userId' = ?`, query.actorUserId);
     values.push(query.limit);
     const rows = (await this.dataSource.query(
-      `SELECT ${COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT $${values.length}`,
+      `SELECT ${COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY seq${query.newestFirst ? ' DESC' : ''} LIMIT $${values.length}`,
       values,
     )) as EventRow[];
     return rows.map(toStoredEvent);

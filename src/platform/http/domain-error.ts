@@ -6,6 +6,8 @@ export enum ErrorKind {
   NotFound = 'not_found',
   Conflict = 'conflict',
   PreconditionFailed = 'precondition_failed',
+  /** What was asked for existed but is gone for good (an event past retention). */
+  Gone = 'gone',
   PayloadTooLarge = 'payload_too_large',
   UnsupportedMediaType = 'unsupported_media_type',
   Unprocessable = 'unprocessable',
@@ -80,6 +82,8 @@ export function statusOf(kind: ErrorKind): number {
       return 409;
     case ErrorKind.PreconditionFailed:
       return 412;
+    case ErrorKind.Gone:
+      return 410;
     case ErrorKind.PayloadTooLarge:
       return 413;
     case ErrorKind.UnsupportedMediaType:

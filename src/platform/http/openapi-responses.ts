@@ -65,6 +65,8 @@ function exampleError(path: string, method: string, status: number, roleBound: b
       if (path.startsWith('/api/v0/organization/members/')) return { code: 'last_owner', detail: 'This is the organization\'s last owner: make someone else an owner first.' };
       if (path === '/api/v0/computers') return { code: 'quota_exceeded', detail: 'Your organization has 100 computers, as many as it may have (COMPUTERS_PER_ORGANIZATION); delete one to create another.', metadata: { quota: 'COMPUTERS_PER_ORGANIZATION', limit: 100 } };
       return undefined;
+    case 410:
+      return { code: 'event_expired', detail: 'The events after 42 are no longer kept (EVENT_RETENTION_DAYS): the oldest is 1187. Resume after 1186, or from 0, and reconcile what you missed from the objects themselves.', metadata: { oldestId: 1187 } };
     case 412:
       return { code: 'revision_mismatch', detail: 'The controls are at revision 3, not 2 as If-Match expects: someone changed them since you read them. Read them again and reapply your change.', metadata: { currentRevision: 3 } };
     case 413:
@@ -74,6 +76,7 @@ function exampleError(path: string, method: string, status: number, roleBound: b
     case 422:
       return { code: 'idempotency_key_reused', detail: 'Idempotency-Key: this key was already used with a different request; use a new key for a new request.' };
     case 429:
+      if (path.endsWith('/events')) return { code: 'too_many_streams', detail: 'This credential has already 10 event streams open on this server (EVENT_STREAMS_PER_CREDENTIAL). Close one, or retry after 5 s.', metadata: { quota: 'EVENT_STREAMS_PER_CREDENTIAL', limit: 10 } };
       return { code: 'rate_limited', detail: 'Too many requests: the credential limit is 1200 a minute. Retry after 42 s.', metadata: { policy: 'credential', limit: 1200, windowSeconds: 60, retryAfterSeconds: 42 } };
     case 502:
       return { code: 'model_answer_invalid', detail: 'The model answered something other than JSON.' };

@@ -3,7 +3,9 @@ import { AppConfig } from '../../../config/app-config';
 import { EventLog } from '../../../platform/events';
 import { logSecurityEvent } from '../../../platform/logging/security-log';
 import { SecretBox } from '../../../platform/secrets/secret-box';
+import { EventPresenter } from '../../events';
 import { WebhookSender } from '../delivery/webhook-sender';
+import { parseStoredPayload } from '../domain/payload';
 import { nextRetryDelay } from '../domain/retry-schedule';
 import { ClaimedDelivery, WebhooksRepository } from '../webhooks.repository';
 
@@ -35,6 +37,7 @@ export class WebhookDeliveryJob implements OnApplicationBootstrap, BeforeApplica
     private readonly sender: WebhookSender,
     private readonly box: SecretBox,
     private readonly events: EventLog,
+    private readonly presenter: EventPresenter,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -92,6 +95,12 @@ export class WebhookDeliveryJob implements OnApplicationBootstrap, BeforeApplica
     if (claimed.length === free) this.again = true;
   }
 
+  /** The public event, as streams show it: with the message when the organization keeps message history. */
+  private async bodyOf(delivery: ClaimedDelivery): Promise<string> {
+    const [event] = await this.presenter.presentFor(delivery.organizationId, [parseStoredPayload(delivery.payload)]);
+    return JSON.stringify(event);
+  }
+
   private async attempt(delivery: ClaimedDelivery): Promise<void> {
     try {
       const started = new Date();
@@ -99,7 +108,7 @@ export class WebhookDeliveryJob implements OnApplicationBootstrap, BeforeApplica
         url: delivery.url,
         secret: this.box.decrypt(delivery.secret, delivery.webhookId),
         messageId: delivery.eventId,
-        body: delivery.payload,
+        body: await this.bodyOf(delivery),
       });
       if (outcome.refused) {
         logSecurityEvent('webhook.destination_refused', { organizationId: delivery.organizationId }, { webhookId: delivery.webhookId, reason: outcome.error ?? '' });

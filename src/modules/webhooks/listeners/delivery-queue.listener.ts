@@ -2,21 +2,9 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { DataSource, EntityManager, QueryRunner, TransactionCommitEvent } from 'typeorm';
 import { AnyStoredEvent, DurableListeners } from '../../../platform/events';
 import { EVENT_TYPES } from '../domain/event-types';
+import { storedPayload } from '../domain/payload';
 import { WebhookDeliveryJob } from '../jobs/webhook-delivery.job';
 import { WebhooksRepository } from '../webhooks.repository';
-
-/** The body every webhook receives for an event. */
-export function webhookPayload(event: AnyStoredEvent): string {
-  return JSON.stringify({
-    id: event.id,
-    seq: event.seq,
-    type: event.type,
-    occurredAt: event.occurredAt.getTime(),
-    sessionId: event.sessionId,
-    actor: event.actor,
-    data: event.data,
-  });
-}
 
 /**
  * Queues deliveries from the event log: a durable listener, so each event is looked at at least once
@@ -48,7 +36,7 @@ export class DeliveryQueueListener implements OnModuleInit {
   }
 
   private async queue(manager: EntityManager, event: AnyStoredEvent): Promise<void> {
-    const queued = await this.repository.queueDeliveries(manager, event, webhookPayload(event));
+    const queued = await this.repository.queueDeliveries(manager, event, storedPayload(event));
     if (queued > 0 && manager.queryRunner) this.queuedIn.add(manager.queryRunner);
   }
 }

@@ -1,0 +1,256 @@
+import { ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
+import type { EventType } from '../../../platform/events';
+import { ROLES, USER_KINDS } from '../../auth';
+import { ComputerStatus } from '../../computers';
+import { MessageRole, SessionStatus } from '../../sessions';
+
+/**
+ * The public catalogue of event types: each type's `data` as a JSON Schema, published in the
+ * OpenAPI document with the envelope every stream, list, audit entry and webhook uses. Typed by
+ * the event map, so a type raised anywhere in the server without a schema here does not compile.
+ */
+const uuid = (description: string): SchemaObject => ({ type: 'string', format: 'uuid', description });
+const nullableUuid = (description: string): SchemaObject => ({ type: 'string', format: 'uuid', nullable: true, description });
+const text = (description: string, extra: SchemaObject = {}): SchemaObject => ({ type: 'string', description, ...extra });
+const oneOf = (values: readonly string[], description: string): SchemaObject => ({ type: 'string', enum: [...values], description });
+const object = (description: string, properties: Record<string, SchemaObject>, optional: string[] = []): SchemaObject => ({
+  type: 'object',
+  description,
+  required: Object.keys(properties).filter((name) => !optional.includes(name)),
+  properties,
+});
+
+const SESSION_STATUSES = Object.values(SessionStatus);
+const COMPUTER_STATUSES = Object.values(ComputerStatus);
+const TOKEN_USAGE: SchemaObject = object(
+  'Tokens one model used.',
+  Object.fromEntries(['inputTokens', 'outputTokens', 'cacheCreationTokens', 'cacheReadTokens', 'thinkingTokens'].map((field) => [field, { type: 'integer', minimum: 0 }])),
+);
+
+/** A webhook as its events show it: never its secret, only its URL's origin (a path often holds the receiver's token). */
+const webhook = (more: Record<string, SchemaObject> = {}): SchemaObject =>
+  object('', {
+    webhookId: uuid('The webhook.'),
+    origin: text('`https://host:port` of its URL.'),
+    eventTypes: { type: 'array', items: { type: 'string' }, description: 'The types it receives; empty: every type.' },
+    enabled: { type: 'boolean' },
+    ...more,
+  });
+
+export interface EventTypeDoc {
+  /** When it is raised, in a sentence. */
+  summary: string;
+  /** What kind of object it is about (`target.kind`), and which field of `data` names it. */
+  target: { kind: string; field: string };
+  data: SchemaObject;
+}
+
+/** Every event type, what it means and its data. */
+export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
+  'session.created': {
+    summary: 'A session was created.',
+    target: { kind: 'session', field: 'sessionId' },
+    data: object('', {
+      sessionId: uuid('The new session.'),
+      ownerId: uuid('Its owner.'),
+      computerId: nullableUuid('The computer it is connected to, if any.'),
+      title: text('Its title.', { nullable: true }),
+    }),
+  },
+  'session.status_changed': {
+    summary: 'A session moved from one status to another (`idle`, `pending`, `running`).',
+    target: { kind: 'session', field: 'sessionId' },
+    data: object('', { sessionId: uuid('The session.'), from: oneOf(SESSION_STATUSES, 'Its status before.'), to: oneOf(SESSION_STATUSES, 'Its status now.') }),
+  },
+  'message.added': {
+    summary: 'A message was stored in a session: a user\'s, an agent\'s or the server\'s own (provisioning output).',
+    target: { kind: 'message', field: 'messageId' },
+    data: object(
+      '',
+      {
+        sessionId: uuid('The session.'),
+        messageId: uuid('The message.'),
+        role: oneOf(Object.values(MessageRole), 'Its role.'),
+        authorId: nullableUuid('Who wrote a user message; null for the others.'),
+        computerId: nullableUuid('For a user message: the computer whose agent is to take it, or null for any of the organization\'s agents.'),
+        message: { ...ref('Message'), description: 'The message itself, when your organization keeps message history (`messageHistory`); absent otherwise, or when it was deleted since.' },
+      },
+      ['message'],
+    ),
+  },
+  'turn.usage_reported': {
+    summary: 'An agent reported the tokens one model used in a turn.',
+    target: { kind: 'session', field: 'sessionId' },
+    data: object('', { sessionId: uuid('The session.'), userId: uuid('The session\'s owner, whom the usage is counted for.'), model: text('The model.'), usage: TOKEN_USAGE }),
+  },
+  'computer.created': {
+    summary: 'A computer was created: a BYOM machine registered, or a managed one whose provisioning starts.',
+    target: { kind: 'computer', field: 'computerId' },
+    data: object('', {
+      computerId: uuid('The computer.'),
+      name: text('Its name.'),
+      provider: text('`byom` or `local`.'),
+      ownerId: uuid('Its owner.'),
+      status: oneOf(COMPUTER_STATUSES, 'Its status.'),
+    }),
+  },
+  'computer.status_changed': {
+    summary: 'A computer\'s status or one of its provisioning steps changed; `from` equals `to` when only a step moved.',
+    target: { kind: 'computer', field: 'computerId' },
+    data: object('', {
+      computerId: uuid('The computer.'),
+      provider: text('`byom` or `local`.'),
+      from: oneOf(COMPUTER_STATUSES, 'Its status before.'),
+      to: oneOf(COMPUTER_STATUSES, 'Its status now.'),
+      step: {
+        ...object('The provisioning step that moved, with its error when it failed; null when none did.', {
+          stepId: text('`create-computer`, `clone-repos` or `install-dependencies`.'),
+          status: text('The step\'s status now.'),
+          error: text('Why it failed.', { nullable: true }),
+        }),
+        nullable: true,
+      },
+    }),
+  },
+  'controls.revised': {
+    summary: 'An owner or manager changed the enterprise controls: `revision` is now in force.',
+    target: { kind: 'enterprise_controls', field: 'revision' },
+    data: object('', {
+      revision: { type: 'integer', minimum: 1, description: 'The revision now in force.' },
+      userId: uuid('Who changed them.'),
+      changedSettings: { type: 'array', items: { type: 'string' }, description: 'The top-level settings the revision changed.' },
+    }),
+  },
+  'readiness.report_created': {
+    summary: 'A readiness report was uploaded.',
+    target: { kind: 'readiness_report', field: 'reportId' },
+    data: object('', {
+      reportId: text('The report.'),
+      repoId: text('Its repository.'),
+      repoUrl: text('The repository\'s URL.'),
+      level: { type: 'integer', description: 'The level the repository reached.' },
+      uploadedBy: text('Who uploaded it.'),
+    }),
+  },
+  'api_key.created': {
+    summary: 'An API key was created (its secret is never in an event).',
+    target: { kind: 'api_key', field: 'apiKeyId' },
+    data: object('', {
+      apiKeyId: uuid('The key.'),
+      userId: uuid('Whose key it is.'),
+      name: text('Its name.'),
+      prefix: text('The first characters of the key, as the keys list shows them.'),
+      expiresAt: { type: 'integer', nullable: true, description: 'When it expires (Unix ms), or null.' },
+    }),
+  },
+  'api_key.revoked': {
+    summary: 'An API key was revoked: by its user, an owner or manager, the operator, or with its user\'s removal.',
+    target: { kind: 'api_key', field: 'apiKeyId' },
+    data: object('', { apiKeyId: uuid('The key.'), userId: uuid('Whose key it was.'), name: text('Its name.'), prefix: text('Its prefix.') }),
+  },
+  'member.changed': {
+    summary: 'A user or service account was added to the organization, changed (role, name) or removed.',
+    target: { kind: 'user', field: 'userId' },
+    data: object('', {
+      userId: uuid('The user.'),
+      email: text('Their address.'),
+      name: text('Their name.'),
+      role: oneOf(ROLES, 'Their role (after the change).'),
+      kind: oneOf(USER_KINDS, '`human` or `service_account`.'),
+      change: oneOf(['added', 'updated', 'removed'], 'What happened.'),
+    }),
+  },
+  'webhook.created': {
+    summary: 'An owner or manager created a webhook.',
+    target: { kind: 'webhook', field: 'webhookId' },
+    data: webhook(),
+  },
+  'webhook.updated': {
+    summary: 'A webhook was changed (`changes` names the fields; `secret` when its secret was rotated).',
+    target: { kind: 'webhook', field: 'webhookId' },
+    data: webhook({ changes: { type: 'array', items: { type: 'string' }, description: 'The fields changed.' } }),
+  },
+  'webhook.deleted': {
+    summary: 'A webhook was deleted, with its pending deliveries.',
+    target: { kind: 'webhook', field: 'webhookId' },
+    data: webhook(),
+  },
+  'webhook.disabled': {
+    summary: 'The server disabled a webhook whose deliveries kept failing for WEBHOOK_DISABLE_AFTER_MS; PATCH `enabled: true` turns it back on.',
+    target: { kind: 'webhook', field: 'webhookId' },
+    data: webhook({
+      reason: oneOf(['endpoint_failing'], 'Why.'),
+      failingSince: { type: 'integer', description: 'Unix ms of the first failed attempt since its last success.' },
+      lastError: text('The last attempt\'s outcome: a status code, or the network error.'),
+    }),
+  },
+};
+
+export const EVENT_TYPES = Object.keys(EVENT_CATALOGUE) as EventType[];
+
+/** `session.status_changed` → `SessionStatusChangedEvent`. */
+export function eventSchemaName(type: string): string {
+  return `${type
+    .split(/[._]/)
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('')}Event`;
+}
+
+const ACTOR: SchemaObject = {
+  type: 'object',
+  nullable: true,
+  description:
+    'Who caused the event; null when nobody did. Streams, lists and webhooks give `kind` and the ids; the audit log adds who it was and from where ' +
+    '(`email`, `role`, `credential`, `credentialId`, `ip`, `requestId`).',
+  required: ['kind'],
+  properties: {
+    kind: oneOf(['user', 'computer', 'operator', 'system'], '`user` (a person or service account, by API key or JWT), `computer` (its agent token), `operator` (the CLI), `system` (the server\'s own work).'),
+    userId: uuid('The user (for a computer: the computer\'s owner, whom its agent acts for).'),
+    computerId: uuid('The computer whose agent token was used.'),
+    email: text('Audit log only: the user\'s address at the time.'),
+    role: oneOf(ROLES, 'Audit log only: the user\'s role at the time.'),
+    credential: oneOf(['api_key', 'jwt', 'agent_token'], 'Audit log only: how the caller authenticated.'),
+    credentialId: uuid('Audit log only: the API key used.'),
+    ip: text('Audit log only: the client\'s address.'),
+    requestId: text('Audit log only: the request\'s `x-request-id`.'),
+  },
+};
+
+function envelope(type: EventType, doc: EventTypeDoc): SchemaObject {
+  return {
+    type: 'object',
+    description: doc.summary,
+    required: ['id', 'seq', 'type', 'occurredAt', 'organizationId', 'sessionId', 'target', 'actor', 'data'],
+    properties: {
+      id: uuid('Unique: de-duplicate on it.'),
+      seq: { type: 'integer', minimum: 1, description: 'The organization\'s sequence number: 1, 2, 3... in commit order. The SSE `id`, `Last-Event-ID` and `after` use it.' },
+      type: { type: 'string', enum: [type] },
+      occurredAt: { type: 'integer', description: 'When it happened (Unix ms).' },
+      organizationId: uuid('Your organization.'),
+      sessionId: nullableUuid('The session it belongs to (its stream carries it), or null.'),
+      target: {
+        type: 'object',
+        required: ['kind', 'id'],
+        description: `What it is about: \`${doc.target.kind}\`, whose id is \`data.${doc.target.field}\`.`,
+        properties: { kind: { type: 'string', enum: [doc.target.kind] }, id: { type: 'string' } },
+      },
+      actor: ref('EventActor'),
+      data: ref(`${eventSchemaName(type)}Data`),
+    },
+  };
+}
+
+const schemas: Record<string, SchemaObject> = { EventActor: ACTOR };
+for (const type of EVENT_TYPES) {
+  const doc = EVENT_CATALOGUE[type];
+  schemas[eventSchemaName(type)] = envelope(type, doc);
+  schemas[`${eventSchemaName(type)}Data`] = { ...doc.data, description: doc.summary };
+}
+schemas.Event = {
+  description: 'One event of the log, as streams, lists, the audit log and webhooks give it; `type` says which (see each type\'s schema).',
+  oneOf: EVENT_TYPES.map((type) => ref(eventSchemaName(type))),
+  discriminator: { propertyName: 'type', mapping: Object.fromEntries(EVENT_TYPES.map((type) => [type, ref(eventSchemaName(type)).$ref])) },
+};
+
+/** Published only (requests never carry events): not compiled. */
+export const eventSchemas = new SchemaRegistry('events').add(schemas);
