@@ -56,6 +56,11 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
     this.listeners.set(listener.name, listener);
   }
 
+  /** The registered listeners' names and types (the architecture guide lists them). */
+  registered(): Array<{ name: string; types: readonly EventType[] }> {
+    return [...this.listeners.values()].map(({ name, types }) => ({ name, types }));
+  }
+
   onApplicationBootstrap(): void {
     this.log.growth.on('appended', (organizationId: string) => this.poke(organizationId));
     this.log.growth.on('resumed', () => void this.sweep());
