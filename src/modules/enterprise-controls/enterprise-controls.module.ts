@@ -49,6 +49,7 @@ export class EnterpriseControlsModule implements OnModuleInit {
       },
       modelRefusal: async (principal, model) => checkModel((await this.controls.inForce(principal.organizationId)).settings, principal.userId, model),
       restrictsModels: async (principal) => restrictsModels((await this.controls.inForce(principal.organizationId)).settings, principal.userId),
+      toolApproval: async (organizationId) => (await this.controls.inForce(organizationId)).settings.toolApproval,
     });
   }
 }

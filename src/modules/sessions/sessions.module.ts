@@ -13,10 +13,14 @@ import { SessionsController } from './sessions.controller';
 import { SessionsRepository } from './sessions.repository';
 import { SessionsService } from './sessions.service';
 import { WorkSignal } from './work-signal';
+import { TurnSweepJob } from './jobs/turn-sweep.job';
+import { ToolApprovalLedger } from './tool-approval-ledger';
+import { AgentToolApprovalsController, TurnControlController } from './turn-control.controller';
+import { TurnControlService } from './turn-control.service';
 
 @Module({
   imports: [AuthModule],
-  controllers: [SessionsController, AgentController],
+  controllers: [SessionsController, AgentController, TurnControlController, AgentToolApprovalsController],
   providers: [
     SessionsRepository,
     SessionsService,
@@ -28,6 +32,9 @@ import { WorkSignal } from './work-signal';
     SessionPolicy,
     SessionActivity,
     AgentPresence,
+    ToolApprovalLedger,
+    TurnControlService,
+    TurnSweepJob,
   ],
   exports: [SessionsService, AgentWorkService, HistoryImportService, ComputerDirectory, SessionPolicy, SessionActivity],
 })

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Principal } from '../../auth';
 import { StoredSessionSettings } from '../domain/session-settings';
 import { SessionsError, SessionsErrorCode } from '../domain/sessions.errors';
+import type { ToolApprovalRules } from '../domain/tool-approval';
 
 /** What the organization's controls say about sessions. */
 export interface SessionRules {
@@ -11,6 +12,8 @@ export interface SessionRules {
   modelRefusal(principal: Principal, model: string): Promise<{ rule: string; detail: string } | null>;
   /** Whether any model may be refused to the caller (false: checks can be skipped). */
   restrictsModels(principal: Principal): Promise<boolean>;
+  /** The tool calls the organization's agents must have a person approve; undefined: none. */
+  toolApproval(organizationId: string): Promise<ToolApprovalRules | undefined>;
 }
 
 /**
@@ -24,6 +27,7 @@ export class SessionPolicy {
     defaults: () => Promise.resolve({}),
     modelRefusal: () => Promise.resolve(null),
     restrictsModels: () => Promise.resolve(false),
+    toolApproval: () => Promise.resolve(undefined),
   };
 
   bind(rules: SessionRules): void {
@@ -36,6 +40,10 @@ export class SessionPolicy {
 
   restrictsModels(principal: Principal): Promise<boolean> {
     return this.rules.restrictsModels(principal);
+  }
+
+  toolApproval(organizationId: string): Promise<ToolApprovalRules | undefined> {
+    return this.rules.toolApproval(organizationId);
   }
 
   /** 403 naming the rule when a model the settings name may not be used by the caller. */
