@@ -155,7 +155,6 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
     summary: 'git push origin main',
     input: { command: 'git push origin main' },
   },
-  'post /api/v0/sessions/{sessionId}/tool-approvals/{approvalId}': { decision: 'deny', message: 'Not before the release is tagged.' },
 };
 
 /** Puts each request example on its operation's JSON body. */
