@@ -4,6 +4,7 @@ import { EventLog } from '../../src/platform/events';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { Body, sleep, until } from '../utils/polling';
 import { startTestApp, TestApp } from '../utils/test-app';
+import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
 import { expectStatus, expectV0Error } from '../utils/v0-errors';
 
 /**
@@ -248,5 +249,67 @@ describe('Turn control over the channel', () => {
       expectV0Error(await wait(owner, sessionId, randomUUID(), turnId, 40_000), 400, 'validation_failed');
       expectV0Error(await wait(owner, sessionId, randomUUID(), turnId), 404, 'tool_approval_not_found');
     });
+  });
+});
+
+/** Two instances on one PostgreSQL database: the agent waits on one, the user answers on the other. */
+(serverUrl() ? describe : describe.skip)('Turn control on several instances (PostgreSQL)', () => {
+  let database: TestDatabase;
+  const apps: TestApp[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const env = { TURN_SWEEP_MS: '100' };
+    apps.push(await startTestApp(env, database), await startTestApp(env, database));
+  });
+
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+    await database?.drop();
+  });
+
+  it('a decision or an interrupt on one instance wakes the agent waiting on the other at once; the timeout is written down once', async () => {
+    const [a, b] = apps;
+    const owner = await createUser(a, Role.Owner, await createOrganization(a));
+    const start = async (settings: object = {}) => {
+      const sessionId = (await a.http().post('/api/v0/sessions').set(owner.auth).send({ sessionSettings: settings }).expect(201)).body.sessionId as string;
+      await a.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'go' }).expect(200);
+      const { turnId } = (await a.http().post('/api/v0/agent/claims').set(owner.auth).send({}).expect(200)).body.work as Body;
+      const ask = await a.http().post(`/api/v0/agent/sessions/${sessionId}/tool-approvals`).set(owner.auth).send({ turnId, toolName: 'Execute', summary: 'make deploy' }).expect(201);
+      return { sessionId, turnId, approvalId: ask.body.toolApproval.approvalId as string };
+    };
+    const wait = (s: { sessionId: string; turnId: string; approvalId: string }) =>
+      a.http().get(`/api/v0/agent/sessions/${s.sessionId}/tool-approvals/${s.approvalId}?turnId=${s.turnId}&waitMs=20000`).set(owner.auth).then((res) => res);
+
+    const first = await start();
+    let started = Date.now();
+    let polling = wait(first);
+    await sleep(300);
+    await b.http().post(`/api/v0/sessions/${first.sessionId}/tool-approvals/${first.approvalId}`).set(owner.auth).send({ decision: 'deny' }).expect(200);
+    expect((await polling).body.toolApproval.status).toBe('denied');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await a.http().post(`/api/v0/agent/sessions/${first.sessionId}/end-turn`).set(owner.auth).send({ turnId: first.turnId }).expect(200);
+
+    const second = await start();
+    started = Date.now();
+    polling = wait(second);
+    await sleep(300);
+    await b.http().post(`/api/v0/sessions/${second.sessionId}/interrupt`).set(owner.auth).expect(200);
+    expect((await polling).body.toolApproval.status).toBe('cancelled');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await a.http().post(`/api/v0/agent/sessions/${second.sessionId}/end-turn`).set(owner.auth).send({ turnId: second.turnId }).expect(200);
+
+    // Both instances sweep: the approval expires once, with one event.
+    const third = await start({ toolApproval: { timeoutSeconds: 1 } });
+    await until(
+      async () => (await b.http().get(`/api/v0/sessions/${third.sessionId}`).set(owner.auth).expect(200)).body as Body,
+      (s) => s.pendingToolApprovals === undefined,
+      'the approval to expire',
+      5_000,
+    );
+    await sleep(500);
+    const resolved = (await a.app.get(EventLog).read(owner.organizationId, { after: 0, limit: 1000 })).filter((e) => e.type === 'tool_approval.resolved' && e.sessionId === third.sessionId);
+    expect(resolved).toHaveLength(1);
+    expect(resolved[0].data).toMatchObject({ status: 'expired' });
   });
 });
