@@ -217,7 +217,9 @@ export class Agent {
         const pre = await hooks.fire('PreToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_use_id: call.id }, call);
         let result: ToolResult;
         const autonomy = autonomyRefusal(turn.autonomyLevel, call.function.name, input);
-        const approval = approvalNeeded(turn.approvalRules, call.function.name, input);
+        // Only a call that would run is put to a person: not one refused anyway, nor one of a tool unknown or not offered.
+        const runnable = tools.some((tool) => tool.name === call.function.name) && input !== null;
+        const approval = runnable ? approvalNeeded(turn.approvalRules, call.function.name, input) : null;
         const refused = signal.aborted || pre?.blocked || autonomy || !approval ? null : await this.approve(turn, call, input);
         if (signal.aborted) result = { isError: true, content: 'Not run: the turn was interrupted or stopped first.' };
         else if (pre?.blocked) result = { isError: true, content: `A PreToolUse hook blocked this call: ${pre.blockReason}` };

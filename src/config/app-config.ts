@@ -230,13 +230,14 @@ export class AppConfig {
   AGENT_INTERRUPT_GRACE_MS = 15_000;
 
   /**
-   * How often each instance ends interrupted turns whose agent did not end them in time, and denies
-   * tool approvals nobody answered before their timeout.
+   * Each instance ends interrupted turns whose agent did not end them in time, and denies tool
+   * approvals nobody answered before their timeout, when they fall due (it learns of them from the
+   * events); and every this often in case it missed some (a restart).
    */
   @Transform(toInt)
   @IsInt()
   @Min(50)
-  TURN_SWEEP_MS = 2_000;
+  TURN_SWEEP_MS = 60_000;
 
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';

@@ -78,7 +78,7 @@ describe('A person in the loop of the agent process', () => {
 
   beforeAll(async () => {
     // A short lease: only the agent's heartbeats (every second) keep a turn that waits for a person.
-    t = await startTestApp({ CONTROLS_CACHE_MS: '0', TURN_SWEEP_MS: '200', AGENT_LEASE_MS: '3000' });
+    t = await startTestApp({ CONTROLS_CACHE_MS: '0', AGENT_LEASE_MS: '3000' });
   });
 
   afterAll(async () => {

@@ -16,7 +16,7 @@ describe('Turn control over the channel', () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    t = await startTestApp({ AGENT_INTERRUPT_GRACE_MS: '800', TURN_SWEEP_MS: '100', CONTROLS_CACHE_MS: '0' });
+    t = await startTestApp({ AGENT_INTERRUPT_GRACE_MS: '800', CONTROLS_CACHE_MS: '0' });
   });
   afterAll(() => t.close());
 
@@ -259,7 +259,7 @@ describe('Turn control over the channel', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    const env = { TURN_SWEEP_MS: '100' };
+    const env = {};
     apps.push(await startTestApp(env, database), await startTestApp(env, database));
   });
 
