@@ -109,7 +109,8 @@ export class PlatformClient {
 
   /** Renews the turn's lease; `interrupted` says a user interrupted the turn. */
   heartbeat(sessionId: string, turnId: string): Promise<{ leaseExpiresAt: number; interrupted?: boolean }> {
-    return this.post(`/api/v0/agent/sessions/${sessionId}/heartbeat`, { turnId }) as Promise<{ leaseExpiresAt: number; interrupted?: boolean }>;
+    // No Idempotency-Key: a heartbeat done twice does no harm, and one a second would fill the server's key store.
+    return this.request('POST', `/api/v0/agent/sessions/${sessionId}/heartbeat`, { turnId }) as Promise<{ leaseExpiresAt: number; interrupted?: boolean }>;
   }
 
   /** Asks a person of the session to approve a tool call. */

@@ -241,6 +241,30 @@ describe('Turn control over the channel', () => {
       expectV0Error(await post(elsewhere.owner, `/api/v0/sessions/${elsewhere.sessionId}/tool-approvals/${approvalId}`, { decision: 'allow' }), 404, 'tool_approval_not_found');
     });
 
+    it('waits count against the long-poll caps: one too many is 429, an answer at once is not counted', async () => {
+      const capped = await startTestApp({ LONG_POLLS_PER_ORGANIZATION: '1' });
+      try {
+        const owner = await createUser(capped, Role.Owner, await createOrganization(capped));
+        const sessionId = (await capped.http().post('/api/v0/sessions').set(owner.auth).send({}).expect(201)).body.sessionId as string;
+        await capped.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'go' }).expect(200);
+        const { turnId } = (await capped.http().post('/api/v0/agent/claims').set(owner.auth).send({}).expect(200)).body.work as Body;
+        const asked = await capped.http().post(`/api/v0/agent/sessions/${sessionId}/tool-approvals`).set(owner.auth).send({ turnId, toolName: 'Execute', summary: 'make' }).expect(201);
+        const { approvalId } = asked.body.toolApproval as Body;
+        const path = `/api/v0/agent/sessions/${sessionId}/tool-approvals/${approvalId}?turnId=${turnId}`;
+        const first = capped.http().get(`${path}&waitMs=2000`).set(owner.auth).then((res) => res);
+        await sleep(300);
+        const second = await capped.http().get(`${path}&waitMs=2000`).set(owner.auth);
+        expectV0Error(second, 429, 'too_many_long_polls');
+        expect(second.headers['retry-after']).toBeDefined();
+        expect((await capped.http().get(`${path}&waitMs=0`).set(owner.auth).expect(200)).body.toolApproval.status).toBe('pending');
+        expect((await first).body.toolApproval.status).toBe('pending');
+        // The slot is free again once the wait ended.
+        expect((await capped.http().get(`${path}&waitMs=100`).set(owner.auth).expect(200)).body.toolApproval.status).toBe('pending');
+      } finally {
+        await capped.close();
+      }
+    });
+
     it('asking needs the running turn: a turn that is over is 409, bad input 400', async () => {
       const { owner, sessionId, turnId } = await runningTurn();
       expectV0Error(await ask(owner, sessionId, randomUUID()), 409, 'turn_not_active');

@@ -9,6 +9,7 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiTags,
+  ApiTooManyRequestsResponse,
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
@@ -147,6 +148,10 @@ export class AgentToolApprovalsController {
   @ApiOkResponse({ schema: ref('ToolApprovalResponse') })
   @ApiNotFoundResponse({ description: 'No such session in your organization, or no such approval of this turn (`tool_approval_not_found`).', type: V0ErrorSchema })
   @ApiConflictResponse({ description: 'The turn is over while the approval was still pending (`turn_not_active`).', type: V0ErrorSchema })
+  @ApiTooManyRequestsResponse({
+    description: 'Too many long polls waiting (`too_many_long_polls`): a wait counts against the same caps as waiting claims (`LONG_POLLS_PER_COMPUTER`, `LONG_POLLS_PER_ORGANIZATION`).',
+    type: V0ErrorSchema,
+  })
   async await(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,

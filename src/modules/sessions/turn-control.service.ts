@@ -10,6 +10,7 @@ import { assertTransition, SessionStatus, SessionTrigger } from './domain/sessio
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { approvalTimeoutSeconds, ToolApprovalDecision, ToolApprovalStatus, ToolApprovalView, toToolApprovalView } from './domain/tool-approval';
 import { SessionView, toSessionView } from './domain/views';
+import { LongPollSlots } from './long-poll-slots';
 import { SessionPolicy } from './ports/session-policy';
 import { SessionsRepository } from './sessions.repository';
 import { SessionsService } from './sessions.service';
@@ -50,6 +51,7 @@ export class TurnControlService {
     private readonly idempotency: IdempotencyService,
     private readonly events: EventLog,
     private readonly config: AppConfig,
+    private readonly slots: LongPollSlots,
   ) {}
 
   /**
@@ -185,16 +187,23 @@ export class TurnControlService {
     abandoned?: AbortSignal,
   ): Promise<{ toolApproval: ToolApprovalView }> {
     const deadline = Date.now() + Math.min(query.waitMs, MAX_APPROVAL_WAIT_MS);
-    for (;;) {
-      const wake = this.open(sessionId.toLowerCase());
-      try {
-        const approval = await this.look(principal, sessionId, approvalId, query.turnId);
-        const left = deadline - Date.now();
-        if (approval.status !== ToolApprovalStatus.Pending || left <= 0 || abandoned?.aborted) return { toolApproval: toToolApprovalView(approval) };
-        await wake.until(Math.min(left, approval.expiresAt.getTime() - Date.now() + 1), abandoned);
-      } finally {
-        wake.close();
+    let release: (() => void) | undefined;
+    try {
+      for (;;) {
+        const wake = this.open(sessionId.toLowerCase());
+        try {
+          const approval = await this.look(principal, sessionId, approvalId, query.turnId);
+          const left = deadline - Date.now();
+          if (approval.status !== ToolApprovalStatus.Pending || left <= 0 || abandoned?.aborted) return { toolApproval: toToolApprovalView(approval) };
+          // A wait counts against the same caps as waiting claims.
+          release ??= this.slots.acquire(principal, principal.credential.kind === 'computer' ? principal.credential.computerId : null);
+          await wake.until(Math.min(left, approval.expiresAt.getTime() - Date.now() + 1), abandoned);
+        } finally {
+          wake.close();
+        }
       }
+    } finally {
+      release?.();
     }
   }
 
