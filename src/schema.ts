@@ -2,7 +2,7 @@ import { ApiKeyEntity, OrganizationEntity, UserEntity } from './modules/auth/ent
 import { Foundation1763712000000 } from './migrations/1763712000000-Foundation';
 import { Sessions1763798400000 } from './migrations/1763798400000-Sessions';
 import { Computers1763884800000 } from './migrations/1763884800000-Computers';
-import { AgentPresenceEntity, MessageEntity, SessionEntity, TokenUsageDailyEntity } from './modules/sessions/entities';
+import { AgentPresenceEntity, MessageEntity, SessionEntity, TokenUsageDailyEntity, ToolApprovalEntity } from './modules/sessions/entities';
 import { ComputerEntity, ProvisioningStepEntity } from './modules/computers/entities';
 import { EnterpriseControls1763971200000 } from './migrations/1763971200000-EnterpriseControls';
 import { ControlRevisionEntity } from './modules/enterprise-controls/entities';
@@ -19,6 +19,7 @@ import { AgentPresence1764490000000 } from './migrations/1764490000000-AgentPres
 import { UserRemoval1764576000000 } from './migrations/1764576000000-UserRemoval';
 import { EventLog1764662400000 } from './migrations/1764662400000-EventLog';
 import { Webhooks1764750000000 } from './migrations/1764750000000-Webhooks';
+import { HumanInTheLoop1764752400000 } from './migrations/1764752400000-HumanInTheLoop';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
@@ -41,5 +42,6 @@ export const entities = [
   AnalyticsRollupStateEntity,
   RateLimitWindowEntity,
   AgentPresenceEntity,
+  ToolApprovalEntity,
 ];
-export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000, MessageSizes1764403200000, UserKinds1764489600000, AgentPresence1764490000000, UserRemoval1764576000000, EventLog1764662400000, Webhooks1764750000000];
+export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000, MessageSizes1764403200000, UserKinds1764489600000, AgentPresence1764490000000, UserRemoval1764576000000, EventLog1764662400000, Webhooks1764750000000, HumanInTheLoop1764752400000];

@@ -8,6 +8,7 @@ import { ChatMessage, ModelClient, ModelError, ToolCall, ToolSpec } from './mode
 import { AgentPolicy, ChannelMessage, ChannelRefusal, PlatformClient, Work } from './platform-client';
 import { AllowedIps } from './sandbox/network-policy';
 import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
+import { ApprovalRules, approvalNeeded, callSummary } from './tools/approval';
 import { autonomyRefusal } from './tools/autonomy';
 
 /** Model calls one turn may make before it is ended (a loop that never stops is a bug, not work). */
@@ -17,7 +18,13 @@ export const SUBAGENT_MAX_STEPS = 30;
 /** Characters of conversation past which it is compacted into a summary (about 100,000 tokens). */
 export const DEFAULT_CONTEXT_CHARS = 400_000;
 const CLAIM_WAIT_MS = 25_000;
-const HEARTBEAT_MS = 30_000;
+/** Every second while working: a user's interrupt comes back in the heartbeat's answer, so it is seen within 2 s. */
+export const HEARTBEAT_MS = 1_000;
+/** How long one request waits for a person's decision on a tool call (the server's longest is 30 s); it is asked again until decided. */
+const APPROVAL_WAIT_MS = 25_000;
+/** The abort reason of a turn a user interrupted (other aborts are the agent stopping). */
+const INTERRUPTED = Symbol('interrupted');
+const INTERRUPTED_NOTE = 'Interrupted by a user: the agent stopped here (its model call and any command it was running). Send a message to continue.';
 
 export interface AgentOptions {
   client: PlatformClient;
@@ -94,7 +101,20 @@ export class Agent {
     const abort = (this.current = new AbortController());
     const known = this.histories.get(work.sessionId);
     const history: ChatMessage[] = known ?? [];
-    const heartbeat = setInterval(() => void client.heartbeat(work.sessionId, work.turnId).catch(() => undefined), HEARTBEAT_MS);
+    let beating = false;
+    const heartbeat = setInterval(() => {
+      if (beating) return;
+      beating = true;
+      client
+        .heartbeat(work.sessionId, work.turnId)
+        .then((answer) => {
+          if (!answer?.interrupted || abort.signal.aborted) return;
+          log(`session ${work.sessionId}: interrupted by a user; stopping the turn`);
+          abort.abort(INTERRUPTED);
+        })
+        .catch(() => undefined)
+        .finally(() => (beating = false));
+    }, HEARTBEAT_MS);
     let hooks = new TurnHooks(this, work, history, {});
     try {
       if (!known) history.push(...(await this.earlierConversation(work)));
@@ -125,7 +145,8 @@ export class Agent {
         if (prompts > 0) await this.say(work, refusal ?? NO_MODEL);
         await hooks.fire('Notification', { message: refusal ?? NO_MODEL });
       } else {
-        const ending = await this.work({ work, signal: abort.signal, hooks, model, policy, spec, autonomyLevel: settings.autonomyLevel }, history);
+        const approvalRules = [policy.toolApproval as ApprovalRules | undefined, settings.toolApproval as ApprovalRules | undefined];
+        const ending = await this.work({ work, signal: abort.signal, hooks, model, policy, spec, autonomyLevel: settings.autonomyLevel, approvalRules }, history);
         if (ending) await hooks.fire('Notification', { message: ending });
         else await hooks.fire('Stop', { stop_hook_active: false });
       }
@@ -150,6 +171,12 @@ export class Agent {
   private async work(turn: TurnContext, history: ChatMessage[]): Promise<string | null> {
     const outcome = await this.loop(turn, history, null);
     if ('answer' in outcome) return null;
+    if (turn.signal.reason === INTERRUPTED) {
+      // What the agent has is written already (its answers and tool results so far); this closes the turn for the user and the model.
+      history.push({ role: 'assistant', content: INTERRUPTED_NOTE });
+      await this.options.client.append(turn.work.sessionId, turn.work.turnId, [{ role: 'assistant', content: [{ type: 'text', text: INTERRUPTED_NOTE }] }]);
+      return INTERRUPTED_NOTE;
+    }
     await this.say(turn.work, outcome.failure);
     return outcome.failure;
   }
@@ -190,8 +217,14 @@ export class Agent {
         const pre = await hooks.fire('PreToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_use_id: call.id }, call);
         let result: ToolResult;
         const autonomy = autonomyRefusal(turn.autonomyLevel, call.function.name, input);
-        if (pre?.blocked) result = { isError: true, content: `A PreToolUse hook blocked this call: ${pre.blockReason}` };
+        // Only a call that would run is put to a person: not one refused anyway, nor one of a tool unknown or not offered.
+        const runnable = tools.some((tool) => tool.name === call.function.name) && input !== null;
+        const approval = runnable ? approvalNeeded(turn.approvalRules, call.function.name, input) : null;
+        const refused = signal.aborted || pre?.blocked || autonomy || !approval ? null : await this.approve(turn, call, input);
+        if (signal.aborted) result = { isError: true, content: 'Not run: the turn was interrupted or stopped first.' };
+        else if (pre?.blocked) result = { isError: true, content: `A PreToolUse hook blocked this call: ${pre.blockReason}` };
         else if (autonomy) result = { isError: true, content: autonomy };
+        else if (refused) result = refused;
         else if (call.function.name === TASK_TOOL.name && !subagent) result = await this.task(turn, input);
         else if (!tools.some((tool) => tool.name === call.function.name) && toolNamed(call.function.name)) result = { isError: true, content: `${call.function.name} is not available in spec mode: investigate with ${[...READ_ONLY_TOOLS].join(', ')} and answer with the spec.` };
         else result = await runTool(toolNamed(call.function.name), call, input, { workspace: this.options.workspace, policy, signal });
@@ -205,6 +238,37 @@ export class Agent {
       ]);
     }
     return { failure: subagent ? `Stopped after ${maxSteps} model calls.` : `Stopped after ${maxSteps} model calls in one turn; send a message to continue.` };
+  }
+
+  /**
+   * Asks a person of the session to approve the call and waits for the answer (heartbeats go on, so
+   * the lease holds): null when allowed, else the result the model gets instead of running it.
+   */
+  private async approve(turn: TurnContext, call: ToolCall, input: Record<string, unknown> | null): Promise<ToolResult | null> {
+    const { client, log } = this.options;
+    const { work, signal } = turn;
+    const summary = callSummary(call.function.name, input);
+    try {
+      let approval = await client.requestApproval(work.sessionId, { turnId: work.turnId, toolName: call.function.name, toolCallId: call.id, summary, input: input ?? {} });
+      log(`session ${work.sessionId}: waiting for a person to approve ${call.function.name}: ${summary}`);
+      while (approval.status === 'pending' && !signal.aborted) {
+        approval = await client.awaitApproval(work.sessionId, approval.approvalId, work.turnId, APPROVAL_WAIT_MS, signal);
+      }
+      if (signal.aborted) return { isError: true, content: 'Not run: the turn was interrupted while the call waited for approval.' };
+      switch (approval.status) {
+        case 'allowed':
+          return null;
+        case 'denied':
+          return { isError: true, content: `A person denied this call; it was not run.${approval.message ? ` They said: ${approval.message}` : ''}` };
+        case 'expired':
+          return { isError: true, content: 'Nobody approved this call in the time allowed, so it was not run.' };
+        default:
+          return { isError: true, content: 'Not run: the approval was cancelled (the turn ended or was interrupted).' };
+      }
+    } catch (error) {
+      if (signal.aborted) return { isError: true, content: 'Not run: the turn was interrupted while the call waited for approval.' };
+      throw error;
+    }
   }
 
   /**
@@ -431,6 +495,8 @@ interface TurnContext {
   spec: boolean;
   /** The session's `autonomyLevel`: what the agent may do without a person confirming it. */
   autonomyLevel: unknown;
+  /** The organization's and the session's `toolApproval`: the calls a person must approve first. */
+  approvalRules: Array<ApprovalRules | undefined>;
 }
 
 /** What spec mode leaves the model (and its subagents): the tools that change nothing. */

@@ -31,6 +31,14 @@ export interface AgentPolicy {
   [field: string]: unknown;
 }
 
+/** A tool call waiting for, or having had, a person's decision. */
+export interface ToolApproval {
+  approvalId: string;
+  status: 'pending' | 'allowed' | 'denied' | 'expired' | 'cancelled';
+  expiresAt: number;
+  message?: string;
+}
+
 /** An answer the server gave on purpose (4xx): retrying would not change it. */
 export class ChannelRefusal extends Error {
   constructor(
@@ -99,8 +107,25 @@ export class PlatformClient {
     return this.post(`/api/v0/agent/sessions/${sessionId}/usage`, body);
   }
 
-  heartbeat(sessionId: string, turnId: string): Promise<unknown> {
-    return this.post(`/api/v0/agent/sessions/${sessionId}/heartbeat`, { turnId });
+  /** Renews the turn's lease; `interrupted` says a user interrupted the turn. */
+  heartbeat(sessionId: string, turnId: string): Promise<{ leaseExpiresAt: number; interrupted?: boolean }> {
+    // No Idempotency-Key: a heartbeat done twice does no harm, and one a second would fill the server's key store.
+    return this.request('POST', `/api/v0/agent/sessions/${sessionId}/heartbeat`, { turnId }) as Promise<{ leaseExpiresAt: number; interrupted?: boolean }>;
+  }
+
+  /** Asks a person of the session to approve a tool call. */
+  async requestApproval(
+    sessionId: string,
+    body: { turnId: string; toolName: string; toolCallId?: string; summary: string; input: Record<string, unknown> },
+  ): Promise<ToolApproval> {
+    return ((await this.post(`/api/v0/agent/sessions/${sessionId}/tool-approvals`, body)) as { toolApproval: ToolApproval }).toolApproval;
+  }
+
+  /** The approval once decided, or still pending after `waitMs`; `signal` ends the wait. */
+  async awaitApproval(sessionId: string, approvalId: string, turnId: string, waitMs: number, signal?: AbortSignal): Promise<ToolApproval> {
+    const query = new URLSearchParams({ turnId, waitMs: String(waitMs) });
+    const answer = (await this.request('GET', `/api/v0/agent/sessions/${sessionId}/tool-approvals/${approvalId}?${query}`, undefined, undefined, signal)) as { toolApproval: ToolApproval };
+    return answer.toolApproval;
   }
 
   endTurn(sessionId: string, turnId: string, assistantActiveTimeMs: number): Promise<unknown> {

@@ -220,6 +220,25 @@ export class AppConfig {
   @Min(1000)
   AGENT_LEASE_MS = 300_000;
 
+  /**
+   * How long an interrupted turn's agent has to stop and end its turn: past this the turn's lease
+   * runs out (heartbeats no longer renew it) and the server ends the turn itself, `idle`.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  AGENT_INTERRUPT_GRACE_MS = 15_000;
+
+  /**
+   * Each instance ends interrupted turns whose agent did not end them in time, and denies tool
+   * approvals nobody answered before their timeout, when they fall due (it learns of them from the
+   * events); and every this often in case it missed some (a restart).
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(50)
+  TURN_SWEEP_MS = 60_000;
+
   @IsIn(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
   LOG_LEVEL = 'info';
 
@@ -590,6 +609,8 @@ const ENV_KEYS = [
   'LOCAL_AGENTS_PER_ORGANIZATION',
   'SHUTDOWN_TIMEOUT_MS',
   'AGENT_LEASE_MS',
+  'AGENT_INTERRUPT_GRACE_MS',
+  'TURN_SWEEP_MS',
   'AUTH_CACHE_MS',
   'LOG_LEVEL',
   'LOG_FORMAT',

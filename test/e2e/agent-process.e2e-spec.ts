@@ -429,12 +429,15 @@ describe('The agent process', () => {
     const outer = t;
     try {
       t = server;
-      const { computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' }, (await server.app.getUrl()).replace('[::1]', '127.0.0.1'));
+      const { computerId, output, child } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' }, (await server.app.getUrl()).replace('[::1]', '127.0.0.1'));
       const sessionId = await say(computerId, 'Think slowly.');
       for (let i = 0; i < 100 && model.requests.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
-      await new Promise((resolve) => setTimeout(resolve, 1_200)); // past the lease: the agent's heartbeat comes every 30 s
+      // The agent goes silent (its heartbeats, every second, stop) past the lease, and another agent takes the turn.
+      child.kill('SIGSTOP');
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
       const taken = await t.http().post('/api/v0/agent/claims').set(owner.auth).send({ computerId }).expect(200);
       expect(taken.body.work).toMatchObject({ sessionId });
+      child.kill('SIGCONT');
 
       release();
       for (let i = 0; i < 100 && !/taken back/.test(output()); i++) await new Promise((resolve) => setTimeout(resolve, 50));

@@ -46,4 +46,8 @@ export class EnterpriseSessionRules extends SessionRules {
   async restrictsModels(principal: Principal): Promise<boolean> {
     return restrictsModels((await this.controls.inForce(principal.organizationId)).settings, principal.userId);
   }
+
+  async toolApproval(organizationId: string): ReturnType<SessionRules['toolApproval']> {
+    return (await this.controls.inForce(organizationId)).settings.toolApproval;
+  }
 }

@@ -139,7 +139,12 @@ export class EnterpriseControlsService {
     const { revision, settings } = await this.inForce(principal.organizationId);
     const masked = this.masked(principal.organizationId, settings);
     const policy = Object.fromEntries(AGENT_POLICY_FIELDS.map((field) => [field, masked[field]])) as unknown as Omit<AgentPolicyView, 'revision'>;
-    return { revision, ...policy, modelPolicy: effectiveModelPolicy(settings, principal.userId) };
+    return {
+      revision,
+      ...policy,
+      modelPolicy: effectiveModelPolicy(settings, principal.userId),
+      ...(settings.toolApproval ? { toolApproval: settings.toolApproval } : {}),
+    };
   }
 
   /** The patched settings, checked whole; 400 naming every problem. `members`: the patch's user ids that are users of the organization. */

@@ -21,6 +21,7 @@ import { SessionsRepository, WorkFilter } from './sessions.repository';
 import { LongPollSlots } from './long-poll-slots';
 import { WorkSignal } from './work-signal';
 import { AgentPresence } from './agent-presence';
+import { ToolApprovalLedger } from './tool-approval-ledger';
 
 /**
  * The safety net for an arrival whose signal was lost (a NOTIFY its sender failed to send): a
@@ -66,6 +67,7 @@ export class AgentWorkService {
     private readonly slots: LongPollSlots,
     private readonly config: AppConfig,
     private readonly presence: AgentPresence,
+    private readonly ledger: ToolApprovalLedger,
   ) {}
 
   /**
@@ -233,17 +235,18 @@ export class AgentWorkService {
     });
   }
 
+  /** Renews the lease and says whether a user interrupted the turn (an interrupted turn's lease is not renewed). */
   async heartbeat(
     principal: Principal,
     sessionId: string,
     input: { turnId: string },
     idempotent?: IdempotentRequest,
-  ): Promise<IdempotentResult<{ leaseExpiresAt: number }>> {
+  ): Promise<IdempotentResult<{ leaseExpiresAt: number; interrupted: boolean }>> {
     const leaseExpiresAt = this.leaseFrom(new Date());
     return this.idempotency.run(principal, idempotent, async (manager) => {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
-      await this.repository.extendLease(manager, session.id, leaseExpiresAt);
-      return { leaseExpiresAt: leaseExpiresAt.getTime() };
+      const lease = await this.repository.extendLease(manager, session.id, leaseExpiresAt);
+      return { leaseExpiresAt: lease.getTime(), interrupted: session.turnInterruptedAt !== null };
     });
   }
 
@@ -279,7 +282,10 @@ export class AgentWorkService {
     return { items: found.page.items.map(toMessageView), pagination: found.page.pagination };
   }
 
-  /** Ends the turn: idle, or pending again when user messages arrived that the agent never took. */
+  /**
+   * Ends the turn: idle, or pending again when user messages arrived that the agent never took (an
+   * interrupted turn ends idle whatever arrived). Approvals the turn still waits for are cancelled.
+   */
   async endTurn(
     principal: Principal,
     sessionId: string,
@@ -291,6 +297,7 @@ export class AgentWorkService {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
       const next = statusAfterTurn(session);
       assertTransition(SessionTrigger.AgentEndedTurn, session.status, next);
+      await this.ledger.cancelPending(manager, session.id, eventActorOf(principal));
       const ended = await this.repository.endTurn(manager, session.id, { status: next, now, activeTimeMs: input.assistantActiveTimeMs ?? 0 });
       this.events.raise(manager, {
         type: 'session.status_changed',
@@ -316,6 +323,8 @@ export class AgentWorkService {
     const reclaimed = session.status === SessionStatus.Running;
     const turnBaseSeq = reclaimed ? session.turnBaseSeq : session.claimedSeq;
     const leaseExpiresAt = this.leaseFrom(now);
+    // The silent agent's questions go unanswered: the new turn asks again if it needs to.
+    if (reclaimed) await this.ledger.cancelPending(manager, session.id, { kind: 'system' });
     const started = await this.repository.startTurn(manager, session, { turnId: newId(), turnBaseSeq, leaseExpiresAt, now, computerId });
     assertTransition(reclaimed ? SessionTrigger.AgentLeaseExpired : SessionTrigger.AgentTookWork, session.status, started.status);
     if (!reclaimed) {
@@ -341,7 +350,7 @@ export class AgentWorkService {
   }
 
   /** The session, locked, if `turnId` is its running turn: 404 for no such session, 409 for a turn that is over. */
-  private async lockTurn(manager: EntityManager, principal: Principal, sessionId: string, turnId: string): Promise<SessionEntity> {
+  async lockTurn(manager: EntityManager, principal: Principal, sessionId: string, turnId: string): Promise<SessionEntity> {
     const session = isUuid(sessionId) && isUuid(turnId) ? await this.repository.lockTurn(manager, sessionId, principal.organizationId, turnId) : null;
     if (session && mayWorkOn(principal, session)) return session;
     const exists = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId, manager) : null;
@@ -385,7 +394,7 @@ function ownerScopeOf(principal: Principal): string | undefined {
  * Agents write to sessions they may write to; a computer's token to turns it took from its
  * computer's queue (work routed elsewhere mid-turn does not take the running turn away).
  */
-function mayWorkOn(principal: Principal, session: SessionEntity): boolean {
+export function mayWorkOn(principal: Principal, session: SessionEntity): boolean {
   if (principal.credential.kind !== 'computer') return AccessPolicy.canWrite(principal, session);
   return session.organizationId === principal.organizationId && session.turnComputerId === principal.credential.computerId;
 }

@@ -174,9 +174,15 @@ export class AgentController {
   @Post('sessions/:sessionId/heartbeat')
   @ApiIdempotencyKey()
   @HttpCode(200)
-  @ApiOperation({ summary: 'Renew the turn\'s lease', description: 'For long steps without other calls.' })
+  @ApiOperation({
+    summary: 'Renew the turn\'s lease, and learn whether it was interrupted',
+    description:
+      'For long steps without other calls, and how an agent learns that a user interrupted its turn (`interrupted: true`): ' +
+      'beat about every second while working, so an interrupt is seen within 2 s. An interrupted turn may still append messages, ' +
+      'report usage and end; its lease is no longer renewed, and past `AGENT_INTERRUPT_GRACE_MS` the server ends the turn, `idle`.',
+  })
   @ApiBody({ schema: ref('TurnBody') })
-  @ApiOkResponse({ schema: { type: 'object', required: ['leaseExpiresAt'], properties: { leaseExpiresAt: { type: 'integer', description: 'Unix ms.' } } } })
+  @ApiOkResponse({ schema: ref('HeartbeatResponse') })
   @ApiNotFoundResponse({ description: 'No such session in your organization.', type: V0ErrorSchema })
   @ApiConflictResponse({ description: TURN_CONFLICT, type: V0ErrorSchema })
   async heartbeat(
@@ -185,7 +191,7 @@ export class AgentController {
     @Body(sessionSchemas.pipe('TurnBody')) body: { turnId: string },
     @IdempotencyKey() idempotent: IdempotentRequest | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
-  ): Promise<{ leaseExpiresAt: number }> {
+  ): Promise<{ leaseExpiresAt: number; interrupted: boolean }> {
     return respond(reply, await this.work.heartbeat(principal, sessionId, body, idempotent));
   }
 
@@ -195,7 +201,8 @@ export class AgentController {
   @ApiOperation({
     summary: 'End the turn',
     description:
-      'The session becomes `idle` (and `completedAt` is set), or `pending` again when user messages arrived during the turn. ' +
+      'The session becomes `idle` (and `completedAt` is set), or `pending` again when user messages arrived during the turn ' +
+      '(an interrupted turn ends `idle` regardless). Tool approvals the turn still waits for are cancelled. ' +
       '`assistantActiveTimeMs` is added to the session\'s total.',
   })
   @ApiBody({ schema: ref('EndTurnBody') })

@@ -12,10 +12,14 @@ import { SessionsRepository } from './sessions.repository';
 import { SessionReader } from './session-reader';
 import { SessionsService } from './sessions.service';
 import { WorkSignal } from './work-signal';
+import { TurnSweepJob } from './jobs/turn-sweep.job';
+import { ToolApprovalLedger } from './tool-approval-ledger';
+import { AgentToolApprovalsController, TurnControlController } from './turn-control.controller';
+import { TurnControlService } from './turn-control.service';
 
 @Module({
   imports: [AuthModule],
-  controllers: [SessionsController, AgentController],
+  controllers: [SessionsController, AgentController, TurnControlController, AgentToolApprovalsController],
   providers: [
     SessionsRepository,
     SessionsService,
@@ -26,6 +30,9 @@ import { WorkSignal } from './work-signal';
     SessionPolicy,
     AgentPresence,
     SessionReader,
+    ToolApprovalLedger,
+    TurnControlService,
+    TurnSweepJob,
   ],
   exports: [SessionsService, SessionReader, AgentWorkService, HistoryImportService],
 })

@@ -4,7 +4,9 @@ import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/http/c
 import { Page, toPage } from '../../platform/http/pagination';
 import { NewestFirst } from '../../platform/database/keyset';
 import { Sql } from '../../platform/database/sql';
-import { MessageEntity, SessionEntity } from './entities';
+import type { EventActor } from '../../platform/events';
+import { MessageEntity, SessionEntity, ToolApprovalEntity } from './entities';
+import { ToolApprovalStatus } from './domain/tool-approval';
 import { ContentBlock, MessageAttributes, MessageRole } from './domain/message';
 import { StoredSessionSettings, TokenUsage } from './domain/session-settings';
 import { SessionStatus } from './domain/session-status';
@@ -17,17 +19,41 @@ const ms = (column: string) => `(extract(epoch from ${column}) * 1000)::float8 A
 
 /** Only what a Session view shows: lists read 21 rows per page, so every column counts. */
 const SUMMARY_COLUMNS = `s.id, s.status, s.message_count, s.title, s.computer_id, s.settings,
-  ${ms('s.created_at')}, ${ms('s.updated_at')}, ${ms('s.completed_at')}, s.owner_id, s.work_computer_id`;
+  ${ms('s.created_at')}, ${ms('s.updated_at')}, ${ms('s.completed_at')}, s.owner_id, s.work_computer_id,
+  ${ms('s.turn_interrupted_at')}, s.pending_tool_approvals`;
 
 /** The whole session: the view's columns, its owner and the work-queue state. */
 const SESSION_COLUMNS = `${SUMMARY_COLUMNS}, s.organization_id, s.last_message_id, s.last_user_seq,
-  s.claimed_seq, ${ms('s.pending_since')}, s.turn_base_seq, s.turn_id, s.turn_computer_id, ${ms('s.lease_expires_at')}`;
+  s.claimed_seq, ${ms('s.pending_since')}, s.turn_base_seq, s.turn_id, s.turn_computer_id, ${ms('s.lease_expires_at')}, s.turn_interrupted_by`;
 
 /** What a Message view shows, and its seq for the cursor. */
 const MESSAGE_VIEW_COLUMNS = `m.id, m.seq, m.role, m.parent_id, m.user_message_source, m.content, m.attributes,
   ${ms('m.created_at')}, ${ms('m.updated_at')}`;
 
 const MESSAGE_COLUMNS = `${MESSAGE_VIEW_COLUMNS}, m.session_id, m.author_id`;
+
+const APPROVAL_COLUMNS = `a.id, a.organization_id, a.session_id, a.turn_id, a.tool_name, a.tool_call_id, a.summary, a.input, a.status, a.message,
+  ${ms('a.requested_at')}, ${ms('a.expires_at')}, ${ms('a.resolved_at')}, a.resolved_by`;
+
+interface ToolApprovalRow {
+  id: string;
+  organization_id: string;
+  session_id: string;
+  turn_id: string;
+  tool_name: string;
+  tool_call_id: string | null;
+  summary: string;
+  input: Record<string, unknown>;
+  status: ToolApprovalStatus;
+  message: string | null;
+  requested_at: number;
+  expires_at: number;
+  resolved_at: number | null;
+  resolved_by: EventActor | null;
+}
+
+/** A lease renewal, except for an interrupted turn: its lease only runs out. */
+const RENEWED_LEASE = (value: string) => `CASE WHEN s.turn_interrupted_at IS NULL THEN ${value} ELSE s.lease_expires_at END`;
 
 interface SessionRow {
   id: string;
@@ -46,6 +72,9 @@ interface SessionRow {
   turn_id: string | null;
   turn_computer_id: string | null;
   lease_expires_at: number | null;
+  turn_interrupted_at: number | null;
+  turn_interrupted_by: EventActor | null;
+  pending_tool_approvals: number;
   settings: StoredSessionSettings;
   created_at: number;
   updated_at: number;
@@ -54,7 +83,19 @@ interface SessionRow {
 
 type SummaryRow = Pick<
   SessionRow,
-  'id' | 'status' | 'message_count' | 'title' | 'computer_id' | 'settings' | 'created_at' | 'updated_at' | 'completed_at' | 'owner_id' | 'work_computer_id'
+  | 'id'
+  | 'status'
+  | 'message_count'
+  | 'title'
+  | 'computer_id'
+  | 'settings'
+  | 'created_at'
+  | 'updated_at'
+  | 'completed_at'
+  | 'owner_id'
+  | 'work_computer_id'
+  | 'turn_interrupted_at'
+  | 'pending_tool_approvals'
 >;
 
 type MessageSummaryRow = Omit<MessageRow, 'session_id' | 'author_id'>;
@@ -65,7 +106,19 @@ export type MessageSummary = Omit<MessageEntity, 'sessionId' | 'authorId'>;
 /** A session as lists show it. */
 export type SessionSummary = Pick<
   SessionEntity,
-  'id' | 'status' | 'messageCount' | 'title' | 'computerId' | 'settings' | 'createdAt' | 'updatedAt' | 'completedAt' | 'ownerId' | 'workComputerId'
+  | 'id'
+  | 'status'
+  | 'messageCount'
+  | 'title'
+  | 'computerId'
+  | 'settings'
+  | 'createdAt'
+  | 'updatedAt'
+  | 'completedAt'
+  | 'ownerId'
+  | 'workComputerId'
+  | 'turnInterruptedAt'
+  | 'pendingToolApprovals'
 >;
 
 interface MessageRow {
@@ -203,7 +256,7 @@ export class SessionsRepository {
          message_count = s.message_count + $2,
          last_message_id = $3,
          updated_at = GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp())),
-         lease_expires_at = $4
+         lease_expires_at = ${RENEWED_LEASE('$4')}
        FROM old WHERE s.id = old.id
        RETURNING ${SESSION_COLUMNS}, old.status AS previous_status, old.last_message_id AS previous_last_message_id`,
       [input.sessionId, input.count, input.lastMessageId, input.leaseExpiresAt],
@@ -382,7 +435,8 @@ export class SessionsRepository {
     const { common, params } = workCondition(filter);
     const queries: Array<[string, unknown[]]> = [
       [
-        `${common} AND s.status = 'running' AND s.lease_expires_at < $${params.length + 1} ORDER BY s.lease_expires_at, s.id`,
+        // An interrupted turn is not restarted: the turn sweep ends it.
+        `${common} AND s.status = 'running' AND s.turn_interrupted_at IS NULL AND s.lease_expires_at < $${params.length + 1} ORDER BY s.lease_expires_at, s.id`,
         [...params, now],
       ],
       [`${common} AND s.status = 'pending' ORDER BY s.pending_since, s.id`, params],
@@ -404,7 +458,7 @@ export class SessionsRepository {
     const { common, params } = workCondition(filter);
     const [row] = await this.sql
       .in(manager)
-      .query<{ at: Date | null }>('sessions.nextLeaseExpiry', `SELECT min(s.lease_expires_at) AS at FROM sessions s WHERE ${common} AND s.status = 'running'`, params);
+      .query<{ at: Date | null }>('sessions.nextLeaseExpiry', `SELECT min(s.lease_expires_at) AS at FROM sessions s WHERE ${common} AND s.status = 'running' AND s.turn_interrupted_at IS NULL`, params);
     return row?.at ? new Date(row.at) : null;
   }
 
@@ -417,7 +471,7 @@ export class SessionsRepository {
     const [row] = await this.sql.in(manager).query<SessionRow>(
       'sessions.startTurn',
       `UPDATE sessions s SET status = 'running', turn_id = $2, turn_computer_id = $6, turn_base_seq = $3, claimed_seq = s.last_user_seq,
-         lease_expires_at = $4, pending_since = NULL, updated_at = GREATEST(s.updated_at, $5)
+         lease_expires_at = $4, pending_since = NULL, updated_at = GREATEST(s.updated_at, $5), turn_interrupted_at = NULL, turn_interrupted_by = NULL
        WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
       [session.id, turn.turnId, turn.turnBaseSeq, turn.leaseExpiresAt, turn.now, turn.computerId],
     );
@@ -435,9 +489,118 @@ export class SessionsRepository {
     return rows.length > 0 ? toSession(rows[0]) : null;
   }
 
-  /** Renews a turn's lease; not a change clients see, so `updated_at` stays. */
-  async extendLease(manager: EntityManager, sessionId: string, leaseExpiresAt: Date): Promise<void> {
-    await this.sql.in(manager).query('sessions.extendLease', `UPDATE sessions SET lease_expires_at = $2 WHERE id = $1`, [sessionId, leaseExpiresAt]);
+  /**
+   * Renews a turn's lease (not a change clients see, so `updated_at` stays); an interrupted turn's
+   * lease is not renewed. Returns the lease in force.
+   */
+  async extendLease(manager: EntityManager, sessionId: string, leaseExpiresAt: Date): Promise<Date> {
+    const [row] = await this.sql
+      .in(manager)
+      .query<{ lease_expires_at: number }>(
+        'sessions.extendLease',
+        `UPDATE sessions s SET lease_expires_at = ${RENEWED_LEASE('$2')} WHERE s.id = $1 RETURNING ${ms('s.lease_expires_at')}`,
+        [sessionId, leaseExpiresAt],
+      );
+    return new Date(row.lease_expires_at);
+  }
+
+  /**
+   * Marks a locked session's running turn interrupted by `actor`; its lease then runs out at
+   * `lapsesAt` at the latest, which heartbeats no longer push back.
+   */
+  async interruptTurn(manager: EntityManager, sessionId: string, input: { actor: EventActor; now: Date; lapsesAt: Date }): Promise<SessionEntity> {
+    const [row] = await this.sql.in(manager).query<SessionRow>(
+      'sessions.interruptTurn',
+      `UPDATE sessions s SET turn_interrupted_at = $2, turn_interrupted_by = $3, lease_expires_at = LEAST(s.lease_expires_at, $4),
+         updated_at = GREATEST(s.updated_at, $2)
+       WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
+      [sessionId, input.now, JSON.stringify(input.actor), input.lapsesAt],
+    );
+    return toSession(row);
+  }
+
+  /** Locks interrupted turns whose lease ran out (their agent did not end them), skipping rows others hold. */
+  async lockLapsedInterruptedTurns(manager: EntityManager, now: Date, limit: number): Promise<SessionEntity[]> {
+    const rows = await this.sql.in(manager).query<SessionRow>(
+      'sessions.lapsedInterrupted',
+      `SELECT ${SESSION_COLUMNS} FROM sessions s
+       WHERE s.status = 'running' AND s.lease_expires_at < $1 AND s.turn_interrupted_at IS NOT NULL
+       ORDER BY s.lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+      [now, limit],
+    );
+    return rows.map(toSession);
+  }
+
+  async insertToolApproval(manager: EntityManager, a: ToolApprovalEntity): Promise<void> {
+    await this.sql.in(manager).query(
+      'toolApprovals.insert',
+      `WITH counted AS (UPDATE sessions SET pending_tool_approvals = pending_tool_approvals + 1 WHERE id = $3)
+       INSERT INTO tool_approvals (id, organization_id, session_id, turn_id, tool_name, tool_call_id, summary, input, status, requested_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      [a.id, a.organizationId, a.sessionId, a.turnId, a.toolName, a.toolCallId, a.summary, JSON.stringify(a.input), a.status, a.requestedAt, a.expiresAt],
+    );
+  }
+
+  /** One approval of a session of the organization (locked when asked). */
+  async findToolApproval(sessionId: string, organizationId: string, approvalId: string, manager?: EntityManager, lock = false): Promise<ToolApprovalEntity | null> {
+    const rows = await this.sql
+      .in(manager)
+      .query<ToolApprovalRow>(
+        lock ? 'toolApprovals.findForUpdate' : 'toolApprovals.find',
+        `SELECT ${APPROVAL_COLUMNS} FROM tool_approvals a WHERE a.id = $1 AND a.session_id = $2 AND a.organization_id = $3${lock ? ' FOR UPDATE' : ''}`,
+        [approvalId, sessionId, organizationId],
+      );
+    return rows.length > 0 ? toToolApproval(rows[0]) : null;
+  }
+
+  /** The session's approvals waiting for an answer, oldest first (at most `limit`). */
+  async pendingToolApprovals(sessionId: string, limit: number, manager?: EntityManager): Promise<ToolApprovalEntity[]> {
+    const rows = await this.sql
+      .in(manager)
+      .query<ToolApprovalRow>(
+        'toolApprovals.pending',
+        `SELECT ${APPROVAL_COLUMNS} FROM tool_approvals a WHERE a.session_id = $1 AND a.status = 'pending' ORDER BY a.requested_at, a.id LIMIT $2`,
+        [sessionId, limit],
+      );
+    return rows.map(toToolApproval);
+  }
+
+  /** Locks a turn's approvals still waiting (to cancel them when the turn ends). */
+  async lockPendingToolApprovalsOfSession(manager: EntityManager, sessionId: string): Promise<ToolApprovalEntity[]> {
+    const rows = await this.sql
+      .in(manager)
+      .query<ToolApprovalRow>(
+        'toolApprovals.pendingForUpdate',
+        `SELECT ${APPROVAL_COLUMNS} FROM tool_approvals a WHERE a.session_id = $1 AND a.status = 'pending' ORDER BY a.requested_at, a.id FOR UPDATE`,
+        [sessionId],
+      );
+    return rows.map(toToolApproval);
+  }
+
+  /** Approvals still pending past their timeout, oldest first (callers lock each, session first). */
+  async dueToolApprovals(now: Date, limit: number): Promise<ToolApprovalEntity[]> {
+    const rows = await this.sql.query<ToolApprovalRow>(
+      'toolApprovals.due',
+      `SELECT ${APPROVAL_COLUMNS} FROM tool_approvals a WHERE a.status = 'pending' AND a.expires_at <= $1 ORDER BY a.expires_at LIMIT $2`,
+      [now, limit],
+    );
+    return rows.map(toToolApproval);
+  }
+
+  /** Gives a pending approval its final status, and takes it off the session's count. */
+  async resolveToolApproval(
+    manager: EntityManager,
+    approval: ToolApprovalEntity,
+    outcome: { status: ToolApprovalStatus; message: string | null; at: Date; by: EventActor | null },
+  ): Promise<ToolApprovalEntity> {
+    const [row] = await this.sql.in(manager).query<ToolApprovalRow>(
+      'toolApprovals.resolve',
+      `WITH counted AS (UPDATE sessions SET pending_tool_approvals = GREATEST(pending_tool_approvals - 1, 0) WHERE id = $6)
+       UPDATE tool_approvals a SET status = $2, message = $3, resolved_at = $4, resolved_by = $5
+       WHERE a.id = $1 AND a.status = 'pending' RETURNING ${APPROVAL_COLUMNS}`,
+      [approval.id, outcome.status, outcome.message, outcome.at, outcome.by ? JSON.stringify(outcome.by) : null, approval.sessionId],
+    );
+    return toToolApproval(row);
   }
 
   async endTurn(
@@ -448,6 +611,7 @@ export class SessionsRepository {
     const [row] = await this.sql.in(manager).query<SessionRow>(
       'sessions.endTurn',
       `UPDATE sessions s SET status = $2::varchar, turn_id = NULL, turn_computer_id = NULL, lease_expires_at = NULL, updated_at = GREATEST(s.updated_at, $3),
+         turn_interrupted_at = NULL, turn_interrupted_by = NULL,
          completed_at = CASE WHEN $2::varchar = 'idle' THEN GREATEST(s.updated_at, $3) ELSE s.completed_at END,
          pending_since = CASE WHEN $2::varchar = 'pending' THEN (
            SELECT min(m.created_at) FROM messages m WHERE m.session_id = s.id AND m.seq > s.claimed_seq AND m.role = 'user'
@@ -469,7 +633,7 @@ export class SessionsRepository {
     const u = input.usage;
     const [row] = await this.sql.in(manager).query<SessionRow>(
       'sessions.addTokenUsage',
-      `UPDATE sessions s SET updated_at = GREATEST(s.updated_at, $7), lease_expires_at = $8,
+      `UPDATE sessions s SET updated_at = GREATEST(s.updated_at, $7), lease_expires_at = ${RENEWED_LEASE('$8')},
          settings = jsonb_set(s.settings, '{tokenUsage}', jsonb_build_object(
            'inputTokens', COALESCE((s.settings->'tokenUsage'->>'inputTokens')::bigint, 0) + $2,
            'outputTokens', COALESCE((s.settings->'tokenUsage'->>'outputTokens')::bigint, 0) + $3,
@@ -604,6 +768,8 @@ function toSummary(row: SummaryRow): SessionSummary {
     completedAt: dateOf(row.completed_at),
     ownerId: row.owner_id,
     workComputerId: row.work_computer_id,
+    turnInterruptedAt: dateOf(row.turn_interrupted_at),
+    pendingToolApprovals: row.pending_tool_approvals,
   };
 }
 
@@ -618,6 +784,26 @@ function toSession(row: SessionRow): SessionEntity {
     turnId: row.turn_id,
     turnComputerId: row.turn_computer_id,
     leaseExpiresAt: dateOf(row.lease_expires_at),
+    turnInterruptedBy: row.turn_interrupted_by,
+  });
+}
+
+function toToolApproval(row: ToolApprovalRow): ToolApprovalEntity {
+  return Object.assign(new ToolApprovalEntity(), {
+    id: row.id,
+    organizationId: row.organization_id,
+    sessionId: row.session_id,
+    turnId: row.turn_id,
+    toolName: row.tool_name,
+    toolCallId: row.tool_call_id,
+    summary: row.summary,
+    input: row.input,
+    status: row.status,
+    message: row.message,
+    requestedAt: new Date(row.requested_at),
+    expiresAt: new Date(row.expires_at),
+    resolvedAt: dateOf(row.resolved_at),
+    resolvedBy: row.resolved_by,
   });
 }
 

@@ -32,6 +32,7 @@ function exampleError(path: string, method: string, status: number, roleBound: b
     [/\/members\/\{userId\}\/api-keys$/, 'service_account_not_found', `No service account ${ID} exists in your organization; people create their own keys.`],
     [/\/members\/\{userId\}$/, 'user_not_found', `No user ${ID} exists in your organization.`],
     [/\/api-keys\//, 'api_key_not_found', `No API key ${ID} exists in your organization.`],
+    [/\/tool-approvals\/\{approvalId\}$/, 'tool_approval_not_found', `No tool approval ${ID} exists in session ${ID}.`],
     [/\/webhooks\/\{webhookId\}\/deliveries\/\{deliveryId\}/, 'webhook_delivery_not_found', `No delivery ${ID} of webhook ${ID} exists.`],
     [/\/webhooks\/\{webhookId\}/, 'webhook_not_found', `No webhook ${ID} exists in your organization.`],
     [/\/computers|\/agent\/claims/, 'computer_not_found', `No computer ${ID} exists in your organization.`],
@@ -57,6 +58,8 @@ function exampleError(path: string, method: string, status: number, roleBound: b
     }
     case 409:
       if (path.includes('/agent/sessions/')) return { code: 'turn_not_active', detail: `Turn ${ID} is not the running turn of session ${ID}: it ended, or its lease ran out and another agent took the work.`, metadata: { sessionStatus: 'idle' } };
+      if (path.endsWith('/interrupt')) return { code: 'no_running_turn', detail: `Session ${ID} has no running turn to interrupt: it is idle.`, metadata: { sessionStatus: 'idle' } };
+      if (path.endsWith('/tool-approvals/{approvalId}')) return { code: 'tool_approval_not_pending', detail: `Tool approval ${ID} is allowed: it can no longer be decided.`, metadata: { status: 'allowed' } };
       if (path.endsWith('/retry')) return { code: 'computer_not_failed', detail: `Computer ${ID} is active; only a computer in error can be retried.`, metadata: { computerStatus: 'active' } };
       if (path === '/api/v0/setup') return { code: 'setup_done', detail: 'This server is set up already: an organization exists. Ask its owner for a key, or use the CLI.' };
       if (path === '/api/v0/organization/webhooks') return { code: 'too_many_webhooks', detail: 'An organization may have at most 50 webhooks; delete one first.', metadata: { limit: 50 } };
@@ -152,6 +155,13 @@ export const REQUEST_EXAMPLES: Record<string, unknown> = {
     messages: [{ role: 'assistant', content: [{ type: 'text', text: 'Added GET /healthz and its test; the suite passes.' }] }],
   },
   'post /api/v0/agent/sessions/{sessionId}/end-turn': { turnId: '0196f1d2-7c3a-7e0b-9f41-3a5c2b8d9e10', assistantActiveTimeMs: 5400 },
+  'post /api/v0/agent/sessions/{sessionId}/tool-approvals': {
+    turnId: '0196f1d2-7c3a-7e0b-9f41-3a5c2b8d9e10',
+    toolName: 'Execute',
+    toolCallId: 'call_7',
+    summary: 'git push origin main',
+    input: { command: 'git push origin main' },
+  },
 };
 
 /** Puts each request example on its operation's JSON body. */

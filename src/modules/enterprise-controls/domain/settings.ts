@@ -41,6 +41,8 @@ export interface EnterpriseSettings {
   sessionRetentionDays?: number;
   serviceRouterGuidance: string;
   serviceRouterRules: Array<{ guidance: string; when: string }>;
+  /** Tool calls agents must have a person approve before running them; absent: none. */
+  toolApproval?: { tools?: string[]; commandPatterns?: string[]; timeoutSeconds?: number };
 }
 
 export interface SessionDefaultSettings {

@@ -129,6 +129,20 @@ const settingsProperties: Record<string, SchemaObject> = {
     },
     serviceRouterGuidance: prose('Guidance for the model router; may be empty.'),
     serviceRouterRules: list(closed(['guidance', 'when'], { guidance: prose('What the router should do.'), when: text() }), 'Routing rules.', L.serviceRouterRules),
+    toolApproval: closed([], {
+      tools: list(text(128), 'Tools every call of which an agent must have a person approve, by name as the agent knows them (the reference agent\'s `Execute`, `Create`, `Edit`, `ApplyPatch`, `Task`...).', 100),
+      commandPatterns: list(
+        text(),
+        'Commands (the `Execute` tool) an agent must have a person approve, matched as `commandDenylist` matches (`git push*`, `rm -rf*`); a command line that cannot be checked needs approval too.',
+        500,
+      ),
+      timeoutSeconds: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 86_400,
+        description: 'How long a request waits for a user of the session before the call is denied (`expired`). Default 600.',
+      },
+    }, 'Not in the spec. Tool calls agents must have a person approve before running them (see `/docs` § Tool approval); a session\'s own `toolApproval` can only add to it. Absent: none.'),
   };
 
 const REQUIRED_SETTINGS = [
@@ -210,7 +224,7 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
   EnterpriseSettings: closed(
     REQUIRED_SETTINGS,
     settingsProperties,
-    'A snapshot of the organization\'s settings: every field is present except `sessionRetentionDays`, `sessionDefaultSettings.model`/`specModeModel` and the sandbox proxy ports.',
+    'A snapshot of the organization\'s settings: every field is present except `sessionRetentionDays`, `toolApproval`, `sessionDefaultSettings.model`/`specModeModel` and the sandbox proxy ports.',
   ),
   ChangeEnterpriseControlsBody: closed(['settings'], {
     settings: {
@@ -255,6 +269,7 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
       revision: { type: 'integer', minimum: 0, description: 'The revision of the controls this policy comes from.' },
       modelPolicy: { ...ref('ModelPolicy'), description: 'The caller\'s effective model policy: the organization\'s, with the caller\'s `userModelPolicies` entry laid over it.' },
       ...Object.fromEntries(AGENT_POLICY_FIELDS.map((field) => [field, settingsProperties[field]])),
+      toolApproval: settingsProperties.toolApproval,
     },
     'The controls an agent obeys, as one document (custom models\' keys masked).',
   ),

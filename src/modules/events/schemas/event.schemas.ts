@@ -2,7 +2,7 @@ import { ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-s
 import type { EventType } from '../../../platform/events';
 import { ROLES, USER_KINDS } from '../../auth';
 import { ComputerStatus } from '../../computers';
-import { MessageRole, SessionStatus } from '../../sessions';
+import { MessageRole, SessionStatus, TOOL_APPROVAL_STATUSES } from '../../sessions';
 
 /**
  * The public catalogue of event types: each type's `data` as a JSON Schema, published in the
@@ -82,6 +82,37 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     summary: 'An agent reported the tokens one model used in a turn.',
     target: { kind: 'session', field: 'sessionId' },
     data: object('', { sessionId: uuid('The session.'), userId: uuid('The session\'s owner, whom the usage is counted for.'), model: text('The model.'), usage: TOKEN_USAGE }),
+  },
+  'turn.interrupted': {
+    summary: 'A user interrupted the running turn: its agent stops, writes what it has and ends the turn, and the session becomes `idle`.',
+    target: { kind: 'session', field: 'sessionId' },
+    data: object('', { sessionId: uuid('The session.'), turnId: uuid('The turn interrupted.') }),
+  },
+  'tool_approval.requested': {
+    summary: 'An agent asks a person to approve a tool call the controls or the session name; the call waits.',
+    target: { kind: 'tool_approval', field: 'approvalId' },
+    data: object('', {
+      sessionId: uuid('The session.'),
+      approvalId: uuid('The approval to decide (POST /api/v0/sessions/{sessionId}/tool-approvals/{approvalId}).'),
+      turnId: uuid('The turn.'),
+      toolName: text('The tool.'),
+      toolCallId: text('The model\'s id of the call.', { nullable: true }),
+      summary: text('What the call does, in one line (the command line, for a command).'),
+      expiresAt: { type: 'integer', description: 'Unix ms: unanswered by then, the call is denied (`expired`).' },
+    }),
+  },
+  'tool_approval.resolved': {
+    summary: 'A tool approval was decided: allowed or denied by a person, expired, or cancelled with its turn.',
+    target: { kind: 'tool_approval', field: 'approvalId' },
+    data: object('', {
+      sessionId: uuid('The session.'),
+      approvalId: uuid('The approval.'),
+      turnId: uuid('The turn.'),
+      toolName: text('The tool.'),
+      status: oneOf(TOOL_APPROVAL_STATUSES.filter((status) => status !== 'pending'), 'How it ended.'),
+      allowed: { type: 'boolean', description: 'Whether the call may run: true only for `allowed`.' },
+      message: text('The person\'s message to the agent, if any.', { nullable: true }),
+    }),
   },
   'computer.created': {
     summary: 'A computer was created: a BYOM machine registered, or a managed one whose provisioning starts.',

@@ -1,3 +1,5 @@
+import type { ToolApprovalRules } from './tool-approval';
+
 /**
  * Value sets the spec leaves out ("not shown"), decided here and published in OpenAPI.
  * The spec fixes one value of each (`none`, `auto`, `off`, `normal`); the rest are ours.
@@ -39,6 +41,8 @@ export interface StoredSessionSettings {
   tags?: Array<{ name: string; metadata: Record<string, unknown> }>;
   enabledToolIds?: string[];
   disabledToolIds?: string[];
+  /** Tool calls that wait for a person's approval, on top of the organization's (see tool-approval.ts). */
+  toolApproval?: ToolApprovalRules;
 }
 
 /** Fields the server keeps up to date from agent reports; clients cannot set them. */

@@ -30,4 +30,12 @@ describe('session status', () => {
     expect(canTransition(SessionTrigger.AgentEndedTurn, SessionStatus.Idle, SessionStatus.Idle)).toBe(false);
     expect(canTransition(SessionTrigger.AgentEndedTurn, SessionStatus.Pending, SessionStatus.Idle)).toBe(false);
   });
+
+  it('an interrupted turn ends idle even when user messages arrived, and only a running turn lapses', () => {
+    expect(statusAfterTurn({ lastUserSeq: 5, claimedSeq: 3, turnInterruptedAt: new Date() })).toBe(SessionStatus.Idle);
+    expect(statusAfterTurn({ lastUserSeq: 5, claimedSeq: 3, turnInterruptedAt: null })).toBe(SessionStatus.Pending);
+    expect(canTransition(SessionTrigger.InterruptedTurnLapsed, SessionStatus.Running, SessionStatus.Idle)).toBe(true);
+    expect(canTransition(SessionTrigger.InterruptedTurnLapsed, SessionStatus.Running, SessionStatus.Pending)).toBe(false);
+    expect(canTransition(SessionTrigger.InterruptedTurnLapsed, SessionStatus.Pending, SessionStatus.Idle)).toBe(false);
+  });
 });

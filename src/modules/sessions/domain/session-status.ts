@@ -16,6 +16,8 @@ export enum SessionTrigger {
   AgentTookWork = 'agentTookWork',
   AgentEndedTurn = 'agentEndedTurn',
   AgentLeaseExpired = 'agentLeaseExpired',
+  /** An interrupted turn's agent did not end it within AGENT_INTERRUPT_GRACE_MS: the server ends it. */
+  InterruptedTurnLapsed = 'interruptedTurnLapsed',
 }
 
 /**
@@ -39,6 +41,9 @@ export const SESSION_TRANSITIONS: Readonly<Record<SessionTrigger, Partial<Record
   [SessionTrigger.AgentLeaseExpired]: {
     [SessionStatus.Running]: [SessionStatus.Running],
   },
+  [SessionTrigger.InterruptedTurnLapsed]: {
+    [SessionStatus.Running]: [SessionStatus.Idle],
+  },
 };
 
 export function canTransition(trigger: SessionTrigger, from: SessionStatus, to: SessionStatus): boolean {
@@ -53,7 +58,12 @@ export function assertTransition(trigger: SessionTrigger, from: SessionStatus, t
   if (!canTransition(trigger, from, to)) throw new Error(`Session status moved ${from} -> ${to} on ${trigger}, which the status machine forbids`);
 }
 
-/** After a turn: pending again if user messages arrived that the agent never took, else idle. */
-export function statusAfterTurn(session: { lastUserSeq: number; claimedSeq: number }): SessionStatus {
+/**
+ * After a turn: pending again if user messages arrived that the agent never took, else idle. An
+ * interrupted turn ends idle whatever arrived: the user stopped the work, so nothing starts again
+ * until they send a message (the unanswered ones then go with it to the next turn).
+ */
+export function statusAfterTurn(session: { lastUserSeq: number; claimedSeq: number; turnInterruptedAt?: Date | null }): SessionStatus {
+  if (session.turnInterruptedAt) return SessionStatus.Idle;
   return session.lastUserSeq > session.claimedSeq ? SessionStatus.Pending : SessionStatus.Idle;
 }

@@ -9,6 +9,10 @@ export enum SessionsErrorCode {
   TurnNotActive = 'turn_not_active',
   ParentNotFound = 'parent_message_not_found',
   TooManyLongPolls = 'too_many_long_polls',
+  NoRunningTurn = 'no_running_turn',
+  TurnInterrupted = 'turn_interrupted',
+  ToolApprovalNotFound = 'tool_approval_not_found',
+  ToolApprovalNotPending = 'tool_approval_not_pending',
 }
 
 export class SessionsError extends DomainError<SessionsErrorCode> {
@@ -16,12 +20,16 @@ export class SessionsError extends DomainError<SessionsErrorCode> {
     switch (this.code) {
       case SessionsErrorCode.SessionNotFound:
       case SessionsErrorCode.ComputerNotFound:
+      case SessionsErrorCode.ToolApprovalNotFound:
         return ErrorKind.NotFound;
       case SessionsErrorCode.MessageHistoryDisabled:
       case SessionsErrorCode.ReadOnlyRole:
       case SessionsErrorCode.ModelNotAllowed:
         return ErrorKind.Forbidden;
       case SessionsErrorCode.TurnNotActive:
+      case SessionsErrorCode.NoRunningTurn:
+      case SessionsErrorCode.TurnInterrupted:
+      case SessionsErrorCode.ToolApprovalNotPending:
         return ErrorKind.Conflict;
       case SessionsErrorCode.ParentNotFound:
         return ErrorKind.InvalidRequest;

@@ -14,6 +14,10 @@ export interface SessionView {
   completedAt?: number;
   computerId?: string;
   sessionSettings?: StoredSessionSettings;
+  /** Not in the spec: when a user interrupted the running turn (absent otherwise). */
+  interruptedAt?: number;
+  /** Not in the spec: tool calls waiting for a person's approval (absent when none). */
+  pendingToolApprovals?: number;
   /** Not in the spec: why a `pending` session may wait forever (no agent asked for its work lately). */
   statusReason?: StatusReason;
 }
@@ -37,7 +41,8 @@ export interface MessageView {
 }
 
 export function toSessionView(
-  session: Pick<SessionEntity, 'id' | 'status' | 'messageCount' | 'title' | 'computerId' | 'settings' | 'createdAt' | 'updatedAt' | 'completedAt'>,
+  session: Pick<SessionEntity, 'id' | 'status' | 'messageCount' | 'title' | 'computerId' | 'settings' | 'createdAt' | 'updatedAt' | 'completedAt'> &
+    Partial<Pick<SessionEntity, 'turnInterruptedAt' | 'pendingToolApprovals'>>,
   statusReason?: StatusReason | null,
 ): SessionView {
   const view: SessionView = {
@@ -51,6 +56,8 @@ export function toSessionView(
   if (session.completedAt) view.completedAt = session.completedAt.getTime();
   if (session.computerId) view.computerId = session.computerId;
   if (Object.keys(session.settings).length > 0) view.sessionSettings = session.settings;
+  if (session.turnInterruptedAt && session.status === SessionStatus.Running) view.interruptedAt = session.turnInterruptedAt.getTime();
+  if (session.pendingToolApprovals) view.pendingToolApprovals = session.pendingToolApprovals;
   if (statusReason) view.statusReason = statusReason;
   return view;
 }

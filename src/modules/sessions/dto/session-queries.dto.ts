@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { PageQueryDto } from '../../../platform/http/pagination';
 
 const COMPUTER_ID_DESCRIPTION =
@@ -41,4 +41,26 @@ export class TurnConversationQueryDto extends PageQueryDto {
   @ApiProperty({ description: 'The running turn the caller holds (from its claim).' })
   @IsString()
   turnId!: string;
+}
+
+const WAIT_MS_PATTERN = /^(30000|[12][0-9]{4}|[1-9][0-9]{0,3}|0)$/;
+
+export class AwaitToolApprovalQueryDto {
+  @ApiProperty({ description: 'The running turn the caller holds (from its claim), which asked for the approval.' })
+  @IsString()
+  turnId!: string;
+
+  @ApiPropertyOptional({
+    type: String,
+    pattern: WAIT_MS_PATTERN.source,
+    description: 'Wait up to this long (ms, a whole number from 0 to 30000) for the decision when there is none yet. Default 0: answer at once.',
+  })
+  @IsOptional()
+  @IsString()
+  @Matches(WAIT_MS_PATTERN, { message: 'must be a whole number of milliseconds from 0 to 30000' })
+  waitMs?: string;
+
+  get waitMilliseconds(): number {
+    return this.waitMs === undefined ? 0 : Number(this.waitMs);
+  }
 }

@@ -1,4 +1,5 @@
 import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
+import type { EventActor } from '../../../platform/events';
 import { SessionStatus } from '../domain/session-status';
 import { StoredSessionSettings } from '../domain/session-settings';
 
@@ -77,6 +78,18 @@ export class SessionEntity {
   /** A running turn whose lease passes without a sign of life is given to another agent. */
   @Column({ name: 'lease_expires_at', type: 'timestamptz', precision: 3, nullable: true })
   leaseExpiresAt: Date | null;
+
+  /** When a user interrupted the running turn (null: it runs on); cleared when the turn ends. */
+  @Column({ name: 'turn_interrupted_at', type: 'timestamptz', precision: 3, nullable: true })
+  turnInterruptedAt: Date | null;
+
+  /** Who interrupted it (the event log's actor). */
+  @Column({ name: 'turn_interrupted_by', type: 'jsonb', nullable: true })
+  turnInterruptedBy: EventActor | null;
+
+  /** Tool calls of the session waiting for a person's decision. */
+  @Column({ name: 'pending_tool_approvals', type: 'integer', default: 0 })
+  pendingToolApprovals: number;
 
   @Column({ type: 'jsonb', default: {} })
   settings: StoredSessionSettings;

@@ -1,6 +1,7 @@
 import type { TokenUsage } from '../domain/session-settings';
 import type { MessageRole } from '../domain/message';
 import type { SessionStatus } from '../domain/session-status';
+import type { ToolApprovalStatus } from '../domain/tool-approval';
 
 /** A session was created. */
 export interface SessionCreatedData {
@@ -39,11 +40,51 @@ export interface TurnUsageReportedData {
   usage: TokenUsage;
 }
 
+/**
+ * A user interrupted the running turn (the actor says who): the agent stops its model call and
+ * tools, writes what it has and ends the turn, and the session becomes `idle`.
+ */
+export interface TurnInterruptedData {
+  sessionId: string;
+  turnId: string;
+}
+
+/** An agent asks a person to approve a tool call before it runs it. */
+export interface ToolApprovalRequestedData {
+  sessionId: string;
+  approvalId: string;
+  turnId: string;
+  toolName: string;
+  toolCallId: string | null;
+  /** What the call does, in one line (the command line, for a command). */
+  summary: string;
+  /** Unix ms: unanswered by then, the call is denied (`expired`). */
+  expiresAt: number;
+}
+
+/**
+ * A tool approval got its answer: `allowed` or `denied` by a user of the session (the actor),
+ * `expired` (nobody answered in time: the call is denied) or `cancelled` (the turn ended first).
+ */
+export interface ToolApprovalResolvedData {
+  sessionId: string;
+  approvalId: string;
+  turnId: string;
+  toolName: string;
+  status: ToolApprovalStatus;
+  /** Whether the call may run: true only for `allowed`. */
+  allowed: boolean;
+  message: string | null;
+}
+
 declare module '../../../platform/events/event' {
   interface EventDataMap {
     'session.created': SessionCreatedData;
     'session.status_changed': SessionStatusChangedData;
     'message.added': MessageAddedData;
     'turn.usage_reported': TurnUsageReportedData;
+    'turn.interrupted': TurnInterruptedData;
+    'tool_approval.requested': ToolApprovalRequestedData;
+    'tool_approval.resolved': ToolApprovalResolvedData;
   }
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Principal } from '../../auth';
 import { StoredSessionSettings } from '../domain/session-settings';
 import { SessionsError, SessionsErrorCode } from '../domain/sessions.errors';
+import type { ToolApprovalRules } from '../domain/tool-approval';
 
 /**
  * What the organization's controls say about sessions: a contract the EnterpriseControls module
@@ -14,6 +15,8 @@ export abstract class SessionRules {
   abstract modelRefusal(principal: Principal, model: string): Promise<{ rule: string; detail: string } | null>;
   /** Whether any model may be refused to the caller (false: checks can be skipped). */
   abstract restrictsModels(principal: Principal): Promise<boolean>;
+  /** The tool calls the organization's agents must have a person approve; undefined: none. */
+  abstract toolApproval(organizationId: string): Promise<ToolApprovalRules | undefined>;
 }
 
 /** How Sessions applies the controls' rules on sessions. */
@@ -27,6 +30,10 @@ export class SessionPolicy {
 
   restrictsModels(principal: Principal): Promise<boolean> {
     return this.rules.restrictsModels(principal);
+  }
+
+  toolApproval(organizationId: string): Promise<ToolApprovalRules | undefined> {
+    return this.rules.toolApproval(organizationId);
   }
 
   /** 403 naming the rule when a model the settings name may not be used by the caller. */

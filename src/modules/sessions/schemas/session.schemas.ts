@@ -10,6 +10,7 @@ import {
   TOKEN_USAGE_FIELDS,
 } from '../domain/session-settings';
 import { SESSION_STATUSES } from '../domain/session-status';
+import { TOOL_APPROVAL_STATUSES } from '../domain/tool-approval';
 import { ATTACHMENT_LIMITS, THINKING_SIGNATURE_PROVIDERS } from '../domain/limits';
 
 /**
@@ -160,6 +161,29 @@ const content = (minItems: number): SchemaObject => ({
   items: ref('ContentBlock'),
 });
 
+const toolApprovalRules: SchemaObject = closed([], {
+    tools: {
+      type: 'array',
+      maxItems: 100,
+      items: str(undefined, { minLength: 1, maxLength: 128 }),
+      description: 'Tools every call of which needs approval, by name as the agent knows them (the reference agent\'s: `Execute`, `Create`, `Edit`, `ApplyPatch`, `Task`...).',
+    },
+    commandPatterns: {
+      type: 'array',
+      maxItems: 500,
+      items: str(undefined, { minLength: 1, maxLength: 2048 }),
+      description:
+        'Commands (the `Execute` tool) that need approval, matched as the command denylist matches: a command equal to a pattern or starting with it and a space, ' +
+        'or matching it as a glob (`git push*`, `rm -rf*`), wherever it stands in the command line. A command line that cannot be checked needs approval too.',
+    },
+    timeoutSeconds: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 86_400,
+      description: 'How long a request waits for an answer before the call is denied (`expired`). Default 600 (10 minutes); the shorter of the organization\'s and the session\'s applies.',
+    },
+  }, 'Which tool calls an agent must have a person approve before running them.');
+
 const sessionSettingsFields: Record<string, SchemaObject> = {
   model: str(undefined, { maxLength: 200 }),
   reasoningEffort: { type: 'string', enum: [...REASONING_EFFORTS] },
@@ -179,6 +203,12 @@ const sessionSettingsFields: Record<string, SchemaObject> = {
   },
   enabledToolIds: { type: 'array', maxItems: 500, items: str(undefined, { maxLength: 200 }) },
   disabledToolIds: { type: 'array', maxItems: 500, items: str(undefined, { maxLength: 200 }) },
+  toolApproval: {
+    ...toolApprovalRules,
+    description:
+      'Not in the spec. Tool calls that wait for a person\'s approval in this session, on top of the organization\'s `toolApproval` control: ' +
+      'a session can ask for more approvals, never fewer, and only shorten the timeout.',
+  } as SchemaObject,
 };
 
 /** The same fields, each also accepting null. */
@@ -221,6 +251,15 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
     completedAt: { type: 'integer', description: 'Unix ms: when an agent last ended its turn with nothing left to do.' },
     computerId: str('The connected computer.'),
     sessionSettings: ref('SessionSettings'),
+    interruptedAt: {
+      type: 'integer',
+      description: 'Not in the spec. Unix ms: when a user interrupted the running turn, which is stopping. Absent otherwise.',
+    },
+    pendingToolApprovals: {
+      type: 'integer',
+      minimum: 1,
+      description: 'Not in the spec. How many tool calls of the running turn wait for a person\'s approval (`GET .../tool-approvals`). Absent when none.',
+    },
     statusReason: {
       ...ref('StatusReason'),
       description:
@@ -294,4 +333,50 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
     assistantActiveTimeMs: { type: 'integer', minimum: 0, maximum: 86_400_000, description: 'Time the agent worked in this turn, added to the session\'s total.' },
   }),
   TurnBody: closed(['turnId'], { turnId: str() }),
+  ToolApprovalRules: toolApprovalRules,
+  ToolApproval: closed(['approvalId', 'sessionId', 'turnId', 'toolName', 'summary', 'input', 'status', 'requestedAt', 'expiresAt'], {
+    approvalId: str(),
+    sessionId: str(),
+    turnId: str('The turn that asked.'),
+    toolName: str(),
+    toolCallId: str('The model\'s id of the call.'),
+    summary: str('What the call does, in one line (the command line, for a command).'),
+    input: { type: 'object', description: 'The call\'s arguments.' },
+    status: {
+      type: 'string',
+      enum: [...TOOL_APPROVAL_STATUSES],
+      description:
+        '`pending` waits for a user of the session; `allowed` and `denied` are their answers; `expired`: nobody answered before `expiresAt`, so the call is denied; ' +
+        '`cancelled`: the turn ended or was interrupted first.',
+    },
+    requestedAt: { type: 'integer', description: 'Unix ms.' },
+    expiresAt: { type: 'integer', description: 'Unix ms: unanswered by then, the call is denied.' },
+    resolvedAt: { type: 'integer', description: 'Unix ms.' },
+    message: str('The words that came with the decision; the model gets them with a denial.'),
+    resolvedBy: closed(['userId'], { userId: str() }, 'The user who allowed or denied the call.'),
+  }, 'A tool call waiting for, or having had, a person\'s decision.'),
+  ToolApprovalResponse: closed(['toolApproval'], { toolApproval: ref('ToolApproval') }),
+  ToolApprovalList: closed(['toolApprovals'], {
+    toolApprovals: { type: 'array', items: ref('ToolApproval'), description: 'Oldest first.' },
+  }),
+  DecideToolApprovalBody: closed(['decision'], {
+    decision: { type: 'string', enum: ['allow', 'deny'] },
+    message: str('Optional words for the agent; with a denial, the model reads them as the call\'s result.', { minLength: 1, maxLength: 4000 }),
+  }),
+  RequestToolApprovalBody: closed(['turnId', 'toolName', 'summary'], {
+    turnId: str(),
+    toolName: str(undefined, { minLength: 1, maxLength: 128 }),
+    toolCallId: str(undefined, { minLength: 1, maxLength: 256 }),
+    summary: str('What the call does, in one line a person can judge.', { minLength: 1, maxLength: 2000 }),
+    input: { type: 'object', maxProperties: 100, description: 'The call\'s arguments, shown to the person deciding. Default {}.' },
+  }),
+  HeartbeatResponse: closed(['leaseExpiresAt', 'interrupted'], {
+    leaseExpiresAt: { type: 'integer', description: 'Unix ms.' },
+    interrupted: {
+      type: 'boolean',
+      description:
+        'True once a user interrupted the turn: stop the model call and the tools, append what you have and end the turn. ' +
+        'Heartbeats then no longer renew the lease: past `AGENT_INTERRUPT_GRACE_MS` the server ends the turn itself.',
+    },
+  }),
 });

@@ -1,0 +1,95 @@
+import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { AppConfig } from '../../../config/app-config';
+import { OnDomainEvent, StoredEvent } from '../../../platform/events';
+import { TurnControlService } from '../turn-control.service';
+
+const JOB_NAME = 'sessions.turn-sweep';
+/** After the moment something falls due, so that the database's clock has passed it too. */
+const MARGIN_MS = 50;
+
+/**
+ * Ends interrupted turns whose agent did not end them within AGENT_INTERRUPT_GRACE_MS, and writes
+ * down tool approvals nobody answered in time as `expired` (an agent waiting on one learns it at
+ * once anyway). Each instance sweeps when something falls due, as it learns from the events of every
+ * instance (`turn.interrupted`, `tool_approval.requested`), so an idle server asks its database
+ * nothing; and every TURN_SWEEP_MS in case it missed some (a restart). Rows are claimed with SKIP
+ * LOCKED or under the session's lock, so instances sweeping at once never do the same work twice.
+ */
+@Injectable()
+export class TurnSweepJob implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(TurnSweepJob.name);
+  private sweeping: Promise<void> | null = null;
+  /** When known work falls due (Unix ms), soonest first. */
+  private due: number[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private timerAt = Infinity;
+  private stopping = false;
+
+  constructor(
+    private readonly turns: TurnControlService,
+    private readonly scheduler: SchedulerRegistry,
+    private readonly config: AppConfig,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.scheduler.addInterval(JOB_NAME, setInterval(() => void this.sweep(), this.config.TURN_SWEEP_MS));
+    // What fell due while no instance ran (or before this one knew of it).
+    void this.sweep();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    if (this.scheduler.doesExist('interval', JOB_NAME)) this.scheduler.deleteInterval(JOB_NAME);
+    if (this.timer) clearTimeout(this.timer);
+    await this.sweeping;
+  }
+
+  @OnDomainEvent('turn.interrupted')
+  onInterrupted(event: StoredEvent<'turn.interrupted'>): void {
+    this.dueAt(event.occurredAt.getTime() + this.config.AGENT_INTERRUPT_GRACE_MS + MARGIN_MS);
+  }
+
+  @OnDomainEvent('tool_approval.requested')
+  onRequested(event: StoredEvent<'tool_approval.requested'>): void {
+    this.dueAt(event.data.expiresAt + MARGIN_MS);
+  }
+
+  sweep(): Promise<void> {
+    this.sweeping ??= this.turns
+      .sweep()
+      .then(({ turnsEnded, approvalsExpired }) => {
+        if (turnsEnded + approvalsExpired > 0) this.logger.log({ turnsEnded, approvalsExpired }, 'Turn sweep');
+      })
+      .catch((error: Error) => this.logger.error(`Turn sweep failed: ${error.message}`, error.stack))
+      .finally(() => (this.sweeping = null));
+    return this.sweeping;
+  }
+
+  private dueAt(at: number): void {
+    if (this.stopping) return;
+    const i = this.due.findIndex((t) => t > at);
+    this.due.splice(i === -1 ? this.due.length : i, 0, at);
+    this.arm();
+  }
+
+  /** Sets the timer for the soonest due moment. */
+  private arm(): void {
+    const next = this.due[0];
+    if (next === undefined || next >= this.timerAt) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAt = next;
+    this.timer = setTimeout(() => void this.fire(), Math.max(0, next - Date.now()));
+  }
+
+  private async fire(): Promise<void> {
+    this.timer = null;
+    this.timerAt = Infinity;
+    // A sweep under way may have looked before these fell due: wait for it, then sweep again.
+    await this.sweeping;
+    const now = Date.now();
+    this.due = this.due.filter((t) => t > now);
+    await this.sweep();
+    if (!this.stopping) this.arm();
+  }
+}
