@@ -479,11 +479,14 @@ export class AppConfig {
   @Min(1_000)
   WEBHOOK_DISABLE_AFTER_MS = 3 * 86_400_000;
 
-  /** How often each instance looks for deliveries due (new ones are sent at once by the instance that queued them). */
+  /**
+   * How often each instance looks for deliveries due, at the most: new ones are sent at once by the
+   * instance that queued them, and an instance sleeps until the next retry due.
+   */
   @Transform(toInt)
   @IsInt()
   @Min(50)
-  WEBHOOK_POLL_MS = 1_000;
+  WEBHOOK_POLL_MS = 30_000;
 
   /** Delivery attempts one instance makes at once (0: this instance sends none). */
   @Transform(toInt)

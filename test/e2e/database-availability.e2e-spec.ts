@@ -18,6 +18,9 @@ const QUIET = {
   ANALYTICS_ROLLUP_MS: '3600000',
   AUTH_CACHE_MS: '0',
   CONTROLS_CACHE_MS: '0',
+  EVENT_LISTENER_SWEEP_MS: '3600000',
+  WEBHOOK_POLL_MS: '3600000',
+  TURN_SWEEP_MS: '3600000',
 };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

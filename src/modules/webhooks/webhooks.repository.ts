@@ -153,6 +153,14 @@ export class WebhooksRepository {
    * Claims up to `limit` deliveries due, of enabled webhooks, for one attempt each: their next attempt
    * time moves `leaseMs` ahead, so another instance takes one over only if this one dies with it.
    */
+  /** When the next pending delivery of an enabled webhook is due (a retry, or a claim whose lease runs out); null: none. */
+  async nextDue(): Promise<Date | null> {
+    const [row] = (await this.dataSource.query(
+      `SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.status = 'pending' AND w.enabled`,
+    )) as Array<{ due: Date | null }>;
+    return row?.due ? new Date(row.due) : null;
+  }
+
   async claimDue(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
     const rows = (await this.dataSource.query(
       `WITH due AS (

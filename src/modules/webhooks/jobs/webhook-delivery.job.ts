@@ -27,6 +27,7 @@ export class WebhookDeliveryJob implements OnApplicationBootstrap, BeforeApplica
   private readonly inFlight = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
   private forgetTimer: NodeJS.Timeout | null = null;
+  private nextRetry: NodeJS.Timeout | null = null;
   private claiming = false;
   private again = false;
   private closing = false;
@@ -53,6 +54,7 @@ export class WebhookDeliveryJob implements OnApplicationBootstrap, BeforeApplica
     this.closing = true;
     if (this.timer) clearInterval(this.timer);
     if (this.forgetTimer) clearInterval(this.forgetTimer);
+    if (this.nextRetry) clearTimeout(this.nextRetry);
     while (this.claiming || this.inFlight.size > 0) await Promise.race([...this.inFlight, new Promise((resolve) => setTimeout(resolve, 20))]);
     this.sender.close();
   }
@@ -93,6 +95,22 @@ export class WebhookDeliveryJob implements OnApplicationBootstrap, BeforeApplica
     }
     // A full batch: more may be due.
     if (claimed.length === free) this.again = true;
+    else await this.wakeForNextRetry();
+  }
+
+  /** Sleeps until the next retry is due (on this instance or another), so an idle server polls only every WEBHOOK_POLL_MS. */
+  private async wakeForNextRetry(): Promise<void> {
+    const next = await this.repository.nextDue().catch(() => null);
+    if (this.nextRetry) clearTimeout(this.nextRetry);
+    this.nextRetry = null;
+    if (!next || this.closing) return;
+    const inMs = Math.max(0, next.getTime() - Date.now());
+    if (inMs >= this.config.WEBHOOK_POLL_MS) return;
+    this.nextRetry = setTimeout(() => {
+      this.nextRetry = null;
+      this.poke();
+    }, inMs);
+    this.nextRetry.unref();
   }
 
   /** The public event, as streams show it: with the message when the organization keeps message history. */
