@@ -152,6 +152,7 @@ describe('Analytics: facts from live activity', () => {
     expect((await rollup.run({ organizationId: owner.organizationId, now: tomorrow() })).days).toEqual([]);
     const session = await post('/api/v0/sessions', {}).expect(201);
     expect(session.body.sessionId).toBeDefined();
+    await caughtUp(owner.organizationId);
     const again = await rollup.run({ organizationId: owner.organizationId, now: tomorrow() });
     expect(again.days).toEqual([{ organizationId: owner.organizationId, day: today() }]);
     const [after] = (await db.query(`SELECT activity FROM analytics_days WHERE organization_id = $1`, [owner.organizationId])) as Json[];

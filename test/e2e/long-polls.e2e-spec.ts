@@ -25,8 +25,8 @@ const onPostgres = serverUrl() !== undefined;
  * The database sees only what requests and polls ask: no provisioning loop looking for steps each
  * second, and every request reads its credential (no cache), so a request costs the same each time.
  */
-// No background work that touches the database while polls wait (the durable listeners' sweep looks every 5 s by default).
-const QUIET = { PROVISIONING_CONCURRENCY: '0', AUTH_CACHE_MS: '0', EVENT_LISTENER_SWEEP_MS: '600000' };
+// No background work that touches the database while polls wait (the durable listeners' sweep, the webhooks' and turns' safety nets).
+const QUIET = { PROVISIONING_CONCURRENCY: '0', AUTH_CACHE_MS: '0', EVENT_LISTENER_SWEEP_MS: '600000', WEBHOOK_POLL_MS: '600000', TURN_SWEEP_MS: '600000' };
 const postgresOnly = onPostgres ? it : it.skip;
 
 /** The app's connection pool: every statement and transaction checks a connection out of it. */
