@@ -83,13 +83,26 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
   }
 
   /**
-   * Runs one listener for one organization until it has handled what is committed now (unless another
-   * instance is on it, or it waits to retry after a failure): for reads that must see its effects.
+   * Runs one listener for one organization until it has handled what is committed now, or waits for
+   * the run that holds it (this instance's in the background, or another instance's), for at most
+   * `timeoutMs`; not past a failure waiting to retry. For reads that must see its effects.
    */
-  async catchUp(name: string, organizationId: string): Promise<void> {
+  async catchUp(name: string, organizationId: string, timeoutMs = 10_000): Promise<void> {
     const listener = this.listeners.get(name);
     if (!listener) return;
-    while (await this.runBatch(listener, organizationId));
+    const [target] = (await this.dataSource.query(`SELECT last_seq FROM event_sequences WHERE organization_id = $1`, [organizationId])) as Array<{ last_seq: string }>;
+    if (!target) return;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      while (await this.runBatch(listener, organizationId));
+      const [checkpoint] = (await this.dataSource.query(`SELECT seq, retry_at FROM event_checkpoints WHERE listener = $1 AND organization_id = $2`, [
+        name,
+        organizationId,
+      ])) as Array<{ seq: string; retry_at: Date | null }>;
+      if (checkpoint && (Number(checkpoint.seq) >= Number(target.last_seq) || checkpoint.retry_at !== null)) return;
+      if (Date.now() > deadline) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
   }
 
   private poke(organizationId: string): void {
