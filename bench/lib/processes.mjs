@@ -24,7 +24,9 @@ export function freePort() {
 export async function startNodeServer({ name, script, env, logFile, healthPath, timeoutMs = 60_000 }) {
   const port = await freePort();
   const out = openSync(logFile, 'w');
-  const child = spawn(process.execPath, [script], {
+  // BENCH_NODE_ARGS: options for the servers' node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to find where time goes.
+  const nodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ').filter(Boolean) : [];
+  const child = spawn(process.execPath, [...nodeArgs, script], {
     env: { ...process.env, ...env, PORT: String(port) },
     stdio: ['ignore', out, out],
   });

@@ -111,6 +111,55 @@ describe('The event log', () => {
     }
   });
 
+  it('writes the events of a one-statement command (adding a message) with the statement: the same shape, and none when it changes nothing', async () => {
+    const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({}).expect(201);
+    const sessionId = session.body.sessionId as string;
+    const { last } = await log().bounds(owner.organizationId);
+    const added = await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).set('x-request-id', 'one-statement').send({ text: 'hi' }).expect(200);
+    // Answered once numbered: read straight after the answer.
+    const events = await log().read(owner.organizationId, { after: last, limit: 10 });
+    const actor = { kind: 'user', userId: owner.userId, email: owner.email, role: 'owner', credential: 'api_key', credentialId: owner.apiKeyId, ip: '127.0.0.1', requestId: 'one-statement' };
+    expect(events).toEqual([
+      expect.objectContaining({ seq: last + 1, type: 'message.added', sessionId, actor, data: { sessionId, messageId: added.body.messageId, role: 'user', authorId: owner.userId, computerId: null } }),
+      expect.objectContaining({ seq: last + 2, type: 'session.status_changed', sessionId, actor, data: { sessionId, from: 'idle', to: 'pending' } }),
+    ]);
+    expect(events[0].occurredAt.getTime()).toBe(events[1].occurredAt.getTime());
+    // A second message leaves the status as it is: no status event.
+    await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'again' }).expect(200);
+    expect((await log().read(owner.organizationId, { after: last + 2, limit: 10 })).map((e) => e.type)).toEqual(['message.added']);
+    // No session (another organization's, or none): no message and no event.
+    const stranger = await createUser(t, Role.Owner, await createOrganization(t));
+    await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(stranger.auth).send({ text: 'not yours' }).expect(404);
+    expect(await log().bounds(owner.organizationId)).toEqual({ oldest: 1, last: last + 3 });
+    expect((await log().read(stranger.organizationId, { after: 0, limit: 10 })).map((e) => e.type)).not.toContain('message.added');
+    // With an idempotency key the statement runs inside the key's transaction; a replay writes nothing.
+    const send = () => t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).set('Idempotency-Key', 'event-log-once').send({ text: 'once' }).expect(200);
+    await send();
+    await send();
+    expect((await log().read(owner.organizationId, { after: last + 3, limit: 10 })).map((e) => e.type)).toEqual(['message.added']);
+  });
+
+  it('numbers events whose command committed but stopped before numbering them (a crash), at the next sweep', async () => {
+    const org = await createOrganization(t);
+    const emitted: AnyStoredEvent[] = [];
+    const record = (event: AnyStoredEvent) => emitted.push(event);
+    t.app.get(EventEmitter2).on('session.created', record);
+    try {
+      // What a command leaves when its process dies right after COMMIT: a written, unnumbered event.
+      await t.app.get(DataSource).query(
+        `INSERT INTO events (organization_id, id, type, occurred_at, session_id, actor, data)
+         VALUES ($1, gen_random_uuid(), 'session.created', now(), NULL, NULL, $2::jsonb)`,
+        [org.id, JSON.stringify({ sessionId: org.id, ownerId: org.id, computerId: null, title: 'orphan' })],
+      );
+      await until(async () => (await log().bounds(org.id)).last === 1, 'the sweep to number the orphaned event');
+      const [numbered] = await log().read(org.id, { after: 0, limit: 10 });
+      expect(numbered).toEqual(expect.objectContaining({ seq: 1, type: 'session.created', data: expect.objectContaining({ title: 'orphan' }) }));
+      await until(() => emitted.some((e) => e.id === numbered.id), 'the numbered event to reach the listeners');
+    } finally {
+      t.app.get(EventEmitter2).off('session.created', record);
+    }
+  });
+
   describe('durable listeners', () => {
     const handled: string[] = [];
     /** Fails this many times on events of the organization named. */
@@ -121,14 +170,16 @@ describe('The event log', () => {
       t.app.get(DurableListeners).register({
         name: 'test.effects',
         types: ['session.created'],
-        handle: async (manager: EntityManager, event: AnyStoredEvent) => {
-          if (failing.times > 0 && event.organizationId === failing.organizationId) {
-            failing.times--;
-            throw new Error('the listener is down');
+        handle: async (manager: EntityManager, events: AnyStoredEvent[]) => {
+          for (const event of events) {
+            // A duplicate would break the primary key: exactly once.
+            await manager.query(`INSERT INTO test_durable_effects (event_id, seq) VALUES ($1, $2)`, [event.id, event.seq]);
+            if (failing.times > 0 && event.organizationId === failing.organizationId) {
+              failing.times--;
+              throw new Error('the listener is down');
+            }
           }
-          handled.push(event.id);
-          // A duplicate would break the primary key: exactly once.
-          await manager.query(`INSERT INTO test_durable_effects (event_id, seq) VALUES ($1, $2)`, [event.id, event.seq]);
+          handled.push(...events.map((event) => event.id));
         },
       });
     });
@@ -186,9 +237,9 @@ describe('The event log', () => {
       app.app.get(DurableListeners).register({
         name: 'test.effects',
         types: ['session.created'],
-        handle: async (manager, event) => {
-          handledBy.get(app)!.push(event.id);
-          await manager.query(`INSERT INTO test_durable_effects (event_id, seq) VALUES ($1, $2)`, [event.id, event.seq]);
+        handle: async (manager, events) => {
+          for (const event of events) await manager.query(`INSERT INTO test_durable_effects (event_id, seq) VALUES ($1, $2)`, [event.id, event.seq]);
+          handledBy.get(app)!.push(...events.map((event) => event.id));
         },
       });
     }
@@ -216,9 +267,9 @@ describe('The event log', () => {
     c.app.get(DurableListeners).register({
       name: 'test.effects',
       types: ['session.created'],
-      handle: async (manager, event) => {
-        late.push(event.id);
-        await manager.query(`INSERT INTO test_durable_effects (event_id, seq) VALUES ($1, $2)`, [event.id, event.seq]);
+      handle: async (manager, events) => {
+        for (const event of events) await manager.query(`INSERT INTO test_durable_effects (event_id, seq) VALUES ($1, $2)`, [event.id, event.seq]);
+        late.push(...events.map((event) => event.id));
       },
     });
     const effects = async () => ((await c.app.get(DataSource).query(`SELECT count(*)::int AS count FROM test_durable_effects`)) as Array<{ count: number }>)[0].count;

@@ -29,25 +29,27 @@ export class ActivityFactsListener implements OnModuleInit {
     });
   }
 
-  private async handle(manager: EntityManager, event: AnyStoredEvent): Promise<void> {
-    const facts = await this.factsOf(manager, event);
-    if (facts.length > 0) await this.repository.insertFacts(manager, event.organizationId, facts);
-  }
-
-  private async factsOf(manager: EntityManager, event: AnyStoredEvent): Promise<Fact[]> {
-    switch (event.type) {
-      case 'session.created':
-        return [{ kind: FactKind.SessionStarted, at: event.occurredAt, userId: event.data.ownerId, sessionId: event.data.sessionId }];
-      case 'turn.usage_reported':
-        return [{ kind: FactKind.TokenReport, at: event.occurredAt, userId: event.data.userId, sessionId: event.data.sessionId, name: event.data.model }];
-      case 'message.added': {
-        // A message deleted since (its session past retention) has no facts left to give.
-        const [found] = await this.sessions.messagesWithSessions(manager, event.organizationId, [event.data.messageId]);
-        if (!found) return [];
-        return found.message.role === 'user' ? userMessageFacts(found.session, found.message) : agentMessageFacts(found.session, found.message);
+  private async handle(manager: EntityManager, events: AnyStoredEvent[]): Promise<void> {
+    const organizationId = events[0].organizationId;
+    // Messages are read back in one query; one deleted since (its session past retention) has no facts left to give.
+    const messageIds = events.flatMap((event) => (event.type === 'message.added' ? [event.data.messageId] : []));
+    const messages = messageIds.length > 0 ? await this.sessions.messagesWithSessions(manager, organizationId, messageIds) : [];
+    const byId = new Map(messages.map((found) => [found.message.id, found]));
+    const facts = events.flatMap((event): Fact[] => {
+      switch (event.type) {
+        case 'session.created':
+          return [{ kind: FactKind.SessionStarted, at: event.occurredAt, userId: event.data.ownerId, sessionId: event.data.sessionId }];
+        case 'turn.usage_reported':
+          return [{ kind: FactKind.TokenReport, at: event.occurredAt, userId: event.data.userId, sessionId: event.data.sessionId, name: event.data.model }];
+        case 'message.added': {
+          const found = byId.get(event.data.messageId);
+          if (!found) return [];
+          return found.message.role === 'user' ? userMessageFacts(found.session, found.message) : agentMessageFacts(found.session, found.message);
+        }
+        default:
+          return [];
       }
-      default:
-        return [];
-    }
+    });
+    if (facts.length > 0) await this.repository.insertFacts(manager, organizationId, facts);
   }
 }

@@ -26,7 +26,7 @@ export const EVENT_STREAM_TYPE = 'text/event-stream';
 
 const STREAM_DESCRIPTION =
   'With `Accept: text/event-stream`: server-sent events, one per event: `id: <seq>`, `event: <type>`, `data: <the Event as JSON>`. ' +
-  'Replays the events after `Last-Event-ID` (or `after`) from the log, then sends each new one as it is committed, in commit order with no gap and no duplicate; ' +
+  'Replays the events after `Last-Event-ID` (or `after`) from the log, then sends each new one as it is numbered (right after its commit), in `seq` order with no gap and no duplicate; ' +
   'without either it starts with the next event. A comment line (`: heartbeat`) comes every 15 s (`EVENT_STREAM_HEARTBEAT_MS`). ' +
   'The stream ends when the server shuts down or the credential stops being valid (key revoked, user removed or given another role): reconnect with `Last-Event-ID`. ' +
   'Otherwise: the same events as a JSON page, oldest first, from `after` (default: the oldest kept) or `cursor`; a page may hold fewer than `limit` ' +

@@ -4,7 +4,7 @@ import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/http/c
 import { Page, toPage } from '../../platform/http/pagination';
 import { NewestFirst } from '../../platform/database/keyset';
 import { Sql } from '../../platform/database/sql';
-import type { EventActor } from '../../platform/events';
+import { EventActor, EventLog } from '../../platform/events';
 import { MessageEntity, SessionEntity, ToolApprovalEntity } from './entities';
 import { ToolApprovalStatus } from './domain/tool-approval';
 import { ContentBlock, MessageAttributes, MessageRole } from './domain/message';
@@ -167,6 +167,7 @@ export class SessionsRepository {
   constructor(
     private readonly dataSource: DataSource,
     private readonly sql: Sql,
+    private readonly events: EventLog,
   ) {}
 
   async insertSession(manager: EntityManager, s: SessionEntity): Promise<void> {
@@ -342,10 +343,35 @@ export class SessionsRepository {
    * status and the work queue, and inserts it with its analytics facts. The time is taken under the lock and never goes
    * backwards, so message times follow conversation order even with concurrent writers.
    */
+  /**
+   * Adds a user message in one statement, with its events (`message.added`, and
+   * `session.status_changed` when the status moves): without a transaction of the caller's, the
+   * command is this one statement.
+   */
   async addUserMessage(
-    input: { sessionId: string; organizationId: string; messageId: string; computerId: string | null; authorId: string; source: string; content: ContentBlock[] },
+    input: { sessionId: string; organizationId: string; messageId: string; computerId: string | null; authorId: string; source: string; content: ContentBlock[]; actor: EventActor },
     manager: EntityManager,
   ): Promise<SessionChange | null> {
+    const events = this.events.statementEvents(
+      8,
+      input.actor,
+      {
+        type: 'message.added',
+        from: 's',
+        organizationId: 's.organization_id',
+        sessionId: 's.id',
+        occurredAt: 's.updated_at',
+        data: { sessionId: 's.id', messageId: '$3::uuid', role: `'user'`, authorId: '$6::uuid', computerId: 's.work_computer_id' },
+      },
+      {
+        type: 'session.status_changed',
+        from: 's WHERE s.status <> s.previous_status',
+        organizationId: 's.organization_id',
+        sessionId: 's.id',
+        occurredAt: 's.updated_at',
+        data: { sessionId: 's.id', from: 's.previous_status', to: 's.status' },
+      },
+    );
     const rows = await this.sql.in(manager).query<SessionRow & { previous_status: SessionStatus; previous_last_message_id: string | null }>(
       'messages.addUser',
       `WITH old AS (
@@ -365,12 +391,13 @@ export class SessionsRepository {
        ), inserted AS (
          INSERT INTO messages (id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
          SELECT $3, s.id, s.message_count, 'user', s.previous_last_message_id, $5, $6, $7::jsonb, '{}'::jsonb, s.updated_at, s.updated_at FROM s
-       )
+       ), ${events.sql}
        SELECT ${SESSION_COLUMNS}, s.previous_status, s.previous_last_message_id FROM s`,
-      [input.sessionId, input.organizationId, input.messageId, input.computerId, input.source, input.authorId, JSON.stringify(input.content)],
+      [input.sessionId, input.organizationId, input.messageId, input.computerId, input.source, input.authorId, JSON.stringify(input.content), ...events.params],
     );
     const row = rows[0];
     if (!row) return null;
+    this.events.written(manager);
     return { session: toSession(row), previousStatus: row.previous_status, previousLastMessageId: row.previous_last_message_id };
   }
 

@@ -190,25 +190,17 @@ export class SessionsService {
           authorId: principal.userId,
           source: API_MESSAGE_SOURCE,
           content,
+          actor: eventActorOf(principal),
         },
         manager,
       );
       if (!change) notFound(sessionId);
       assertTransition(SessionTrigger.UserMessageAdded, change.previousStatus, change.session.status);
       published = change;
-      const { session, previousStatus } = change;
-      const common = { organizationId: session.organizationId, sessionId: session.id, actor: eventActorOf(principal) };
-      this.events.raise(manager, {
-        ...common,
-        type: 'message.added',
-        data: { sessionId: session.id, messageId, role: MessageRole.User, authorId: principal.userId, computerId: session.workComputerId },
-      });
-      if (previousStatus !== session.status) {
-        this.events.raise(manager, { ...common, type: 'session.status_changed', data: { sessionId: session.id, from: previousStatus, to: session.status } });
-      }
-      return { messageId, status: session.status };
+      return { messageId, status: change.session.status };
     };
-    const result = await this.idempotency.run(principal, idempotent, add);
+    // One statement: with no idempotency key, no transaction either.
+    const result = await this.idempotency.run(principal, idempotent, add, 200, { oneStatement: true });
     // Said on every answer, a replayed one too: whether an agent will take the work is about now.
     const reasonFor = (session: SessionEntity | null) => (session ? AgentPresence.reason(live, session) : null);
     const reason = published

@@ -129,22 +129,23 @@ export class WebhooksRepository {
   }
 
   /**
-   * Queues `payload` for every enabled webhook of the organization that takes `type` (an empty list
-   * takes all) and existed before the event; none twice. The number queued.
+   * Queues each event's `payload` for every enabled webhook of the organization that takes its type
+   * (an empty list takes all) and existed before the event; none twice. The number queued.
    */
   async queueDeliveries(
     manager: EntityManager,
-    event: { organizationId: string; id: string; seq: number; type: string },
-    payload: string,
+    organizationId: string,
+    events: Array<{ id: string; seq: number; type: string; payload: string }>,
   ): Promise<number> {
     const rows = (await manager.query(
       `INSERT INTO webhook_deliveries (id, webhook_id, organization_id, event_id, event_seq, event_type, payload, status, next_attempt_at, created_at)
-       SELECT gen_random_uuid(), w.id, w.organization_id, $2::uuid, $3::bigint, $4::text, $5::text, 'pending', now(), now()
-       FROM webhooks w
-       WHERE w.organization_id = $1 AND w.enabled AND w.starts_after_seq < $3::bigint AND (w.event_types = '[]'::jsonb OR w.event_types ? $4::text)
+       SELECT gen_random_uuid(), w.id, w.organization_id, e.id, e.seq, e.type, e.payload, 'pending', now(), now()
+       FROM unnest($2::uuid[], $3::bigint[], $4::text[], $5::text[]) AS e(id, seq, type, payload)
+       JOIN webhooks w ON w.organization_id = $1 AND w.enabled AND w.starts_after_seq < e.seq AND (w.event_types = '[]'::jsonb OR w.event_types ? e.type)
+       ORDER BY e.seq
        ON CONFLICT (webhook_id, event_id) DO NOTHING
        RETURNING id`,
-      [event.organizationId, event.id, event.seq, event.type, payload],
+      [organizationId, events.map((e) => e.id), events.map((e) => e.seq), events.map((e) => e.type), events.map((e) => e.payload)],
     )) as unknown[];
     return rows.length;
   }

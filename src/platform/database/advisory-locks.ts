@@ -16,4 +16,6 @@ export enum AdvisoryLock {
   Members = 7_345_006,
   /** The first-run setup: one organization made from an empty database, whatever the instances. */
   FirstRun = 7_345_007,
+  /** Numbering committed events: one sequencer run at a time, whatever the instances. */
+  EventSequencer = 7_345_008,
 }

@@ -41,16 +41,6 @@ export class PgListener {
     await this.connect();
   }
 
-  /**
-   * Sends notifications on the channel, all in one statement, over the listening connection when it
-   * is up (requests keep the pool to themselves), else over the pool.
-   */
-  async notify(payloads: string[]): Promise<void> {
-    const statement = 'SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload';
-    if (this.client) await this.client.query(statement, [this.channel, payloads]);
-    else await this.dataSource.query(statement, [this.channel, payloads]);
-  }
-
   async close(): Promise<void> {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);

@@ -11,11 +11,12 @@ export interface DurableListener {
   /** The types it handles; it still moves past the others. */
   types: readonly EventType[];
   /**
-   * Handles one event inside the transaction that moves the checkpoint past it, so an effect in
-   * the database happens exactly once. An effect outside (a webhook call) must be idempotent, or be
-   * recorded here and carried out by a job of its own.
+   * Handles a batch of its events (one organization's, in log order) inside the transaction that
+   * moves the checkpoint past them, so an effect in the database happens exactly once; a batch is
+   * handled with a few statements, not a few per event. An effect outside (a webhook call) must be
+   * idempotent, or be recorded here and carried out by a job of its own.
    */
-  handle(manager: EntityManager, event: AnyStoredEvent): Promise<void>;
+  handle(manager: EntityManager, events: AnyStoredEvent[]): Promise<void>;
 }
 
 const BATCH = 200;
@@ -115,8 +116,10 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
 
   /** Finds every (listener, organization) behind the log, failures whose retry time came included. */
   private async sweep(): Promise<void> {
-    if (this.closing || this.listeners.size === 0) return;
+    if (this.closing) return;
     try {
+      await this.log.numberPending();
+      if (this.listeners.size === 0) return;
       const rows = (await this.dataSource.query(
         `SELECT l.name, s.organization_id FROM event_sequences s CROSS JOIN unnest($1::text[]) AS l(name)
          LEFT JOIN event_checkpoints c ON c.listener = l.name AND c.organization_id = s.organization_id
@@ -153,7 +156,7 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
 
   /** One batch in one transaction; true when there may be more. */
   private async runBatch(listener: DurableListener, organizationId: string): Promise<boolean> {
-    let failedAt: AnyStoredEvent | null = null;
+    let failed: AnyStoredEvent[] = [];
     try {
       return await this.dataSource.transaction(async (manager) => {
         await manager.query(`INSERT INTO event_checkpoints (listener, organization_id, seq) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING`, [
@@ -169,12 +172,10 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
         if (!checkpoint) return false;
         const events = await this.log.readIn(manager, organizationId, Number(checkpoint.seq), BATCH);
         if (events.length === 0) return false;
-        for (const event of events) {
-          if (!listener.types.includes(event.type)) continue;
-          failedAt = event;
-          await listener.handle(manager, event);
-        }
-        failedAt = null;
+        const handled = events.filter((event) => listener.types.includes(event.type));
+        failed = handled;
+        if (handled.length > 0) await listener.handle(manager, handled);
+        failed = [];
         await manager.query(
           `UPDATE event_checkpoints SET seq = $3, failures = 0, retry_at = NULL WHERE listener = $1 AND organization_id = $2`,
           [listener.name, organizationId, events[events.length - 1].seq],
@@ -182,12 +183,12 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
         return events.length === BATCH;
       });
     } catch (error) {
-      await this.backOff(listener, organizationId, failedAt, error as Error);
+      await this.backOff(listener, organizationId, failed, error as Error);
       return false;
     }
   }
 
-  private async backOff(listener: DurableListener, organizationId: string, event: AnyStoredEvent | null, error: Error): Promise<void> {
+  private async backOff(listener: DurableListener, organizationId: string, events: AnyStoredEvent[], error: Error): Promise<void> {
     try {
       // An upsert: the failed transaction may have been the one that made the checkpoint.
       const rows = (await this.dataSource.query(
@@ -198,7 +199,7 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
         [listener.name, organizationId, MAX_BACKOFF_MS / 1000],
       )) as Array<{ failures: number }>;
       this.logger.error(
-        { err: error, listener: listener.name, organizationId, eventId: event?.id, eventType: event?.type, seq: event?.seq, failures: rows[0]?.failures },
+        { err: error, listener: listener.name, organizationId, fromSeq: events[0]?.seq, toSeq: events.at(-1)?.seq, failures: rows[0]?.failures },
         'A durable event listener failed; it will retry',
       );
     } catch (inner) {

@@ -3,12 +3,14 @@ import { EventEmitter } from 'node:events';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { Interval } from '@nestjs/schedule';
+import type { PoolClient, QueryResult } from 'pg';
 import { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
+import { AdvisoryLock } from '../database/advisory-locks';
 import { PgListener } from '../database/pg-listener';
 import { newId } from '../database/ids';
-import { currentRequest } from '../http/request-context';
-import { AnyStoredEvent, EventType, NewEvent, StoredEvent } from './event';
+import { answerAfter, currentRequest } from '../http/request-context';
+import { AnyStatementEvent, AnyStoredEvent, EventActor, EventType, NewEvent, StoredEvent } from './event';
 
 /** The PostgreSQL channel on which instances tell each other that an organization's log grew. */
 export const EVENTS_CHANNEL = 'agent_platform_events';
@@ -43,20 +45,61 @@ export interface EventQuery {
 
 interface Pending {
   raised: Array<NewEvent & { id: string; occurredAt: Date }>;
-  stored: AnyStoredEvent[];
+  /** Whether the transaction wrote events, to be numbered once it has committed. */
+  written: boolean;
 }
+
+/** The most events one sequencer run numbers. */
+const SEQUENCE_BATCH = 5_000;
 
 const COLUMNS = 'organization_id, seq, id, type, occurred_at, session_id, actor, data';
 
 /**
+ * One sequencer run, in one round trip: the lock, then the numbering in a statement of its own (its
+ * snapshot taken once the lock is held, so it sees what every run before it did), then the commit.
+ * The oldest events waiting are numbered per organization in the order they were written, and the
+ * organizations' counters move on. `announceAs` (an instance id): the other instances are told
+ * which numbers each organization got, with the commit (NOTIFY).
+ */
+function sequenceSql(announceAs: string | null): string {
+  const announce = announceAs
+    ? `, announced AS (
+         SELECT pg_notify('${EVENTS_CHANNEL}', json_build_object('i', '${announceAs}', 'o', organization_id, 'f', min(seq), 't', max(seq))::text)
+         FROM numbered GROUP BY organization_id
+       )`
+    : '';
+  return `BEGIN;
+SELECT pg_advisory_xact_lock(${AdvisoryLock.EventSequencer});
+WITH waiting AS (
+  SELECT organization_id, position, row_number() OVER (PARTITION BY organization_id ORDER BY position) AS n
+  FROM (SELECT organization_id, position FROM events WHERE seq IS NULL ORDER BY position LIMIT ${SEQUENCE_BATCH}) AS oldest
+), counts AS (
+  SELECT organization_id, count(*) AS c FROM waiting GROUP BY organization_id
+), counters AS (
+  INSERT INTO event_sequences AS s (organization_id, last_seq) SELECT organization_id, c FROM counts
+  ON CONFLICT (organization_id) DO UPDATE SET last_seq = s.last_seq + EXCLUDED.last_seq
+  RETURNING s.organization_id, s.last_seq
+), numbered AS (
+  UPDATE events e SET seq = counters.last_seq - counts.c + waiting.n
+  FROM waiting JOIN counts USING (organization_id) JOIN counters USING (organization_id)
+  WHERE e.organization_id = waiting.organization_id AND e.position = waiting.position
+  RETURNING ${COLUMNS.split(', ').map((column) => `e.${column}`).join(', ')}
+)${announce}
+SELECT ${COLUMNS}${announceAs ? ', (SELECT count(*) FROM announced) AS announced' : ''} FROM numbered;
+COMMIT`;
+}
+
+/**
  * The event log, a transactional outbox. A command raises its events inside its transaction
- * (`raise`); they are numbered and written just before it commits, so the rows, the idempotency
- * record and the events commit or vanish together, and an organization's numbers follow commit
- * order with no gap (the organization's `event_sequences` row is locked from the write to the
- * commit). After the commit they are emitted to this instance's listeners (`@OnDomainEvent`) and
- * announced to the other instances (`NOTIFY`), which read them from the log and emit them to
- * theirs. Listeners whose effect must not be lost are durable (see DurableListeners): they read the
- * log themselves from a checkpoint, so a crash between commit and emit loses nothing.
+ * (`raise`); they are written just before it commits, so the rows, the idempotency record and the
+ * events commit or vanish together. Right after the commit, and before the command answers, the
+ * sequencer numbers them per organization (1, 2, 3... with no gap), one run at a time for every
+ * command committed meanwhile: commands never wait for each other's commits to get a number. Then
+ * the events are emitted to this instance's listeners (`@OnDomainEvent`) and announced to the
+ * other instances (`NOTIFY`), which read them from the log and emit them to theirs. Listeners
+ * whose effect must not be lost are durable (see DurableListeners): they read the log themselves
+ * from a checkpoint, so a crash between commit and emit loses nothing; their sweep also numbers
+ * events a crash left unnumbered.
  */
 @Injectable()
 export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -64,9 +107,12 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   private readonly pending = new WeakMap<QueryRunner, Pending>();
   /** Tells this instance's own announcements apart: it emitted those events itself. */
   private readonly instanceId = randomUUID();
+  /** A run of the sequencer; on PostgreSQL it announces what it numbered to the other instances. */
+  private readonly sequenceSql: string;
   private listener: PgListener | null = null;
-  private readonly unsent: string[] = [];
-  private sending = false;
+  /** This instance's sequencer run under way, and the one asked for meanwhile. */
+  private running: Promise<void> | null = null;
+  private next: Promise<void> | null = null;
   /** `appended` (organizationId, lastSeq): the organization's log grew, here or on another instance. */
   readonly growth = new EventEmitter().setMaxListeners(0);
 
@@ -74,7 +120,9 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     private readonly dataSource: DataSource,
     private readonly emitter: EventEmitter2,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.sequenceSql = sequenceSql(config.engine === 'postgres' ? this.instanceId : null);
+  }
 
   onModuleInit(): void {
     this.dataSource.subscribers.push(this.transactionHooks());
@@ -91,6 +139,7 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    await (this.next ?? this.running);
     await this.listener?.close();
     this.listener = null;
   }
@@ -102,17 +151,44 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   raise(manager: EntityManager, ...events: NewEvent[]): void {
     const runner = manager.queryRunner;
     if (!runner?.isTransactionActive) throw new Error('Events are raised inside the transaction that makes them true');
-    const request = currentRequest();
-    let pending = this.pending.get(runner);
-    if (!pending) {
-      pending = { raised: [], stored: [] };
-      this.pending.set(runner, pending);
-    }
+    const pending = this.pendingOf(runner);
     const occurredAt = new Date();
     for (const event of events) {
-      const actor = event.actor && request ? { ...event.actor, ip: request.ip, requestId: request.requestId } : (event.actor ?? null);
-      pending.raised.push({ ...event, actor, id: newId(), occurredAt: event.occurredAt ?? occurredAt });
+      pending.raised.push({ ...event, actor: withRequest(event.actor), id: newId(), occurredAt: event.occurredAt ?? occurredAt });
     }
+  }
+
+  /**
+   * For a command that is one statement, so that it needs no transaction: the part of its `WITH`
+   * that writes its events (`events_written AS (...)`), their parameters numbered from
+   * `firstParam`. Each event is selected from the statement's own rows (no row, no event). Call
+   * `written` once the statement has run.
+   */
+  statementEvents(firstParam: number, actor: EventActor | null, ...events: AnyStatementEvent[]): { sql: string; params: unknown[] } {
+    const params: unknown[] = [JSON.stringify(withRequest(actor))];
+    const actorParam = `$${firstParam}::jsonb`;
+    const selects = events.map((event) => {
+      params.push(newId());
+      const data = Object.entries(event.data as Record<string, string>).map(([field, sql]) => `'${field}', ${sql}`);
+      return `SELECT ${event.organizationId}, $${firstParam + params.length - 1}::uuid, '${event.type}', ${event.occurredAt ?? 'clock_timestamp()'}, ${event.sessionId ?? 'NULL'}::uuid, ${actorParam}, jsonb_build_object(${data.join(', ')}) FROM ${event.from}`;
+    });
+    return { sql: `events_written AS (INSERT INTO events (organization_id, id, type, occurred_at, session_id, actor, data) ${selects.join(' UNION ALL ')})`, params };
+  }
+
+  /** After a statement that wrote events (see `statementEvents`): they are numbered after its transaction commits, or now, before the answer. */
+  written(manager: EntityManager): void {
+    const runner = manager.queryRunner;
+    if (runner?.isTransactionActive) this.pendingOf(runner).written = true;
+    else { const p = this.numberPending(); if (!process.env.NOWAIT) answerAfter(p); }
+  }
+
+  private pendingOf(runner: QueryRunner): Pending {
+    let pending = this.pending.get(runner);
+    if (!pending) {
+      pending = { raised: [], written: false };
+      this.pending.set(runner, pending);
+    }
+    return pending;
   }
 
   /** The organization's events after `query.after` (and before `query.before`), oldest first unless `newestFirst`. */
@@ -175,71 +251,79 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     return total;
   }
 
-  /** Writes a transaction's events, numbered, just before it commits. */
+  /** Writes a transaction's events just before it commits; the sequencer numbers them after. */
   private async flush(runner: QueryRunner): Promise<void> {
     const pending = this.pending.get(runner);
     if (!pending || pending.raised.length === 0) return;
-    const byOrganization = new Map<string, Pending['raised']>();
-    for (const event of pending.raised) {
-      const list = byOrganization.get(event.organizationId) ?? [];
-      list.push(event);
-      byOrganization.set(event.organizationId, list);
-    }
+    const payload = pending.raised.map((event) => ({
+      organization_id: event.organizationId,
+      id: event.id,
+      type: event.type,
+      occurred_at: event.occurredAt.toISOString(),
+      session_id: event.sessionId ?? null,
+      actor: event.actor ?? null,
+      data: event.data,
+    }));
     pending.raised = [];
-    for (const [organizationId, events] of byOrganization) {
-      const payload = events.map((event) => ({
-        id: event.id,
-        type: event.type,
-        occurred_at: event.occurredAt.toISOString(),
-        session_id: event.sessionId ?? null,
-        actor: event.actor ?? null,
-        data: event.data,
-      }));
-      const rows = (await runner.query(
-        `WITH numbered AS (
-           INSERT INTO event_sequences (organization_id, last_seq) VALUES ($1, $2)
-           ON CONFLICT (organization_id) DO UPDATE SET last_seq = event_sequences.last_seq + $2
-           RETURNING last_seq
-         )
-         INSERT INTO events (${COLUMNS})
-         SELECT $1, numbered.last_seq - $2 + e.n, (e.event->>'id')::uuid, e.event->>'type', (e.event->>'occurred_at')::timestamptz,
-                (e.event->>'session_id')::uuid, e.event->'actor', e.event->'data'
-         FROM numbered, jsonb_array_elements($3::jsonb) WITH ORDINALITY AS e(event, n)
-         RETURNING seq, id`,
-        [organizationId, events.length, JSON.stringify(payload)],
-      )) as Array<{ seq: string; id: string }>;
-      const seqs = new Map(rows.map((row) => [row.id, Number(row.seq)]));
-      for (const event of events) {
-        pending.stored.push({
-          id: event.id,
-          seq: seqs.get(event.id)!,
-          type: event.type,
-          organizationId,
-          sessionId: event.sessionId ?? null,
-          actor: event.actor ?? null,
-          occurredAt: event.occurredAt,
-          data: event.data,
-        } as AnyStoredEvent);
-      }
+    pending.written = true;
+    await runner.query(
+      `INSERT INTO events (organization_id, id, type, occurred_at, session_id, actor, data)
+       SELECT (e->>'organization_id')::uuid, (e->>'id')::uuid, e->>'type', (e->>'occurred_at')::timestamptz, (e->>'session_id')::uuid, e->'actor', e->'data'
+       FROM jsonb_array_elements($1::jsonb) AS e`,
+      [JSON.stringify(payload)],
+    );
+  }
+
+  /**
+   * Starts a sequencer run, or, when one is under way (it may have looked before the caller's
+   * commit), one right after it, shared by everyone who asked meanwhile: a burst of commits is
+   * numbered in one run. Resolves when that run has ended; never rejects (what a failed run left is
+   * numbered by the next one, or by the sweep).
+   */
+  numberPending(): Promise<void> {
+    if (!this.running) {
+      this.running = this.runSequencer().finally(() => {
+        this.running = null;
+      });
+      return this.running;
+    }
+    this.next ??= this.running.then(() => {
+      this.next = null;
+      return this.numberPending();
+    });
+    return this.next;
+  }
+
+  private async runSequencer(): Promise<void> {
+    const runner = this.dataSource.createQueryRunner();
+    try {
+      while ((await this.sequence(runner)) === SEQUENCE_BATCH);
+    } catch (error) {
+      this.logger.warn(`Could not number committed events yet: ${(error as Error).message}`);
+    } finally {
+      await runner.release();
     }
   }
 
-  /** After the commit: this instance's listeners, and the other instances. */
-  private dispatch(runner: QueryRunner): void {
-    const pending = this.pending.get(runner);
-    this.pending.delete(runner);
-    if (!pending || pending.stored.length === 0) return;
-    const stored = pending.stored.sort((a, b) => a.seq - b.seq);
-    this.emitLocally(stored);
-    if (!this.listener) return;
-    const ranges = new Map<string, { from: number; to: number }>();
-    for (const event of stored) {
-      const range = ranges.get(event.organizationId);
-      if (!range) ranges.set(event.organizationId, { from: event.seq, to: event.seq });
-      else range.to = Math.max(range.to, event.seq);
+  /**
+   * Numbers committed events in the order they were written, per organization, in one transaction
+   * (one run at a time across instances, under an advisory lock: numbers never go back and never
+   * skip), then emits them here and announces them to the other instances. Returns how many.
+   */
+  private async sequence(runner: QueryRunner): Promise<number> {
+    // One round trip: the lock, then the numbering in a statement of its own (its snapshot taken
+    // once the lock is held, so it sees every run before it), then the commit.
+    const client = (await runner.connect()) as PoolClient;
+    let results: Array<QueryResult<EventRow>>;
+    try {
+      results = (await client.query(this.sequenceSql)) as unknown as Array<QueryResult<EventRow>>;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
     }
-    for (const [organizationId, { from, to }] of ranges) this.unsent.push(JSON.stringify({ i: this.instanceId, o: organizationId, f: from, t: to }));
-    if (!this.sending) void this.sendAnnouncements();
+    const rows = results[2].rows;
+    if (rows.length > 0) this.emitLocally(rows.map(toStoredEvent).sort((a, b) => a.organizationId.localeCompare(b.organizationId) || a.seq - b.seq));
+    return rows.length;
   }
 
   private emitLocally(events: AnyStoredEvent[]): void {
@@ -249,22 +333,6 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
       last.set(event.organizationId, Math.max(last.get(event.organizationId) ?? 0, event.seq));
     }
     for (const [organizationId, seq] of last) this.growth.emit('appended', organizationId, seq);
-  }
-
-  /** One statement carries every announcement made meanwhile: under load a NOTIFY costs one round trip, not one per commit. */
-  private async sendAnnouncements(): Promise<void> {
-    this.sending = true;
-    try {
-      while (this.unsent.length > 0 && this.listener) {
-        const payloads = this.unsent.splice(0);
-        await this.listener.notify(payloads).catch((error: Error) => {
-          // The other instances find the events at their next sweep or resume.
-          this.logger.warn(`Could not announce events to other instances: ${error.message}`);
-        });
-      }
-    } finally {
-      this.sending = false;
-    }
   }
 
   private async onAnnouncement(payload: string): Promise<void> {
@@ -295,13 +363,25 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
         if (outermost(event.queryRunner)) await this.flush(event.queryRunner);
       },
       afterTransactionCommit: (event: TransactionCommitEvent) => {
-        if (!event.queryRunner.isTransactionActive) this.dispatch(event.queryRunner);
+        const runner = event.queryRunner;
+        if (runner.isTransactionActive) return;
+        const pending = this.pending.get(runner);
+        this.pending.delete(runner);
+        // The request answers once they are numbered, so a client reading the log after the answer
+        // finds them; it waits with its connection back in the pool.
+        if (pending?.written) { const p = this.numberPending(); if (!process.env.NOWAIT) answerAfter(p); }
       },
       afterTransactionRollback: (event: TransactionRollbackEvent) => {
         if (!event.queryRunner.isTransactionActive) this.pending.delete(event.queryRunner);
       },
     };
   }
+}
+
+/** The actor, with the client's address and the request's id when serving a request. */
+function withRequest(actor: EventActor | null | undefined): EventActor | null {
+  const request = currentRequest();
+  return actor && request ? { ...actor, ip: request.ip, requestId: request.requestId } : (actor ?? null);
 }
 
 function toStoredEvent(row: EventRow): AnyStoredEvent {

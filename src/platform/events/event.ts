@@ -41,7 +41,25 @@ export interface NewEvent<T extends EventType = EventType> {
   data: EventDataMap[T];
 }
 
-/** An event as stored in the log: numbered per organization, in commit order. */
+/**
+ * An event that a command's one statement writes (see EventLog.statementEvents): where it is
+ * selected from, and each field as a SQL expression over that, checked against the type's data.
+ */
+export interface StatementEvent<T extends EventType = EventType> {
+  type: T;
+  /** The FROM (and WHERE) of the event's row: one row, one event; none, none. */
+  from: string;
+  organizationId: string;
+  sessionId?: string;
+  /** Default: the statement's clock. */
+  occurredAt?: string;
+  data: { [K in keyof EventDataMap[T]]-?: string };
+}
+
+/** One statement event of any type, narrowed by `type`. */
+export type AnyStatementEvent = { [T in EventType]: StatementEvent<T> }[EventType];
+
+/** An event as stored in the log: numbered per organization once committed. */
 export interface StoredEvent<T extends EventType = EventType> {
   /** Unique: receivers de-duplicate on it. */
   id: string;

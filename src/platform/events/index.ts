@@ -1,4 +1,4 @@
-export type { AnyStoredEvent, EventActor, EventDataMap, EventType, NewEvent, StoredEvent } from './event';
+export type { AnyStatementEvent, AnyStoredEvent, EventActor, EventDataMap, EventType, NewEvent, StatementEvent, StoredEvent } from './event';
 export { EventLog, EventQuery } from './event-log';
 export { DurableListener, DurableListeners } from './durable-listeners';
 export { OnDomainEvent } from './on-domain-event.decorator';

@@ -45,8 +45,10 @@ export class IdempotencyService {
     request: IdempotentRequest | undefined,
     work: (manager: EntityManager) => Promise<T>,
     statusCode = 200,
+    { oneStatement = false }: { oneStatement?: boolean } = {},
   ): Promise<IdempotentResult<T>> {
-    if (!request) return { body: await this.dataSource.transaction(work), replayed: false };
+    // Work that is one statement (its events written by it too) needs no transaction of its own.
+    if (!request) return { body: oneStatement ? await work(this.dataSource.manager) : await this.dataSource.transaction(work), replayed: false };
     const scope = scopeOf(caller);
     return this.dataSource.transaction(async (manager) => {
       const claimed = (await manager.query(

@@ -32,11 +32,11 @@ export class DeliveryQueueListener implements OnModuleInit {
         }
       },
     });
-    this.listeners.register({ name: 'webhooks.deliveries', types: EVENT_TYPES, handle: (manager, event) => this.queue(manager, event) });
+    this.listeners.register({ name: 'webhooks.deliveries', types: EVENT_TYPES, handle: (manager, events) => this.queue(manager, events) });
   }
 
-  private async queue(manager: EntityManager, event: AnyStoredEvent): Promise<void> {
-    const queued = await this.repository.queueDeliveries(manager, event, storedPayload(event));
+  private async queue(manager: EntityManager, events: AnyStoredEvent[]): Promise<void> {
+    const queued = await this.repository.queueDeliveries(manager, events[0].organizationId, events.map((event) => ({ ...event, payload: storedPayload(event) })));
     if (queued > 0 && manager.queryRunner) this.queuedIn.add(manager.queryRunner);
   }
 }
