@@ -27,7 +27,7 @@ export class EnterpriseControlsReader extends OrganizationControlsReader {
   }
 }
 
-/** Sessions' SessionRules: the default models of new sessions and the model policy. */
+/** Sessions' SessionRules: the default models of new sessions, the model policy, tool approvals and retention. */
 @Injectable()
 export class EnterpriseSessionRules extends SessionRules {
   constructor(private readonly controls: EnterpriseControlsService) {
@@ -49,5 +49,9 @@ export class EnterpriseSessionRules extends SessionRules {
 
   async toolApproval(organizationId: string): ReturnType<SessionRules['toolApproval']> {
     return (await this.controls.inForce(organizationId)).settings.toolApproval;
+  }
+
+  retentionPolicies(): ReturnType<SessionRules['retentionPolicies']> {
+    return this.controls.retentionPolicies();
   }
 }

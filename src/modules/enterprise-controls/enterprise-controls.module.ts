@@ -6,7 +6,6 @@ import { EnterpriseControlsReader, EnterpriseSessionRules } from './enterprise-c
 import { AgentPolicyController, EnterpriseControlsController } from './enterprise-controls.controller';
 import { EnterpriseControlsRepository } from './enterprise-controls.repository';
 import { EnterpriseControlsService } from './enterprise-controls.service';
-import { SessionRetentionJob } from './jobs/session-retention.job';
 import { ModelRelay } from './relay/model-relay';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
 
@@ -23,7 +22,6 @@ import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas
     EnterpriseControlsService,
     ModelRelay,
     SecretBox,
-    SessionRetentionJob,
     { provide: OrganizationControlsReader, useClass: EnterpriseControlsReader },
     { provide: SessionRules, useClass: EnterpriseSessionRules },
   ],

@@ -19,7 +19,7 @@ import { diffSettings, maskSettings } from './domain/settings-diff';
 import { normalizeSettingsUrls } from './domain/settings-urls';
 import { ControlChangeView, ControlRevisionView, ControlsView, toChangeView } from './domain/views';
 import { AGENT_POLICY_FIELDS, AgentPolicyView } from './domain/agent-policy';
-import { EnterpriseControlsRepository } from './enterprise-controls.repository';
+import { EnterpriseControlsRepository, RetentionPolicy } from './enterprise-controls.repository';
 import { ModelRelay, RelayAnswer, RelayFailure, RelayFailureReason } from './relay/model-relay';
 import { ControlRevisionEntity } from './entities';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
@@ -66,6 +66,11 @@ export class EnterpriseControlsService {
     const inForce = { revision: latest?.revision ?? 0, settings: latest?.settings ?? defaultSettings() };
     this.cache?.set(organizationId, inForce);
     return inForce;
+  }
+
+  /** Every organization whose controls set `sessionRetentionDays`, with the days (read fresh, not cached). */
+  retentionPolicies(): Promise<RetentionPolicy[]> {
+    return this.repository.retentionPolicies();
   }
 
   async current(principal: Principal): Promise<ControlsView> {

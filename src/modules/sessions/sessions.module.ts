@@ -12,6 +12,7 @@ import { SessionsRepository } from './sessions.repository';
 import { SessionReader } from './session-reader';
 import { SessionsService } from './sessions.service';
 import { WorkSignal } from './work-signal';
+import { SessionRetentionJob } from './jobs/session-retention.job';
 import { TurnSweepJob } from './jobs/turn-sweep.job';
 import { ToolApprovalLedger } from './tool-approval-ledger';
 import { AgentToolApprovalsController, TurnControlController } from './turn-control.controller';
@@ -33,6 +34,7 @@ import { TurnControlService } from './turn-control.service';
     ToolApprovalLedger,
     TurnControlService,
     TurnSweepJob,
+    SessionRetentionJob,
   ],
   exports: [SessionsService, SessionReader, AgentWorkService, HistoryImportService],
 })

@@ -143,11 +143,6 @@ export class SessionsService {
     });
   }
 
-  /** Retention: deletes one batch of the organization's sessions inactive since `before`; how many. */
-  purgeInactive(organizationId: string, before: Date, batchSize: number): Promise<number> {
-    return this.repository.deleteInactive(organizationId, before, batchSize);
-  }
-
   async remove(principal: Principal, sessionId: string): Promise<void> {
     const session = this.writable(principal, await this.readable(principal, sessionId));
     await this.repository.deleteSession(session.id);

@@ -6,7 +6,7 @@ import type { ToolApprovalRules } from '../domain/tool-approval';
 
 /**
  * What the organization's controls say about sessions: a contract the EnterpriseControls module
- * fulfils (it imports Sessions, whose sessions its retention deletes). Resolved at start.
+ * fulfils (it imports Sessions). Resolved at start.
  */
 export abstract class SessionRules {
   /** Settings laid under a new session's own. */
@@ -17,6 +17,8 @@ export abstract class SessionRules {
   abstract restrictsModels(principal: Principal): Promise<boolean>;
   /** The tool calls the organization's agents must have a person approve; undefined: none. */
   abstract toolApproval(organizationId: string): Promise<ToolApprovalRules | undefined>;
+  /** Every organization that keeps its sessions a limited time, and for how many days of inactivity. */
+  abstract retentionPolicies(): Promise<Array<{ organizationId: string; days: number }>>;
 }
 
 /** How Sessions applies the controls' rules on sessions. */
