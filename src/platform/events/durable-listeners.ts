@@ -17,6 +17,8 @@ export interface DurableListener {
    * idempotent, or be recorded here and carried out by a job of its own.
    */
   handle(manager: EntityManager, events: AnyStoredEvent[]): Promise<void>;
+  /** After a batch it handled has committed: work that must see the batch's effect committed (waking a job that sends them). */
+  afterCommit?(organizationId: string): void;
 }
 
 const BATCH = 200;
@@ -157,8 +159,9 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
   /** One batch in one transaction; true when there may be more. */
   private async runBatch(listener: DurableListener, organizationId: string): Promise<boolean> {
     let failed: AnyStoredEvent[] = [];
+    let handledAny = false;
     try {
-      return await this.dataSource.transaction(async (manager) => {
+      const more = await this.dataSource.transaction(async (manager) => {
         await manager.query(`INSERT INTO event_checkpoints (listener, organization_id, seq) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING`, [
           listener.name,
           organizationId,
@@ -175,6 +178,7 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
         const handled = events.filter((event) => listener.types.includes(event.type));
         failed = handled;
         if (handled.length > 0) await listener.handle(manager, handled);
+        handledAny = handled.length > 0;
         failed = [];
         await manager.query(
           `UPDATE event_checkpoints SET seq = $3, failures = 0, retry_at = NULL WHERE listener = $1 AND organization_id = $2`,
@@ -182,6 +186,8 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
         );
         return events.length === BATCH;
       });
+      if (handledAny) listener.afterCommit?.(organizationId);
+      return more;
     } catch (error) {
       await this.backOff(listener, organizationId, failed, error as Error);
       return false;
