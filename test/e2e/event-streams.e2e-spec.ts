@@ -371,6 +371,31 @@ describe('Event streams and lists', () => {
       for (const s of [...open, again!]) s.close();
     });
 
+    it('tells of a deleted computer its owner and the administrators, and its agent token stops working on every instance', async () => {
+      const org = await createOrganization(writer);
+      const owner = await createUser(writer, Role.Owner, org);
+      const member = await createUser(writer, Role.Member, org);
+      const other = await createUser(writer, Role.Member, org);
+      const computer = await post(member, '/api/v0/computers', { name: 'doomed', provider: 'byom', hostId: '8f1c2a4e-8b3d-4e5f-9a7b-1c2d3e4f5a6b', remoteUser: 'dev' }).expect(201);
+      const agentAuth = { authorization: `Bearer ${computer.body.agentToken as string}` };
+      await reader.http().post('/api/v0/agent/claims').set(agentAuth).send({ waitMs: 0 }).expect(200);
+      const [ownerLive, memberLive, otherLive] = await Promise.all([owner, member, other].map((user) => stream(user, '/api/v0/events')));
+      await writer.http().delete(`/api/v0/computers/${computer.body.id as string}`).set(member.auth).expect(204);
+      for (const app of [writer, reader]) await app.http().post('/api/v0/agent/claims').set(agentAuth).send({ waitMs: 0 }).expect(401);
+      const deleted = (live: SseStream) => payloads(live).filter((e) => e.type === 'computer.deleted');
+      for (const live of [ownerLive, memberLive]) await live.until((l) => deleted(l).length > 0, 'computer.deleted');
+      const [event] = deleted(memberLive);
+      expect(event).toMatchObject({ target: { kind: 'computer', id: computer.body.id }, data: { computerId: computer.body.id, name: 'doomed', provider: 'byom', ownerId: member.userId } });
+      expect(validateEvent(event)).toBe(true);
+      const marker = await session(other, 'after the deletion');
+      await otherLive.until((l) => payloads(l).some((e) => e.sessionId === marker), 'the marker');
+      expect(deleted(otherLive)).toEqual([]);
+      for (const live of [ownerLive, memberLive, otherLive]) live.close();
+      // Deleted once: the second delete is 404 and writes no event.
+      await writer.http().delete(`/api/v0/computers/${computer.body.id as string}`).set(member.auth).expect(404);
+      expect((await reader.app.get(EventLog).read(org.id, { after: 0, limit: 100, types: ['computer.deleted'] })).length).toBe(1);
+    });
+
     it('ends the streams of a revoked key', async () => {
       const owner = await createUser(writer, Role.Owner);
       const live = await stream(owner, '/api/v0/events');

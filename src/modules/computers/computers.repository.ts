@@ -99,8 +99,10 @@ export class ComputersRepository {
   }
 
   /** Deletes the computer; its steps go with it, sessions are disconnected (foreign keys). */
-  async delete(id: string): Promise<void> {
-    await this.dataSource.manager.getRepository(ComputerEntity).delete({ id });
+  /** Whether it was there to delete. */
+  async delete(manager: EntityManager, id: string): Promise<boolean> {
+    const result = await manager.getRepository(ComputerEntity).delete({ id });
+    return (result.affected ?? 0) > 0;
   }
 
   /** The computer's owner as a caller, for its agent token (one statement, as for API keys). */

@@ -221,7 +221,18 @@ export class ComputersService {
   /** Deletes the computer (its steps, its token) and tears down what its provider made, its agent first. */
   async remove(principal: Principal, computerId: string): Promise<void> {
     const computer = await this.visible(principal, computerId);
-    await this.repository.delete(computer.id);
+    const deleted = await this.repository.transaction(async (manager) => {
+      if (!(await this.repository.delete(manager, computer.id))) return false;
+      this.events.raise(manager, {
+        type: 'computer.deleted',
+        organizationId: computer.organizationId,
+        actor: eventActorOf(principal),
+        data: { computerId: computer.id, name: computer.name, provider: computer.provider, ownerId: computer.ownerId },
+      });
+      return true;
+    });
+    // Deleted meanwhile by another request: that one did the rest.
+    if (!deleted) throw notFound(computerId);
     logSecurityEvent('computer.deleted', securityActorOf(principal), { computerId: computer.id });
     this.authenticator.forgetComputerToken(computer.agentTokenHash);
     if (computer.provider === BYOM) return;

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { AnyStoredEvent } from '../../platform/events';
-import { isAdmin, Principal } from '../auth';
+import { isAdmin, Principal, Role } from '../auth';
 import { ComputerDirectory, SessionReader } from '../sessions';
 
 /**
@@ -55,6 +55,9 @@ export class EventViewer {
       case 'computer.created':
       case 'computer.status_changed':
         return this.seesComputer(event.data.computerId);
+      case 'computer.deleted':
+        // Gone, so not visible any more: a member sees the deletion of their own.
+        return this.principal.role !== Role.Guest && event.data.ownerId === this.principal.userId;
       case 'api_key.created':
       case 'api_key.revoked':
         return event.data.userId === this.principal.userId;

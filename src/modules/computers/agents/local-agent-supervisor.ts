@@ -143,6 +143,12 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     if (this.enabled) await this.exclusive(() => this.retire(computerId, 'SIGKILL'));
   }
 
+  /** On every instance: the one that runs the deleted computer's agent stops it now, not at its next look. */
+  @OnDomainEvent('computer.deleted')
+  onDeleted(event: StoredEvent<'computer.deleted'>): void {
+    if (event.data.provider === LOCAL_PROVIDER && this.agents.has(event.data.computerId)) void this.stop(event.data.computerId);
+  }
+
   @OnDomainEvent('computer.status_changed')
   onProvisioned(event: StoredEvent<'computer.status_changed'>): void {
     if (event.data.provider === LOCAL_PROVIDER && event.data.to === ComputerStatus.Active && event.data.from !== ComputerStatus.Active) this.wake();

@@ -21,9 +21,18 @@ export interface ComputerStatusChangedData {
   step: { stepId: string; status: string; error: string | null } | null;
 }
 
+/** A computer was deleted: its agent token stops working and its agent (a `local` one) is stopped. */
+export interface ComputerDeletedData {
+  computerId: string;
+  name: string;
+  provider: string;
+  ownerId: string;
+}
+
 declare module '../../../platform/events/event' {
   interface EventDataMap {
     'computer.created': ComputerCreatedData;
     'computer.status_changed': ComputerStatusChangedData;
+    'computer.deleted': ComputerDeletedData;
   }
 }

@@ -143,6 +143,16 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
       },
     }),
   },
+  'computer.deleted': {
+    summary: 'A computer was deleted: its agent token stops working, and the agent the server ran for a `local` one is stopped.',
+    target: { kind: 'computer', field: 'computerId' },
+    data: object('', {
+      computerId: uuid('The computer.'),
+      name: text('Its name.'),
+      provider: text('`byom` or `local`.'),
+      ownerId: uuid('Its owner.'),
+    }),
+  },
   'controls.revised': {
     summary: 'An owner or manager changed the enterprise controls: `revision` is now in force.',
     target: { kind: 'enterprise_controls', field: 'revision' },
