@@ -37,6 +37,14 @@ const webhook = (more: Record<string, SchemaObject> = {}): SchemaObject =>
     ...more,
   });
 
+/** A computer as its created and deleted events name it. */
+const computerNamed = (): Record<string, SchemaObject> => ({
+  computerId: uuid('The computer.'),
+  name: text('Its name.'),
+  provider: text('`byom` or `local`.'),
+  ownerId: uuid('Its owner.'),
+});
+
 export interface EventTypeDoc {
   /** When it is raised, in a sentence. */
   summary: string;
@@ -117,13 +125,7 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
   'computer.created': {
     summary: 'A computer was created: a BYOM machine registered, or a managed one whose provisioning starts.',
     target: { kind: 'computer', field: 'computerId' },
-    data: object('', {
-      computerId: uuid('The computer.'),
-      name: text('Its name.'),
-      provider: text('`byom` or `local`.'),
-      ownerId: uuid('Its owner.'),
-      status: oneOf(COMPUTER_STATUSES, 'Its status.'),
-    }),
+    data: object('', { ...computerNamed(), status: oneOf(COMPUTER_STATUSES, 'Its status.') }),
   },
   'computer.status_changed': {
     summary: 'A computer\'s status or one of its provisioning steps changed; `from` equals `to` when only a step moved.',
@@ -146,12 +148,7 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
   'computer.deleted': {
     summary: 'A computer was deleted: its agent token stops working, and the agent the server ran for a `local` one is stopped.',
     target: { kind: 'computer', field: 'computerId' },
-    data: object('', {
-      computerId: uuid('The computer.'),
-      name: text('Its name.'),
-      provider: text('`byom` or `local`.'),
-      ownerId: uuid('Its owner.'),
-    }),
+    data: object('', computerNamed()),
   },
   'controls.revised': {
     summary: 'An owner or manager changed the enterprise controls: `revision` is now in force.',
