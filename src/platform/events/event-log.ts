@@ -179,7 +179,7 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   written(manager: EntityManager): void {
     const runner = manager.queryRunner;
     if (runner?.isTransactionActive) this.pendingOf(runner).written = true;
-    else { const p = this.numberPending(); if (!process.env.NOWAIT) answerAfter(p); }
+    else answerAfter(this.numberPending());
   }
 
   private pendingOf(runner: QueryRunner): Pending {
@@ -369,7 +369,7 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
         this.pending.delete(runner);
         // The request answers once they are numbered, so a client reading the log after the answer
         // finds them; it waits with its connection back in the pool.
-        if (pending?.written) { const p = this.numberPending(); if (!process.env.NOWAIT) answerAfter(p); }
+        if (pending?.written) answerAfter(this.numberPending());
       },
       afterTransactionRollback: (event: TransactionRollbackEvent) => {
         if (!event.queryRunner.isTransactionActive) this.pending.delete(event.queryRunner);
