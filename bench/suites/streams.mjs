@@ -65,13 +65,10 @@ async function seedKeys(root, serverEnv, count) {
   require('reflect-metadata');
   const { NestFactory } = require('@nestjs/core');
   const { loadConfig } = require(join(root, 'dist/config/app-config.js'));
-  const { ConfigModule } = require(join(root, 'dist/config/config.module.js'));
-  const { DatabaseModule } = require(join(root, 'dist/platform/database/database.module.js'));
-  const { EventsModule } = require(join(root, 'dist/platform/events/index.js'));
-  const { AuthModule, OrganizationsService, ApiKeysService, Role } = require(join(root, 'dist/modules/auth/index.js'));
-  // The Auth services and what they need (the event log: creating a key raises api_key.created), no HTTP.
-  class Seeder {}
-  const module = { module: Seeder, imports: [ConfigModule.register(loadConfig(serverEnv)), DatabaseModule, EventsModule, AuthModule] };
+  const { CliModule } = require(join(root, 'dist/cli/cli.module.js'));
+  const { OrganizationsService, ApiKeysService, Role } = require(join(root, 'dist/modules/auth/index.js'));
+  // What the operator's CLI runs on: the Auth services, the event log (creating a key raises api_key.created) and the contracts' defaults, no HTTP.
+  const module = CliModule.register(loadConfig(serverEnv));
   const app = await NestFactory.createApplicationContext(module, { logger: false, abortOnError: false });
   try {
     const run = randomBytes(3).toString('hex');
