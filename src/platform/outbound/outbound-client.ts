@@ -51,16 +51,18 @@ export class OutboundClient {
   }
 
   /**
-   * Why `url` is refused without a DNS lookup (scheme, plain http where it must be https, this server,
-   * an IP literal or a name like localhost that is not public), or null: for checking a URL when it is saved.
+   * Why `url` is refused without a DNS lookup (scheme, this server, an IP literal or a name like
+   * localhost that is not public, then plain http where it must be https), or null: for checking a URL
+   * when it is saved.
    */
   refusalWithoutLookup(url: URL): string | null {
-    return this.httpRefusal(url) ?? this.guard.refusalWithoutLookup(url);
+    return this.guard.refusalWithoutLookup(url) ?? this.httpRefusal(url);
   }
 
   /** Where a call to `url` may connect, or a DestinationRefused that says which rule refused what. */
   async vet(url: URL): Promise<VettedDestination> {
-    const refusal = this.httpRefusal(url);
+    // What the address rules say first (the security log wants "this server", not "must be https").
+    const refusal = this.refusalWithoutLookup(url);
     if (refusal !== null) throw new DestinationRefused(refusal);
     return this.guard.vet(url);
   }
