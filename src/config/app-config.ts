@@ -464,6 +464,16 @@ export class AppConfig {
   WEBHOOK_TIMEOUT_MS = 15_000;
 
   /**
+   * How long past WEBHOOK_TIMEOUT_MS a claimed delivery stays the claiming instance's (time to record
+   * the attempt); an instance that dies mid-attempt leaves its deliveries to the others after that.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
+  WEBHOOK_LEASE_MARGIN_MS = 30_000;
+
+  /**
    * The waits before each retry of a failed delivery, comma-separated milliseconds (each with ±20% jitter);
    * after the last retry fails the delivery is failed. The default retries 7 times over about 27 hours:
    * 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
@@ -646,6 +656,7 @@ const ENV_KEYS = [
   'MODEL_RELAY_CONCURRENCY_PER_COMPUTER',
   'WEBHOOK_ALLOWED_HOSTS',
   'WEBHOOK_TIMEOUT_MS',
+  'WEBHOOK_LEASE_MARGIN_MS',
   'WEBHOOK_RETRY_SCHEDULE_MS',
   'WEBHOOK_DISABLE_AFTER_MS',
   'WEBHOOK_POLL_MS',

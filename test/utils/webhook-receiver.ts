@@ -3,8 +3,8 @@ import { createServer, IncomingHttpHeaders, Server, ServerResponse } from 'node:
 import { AddressInfo, Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
-/** What a receiver does with one request: answer a status, hang past the sender's timeout, or reset the connection. */
-export type Behaviour = number | 'hang' | 'reset' | { redirect: string };
+/** What a receiver does with one request: answer a status, hang past the sender's timeout, reset the connection, redirect, or answer 200 slowly. */
+export type Behaviour = number | 'hang' | 'reset' | { redirect: string } | { delayMs: number };
 
 export interface ReceivedDelivery {
   path: string;
@@ -16,6 +16,8 @@ export interface ReceivedDelivery {
   invalid?: string;
   /** How it was answered. */
   answered: Behaviour;
+  /** When it arrived (Unix ms). */
+  at: number;
 }
 
 /**
@@ -44,7 +46,7 @@ export class WebhookReceiver {
 
   /** What reached `path` with a valid signature and was answered 2xx. */
   delivered(path: string): NonNullable<ReceivedDelivery['event']>[] {
-    return this.received.filter((r) => r.path === path && r.event && typeof r.answered === 'number' && r.answered < 300).map((r) => r.event!);
+    return this.received.filter((r) => r.path === path && r.event && answersOk(r.answered)).map((r) => r.event!);
   }
 
   url(path: string): string {
@@ -75,7 +77,7 @@ export class WebhookReceiver {
 
   private answer(path: string, headers: IncomingHttpHeaders, body: string, res: ServerResponse): void {
     const behaviour = this.scripts.get(path)?.shift() ?? 200;
-    const record: ReceivedDelivery = { path, headers, body, event: null, answered: behaviour };
+    const record: ReceivedDelivery = { path, headers, body, event: null, answered: behaviour, at: Date.now() };
     const secret = this.secrets.get(path);
     try {
       if (!secret) throw new Error('no secret for this path');
@@ -93,6 +95,14 @@ export class WebhookReceiver {
       res.socket?.destroy();
       return;
     }
+    if (typeof behaviour === 'object' && 'delayMs' in behaviour) {
+      const timer = setTimeout(() => {
+        res.writeHead(record.invalid ? 400 : 200, { 'content-type': 'text/plain' });
+        res.end(record.invalid ?? 'ok');
+      }, behaviour.delayMs);
+      res.on('close', () => clearTimeout(timer));
+      return;
+    }
     if (typeof behaviour === 'object') {
       res.writeHead(302, { location: behaviour.redirect });
       res.end();
@@ -101,4 +111,9 @@ export class WebhookReceiver {
     res.writeHead(record.invalid && behaviour < 300 ? 400 : behaviour, { 'content-type': 'text/plain' });
     res.end(record.invalid ?? 'ok');
   }
+}
+
+/** Whether a behaviour answers 2xx (a slow answer is a 200). */
+function answersOk(behaviour: Behaviour): boolean {
+  return (typeof behaviour === 'number' && behaviour < 300) || (typeof behaviour === 'object' && 'delayMs' in behaviour);
 }

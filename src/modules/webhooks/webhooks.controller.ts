@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } fr
 import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
-import { eventTypesTable } from './domain/event-types';
+import { eventTypesTable } from '../events';
 import { CreateWebhookDto, DeliveryListView, DeliveryView, ListDeliveriesQueryDto, UpdateWebhookDto, WebhookListView, WebhookView, WebhookWithSecretView } from './dto/webhook.dto';
 import { PageQueryDto } from '../../platform/http/pagination';
 import { DeliveryRow, WebhookRow } from './webhooks.repository';

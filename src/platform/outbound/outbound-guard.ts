@@ -2,7 +2,7 @@ import type { HttpAdapterHost } from '@nestjs/core';
 import { AddressInfo, isIP, LookupFunction } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import ipaddr from 'ipaddr.js';
-import { AddressPolicy, AddressPolicyOptions, VettedDestination } from './address-policy';
+import { AddressPolicy, AddressPolicyOptions, normalizeHost, VettedDestination } from './address-policy';
 
 /** A destination the address rules refuse; the message says which rule refused what. */
 export class DestinationRefused extends Error {}
@@ -44,8 +44,12 @@ export class OutboundGuard {
     const port = portOf(url);
     const refusal = this.policy.refusalWithoutLookup(url.hostname, port);
     if (refusal !== null) return refusal;
+    if (this.options.listeningPort() !== port) return null;
     const host = /^\[(.*)\]$/.exec(url.hostname)?.[1] ?? url.hostname;
-    if (isIP(host) && this.options.listeningPort() === port && isThisMachine(host)) return `${url.host} is this server (${host} port ${port})`;
+    if (isIP(host) && isThisMachine(host)) return `${url.host} is this server (${host} port ${port})`;
+    // localhost and *.localhost are loopback whatever DNS says (RFC 6761), even where the operator allows them.
+    const name = normalizeHost(host);
+    if (name === 'localhost' || name?.endsWith('.localhost')) return `${url.host} is this server (loopback port ${port})`;
     return null;
   }
 

@@ -1,13 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { Agent as HttpAgent, IncomingHttpHeaders, IncomingMessage, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { isIP } from 'node:net';
+import { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { pipeline, Readable, Transform, TransformCallback } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { AppConfig } from '../../../config/app-config';
 import { VettedDestination } from '../../../platform/outbound/address-policy';
-import { describeNetworkError, DestinationRefused, listeningPort, OutboundGuard, pinnedLookup } from '../../../platform/outbound/outbound-guard';
+import { OutboundClient } from '../../../platform/outbound/outbound-client';
+import { describeNetworkError, DestinationRefused } from '../../../platform/outbound/outbound-guard';
 import { maskSecret } from '../domain/secret-mask';
 
 /** One relayed call, as the service prepares it. */
@@ -54,20 +53,14 @@ function isAnswerHeader(name: string): boolean {
  */
 @Injectable()
 export class ModelRelay {
-  private readonly guard: OutboundGuard;
   // Connections are kept for the next call to the same host; each was made to a vetted address.
-  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
-  private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256 });
+  private readonly client: OutboundClient;
 
   constructor(
     private readonly config: AppConfig,
     adapterHost: HttpAdapterHost,
   ) {
-    this.guard = new OutboundGuard({
-      allowedHosts: config.modelRelayAllowedHosts,
-      selfOrigin: config.baseUrl,
-      listeningPort: () => listeningPort(adapterHost, config),
-    });
+    this.client = new OutboundClient({ config, adapterHost }, { allowedHosts: config.modelRelayAllowedHosts, allowedHostsVariable: 'MODEL_RELAY_ALLOWED_HOSTS', maxSockets: 256 });
   }
 
   async send(call: RelayCall): Promise<RelayAnswer> {
@@ -112,7 +105,7 @@ export class ModelRelay {
   /** Where the call may go, or a RelayFailure('refused') that says which rule refused it. */
   private async vet(url: URL): Promise<VettedDestination> {
     try {
-      return await this.guard.vet(url);
+      return await this.client.vet(url);
     } catch (error) {
       if (error instanceof DestinationRefused) throw new RelayFailure('refused', error.message);
       throw error;
@@ -120,33 +113,13 @@ export class ModelRelay {
   }
 
   private post(call: RelayCall, destination: VettedDestination, signal: AbortSignal): Promise<IncomingMessage> {
-    const https = call.url.protocol === 'https:';
-    const body = Buffer.from(JSON.stringify(call.payload));
-    return new Promise((resolve, reject) => {
-      const request = (https ? httpsRequest : httpRequest)(
-        {
-          method: 'POST',
-          host: destination.host,
-          port: destination.port,
-          path: `${call.url.pathname}${call.url.search}`,
-          headers: {
-            ...call.headers,
-            host: call.url.host,
-            'content-type': 'application/json',
-            'content-length': String(body.length),
-            accept: call.payload.stream === true ? 'text/event-stream, application/json' : 'application/json',
-            'user-agent': 'agent-platform-relay',
-          },
-          agent: https ? this.httpsAgent : this.httpAgent,
-          lookup: pinnedLookup(destination.addresses),
-          ...(https && isIP(destination.host) === 0 ? { servername: destination.host } : {}),
-          signal,
-        },
-        resolve,
-      );
-      request.on('error', reject);
-      request.end(body);
-    });
+    const headers = {
+      ...call.headers,
+      'content-type': 'application/json',
+      accept: call.payload.stream === true ? 'text/event-stream, application/json' : 'application/json',
+      'user-agent': 'agent-platform-relay',
+    };
+    return this.client.post(call.url, destination, { headers, body: Buffer.from(JSON.stringify(call.payload)), signal });
   }
 }
 

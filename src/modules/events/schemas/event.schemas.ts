@@ -224,7 +224,18 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
   },
 };
 
-export const EVENT_TYPES = Object.keys(EVENT_CATALOGUE) as EventType[];
+/** Every public event type, sorted: what webhooks and `types` filters may name. */
+export const EVENT_TYPES: EventType[] = (Object.keys(EVENT_CATALOGUE) as EventType[]).sort();
+
+/** Whether `value` names a public event type (a key of the catalogue, never an inherited property). */
+export function isEventType(value: string): value is EventType {
+  return Object.prototype.hasOwnProperty.call(EVENT_CATALOGUE, value);
+}
+
+/** The catalogue as a Markdown table (type and meaning), for route descriptions. */
+export function eventTypesTable(): string {
+  return '| type | meaning |\n|---|---|\n' + EVENT_TYPES.map((type) => `| \`${type}\` | ${EVENT_CATALOGUE[type].summary} |`).join('\n');
+}
 
 /** `session.status_changed` → `SessionStatusChangedEvent`. */
 export function eventSchemaName(type: string): string {

@@ -1,12 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { Agent as HttpAgent, IncomingMessage, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { isIP } from 'node:net';
 import { AppConfig } from '../../../config/app-config';
 import { VettedDestination } from '../../../platform/outbound/address-policy';
-import { describeNetworkError, DestinationRefused, listeningPort, OutboundGuard, pinnedLookup } from '../../../platform/outbound/outbound-guard';
+import { OutboundClient } from '../../../platform/outbound/outbound-client';
+import { describeNetworkError, DestinationRefused } from '../../../platform/outbound/outbound-guard';
 import { sign } from '../domain/signing';
+import type { IncomingMessage } from 'node:http';
 
 export const USER_AGENT = 'agent-platform-webhooks/1';
 
@@ -24,25 +23,22 @@ export interface SendOutcome {
 const MAX_ANSWER_BYTES = 64 * 1024;
 
 /**
- * Sends one signed delivery under the server's outbound rules (OutboundGuard, WEBHOOK_ALLOWED_HOSTS):
- * the host resolved once and vetted, the connection pinned to the vetted addresses, never this
- * server, no redirect followed, WEBHOOK_TIMEOUT_MS for the whole exchange.
+ * Sends one signed delivery through the server's outbound client (OutboundClient, WEBHOOK_ALLOWED_HOSTS):
+ * plain http only to an allowed host, the host resolved once and vetted, the connection pinned to the
+ * vetted addresses, never this server, no redirect followed, WEBHOOK_TIMEOUT_MS for the whole exchange.
  */
 @Injectable()
 export class WebhookSender {
-  readonly guard: OutboundGuard;
-  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 64 });
-  private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 64 });
+  readonly client: OutboundClient;
 
   constructor(
     private readonly config: AppConfig,
     adapterHost: HttpAdapterHost,
   ) {
-    this.guard = new OutboundGuard({
-      allowedHosts: config.webhookAllowedHosts,
-      selfOrigin: config.baseUrl,
-      listeningPort: () => listeningPort(adapterHost, config),
-    });
+    this.client = new OutboundClient(
+      { config, adapterHost },
+      { allowedHosts: config.webhookAllowedHosts, allowedHostsVariable: 'WEBHOOK_ALLOWED_HOSTS', httpsUnlessAllowed: true, maxSockets: 64 },
+    );
   }
 
   async send(input: { url: string; secret: string; messageId: string; body: string }): Promise<SendOutcome> {
@@ -51,8 +47,7 @@ export class WebhookSender {
     const url = new URL(input.url);
     let destination: VettedDestination;
     try {
-      if (url.protocol === 'http:' && !this.guard.allowsByName(url)) throw new DestinationRefused(`${url.host} is not in WEBHOOK_ALLOWED_HOSTS, so it must be https`);
-      destination = await this.guard.vet(url);
+      destination = await this.client.vet(url);
     } catch (error) {
       if (!(error instanceof DestinationRefused)) throw error;
       return { ok: false, statusCode: null, durationMs: elapsed(), error: `refused: ${error.message}`, refused: true };
@@ -60,16 +55,14 @@ export class WebhookSender {
     const timeout = AbortSignal.timeout(this.config.WEBHOOK_TIMEOUT_MS);
     const timestamp = Math.floor(Date.now() / 1000);
     const headers = {
-      host: url.host,
       'content-type': 'application/json',
-      'content-length': String(Buffer.byteLength(input.body)),
       'user-agent': USER_AGENT,
       'webhook-id': input.messageId,
       'webhook-timestamp': String(timestamp),
       'webhook-signature': sign(input.secret, input.messageId, timestamp, input.body),
     };
     try {
-      const response = await this.post(url, destination, headers, input.body, timeout);
+      const response = await this.client.post(url, destination, { headers, body: input.body, signal: timeout });
       const statusCode = response.statusCode ?? 0;
       await drain(response);
       if (statusCode >= 200 && statusCode < 300) return { ok: true, statusCode, durationMs: elapsed(), error: null };
@@ -84,30 +77,7 @@ export class WebhookSender {
   }
 
   close(): void {
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
-  }
-
-  private post(url: URL, destination: VettedDestination, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<IncomingMessage> {
-    const https = url.protocol === 'https:';
-    return new Promise((resolve, reject) => {
-      const request = (https ? httpsRequest : httpRequest)(
-        {
-          method: 'POST',
-          host: destination.host,
-          port: destination.port,
-          path: `${url.pathname}${url.search}`,
-          headers,
-          agent: https ? this.httpsAgent : this.httpAgent,
-          lookup: pinnedLookup(destination.addresses),
-          ...(https && isIP(destination.host) === 0 ? { servername: destination.host } : {}),
-          signal,
-        },
-        resolve,
-      );
-      request.on('error', reject);
-      request.end(body);
-    });
+    this.client.close();
   }
 }
 

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsOptional, IsString, MaxLength, ValidateIf } from 'class-validator';
 import { PageQueryDto, PaginationDto } from '../../../platform/http/pagination';
-import { EVENT_TYPES } from '../domain/event-types';
+import { EVENT_TYPES } from '../../events';
 
 const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
 

@@ -9,8 +9,6 @@ import { parseStoredPayload } from '../domain/payload';
 import { nextRetryDelay } from '../domain/retry-schedule';
 import { ClaimedDelivery, WebhooksRepository } from '../webhooks.repository';
 
-/** How long past WEBHOOK_TIMEOUT_MS a claimed delivery stays this instance's before another may take it over. */
-const LEASE_MARGIN_MS = 30_000;
 const FORGET_EVERY_MS = 10 * 60_000;
 
 /**
@@ -81,7 +79,7 @@ export class WebhookDeliveryJob implements OnApplicationBootstrap, BeforeApplica
     if (free <= 0) return;
     let claimed: ClaimedDelivery[];
     try {
-      claimed = await this.repository.claimDue(free, this.config.WEBHOOK_TIMEOUT_MS + LEASE_MARGIN_MS);
+      claimed = await this.repository.claimDue(free, this.config.WEBHOOK_TIMEOUT_MS + this.config.WEBHOOK_LEASE_MARGIN_MS);
     } catch (error) {
       if (!this.closing) this.logger.warn(`Could not look for webhook deliveries due: ${(error as Error).message}`);
       return;

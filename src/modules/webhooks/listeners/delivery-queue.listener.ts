@@ -1,7 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { AnyStoredEvent, DurableListeners } from '../../../platform/events';
-import { EVENT_TYPES } from '../domain/event-types';
+import { EVENT_TYPES } from '../../events';
 import { storedPayload } from '../domain/payload';
 import { WebhookDeliveryJob } from '../jobs/webhook-delivery.job';
 import { WebhooksRepository } from '../webhooks.repository';
