@@ -1,8 +1,10 @@
+/// <reference lib="dom" />
+// Code passed to page.evaluate() runs in the browser.
 import type { Browser, Page } from 'playwright-core';
 import { Role, SetupService } from '../../src/modules/auth';
 import { createOrganization, createUser } from '../utils/factories';
 import { startTestApp, TestApp } from '../utils/test-app';
-import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole } from './browser';
+import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole, seriousAxeViolations } from './browser';
 
 /**
  * The web console in a real Chromium against the real server on PGlite: what a person does, by mouse and by keyboard,
@@ -26,8 +28,12 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole } f
     await t?.close();
   });
 
+  const violationsOf = new WeakMap<Page, string[]>();
+  const cspOf = (page: Page) => violationsOf.get(page)!;
+
   async function session(): Promise<Page> {
     const opened = await openConsole(browser, base);
+    violationsOf.set(opened.page, opened.cspViolations);
     opened.page.on('close', () => csp.push(...opened.cspViolations));
     return opened.page;
   }
@@ -232,6 +238,18 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole } f
     await page.getByRole('heading', { name: 'Page not found' }).waitFor();
     expect(await page.getByRole('main').textContent()).toContain('/no/such/page');
     accessibility.push(...(await checkPage(page, 'not-found')));
+
+    // The checks themselves can fail: a button with no name is a critical axe violation, an inline style a CSP one.
+    await page.evaluate(() => {
+      document.querySelector('main')!.append(document.createElement('button'));
+      const style = document.createElement('style');
+      style.textContent = 'main { color: red }';
+      document.head.append(style);
+    });
+    expect((await seriousAxeViolations(page)).map((violation) => violation.id)).toContain('button-name');
+    for (let i = 0; i < 50 && cspOf(page).length === 0; i++) await page.waitForTimeout(20);
+    expect(cspOf(page).join()).toMatch(/style/);
+    cspOf(page).length = 0;
     await page.close();
   });
 

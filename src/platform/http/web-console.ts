@@ -102,8 +102,8 @@ export class WebConsole {
     return new WebConsole(index, assets, (nonce) => consolePolicy(config, nonce));
   }
 
-  get files(): string[] {
-    return [...this.assets.keys()];
+  static built(dir = CONSOLE_DIR): boolean {
+    return existsSync(join(dir, 'index.html'));
   }
 
   /** Call before any hook that needs credentials: a navigation is answered before them. */

@@ -1,9 +1,9 @@
-import { Suspense, useState } from 'react';
+import { Suspense, useState, useSyncExternalStore } from 'react';
 import { Link, NavLink, Outlet } from 'react-router';
 import { ROLE_LABELS } from '../format';
 import { navigationFor } from '../routes';
 import { useMe, useSession } from '../session/session';
-import { applyTheme, effectiveTheme, storedTheme, type Theme } from '../session/theme';
+import { applyTheme, storedTheme, type Theme } from '../session/theme';
 
 /** The frame of every signed-in page: who you are, where you can go, the theme, sign out. */
 export function Layout() {
@@ -52,9 +52,19 @@ export function Layout() {
   );
 }
 
+const DARK_QUERY = '(prefers-color-scheme: dark)';
+const subscribeToSystemTheme = (onChange: () => void) => {
+  const query = window.matchMedia(DARK_QUERY);
+  query.addEventListener('change', onChange);
+  return () => query.removeEventListener('change', onChange);
+};
+
+/** Light or dark: the system's until chosen here (the choice is kept in localStorage, nothing else is). */
 export function ThemeToggle() {
   const [theme, setTheme] = useState<Theme>(storedTheme);
-  const next = effectiveTheme(theme) === 'dark' ? 'light' : 'dark';
+  const systemDark = useSyncExternalStore(subscribeToSystemTheme, () => window.matchMedia(DARK_QUERY).matches);
+  const dark = theme === 'system' ? systemDark : theme === 'dark';
+  const next = dark ? 'light' : 'dark';
   return (
     <button
       type="button"

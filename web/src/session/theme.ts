@@ -17,8 +17,3 @@ export function applyTheme(theme: Theme): void {
     window.localStorage.setItem(STORAGE_KEY, theme);
   }
 }
-
-export function effectiveTheme(theme: Theme): 'light' | 'dark' {
-  if (theme !== 'system') return theme;
-  return window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
-}
