@@ -146,6 +146,8 @@ function buildWeb(announce) {
     else renameSync(fresh, OPENAPI);
     writeStamp(OPENAPI_STAMP, startedAt);
   }
+  // The console's stamp dates from after the export: the document just written is not newer than its build.
+  const webStartedAt = Date.now();
   const webStamp = mtimeOf(WEB_STAMP);
   const newest = Math.max(newestMtime(WEB, [WEB_GENERATED]), mtimeOf(OPENAPI), mtimeOf(join(ROOT, 'package-lock.json')), existsSync(join(DIST, 'web', 'index.html')) ? 0 : Infinity);
   if (webStamp >= 0 && newest <= webStamp) return 0;
@@ -159,7 +161,7 @@ function buildWeb(announce) {
     const code = run(label, args);
     if (code !== 0) return code;
   }
-  writeStamp(WEB_STAMP, startedAt);
+  writeStamp(WEB_STAMP, webStartedAt);
   if (announce) process.stderr.write(`done in ${((Date.now() - startedAt) / 1000).toFixed(1)} s\n`);
   return 0;
 }
