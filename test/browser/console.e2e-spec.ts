@@ -84,6 +84,17 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole, se
     expect(await page.content()).not.toContain(key);
     accessibility.push(...(await checkPage(page, 'overview')));
 
+    // The theme toggle overrides the system's scheme, and the choice outlives a reload.
+    const background = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const light = await background();
+    await page.getByRole('button', { name: 'Dark theme' }).click();
+    expect(await background()).not.toBe(light);
+    await page.reload();
+    await page.getByRole('button', { name: 'Light theme' }).waitFor();
+    expect(await background()).not.toBe(light);
+    await page.getByRole('button', { name: 'Light theme' }).click();
+    expect(await background()).toBe(light);
+
     // A reload keeps the tab signed in; the setup is no longer offered.
     await page.reload();
     await page.getByRole('heading', { name: 'Overview' }).waitFor();

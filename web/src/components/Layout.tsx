@@ -29,7 +29,7 @@ export function Layout() {
             ))}
           </ul>
         </nav>
-        <div className="who" aria-label="Signed in as">
+        <div className="who" role="group" aria-label="Signed in as">
           <span className="org" title={`Organization ${me.organization.slug}`}>
             {me.organization.name}
           </span>
@@ -69,13 +69,13 @@ export function ThemeToggle() {
     <button
       type="button"
       className="theme-toggle"
-      aria-label={`Switch to the ${next} theme`}
+      title={`Switch to the ${next} theme`}
       onClick={() => {
         applyTheme(next);
         setTheme(next);
       }}
     >
-      {next === 'dark' ? 'Dark' : 'Light'}
+      {next === 'dark' ? 'Dark theme' : 'Light theme'}
     </button>
   );
 }
