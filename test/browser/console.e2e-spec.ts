@@ -199,7 +199,7 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole, se
     await page.close();
   });
 
-  it('an owner sees every key of the organization; the list pages as the API pages', async () => {
+  it('an owner sees every key of the organization by its user\'s name and revokes a member\'s; the list pages as the API pages', async () => {
     const owner = await createUser(t, Role.Owner);
     const organization = { id: owner.organizationId, slug: owner.organizationSlug };
     const member = await createUser(t, Role.Member, organization);
@@ -207,8 +207,16 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole, se
     await signInWith(page, owner.key);
     await page.goto('/settings/api-keys');
     await page.getByRole('radio', { name: /Every key of/ }).check();
-    const memberRow = page.getByRole('row').filter({ hasText: member.userId.slice(0, 8) });
+    // Whose key each is, by name.
+    const memberRow = page.getByRole('row').filter({ hasText: 'A member' });
     await memberRow.waitFor();
+    expect(await memberRow.getByRole('button', { name: 'Revoke test' }).count()).toBe(1);
+    accessibility.push(...(await checkPage(page, 'api-keys-organization')));
+    // ...and may revoke it, as the API allows owners and managers.
+    await memberRow.getByRole('button', { name: 'Revoke test' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke key' }).click();
+    await memberRow.getByText('Revoked').waitFor();
+    expect((await t.http().get('/api/v0/me').set(member.auth)).status).toBe(401);
     // 25 more keys of the owner's: the first page holds 20; "Show more keys" fetches the rest.
     const response = await Promise.all(Array.from({ length: 25 }, (_, i) => t.http().post('/settings/api-keys').set(owner.auth).send({ name: `bulk ${i}` })));
     expect(response.every((res) => res.status === 201)).toBe(true);

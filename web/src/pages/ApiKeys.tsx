@@ -1,4 +1,4 @@
-import { useInfiniteQuery, useMutation, useQueryClient } from '@tanstack/react-query';
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
 import { api, unwrap, type Schemas } from '../api/client';
 import { ConfirmDialog } from '../components/ConfirmDialog';
@@ -125,7 +125,18 @@ function KeyList({ scope }: { scope: Scope }) {
       unwrap(api.GET('/settings/api-keys', { params: { query: { scope, limit: String(PAGE_SIZE), ...(pageParam ? { cursor: pageParam } : {}) } } })),
     getNextPageParam: (page) => page.pagination.nextCursor ?? undefined,
   });
+  // Whose keys they are, by name: the members list is for owners and managers, the only ones who see this scope.
+  const members = useQuery({
+    queryKey: ['members', 'first-100'],
+    enabled: scope === 'organization',
+    queryFn: () => unwrap(api.GET('/api/v0/organization/members', { params: { query: { limit: '100' } } })),
+  });
   const [revoking, setRevoking] = useState<ApiKey | null>(null);
+  const ownerOf = (key: ApiKey) => {
+    if (key.userId === me.user.id) return 'You';
+    const member = members.data?.members.find((candidate) => candidate.id === key.userId);
+    return member ? <span title={member.email}>{member.name}</span> : <code title={key.userId}>{key.userId.slice(0, 8)}</code>;
+  };
 
   if (list.isPending) return <p className="loading">Loading keys…</p>;
   if (!list.data) return <ErrorMessage error={list.error} action="Listing the keys" />;
@@ -168,7 +179,7 @@ function KeyList({ scope }: { scope: Scope }) {
                 <td data-label="Key">
                   <code>{key.prefix}…</code>
                 </td>
-                {scope === 'organization' ? <td data-label="User">{key.userId === me.user.id ? 'You' : <code title={key.userId}>{key.userId.slice(0, 8)}</code>}</td> : null}
+                {scope === 'organization' ? <td data-label="User">{ownerOf(key)}</td> : null}
                 <td data-label="Created">{formatTime(key.createdAt)}</td>
                 <td data-label="Last used">{formatTime(key.lastUsedAt, 'Not yet')}</td>
                 <td data-label="Expires">{formatTime(key.expiresAt)}</td>
