@@ -8,8 +8,13 @@
  * `tsc -b` then compiles what changed. An installed package (no src/) runs its dist/ as it is.
  * The program runs in this process (no second Node start-up); compiler output goes to stderr, so the CLI's
  * stdout stays the command's JSON.
+ *
+ * Then the web console (web/), the same way: when a file under web/ changed, or the server's OpenAPI document did,
+ * since its last build. The document is written without a database (Nest's preview mode, ~2.5 s, only when src/
+ * changed since it was last written), the console's API types are generated from it, the console is type-checked against them
+ * (a contract change fails the build here) and Vite bundles it into dist/web, which the server serves.
  */
-const { existsSync, readdirSync, statSync, writeFileSync, utimesSync, mkdirSync } = require('node:fs');
+const { existsSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, utimesSync, mkdirSync } = require('node:fs');
 const { join, resolve } = require('node:path');
 const { spawnSync } = require('node:child_process');
 
@@ -19,6 +24,14 @@ const SRC = join(ROOT, 'src');
 /** Written after every successful build; its mtime is the build's start. */
 const STAMP = join(DIST, '.build-stamp');
 const TSCONFIGS = ['tsconfig.json', 'tsconfig.build.json'];
+const WEB = join(ROOT, 'web');
+/** Generated at build time, never committed: the OpenAPI document and the TypeScript types made from it. */
+const WEB_GENERATED = join(WEB, 'src', 'api', 'generated');
+const OPENAPI = join(WEB_GENERATED, 'openapi.json');
+/** Outside dist/web, which Vite empties: mtime = the start of the console's last successful build. */
+const WEB_STAMP = join(DIST, '.web-build-stamp');
+/** mtime = when the OpenAPI document was last exported from the built server (rewritten only when it changed). */
+const OPENAPI_STAMP = join(DIST, '.openapi-stamp');
 
 const PROGRAMS = {
   serve: { file: 'main.js', args: [], about: 'start the server (npm start)' },
@@ -33,7 +46,7 @@ Commands:
 ${Object.entries(PROGRAMS)
   .map(([name, p]) => `  ${name.padEnd(8)} ${p.about}`)
   .join('\n')}
-  build    compile src/ to dist/ (a source checkout only; the commands above do it when sources changed)
+  build    compile src/ to dist/ and web/ to dist/web (a source checkout only; the commands above do it when sources changed)
   help     this text
 
 Every setting is an environment variable (README, "Configuration"), e.g.
@@ -42,36 +55,115 @@ Every setting is an environment variable (README, "Configuration"), e.g.
   agent-platform cli user:create acme owner@acme.example "Ada Owner" owner
   agent-platform cli key:create acme owner@acme.example first-key`;
 
-/** Newest mtime (ms) among src/**, its folders (a deleted file changes its folder's) and the tsconfigs. */
-function newestSourceMtime() {
+/** Newest mtime (ms) of a tree, its folders included (a deleted file changes its folder's); `skip` folders left out. */
+function newestMtime(root, skip = []) {
   let newest = 0;
   const visit = (dir) => {
     newest = Math.max(newest, statSync(dir).mtimeMs);
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
-      if (entry.isDirectory()) visit(path);
-      else newest = Math.max(newest, statSync(path).mtimeMs);
+      if (entry.isDirectory()) {
+        if (!skip.includes(path)) visit(path);
+      } else newest = Math.max(newest, statSync(path).mtimeMs);
     }
   };
-  visit(SRC);
+  visit(root);
+  return newest;
+}
+
+/** Newest mtime (ms) among src/**, its folders and the tsconfigs. */
+function newestSourceMtime() {
+  let newest = newestMtime(SRC);
   for (const file of TSCONFIGS) if (existsSync(join(ROOT, file))) newest = Math.max(newest, statSync(join(ROOT, file)).mtimeMs);
   return newest;
 }
 
-function stampMtime() {
+function mtimeOf(file) {
   try {
-    return statSync(STAMP).mtimeMs;
+    return statSync(file).mtimeMs;
   } catch {
     return -1;
   }
 }
 
-function typescriptCompiler() {
+function stampMtime() {
+  return mtimeOf(STAMP);
+}
+
+function writeStamp(file, startedAt) {
+  mkdirSync(DIST, { recursive: true });
+  writeFileSync(file, `${new Date(startedAt).toISOString()}\n`);
+  // The stamp dates from the build's start: a file saved while it ran is newer, so the next start builds again.
+  utimesSync(file, new Date(startedAt), new Date(startedAt));
+}
+
+function resolveTool(request) {
   try {
-    return require.resolve('typescript/bin/tsc', { paths: [ROOT] });
+    return require.resolve(request, { paths: [ROOT] });
   } catch {
     return undefined;
   }
+}
+
+function installedFile(pkg, file) {
+  const path = join(ROOT, 'node_modules', pkg, file);
+  return existsSync(path) ? path : undefined;
+}
+
+function typescriptCompiler() {
+  return resolveTool('typescript/bin/tsc');
+}
+
+function run(label, args) {
+  const result = spawnSync(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 2, 2] });
+  if (result.status === 0) return 0;
+  console.error(`\nagent-platform: ${label} failed (${result.error?.message ?? `exit code ${result.status}`}); fix the errors above.`);
+  return result.status || 1;
+}
+
+/**
+ * The web console: (1) after a server build, the OpenAPI document, rewritten only when it changed; (2) when
+ * web/ or the document changed since the console's last build: its API types, a type check, the Vite build.
+ * Returns an exit code. Without Vite (installed with --omit=dev) the server runs without (a new) console.
+ */
+function buildWeb(announce) {
+  if (!existsSync(join(WEB, 'index.html'))) return 0;
+  // Their package exports hide these files from require.resolve: they are found where npm puts them.
+  const vite = installedFile('vite', 'bin/vite.js');
+  const generate = installedFile('openapi-typescript', 'bin/cli.js');
+  const tsc = typescriptCompiler();
+  if (!vite || !generate || !tsc) {
+    console.error('agent-platform: the web console\'s build tools are not installed (npm install without --omit=dev): the server runs without rebuilding it.');
+    return 0;
+  }
+  const startedAt = Date.now();
+  if (!existsSync(OPENAPI) || mtimeOf(OPENAPI_STAMP) < newestSourceMtime()) {
+    const fresh = `${OPENAPI}.tmp`;
+    const code = run('exporting the OpenAPI document', [join(DIST, 'tools', 'export-openapi.js'), fresh]);
+    if (code !== 0) return code;
+    const same = existsSync(OPENAPI) && readFileSync(OPENAPI).equals(readFileSync(fresh));
+    if (same) unlinkSync(fresh);
+    else renameSync(fresh, OPENAPI);
+    writeStamp(OPENAPI_STAMP, startedAt);
+  }
+  // The console's stamp dates from after the export: the document just written is not newer than its build.
+  const webStartedAt = Date.now();
+  const webStamp = mtimeOf(WEB_STAMP);
+  const newest = Math.max(newestMtime(WEB, [WEB_GENERATED]), mtimeOf(OPENAPI), mtimeOf(join(ROOT, 'package-lock.json')), existsSync(join(DIST, 'web', 'index.html')) ? 0 : Infinity);
+  if (webStamp >= 0 && newest <= webStamp) return 0;
+  if (announce) process.stderr.write('agent-platform: the web console changed since its last build; building it... ');
+  const steps = [
+    ['generating the console\'s API types', [generate, OPENAPI, '--output', join(WEB_GENERATED, 'api.d.ts')]],
+    ['type-checking the console against the API', [tsc, '-p', join(WEB, 'tsconfig.json')]],
+    ['bundling the console (vite build)', [vite, 'build', '--config', join(WEB, 'vite.config.mts')]],
+  ];
+  for (const [label, args] of steps) {
+    const code = run(label, args);
+    if (code !== 0) return code;
+  }
+  writeStamp(WEB_STAMP, webStartedAt);
+  if (announce) process.stderr.write(`done in ${((Date.now() - startedAt) / 1000).toFixed(1)} s\n`);
+  return 0;
 }
 
 /** `tsc -b` (incremental: unchanged files are not compiled again), then the stamp. Returns an exit code. */
@@ -88,10 +180,7 @@ function build(reason) {
     console.error(`\nagent-platform: the build failed (${result.error?.message ?? `tsc exited with ${result.status}`}); fix the errors above.`);
     return result.status || 1;
   }
-  mkdirSync(DIST, { recursive: true });
-  writeFileSync(STAMP, `${new Date(startedAt).toISOString()}\n`);
-  // The stamp dates from the build's start: a file saved while tsc ran is newer, so the next start compiles it.
-  utimesSync(STAMP, new Date(startedAt), new Date(startedAt));
+  writeStamp(STAMP, startedAt);
   if (reason) process.stderr.write(`done in ${((Date.now() - startedAt) / 1000).toFixed(1)} s\n`);
   return 0;
 }
@@ -100,12 +189,15 @@ function build(reason) {
 function buildIfChanged() {
   if (!existsSync(SRC) || !existsSync(join(ROOT, 'tsconfig.build.json'))) return 0;
   const stamp = stampMtime();
-  if (stamp >= 0 && newestSourceMtime() <= stamp) return 0;
-  if (!typescriptCompiler() && existsSync(join(DIST, 'main.js'))) {
-    console.error('agent-platform: src/ changed since dist/ was built, but TypeScript is not installed: running dist/ as it is.');
-    return 0;
+  if (stamp < 0 || newestSourceMtime() > stamp) {
+    if (!typescriptCompiler() && existsSync(join(DIST, 'main.js'))) {
+      console.error('agent-platform: src/ changed since dist/ was built, but TypeScript is not installed: running dist/ as it is.');
+      return 0;
+    }
+    const code = build(stamp < 0 ? 'no build yet' : 'sources changed since the last build');
+    if (code !== 0) return code;
   }
-  return build(stamp < 0 ? 'no build yet' : 'sources changed since the last build');
+  return buildWeb(true);
 }
 
 function main(argv) {
@@ -119,7 +211,7 @@ function main(argv) {
       console.error('agent-platform build: no src/ here (an installed package runs its dist/ as shipped); nothing to build.');
       return 0;
     }
-    return build(undefined);
+    return build(undefined) || buildWeb(false);
   }
   const program = PROGRAMS[command];
   if (!program) {

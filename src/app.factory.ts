@@ -14,6 +14,7 @@ import { installRequestContext } from './platform/http/request-context';
 import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
 import { ALWAYS, installSecurityHeaders } from './platform/http/security-headers';
 import { ServerDetails } from './platform/http/server-details';
+import { WebConsole } from './platform/http/web-console';
 import { createValidationPipe, NoUndeclaredQueryInterceptor } from './platform/http/validation';
 import { answerClientError, installAccessLog, logUnroutable } from './platform/logging/access-log';
 import { createPino, PinoLogger, QuietStartLogger } from './platform/logging/logging';
@@ -65,6 +66,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   installAccessLog(fastify, config.LOG_LEVEL, (request) =>
     request.principal ? { organizationId: request.principal.organizationId, credentialId: credentialIdOf(request.principal) } : {},
   );
+  // The web console: a browser navigation gets its index.html before any credential is asked for.
+  WebConsole.load(config)?.install(fastify);
   // A known path asked with another method: 405 before its body is read (a bad body would answer 400 or 415).
   fastify.addHook('onRequest', async (request, reply) => {
     if (!request.is404) return;

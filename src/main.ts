@@ -6,6 +6,7 @@ import { DemoSeeder } from './demo/demo.seeder';
 import { SetupService } from './modules/auth';
 import { DataDirectoryBusyError, EmbeddedPostgres } from './platform/database/embedded-postgres';
 import { openOperatorChannel } from './cli/operator-channel';
+import { WebConsole } from './platform/http/web-console';
 
 async function main(): Promise<void> {
   const startedAt = Date.now();
@@ -38,6 +39,7 @@ async function main(): Promise<void> {
   await app.get(SetupService).announce(config.baseUrl);
   // A few lines saying where everything is (the database and each part log their own start).
   logger.log(`Agent Platform listening on ${await app.getUrl()} in ${Date.now() - startedAt} ms`);
+  logger.log(`Console: ${config.appUrl}/${WebConsole.built() ? '' : ' (not built: npm run build)'}`);
   logger.log(`API:  ${config.baseUrl}/api/v0 (analytics: ${config.baseUrl}/api/v1/analytics)`);
   logger.log(`Docs: ${config.baseUrl}/docs (OpenAPI document: ${config.baseUrl}/docs-json)`);
   logger.log(`Data: ${config.dataLocation}`);

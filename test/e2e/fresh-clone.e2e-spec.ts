@@ -136,6 +136,8 @@ describe('A fresh clone', () => {
     // No package refuses the running Node (test/e2e/engines.e2e-spec.ts checks every declared one).
     expect([...install.matchAll(/EBADENGINE +package: '(.+)@[^@]+'/g)].map((m) => m[1])).toEqual([]);
     expect(existsSync(join(clone, 'dist', 'main.js'))).toBe(true);
+    // ...and built the web console.
+    expect(existsSync(join(clone, 'dist', 'web', 'index.html'))).toBe(true);
 
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
@@ -150,8 +152,8 @@ describe('A fresh clone', () => {
     const demo = await serve('demo', clone, dataDir, port, authorized, FIRST_200_BUDGET_MS);
     times.demoToFirst200 = demo.ms;
     times.cloneToFirst200 = Date.now() - began;
-    // Nothing changed since `npm install` built it: no compiling on start.
-    expect(demo.output()).not.toMatch(/compiling/);
+    // Nothing changed since `npm install` built it: no compiling on start, no console build either.
+    expect(demo.output()).not.toMatch(/compiling|building it/);
     await demo.stop();
 
     // The operator's daily start: nothing changed, data already there.
@@ -160,9 +162,13 @@ describe('A fresh clone', () => {
     const again = await serve('start', clone, dataDir, port, listening, 30_000);
     times.startToListening = again.ms;
     if (again.cpuMs !== undefined) times.startCpu = again.cpuMs;
-    expect(again.output()).not.toMatch(/compiling/);
+    expect(again.output()).not.toMatch(/compiling|building it/);
     const res = await fetch(`${url}/settings/api-keys`, { headers: { Authorization: `Bearer ${await ownerKey()}` } });
     expect(res.status).toBe(200);
+    // The README's promise: the console at the same address.
+    const page = await fetch(`${url}/settings/api-keys`, { headers: { Accept: 'text/html' } });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<div id="root"></div>');
     await again.stop();
 
     console.log(

@@ -36,7 +36,13 @@ export class ApiKeysController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'List API keys', description: 'Your own keys by default, newest first. Keys themselves are never shown again.' })
+  @ApiOperation({
+    summary: 'List API keys',
+    description:
+      'Your own keys by default, newest first. Keys themselves are never shown again. ' +
+      'This path is also the web console\'s page: a browser navigation (`Accept` naming `text/html` at least as preferred as `application/json`) gets the console\'s HTML instead; ' +
+      'send `Accept: application/json`, `*/*` or no `Accept` for this operation (docs/api.md, "The web console on the same paths").',
+  })
   @ApiOkResponse({ type: ApiKeyListView })
   @ApiForbiddenResponse({
     description: '`scope=organization` by a member or guest (`insufficient_role`); a computer\'s agent token (`computer_token_not_accepted`).',

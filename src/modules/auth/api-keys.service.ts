@@ -27,10 +27,15 @@ export class ApiKeysService {
     private readonly events: EventLog,
   ) {}
 
+  /** Whether the caller may create keys now: always owners and managers; others unless the organization restricts it. */
+  async mayCreate(principal: Principal): Promise<boolean> {
+    if (isAdmin(principal.role)) return true;
+    return !(await this.controls.read(principal.organizationId)).restrictApiKeyCreationToManagers;
+  }
+
   /** Creates a key for the caller, unless the organization restricts creation to managers. */
   async createForCaller(principal: Principal, input: { name: string; expiresAt?: Date }, now = new Date()): Promise<CreatedApiKey> {
-    const { restrictApiKeyCreationToManagers } = await this.controls.read(principal.organizationId);
-    if (restrictApiKeyCreationToManagers && !isAdmin(principal.role)) {
+    if (!(await this.mayCreate(principal))) {
       throw new AuthError(
         AuthErrorCode.ApiKeyCreationRestricted,
         'Your organization restricts API key creation to managers and owners (restrictApiKeyCreationToManagers).',

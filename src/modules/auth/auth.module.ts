@@ -7,6 +7,7 @@ import { AuthRepository } from './auth.repository';
 import { Authenticator } from './authenticator';
 import { CredentialCache } from './credential-cache';
 import { JwtVerifier } from './jwt-verifier';
+import { MeController } from './me.controller';
 import { MembersController } from './members.controller';
 import { MembersService } from './members.service';
 import { OrganizationsService } from './organizations.service';
@@ -15,7 +16,7 @@ import { SetupController } from './setup.controller';
 import { SetupService } from './setup.service';
 
 @Module({
-  controllers: [ApiKeysController, MembersController, SetupController],
+  controllers: [ApiKeysController, MeController, MembersController, SetupController],
   providers: [
     AuthRepository,
     Authenticator,

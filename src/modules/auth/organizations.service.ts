@@ -78,6 +78,13 @@ export class OrganizationsService {
     return this.repository.listOrganizations();
   }
 
+  /** By id; for a caller whose credential was just accepted (so it exists: otherwise an error, not a 404). */
+  async requireOrganizationById(id: string): Promise<OrganizationEntity> {
+    const organization = await this.repository.findOrganization(id);
+    if (!organization) throw new Error(`Organization ${id} vanished`);
+    return organization;
+  }
+
   async requireOrganization(slug: string): Promise<OrganizationEntity> {
     const organization = await this.repository.findOrganizationBySlug(slug);
     if (!organization) throw new AuthError(AuthErrorCode.OrganizationNotFound, `No organization with slug ${slug} exists.`);

@@ -5,6 +5,13 @@ import { edgeConfigOf } from './route-config';
 /** On every answer; set directly where the onSend hook does not run (errors before routing, malformed HTTP). */
 export const ALWAYS = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' } as const;
 
+/** Answers that set their own Cache-Control and CSP (the web console's index.html, on any path). */
+const OWN_CACHING = new WeakSet<FastifyRequest>();
+
+export function keepsItsOwnCaching(request: FastifyRequest): void {
+  OWN_CACHING.add(request);
+}
+
 /**
  * What every response says about itself, set in one onSend hook (errors from the request edge included):
  * - `X-Content-Type-Options: nosniff` everywhere: a JSON body is never run as a script or rendered as HTML.
@@ -15,13 +22,16 @@ export const ALWAYS = { 'x-content-type-options': 'nosniff', 'cache-control': 'n
  *   a file, not inline), no plugins, no framing, no base or form targets elsewhere. Styles allow inline: the page
  *   carries `<style>` blocks and `style` attributes, and styles cannot run code. `connect-src` names the API's own
  *   addresses, which "Try it out" calls.
+ * - The web console (web-console.ts) sets its own: its hashed assets are public and immutable (public routes),
+ *   its index.html `no-cache` with a stricter policy (styles by nonce, no 'unsafe-inline'), on any path.
  */
 export function installSecurityHeaders(fastify: FastifyInstance, config: AppConfig): void {
   const csp = contentSecurityPolicy(config);
   fastify.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     reply.header('x-content-type-options', ALWAYS['x-content-type-options']);
-    if (!(reply.hasHeader('cache-control') && edgeConfigOf(request).public)) reply.header('cache-control', ALWAYS['cache-control']);
-    if (String(reply.getHeader('content-type') ?? '').startsWith('text/html')) reply.header('content-security-policy', csp);
+    const own = OWN_CACHING.has(request);
+    if (!(reply.hasHeader('cache-control') && (own || edgeConfigOf(request).public))) reply.header('cache-control', ALWAYS['cache-control']);
+    if (String(reply.getHeader('content-type') ?? '').startsWith('text/html') && !own) reply.header('content-security-policy', csp);
     return payload;
   });
 }

@@ -1,0 +1,74 @@
+import createClient, { type Middleware } from 'openapi-fetch';
+import type { components, paths } from './generated/api';
+
+/** The API's schemas, generated from the server's OpenAPI document at build time (never committed). */
+export type Schemas = components['schemas'];
+export type Me = Schemas['MeView'];
+export type Role = Me['user']['role'];
+
+/**
+ * An answer that was not a success, as the API words it: `title`, `detail`, its `metadata.code`, and the
+ * `x-request-id` to quote when reporting it.
+ */
+export class ApiProblem extends Error {
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    readonly detail: string,
+    readonly requestId: string | null,
+    readonly code?: string,
+  ) {
+    super(detail);
+    this.name = 'ApiProblem';
+  }
+}
+
+let credential: string | null = null;
+
+/** The API key every request carries; kept in memory here and in sessionStorage by the session (never in a URL). */
+export function setCredential(key: string | null): void {
+  credential = key;
+}
+
+const bearer: Middleware = {
+  onRequest({ request }) {
+    if (credential) request.headers.set('Authorization', `Bearer ${credential}`);
+    return request;
+  },
+};
+
+/**
+ * The console calls the server that served it: same origin, so the API's addresses need no configuration and the
+ * Content-Security-Policy's `connect-src 'self'` covers them. `Accept: application/json` asks for the API on the
+ * paths the API shares with the console (`/settings/api-keys`).
+ */
+export const api = createClient<paths>({ baseUrl: window.location.origin, headers: { Accept: 'application/json' } });
+api.use(bearer);
+
+interface Answer<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+/** The body of a successful answer, or an ApiProblem carrying the API's own words. */
+export async function unwrap<T>(call: Promise<Answer<T>>): Promise<NonNullable<T>> {
+  const { data, error, response } = await call;
+  if (response.ok && data !== undefined && data !== null) return data as NonNullable<T>;
+  throw problemOf(response, error);
+}
+
+function problemOf(response: Response, body: unknown): ApiProblem {
+  const { title, detail, metadata } = (typeof body === 'object' && body !== null ? body : {}) as {
+    title?: unknown;
+    detail?: unknown;
+    metadata?: { code?: unknown };
+  };
+  return new ApiProblem(
+    response.status,
+    typeof title === 'string' ? title : response.statusText || `HTTP ${response.status}`,
+    typeof detail === 'string' ? detail : `The server answered ${response.status} without an explanation.`,
+    response.headers.get('x-request-id'),
+    typeof metadata?.code === 'string' ? metadata.code : undefined,
+  );
+}

@@ -1,0 +1,254 @@
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useId, useState, type FormEvent } from 'react';
+import { api, unwrap, type Schemas } from '../api/client';
+import { ConfirmDialog } from '../components/ConfirmDialog';
+import { EmptyState } from '../components/EmptyState';
+import { ErrorMessage } from '../components/ErrorMessage';
+import { OneTimeSecret } from '../components/OneTimeSecret';
+import { Page } from '../components/Page';
+import { formatTime } from '../format';
+import { useMe, useSession } from '../session/session';
+
+type ApiKey = Schemas['ApiKeyView'];
+type Scope = 'own' | 'organization';
+
+const PAGE_SIZE = 20;
+const DAY = 24 * 60 * 60 * 1000;
+const EXPIRIES = [
+  { value: 'never', label: 'Never (until revoked)' },
+  { value: '7', label: 'In 7 days' },
+  { value: '30', label: 'In 30 days' },
+  { value: '90', label: 'In 90 days' },
+  { value: '365', label: 'In a year' },
+  { value: 'date', label: 'On a date…' },
+];
+
+/** `{app_url}/settings/api-keys`: create (shown once), list (paged as the API pages), revoke after a confirmation. */
+export default function ApiKeys() {
+  const me = useMe();
+  const [scope, setScope] = useState<Scope>('own');
+  const [created, setCreated] = useState<Schemas['CreatedApiKeyView'] | null>(null);
+  return (
+    <Page
+      title="API keys"
+      intro={
+        <p>
+          A key acts as you, with your role, on the API (<code>Authorization: Bearer apk_…</code>). Give each script or pipeline its own, so you can revoke one
+          without breaking the others.
+        </p>
+      }
+    >
+      {created ? (
+        <OneTimeSecret label={`New key “${created.name}”`} secret={created.key} doneLabel="Done, I have stored it" onDone={() => setCreated(null)} />
+      ) : me.can.createApiKeys ? (
+        <CreateKey onCreated={setCreated} />
+      ) : (
+        <p className="alert alert-info">Your organization lets only owners and managers create API keys (enterprise control restrictApiKeyCreationToManagers).</p>
+      )}
+      {me.can.manageOrganizationApiKeys ? (
+        <fieldset className="segmented">
+          <legend>Show</legend>
+          <label>
+            <input type="radio" name="scope" checked={scope === 'own'} onChange={() => setScope('own')} /> My keys
+          </label>
+          <label>
+            <input type="radio" name="scope" checked={scope === 'organization'} onChange={() => setScope('organization')} /> Every key of {me.organization.name}
+          </label>
+        </fieldset>
+      ) : null}
+      <KeyList scope={scope} />
+    </Page>
+  );
+}
+
+function CreateKey({ onCreated }: { onCreated: (key: Schemas['CreatedApiKeyView']) => void }) {
+  const id = useId();
+  const queries = useQueryClient();
+  const [name, setName] = useState('');
+  const [expiry, setExpiry] = useState('never');
+  const [date, setDate] = useState('');
+  const create = useMutation({
+    mutationFn: () => {
+      const expiresAt =
+        expiry === 'never' ? undefined : expiry === 'date' ? (date ? new Date(`${date}T23:59:59`).toISOString() : '') : new Date(Date.now() + Number(expiry) * DAY).toISOString();
+      return unwrap(api.POST('/settings/api-keys', { body: { name: name.trim(), ...(expiresAt !== undefined ? { expiresAt } : {}) } }));
+    },
+    onSuccess: (key) => {
+      setName('');
+      setExpiry('never');
+      setDate('');
+      void queries.invalidateQueries({ queryKey: ['api-keys'] });
+      onCreated(key);
+    },
+  });
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    create.mutate();
+  };
+  return (
+    <form className="form form-inline" onSubmit={submit} noValidate aria-labelledby={`${id}-title`}>
+      <h2 id={`${id}-title`}>Create a key</h2>
+      <div className="field">
+        <label htmlFor={`${id}-name`}>Name</label>
+        <input id={`${id}-name`} value={name} onChange={(event) => setName(event.target.value)} maxLength={100} required placeholder="CI pipeline" />
+      </div>
+      <div className="field">
+        <label htmlFor={`${id}-expiry`}>Expires</label>
+        <select id={`${id}-expiry`} value={expiry} onChange={(event) => setExpiry(event.target.value)}>
+          {EXPIRIES.map((option) => (
+            <option key={option.value} value={option.value}>
+              {option.label}
+            </option>
+          ))}
+        </select>
+      </div>
+      {expiry === 'date' ? (
+        <div className="field">
+          <label htmlFor={`${id}-date`}>Expiry date</label>
+          <input id={`${id}-date`} type="date" value={date} onChange={(event) => setDate(event.target.value)} required />
+        </div>
+      ) : null}
+      <button type="submit" className="primary" disabled={create.isPending}>
+        {create.isPending ? 'Creating…' : 'Create key'}
+      </button>
+      <ErrorMessage error={create.error} action="Creating the key" />
+    </form>
+  );
+}
+
+function KeyList({ scope }: { scope: Scope }) {
+  const me = useMe();
+  const list = useInfiniteQuery({
+    queryKey: ['api-keys', scope],
+    initialPageParam: undefined as string | undefined,
+    queryFn: ({ pageParam }) =>
+      unwrap(api.GET('/settings/api-keys', { params: { query: { scope, limit: String(PAGE_SIZE), ...(pageParam ? { cursor: pageParam } : {}) } } })),
+    getNextPageParam: (page) => page.pagination.nextCursor ?? undefined,
+  });
+  // Whose keys they are, by name: the members list is for owners and managers, the only ones who see this scope.
+  const members = useQuery({
+    queryKey: ['members', 'first-100'],
+    enabled: scope === 'organization',
+    queryFn: () => unwrap(api.GET('/api/v0/organization/members', { params: { query: { limit: '100' } } })),
+  });
+  const [revoking, setRevoking] = useState<ApiKey | null>(null);
+  const ownerOf = (key: ApiKey) => {
+    if (key.userId === me.user.id) return 'You';
+    const member = members.data?.members.find((candidate) => candidate.id === key.userId);
+    return member ? <span title={member.email}>{member.name}</span> : <code title={key.userId}>{key.userId.slice(0, 8)}</code>;
+  };
+
+  if (list.isPending) return <p className="loading">Loading keys…</p>;
+  if (!list.data) return <ErrorMessage error={list.error} action="Listing the keys" />;
+  const keys = list.data.pages.flatMap((page) => page.apiKeys);
+  if (keys.length === 0) {
+    return (
+      <EmptyState title={scope === 'own' ? 'You have no API keys yet.' : 'Nobody in the organization has an API key yet.'}>
+        {me.can.createApiKeys ? <p>Create one above, give it a name that says where it will be used, and store it somewhere safe.</p> : <p>Ask an owner or manager for one.</p>}
+      </EmptyState>
+    );
+  }
+  return (
+    <>
+      <table className="table keys">
+        <caption className="visually-hidden">{scope === 'own' ? 'Your API keys' : 'Every API key of the organization'}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Key</th>
+            {scope === 'organization' ? <th scope="col">User</th> : null}
+            <th scope="col">Created</th>
+            <th scope="col">Last used</th>
+            <th scope="col">Expires</th>
+            <th scope="col">Status</th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {keys.map((key) => {
+            const status = statusOf(key);
+            const current = me.credential.apiKeyId === key.id;
+            return (
+              <tr key={key.id}>
+                <th scope="row" data-label="Name">
+                  {key.name}
+                  {current ? <span className="badge">this session</span> : null}
+                </th>
+                <td data-label="Key">
+                  <code>{key.prefix}…</code>
+                </td>
+                {scope === 'organization' ? <td data-label="User">{ownerOf(key)}</td> : null}
+                <td data-label="Created">{formatTime(key.createdAt)}</td>
+                <td data-label="Last used">{formatTime(key.lastUsedAt, 'Not yet')}</td>
+                <td data-label="Expires">{formatTime(key.expiresAt)}</td>
+                <td data-label="Status">
+                  <span className={`status-pill status-${status.toLowerCase()}`}>{status}</span>
+                </td>
+                <td data-label="">
+                  {status === 'Active' ? (
+                    <button type="button" className="danger small" onClick={() => setRevoking(key)} aria-label={`Revoke ${key.name}`}>
+                      Revoke
+                    </button>
+                  ) : null}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      {list.hasNextPage ? (
+        <button type="button" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>
+          {list.isFetchingNextPage ? 'Loading…' : 'Show more keys'}
+        </button>
+      ) : null}
+      {list.isFetchNextPageError ? <ErrorMessage error={list.error} action="Listing more keys" /> : null}
+      <RevokeDialog apiKey={revoking} onClose={() => setRevoking(null)} />
+    </>
+  );
+}
+
+function statusOf(key: ApiKey): 'Active' | 'Revoked' | 'Expired' {
+  if (key.revokedAt !== null) return 'Revoked';
+  if (key.expiresAt !== null && key.expiresAt <= Date.now()) return 'Expired';
+  return 'Active';
+}
+
+function RevokeDialog({ apiKey, onClose }: { apiKey: ApiKey | null; onClose: () => void }) {
+  const me = useMe();
+  const { signOut } = useSession();
+  const queries = useQueryClient();
+  const current = apiKey !== null && me.credential.apiKeyId === apiKey.id;
+  const revoke = useMutation({
+    mutationFn: (key: ApiKey) => unwrap(api.DELETE('/settings/api-keys/{apiKeyId}', { params: { path: { apiKeyId: key.id } } })),
+    onSuccess: () => {
+      if (current) {
+        signOut('You revoked the key you were signed in with. Sign in with another.');
+        return;
+      }
+      void queries.invalidateQueries({ queryKey: ['api-keys'] });
+      close();
+    },
+  });
+  const close = () => {
+    revoke.reset();
+    onClose();
+  };
+  return (
+    <ConfirmDialog
+      open={apiKey !== null}
+      onOpenChange={(open) => (open ? undefined : close())}
+      title={`Revoke “${apiKey?.name ?? ''}”?`}
+      confirmLabel="Revoke key"
+      pending={revoke.isPending}
+      onConfirm={() => apiKey && revoke.mutate(apiKey)}
+      error={<ErrorMessage error={revoke.error} action="Revoking" />}
+    >
+      <p>
+        Anything using <code>{apiKey?.prefix}…</code> gets 401 from its next request. This cannot be undone.
+      </p>
+      {current ? <p className="alert alert-warning">This is the key you are signed in with: you will be signed out.</p> : null}
+    </ConfirmDialog>
+  );
+}

@@ -1,0 +1,29 @@
+import { Link } from 'react-router';
+import { Page } from '../components/Page';
+import { ROLE_LABELS } from '../format';
+import { navigationFor } from '../routes';
+import { useMe } from '../session/session';
+
+export default function Overview() {
+  const me = useMe();
+  return (
+    <Page title="Overview">
+      <p>
+        You are signed in to <strong>{me.organization.name}</strong> as {me.user.name} ({me.user.email}), with the role{' '}
+        <strong>{ROLE_LABELS[me.user.role]}</strong>.
+      </p>
+      <ul className="cards">
+        {navigationFor(me.user.role)
+          .filter((page) => page.path !== '/')
+          .map((page) => (
+            <li key={page.path}>
+              <Link to={page.path}>{page.label}</Link>
+            </li>
+          ))}
+        <li>
+          <a href="/docs">API documentation</a>
+        </li>
+      </ul>
+    </Page>
+  );
+}

@@ -1,0 +1,33 @@
+import { lazy, type ComponentType, type LazyExoticComponent } from 'react';
+import type { Role } from './api/client';
+
+/**
+ * The console's pages for signed-in users: one entry per page. Add a page here and it gets its route, its place in
+ * the navigation (for the roles named), its lazy-loaded code (so the first load stays small) and its role check.
+ */
+export interface ConsolePage {
+  /** A React Router path. */
+  path: string;
+  /** The page's name in the navigation. */
+  label: string;
+  component: LazyExoticComponent<ComponentType>;
+  /** Who may open it (every role when absent); others see a page saying so, and no link to it. */
+  roles?: readonly Role[];
+  /** Listed in the main navigation (a detail page, such as one session, is not). */
+  inNav?: boolean;
+}
+
+export const ADMINS: readonly Role[] = ['owner', 'manager'];
+
+export const PAGES: readonly ConsolePage[] = [
+  { path: '/', label: 'Overview', component: lazy(() => import('./pages/Overview')), inNav: true },
+  { path: '/settings/api-keys', label: 'API keys', component: lazy(() => import('./pages/ApiKeys')), inNav: true },
+];
+
+export function mayOpen(page: ConsolePage, role: Role): boolean {
+  return !page.roles || page.roles.includes(role);
+}
+
+export function navigationFor(role: Role): ConsolePage[] {
+  return PAGES.filter((page) => page.inNav && mayOpen(page, role));
+}
