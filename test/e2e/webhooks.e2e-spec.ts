@@ -162,10 +162,11 @@ describe('Webhooks', () => {
     expect(offLog.body.deliveries).toEqual([]);
     // Enabled again, its pending retry goes out; the events of the disabled time are not sent.
     await t.http().patch(`${BASE}/${paused.id as string}`).set(user.auth).send({ enabled: true }).expect(200);
-    const got = await until(() => receiver.delivered('/paused'), (d) => d.length >= 1, 'the resumed retry', 10_000);
+    // The first session's event arrives once (now, if its failed attempt waited out the pause); the second session's, made while paused, never.
+    const sessionCreated = () => receiver.delivered('/paused').filter((e) => e.type === 'session.created');
+    await until(sessionCreated, (d) => d.length >= 1, 'the resumed retry', 10_000);
     await sleep(500);
-    expect(receiver.delivered('/paused').filter((e) => e.type === 'session.created')).toHaveLength(1);
-    expect(got[0].type).toMatch(/^(session\.created|webhook\.created)$/);
+    expect(sessionCreated()).toHaveLength(1);
   });
 
   it('disables a webhook that keeps failing and says so with webhook.disabled', async () => {
