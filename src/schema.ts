@@ -22,6 +22,7 @@ import { Webhooks1764750000000 } from './migrations/1764750000000-Webhooks';
 import { HumanInTheLoop1764752400000 } from './migrations/1764752400000-HumanInTheLoop';
 import { EventSequencer1764838800000 } from './migrations/1764838800000-EventSequencer';
 import { AuditActorIndex1764846000000 } from './migrations/1764846000000-AuditActorIndex';
+import { WebhookPauses1764932400000 } from './migrations/1764932400000-WebhookPauses';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
@@ -46,4 +47,4 @@ export const entities = [
   AgentPresenceEntity,
   ToolApprovalEntity,
 ];
-export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000, MessageSizes1764403200000, UserKinds1764489600000, AgentPresence1764490000000, UserRemoval1764576000000, EventLog1764662400000, Webhooks1764750000000, HumanInTheLoop1764752400000, EventSequencer1764838800000, AuditActorIndex1764846000000];
+export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000, MessageSizes1764403200000, UserKinds1764489600000, AgentPresence1764490000000, UserRemoval1764576000000, EventLog1764662400000, Webhooks1764750000000, HumanInTheLoop1764752400000, EventSequencer1764838800000, AuditActorIndex1764846000000, WebhookPauses1764932400000];

@@ -169,6 +169,18 @@ describe('Webhooks', () => {
     expect(sessionCreated()).toHaveLength(1);
   });
 
+  it('does not send an event made while a webhook was disabled, even when it is enabled again before the event is queued', async () => {
+    const user = await createUser(t, Role.Owner, await createOrganization(t));
+    const flicker = await hook(user, '/flicker', { eventTypes: ['session.created'] });
+    await t.http().patch(`${BASE}/${flicker.id as string}`).set(user.auth).send({ enabled: false }).expect(200);
+    const whileOff = await newSession(user);
+    // Enabled again at once: the queueing listener most likely reaches the event only after this.
+    await t.http().patch(`${BASE}/${flicker.id as string}`).set(user.auth).send({ enabled: true }).expect(200);
+    const afterOn = await newSession(user);
+    const got = await until(() => receiver.delivered('/flicker'), (d) => d.some((e) => e.sessionId === afterOn), 'the event made after enabling', 10_000);
+    expect(got.map((e) => e.sessionId)).not.toContain(whileOff);
+  });
+
   it('disables a webhook that keeps failing and says so with webhook.disabled', async () => {
     const user = await createUser(t, Role.Owner, await createOrganization(t));
     const failing = await hook(user, '/always-500', { eventTypes: ['session.created'] });

@@ -13,7 +13,11 @@ export interface WebhookRow {
   /** The SecretBox envelope of the signing secret, bound to the webhook's id. */
   secret: string;
   secretHint: string;
+  /** It takes the events numbered after this one (the last when it was created)... */
   startsAfterSeq: number;
+  /** ...except those of its last pause: after `pausedAfterSeq`, up to `resumedAfterSeq` (null: still paused). */
+  pausedAfterSeq: number | null;
+  resumedAfterSeq: number | null;
   failingSince: Date | null;
   disabledReason: string | null;
   createdBy: string | null;
@@ -64,7 +68,7 @@ export interface ClaimedDelivery {
 }
 
 const WEBHOOK_COLUMNS = `id, organization_id AS "organizationId", url, description, event_types AS "eventTypes", enabled, secret,
-  secret_hint AS "secretHint", starts_after_seq AS "startsAfterSeq", failing_since AS "failingSince", disabled_reason AS "disabledReason",
+  secret_hint AS "secretHint", starts_after_seq AS "startsAfterSeq", paused_after_seq AS "pausedAfterSeq", resumed_after_seq AS "resumedAfterSeq", failing_since AS "failingSince", disabled_reason AS "disabledReason",
   created_by AS "createdBy", created_at AS "createdAt", updated_at AS "updatedAt"`;
 const DELIVERY_COLUMNS = `id, webhook_id AS "webhookId", organization_id AS "organizationId", event_id AS "eventId", event_seq AS "eventSeq",
   event_type AS "eventType", status, retries, next_attempt_at AS "nextAttemptAt", attempts, created_at AS "createdAt", delivered_at AS "deliveredAt"`;
@@ -85,9 +89,9 @@ export class WebhooksRepository {
 
   async insertWebhook(manager: EntityManager, row: WebhookRow): Promise<void> {
     await manager.query(
-      `INSERT INTO webhooks (id, organization_id, url, description, event_types, enabled, secret, secret_hint, starts_after_seq, created_by, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
-      [row.id, row.organizationId, row.url, row.description, JSON.stringify(row.eventTypes), row.enabled, row.secret, row.secretHint, row.startsAfterSeq, row.createdBy, row.createdAt],
+      `INSERT INTO webhooks (id, organization_id, url, description, event_types, enabled, secret, secret_hint, starts_after_seq, paused_after_seq, created_by, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
+      [row.id, row.organizationId, row.url, row.description, JSON.stringify(row.eventTypes), row.enabled, row.secret, row.secretHint, row.startsAfterSeq, row.pausedAfterSeq, row.createdBy, row.createdAt],
     );
   }
 
@@ -119,8 +123,8 @@ export class WebhooksRepository {
   async updateWebhook(manager: EntityManager, row: WebhookRow): Promise<void> {
     await manager.query(
       `UPDATE webhooks SET url = $2, description = $3, event_types = $4, enabled = $5, secret = $6, secret_hint = $7, failing_since = $8,
-         disabled_reason = $9, updated_at = $10 WHERE id = $1`,
-      [row.id, row.url, row.description, JSON.stringify(row.eventTypes), row.enabled, row.secret, row.secretHint, row.failingSince, row.disabledReason, row.updatedAt],
+         disabled_reason = $9, paused_after_seq = $10, resumed_after_seq = $11, updated_at = $12 WHERE id = $1`,
+      [row.id, row.url, row.description, JSON.stringify(row.eventTypes), row.enabled, row.secret, row.secretHint, row.failingSince, row.disabledReason, row.pausedAfterSeq, row.resumedAfterSeq, row.updatedAt],
     );
   }
 
@@ -129,8 +133,9 @@ export class WebhooksRepository {
   }
 
   /**
-   * Queues each event's `payload` for every enabled webhook of the organization that takes its type
-   * (an empty list takes all) and existed before the event; none twice. The number queued.
+   * Queues each event's `payload` for every webhook of the organization that takes its type (an empty
+   * list takes all) and was enabled when the event was numbered; none twice. The number queued. One
+   * queued while its webhook is paused (it was made before the pause) waits for it to be enabled.
    */
   async queueDeliveries(
     manager: EntityManager,
@@ -141,7 +146,9 @@ export class WebhooksRepository {
       `INSERT INTO webhook_deliveries (id, webhook_id, organization_id, event_id, event_seq, event_type, payload, status, next_attempt_at, created_at)
        SELECT gen_random_uuid(), w.id, w.organization_id, e.id, e.seq, e.type, e.payload, 'pending', now(), now()
        FROM unnest($2::uuid[], $3::bigint[], $4::text[], $5::text[]) AS e(id, seq, type, payload)
-       JOIN webhooks w ON w.organization_id = $1 AND w.enabled AND w.starts_after_seq < e.seq AND (w.event_types = '[]'::jsonb OR w.event_types ? e.type)
+       JOIN webhooks w ON w.organization_id = $1 AND w.starts_after_seq < e.seq
+         AND (w.paused_after_seq IS NULL OR e.seq <= w.paused_after_seq OR e.seq > w.resumed_after_seq)
+         AND (w.event_types = '[]'::jsonb OR w.event_types ? e.type)
        ORDER BY e.seq
        ON CONFLICT (webhook_id, event_id) DO NOTHING
        RETURNING id`,
@@ -217,8 +224,12 @@ export class WebhooksRepository {
     await manager.query(`UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, [webhookId]);
   }
 
-  async disableFailing(manager: EntityManager, webhookId: string, now: Date): Promise<void> {
-    await manager.query(`UPDATE webhooks SET enabled = false, disabled_reason = 'endpoint_failing', updated_at = $2 WHERE id = $1`, [webhookId, now]);
+  /** Disables a failing webhook; the events numbered after `lastSeq` are not queued for it. */
+  async disableFailing(manager: EntityManager, webhookId: string, lastSeq: number, now: Date): Promise<void> {
+    await manager.query(
+      `UPDATE webhooks SET enabled = false, disabled_reason = 'endpoint_failing', paused_after_seq = $2, resumed_after_seq = NULL, updated_at = $3 WHERE id = $1`,
+      [webhookId, lastSeq, now],
+    );
   }
 
   async listDeliveries(webhookId: string, filter: { status?: DeliveryStatus }, cursor: string | undefined, limit: number): Promise<Page<DeliveryRow>> {
@@ -273,6 +284,8 @@ function toWebhook(row: WebhookRow): WebhookRow {
   return {
     ...row,
     startsAfterSeq: Number(row.startsAfterSeq),
+    pausedAfterSeq: row.pausedAfterSeq === null ? null : Number(row.pausedAfterSeq),
+    resumedAfterSeq: row.resumedAfterSeq === null ? null : Number(row.resumedAfterSeq),
     failingSince: row.failingSince === null ? null : new Date(row.failingSince),
     createdAt: new Date(row.createdAt),
     updatedAt: new Date(row.updatedAt),

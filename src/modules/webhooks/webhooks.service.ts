@@ -50,6 +50,8 @@ export class WebhooksService {
       secret: this.box.encrypt(secret, id),
       secretHint: secretHint(secret),
       startsAfterSeq: last,
+      pausedAfterSeq: input.enabled === false ? last : null,
+      resumedAfterSeq: null,
       failingSince: null,
       disabledReason: null,
       createdBy: principal.userId,
@@ -90,11 +92,17 @@ export class WebhooksService {
       if (url !== undefined) next.url = url;
       if (input.eventTypes !== undefined) next.eventTypes = [...new Set(input.eventTypes)].sort();
       if (input.description !== undefined) next.description = input.description;
-      if (input.enabled !== undefined) {
+      if (input.enabled !== undefined && input.enabled !== webhook.enabled) {
+        // The pause covers the events numbered while it lasted, however late the queueing listener reaches them.
+        const { last } = await this.events.bounds(principal.organizationId, manager);
         next.enabled = input.enabled;
-        if (input.enabled && !webhook.enabled) {
+        if (input.enabled) {
           next.failingSince = null;
           next.disabledReason = null;
+          next.resumedAfterSeq = last;
+        } else {
+          next.pausedAfterSeq = last;
+          next.resumedAfterSeq = null;
         }
       }
       const changes = (['url', 'eventTypes', 'description', 'enabled'] as const).filter((field) => JSON.stringify(next[field]) !== JSON.stringify(webhook[field]));

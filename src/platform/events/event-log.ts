@@ -224,8 +224,8 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   }
 
   /** The oldest kept and the last sequence numbers of the organization (0 and 0 before its first event). */
-  async bounds(organizationId: string): Promise<{ oldest: number; last: number }> {
-    const [row] = (await this.dataSource.query(
+  async bounds(organizationId: string, manager: EntityManager = this.dataSource.manager): Promise<{ oldest: number; last: number }> {
+    const [row] = (await manager.query(
       `SELECT (SELECT last_seq FROM event_sequences WHERE organization_id = $1) AS last,
               (SELECT min(seq) FROM events WHERE organization_id = $1) AS oldest`,
       [organizationId],

@@ -138,7 +138,7 @@ export class WebhookDeliveryJob implements OnApplicationBootstrap, BeforeApplica
         const webhook = await this.repository.markFailing(manager, delivery.webhookId, started);
         const now = new Date();
         if (!webhook?.enabled || !webhook.failingSince || now.getTime() - webhook.failingSince.getTime() < this.config.WEBHOOK_DISABLE_AFTER_MS) return;
-        await this.repository.disableFailing(manager, webhook.id, now);
+        await this.repository.disableFailing(manager, webhook.id, (await this.events.bounds(webhook.organizationId, manager)).last, now);
         this.events.raise(manager, {
           type: 'webhook.disabled',
           organizationId: webhook.organizationId,
