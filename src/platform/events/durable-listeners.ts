@@ -158,10 +158,10 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
 
   /** One batch in one transaction; true when there may be more. */
   private async runBatch(listener: DurableListener, organizationId: string): Promise<boolean> {
-    let failed: AnyStoredEvent[] = [];
-    let handledAny = false;
+    // The batch being handled, for the log when its transaction fails.
+    let batch: AnyStoredEvent[] = [];
     try {
-      const more = await this.dataSource.transaction(async (manager) => {
+      const outcome = await this.dataSource.transaction(async (manager) => {
         await manager.query(`INSERT INTO event_checkpoints (listener, organization_id, seq) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING`, [
           listener.name,
           organizationId,
@@ -172,24 +172,21 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
           [listener.name, organizationId],
         )) as Array<{ seq: string }>;
         // Another instance is on it, or it waits to retry after a failure.
-        if (!checkpoint) return false;
+        if (!checkpoint) return { more: false, handled: false };
         const events = await this.log.readIn(manager, organizationId, Number(checkpoint.seq), BATCH);
-        if (events.length === 0) return false;
-        const handled = events.filter((event) => listener.types.includes(event.type));
-        failed = handled;
-        if (handled.length > 0) await listener.handle(manager, handled);
-        handledAny = handled.length > 0;
-        failed = [];
+        if (events.length === 0) return { more: false, handled: false };
+        batch = events.filter((event) => listener.types.includes(event.type));
+        if (batch.length > 0) await listener.handle(manager, batch);
         await manager.query(
           `UPDATE event_checkpoints SET seq = $3, failures = 0, retry_at = NULL WHERE listener = $1 AND organization_id = $2`,
           [listener.name, organizationId, events[events.length - 1].seq],
         );
-        return events.length === BATCH;
+        return { more: events.length === BATCH, handled: batch.length > 0 };
       });
-      if (handledAny) listener.afterCommit?.(organizationId);
-      return more;
+      if (outcome.handled) listener.afterCommit?.(organizationId);
+      return outcome.more;
     } catch (error) {
-      await this.backOff(listener, organizationId, failed, error as Error);
+      await this.backOff(listener, organizationId, batch, error as Error);
       return false;
     }
   }
