@@ -1,20 +1,9 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ROLES, Role } from '../domain/role';
+import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
+import { MemberView } from './member.dto';
 import { SetupOrganizationView } from './setup.dto';
 
-export class MeUserView {
-  @ApiProperty({ format: 'uuid' })
-  id: string;
-
-  @ApiProperty({ format: 'email' })
-  email: string;
-
-  @ApiProperty()
-  name: string;
-
-  @ApiProperty({ enum: ROLES, description: 'Your role now (read from the server, not the credential).' })
-  role: Role;
-}
+/** You, as the members list shows you; `role` is read from the server at each request, not from the credential. */
+export class MeUserView extends PickType(MemberView, ['id', 'email', 'name', 'role'] as const) {}
 
 export class MeCredentialView {
   @ApiProperty({ enum: ['api_key', 'jwt'], description: 'How this request proved who you are.' })
