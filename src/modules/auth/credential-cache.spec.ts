@@ -1,0 +1,54 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { loadConfig } from '../../config/app-config';
+import type { CallerRow } from './auth.repository';
+import { CredentialCache } from './credential-cache';
+
+const caller = { user_id: 'u1' } as CallerRow;
+
+/** Counts the database reads the cache lets through. */
+function loader(result: CallerRow | null) {
+  const load = jest.fn(async () => result);
+  return load;
+}
+
+describe('CredentialCache', () => {
+  it('reads a caller once within AUTH_CACHE_MS, and again after it', async () => {
+    const cache = new CredentialCache(loadConfig({ AUTH_CACHE_MS: '60' }));
+    const load = loader(caller);
+    expect(await cache.get('k', load)).toBe(caller);
+    expect(await cache.get('k', load)).toBe(caller);
+    expect(load).toHaveBeenCalledTimes(1);
+    await sleep(90);
+    await cache.get('k', load);
+    expect(load).toHaveBeenCalledTimes(2);
+  });
+
+  it('does not remember an unknown credential (a key made a moment later works at once)', async () => {
+    const cache = new CredentialCache(loadConfig({ AUTH_CACHE_MS: '60000' }));
+    expect(await cache.get('k', loader(null))).toBeNull();
+    expect(await cache.get('k', loader(caller))).toBe(caller);
+  });
+
+  it('forgets a revoked credential at once', async () => {
+    const cache = new CredentialCache(loadConfig({ AUTH_CACHE_MS: '60000' }));
+    await cache.get('k', loader(caller));
+    cache.forget('k');
+    expect(await cache.get('k', loader(null))).toBeNull();
+  });
+
+  it('keeps credentials apart by key', async () => {
+    const cache = new CredentialCache(loadConfig({ AUTH_CACHE_MS: '60000' }));
+    const other = { user_id: 'u2' } as CallerRow;
+    await cache.get('a', loader(caller));
+    expect(await cache.get('b', loader(other))).toBe(other);
+    expect(await cache.get('a', loader(other))).toBe(caller);
+  });
+
+  it('caches nothing with AUTH_CACHE_MS=0', async () => {
+    const cache = new CredentialCache(loadConfig({ AUTH_CACHE_MS: '0' }));
+    const load = loader(caller);
+    await cache.get('k', load);
+    await cache.get('k', load);
+    expect(load).toHaveBeenCalledTimes(2);
+  });
+});
