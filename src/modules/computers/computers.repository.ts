@@ -5,7 +5,7 @@ import { AdvisoryLock } from '../../platform/database/advisory-locks';
 import { Sql } from '../../platform/database/sql';
 import { ComputerEntity, ProvisioningStepEntity } from './entities';
 import { LOCAL_PROVIDER } from './domain/computer';
-import { ComputerStatus } from './domain/computer-status';
+import { ComputerStatus, ComputerTrigger, nextStatus } from './domain/computer-status';
 import { StepStatus } from './domain/provisioning-step';
 
 /** A step claimed by this instance, with its computer. */
@@ -270,7 +270,8 @@ export class ComputersRepository {
       `SELECT count(*)::int AS unfinished FROM provisioning_steps WHERE computer_id = $1 AND status <> 'completed'`,
       [step.computerId],
     );
-    const next = status === StepStatus.Failed ? ComputerStatus.Error : unfinished === 0 ? ComputerStatus.Active : ComputerStatus.Provisioning;
+    const trigger = status === StepStatus.Failed ? ComputerTrigger.StepFailed : unfinished === 0 ? ComputerTrigger.StepsCompleted : null;
+    const next = trigger ? nextStatus(trigger, ComputerStatus.Provisioning)! : ComputerStatus.Provisioning;
     await sql.query(
       'computers.setStatus',
       `UPDATE computers SET status = $2, updated_at = GREATEST(updated_at, ${NOW}) WHERE id = $1 AND status = 'provisioning'`,

@@ -9,7 +9,7 @@ import { MessageEntity, SessionEntity, ToolApprovalEntity } from './entities';
 import { ToolApprovalStatus } from './domain/tool-approval';
 import { ContentBlock, MessageAttributes, MessageRole } from './domain/message';
 import { StoredSessionSettings, TokenUsage } from './domain/session-settings';
-import { SessionStatus } from './domain/session-status';
+import { SessionStatus, SessionTrigger, statusAfterSql } from './domain/session-status';
 
 /**
  * A timestamp as Unix ms (a float8 the driver hands over as a number): parsing timestamp text
@@ -382,7 +382,7 @@ export class SessionsRepository {
            last_message_id = $3,
            last_user_seq = s.message_count + 1,
            updated_at = GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp())),
-           status = CASE WHEN s.status = 'running' THEN 'running' ELSE 'pending' END,
+           status = ${statusAfterSql(SessionTrigger.UserMessageAdded, 's.status')},
            pending_since = CASE WHEN s.status = 'running' THEN s.pending_since
                                 ELSE COALESCE(s.pending_since, GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp()))) END,
            work_computer_id = COALESCE($4::uuid, s.computer_id)

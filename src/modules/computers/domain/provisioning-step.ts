@@ -1,4 +1,8 @@
-/** A provisioning step's status. */
+/**
+ * A provisioning step's status: pending → running when an instance claims it; running → running when another
+ * instance takes over a claim whose lease ran out; running → completed or failed; failed → pending on retry (with
+ * every later step, which never ran). The repository's statements make these moves and no others.
+ */
 export enum StepStatus {
   Pending = 'pending',
   Running = 'running',
@@ -24,18 +28,6 @@ export const STEP_NAMES: Readonly<Record<StepId, string>> = {
   [StepId.CreateComputer]: 'Create the computer',
   [StepId.CloneRepos]: 'Clone repositories',
   [StepId.InstallDependencies]: 'Install dependencies',
-};
-
-/**
- * Step status transitions: pending → running when an instance claims it; running → running when
- * another instance takes over a claim whose lease ran out; running → completed or failed; failed →
- * pending on retry (with every later step, which never ran).
- */
-export const STEP_TRANSITIONS: Readonly<Record<StepStatus, readonly StepStatus[]>> = {
-  [StepStatus.Pending]: [StepStatus.Running],
-  [StepStatus.Running]: [StepStatus.Running, StepStatus.Completed, StepStatus.Failed],
-  [StepStatus.Completed]: [],
-  [StepStatus.Failed]: [StepStatus.Pending],
 };
 
 /** The steps a new managed computer gets. */

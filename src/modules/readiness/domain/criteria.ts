@@ -65,8 +65,6 @@ export const CRITERIA: readonly Criterion[] = [
   c('runbooks', 'Runbooks for operating the service', 'observability', 5, 'repository'),
 ];
 
-export const CRITERIA_BY_ID: ReadonlyMap<string, Criterion> = new Map(CRITERIA.map((criterion) => [criterion.id, criterion]));
-
 /** What a criterion id in a report looks like (snake_case, at most 64 characters). */
 export const CRITERION_ID_PATTERN = '^[a-z][a-z0-9_]{0,63}$';
 

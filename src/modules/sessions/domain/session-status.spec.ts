@@ -1,4 +1,4 @@
-import { assertTransition, canTransition, SessionStatus, SessionTrigger, statusAfterTurn } from './session-status';
+import { assertTransition, canTransition, SessionStatus, SessionTrigger, statusAfterSql, statusAfterTurn } from './session-status';
 
 describe('session status', () => {
   it('a user message makes an idle or pending session pending and keeps a running one running', () => {
@@ -7,6 +7,11 @@ describe('session status', () => {
     expect(canTransition(SessionTrigger.UserMessageAdded, SessionStatus.Running, SessionStatus.Running)).toBe(true);
     expect(canTransition(SessionTrigger.UserMessageAdded, SessionStatus.Running, SessionStatus.Pending)).toBe(false);
     expect(canTransition(SessionTrigger.UserMessageAdded, SessionStatus.Idle, SessionStatus.Idle)).toBe(false);
+  });
+
+  it('the statement adding a message moves the status as the machine says, and a trigger with two outcomes has no SQL form', () => {
+    expect(statusAfterSql(SessionTrigger.UserMessageAdded, 's.status')).toBe("(CASE s.status WHEN 'idle' THEN 'pending' WHEN 'pending' THEN 'pending' WHEN 'running' THEN 'running' END)");
+    expect(() => statusAfterSql(SessionTrigger.AgentEndedTurn, 's.status')).toThrow(/2 outcomes/);
   });
 
   it('ending a turn gives idle when the agent took every user message, pending when more arrived', () => {

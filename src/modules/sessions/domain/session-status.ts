@@ -46,6 +46,18 @@ export const SESSION_TRANSITIONS: Readonly<Record<SessionTrigger, Partial<Record
   },
 };
 
+/**
+ * The status `trigger` leads to, in SQL, from the status in `column`: the statements that move the status are
+ * written from the machine, so the two cannot say different things. Only for triggers with one outcome per status.
+ */
+export function statusAfterSql(trigger: SessionTrigger, column: string): string {
+  const moves = Object.entries(SESSION_TRANSITIONS[trigger]).map(([from, to]) => {
+    if (to.length !== 1) throw new Error(`${trigger} has ${to.length} outcomes from ${from}: the statement must choose`);
+    return `WHEN '${from}' THEN '${to[0]}'`;
+  });
+  return `(CASE ${column} ${moves.join(' ')} END)`;
+}
+
 export function canTransition(trigger: SessionTrigger, from: SessionStatus, to: SessionStatus): boolean {
   return SESSION_TRANSITIONS[trigger][from]?.includes(to) ?? false;
 }
