@@ -113,6 +113,18 @@ describe('Message pages within MESSAGE_PAGE_MAX_BYTES', () => {
     expect(pages[1].messages[0].content[0].text).toBe(huge);
   });
 
+  it('order=newest pages back from the latest message within the same budget; a cursor of one order is 400 in the other', async () => {
+    const sessionId = await newSession();
+    const sent = await say(sessionId, ['n1', sized('n2', 90), sized('n3', 90), 'n4', sized('n5', 90), sized('n6', 90), sized('n7', 90)]);
+    const newest = await walk(messagesOf(sessionId), { limit: '3', order: 'newest' });
+    // n7 and n6 (~90 KiB each), not n5 (past the budget); then n5, n4, n3 (the limit); then n2, n1.
+    expect(newest.map((page) => page.messages.map((m) => m.id))).toEqual([[sent[6], sent[5]], [sent[4], sent[3], sent[2]], [sent[1], sent[0]]]);
+    const oldest = await read(messagesOf(sessionId), { limit: '1' });
+    const crossed = await t.http().get(`${messagesOf(sessionId)}?order=newest&cursor=${encodeURIComponent(oldest.pagination.nextCursor!)}`).set(owner.auth);
+    expect(crossed.status).toBe(400);
+    expect((await t.http().get(`${messagesOf(sessionId)}?order=latest`).set(owner.auth)).status).toBe(400);
+  });
+
   it('with a role filter the budget counts only the messages of that role', async () => {
     // An organization of its own: the claim below takes this session's work, not the others' (all pending).
     const user = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));

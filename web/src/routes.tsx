@@ -21,6 +21,8 @@ export const ADMINS: readonly Role[] = ['owner', 'manager'];
 
 export const PAGES: readonly ConsolePage[] = [
   { path: '/', label: 'Overview', component: lazy(() => import('./pages/Overview')), inNav: true },
+  { path: '/sessions', label: 'Sessions', component: lazy(() => import('./pages/Sessions')), inNav: true },
+  { path: '/sessions/:sessionId', label: 'Session', component: lazy(() => import('./pages/SessionView')) },
   { path: '/settings/api-keys', label: 'API keys', component: lazy(() => import('./pages/ApiKeys')), inNav: true },
 ];
 

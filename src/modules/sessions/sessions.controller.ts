@@ -122,7 +122,7 @@ export class SessionsController {
   @ApiOperation({
     summary: 'List session messages',
     description:
-      'In conversation order, oldest first. Enabled for selected organizations only: elsewhere every call answers 403 ' +
+      'In conversation order, oldest first; `order=newest` (not in the spec) answers newest first, to show the latest and page back. Enabled for selected organizations only: elsewhere every call answers 403 ' +
       '(`message_history_disabled`), checked before the session. `role` keeps only messages of that role. ' +
       'A page holds at most `limit` messages and at most `MESSAGE_PAGE_MAX_BYTES` (default 16 MiB) of them: it stops before the message ' +
       'that would pass the budget (`hasMore: true`, and `nextCursor` continues at that message), though a larger message still comes, alone.',
@@ -139,6 +139,7 @@ export class SessionsController {
       limit: query.pageSize,
       computerId: query.computerId,
       role: query.role as MessageRole | undefined,
+      newestFirst: query.order === 'newest',
     });
     return { messages: result.items, pagination: result.pagination };
   }

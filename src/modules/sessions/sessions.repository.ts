@@ -302,27 +302,30 @@ export class SessionsRepository {
   async listMessages(
     sessionId: string,
     organizationId: string,
-    query: { role?: MessageRole; cursor?: string; limit: number; maxBytes: number },
+    query: { role?: MessageRole; cursor?: string; limit: number; maxBytes: number; newestFirst?: boolean },
   ): Promise<{ session: Pick<SessionEntity, 'organizationId' | 'ownerId' | 'computerId'>; page: Page<MessageSummary> } | null> {
-    const list = `messages:${sessionId}`;
-    let afterSeq = 0;
+    // Each order has its own cursors: a position in one is no position in the other.
+    const list = query.newestFirst ? `messages-newest:${sessionId}` : `messages:${sessionId}`;
+    // Oldest first walks up from after the cursor's seq; newest first walks down from before it.
+    let fromSeq = query.newestFirst ? 2_147_483_647 : 0;
     if (query.cursor !== undefined) {
-      afterSeq = decodeCursor(list, query.cursor, ['number'])[0] as number;
-      if (afterSeq < 0 || afterSeq > 2_147_483_647) throw invalidCursor();
+      fromSeq = decodeCursor(list, query.cursor, ['number'])[0] as number;
+      if (fromSeq < 0 || fromSeq > 2_147_483_647) throw invalidCursor();
     }
-    const values: unknown[] = [sessionId, organizationId, afterSeq, query.limit, query.maxBytes];
+    const values: unknown[] = [sessionId, organizationId, fromSeq, query.limit, query.maxBytes];
+    const [step, direction] = query.newestFirst ? ['<', 'DESC'] : ['>', 'ASC'];
     const roleFilter = query.role ? `AND m.role = $${values.push(query.role)}` : '';
     // One index scan: the next `limit` + 1 messages with their running size; the database keeps
     // those that fit (their content is read only for them), and `walked` says whether there is more.
     const rows = await this.sql.query<MessageSummaryRow & { session_owner_id: string; session_computer_id: string | null; walked: number }>(
-      `messages.list${query.role ? '.role' : ''}`,
+      `messages.list${query.role ? '.role' : ''}${query.newestFirst ? '.newest' : ''}`,
       `SELECT s.owner_id AS session_owner_id, s.computer_id AS session_computer_id, m.*
        FROM sessions s
        LEFT JOIN LATERAL (
          SELECT * FROM (
            SELECT w.*, count(*) OVER ()::int AS walked FROM (
-             SELECT ${MESSAGE_VIEW_COLUMNS}, row_number() OVER (ORDER BY m.seq) AS n, sum(m.size_bytes) OVER (ORDER BY m.seq) AS total
-             FROM messages m WHERE m.session_id = s.id AND m.seq > $3 ${roleFilter} ORDER BY m.seq LIMIT $4 + 1
+             SELECT ${MESSAGE_VIEW_COLUMNS}, row_number() OVER (ORDER BY m.seq ${direction}) AS n, sum(m.size_bytes) OVER (ORDER BY m.seq ${direction}) AS total
+             FROM messages m WHERE m.session_id = s.id AND m.seq ${step} $3 ${roleFilter} ORDER BY m.seq ${direction} LIMIT $4 + 1
            ) w
          ) w
          WHERE w.n <= $4 AND (w.n = 1 OR w.total <= $5)
@@ -332,7 +335,10 @@ export class SessionsRepository {
     );
     if (rows.length === 0) return null;
     const session = { organizationId, ownerId: rows[0].session_owner_id, computerId: rows[0].session_computer_id };
-    const items = rows.filter((row) => row.id !== null).map(toMessageSummary);
+    const items = rows
+      .filter((row) => row.id !== null)
+      .map(toMessageSummary)
+      .sort((a, b) => (query.newestFirst ? b.seq - a.seq : a.seq - b.seq));
     // The walk went one message past the page when there is more: past the limit, or past the budget.
     const hasMore = rows[0].walked > items.length;
     return { session, page: { items, pagination: { hasMore, nextCursor: hasMore ? encodeCursor(list, [items[items.length - 1].seq]) : null } } };

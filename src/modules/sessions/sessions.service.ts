@@ -209,7 +209,7 @@ export class SessionsService {
   async listMessages(
     principal: Principal,
     sessionId: string,
-    query: { cursor?: string; limit: number; computerId?: string; role?: MessageRole },
+    query: { cursor?: string; limit: number; computerId?: string; role?: MessageRole; newestFirst?: boolean },
   ): Promise<Page<MessageView>> {
     if (principal.features.messageHistory !== true) {
       throw new SessionsError(

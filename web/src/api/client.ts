@@ -30,6 +30,17 @@ export function setCredential(key: string | null): void {
   credential = key;
 }
 
+/** The Authorization header for requests made without this client (the event stream, read with fetch). */
+export function authorizationHeader(): Record<string, string> {
+  return credential ? { Authorization: `Bearer ${credential}` } : {};
+}
+
+/** An error answer read from a raw Response (see unwrap). */
+export async function problemFrom(response: Response): Promise<ApiProblem> {
+  const body: unknown = await response.json().catch(() => null);
+  return problemOf(response, body);
+}
+
 const bearer: Middleware = {
   onRequest({ request }) {
     if (credential) request.headers.set('Authorization', `Bearer ${credential}`);

@@ -22,6 +22,7 @@ export class GetSessionQueryDto {
 }
 
 export const MESSAGE_ROLE_FILTERS = ['user', 'assistant', 'tool'] as const;
+export const MESSAGE_ORDERS = ['oldest', 'newest'] as const;
 
 export class ListMessagesQueryDto extends PageQueryDto {
   @ApiPropertyOptional({ description: COMPUTER_ID_DESCRIPTION })
@@ -34,6 +35,17 @@ export class ListMessagesQueryDto extends PageQueryDto {
   @IsOptional()
   @IsIn(MESSAGE_ROLE_FILTERS)
   role?: (typeof MESSAGE_ROLE_FILTERS)[number];
+
+  @ApiPropertyOptional({
+    enum: MESSAGE_ORDERS,
+    default: 'oldest',
+    description:
+      'Not in the spec. `oldest` (default): conversation order, oldest first. `newest`: newest first, so a client can show the latest ' +
+      'messages and page back through history. A cursor belongs to its order: one from the other order answers 400.',
+  })
+  @IsOptional()
+  @IsIn(MESSAGE_ORDERS)
+  order?: (typeof MESSAGE_ORDERS)[number];
 }
 
 export class TurnConversationQueryDto extends PageQueryDto {

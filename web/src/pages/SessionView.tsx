@@ -1,0 +1,183 @@
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient, type InfiniteData } from '@tanstack/react-query';
+import { Link, useParams } from 'react-router';
+import { api, unwrap } from '../api/client';
+import { ErrorMessage } from '../components/ErrorMessage';
+import { Page } from '../components/Page';
+import { formatTime } from '../format';
+import { useMe } from '../session/session';
+import type { WireMessage } from '../sessions/blocks';
+import { Composer } from '../sessions/Composer';
+import { STATUS_LABELS, maySeeComputers, mayWriteSessions, sessionName } from '../sessions/format';
+import { useSessionEvents, type LiveState, type StreamEvent } from '../sessions/live';
+import { Messages } from '../sessions/Messages';
+import { ToolApprovals } from '../sessions/ToolApprovals';
+
+const PAGE_SIZE = 30;
+interface MessagePage {
+  messages: WireMessage[];
+  pagination: { hasMore: boolean; nextCursor: string | null };
+}
+
+/** `/sessions/:sessionId`: the conversation, live from the session's event stream; add a message, interrupt, approve. */
+export default function SessionView() {
+  const { sessionId = '' } = useParams();
+  const me = useMe();
+  const queries = useQueryClient();
+  const session = useQuery({
+    queryKey: ['session', sessionId],
+    queryFn: () => unwrap(api.GET('/api/v0/sessions/{sessionId}', { params: { path: { sessionId } } })),
+  });
+  // Newest first from the API (order=newest), shown oldest first; "Earlier messages" pages back.
+  const history = useInfiniteQuery({
+    queryKey: ['messages', sessionId],
+    initialPageParam: undefined as string | undefined,
+    queryFn: async ({ pageParam }) =>
+      (await unwrap(
+        api.GET('/api/v0/sessions/{sessionId}/messages', {
+          params: { path: { sessionId }, query: { limit: String(PAGE_SIZE), order: 'newest', ...(pageParam ? { cursor: pageParam } : {}) } },
+        }),
+      )) as unknown as MessagePage,
+    getNextPageParam: (page) => page.pagination.nextCursor ?? undefined,
+  });
+  const computers = useQuery({
+    queryKey: ['computers'],
+    enabled: maySeeComputers(me.user.role),
+    queryFn: () => unwrap(api.GET('/api/v0/computers')),
+  });
+
+  const live = useSessionEvents(sessionId, {
+    onFresh: () => {
+      void queries.invalidateQueries({ queryKey: ['session', sessionId] });
+      void queries.invalidateQueries({ queryKey: ['messages', sessionId] });
+      void queries.invalidateQueries({ queryKey: ['tool-approvals', sessionId] });
+    },
+    onEvent: (event: StreamEvent) => {
+      if (event.type === 'message.added') {
+        const message = event.data.message as WireMessage | undefined;
+        if (message) {
+          queries.setQueryData<InfiniteData<MessagePage>>(['messages', sessionId], (data) => {
+            if (!data || data.pages.some((page) => page.messages.some((known) => known.id === message.id))) return data;
+            const [first, ...rest] = data.pages;
+            return { ...data, pages: [{ ...first, messages: [message, ...first.messages] }, ...rest] };
+          });
+        } else void queries.invalidateQueries({ queryKey: ['messages', sessionId] });
+      }
+      if (event.type.startsWith('tool_approval.')) void queries.invalidateQueries({ queryKey: ['tool-approvals', sessionId] });
+      // Status, interrupt, usage, approvals waiting, message count: all on the session itself.
+      void queries.invalidateQueries({ queryKey: ['session', sessionId] });
+    },
+  });
+
+  if (session.isPending) return <p className="loading">Loading the session…</p>;
+  if (!session.data) {
+    return (
+      <Page title="Session">
+        <ErrorMessage error={session.error} action="Opening the session" />
+        <p>
+          <Link to="/sessions">Back to the sessions</Link>
+        </p>
+      </Page>
+    );
+  }
+  const current = session.data;
+  const computer = current.computerId ? computers.data?.computers.find((candidate) => candidate.id === current.computerId) : undefined;
+  const messages = (history.data?.pages ?? []).flatMap((page) => page.messages).slice().reverse();
+  const usage = current.sessionSettings?.tokenUsage;
+  const mayWrite = mayWriteSessions(me.user.role);
+  return (
+    <Page title={sessionName(current)}>
+      <p>
+        <Link to="/sessions">← Sessions</Link>
+      </p>
+      <dl className="facts">
+        <div>
+          <dt>Status</dt>
+          <dd>
+            <span className={`status-pill session-${current.status}`} data-testid="session-status">
+              {STATUS_LABELS[current.status]}
+            </span>
+            {current.interruptedAt ? <span className="badge">stopping (interrupted {formatTime(current.interruptedAt)})</span> : null}
+          </dd>
+        </div>
+        <div>
+          <dt>Computer</dt>
+          <dd>{current.computerId ? (computer?.name ?? <code>{current.computerId}</code>) : 'Any agent of the organization'}</dd>
+        </div>
+        <div>
+          <dt>Model</dt>
+          <dd>{current.sessionSettings?.model ?? 'The agent’s default'}</dd>
+        </div>
+        <div>
+          <dt>Messages</dt>
+          <dd>{current.messageCount}</dd>
+        </div>
+        <div>
+          <dt>Last activity</dt>
+          <dd>{formatTime(current.updatedAt)}</dd>
+        </div>
+        {usage ? (
+          <div>
+            <dt>Tokens</dt>
+            <dd data-testid="session-tokens">
+              {usage.inputTokens.toLocaleString()} in · {usage.outputTokens.toLocaleString()} out
+            </dd>
+          </div>
+        ) : null}
+      </dl>
+      <LiveStatus state={live} />
+      {current.statusReason ? <p className="alert alert-warning">{current.statusReason.message}</p> : null}
+      {mayWrite && current.status === 'running' && !current.interruptedAt ? <Interrupt sessionId={sessionId} /> : null}
+      <ToolApprovals sessionId={sessionId} mayDecide={mayWrite} />
+
+      <section aria-labelledby="conversation-title" className="conversation">
+        <h2 id="conversation-title">Conversation</h2>
+        {history.hasNextPage ? (
+          <button type="button" onClick={() => void history.fetchNextPage()} disabled={history.isFetchingNextPage}>
+            {history.isFetchingNextPage ? 'Loading…' : 'Earlier messages'}
+          </button>
+        ) : null}
+        {history.isPending ? <p className="loading">Loading messages…</p> : null}
+        {history.error ? <ErrorMessage error={history.error} action="Reading the messages" /> : null}
+        {history.data && messages.length === 0 ? <p className="muted">No messages yet.{mayWrite ? ' Write the first below: an agent takes it from there.' : ''}</p> : null}
+        <Messages messages={messages} />
+      </section>
+      {mayWrite ? <Composer sessionId={sessionId} /> : <p className="muted">Guests read sessions; they cannot add messages.</p>}
+    </Page>
+  );
+}
+
+function LiveStatus({ state }: { state: LiveState }) {
+  const text =
+    state.status === 'live'
+      ? 'Live: new messages and changes appear as they happen.'
+      : state.status === 'connecting'
+        ? 'Connecting to live updates…'
+        : state.status === 'reconnecting'
+          ? 'Live updates interrupted: reconnecting…'
+          : 'No live updates.';
+  return (
+    <>
+      <p className={`live live-${state.status}`} role="status">
+        {text}
+      </p>
+      {state.status === 'stopped' ? <ErrorMessage error={state.error} action="Following the session" /> : null}
+    </>
+  );
+}
+
+function Interrupt({ sessionId }: { sessionId: string }) {
+  const queries = useQueryClient();
+  const interrupt = useMutation({
+    mutationFn: () => unwrap(api.POST('/api/v0/sessions/{sessionId}/interrupt', { params: { path: { sessionId } } })),
+    onSuccess: (session) => queries.setQueryData(['session', sessionId], session),
+  });
+  return (
+    <div className="interrupt">
+      <button type="button" className="danger" onClick={() => interrupt.mutate()} disabled={interrupt.isPending}>
+        {interrupt.isPending ? 'Interrupting…' : 'Interrupt the agent'}
+      </button>
+      <span className="hint"> Stops the running turn; the agent keeps what it has done so far.</span>
+      <ErrorMessage error={interrupt.error} action="Interrupting" />
+    </div>
+  );
+}

@@ -1,0 +1,168 @@
+import { formatTime } from '../format';
+import type { Block, DocumentSource, WireMessage } from './blocks';
+import { Markdown } from './Markdown';
+
+const ROLE_NAMES: Record<WireMessage['role'], string> = { user: 'User', assistant: 'Agent', tool: 'Tool', system: 'System' };
+const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
+
+/** The anchor of a tool use, which its result links to. */
+const toolAnchor = (id: string) => `tool-use-${id.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+
+/** A conversation, oldest first: every block the spec defines, and hook messages. */
+export function Messages({ messages }: { messages: WireMessage[] }) {
+  // Tool results name their tool use by id: give them the tool's name to link to.
+  const toolNames = new Map<string, string>();
+  for (const message of messages) for (const block of message.content) if (block.type === 'tool_use') toolNames.set(block.id, block.name);
+  return (
+    <ol className="messages" aria-label="Messages">
+      {messages.map((message) => (
+        <li key={message.id} className={`message message-${message.role}${message.isError ? ' message-error' : ''}`} data-message-id={message.id}>
+          <div className="message-meta">
+            <span className="message-role">{message.hookEventName ? 'Hook' : ROLE_NAMES[message.role]}</span>
+            {message.modelId ? <span className="muted">{message.modelId}</span> : null}
+            <time dateTime={new Date(message.createdAt).toISOString()}>{formatTime(message.createdAt)}</time>
+            {message.isError ? <span className="badge badge-error">error</span> : null}
+          </div>
+          {message.hookEventName ? <Hook message={message} /> : null}
+          {message.content.map((block, index) => (
+            <BlockView key={block.id ?? index} block={block} toolNames={toolNames} />
+          ))}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+function BlockView({ block, toolNames }: { block: Block; toolNames: Map<string, string> }) {
+  switch (block.type) {
+    case 'text':
+      return <Markdown text={block.text} />;
+    case 'image':
+      return <ImageView mediaType={block.source.mediaType} data={block.source.data} />;
+    case 'document':
+      return <DocumentView source={block.source} />;
+    case 'thinking':
+      return (
+        <details className="block thinking">
+          <summary>Thinking{block.durationMs !== undefined ? ` (${Math.round(block.durationMs / 100) / 10} s)` : ''}</summary>
+          <pre className="pre-wrap">{block.thinking}</pre>
+        </details>
+      );
+    case 'redacted_thinking':
+      return <p className="block thinking muted">Thinking (redacted by the model’s provider)</p>;
+    case 'tool_use':
+      return (
+        <div className="block tool-use" id={toolAnchor(block.id)}>
+          <p>
+            Tool call <strong>{block.name}</strong> <code className="muted">{block.id}</code>
+          </p>
+          <details>
+            <summary>Input</summary>
+            <pre>{JSON.stringify(block.input, null, 2)}</pre>
+          </details>
+        </div>
+      );
+    case 'tool_result':
+      return (
+        <div className={`block tool-result${block.isError ? ' tool-result-error' : ''}`}>
+          <p>
+            {block.isError ? 'Error from ' : 'Result of '}
+            <a href={`#${toolAnchor(block.toolUseId)}`}>{toolNames.get(block.toolUseId) ?? 'a tool call'}</a> <code className="muted">{block.toolUseId}</code>
+          </p>
+          {typeof block.content === 'string' ? (
+            <pre className="pre-wrap">{block.content}</pre>
+          ) : (
+            (block.content ?? []).map((inner, index) => <BlockView key={inner.id ?? index} block={inner} toolNames={toolNames} />)
+          )}
+        </div>
+      );
+    default:
+      return <p className="muted">A block this console does not know ({(block as { type?: string }).type ?? 'no type'}).</p>;
+  }
+}
+
+function ImageView({ mediaType, data }: { mediaType: string; data: string }) {
+  // Only the four image types the API takes, and only base64 characters: nothing else reaches the data URL.
+  if (!IMAGE_TYPES.has(mediaType) || !/^[A-Za-z0-9+/]*={0,2}$/.test(data)) return <p className="muted">An image the console cannot show ({mediaType}).</p>;
+  return <img className="block image" src={`data:${mediaType};base64,${data}`} alt={`Attached image (${mediaType})`} />;
+}
+
+function DocumentView({ source }: { source: DocumentSource }) {
+  if (source.type === 'text') {
+    return (
+      <details className="block document">
+        <summary>
+          Text file <strong>{source.name ?? 'untitled'}</strong> {source.mime ? <span className="muted">({source.mime})</span> : null} · {source.data.length.toLocaleString()}{' '}
+          characters
+        </summary>
+        <pre>{source.data}</pre>
+      </details>
+    );
+  }
+  const download = () => {
+    const bytes = Uint8Array.from(atob(source.data), (c) => c.charCodeAt(0));
+    const url = URL.createObjectURL(new Blob([bytes], { type: 'application/pdf' }));
+    const link = document.createElement('a');
+    link.href = url;
+    link.download = source.name ?? 'document.pdf';
+    link.click();
+    setTimeout(() => URL.revokeObjectURL(url), 1_000);
+  };
+  return (
+    <div className="block document">
+      <p>
+        PDF <strong>{source.name ?? source.path ?? 'untitled'}</strong> · about {Math.round((source.data.length * 3) / 4 / 1024).toLocaleString()} KB{' '}
+        <button type="button" className="small" onClick={download}>
+          Download
+        </button>
+      </p>
+      {source.parsedData ? (
+        <details>
+          <summary>Extracted text</summary>
+          <pre className="pre-wrap">{source.parsedData}</pre>
+        </details>
+      ) : null}
+    </div>
+  );
+}
+
+function Hook({ message }: { message: WireMessage }) {
+  return (
+    <div className={`block hook hook-${message.hookStatus ?? 'unknown'}`}>
+      <p>
+        Hook <strong>{message.hookEventName}</strong>
+        {message.hookMatcher ? (
+          <>
+            {' '}
+            for <code>{message.hookMatcher}</code>
+          </>
+        ) : null}
+        {message.hookStatus ? <span className="badge">{message.hookStatus}</span> : null}
+      </p>
+      {message.hookCommands?.length ? (
+        <ul className="hook-commands">
+          {message.hookCommands.map((command, index) => (
+            <li key={index}>
+              <code>{command.command}</code>
+              {command.timeout !== undefined ? <span className="muted"> (timeout {command.timeout} s)</span> : null}
+              {message.hookResults?.[index] ? <HookResult result={message.hookResults[index]} /> : null}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      {!message.hookCommands?.length && message.hookResults?.length
+        ? message.hookResults.map((result, index) => <HookResult key={index} result={result} />)
+        : null}
+    </div>
+  );
+}
+
+function HookResult({ result }: { result: NonNullable<WireMessage['hookResults']>[number] }) {
+  return (
+    <details className="hook-result">
+      <summary>Exit code {result.exitCode}</summary>
+      {result.stdout ? <pre className="pre-wrap">{result.stdout}</pre> : null}
+      {result.stderr ? <pre className="pre-wrap stderr">{result.stderr}</pre> : null}
+    </details>
+  );
+}

@@ -1,0 +1,95 @@
+import { createParser } from 'eventsource-parser';
+import { useEffect, useRef, useState } from 'react';
+import { authorizationHeader, problemFrom, type ApiProblem } from '../api/client';
+
+/** One event of the stream (schema `Event`): only what the session view reads. */
+export interface StreamEvent {
+  id: string;
+  seq: number;
+  type: string;
+  sessionId: string | null;
+  data: Record<string, unknown>;
+}
+
+export type LiveState = { status: 'connecting' } | { status: 'live' } | { status: 'reconnecting'; error?: ApiProblem } | { status: 'stopped'; error: ApiProblem };
+
+interface Handlers {
+  onEvent(event: StreamEvent): void;
+  /** The stream (re)started without a resume point: what is shown may have missed events, reload it. */
+  onFresh(): void;
+}
+
+/**
+ * Follows `GET /api/v0/sessions/{sessionId}/events` (server-sent events) with fetch, since EventSource cannot send the
+ * Authorization header. After a drop it reconnects after the server's `retry` with `Last-Event-ID`, so nothing is
+ * missed or repeated; a resume point the server no longer keeps (410) starts afresh and reloads.
+ */
+export function useSessionEvents(sessionId: string, handlers: Handlers): LiveState {
+  const [state, setState] = useState<LiveState>({ status: 'connecting' });
+  const latest = useRef(handlers);
+  latest.current = handlers;
+  useEffect(() => {
+    const abort = new AbortController();
+    void follow(sessionId, abort.signal, {
+      onEvent: (event) => latest.current.onEvent(event),
+      onFresh: () => latest.current.onFresh(),
+      onState: (next) => setState(next),
+    });
+    return () => abort.abort();
+  }, [sessionId]);
+  return state;
+}
+
+async function follow(sessionId: string, signal: AbortSignal, handlers: Handlers & { onState(state: LiveState): void }): Promise<void> {
+  let lastId: string | undefined;
+  let retryMs = 2_000;
+  while (!signal.aborted) {
+    try {
+      const response = await fetch(`/api/v0/sessions/${encodeURIComponent(sessionId)}/events`, {
+        headers: { Accept: 'text/event-stream', ...authorizationHeader(), ...(lastId ? { 'Last-Event-ID': lastId } : {}) },
+        signal,
+        cache: 'no-store',
+      });
+      if (response.status === 410) {
+        lastId = undefined;
+        continue;
+      }
+      if (!response.ok || !response.body) {
+        const problem = await problemFrom(response);
+        // Not found, not allowed, not signed in: retrying answers the same.
+        if (response.status < 500 && response.status !== 429) {
+          handlers.onState({ status: 'stopped', error: problem });
+          if (response.status === 401) handlers.onFresh();
+          return;
+        }
+        throw problem;
+      }
+      handlers.onState({ status: 'live' });
+      if (lastId === undefined) handlers.onFresh();
+      const parser = createParser({
+        onEvent: (message) => {
+          if (message.id) lastId = message.id;
+          try {
+            handlers.onEvent(JSON.parse(message.data) as StreamEvent);
+          } catch {
+            // Not JSON: not an event of ours.
+          }
+        },
+        onRetry: (ms) => {
+          retryMs = ms;
+        },
+      });
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        parser.feed(value);
+      }
+      handlers.onState({ status: 'reconnecting' });
+    } catch (error) {
+      if (signal.aborted) return;
+      handlers.onState({ status: 'reconnecting', error: error instanceof Error && 'status' in error ? (error as ApiProblem) : undefined });
+    }
+    await new Promise((resolve) => setTimeout(resolve, retryMs));
+  }
+}
