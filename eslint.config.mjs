@@ -1,5 +1,48 @@
 import js from '@eslint/js';
+import { dirname, relative, resolve, sep } from 'node:path';
 import tseslint from 'typescript-eslint';
+
+const SRC = resolve(import.meta.dirname, 'src');
+
+/** Where a file sits in src/: its area (modules, agent, contract, platform...) and, in modules, which module. */
+function placeOf(file) {
+  const [area, module, ...rest] = relative(SRC, file).split(sep);
+  return { area, module, rest };
+}
+
+/**
+ * The design's boundaries, checked on every relative import: a module reaches another only through its index.ts;
+ * the agent (a program users run on their own machines) and the contract it shares with the server import nothing
+ * of the server; the platform imports no module.
+ */
+const boundaries = {
+  meta: { type: 'problem', schema: [], messages: { crossed: '{{why}}' } },
+  create(context) {
+    const from = placeOf(context.filename);
+    const isSpec = context.filename.endsWith('.spec.ts');
+    function check(node, source) {
+      if (typeof source !== 'string' || !source.startsWith('.')) return;
+      const to = placeOf(resolve(dirname(context.filename), source));
+      let why = null;
+      if (from.area === 'modules' && to.area === 'modules' && to.module !== from.module && !(to.rest.length === 0 || (to.rest.length === 1 && to.rest[0] === 'index'))) {
+        why = `Import the ${to.module} module through its index.ts ('${relative(dirname(context.filename), resolve(SRC, 'modules', to.module))}'), not its insides.`;
+      } else if (from.area === 'agent' && !['agent', 'contract'].includes(to.area) && !(isSpec && to.area === '..')) {
+        why = 'The agent is a program of its own: it imports only src/agent and src/contract, never the server.';
+      } else if (from.area === 'contract' && to.area !== 'contract') {
+        why = 'src/contract is shared by the server and the agent: it imports nothing else.';
+      } else if (from.area === 'platform' && to.area === 'modules') {
+        why = 'The platform serves every module and imports none.';
+      }
+      if (why) context.report({ node, messageId: 'crossed', data: { why } });
+    }
+    return {
+      ImportDeclaration: (node) => check(node, node.source.value),
+      ExportNamedDeclaration: (node) => node.source && check(node, node.source.value),
+      ExportAllDeclaration: (node) => check(node, node.source.value),
+      ImportExpression: (node) => node.source.type === 'Literal' && check(node, node.source.value),
+    };
+  },
+};
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', 'test-artifacts/', 'web/src/api/generated/', 'jest.config.js'] },
@@ -14,6 +57,7 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'off',
     },
   },
+  { files: ['src/**/*.ts'], plugins: { architecture: { rules: { boundaries } } }, rules: { 'architecture/boundaries': 'error' } },
   { files: ['**/*.mjs', '**/*.mts'], ...tseslint.configs.disableTypeChecked },
   // Plain CommonJS run with Node alone: the launcher (bin/), and what tests copy into a computer and run there.
   {

@@ -3,7 +3,7 @@ import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, statSync } from 
 import { rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import type { Sandbox as OrganizationSandbox } from '../../modules/enterprise-controls/domain/settings';
+import type { Sandbox as OrganizationSandbox } from '../../contract/sandbox';
 import { AllowedIps } from './network-policy';
 
 /** The organization's `sandbox` settings, as the agent policy gives them (a type only: the agent runs apart from the server). */

@@ -6,7 +6,7 @@ export { HistoryImportService } from './history-import.service';
 export type { PastSession } from './history-import.service';
 export type { SessionView, MessageView } from './domain/views';
 export { SessionStatus } from './domain/session-status';
-export { MessageRole } from './domain/message';
+export { MessageRole, USER_MESSAGE_SOURCES } from './domain/message';
 export { TOOL_APPROVAL_STATUSES } from './domain/tool-approval';
 export * from './events';
 export { ComputerDirectory } from './ports/computer-directory';

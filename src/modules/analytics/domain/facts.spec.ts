@@ -1,4 +1,4 @@
-import { USER_MESSAGE_SOURCES } from '../../sessions/domain/message';
+import { USER_MESSAGE_SOURCES } from '../../sessions';
 import { agentMessageFacts, autonomyLevelOf, clientOf, delegationLevelOf, Fact, FactKind, MessageFacts, normalizeToolName, SessionFacts, userMessageFacts } from './facts';
 import { fileKind } from './languages';
 
