@@ -22,6 +22,8 @@ export const ADMINS: readonly Role[] = ['owner', 'manager'];
 export const PAGES: readonly ConsolePage[] = [
   { path: '/', label: 'Overview', component: lazy(() => import('./pages/Overview')), inNav: true },
   { path: '/settings/api-keys', label: 'API keys', component: lazy(() => import('./pages/ApiKeys')), inNav: true },
+  { path: '/settings/controls', label: 'Controls', component: lazy(() => import('./pages/controls/EnterpriseControls')), roles: ADMINS, inNav: true },
+  { path: '/settings/controls/history', label: 'Controls history', component: lazy(() => import('./pages/controls/ControlsHistory')), roles: ADMINS },
 ];
 
 export function mayOpen(page: ConsolePage, role: Role): boolean {
