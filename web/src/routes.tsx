@@ -23,6 +23,7 @@ export const PAGES: readonly ConsolePage[] = [
   { path: '/', label: 'Overview', component: lazy(() => import('./pages/Overview')), inNav: true },
   { path: '/settings/api-keys', label: 'API keys', component: lazy(() => import('./pages/ApiKeys')), inNav: true },
   { path: '/settings/controls', label: 'Controls', component: lazy(() => import('./pages/controls/EnterpriseControls')), roles: ADMINS, inNav: true },
+  { path: '/analytics', label: 'Analytics', component: lazy(() => import('./pages/analytics/Analytics')), roles: ADMINS, inNav: true },
   { path: '/settings/controls/history', label: 'Controls history', component: lazy(() => import('./pages/controls/ControlsHistory')), roles: ADMINS },
 ];
 
