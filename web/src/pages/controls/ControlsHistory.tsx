@@ -93,15 +93,29 @@ function RevisionDiff({ change }: { change: Change }) {
     <div className="revision-diff">
       <h3 className="small-heading">Changed fields</h3>
       <ul className="changed-fields">
-        {current.data.diff.map((op, i) => (
-          <li key={i}>
-            <span className={`op op-${op.op}`}>{op.op === 'add' ? 'Added' : op.op === 'remove' ? 'Removed' : 'Changed'}</span> <code>{pointerName(op.path)}</code>
+        {fieldChanges(current.data.diff).map(({ verb, field, times }) => (
+          <li key={`${verb}:${field}`}>
+            <span className="op">{verb}</span> <code>{field}</code>
+            {times > 1 ? ` (${times} times)` : null}
           </li>
         ))}
       </ul>
       <SideBySide before={stableJson(before)} after={stableJson(current.data.settings as Json)} beforeLabel={beforeLabel} afterLabel={`Revision ${change.revision}`} />
     </div>
   );
+}
+
+/** The diff's operations as readable lines, the same one repeated (entries appended to a list) counted once. */
+function fieldChanges(diff: Schemas['JsonPatchOperation'][]): { verb: string; field: string; times: number }[] {
+  const lines = new Map<string, { verb: string; field: string; times: number }>();
+  for (const op of diff) {
+    const verb = op.op === 'add' ? 'Added' : op.op === 'remove' ? 'Removed' : 'Changed';
+    const field = pointerName(op.path);
+    const line = lines.get(`${verb}:${field}`) ?? { verb, field, times: 0 };
+    line.times++;
+    lines.set(`${verb}:${field}`, line);
+  }
+  return [...lines.values()];
 }
 
 interface Row {

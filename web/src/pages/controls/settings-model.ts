@@ -16,7 +16,8 @@ export function pointerName(pointer: string): string {
     .split('/')
     .slice(1)
     .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'));
-  return segments.reduce((name, segment) => (/^\d+$/.test(segment) ? `${name}[${segment}]` : name ? `${name}.${segment}` : segment), '');
+  // `-` is RFC 6901's "after the last element" (an entry appended).
+  return segments.reduce((name, segment) => (/^\d+$/.test(segment) ? `${name}[${segment}]` : segment === '-' ? `${name}[new entry]` : name ? `${name}.${segment}` : segment), '');
 }
 
 export function getAt(value: Json | undefined, path: Path): Json | undefined {
