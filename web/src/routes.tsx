@@ -24,6 +24,9 @@ export const PAGES: readonly ConsolePage[] = [
   { path: '/sessions', label: 'Sessions', component: lazy(() => import('./pages/Sessions')), inNav: true },
   { path: '/sessions/:sessionId', label: 'Session', component: lazy(() => import('./pages/SessionView')) },
   { path: '/settings/api-keys', label: 'API keys', component: lazy(() => import('./pages/ApiKeys')), inNav: true },
+  { path: '/settings/controls', label: 'Controls', component: lazy(() => import('./pages/controls/EnterpriseControls')), roles: ADMINS, inNav: true },
+  { path: '/analytics', label: 'Analytics', component: lazy(() => import('./pages/analytics/Analytics')), roles: ADMINS, inNav: true },
+  { path: '/settings/controls/history', label: 'Controls history', component: lazy(() => import('./pages/controls/ControlsHistory')), roles: ADMINS },
 ];
 
 export function mayOpen(page: ConsolePage, role: Role): boolean {

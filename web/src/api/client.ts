@@ -17,6 +17,8 @@ export class ApiProblem extends Error {
     readonly detail: string,
     readonly requestId: string | null,
     readonly code?: string,
+    /** The body's `metadata` (`errors` of a 400: `{field, message}` per problem; `currentRevision` of a 412...). */
+    readonly metadata: Record<string, unknown> = {},
   ) {
     super(detail);
     this.name = 'ApiProblem';
@@ -73,7 +75,7 @@ function problemOf(response: Response, body: unknown): ApiProblem {
   const { title, detail, metadata } = (typeof body === 'object' && body !== null ? body : {}) as {
     title?: unknown;
     detail?: unknown;
-    metadata?: { code?: unknown };
+    metadata?: { code?: unknown } & Record<string, unknown>;
   };
   return new ApiProblem(
     response.status,
@@ -81,5 +83,6 @@ function problemOf(response: Response, body: unknown): ApiProblem {
     typeof detail === 'string' ? detail : `The server answered ${response.status} without an explanation.`,
     response.headers.get('x-request-id'),
     typeof metadata?.code === 'string' ? metadata.code : undefined,
+    typeof metadata === 'object' && metadata !== null ? metadata : {},
   );
 }

@@ -1,6 +1,6 @@
 import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
 import { AGENT_POLICY_FIELDS } from '../domain/agent-policy';
-import { CLOUD_MODEL_CONFIG_FIELDS, CODE_HOSTS, MCP_AUTONOMY_LEVELS, SETTINGS_LIMITS } from '../domain/settings';
+import { CLOUD_MODEL_CONFIG_FIELDS, CODE_HOSTS, defaultSettings, MCP_AUTONOMY_LEVELS, SETTINGS_LIMITS } from '../domain/settings';
 
 const L = SETTINGS_LIMITS;
 const closed = closedObject;
@@ -221,11 +221,16 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
       socksProxyPort: { ...port, description: 'A SOCKS proxy already listening on the computer that sandboxed commands use instead of the sandbox\'s own. Absent: the sandbox runs its own.' },
     }),
   }),
-  EnterpriseSettings: closed(
-    REQUIRED_SETTINGS,
-    settingsProperties,
-    'A snapshot of the organization\'s settings: every field is present except `sessionRetentionDays`, `toolApproval`, `sessionDefaultSettings.model`/`specModeModel` and the sandbox proxy ports.',
-  ),
+  EnterpriseSettings: {
+    ...closed(
+      REQUIRED_SETTINGS,
+      settingsProperties,
+      'A snapshot of the organization\'s settings: every field is present except `sessionRetentionDays`, `toolApproval`, `sessionDefaultSettings.model`/`specModeModel` and the sandbox proxy ports. ' +
+        '`default`: a new organization\'s settings (revision 0), which revision 1\'s `diff` starts from.',
+    ),
+    // Published so that clients (the console's history) can show what revision 1 changed from; Ajv ignores it (useDefaults: false).
+    default: defaultSettings(),
+  },
   ChangeEnterpriseControlsBody: closed(['settings'], {
     settings: {
       type: 'object',

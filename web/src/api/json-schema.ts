@@ -1,0 +1,31 @@
+/** A JSON Schema as the server's OpenAPI 3.0 document writes them (the subset the console reads). */
+export interface JsonSchema {
+  $ref?: string;
+  type?: 'object' | 'array' | 'string' | 'integer' | 'number' | 'boolean';
+  description?: string;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  additionalProperties?: boolean | JsonSchema;
+  items?: JsonSchema;
+  enum?: unknown[];
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  maxItems?: number;
+  format?: string;
+  nullable?: boolean;
+  default?: unknown;
+}
+
+/** Follows `$ref`s to `#/components/schemas/<Name>` in `schemas`; a description written beside the ref wins. */
+export function resolveSchema(schema: JsonSchema, schemas: Record<string, JsonSchema>): JsonSchema {
+  let current = schema;
+  for (let hops = 0; current.$ref && hops < 20; hops++) {
+    const target = schemas[current.$ref.replace('#/components/schemas/', '')];
+    if (!target) break;
+    current = { ...target, ...(current.description ? { description: current.description } : {}) };
+    delete current.$ref;
+  }
+  return current;
+}

@@ -1,0 +1,228 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
+import { Link } from 'react-router';
+import settingsSchema from 'virtual:schema/EnterpriseSettings';
+import { api, ApiProblem, type Schemas } from '../../api/client';
+import { ErrorMessage } from '../../components/ErrorMessage';
+import { Page } from '../../components/Page';
+import { formatTime } from '../../format';
+import { ConflictScreen } from './ConflictScreen';
+import { fieldId, SchemaField, type FormContext } from './SchemaForm';
+import { mergePatch, maskSecrets, pathName, setAt, stableJson, type Json, type JsonObject, type Path } from './settings-model';
+import './controls.css';
+
+type Controls = Schemas['EnterpriseControls'];
+/** The controls as read, with the `ETag` to send back as `If-Match`. */
+export interface Snapshot {
+  controls: Controls;
+  etag: string;
+}
+
+export async function readControls(): Promise<Snapshot> {
+  const { data, error, response } = await api.GET('/api/v0/organization/enterprise-controls');
+  if (!response.ok || !data) throw problem(response, error);
+  return { controls: data, etag: response.headers.get('etag') ?? `"${data.revision}"` };
+}
+
+function problem(response: Response, body: unknown): ApiProblem {
+  const b = (typeof body === 'object' && body !== null ? body : {}) as { title?: string; detail?: string; metadata?: Record<string, unknown> };
+  return new ApiProblem(response.status, b.title ?? `HTTP ${response.status}`, b.detail ?? '', response.headers.get('x-request-id'), b.metadata?.code as string | undefined, b.metadata ?? {});
+}
+
+const settingsOf = (controls: Controls) => controls.settings as unknown as JsonObject;
+
+/** `{app_url}/settings/controls`: the enterprise controls as a form generated from the server's settings schema. */
+export default function EnterpriseControls() {
+  const read = useQuery({ queryKey: ['enterprise-controls'], queryFn: readControls, staleTime: Infinity, refetchOnWindowFocus: false });
+  return (
+    <Page
+      title="Enterprise controls"
+      intro={
+        <p>
+          The organization&apos;s policy for agents, models, computers and keys. A save becomes a new revision, in force at once; see the{' '}
+          <Link to="/settings/controls/history">history of changes</Link>.
+        </p>
+      }
+    >
+      {read.isPending ? <p className="loading">Loading the controls…</p> : read.data ? <ControlsEditor initial={read.data} /> : <ErrorMessage error={read.error} action="Reading the controls" />}
+    </Page>
+  );
+}
+
+function ControlsEditor({ initial }: { initial: Snapshot }) {
+  const queries = useQueryClient();
+  /** What the draft is based on: the revision read (its ETag goes in If-Match). */
+  const [base, setBase] = useState(initial);
+  const [draft, setDraft] = useState<JsonObject>(settingsOf(initial.controls));
+  const [conflict, setConflict] = useState<{ theirs: Snapshot; patch: JsonObject } | null>(null);
+  const [saved, setSaved] = useState<number | null>(null);
+  /** Remounts the fields (their typed text) when the draft is replaced wholesale. */
+  const [generation, setGeneration] = useState(0);
+  const summary = useRef<HTMLDivElement>(null);
+
+  const patch = useMemo(() => mergePatch(settingsOf(base.controls), draft), [base, draft]);
+  const changed = Object.keys(patch).length > 0;
+
+  const save = useMutation({
+    mutationFn: async () => {
+      const { data, error, response } = await api.PATCH('/api/v0/organization/enterprise-controls', {
+        body: { settings: patch as Record<string, never> },
+        headers: { 'If-Match': base.etag },
+      });
+      if (!response.ok || !data) throw problem(response, error);
+      return { controls: data, etag: response.headers.get('etag') ?? `"${data.revision}"` };
+    },
+    onSuccess: (next) => {
+      setBase(next);
+      setDraft(settingsOf(next.controls));
+      setGeneration((n) => n + 1);
+      setSaved(next.controls.revision);
+      queries.setQueryData(['enterprise-controls'], next);
+      void queries.invalidateQueries({ queryKey: ['enterprise-controls-history'] });
+    },
+    onError: async (error) => {
+      if (error instanceof ApiProblem && (error.status === 412 || error.status === 409)) {
+        // Someone else saved first: nothing of ours was written. Show theirs beside ours.
+        try {
+          setConflict({ theirs: await readControls(), patch });
+        } catch {
+          /* the error itself is shown */
+        }
+      }
+    },
+  });
+
+  const errors = useMemo(() => {
+    const map = new Map<string, string[]>();
+    const problem = save.error instanceof ApiProblem && save.error.status === 400 ? save.error : null;
+    const list = Array.isArray(problem?.metadata.errors) ? (problem.metadata.errors as { field?: unknown; message?: unknown }[]) : [];
+    for (const { field, message } of list) if (typeof field === 'string' && typeof message === 'string') map.set(field, [...(map.get(field) ?? []), message]);
+    return map;
+  }, [save.error]);
+
+  useEffect(() => {
+    if (errors.size > 0) summary.current?.focus();
+  }, [errors]);
+
+  const ctx: FormContext = {
+    schemas: settingsSchema.schemas,
+    errors,
+    onChange: (path: Path, next: Json | undefined) => {
+      setSaved(null);
+      setDraft((current) => (setAt(current, path, next) ?? {}) as JsonObject);
+    },
+  };
+  const root = settingsSchema.schemas[settingsSchema.root];
+
+  if (conflict) {
+    return (
+      <ConflictScreen
+        base={base}
+        theirs={conflict.theirs}
+        patch={conflict.patch}
+        onReapply={(merged) => {
+          setBase(conflict.theirs);
+          setDraft(merged);
+          setGeneration((n) => n + 1);
+          setConflict(null);
+          save.reset();
+          queries.setQueryData(['enterprise-controls'], conflict.theirs);
+        }}
+        onDiscard={() => {
+          setBase(conflict.theirs);
+          setDraft(settingsOf(conflict.theirs.controls));
+          setGeneration((n) => n + 1);
+          setConflict(null);
+          save.reset();
+          queries.setQueryData(['enterprise-controls'], conflict.theirs);
+        }}
+      />
+    );
+  }
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    setSaved(null);
+    save.mutate();
+  };
+  return (
+    <form className="form controls-form" onSubmit={submit} noValidate aria-label="Enterprise controls">
+      <p className="revision-line">
+        {base.controls.revision === 0 ? (
+          <>Revision 0: the defaults, never changed.</>
+        ) : (
+          <>
+            Revision {base.controls.revision}, saved by {base.controls.user?.name} ({base.controls.user?.email}) on {formatTime(base.controls.updatedAt ? Date.parse(base.controls.updatedAt) : null)}.
+          </>
+        )}
+      </p>
+      <div ref={summary} tabIndex={-1} className="error-summary-anchor">
+        {save.error && !(save.error instanceof ApiProblem && (save.error.status === 412 || save.error.status === 409)) ? <ErrorMessage error={save.error} action="Saving the controls" /> : null}
+        {errors.size > 0 ? (
+          <div className="alert alert-error">
+            <p className="alert-title">Fix {errors.size === 1 ? 'this field' : `these ${errors.size} fields`}:</p>
+            <ul>
+              {[...errors].map(([field, messages]) => (
+                <li key={field}>
+                  <a href={`#${nearestField(field)}`} onClick={(event) => (event.preventDefault(), focusField(field))}>
+                    {field.replace(/^settings\./, '')}
+                  </a>
+                  : {messages.join('; ')}
+                </li>
+              ))}
+            </ul>
+          </div>
+        ) : null}
+      </div>
+      <div key={generation}>
+        {Object.entries(root.properties ?? {}).map(([key, schema]) => (
+          <SchemaField key={key} ctx={ctx} schema={schema} path={[key]} value={draft[key]} required={root.required?.includes(key)} />
+        ))}
+      </div>
+      <details className="json-view">
+        <summary>JSON view (read-only)</summary>
+        <p className="hint">The settings as they will be after saving (secrets masked), and the JSON Merge Patch the save sends.</p>
+        <h2 className="small-heading">Settings</h2>
+        <pre tabIndex={0} aria-label="Settings as JSON">{stableJson(maskSecrets(draft))}</pre>
+        <h2 className="small-heading">Change to send</h2>
+        <pre tabIndex={0} aria-label="Change to send as JSON">{changed ? stableJson(maskSecrets(patch)) : '(no change)'}</pre>
+      </details>
+      <div className="save-bar">
+        <button type="submit" className="primary" disabled={!changed || save.isPending}>
+          {save.isPending ? 'Saving…' : 'Save controls'}
+        </button>
+        <button type="button" disabled={!changed || save.isPending} onClick={() => (setDraft(settingsOf(base.controls)), setGeneration((n) => n + 1), save.reset())}>
+          Undo my changes
+        </button>
+        <p role="status" aria-live="polite" className="save-status">
+          {saved !== null ? `Saved: revision ${saved} is in force.` : changed ? `${countLeaves(patch)} unsaved change${countLeaves(patch) === 1 ? '' : 's'}.` : 'No unsaved changes.'}
+        </p>
+      </div>
+    </form>
+  );
+}
+
+function countLeaves(patch: JsonObject): number {
+  return Object.values(patch).reduce<number>((sum, value) => sum + (typeof value === 'object' && value !== null && !Array.isArray(value) ? countLeaves(value) : 1), 0);
+}
+
+/** The element of the field the API names, or of the closest enclosing field that is on the page. */
+function nearestField(field: string): string {
+  let name = field;
+  for (;;) {
+    const segments = name
+      .replace(/^settings\.?/, '')
+      .split(/\.|\[(\d+)\]/)
+      .filter((segment) => segment !== undefined && segment !== '')
+      .map((segment) => (/^\d+$/.test(segment) ? Number(segment) : segment));
+    const id = fieldId(segments);
+    if (document.getElementById(id) || segments.length === 0) return id;
+    name = pathName(segments.slice(0, -1));
+  }
+}
+
+function focusField(field: string): void {
+  const element = document.getElementById(nearestField(field));
+  element?.scrollIntoView({ block: 'center' });
+  (element?.matches('input, select, textarea, button, output') ? element : element?.querySelector<HTMLElement>('input, select, textarea, button'))?.focus();
+}
