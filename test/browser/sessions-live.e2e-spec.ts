@@ -213,10 +213,18 @@ const DAY = 86_400_000;
       expect(await userMessages()).toEqual(['First', 'Second', 'Third']);
 
       // Dropped again, and meanwhile the log forgets past the page's resume point: 410, a fresh stream and a reload.
+      // The reconnection is held until the log has forgotten, however slow the machine.
+      let release = () => {};
+      const held = new Promise<void>((resolve) => (release = resolve));
+      await page.route(`**/api/v0/sessions/${sessionId}/events`, async (route) => {
+        await held;
+        await route.continue();
+      });
       dropTheStream();
       await page.getByText('Live updates interrupted: reconnecting…').waitFor();
       await post(owner, `/api/v0/sessions/${sessionId}/messages`, { text: 'Fourth' }).expect(200);
       expect(await forgetTheLog()).toBeGreaterThan(0);
+      release();
       await page.locator('.message-user').filter({ hasText: 'Fourth' }).waitFor();
       await page.getByText('Live: new messages').waitFor();
       expect(gone).toEqual([410]);
@@ -225,6 +233,7 @@ const DAY = 86_400_000;
       expect(resumed[0].lastEventId).toEqual(expect.stringMatching(/^\d+$/));
       expect(resumed[1].lastEventId).toBeUndefined();
       await until(async () => messageLoads, (loads) => loads > loadsBefore, 'the messages reloaded after the 410');
+      await page.unroute(`**/api/v0/sessions/${sessionId}/events`);
       expect(await userMessages()).toEqual(['First', 'Second', 'Third', 'Fourth']);
 
       // Live again on the fresh stream.
