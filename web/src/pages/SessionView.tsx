@@ -5,9 +5,10 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { Page } from '../components/Page';
 import { formatTime } from '../format';
 import { useMe } from '../session/session';
+import { useSessionWriteAccess } from '../sessions/access';
 import type { WireMessage } from '../sessions/blocks';
 import { Composer } from '../sessions/Composer';
-import { STATUS_LABELS, maySeeComputers, mayWriteSessions, sessionName } from '../sessions/format';
+import { STATUS_LABELS, maySeeComputers, sessionName } from '../sessions/format';
 import { useSessionEvents, type LiveState, type StreamEvent } from '../sessions/live';
 import { Messages } from '../sessions/Messages';
 import { ToolApprovals } from '../sessions/ToolApprovals';
@@ -44,6 +45,8 @@ export default function SessionView() {
     enabled: maySeeComputers(me.user.role),
     queryFn: () => unwrap(api.GET('/api/v0/computers')),
   });
+
+  const access = useSessionWriteAccess(sessionId, me);
 
   const live = useSessionEvents(sessionId, {
     onFresh: () => {
@@ -83,7 +86,8 @@ export default function SessionView() {
   const computer = current.computerId ? computers.data?.computers.find((candidate) => candidate.id === current.computerId) : undefined;
   const messages = (history.data?.pages ?? []).flatMap((page) => page.messages).slice().reverse();
   const usage = current.sessionSettings?.tokenUsage;
-  const mayWrite = mayWriteSessions(me.user.role);
+  // Unknown owner (its creation is past the log's retention): the controls show and the server decides.
+  const mayWrite = access === 'yes' || access === 'unknown';
   return (
     <Page title={sessionName(current)}>
       <p>
@@ -141,8 +145,19 @@ export default function SessionView() {
         {history.data && messages.length === 0 ? <p className="muted">No messages yet.{mayWrite ? ' Write the first below: an agent takes it from there.' : ''}</p> : null}
         <Messages messages={messages} />
       </section>
-      {mayWrite ? <Composer sessionId={sessionId} /> : <p className="muted">Guests read sessions; they cannot add messages.</p>}
+      {mayWrite ? <Composer sessionId={sessionId} /> : access === 'checking' ? null : <ReadOnly role={me.user.role} />}
     </Page>
+  );
+}
+
+/** Why there is no composer: the rules of the API (members change only their own sessions; guests none). */
+function ReadOnly({ role }: { role: string }) {
+  return (
+    <p className="muted" data-testid="read-only">
+      {role === 'guest'
+        ? 'Guests read sessions; they cannot add messages.'
+        : 'This session belongs to another member: you can read it, but only its owner, managers and owners can add messages, interrupt or answer approvals.'}
+    </p>
   );
 }
 
