@@ -22,6 +22,7 @@ export const ADMINS: readonly Role[] = ['owner', 'manager'];
 export const PAGES: readonly ConsolePage[] = [
   { path: '/', label: 'Overview', component: lazy(() => import('./pages/Overview')), inNav: true },
   { path: '/settings/api-keys', label: 'API keys', component: lazy(() => import('./pages/ApiKeys')), inNav: true },
+  { path: '/members', label: 'Members', component: lazy(() => import('./pages/Members')), roles: ADMINS, inNav: true },
 ];
 
 export function mayOpen(page: ConsolePage, role: Role): boolean {
