@@ -32,7 +32,7 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, signedInTab } f
   it('an owner adds a member, changes their role and removes them after a confirmation; the API agrees at each step', async () => {
     const owner = await createUser(t, Role.Owner);
     const page = await signedInTab(browser, base, owner.key, csp);
-    await page.getByRole('link', { name: 'Members' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Members' }).click();
     await page.getByRole('heading', { name: 'Members', level: 1 }).waitFor();
     await page.getByRole('row', { name: /A owner.*you/ }).waitFor();
     accessibility.push(...(await checkPage(page, 'members')));

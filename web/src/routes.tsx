@@ -18,10 +18,14 @@ export interface ConsolePage {
 }
 
 export const ADMINS: readonly Role[] = ['owner', 'manager'];
+/** Guests get 403 on every computers route. */
+export const COMPUTER_USERS: readonly Role[] = ['owner', 'manager', 'member'];
 
 export const PAGES: readonly ConsolePage[] = [
   { path: '/', label: 'Overview', component: lazy(() => import('./pages/Overview')), inNav: true },
   { path: '/settings/api-keys', label: 'API keys', component: lazy(() => import('./pages/ApiKeys')), inNav: true },
+  { path: '/computers', label: 'Computers', component: lazy(() => import('./pages/Computers')), roles: COMPUTER_USERS, inNav: true },
+  { path: '/computers/:computerId', label: 'Computer', component: lazy(() => import('./pages/ComputerDetail')), roles: COMPUTER_USERS },
   { path: '/members', label: 'Members', component: lazy(() => import('./pages/Members')), roles: ADMINS, inNav: true },
 ];
 
