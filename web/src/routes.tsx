@@ -26,6 +26,7 @@ export const PAGES: readonly ConsolePage[] = [
   { path: '/settings/api-keys', label: 'API keys', component: lazy(() => import('./pages/ApiKeys')), inNav: true },
   { path: '/computers', label: 'Computers', component: lazy(() => import('./pages/Computers')), roles: COMPUTER_USERS, inNav: true },
   { path: '/computers/:computerId', label: 'Computer', component: lazy(() => import('./pages/ComputerDetail')), roles: COMPUTER_USERS },
+  { path: '/readiness', label: 'Readiness', component: lazy(() => import('./pages/Readiness')), inNav: true },
   { path: '/members', label: 'Members', component: lazy(() => import('./pages/Members')), roles: ADMINS, inNav: true },
 ];
 
