@@ -124,12 +124,45 @@ import { join } from 'node:path';
     expect(await page.getByRole('button', { name: 'Retry provisioning' }).count()).toBe(0);
     expect((await t.http().get(`/api/v0/computers/${created.body.id}`).set(owner.auth)).body.status).toBe('active');
     // The page reads the computer when an event says it changed, and does not poll: nothing changes, nothing is asked.
-    const reads: string[] = [];
     page.on('request', (request) => request.url().includes(`/api/v0/computers/${created.body.id}`) && reads.push(request.url()));
     await page.waitForTimeout(1_000);
     expect(reads).toEqual([]);
     expect(await page.getByText('The server runs this computer’s agent itself').count()).toBe(1);
     accessibility.push(...(await checkPage(page, 'computer-active')));
+    await page.close();
+  });
+
+  it('the event stream: CRLF lines and comments parsed, resumed after a drop with Last-Event-ID, restarted after a 410', async () => {
+    const owner = await createUser(t, Role.Owner);
+    const created = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'Stream box', provider: 'byom', hostId: crypto.randomUUID(), remoteUser: 'dev' }).expect(201);
+    const page = await signedInTab(browser, base, owner.key, csp);
+    // The server's stream is stood in for twice: one event then the end (a drop), then 410 for the resume point.
+    const resumeHeaders: (string | null)[] = [];
+    const reads: string[] = [];
+    let readsBefore410 = -1;
+    const event = { id: 'e1', seq: 7, type: 'computer.status_changed', occurredAt: Date.now(), organizationId: owner.organizationId, sessionId: null, target: { kind: 'computer', id: created.body.id }, actor: null, data: { computerId: created.body.id, provider: 'byom', from: 'active', to: 'active', step: null } };
+    await page.route('**/api/v0/events?*', async (route) => {
+      const header = route.request().headers()['last-event-id'] ?? null;
+      resumeHeaders.push(header);
+      if (resumeHeaders.length === 1) {
+        await route.fulfill({ status: 200, contentType: 'text/event-stream', body: `retry: 50\r\n: connected\r\n\r\nid: 7\r\nevent: computer.status_changed\r\ndata: ${JSON.stringify(event)}\r\n\r\n` });
+      } else if (resumeHeaders.length === 2) {
+        readsBefore410 = reads.length;
+        await route.fulfill({ status: 410, contentType: 'application/json', body: JSON.stringify({ status: 410, title: 'Gone', detail: 'expired', metadata: { code: 'event_expired', oldestId: 9 } }) });
+      } else {
+        await route.continue();
+      }
+    });
+    page.on('request', (request) => request.url().endsWith(`/api/v0/computers/${created.body.id}`) && reads.push(request.url()));
+    await page.goto(`/computers/${created.body.id}`);
+    await page.getByRole('heading', { name: 'Stream box', level: 1 }).waitFor();
+    for (let i = 0; i < 100 && resumeHeaders.length < 3; i++) await page.waitForTimeout(50);
+    // First without a resume point; then from the event it got (7); then, the point expired, afresh.
+    expect(resumeHeaders.slice(0, 3)).toEqual([null, '7', null]);
+    await page.getByText('Live: changes appear as they happen.').waitFor();
+    // The 410 lost events: the page read the computer again rather than trust what it showed.
+    expect(readsBefore410).toBeGreaterThan(0);
+    expect(reads.length).toBeGreaterThan(readsBefore410);
     await page.close();
   });
 
