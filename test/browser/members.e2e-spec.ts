@@ -123,6 +123,35 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, signedInTab } f
     await page.close();
   });
 
+  it('a service account added in the page gets a key there, shown once, that works as it', async () => {
+    const owner = await createUser(t, Role.Owner);
+    const page = await signedInTab(browser, base, owner.key, csp);
+    await page.goto('/members');
+    await page.getByLabel('Email').fill('nightly@acme.example');
+    await page.getByLabel('Name', { exact: true }).fill('Nightly bot');
+    await page.getByLabel('Kind', { exact: true }).selectOption({ label: 'Service account' });
+    await page.getByRole('button', { name: 'Add member' }).click();
+    const row = page.getByRole('row', { name: /Nightly bot/ });
+    await row.getByText('Service account').waitFor();
+    // People make their own keys: only the service account's row offers one.
+    expect(await page.getByRole('button', { name: /^New key for/ }).count()).toBe(1);
+
+    await row.getByRole('button', { name: 'New key for Nightly bot' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New key for Nightly bot' });
+    await dialog.getByLabel('Key name').fill('Nightly pipeline');
+    await dialog.getByRole('button', { name: 'Create key' }).click();
+    await page.getByRole('heading', { name: 'New key “Nightly pipeline” for Nightly bot' }).waitFor();
+    const key = await page.getByLabel('The key').inputValue();
+    // The focus is on the key, ready to copy.
+    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.value)).toBe(key);
+    accessibility.push(...(await checkPage(page, 'members-service-account-key')));
+    const me = await t.http().get('/api/v0/me').set('Authorization', `Bearer ${key}`).expect(200);
+    expect(me.body.user).toMatchObject({ email: 'nightly@acme.example', role: 'member' });
+    await page.getByRole('button', { name: 'Done, I have stored it' }).click();
+    expect(await page.content()).not.toContain(key);
+    await page.close();
+  });
+
   it('members and guests get neither the link nor the page (the API refuses them the list)', async () => {
     const owner = await createUser(t, Role.Owner);
     for (const role of [Role.Member, Role.Guest]) {

@@ -1,9 +1,11 @@
+import * as Dialog from '@radix-ui/react-dialog';
 import { useInfiniteQuery, useMutation, useQueryClient } from '@tanstack/react-query';
-import { useId, useState, type FormEvent } from 'react';
+import { useId, useLayoutEffect, useRef, useState, type FormEvent } from 'react';
 import { api, unwrap, type Role, type Schemas } from '../api/client';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorMessage } from '../components/ErrorMessage';
+import { OneTimeSecret } from '../components/OneTimeSecret';
 import { Page } from '../components/Page';
 import { formatTime, ROLE_LABELS } from '../format';
 import { useMe, useSession } from '../session/session';
@@ -123,6 +125,8 @@ function MemberList() {
     getNextPageParam: (page) => page.pagination.nextCursor ?? undefined,
   });
   const [removing, setRemoving] = useState<Member | null>(null);
+  const [keyFor, setKeyFor] = useState<Member | null>(null);
+  const [madeKey, setMadeKey] = useState<{ member: Member; key: Schemas['CreatedApiKeyView'] } | null>(null);
 
   const filter = (
     <fieldset className="segmented">
@@ -141,6 +145,14 @@ function MemberList() {
   return (
     <>
       <h2>Who is in {me.organization.name}</h2>
+      {madeKey ? (
+        <OneTimeSecret
+          label={`New key “${madeKey.key.name}” for ${madeKey.member.name}`}
+          secret={madeKey.key.key}
+          doneLabel="Done, I have stored it"
+          onDone={() => setMadeKey(null)}
+        />
+      ) : null}
       {filter}
       {members.length === 0 ? (
         <EmptyState title={kind === 'service_account' ? 'No service accounts yet.' : 'Nobody matches.'}>
@@ -163,7 +175,7 @@ function MemberList() {
           </thead>
           <tbody>
             {members.map((member) => (
-              <MemberRow key={member.id} member={member} onRemove={() => setRemoving(member)} />
+              <MemberRow key={member.id} member={member} onRemove={() => setRemoving(member)} onNewKey={() => setKeyFor(member)} />
             ))}
           </tbody>
         </table>
@@ -175,11 +187,19 @@ function MemberList() {
       ) : null}
       {list.isFetchNextPageError ? <ErrorMessage error={list.error} action="Listing more members" /> : null}
       <RemoveDialog member={removing} onClose={() => setRemoving(null)} />
+      <ServiceAccountKeyDialog
+        member={keyFor}
+        onClose={() => setKeyFor(null)}
+        onMade={(member, key) => {
+          setKeyFor(null);
+          setMadeKey({ member, key });
+        }}
+      />
     </>
   );
 }
 
-function MemberRow({ member, onRemove }: { member: Member; onRemove: () => void }) {
+function MemberRow({ member, onRemove, onNewKey }: { member: Member; onRemove: () => void; onNewKey: () => void }) {
   const me = useMe();
   const { refresh } = useSession();
   const id = useId();
@@ -231,9 +251,16 @@ function MemberRow({ member, onRemove }: { member: Member; onRemove: () => void 
       <td data-label="Added">{formatTime(member.createdAt)}</td>
       <td data-label="">
         {reachable ? (
-          <button type="button" className="danger small" onClick={onRemove} aria-label={`Remove ${member.name}`}>
-            Remove
-          </button>
+          <div className="actions-row tight">
+            {member.kind === 'service_account' ? (
+              <button type="button" className="small" onClick={onNewKey} aria-label={`New key for ${member.name}`}>
+                New key
+              </button>
+            ) : null}
+            <button type="button" className="danger small" onClick={onRemove} aria-label={`Remove ${member.name}`}>
+              Remove
+            </button>
+          </div>
         ) : null}
       </td>
     </tr>
@@ -276,5 +303,74 @@ function RemoveDialog({ member, onClose }: { member: Member | null; onClose: () 
       </p>
       {yourself ? <p className="alert alert-warning">This is you: you will be signed out.</p> : null}
     </ConfirmDialog>
+  );
+}
+
+/** A key for a service account (people make their own on the API keys page): named here, shown once by the page. */
+function ServiceAccountKeyDialog({ member, onClose, onMade }: { member: Member | null; onClose: () => void; onMade: (member: Member, key: Schemas['CreatedApiKeyView']) => void }) {
+  const id = useId();
+  const queries = useQueryClient();
+  const [name, setName] = useState('');
+  // No Radix trigger: the focus goes back to the row's button, or to the new key once it is shown.
+  const opener = useRef<HTMLElement | null>(null);
+  useLayoutEffect(() => {
+    if (member) opener.current = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+  }, [member]);
+  const create = useMutation({
+    mutationFn: (target: Member) =>
+      unwrap(api.POST('/api/v0/organization/members/{userId}/api-keys', { params: { path: { userId: target.id } }, body: { name: name.trim() } })),
+    onSuccess: (key, target) => {
+      void queries.invalidateQueries({ queryKey: ['api-keys'] });
+      setName('');
+      create.reset();
+      onMade(target, key);
+    },
+  });
+  const close = () => {
+    create.reset();
+    setName('');
+    onClose();
+  };
+  return (
+    <Dialog.Root open={member !== null} onOpenChange={(open) => (open ? undefined : close())}>
+      <Dialog.Portal>
+        <Dialog.Overlay className="dialog-overlay" />
+        <Dialog.Content
+          className="dialog"
+          onCloseAutoFocus={(event) => {
+            const secret = document.querySelector<HTMLElement>('.one-time-secret input');
+            const target = secret ?? (opener.current?.isConnected ? opener.current : null);
+            if (target) {
+              event.preventDefault();
+              target.focus();
+            }
+          }}
+        >
+          <Dialog.Title>New key for {member?.name}</Dialog.Title>
+          <Dialog.Description>The service account acts with its role ({member ? ROLE_LABELS[member.role] : ''}) through this key. It is shown once.</Dialog.Description>
+          <form
+            onSubmit={(event) => {
+              event.preventDefault();
+              if (member) create.mutate(member);
+            }}
+            noValidate
+          >
+            <div className="field">
+              <label htmlFor={`${id}-name`}>Key name</label>
+              <input id={`${id}-name`} value={name} onChange={(event) => setName(event.target.value)} maxLength={100} required placeholder="Nightly pipeline" />
+            </div>
+            <ErrorMessage error={create.error} action="Creating the key" />
+            <div className="dialog-actions">
+              <Dialog.Close asChild>
+                <button type="button">Cancel</button>
+              </Dialog.Close>
+              <button type="submit" className="primary" disabled={create.isPending}>
+                {create.isPending ? 'Creating…' : 'Create key'}
+              </button>
+            </div>
+          </form>
+        </Dialog.Content>
+      </Dialog.Portal>
+    </Dialog.Root>
   );
 }
