@@ -124,6 +124,7 @@ import { join } from 'node:path';
     expect(await page.getByRole('button', { name: 'Retry provisioning' }).count()).toBe(0);
     expect((await t.http().get(`/api/v0/computers/${created.body.id}`).set(owner.auth)).body.status).toBe('active');
     // The page reads the computer when an event says it changed, and does not poll: nothing changes, nothing is asked.
+    const reads: string[] = [];
     page.on('request', (request) => request.url().includes(`/api/v0/computers/${created.body.id}`) && reads.push(request.url()));
     await page.waitForTimeout(1_000);
     expect(reads).toEqual([]);
@@ -163,6 +164,17 @@ import { join } from 'node:path';
     // The 410 lost events: the page read the computer again rather than trust what it showed.
     expect(readsBefore410).toBeGreaterThan(0);
     expect(reads.length).toBeGreaterThan(readsBefore410);
+    await page.close();
+  });
+
+  it('a key revoked while the page follows the stream: the stream ends, and the tab is signed out saying why', async () => {
+    const member = await createUser(t, Role.Member);
+    const page = await signedInTab(browser, base, member.key, csp);
+    await page.goto('/computers');
+    await page.getByText('Live: changes appear as they happen.').waitFor();
+    await t.http().delete(`/settings/api-keys/${member.apiKeyId}`).set(member.auth).expect(200);
+    await page.getByText('Your key stopped working').waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
     await page.close();
   });
 

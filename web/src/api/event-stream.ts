@@ -151,7 +151,11 @@ export function useEventStream(types: readonly EventType[], onEvent: (event: Pla
         onEvent: (event) => latest.current.onEvent(event),
         onOpen: () => latest.current.onSync(),
         onGap: () => latest.current.onSync(),
-        onState: setState,
+        onState: (next) => {
+          setState(next);
+          // Refused (a key revoked, say): reading what is shown again makes the page say why (a 401 signs the tab out).
+          if (next === 'stopped') latest.current.onSync();
+        },
       },
       controller.signal,
     );
