@@ -92,3 +92,17 @@ export async function checkPage(page: Page, name: string): Promise<string[]> {
   await page.setViewportSize({ width: 1280, height: 800 });
   return problems;
 }
+
+/**
+ * A signed-in tab for page tests (members, computers, readiness...): a fresh profile, signed in through the sign-in
+ * page with `key`; its Content-Security-Policy violations are collected in `csp`.
+ */
+export async function signedInTab(browser: Browser, baseURL: string, key: string, csp: string[]): Promise<Page> {
+  const { page, cspViolations } = await openConsole(browser, baseURL);
+  page.on('close', () => csp.push(...cspViolations));
+  await page.goto('/sign-in');
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  return page;
+}

@@ -18,6 +18,8 @@ export interface ConsolePage {
 }
 
 export const ADMINS: readonly Role[] = ['owner', 'manager'];
+/** Guests get 403 on every computers route. */
+export const COMPUTER_USERS: readonly Role[] = ['owner', 'manager', 'member'];
 
 export const PAGES: readonly ConsolePage[] = [
   { path: '/', label: 'Overview', component: lazy(() => import('./pages/Overview')), inNav: true },
@@ -27,6 +29,10 @@ export const PAGES: readonly ConsolePage[] = [
   { path: '/settings/controls', label: 'Controls', component: lazy(() => import('./pages/controls/EnterpriseControls')), roles: ADMINS, inNav: true },
   { path: '/analytics', label: 'Analytics', component: lazy(() => import('./pages/analytics/Analytics')), roles: ADMINS, inNav: true },
   { path: '/settings/controls/history', label: 'Controls history', component: lazy(() => import('./pages/controls/ControlsHistory')), roles: ADMINS },
+  { path: '/computers', label: 'Computers', component: lazy(() => import('./pages/Computers')), roles: COMPUTER_USERS, inNav: true },
+  { path: '/computers/:computerId', label: 'Computer', component: lazy(() => import('./pages/ComputerDetail')), roles: COMPUTER_USERS },
+  { path: '/readiness', label: 'Readiness', component: lazy(() => import('./pages/Readiness')), inNav: true },
+  { path: '/members', label: 'Members', component: lazy(() => import('./pages/Members')), roles: ADMINS, inNav: true },
 ];
 
 export function mayOpen(page: ConsolePage, role: Role): boolean {

@@ -1,11 +1,11 @@
-import { Body, Controller, Get, Post, Query } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiBody, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiBody, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { ref } from '../../platform/http/json-schema';
 import { RequestIdErrorSchema } from '../../platform/http/openapi';
 import { CRITERIA, LEVEL_NAMES, PILLARS, UNLOCK_SHARE } from './domain/criteria';
-import { RepositoryView, ReadinessReportView } from './domain/views';
-import { ListReportsQueryDto } from './dto/list-reports.query';
+import { criteriaCatalogue, CriteriaCatalogueView, LevelPointView, RepositoryView, ReadinessReportView } from './domain/views';
+import { LevelHistoryQueryDto, ListReportsQueryDto } from './dto/list-reports.query';
 import { ReadinessService, UploadReportInput } from './readiness.service';
 import { readinessSchemas } from './schemas/readiness.schemas';
 
@@ -72,6 +72,29 @@ export class ReadinessController {
   @ApiOkResponse({ schema: { type: 'object', required: ['repositories'], properties: { repositories: { type: 'array', items: ref('ReadinessRepository') } } } })
   async repositories(@CurrentPrincipal() principal: Principal): Promise<{ repositories: RepositoryView[] }> {
     return { repositories: await this.readiness.repositories(principal) };
+  }
+
+  @Get('readiness-repositories/:repoId/levels')
+  @ApiOperation({
+    summary: 'A repository\'s level over time',
+    description:
+      'Not in the spec; added (the web console draws it). The level each of the repository\'s newest reports gave, oldest first: `limit` of them (default 100, at most 500). ' +
+      'Every role may read. A repository the organization has no report of (another organization\'s included) is 404 `repository_not_found`.',
+  })
+  @ApiOkResponse({ schema: ref('ReadinessLevelHistory') })
+  @ApiNotFoundResponse({ description: '`repository_not_found`.', type: RequestIdErrorSchema })
+  levels(@CurrentPrincipal() principal: Principal, @Param('repoId') repoId: string, @Query() query: LevelHistoryQueryDto): Promise<{ repoId: string; levels: LevelPointView[] }> {
+    return this.readiness.levelHistory(principal, repoId, query.limit === undefined ? undefined : Number(query.limit));
+  }
+
+  @Get('readiness-criteria')
+  @ApiOperation({
+    summary: 'The readiness criteria',
+    description: 'Not in the spec; added (the web console groups a report by pillar with it). Every criterion levels are computed from, with its pillar, level and scope; the level names; the unlock share. Every role may read.',
+  })
+  @ApiOkResponse({ schema: ref('ReadinessCriteria') })
+  criteria(): CriteriaCatalogueView {
+    return criteriaCatalogue();
   }
 
   @Get('maturity-level')

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { ReadinessReportEntity } from './entities';
-import { RepositoryView } from './domain/views';
+import { LevelPointView, RepositoryView } from './domain/views';
 
 /** All SQL of the Readiness module. */
 @Injectable()
@@ -56,5 +56,14 @@ export class ReadinessRepository {
       [organizationId],
     );
     return rows.map((row) => ({ ...row, latestCreatedAt: new Date(row.latestCreatedAt).getTime(), level: Number(row.level) }));
+  }
+
+  /** A repository's newest `limit` reports' levels, oldest first. */
+  async levels(organizationId: string, repoId: string, limit: number): Promise<LevelPointView[]> {
+    const rows: Array<{ id: string; created_at: Date; level: number }> = await this.dataSource.query(
+      `SELECT id, created_at, level FROM readiness_reports WHERE organization_id = $1 AND repo_id = $2 ORDER BY created_at DESC, id DESC LIMIT $3`,
+      [organizationId, repoId, limit],
+    );
+    return rows.reverse().map((row) => ({ reportId: row.id, createdAt: new Date(row.created_at).getTime(), level: Number(row.level) }));
   }
 }

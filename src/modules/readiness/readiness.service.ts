@@ -4,10 +4,10 @@ import { newId, isUuid } from '../../platform/database/ids';
 import { FieldError, validationError } from '../../platform/http/validation';
 import { eventActorOf, Principal } from '../auth';
 import { LEVEL_NAMES, maturityLevel, organizationLevel } from './domain/criteria';
-import { DEFAULT_PAGE, MAX_PAGE } from './domain/report';
+import { DEFAULT_HISTORY, DEFAULT_PAGE, MAX_HISTORY, MAX_PAGE } from './domain/report';
 import { ReadinessError, ReadinessErrorCode } from './domain/readiness.errors';
 import { checkRepoUrl, repositoryId } from './domain/repository-id';
-import { ReadinessReportView, RepositoryView, toReportView } from './domain/views';
+import { LevelPointView, ReadinessReportView, RepositoryView, toReportView } from './domain/views';
 import { ReadinessReportEntity } from './entities';
 import { ReadinessRepository } from './readiness.repository';
 
@@ -86,5 +86,14 @@ export class ReadinessService {
     const repositories = await this.repository.repositories(principal.organizationId);
     const level = organizationLevel(repositories.map((repository) => repository.level));
     return { level, levelName: level === null ? null : LEVEL_NAMES[level - 1], repositories: repositories.length };
+  }
+
+  /** A repository's level over time (its newest reports, oldest first); 404 when the organization has no report of it. */
+  async levelHistory(principal: Principal, repoId: string, limit = DEFAULT_HISTORY): Promise<{ repoId: string; levels: LevelPointView[] }> {
+    const levels = await this.repository.levels(principal.organizationId, repoId, Math.min(limit, MAX_HISTORY));
+    if (levels.length === 0) {
+      throw new ReadinessError(ReadinessErrorCode.RepositoryNotFound, `Your organization has no report of repository ${repoId}.`, { repoId });
+    }
+    return { repoId, levels };
   }
 }

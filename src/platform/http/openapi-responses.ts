@@ -35,6 +35,7 @@ function exampleError(path: string, method: string, status: number, roleBound: b
     [/\/tool-approvals\/\{approvalId\}$/, 'tool_approval_not_found', `No tool approval ${ID} exists in session ${ID}.`],
     [/\/webhooks\/\{webhookId\}\/deliveries\/\{deliveryId\}/, 'webhook_delivery_not_found', `No delivery ${ID} of webhook ${ID} exists.`],
     [/\/webhooks\/\{webhookId\}/, 'webhook_not_found', `No webhook ${ID} exists in your organization.`],
+    [/\/readiness-repositories\/\{repoId\}/, 'repository_not_found', 'Your organization has no report of repository repo_3f9a1c0d5e7b2a4c6d8e.'],
     [/\/computers|\/agent\/claims/, 'computer_not_found', `No computer ${ID} exists in your organization.`],
     [/\/sessions/, 'session_not_found', `No session ${ID} exists in your organization.`],
   ];

@@ -14,3 +14,7 @@ export const REPORT_LIMITS = {
 /** Reports listed per page at most, whatever positive `limit` asks for. */
 export const MAX_PAGE = 100;
 export const DEFAULT_PAGE = 20;
+
+/** Points of a repository's level history answered at most (its newest reports), and by default. */
+export const MAX_HISTORY = 500;
+export const DEFAULT_HISTORY = 100;

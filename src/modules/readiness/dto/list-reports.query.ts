@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, Matches, MaxLength } from 'class-validator';
-import { DEFAULT_PAGE, MAX_PAGE } from '../domain/report';
+import { DEFAULT_HISTORY, DEFAULT_PAGE, MAX_HISTORY, MAX_PAGE } from '../domain/report';
 
 /** The spec's query of the readiness list. `limit` is any positive integer; pages hold at most MAX_PAGE. */
 export class ListReportsQueryDto {
@@ -25,4 +25,17 @@ export class ListReportsQueryDto {
   @IsString()
   @MaxLength(64)
   startAfter?: string;
+}
+
+/** How many of a repository's newest reports its level history holds. */
+export class LevelHistoryQueryDto {
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    description: `The newest reports to answer: any positive integer (0, negative or not a whole number is 400). Default ${DEFAULT_HISTORY}; at most ${MAX_HISTORY} are answered.`,
+  })
+  @IsOptional()
+  @IsString()
+  @Matches(/^[1-9][0-9]{0,99}$/, { message: 'must be a positive integer' })
+  limit?: string;
 }

@@ -64,6 +64,33 @@ export const readinessSchemas = new SchemaRegistry('readiness', { 'repository-ur
     latestCreatedAt: { type: 'integer', description: 'Unix ms.' },
     level: { type: 'integer', minimum: 1, maximum: 5, description: 'The maturity level of its latest report.' },
   }),
+  ReadinessCriteria: closed(['levels', 'unlockShare', 'pillars', 'criteria'], {
+    levels: { type: 'array', items: closed(['level', 'name'], { level: { type: 'integer', minimum: 1, maximum: 5 }, name: { type: 'string', enum: [...LEVEL_NAMES] } }) },
+    unlockShare: { type: 'number', description: 'A repository unlocks level N+1 when it passes at least this share of level N\'s criteria.' },
+    pillars: { type: 'array', items: closed(['id', 'name'], { id: { type: 'string' }, name: { type: 'string' } }), description: 'The nine pillars, in the order to show them.' },
+    criteria: {
+      type: 'array',
+      items: closed(['id', 'title', 'pillar', 'level', 'scope'], {
+        id: { type: 'string', description: 'The key of the criterion in a report\'s `report`.' },
+        title: { type: 'string', description: 'What it checks.' },
+        pillar: { type: 'string', description: 'A pillar\'s `id`.' },
+        level: { type: 'integer', minimum: 1, maximum: 5, description: 'The level whose unlocking it counts towards.' },
+        scope: { type: 'string', enum: ['repository', 'application'], description: 'Evaluated once for the repository, or for each application (`numerator` of `denominator` pass).' },
+      }),
+    },
+  }, 'The criteria levels are computed from. A report may carry other ids: they are kept and do not count.'),
+  ReadinessLevelHistory: closed(['repoId', 'levels'], {
+    repoId: { type: 'string' },
+    levels: {
+      type: 'array',
+      items: closed(['reportId', 'createdAt', 'level'], {
+        reportId: { type: 'string', format: 'uuid' },
+        createdAt: { type: 'integer', description: 'Unix ms, when the server received the report.' },
+        level: { type: 'integer', minimum: 1, maximum: 5, description: 'The maturity level the report gave.' },
+      }),
+      description: 'The newest reports, oldest first.',
+    },
+  }),
   OrganizationReadiness: closed(['level', 'levelName', 'repositories'], {
     level: { type: 'integer', minimum: 1, maximum: 5, nullable: true, description: 'The floor of the mean of the repositories\' latest levels; null without any report.' },
     levelName: { type: 'string', enum: [...LEVEL_NAMES, null], nullable: true },

@@ -1,0 +1,63 @@
+import type { Schemas } from './api/client';
+
+export type Computer = Schemas['Computer'];
+export type Provider = Schemas['CreateComputerBody']['provider'];
+export type ComputerStatus = NonNullable<Computer['status']>;
+
+/**
+ * The kinds of computer the API offers (its `provider` enum): typed over it, so a kind the API adds or drops breaks
+ * the console's build until it is described here.
+ */
+export const PROVIDERS: Record<Provider, { label: string; description: string }> = {
+  byom: {
+    label: 'Your own machine (BYOM)',
+    description: 'Register a machine you run (a laptop, a build server). It is active at once; you run its agent on it.',
+  },
+  local: {
+    label: 'Managed workspace (local)',
+    description: "The server prepares a workspace on its own host, clones your repositories and installs their dependencies, then runs the computer's agent itself.",
+  },
+};
+
+/** What the computers pages follow live. */
+export const COMPUTER_EVENTS = ['computer.created', 'computer.status_changed', 'computer.deleted'] as const;
+
+export const STATUS_LABELS: Record<ComputerStatus, string> = { provisioning: 'Provisioning', active: 'Active', error: 'Error' };
+
+export const providerLabel = (provider: string) => (provider === 'byom' ? 'BYOM' : provider === 'local' ? 'Managed (local)' : provider);
+
+/**
+ * Agent tokens made in this tab and not yet shown: the create page hands the token to the computer's page, which shows
+ * it once and forgets it. Memory only (never storage, never a URL), so a reload does not show it again.
+ */
+const freshTokens = new Map<string, string>();
+
+export function handOverToken(computerId: string, token: string): void {
+  freshTokens.set(computerId, token);
+}
+
+export function takeToken(computerId: string): string | undefined {
+  const token = freshTokens.get(computerId);
+  freshTokens.delete(computerId);
+  return token;
+}
+
+/** `{base_url}`: the computer's `relayAgentUrl` is `{base_url}/api/v0/agent`. */
+export function baseUrlOf(computer: Computer): string {
+  return (computer.relayAgentUrl ?? `${window.location.origin}/api/v0/agent`).replace(/\/api\/v0\/agent\/?$/, '');
+}
+
+/** The reference agent's command line for a computer (README, "Running an agent"; `npm run agent -- --help`). */
+export function agentCommand(computer: Computer, token: string | undefined): string {
+  return [`npm run agent -- --url ${baseUrlOf(computer)} \\`, `  --token ${token ?? '"$AGENT_TOKEN"'} \\`, `  --computer ${computer.id} \\`, '  --workspace ~/work'].join('\n');
+}
+
+/** A random UUID (v4). `crypto.randomUUID` exists only in secure contexts; a console served over plain http still has getRandomValues. */
+export function newUuid(): string {
+  if (typeof crypto.randomUUID === 'function' && window.isSecureContext) return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  bytes[6] = (bytes[6] & 0x0f) | 0x40;
+  bytes[8] = (bytes[8] & 0x3f) | 0x80;
+  const hex = Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
