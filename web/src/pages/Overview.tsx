@@ -18,10 +18,12 @@ export default function Overview() {
           .map((page) => (
             <li key={page.path}>
               <Link to={page.path}>{page.label}</Link>
+              {page.summary ? <p>{page.summary}</p> : null}
             </li>
           ))}
         <li>
           <a href="/docs">API documentation</a>
+          <p>Every endpoint of the API, to try from the browser (Swagger UI).</p>
         </li>
       </ul>
     </Page>
