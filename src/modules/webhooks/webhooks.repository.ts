@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { NewestFirst } from '../../platform/database/keyset';
+import { Sql } from '../../platform/database/sql';
 import { Page, toPage } from '../../platform/http/pagination';
 
 export interface WebhookRow {
@@ -78,17 +79,21 @@ const MAX_LOGGED_ATTEMPTS = 50;
 const webhookPages = new NewestFirst('webhooks');
 const deliveryPages = new NewestFirst('webhook_deliveries');
 
-/** All SQL of the Webhooks module. */
+/** All SQL of the Webhooks module: named statements through `Sql` (docs/architecture.md, "Data access"). */
 @Injectable()
 export class WebhooksRepository {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly sql: Sql,
+  ) {}
 
   transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
     return this.dataSource.transaction(work);
   }
 
   async insertWebhook(manager: EntityManager, row: WebhookRow): Promise<void> {
-    await manager.query(
+    await this.sql.in(manager).query(
+      'webhooks.insert',
       `INSERT INTO webhooks (id, organization_id, url, description, event_types, enabled, secret, secret_hint, starts_after_seq, paused_after_seq, created_by, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
       [row.id, row.organizationId, row.url, row.description, JSON.stringify(row.eventTypes), row.enabled, row.secret, row.secretHint, row.startsAfterSeq, row.pausedAfterSeq, row.createdBy, row.createdAt],
@@ -96,32 +101,33 @@ export class WebhooksRepository {
   }
 
   async countWebhooks(manager: EntityManager, organizationId: string): Promise<number> {
-    const [row] = (await manager.query(`SELECT count(*)::int AS n FROM webhooks WHERE organization_id = $1`, [organizationId])) as Array<{ n: number }>;
+    const [row] = await this.sql.in(manager).query<{ n: number }>('webhooks.count', `SELECT count(*)::int AS n FROM webhooks WHERE organization_id = $1`, [organizationId]);
     return row.n;
   }
 
   /** The organization's webhook (`lock`: and holds it until the transaction ends). */
-  async findWebhook(organizationId: string, id: string, manager: EntityManager = this.dataSource.manager, lock = false): Promise<WebhookRow | null> {
-    const rows = (await manager.query(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [
-      organizationId,
-      id,
-    ])) as WebhookRow[];
-    return rows[0] ? toWebhook(rows[0]) : null;
+  async findWebhook(organizationId: string, id: string, manager?: EntityManager, lock = false): Promise<WebhookRow | null> {
+    const [row] = await this.sql
+      .in(manager)
+      .query<WebhookRow>(`webhooks.find${lock ? '.lock' : ''}`, `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [organizationId, id]);
+    return row ? toWebhook(row) : null;
   }
 
   async listWebhooks(organizationId: string, cursor: string | undefined, limit: number): Promise<Page<WebhookRow>> {
     const after = webhookPages.positionOf(cursor);
-    const rows = (await this.dataSource.query(
+    const rows = await this.sql.query<WebhookRow>(
+      `webhooks.list${after ? '.after' : ''}`,
       `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = $1 ${after ? 'AND (created_at, id) < ($3, $4)' : ''}
        ORDER BY created_at DESC, id DESC LIMIT $2`,
       after ? [organizationId, limit + 1, after.createdAt, after.id] : [organizationId, limit + 1],
-    )) as WebhookRow[];
+    );
     return toPage(rows.map(toWebhook), limit, (row) => webhookPages.cursorOf(row));
   }
 
   /** Writes a webhook's changeable fields as they are in `row`. */
   async updateWebhook(manager: EntityManager, row: WebhookRow): Promise<void> {
-    await manager.query(
+    await this.sql.in(manager).query(
+      'webhooks.update',
       `UPDATE webhooks SET url = $2, description = $3, event_types = $4, enabled = $5, secret = $6, secret_hint = $7, failing_since = $8,
          disabled_reason = $9, paused_after_seq = $10, resumed_after_seq = $11, updated_at = $12 WHERE id = $1`,
       [row.id, row.url, row.description, JSON.stringify(row.eventTypes), row.enabled, row.secret, row.secretHint, row.failingSince, row.disabledReason, row.pausedAfterSeq, row.resumedAfterSeq, row.updatedAt],
@@ -129,7 +135,7 @@ export class WebhooksRepository {
   }
 
   async deleteWebhook(manager: EntityManager, id: string): Promise<void> {
-    await manager.query(`DELETE FROM webhooks WHERE id = $1`, [id]);
+    await this.sql.in(manager).query('webhooks.delete', `DELETE FROM webhooks WHERE id = $1`, [id]);
   }
 
   /**
@@ -142,7 +148,8 @@ export class WebhooksRepository {
     organizationId: string,
     events: Array<{ id: string; seq: number; type: string; payload: string }>,
   ): Promise<number> {
-    const rows = (await manager.query(
+    const rows = await this.sql.in(manager).query(
+      'webhooks.deliveries.queue',
       `INSERT INTO webhook_deliveries (id, webhook_id, organization_id, event_id, event_seq, event_type, payload, status, next_attempt_at, created_at)
        SELECT gen_random_uuid(), w.id, w.organization_id, e.id, e.seq, e.type, e.payload, 'pending', now(), now()
        FROM unnest($2::uuid[], $3::bigint[], $4::text[], $5::text[]) AS e(id, seq, type, payload)
@@ -153,24 +160,27 @@ export class WebhooksRepository {
        ON CONFLICT (webhook_id, event_id) DO NOTHING
        RETURNING id`,
       [organizationId, events.map((e) => e.id), events.map((e) => e.seq), events.map((e) => e.type), events.map((e) => e.payload)],
-    )) as unknown[];
+    );
     return rows.length;
+  }
+
+  /** When the next pending delivery of an enabled webhook is due (a retry, or a claim whose lease runs out); null: none. */
+  async nextDue(): Promise<Date | null> {
+    const [row] = await this.sql.query<{ due: Date | null }>(
+      'webhooks.deliveries.nextDue',
+      `SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.status = 'pending' AND w.enabled`,
+      [],
+    );
+    return row?.due ? new Date(row.due) : null;
   }
 
   /**
    * Claims up to `limit` deliveries due, of enabled webhooks, for one attempt each: their next attempt
    * time moves `leaseMs` ahead, so another instance takes one over only if this one dies with it.
    */
-  /** When the next pending delivery of an enabled webhook is due (a retry, or a claim whose lease runs out); null: none. */
-  async nextDue(): Promise<Date | null> {
-    const [row] = (await this.dataSource.query(
-      `SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.status = 'pending' AND w.enabled`,
-    )) as Array<{ due: Date | null }>;
-    return row?.due ? new Date(row.due) : null;
-  }
-
   async claimDue(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
-    const rows = (await this.dataSource.query(
+    const rows = await this.sql.query<ClaimedDelivery>(
+      'webhooks.deliveries.claim',
       `WITH due AS (
          SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
          WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND w.enabled
@@ -182,9 +192,8 @@ export class WebhooksRepository {
        RETURNING d.id, d.webhook_id AS "webhookId", d.organization_id AS "organizationId", d.event_id AS "eventId", d.event_type AS "eventType",
          d.payload, d.retries, w.url, w.secret, d.next_attempt_at AS lease`,
       [limit, leaseMs],
-    )) as [ClaimedDelivery[], number] | ClaimedDelivery[];
-    const claimed = (Array.isArray(rows[0]) ? rows[0] : rows) as ClaimedDelivery[];
-    return claimed.map((row) => ({ ...row, lease: new Date(row.lease) }));
+    );
+    return rows.map((row) => ({ ...row, lease: new Date(row.lease) }));
   }
 
   /**
@@ -197,7 +206,8 @@ export class WebhooksRepository {
     attempt: Attempt,
     next: { status: 'delivered' } | { status: 'failed' } | { status: 'pending'; retryInMs: number },
   ): Promise<boolean> {
-    const result = (await manager.query(
+    const rows = await this.sql.in(manager).query(
+      'webhooks.deliveries.recordAttempt',
       `UPDATE webhook_deliveries SET
          status = $3::text,
          retries = retries + CASE WHEN $3::text = 'pending' THEN 1 ELSE 0 END,
@@ -207,26 +217,26 @@ export class WebhooksRepository {
        WHERE id = $1 AND status = 'pending' AND next_attempt_at = $2
        RETURNING id`,
       [claim.id, claim.lease, next.status, next.status === 'pending' ? next.retryInMs : 0, JSON.stringify([attempt])],
-    )) as [unknown[], number];
-    return result[1] > 0;
+    );
+    return rows.length > 0;
   }
 
   /** Marks a webhook failing since `at` unless it already was; its row locked until the transaction ends. */
   async markFailing(manager: EntityManager, webhookId: string, at: Date): Promise<WebhookRow | null> {
-    const rows = (await manager.query(
-      `UPDATE webhooks SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING ${WEBHOOK_COLUMNS}`,
-      [webhookId, at],
-    )) as [WebhookRow[], number];
-    return rows[0][0] ? toWebhook(rows[0][0]) : null;
+    const [row] = await this.sql
+      .in(manager)
+      .query<WebhookRow>('webhooks.markFailing', `UPDATE webhooks SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING ${WEBHOOK_COLUMNS}`, [webhookId, at]);
+    return row ? toWebhook(row) : null;
   }
 
   async markHealthy(manager: EntityManager, webhookId: string): Promise<void> {
-    await manager.query(`UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, [webhookId]);
+    await this.sql.in(manager).query('webhooks.markHealthy', `UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, [webhookId]);
   }
 
   /** Disables a failing webhook; the events numbered after `lastSeq` are not queued for it. */
   async disableFailing(manager: EntityManager, webhookId: string, lastSeq: number, now: Date): Promise<void> {
-    await manager.query(
+    await this.sql.in(manager).query(
+      'webhooks.disableFailing',
       `UPDATE webhooks SET enabled = false, disabled_reason = 'endpoint_failing', paused_after_seq = $2, resumed_after_seq = NULL, updated_at = $3 WHERE id = $1`,
       [webhookId, lastSeq, now],
     );
@@ -244,38 +254,41 @@ export class WebhooksRepository {
       values.push(after.createdAt, after.id);
       where.push(`(created_at, id) < ($${values.length - 1}, $${values.length})`);
     }
-    const rows = (await this.dataSource.query(
+    const rows = await this.sql.query<DeliveryRow>(
+      `webhooks.deliveries.list${filter.status ? '.status' : ''}${after ? '.after' : ''}`,
       `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $2`,
       values,
-    )) as DeliveryRow[];
+    );
     return toPage(rows.map(toDelivery), limit, (row) => deliveryPages.cursorOf(row));
   }
 
   async findDelivery(webhookId: string, id: string): Promise<DeliveryRow | null> {
-    const rows = (await this.dataSource.query(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2`, [webhookId, id])) as DeliveryRow[];
-    return rows[0] ? toDelivery(rows[0]) : null;
+    const [row] = await this.sql.query<DeliveryRow>('webhooks.deliveries.find', `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2`, [webhookId, id]);
+    return row ? toDelivery(row) : null;
   }
 
   /** Queues a delivery again now, with its retries counted afresh; its log of attempts stays. */
   async redeliver(webhookId: string, id: string): Promise<DeliveryRow | null> {
-    const rows = (await this.dataSource.query(
+    const [row] = await this.sql.query<DeliveryRow>(
+      'webhooks.deliveries.redeliver',
       `UPDATE webhook_deliveries SET status = 'pending', retries = 0, next_attempt_at = now(), delivered_at = NULL
        WHERE webhook_id = $1 AND id = $2 RETURNING ${DELIVERY_COLUMNS}`,
       [webhookId, id],
-    )) as [DeliveryRow[], number];
-    return rows[0][0] ? toDelivery(rows[0][0]) : null;
+    );
+    return row ? toDelivery(row) : null;
   }
 
   /** Forgets finished deliveries created before `before`, a batch at a time. */
   async forgetFinished(before: Date): Promise<number> {
     let total = 0;
     for (;;) {
-      const result = (await this.dataSource.query(
-        `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < $1 AND status <> 'pending' LIMIT 5000)`,
+      const rows = await this.sql.query(
+        'webhooks.deliveries.forgetFinished',
+        `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < $1 AND status <> 'pending' LIMIT 5000) RETURNING 1`,
         [before],
-      )) as [unknown, number];
-      total += result[1];
-      if (result[1] < 5000) return total;
+      );
+      total += rows.length;
+      if (rows.length < 5000) return total;
     }
   }
 }
