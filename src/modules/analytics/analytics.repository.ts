@@ -75,8 +75,9 @@ export class AnalyticsRepository {
    */
   async markDirtyDays(): Promise<number> {
     return this.dataSource.transaction(async (manager) => {
-      await manager.query('SELECT pg_advisory_xact_lock($1)', [AdvisoryLock.AnalyticsWatermark]);
-      const rows: Array<{ marked: number }> = await manager.query(
+      await this.sql.in(manager).query('analytics.lockWatermark', 'SELECT pg_advisory_xact_lock($1)', [AdvisoryLock.AnalyticsWatermark]);
+      const rows = await this.sql.in(manager).query<{ marked: number }>(
+        'analytics.markDirtyDays',
         `WITH state AS (SELECT watermark FROM analytics_rollup_state WHERE id = 1),
          marked AS (
            INSERT INTO analytics_dirty_days (organization_id, day)
@@ -86,6 +87,7 @@ export class AnalyticsRepository {
            UPDATE analytics_rollup_state SET watermark = pg_snapshot_xmin(pg_current_snapshot())::text::bigint WHERE id = 1
          )
          SELECT count(*)::int AS marked FROM marked`,
+        [],
       );
       return rows[0].marked;
     });
@@ -98,31 +100,34 @@ export class AnalyticsRepository {
   async claimDirtyDay(manager: EntityManager, today: string, organizationId?: string): Promise<{ organizationId: string; day: string } | null> {
     const values: unknown[] = [today];
     const only = organizationId ? `AND organization_id = $${values.push(organizationId)}` : '';
-    const rows: Array<{ organization_id: string; day: string }> = await manager.query(
+    const [row] = await this.sql.in(manager).query<{ organization_id: string; day: string }>(
+      `analytics.claimDirtyDay${organizationId ? '.organization' : ''}`,
       `DELETE FROM analytics_dirty_days WHERE (organization_id, day) IN (
          SELECT organization_id, day FROM analytics_dirty_days WHERE day < $1 ${only}
          ORDER BY organization_id, day LIMIT 1 FOR UPDATE SKIP LOCKED
        ) RETURNING organization_id, to_char(day, 'YYYY-MM-DD') AS day`,
       values,
     );
-    const row = (Array.isArray(rows[0]) ? rows[0][0] : rows[0]) as { organization_id: string; day: string } | undefined;
     return row ? { organizationId: row.organization_id, day: row.day } : null;
   }
 
   /** The day's facts counted per distinct combination, and the sessions that had messages. */
   async dayFacts(manager: EntityManager, organizationId: string, day: string): Promise<{ facts: FactCount[]; sessionsWithMessages: number; usage: ModelUsage[] }> {
-    const facts: Array<FactCount & { n: number }> = await manager.query(
+    const facts = await this.sql.in(manager).query<FactCount & { n: number }>(
+      'analytics.dayFacts',
       `SELECT user_id AS "userId", kind, client, level, name, detail, command, count(*)::int AS n
        FROM analytics_facts WHERE organization_id = $1 AND day = $2 AND kind <> $3
        GROUP BY user_id, kind, client, level, name, detail, command`,
       [organizationId, day, FactKind.TokenReport],
     );
-    const [{ sessions }]: Array<{ sessions: number }> = await manager.query(
+    const [{ sessions }] = await this.sql.in(manager).query<{ sessions: number }>(
+      'analytics.daySessions',
       `SELECT count(DISTINCT session_id)::int AS sessions FROM analytics_facts
        WHERE organization_id = $1 AND day = $2 AND kind IN ($3, $4)`,
       [organizationId, day, FactKind.UserMessage, FactKind.AssistantMessage],
     );
-    const usage: Array<Record<string, string>> = await manager.query(
+    const usage = await this.sql.in(manager).query<Record<string, string>>(
+      'analytics.dayUsage',
       `SELECT user_id AS "userId", model, input_tokens AS input, output_tokens AS output, cache_creation_tokens AS "cacheWrite",
               cache_read_tokens AS "cacheRead", thinking_tokens AS thinking
        FROM token_usage_daily WHERE organization_id = $1 AND day = $2`,
@@ -145,18 +150,20 @@ export class AnalyticsRepository {
 
   /** Replaces the organization's rolled-up day (nothing stored when the day has no users). */
   async writeDay(manager: EntityManager, organizationId: string, day: string, rollup: DayRollup): Promise<void> {
-    await manager.query(`DELETE FROM analytics_user_days WHERE organization_id = $1 AND day = $2`, [organizationId, day]);
+    await this.sql.in(manager).query('analytics.deleteUserDays', `DELETE FROM analytics_user_days WHERE organization_id = $1 AND day = $2`, [organizationId, day]);
     if (rollup.users.length === 0) {
-      await manager.query(`DELETE FROM analytics_days WHERE organization_id = $1 AND day = $2`, [organizationId, day]);
+      await this.sql.in(manager).query('analytics.deleteDay', `DELETE FROM analytics_days WHERE organization_id = $1 AND day = $2`, [organizationId, day]);
       return;
     }
-    await manager.query(
+    await this.sql.in(manager).query(
+      'analytics.insertUserDays',
       `INSERT INTO analytics_user_days (organization_id, day, user_id, metrics, active, clients)
        SELECT $1, $2, u.user_id, u.metrics, u.active, u.clients
        FROM jsonb_to_recordset($3::jsonb) AS u(user_id uuid, metrics jsonb, active boolean, clients jsonb)`,
       [organizationId, day, JSON.stringify(rollup.users.map((u) => ({ user_id: u.userId, metrics: u.metrics, active: u.active, clients: u.clients })))],
     );
-    await manager.query(
+    await this.sql.in(manager).query(
+      'analytics.upsertDay',
       `INSERT INTO analytics_days (organization_id, day, tools, activity, productivity, rolled_up_at)
        VALUES ($1, $2, $3, $4, $5, now())
        ON CONFLICT (organization_id, day) DO UPDATE SET

@@ -118,11 +118,12 @@ export class AuthRepository {
 
   /** Sets one feature flag without touching the others, atomically. */
   async setFeature(organizationId: string, feature: keyof OrganizationFeatures, enabled: boolean): Promise<boolean> {
-    const result = await this.dataSource.query(
-      `UPDATE organizations SET features = features || jsonb_build_object($2::text, $3::boolean) WHERE id = $1`,
+    const rows = await this.sql.query(
+      'auth.setFeature',
+      `UPDATE organizations SET features = features || jsonb_build_object($2::text, $3::boolean) WHERE id = $1 RETURNING 1`,
       [organizationId, feature, enabled],
     );
-    return (result as [unknown, number])[1] > 0;
+    return rows.length > 0;
   }
 
   insertApiKey(key: Omit<ApiKeyEntity, 'createdAt' | 'lastUsedAt' | 'revokedAt' | 'user'>, manager: EntityManager): Promise<ApiKeyEntity> {
@@ -173,7 +174,7 @@ export class AuthRepository {
 
   /** Serializes changes to one organization's members until the transaction ends (the last owner stays). */
   async lockMembers(manager: EntityManager, organizationId: string): Promise<void> {
-    await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [AdvisoryLock.Members, organizationId]);
+    await this.sql.in(manager).query('auth.lockMembers', 'SELECT pg_advisory_xact_lock($1, hashtext($2))', [AdvisoryLock.Members, organizationId]);
   }
 
   async countOwners(manager: EntityManager, organizationId: string): Promise<number> {

@@ -45,7 +45,7 @@ export class ComputersRepository {
    * can never both take the last slot.
    */
   async lockQuotaUsage(manager: EntityManager, organizationId: string): Promise<{ computers: number; local: number; provisioning: number }> {
-    await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [AdvisoryLock.ComputerQuotas, organizationId]);
+    await this.sql.in(manager).query('computers.lockQuotas', 'SELECT pg_advisory_xact_lock($1, hashtext($2))', [AdvisoryLock.ComputerQuotas, organizationId]);
     const [usage] = await this.sql.in(manager).query<{ computers: number; local: number; provisioning: number }>(
       'computers.quotaUsage',
       `SELECT count(*)::int AS computers,
