@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Principal } from '../modules/auth';
 import { Authenticator } from '../modules/auth/authenticator';
 import { ComputerCreation, ComputerUpdates, ComputerViews, FailedProvisioningRecorder, StepId } from '../modules/computers';
-import { SessionsService } from '../modules/sessions';
+import { SessionMessages, SessionsService } from '../modules/sessions';
 
 const DAY_MS = 86_400_000;
 
@@ -23,6 +23,7 @@ export class DemoComputers {
     private readonly updates: ComputerUpdates,
     private readonly failures: FailedProvisioningRecorder,
     private readonly sessions: SessionsService,
+    private readonly messages: SessionMessages,
     private readonly authenticator: Authenticator,
   ) {}
 
@@ -35,7 +36,7 @@ export class DemoComputers {
     const buildServer = await this.creation.create(people.manager, { name: 'Build server', provider: 'byom', hostId: randomUUID(), remoteUser: 'ci' });
     // Work for a computer whose agent is not running: the session says no agent will take it.
     const { sessionId } = (await this.sessions.create(people.manager, { title: 'Bump the Node version on the build server', computerId: buildServer.id, sessionSettings: { model: 'model-a' } })).body;
-    await this.sessions.addMessage(people.manager, sessionId, { text: 'Move the build server to Node 22 and check that the nightly build still passes.' });
+    await this.messages.add(people.manager, sessionId, { text: 'Move the build server to Node 22 and check that the nightly build still passes.' });
 
     const workspace = await this.creation.create(people.member, { name: "Mia's workspace", provider: 'local', source: { kind: 'template', templateId: 'blank' } });
 

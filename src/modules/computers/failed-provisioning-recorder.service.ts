@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Principal, securityActorOf } from '../auth';
-import { SessionsService } from '../sessions';
+import { ServerLogs } from '../sessions';
 import { newId } from '../../platform/database/ids';
 import { validationError } from '../../platform/http/validation';
 import { logSecurityEvent } from '../../platform/logging/security-log';
@@ -28,7 +28,7 @@ export class FailedProvisioningRecorder {
     private readonly policy: ComputerCreationPolicy,
     private readonly tokens: AgentTokens,
     private readonly store: NewComputerStore,
-    private readonly sessions: SessionsService,
+    private readonly logs: ServerLogs,
     private readonly views: ComputerViews,
   ) {}
 
@@ -62,8 +62,8 @@ export class FailedProvisioningRecorder {
     });
     const log = (await this.store.store(principal, computer, steps))!;
     for (const stepId of planned.slice(0, failedAt + 1)) {
-      await this.sessions.appendServerLog(computer.organizationId, log, `Step ${stepId} started (attempt 1).`);
-      await this.sessions.appendServerLog(computer.organizationId, log, stepId === input.failedStep ? `Step ${stepId} failed: ${input.error}` : `Step ${stepId} completed.`);
+      await this.logs.append(computer.organizationId, log, `Step ${stepId} started (attempt 1).`);
+      await this.logs.append(computer.organizationId, log, stepId === input.failedStep ? `Step ${stepId} failed: ${input.error}` : `Step ${stepId} completed.`);
     }
     logSecurityEvent('computer.created', securityActorOf(principal), { computerId: computer.id, provider: computer.provider });
     return this.views.withSteps(computer, 'full');

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { eventActorOf, Principal } from '../auth';
-import { SessionsService } from '../sessions';
+import { ServerLogs } from '../sessions';
 import { EventLog } from '../../platform/events';
 import { ComputerQuotas } from './computer-quotas.service';
 import { ComputersRepository } from './computers.repository';
@@ -16,7 +16,7 @@ export class NewComputerStore {
   constructor(
     private readonly repository: ComputersRepository,
     private readonly quotas: ComputerQuotas,
-    private readonly sessions: SessionsService,
+    private readonly logs: ServerLogs,
     private readonly events: EventLog,
   ) {}
 
@@ -27,7 +27,7 @@ export class NewComputerStore {
       await this.repository.insertComputer(manager, computer);
       let log: string | null = null;
       if (steps.length > 0) {
-        log = await this.sessions.openServerLog(manager, {
+        log = await this.logs.open(manager, {
           organizationId: computer.organizationId,
           ownerId: computer.ownerId,
           computerId: computer.id,

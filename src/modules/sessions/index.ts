@@ -1,5 +1,7 @@
 export { SessionsModule } from './sessions.module';
 export { SessionsService } from './sessions.service';
+export { SessionMessages } from './session-messages.service';
+export { ServerLogs } from './server-logs.service';
 export { SessionReader } from './session-reader';
 export { AgentWorkService } from './agent-work.service';
 export { HistoryImportService } from './history-import.service';

@@ -11,6 +11,9 @@ import { SessionsController } from './sessions.controller';
 import { SessionsRepository } from './sessions.repository';
 import { SessionReader } from './session-reader';
 import { SessionsService } from './sessions.service';
+import { SessionAccess } from './session-access.service';
+import { SessionMessages } from './session-messages.service';
+import { ServerLogs } from './server-logs.service';
 import { WorkSignal } from './work-signal';
 import { SessionRetentionJob } from './jobs/session-retention.job';
 import { TurnSweepJob } from './jobs/turn-sweep.job';
@@ -24,6 +27,9 @@ import { TurnControlService } from './turn-control.service';
   providers: [
     SessionsRepository,
     SessionsService,
+    SessionAccess,
+    SessionMessages,
+    ServerLogs,
     AgentWorkService,
     HistoryImportService,
     WorkSignal,
@@ -36,7 +42,7 @@ import { TurnControlService } from './turn-control.service';
     TurnSweepJob,
     SessionRetentionJob,
   ],
-  exports: [SessionsService, SessionReader, AgentWorkService, HistoryImportService],
+  exports: [SessionsService, SessionMessages, ServerLogs, SessionReader, AgentWorkService, HistoryImportService],
 })
 export class SessionsModule implements OnModuleInit {
   onModuleInit(): void {

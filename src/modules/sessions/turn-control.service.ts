@@ -13,7 +13,7 @@ import { SessionView, toSessionView } from './domain/views';
 import { LongPollSlots } from './long-poll-slots';
 import { SessionPolicy } from './ports/session-policy';
 import { SessionsRepository } from './sessions.repository';
-import { SessionsService } from './sessions.service';
+import { SessionAccess } from './session-access.service';
 import { ToolApprovalLedger } from './tool-approval-ledger';
 
 /** The longest an agent's wait for a decision may last in one request. */
@@ -44,7 +44,7 @@ export class TurnControlService {
 
   constructor(
     private readonly repository: SessionsRepository,
-    private readonly sessions: SessionsService,
+    private readonly access: SessionAccess,
     private readonly work: AgentWorkService,
     private readonly ledger: ToolApprovalLedger,
     private readonly policy: SessionPolicy,
@@ -61,7 +61,7 @@ export class TurnControlService {
    * already interrupted changes nothing and answers the same.
    */
   async interrupt(principal: Principal, sessionId: string, idempotent?: IdempotentRequest): Promise<IdempotentResult<SessionView>> {
-    const session = writable(principal, await this.sessions.readable(principal, sessionId));
+    const session = writable(principal, await this.access.readable(principal, sessionId));
     const actor = eventActorOf(principal);
     return this.idempotency.run(principal, idempotent, async (manager) => {
       const locked = await this.repository.findSession(session.id, principal.organizationId, manager, true);
@@ -86,7 +86,7 @@ export class TurnControlService {
 
   /** The session's tool calls waiting for a decision, oldest first, for anyone who may read the session. */
   async pending(principal: Principal, sessionId: string): Promise<ToolApprovalView[]> {
-    const session = await this.sessions.readable(principal, sessionId);
+    const session = await this.access.readable(principal, sessionId);
     const now = Date.now();
     // One past its timeout is denied already, whether or not the sweep has written it down yet.
     return (await this.repository.pendingToolApprovals(session.id, PENDING_LIST_LIMIT)).filter((a) => a.expiresAt.getTime() > now).map(toToolApprovalView);
@@ -100,7 +100,7 @@ export class TurnControlService {
     input: { decision: ToolApprovalDecision; message?: string },
     idempotent?: IdempotentRequest,
   ): Promise<IdempotentResult<{ toolApproval: ToolApprovalView }>> {
-    const session = writable(principal, await this.sessions.readable(principal, sessionId));
+    const session = writable(principal, await this.access.readable(principal, sessionId));
     const actor = eventActorOf(principal);
     return this.idempotency.run(principal, idempotent, async (manager) => {
       await this.repository.findSession(session.id, principal.organizationId, manager, true);
