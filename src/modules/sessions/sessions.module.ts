@@ -20,6 +20,8 @@ import { TurnSweepJob } from './jobs/turn-sweep.job';
 import { ToolApprovalLedger } from './tool-approval-ledger';
 import { AgentToolApprovalsController, TurnControlController } from './turn-control.controller';
 import { TurnControlService } from './turn-control.service';
+import { ToolApprovalRequests } from './tool-approval-requests.service';
+import { ToolApprovalWaits } from './tool-approval-waits.service';
 
 @Module({
   imports: [AuthModule],
@@ -39,6 +41,8 @@ import { TurnControlService } from './turn-control.service';
     SessionReader,
     ToolApprovalLedger,
     TurnControlService,
+    ToolApprovalRequests,
+    ToolApprovalWaits,
     TurnSweepJob,
     SessionRetentionJob,
   ],
