@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { crc32, deflateSync } from 'node:zlib';
 import { Principal } from '../modules/auth';
-import { AgentWorkService, MessageRole, SessionMessages, SessionsService } from '../modules/sessions';
+import { AgentWorkService, MessageRole, SessionMessages, SessionsService, WorkClaims } from '../modules/sessions';
 
 /**
  * A small PNG drawn here (`rows` of colored bars on a light background, 8 px each): real images,
@@ -58,6 +58,7 @@ export class DemoConversations {
     private readonly sessions: SessionsService,
     private readonly messages: SessionMessages,
     private readonly agent: AgentWorkService,
+    private readonly claims: WorkClaims,
   ) {}
 
   async seedAcme(people: Required<DemoPeople>): Promise<void> {
@@ -275,7 +276,7 @@ export class DemoConversations {
   }
 
   private async take(principal: Principal): Promise<string> {
-    const { work } = (await this.agent.claim(principal, {})).body;
+    const { work } = (await this.claims.claim(principal, {})).body;
     if (!work) throw new Error('Demo: the work just added was not there to take');
     return work.turnId;
   }

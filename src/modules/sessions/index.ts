@@ -4,6 +4,7 @@ export { SessionMessages } from './session-messages.service';
 export { ServerLogs } from './server-logs.service';
 export { SessionReader } from './session-reader';
 export { AgentWorkService } from './agent-work.service';
+export { WorkClaims } from './work-claims.service';
 export { HistoryImportService } from './history-import.service';
 export type { PastSession } from './history-import.service';
 export type { SessionView, MessageView } from './domain/views';

@@ -3,6 +3,8 @@ import { AuthModule } from '../auth';
 import { AgentController } from './agent.controller';
 import { AgentPresence } from './agent-presence';
 import { AgentWorkService } from './agent-work.service';
+import { WorkClaims } from './work-claims.service';
+import { WorkQueue } from './work-queue';
 import { HistoryImportService } from './history-import.service';
 import { LongPollSlots } from './long-poll-slots';
 import { SessionPolicy } from './ports/session-policy';
@@ -33,6 +35,8 @@ import { ToolApprovalWaits } from './tool-approval-waits.service';
     SessionMessages,
     ServerLogs,
     AgentWorkService,
+    WorkQueue,
+    WorkClaims,
     HistoryImportService,
     WorkSignal,
     LongPollSlots,
@@ -46,7 +50,7 @@ import { ToolApprovalWaits } from './tool-approval-waits.service';
     TurnSweepJob,
     SessionRetentionJob,
   ],
-  exports: [SessionsService, SessionMessages, ServerLogs, SessionReader, AgentWorkService, HistoryImportService],
+  exports: [SessionsService, SessionMessages, ServerLogs, SessionReader, AgentWorkService, WorkClaims, HistoryImportService],
 })
 export class SessionsModule implements OnModuleInit {
   onModuleInit(): void {
