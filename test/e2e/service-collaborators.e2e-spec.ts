@@ -6,6 +6,11 @@ const ROOT = join(__dirname, '..', '..');
 const MODULES = join(ROOT, 'src', 'modules');
 /** A service with more collaborators than this does several jobs: split it along the spec's lines. */
 const MOST_COLLABORATORS = 6;
+/**
+ * Known exceptions, each with the split still owed. One supervisor of agent processes, whose launch of one agent (token,
+ * sandbox, workspace) is to become a class of its own once its scheduling moves onto the job runner.
+ */
+const NOT_YET_SPLIT: Record<string, number> = { LocalAgentSupervisor: 8 };
 
 /** Each Nest class (a provider or controller: decorated `@Injectable()` or `@Controller()`) in `source`, with its constructor's parameter count. */
 function collaboratorsIn(fileName: string, source: string): { name: string; collaborators: number }[] {
@@ -43,8 +48,13 @@ describe('Services with one job', () => {
     const classes = files.flatMap((path) => collaboratorsIn(path, readFileSync(path, 'utf8')).map((found) => ({ ...found, file: relative(ROOT, path) })));
     // The walk must see the tree's services, or it would pass on nothing.
     expect(classes.map((found) => found.name)).toEqual(expect.arrayContaining(['ComputerCreation', 'ComputersRepository', 'ComputersController']));
-    const crowded = classes.filter((found) => found.collaborators > MOST_COLLABORATORS).map(({ name, file, collaborators }) => `${name} (${file}): ${collaborators}`);
+    const crowded = classes
+      .filter((found) => found.collaborators > MOST_COLLABORATORS && NOT_YET_SPLIT[found.name] !== found.collaborators)
+      .map(({ name, file, collaborators }) => `${name} (${file}): ${collaborators}`);
     expect(crowded).toEqual([]);
+    // An exception that was split (or grew) leaves the list, so it cannot hide a new collaborator.
+    const stale = Object.keys(NOT_YET_SPLIT).filter((name) => !classes.some((found) => found.name === name && found.collaborators === NOT_YET_SPLIT[name]));
+    expect(stale).toEqual([]);
   });
 
   it('counts every constructor parameter of a decorated class, and only of decorated classes', () => {
