@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Principal } from '../modules/auth';
 import { Authenticator } from '../modules/auth/authenticator';
 import { ComputerCreation, ComputerUpdates, ComputerViews, FailedProvisioningRecorder, StepId } from '../modules/computers';
-import { SessionMessages, SessionsService } from '../modules/sessions';
+import { DemoConversations } from './demo-conversations';
 
 const DAY_MS = 86_400_000;
 
@@ -22,8 +22,7 @@ export class DemoComputers {
     private readonly creation: ComputerCreation,
     private readonly updates: ComputerUpdates,
     private readonly failures: FailedProvisioningRecorder,
-    private readonly sessions: SessionsService,
-    private readonly messages: SessionMessages,
+    private readonly conversations: DemoConversations,
     private readonly authenticator: Authenticator,
   ) {}
 
@@ -34,9 +33,12 @@ export class DemoComputers {
     await this.updates.connectAgent(await this.authenticator.authenticate(`Bearer ${laptop.agentToken!}`), { hostname: 'olivia-mbp.acme.example' });
 
     const buildServer = await this.creation.create(people.manager, { name: 'Build server', provider: 'byom', hostId: randomUUID(), remoteUser: 'ci' });
-    // Work for a computer whose agent is not running: the session says no agent will take it.
-    const { sessionId } = (await this.sessions.create(people.manager, { title: 'Bump the Node version on the build server', computerId: buildServer.id, sessionSettings: { model: 'model-a' } })).body;
-    await this.messages.add(people.manager, sessionId, { text: 'Move the build server to Node 22 and check that the nightly build still passes.' });
+    await this.conversations.seedUnanswered(
+      people.manager,
+      buildServer.id,
+      'Bump the Node version on the build server',
+      'Move the build server to Node 22 and check that the nightly build still passes.',
+    );
 
     const workspace = await this.creation.create(people.member, { name: "Mia's workspace", provider: 'local', source: { kind: 'template', templateId: 'blank' } });
 

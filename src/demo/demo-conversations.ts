@@ -267,6 +267,12 @@ export class DemoConversations {
     await this.messages.add(people.owner, session, { text: 'Write a README for our command-line tool: install, usage, and the three most used commands.' });
   }
 
+  /** Work routed to a computer whose agent is not running: the session says no agent will take it. */
+  async seedUnanswered(principal: Principal, computerId: string, title: string, text: string): Promise<void> {
+    const { sessionId } = (await this.sessions.create(principal, { title, computerId, sessionSettings: { model: 'model-a' } })).body;
+    await this.messages.add(principal, sessionId, { text });
+  }
+
   private async hasSessions(principal: Principal): Promise<boolean> {
     return (await this.sessions.list(principal, { limit: 1 })).items.length > 0;
   }
