@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Principal } from '../modules/auth';
 import { Authenticator } from '../modules/auth/authenticator';
-import { ComputersService, StepId } from '../modules/computers';
-import { SessionsService } from '../modules/sessions';
+import { ComputerCreation, ComputerUpdates, ComputerViews, FailedProvisioningRecorder, StepId } from '../modules/computers';
+import { DemoConversations } from './demo-conversations';
 
 const DAY_MS = 86_400_000;
 
@@ -18,25 +18,31 @@ const DAY_MS = 86_400_000;
 @Injectable()
 export class DemoComputers {
   constructor(
-    private readonly computers: ComputersService,
-    private readonly sessions: SessionsService,
+    private readonly views: ComputerViews,
+    private readonly creation: ComputerCreation,
+    private readonly updates: ComputerUpdates,
+    private readonly failures: FailedProvisioningRecorder,
+    private readonly conversations: DemoConversations,
     private readonly authenticator: Authenticator,
   ) {}
 
   /** The agent tokens of the computers it created, by computer name (empty when it created none). */
   async seedAcme(people: { owner: Principal; manager: Principal; member: Principal }): Promise<Record<string, string>> {
-    if ((await this.computers.list(people.owner)).length > 0) return {};
-    const laptop = await this.computers.create(people.owner, { name: "Olivia's laptop", provider: 'byom', hostId: randomUUID(), remoteUser: 'olivia' });
-    await this.computers.connectAgent(await this.authenticator.authenticate(`Bearer ${laptop.agentToken!}`), { hostname: 'olivia-mbp.acme.example' });
+    if ((await this.views.list(people.owner)).length > 0) return {};
+    const laptop = await this.creation.create(people.owner, { name: "Olivia's laptop", provider: 'byom', hostId: randomUUID(), remoteUser: 'olivia' });
+    await this.updates.connectAgent(await this.authenticator.authenticate(`Bearer ${laptop.agentToken!}`), { hostname: 'olivia-mbp.acme.example' });
 
-    const buildServer = await this.computers.create(people.manager, { name: 'Build server', provider: 'byom', hostId: randomUUID(), remoteUser: 'ci' });
-    // Work for a computer whose agent is not running: the session says no agent will take it.
-    const { sessionId } = (await this.sessions.create(people.manager, { title: 'Bump the Node version on the build server', computerId: buildServer.id, sessionSettings: { model: 'model-a' } })).body;
-    await this.sessions.addMessage(people.manager, sessionId, { text: 'Move the build server to Node 22 and check that the nightly build still passes.' });
+    const buildServer = await this.creation.create(people.manager, { name: 'Build server', provider: 'byom', hostId: randomUUID(), remoteUser: 'ci' });
+    await this.conversations.seedUnanswered(
+      people.manager,
+      buildServer.id,
+      'Bump the Node version on the build server',
+      'Move the build server to Node 22 and check that the nightly build still passes.',
+    );
 
-    const workspace = await this.computers.create(people.member, { name: "Mia's workspace", provider: 'local', source: { kind: 'template', templateId: 'blank' } });
+    const workspace = await this.creation.create(people.member, { name: "Mia's workspace", provider: 'local', source: { kind: 'template', templateId: 'blank' } });
 
-    await this.computers.recordFailedProvisioning(people.manager, {
+    await this.failures.record(people.manager, {
       name: 'Legacy monolith',
       provider: 'local',
       repos: ['https://github.com/acme/legacy-monolith'],

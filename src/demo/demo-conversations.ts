@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { crc32, deflateSync } from 'node:zlib';
 import { Principal } from '../modules/auth';
-import { AgentWorkService, MessageRole, SessionsService } from '../modules/sessions';
+import { AgentWorkService, MessageRole, SessionMessages, SessionsService, WorkClaims } from '../modules/sessions';
 
 /**
  * A small PNG drawn here (`rows` of colored bars on a light background, 8 px each): real images,
@@ -56,7 +56,9 @@ export interface DemoPeople {
 export class DemoConversations {
   constructor(
     private readonly sessions: SessionsService,
+    private readonly messages: SessionMessages,
     private readonly agent: AgentWorkService,
+    private readonly claims: WorkClaims,
   ) {}
 
   async seedAcme(people: Required<DemoPeople>): Promise<void> {
@@ -64,7 +66,7 @@ export class DemoConversations {
 
     // 1. A finished conversation: screenshot, thinking, a tool call and its result, a hook run.
     const flaky = await this.create(people.member, 'Fix the flaky CI build', { model: 'model-a', reasoningEffort: 'high', interactionMode: 'auto' });
-    await this.sessions.addMessage(people.member, flaky, {
+    await this.messages.add(people.member, flaky, {
       text: 'The CI build on main fails about one run in five in the integration tests. Here is the failing job. Can you find out why and fix it?',
       images: [{ type: 'base64', mediaType: 'image/png', data: SCREENSHOT_PNG }],
     });
@@ -131,7 +133,7 @@ export class DemoConversations {
 
     // 2. Work an agent is doing right now.
     const running = await this.create(people.manager, 'Upgrade the payment SDK to v5', { model: 'model-b', reasoningEffort: 'medium' });
-    await this.sessions.addMessage(people.manager, running, { text: 'Upgrade our payment SDK from v4 to v5 and adapt the call sites. Keep the public API of billing/ unchanged.' });
+    await this.messages.add(people.manager, running, { text: 'Upgrade our payment SDK from v4 to v5 and adapt the call sites. Keep the public API of billing/ unchanged.' });
     const upgrade = await this.take(people.manager);
     await this.agent.appendMessages(people.manager, running, {
       turnId: upgrade,
@@ -149,7 +151,7 @@ export class DemoConversations {
 
     // 3. Work waiting for an agent, with a specification attached.
     const waiting = await this.create(people.owner, 'Add pagination to the orders API', { model: 'model-a' });
-    await this.sessions.addMessage(people.owner, waiting, {
+    await this.messages.add(people.owner, waiting, {
       text: 'Add cursor pagination to GET /orders, following the attached API guidelines.',
       files: [
         { type: 'base64', mediaType: 'application/pdf', data: SPEC_PDF, name: 'api-guidelines.pdf' },
@@ -167,7 +169,7 @@ export class DemoConversations {
 
   private async seedInvoice(people: Required<DemoPeople>): Promise<void> {
     const invoice = await this.create(people.member, 'Invoice PDFs render blank', { model: 'model-b', reasoningEffort: 'medium', autonomyLevel: 'medium' });
-    await this.sessions.addMessage(people.member, invoice, {
+    await this.messages.add(people.member, invoice, {
       text: 'Customers say the invoice PDF is blank since yesterday\'s release. Here is one of them; can you find out why?',
       files: [{ type: 'base64', mediaType: 'application/pdf', data: SPEC_PDF, name: 'invoice-2026-0412.pdf', parsedData: '' }],
     });
@@ -262,7 +264,13 @@ export class DemoConversations {
   async seedGlobex(people: DemoPeople): Promise<void> {
     if (await this.hasSessions(people.owner)) return;
     const session = await this.create(people.owner, 'Write a README for the CLI', { model: 'model-a', reasoningEffort: 'low' });
-    await this.sessions.addMessage(people.owner, session, { text: 'Write a README for our command-line tool: install, usage, and the three most used commands.' });
+    await this.messages.add(people.owner, session, { text: 'Write a README for our command-line tool: install, usage, and the three most used commands.' });
+  }
+
+  /** Work routed to a computer whose agent is not running: the session says no agent will take it. */
+  async seedUnanswered(principal: Principal, computerId: string, title: string, text: string): Promise<void> {
+    const { sessionId } = (await this.sessions.create(principal, { title, computerId, sessionSettings: { model: 'model-a' } })).body;
+    await this.messages.add(principal, sessionId, { text });
   }
 
   private async hasSessions(principal: Principal): Promise<boolean> {
@@ -274,7 +282,7 @@ export class DemoConversations {
   }
 
   private async take(principal: Principal): Promise<string> {
-    const { work } = (await this.agent.claim(principal, {})).body;
+    const { work } = (await this.claims.claim(principal, {})).body;
     if (!work) throw new Error('Demo: the work just added was not there to take');
     return work.turnId;
   }

@@ -11,10 +11,12 @@ import { DemoConversations } from './demo-conversations';
 import { DemoHistory } from './demo-history';
 import { DemoReadiness } from './demo-readiness';
 import { DemoSeeder } from './demo.seeder';
+import { DemoAccounts } from './demo-accounts';
+import { DemoWork } from './demo-work';
 
 @Module({
   imports: [AuthModule, SessionsModule, ComputersModule, EnterpriseControlsModule, ReadinessModule, AnalyticsModule],
-  providers: [DemoSeeder, DemoConversations, DemoHistory, DemoComputers, DemoControls, DemoReadiness],
+  providers: [DemoSeeder, DemoAccounts, DemoWork, DemoConversations, DemoHistory, DemoComputers, DemoControls, DemoReadiness],
   exports: [DemoSeeder],
 })
 export class DemoModule {}

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Role } from '../../src/modules/auth';
-import { AgentWorkService } from '../../src/modules/sessions/agent-work.service';
+import { WorkClaims } from '../../src/modules/sessions/work-claims.service';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { serverUrl } from '../utils/test-database';
 import { openClaim as openRawClaim } from '../utils/raw-claims';
@@ -201,7 +201,7 @@ describe('Agent channel', () => {
 
     /** Records what the service answered each claim, the ones no client is left to read included. */
     function watchClaims() {
-      const spy = jest.spyOn(t.app.get(AgentWorkService), 'claim');
+      const spy = jest.spyOn(t.app.get(WorkClaims), 'claim');
       return {
         count: () => spy.mock.calls.length,
         answers: () => Promise.all(spy.mock.results.map((r) => r.value as Promise<{ body: { work: Work | null } }>)),

@@ -16,7 +16,13 @@ import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role
 import { ref } from '../../platform/http/json-schema';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { ComputerView } from './domain/views';
-import { ComputersService, CreateComputerInput, UpdateComputerInput } from './computers.service';
+import { AgentTokens, RotatedAgentToken } from './agent-tokens.service';
+import { ComputerCreation } from './computer-creation.service';
+import { ComputerDeletion } from './computer-deletion.service';
+import { ComputerUpdates, UpdateComputerInput } from './computer-updates.service';
+import { ComputerViews } from './computer-views.service';
+import { CreateComputerInput } from './domain/new-computer';
+import { ProvisioningRetry } from './provisioning-retry.service';
 import { computerSchemas } from './schemas/computer.schemas';
 
 const PROVISIONING_QUOTA =
@@ -30,7 +36,14 @@ const NOT_FOUND = 'No such computer in your organization, or one you may not see
 @Authenticated(Role.Owner, Role.Manager, Role.Member)
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
 export class ComputersController {
-  constructor(private readonly computers: ComputersService) {}
+  constructor(
+    private readonly creation: ComputerCreation,
+    private readonly views: ComputerViews,
+    private readonly updates: ComputerUpdates,
+    private readonly deletion: ComputerDeletion,
+    private readonly provisioning: ProvisioningRetry,
+    private readonly tokens: AgentTokens,
+  ) {}
 
   @Post()
   @ApiOperation({
@@ -61,14 +74,14 @@ export class ComputersController {
   })
   @ApiNotFoundResponse({ description: '`serviceAccountId` naming no service account of your organization (unknown, a person, or another organization\'s user), or unknown `source.computerId`.', type: V0ErrorSchema })
   create(@CurrentPrincipal() principal: Principal, @Body(computerSchemas.pipe('CreateComputerBody')) body: CreateComputerInput): Promise<ComputerView> {
-    return this.computers.create(principal, body);
+    return this.creation.create(principal, body);
   }
 
   @Get()
   @ApiOperation({ summary: 'List computers', description: 'Newest first. Owners and managers see every computer of the organization, members their own.' })
   @ApiOkResponse({ schema: { type: 'object', required: ['computers'], properties: { computers: { type: 'array', items: ref('Computer') } } } })
   async list(@CurrentPrincipal() principal: Principal): Promise<{ computers: ComputerView[] }> {
-    return { computers: await this.computers.list(principal) };
+    return { computers: await this.views.list(principal) };
   }
 
   @Get(':computerId')
@@ -76,7 +89,7 @@ export class ComputersController {
   @ApiOkResponse({ schema: ref('Computer') })
   @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
   get(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<ComputerView> {
-    return this.computers.get(principal, computerId);
+    return this.views.get(principal, computerId);
   }
 
   @Patch(':computerId')
@@ -89,7 +102,7 @@ export class ComputersController {
     @Param('computerId') computerId: string,
     @Body(computerSchemas.pipe('UpdateComputerBody')) body: UpdateComputerInput,
   ): Promise<ComputerView> {
-    return this.computers.update(principal, computerId, body);
+    return this.updates.update(principal, computerId, body);
   }
 
   @Delete(':computerId')
@@ -103,7 +116,7 @@ export class ComputersController {
   @ApiNoContentResponse({ description: 'Deleted.' })
   @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
   async remove(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<void> {
-    await this.computers.remove(principal, computerId);
+    await this.deletion.remove(principal, computerId);
   }
 
   @Post(':computerId/retry')
@@ -117,7 +130,7 @@ export class ComputersController {
   @ApiConflictResponse({ description: 'The computer is not in `error` (`computer_not_failed`, with `computerStatus`).', type: V0ErrorSchema })
   @ApiTooManyRequestsResponse({ description: `${PROVISIONING_QUOTA} The computer stays in \`error\`.`, type: V0ErrorSchema })
   retry(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<ComputerView> {
-    return this.computers.retry(principal, computerId);
+    return this.provisioning.retry(principal, computerId);
   }
 
   @Post(':computerId/agent-token')
@@ -134,8 +147,8 @@ export class ComputersController {
     },
   })
   @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
-  rotateToken(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<{ computerId: string; agentToken: string; createdAt: number }> {
-    return this.computers.rotateToken(principal, computerId);
+  rotateToken(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<RotatedAgentToken> {
+    return this.tokens.rotate(principal, computerId);
   }
 }
 
@@ -145,7 +158,7 @@ export class ComputersController {
 @Authenticated(Role.Owner, Role.Manager, Role.Member)
 @AcceptsComputerTokens()
 export class AgentConnectController {
-  constructor(private readonly computers: ComputersService) {}
+  constructor(private readonly updates: ComputerUpdates) {}
 
   @Post('connect')
   @HttpCode(200)
@@ -160,6 +173,6 @@ export class AgentConnectController {
   @ApiBadRequestResponse({ description: 'Invalid `hostname`.', type: V0ErrorSchema })
   @ApiForbiddenResponse({ description: 'Not a computer\'s agent token.', type: V0ErrorSchema })
   connect(@CurrentPrincipal() principal: Principal, @Body(computerSchemas.pipe('ConnectAgentBody')) body: { hostname: string }): Promise<ComputerView> {
-    return this.computers.connectAgent(principal, body);
+    return this.updates.connectAgent(principal, body);
   }
 }

@@ -7,7 +7,17 @@ import { SecretBox } from '../../platform/secrets/secret-box';
 import { LocalAgentSupervisor } from './agents/local-agent-supervisor';
 import { AgentConnectController, ComputersController } from './computers.controller';
 import { ComputersRepository } from './computers.repository';
-import { ComputersService } from './computers.service';
+import { AgentTokens } from './agent-tokens.service';
+import { ComputerAccess } from './computer-access.service';
+import { ComputerCreationPolicy } from './computer-creation-policy.service';
+import { ComputerCreation } from './computer-creation.service';
+import { ComputerDeletion } from './computer-deletion.service';
+import { ComputerQuotas } from './computer-quotas.service';
+import { ComputerUpdates } from './computer-updates.service';
+import { ComputerViews } from './computer-views.service';
+import { FailedProvisioningRecorder } from './failed-provisioning-recorder.service';
+import { NewComputerStore } from './new-computer-store.service';
+import { ProvisioningRetry } from './provisioning-retry.service';
 import { ProvisioningJob } from './jobs/provisioning.job';
 import { ComputeProvider } from './providers/compute-provider';
 import { LocalProvider } from './providers/local.provider';
@@ -21,7 +31,17 @@ import { computerSchemas } from './schemas/computer.schemas';
   controllers: [ComputersController, AgentConnectController],
   providers: [
     ComputersRepository,
-    ComputersService,
+    ComputerAccess,
+    ComputerViews,
+    ComputerQuotas,
+    ComputerCreationPolicy,
+    AgentTokens,
+    NewComputerStore,
+    ComputerCreation,
+    FailedProvisioningRecorder,
+    ComputerUpdates,
+    ProvisioningRetry,
+    ComputerDeletion,
     ProvisioningJob,
     LocalProvider,
     ComputerSandbox,
@@ -31,7 +51,7 @@ import { computerSchemas } from './schemas/computer.schemas';
     { provide: ComputerDirectory, useClass: ComputerVisibility },
     { provide: ComputerTokenLookup, useClass: ComputerTokens },
   ],
-  exports: [ComputersService, ComputerDirectory, ComputerTokenLookup],
+  exports: [ComputerViews, ComputerCreation, ComputerUpdates, FailedProvisioningRecorder, ComputerDirectory, ComputerTokenLookup],
 })
 export class ComputersModule implements OnModuleInit {
   onModuleInit(): void {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
-import { AccessPolicy, eventActorOf, Principal, Role } from '../auth';
+import { AccessPolicy, eventActorOf, Principal } from '../auth';
 import { EventLog } from '../../platform/events';
 import { isUuid, newId } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
@@ -15,132 +15,26 @@ import { TokenUsage } from './domain/session-settings';
 import { assertTransition, SessionStatus, SessionTrigger, statusAfterTurn } from './domain/session-status';
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
-import { ComputerDirectory } from './ports/computer-directory';
 import { MESSAGE_ATTRIBUTE_FIELDS } from './schemas/session.schemas';
-import { SessionsRepository, WorkFilter } from './sessions.repository';
-import { LongPollSlots } from './long-poll-slots';
-import { WorkSignal } from './work-signal';
-import { AgentPresence } from './agent-presence';
+import { SessionsRepository } from './sessions.repository';
 import { ToolApprovalLedger } from './tool-approval-ledger';
-
-/**
- * The safety net for an arrival whose signal was lost (a NOTIFY its sender failed to send): a
- * waiting poll looks at the database again after this long even when nothing woke it. Arrivals
- * wake polls at once, lease expiries are timed, and a listener that reconnects wakes every poll,
- * so this is not how work is found. 30 s, the longest `waitMs`: a poll looks when it starts and
- * when woken, and its deadline answers without a last look, as the agent's next claim looks first
- * thing. So 1,000 agents polling for 30 s cost about 33 looks a second, and a lost signal delays
- * work by at most one poll's length.
- */
-const SAFETY_RECHECK_MS = 30_000;
-/** Least pause between two looks of one poll, so a lease expiring right now cannot spin it. */
-const MIN_RECHECK_MS = 50;
-
-export interface WorkView {
-  turnId: string;
-  sessionId: string;
-  leaseExpiresAt: number;
-  session: SessionView;
-  /** The user messages this turn is to answer, in order, within MESSAGE_PAGE_MAX_BYTES. */
-  messages: MessageView[];
-  /** Where the conversation list continues when the turn has more user messages than fit (else null). */
-  messagesCursor: string | null;
-}
 
 export type AgentMessageInput = { role: MessageRole; content: ContentBlock[]; parentId?: string } & Record<string, unknown>;
 
-class NoWork extends Error {}
-
 /**
- * The agent channel: agents take waiting work (one agent per session at a time), write their
- * messages, report token usage and end their turn. A turn holds a lease that every call renews;
+ * The agent channel, once an agent took work (WorkClaims): it writes its messages, reads the
+ * conversation, reports token usage and ends its turn. A turn holds a lease that every call renews;
  * a turn whose agent goes silent past the lease is given to the next agent that asks.
  */
 @Injectable()
 export class AgentWorkService {
   constructor(
     private readonly repository: SessionsRepository,
-    private readonly computers: ComputerDirectory,
     private readonly idempotency: IdempotencyService,
     private readonly events: EventLog,
-    private readonly signal: WorkSignal,
-    private readonly slots: LongPollSlots,
     private readonly config: AppConfig,
-    private readonly presence: AgentPresence,
     private readonly ledger: ToolApprovalLedger,
   ) {}
-
-  /**
-   * Takes waiting work; with `waitMs`, waits for some as a long poll: holding no database
-   * connection, counted against the long-poll caps, woken by arrivals (WorkSignal), by the next
-   * lease expiry of its queue, by the safety re-check, or by its client going away. With `abandoned`
-   * (a client's connection), the claim also records that an agent is there (AgentPresence).
-   */
-  async claim(
-    principal: Principal,
-    input: { computerId?: string; waitMs?: number },
-    idempotent?: IdempotentRequest,
-    abandoned?: AbortSignal,
-  ): Promise<IdempotentResult<{ work: WorkView | null }>> {
-    const scope: WorkFilter = {
-      organizationId: principal.organizationId,
-      computerId: await this.claimScope(principal, input.computerId),
-      ownerId: ownerScopeOf(principal),
-    };
-    // A claim over a connection (the agent channel passes its signal) is an agent there to take this queue's work.
-    if (abandoned) await this.presence.seen(principal.organizationId, scope);
-    const nothing = { body: { work: null }, replayed: false };
-    const deadline = Date.now() + (input.waitMs ?? 0);
-    // Open before the first look, so an arrival during it is not missed.
-    const poll = input.waitMs ? this.signal.open(principal.organizationId, scope) : undefined;
-    let release: (() => void) | undefined;
-    try {
-      for (;;) {
-        // An agent that went away while waiting (killed, disconnected) must not be handed work no one will do.
-        if (abandoned?.aborted) return nothing;
-        const seen = poll?.mark() ?? 0;
-        const look = await this.look(principal, scope, idempotent, poll !== undefined);
-        if (look.result) {
-          poll?.tookWork();
-          return look.result;
-        }
-        const now = Date.now();
-        const left = deadline - now;
-        if (!poll || left <= 0 || this.signal.closing) return nothing;
-        release ??= this.slots.acquire(principal, scope.computerId);
-        const untilExpiry = look.nextLeaseExpiry ? Math.max(look.nextLeaseExpiry.getTime() + 1 - now, MIN_RECHECK_MS) : Infinity;
-        const outcome = await poll.wait(Math.min(left, SAFETY_RECHECK_MS, untilExpiry), seen, abandoned);
-        if (outcome === 'timeout' && Date.now() >= deadline) return nothing;
-      }
-    } finally {
-      poll?.close();
-      release?.();
-    }
-  }
-
-  /** One attempt to take work, in a transaction of its own; without work, when the queue's next lease runs out if asked. */
-  private async look(
-    principal: Principal,
-    scope: WorkFilter,
-    idempotent: IdempotentRequest | undefined,
-    withExpiry: boolean,
-  ): Promise<{ result?: IdempotentResult<{ work: WorkView | null }>; nextLeaseExpiry?: Date | null }> {
-    let nextLeaseExpiry: Date | null = null;
-    try {
-      const result = await this.idempotency.run(principal, idempotent, async (manager) => {
-        const claimed = await this.takeWork(manager, principal, scope);
-        if (!claimed) {
-          if (withExpiry) nextLeaseExpiry = await this.repository.nextLeaseExpiry(manager, scope);
-          throw new NoWork();
-        }
-        return { work: claimed.work };
-      });
-      return { result };
-    } catch (error) {
-      if (!(error instanceof NoWork)) throw error;
-      return { nextLeaseExpiry };
-    }
-  }
 
   async appendMessages(
     principal: Principal,
@@ -310,45 +204,6 @@ export class AgentWorkService {
     });
   }
 
-  private async takeWork(
-    manager: EntityManager,
-    principal: Principal,
-    scope: WorkFilter,
-  ): Promise<{ work: WorkView } | null> {
-    const now = new Date();
-    const computerId = scope.computerId;
-    const session = await this.repository.lockNextWork(manager, scope, now);
-    if (!session) return null;
-    // A turn whose lease ran out is restarted with the same work; fresh work starts where the last turn stopped.
-    const reclaimed = session.status === SessionStatus.Running;
-    const turnBaseSeq = reclaimed ? session.turnBaseSeq : session.claimedSeq;
-    const leaseExpiresAt = this.leaseFrom(now);
-    // The silent agent's questions go unanswered: the new turn asks again if it needs to.
-    if (reclaimed) await this.ledger.cancelPending(manager, session.id, { kind: 'system' });
-    const started = await this.repository.startTurn(manager, session, { turnId: newId(), turnBaseSeq, leaseExpiresAt, now, computerId });
-    assertTransition(reclaimed ? SessionTrigger.AgentLeaseExpired : SessionTrigger.AgentTookWork, session.status, started.status);
-    if (!reclaimed) {
-      this.events.raise(manager, {
-        type: 'session.status_changed',
-        organizationId: principal.organizationId,
-        sessionId: session.id,
-        actor: eventActorOf(principal),
-        data: { sessionId: session.id, from: session.status, to: SessionStatus.Running },
-      });
-    }
-    const { messages, nextCursor } = await this.repository.userMessagesAfter(manager, session.id, turnBaseSeq, this.config.MESSAGE_PAGE_MAX_BYTES);
-    return {
-      work: {
-        turnId: started.turnId!,
-        sessionId: started.id,
-        leaseExpiresAt: leaseExpiresAt.getTime(),
-        session: toSessionView(started),
-        messages: messages.map(toMessageView),
-        messagesCursor: nextCursor,
-      },
-    };
-  }
-
   /** The session, locked, if `turnId` is its running turn: 404 for no such session, 409 for a turn that is over. */
   async lockTurn(manager: EntityManager, principal: Principal, sessionId: string, turnId: string): Promise<SessionEntity> {
     const session = isUuid(sessionId) && isUuid(turnId) ? await this.repository.lockTurn(manager, sessionId, principal.organizationId, turnId) : null;
@@ -364,30 +219,9 @@ export class AgentWorkService {
     );
   }
 
-  /**
-   * The queue a claim takes from: a computer's token takes its computer's work (naming another
-   * computer is 404); an API key or JWT takes the named computer's, which it must see, or the
-   * unrouted work.
-   */
-  private async claimScope(principal: Principal, computerId: string | undefined): Promise<string | null> {
-    const own = principal.credential.kind === 'computer' ? principal.credential.computerId : undefined;
-    const visible =
-      computerId === undefined ||
-      (own !== undefined ? computerId.toLowerCase() === own : isUuid(computerId) && (await this.computers.visibleTo(principal, computerId)));
-    if (!visible) {
-      throw new SessionsError(SessionsErrorCode.ComputerNotFound, `No computer ${computerId} exists in your organization.`, { field: 'computerId' });
-    }
-    return own ?? computerId?.toLowerCase() ?? null;
-  }
-
   private leaseFrom(now: Date): Date {
     return new Date(now.getTime() + this.config.AGENT_LEASE_MS);
   }
-}
-
-/** A member's key takes only their own sessions' work; a computer's token takes all work routed to it. */
-function ownerScopeOf(principal: Principal): string | undefined {
-  return principal.role === Role.Member && principal.credential.kind !== 'computer' ? principal.userId : undefined;
 }
 
 /**

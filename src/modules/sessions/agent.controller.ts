@@ -17,7 +17,9 @@ import { V0ErrorSchema } from '../../platform/http/openapi';
 import { PaginationDto } from '../../platform/http/pagination';
 import { MessageSizedBody } from '../../platform/http/route-config';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
-import { AgentMessageInput, AgentWorkService, WorkView } from './agent-work.service';
+import { AgentMessageInput, AgentWorkService } from './agent-work.service';
+import { WorkClaims } from './work-claims.service';
+import { WorkView } from './work-queue';
 import { TokenUsage } from './domain/session-settings';
 import { MessageView, SessionView } from './domain/views';
 import { TurnConversationQueryDto } from './dto/session-queries.dto';
@@ -38,7 +40,10 @@ const TURN_CONFLICT = 'The turn is over: it ended, or its lease ran out and anot
 @AcceptsComputerTokens()
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
 export class AgentController {
-  constructor(private readonly work: AgentWorkService) {}
+  constructor(
+    private readonly claims: WorkClaims,
+    private readonly work: AgentWorkService,
+  ) {}
 
   @Post('claims')
   @ApiIdempotencyKey()
@@ -98,7 +103,7 @@ export class AgentController {
     reply.raw.once('close', () => {
       if (!reply.raw.writableEnded) abandoned.abort();
     });
-    return respond(reply, await this.work.claim(principal, body, idempotent, abandoned.signal));
+    return respond(reply, await this.claims.claim(principal, body, idempotent, abandoned.signal));
   }
 
   @Get('sessions/:sessionId/messages')

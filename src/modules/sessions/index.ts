@@ -1,7 +1,10 @@
 export { SessionsModule } from './sessions.module';
 export { SessionsService } from './sessions.service';
+export { SessionMessages } from './session-messages.service';
+export { ServerLogs } from './server-logs.service';
 export { SessionReader } from './session-reader';
 export { AgentWorkService } from './agent-work.service';
+export { WorkClaims } from './work-claims.service';
 export { HistoryImportService } from './history-import.service';
 export type { PastSession } from './history-import.service';
 export type { SessionView, MessageView } from './domain/views';

@@ -4,7 +4,7 @@ import { isUuid } from '../../platform/database/ids';
 import type { EntityManager } from 'typeorm';
 import { MessageView, toMessageView } from './domain/views';
 import { MessageWithSession, SessionsRepository } from './sessions.repository';
-import { SessionsService } from './sessions.service';
+import { SessionAccess } from './session-access.service';
 
 /**
  * What other modules may read of sessions without reaching into them: whether a caller may read
@@ -14,14 +14,14 @@ import { SessionsService } from './sessions.service';
 @Injectable()
 export class SessionReader {
   constructor(
-    private readonly sessions: SessionsService,
+    private readonly access: SessionAccess,
     private readonly repository: SessionsRepository,
     private readonly controls: OrganizationControlsReader,
   ) {}
 
   /** Resolves if the caller may read the session; throws the sessions' 404 otherwise (another organization's included). */
   async requireReadable(principal: Principal, sessionId: string): Promise<void> {
-    await this.sessions.readable(principal, sessionId);
+    await this.access.readable(principal, sessionId);
   }
 
   /**

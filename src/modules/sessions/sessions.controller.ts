@@ -24,7 +24,8 @@ import { MessageRole } from './domain/message';
 import { MessageView, SessionView } from './domain/views';
 import { GetSessionQueryDto, ListMessagesQueryDto, ListSessionsQueryDto } from './dto/session-queries.dto';
 import { sessionSchemas } from './schemas/session.schemas';
-import { AddMessageInput, AddMessageResult, CreateSessionInput, SessionsService, UpdateSessionInput } from './sessions.service';
+import { AddMessageInput, AddMessageResult, SessionMessages } from './session-messages.service';
+import { CreateSessionInput, SessionsService, UpdateSessionInput } from './sessions.service';
 
 const WRITERS = [Role.Owner, Role.Manager, Role.Member];
 
@@ -48,7 +49,10 @@ export function respond<T>(reply: FastifyReply, result: IdempotentResult<T>): T 
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
 @ApiNotFoundResponse({ description: 'No such session in your organization, or one you may not read (another organization\'s included); or an unknown `computerId`.', type: V0ErrorSchema })
 export class SessionsController {
-  constructor(private readonly sessions: SessionsService) {}
+  constructor(
+    private readonly sessions: SessionsService,
+    private readonly messages: SessionMessages,
+  ) {}
 
   @Post()
   @Authenticated(...WRITERS)
@@ -134,7 +138,7 @@ export class SessionsController {
     @Param('sessionId') sessionId: string,
     @Query() query: ListMessagesQueryDto,
   ): Promise<{ messages: MessageView[]; pagination: PaginationDto }> {
-    const result = await this.sessions.listMessages(principal, sessionId, {
+    const result = await this.messages.list(principal, sessionId, {
       cursor: query.cursor,
       limit: query.pageSize,
       computerId: query.computerId,
@@ -169,6 +173,6 @@ export class SessionsController {
     @IdempotencyKey() idempotent: IdempotentRequest | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<AddMessageResult> {
-    return respond(reply, await this.sessions.addMessage(principal, sessionId, body, idempotent));
+    return respond(reply, await this.messages.add(principal, sessionId, body, idempotent));
   }
 }

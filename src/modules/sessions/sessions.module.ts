@@ -3,6 +3,8 @@ import { AuthModule } from '../auth';
 import { AgentController } from './agent.controller';
 import { AgentPresence } from './agent-presence';
 import { AgentWorkService } from './agent-work.service';
+import { WorkClaims } from './work-claims.service';
+import { WorkQueue } from './work-queue';
 import { HistoryImportService } from './history-import.service';
 import { LongPollSlots } from './long-poll-slots';
 import { SessionPolicy } from './ports/session-policy';
@@ -11,12 +13,17 @@ import { SessionsController } from './sessions.controller';
 import { SessionsRepository } from './sessions.repository';
 import { SessionReader } from './session-reader';
 import { SessionsService } from './sessions.service';
+import { SessionAccess } from './session-access.service';
+import { SessionMessages } from './session-messages.service';
+import { ServerLogs } from './server-logs.service';
 import { WorkSignal } from './work-signal';
 import { SessionRetentionJob } from './jobs/session-retention.job';
 import { TurnSweepJob } from './jobs/turn-sweep.job';
 import { ToolApprovalLedger } from './tool-approval-ledger';
 import { AgentToolApprovalsController, TurnControlController } from './turn-control.controller';
 import { TurnControlService } from './turn-control.service';
+import { ToolApprovalRequests } from './tool-approval-requests.service';
+import { ToolApprovalWaits } from './tool-approval-waits.service';
 
 @Module({
   imports: [AuthModule],
@@ -24,7 +31,12 @@ import { TurnControlService } from './turn-control.service';
   providers: [
     SessionsRepository,
     SessionsService,
+    SessionAccess,
+    SessionMessages,
+    ServerLogs,
     AgentWorkService,
+    WorkQueue,
+    WorkClaims,
     HistoryImportService,
     WorkSignal,
     LongPollSlots,
@@ -33,10 +45,12 @@ import { TurnControlService } from './turn-control.service';
     SessionReader,
     ToolApprovalLedger,
     TurnControlService,
+    ToolApprovalRequests,
+    ToolApprovalWaits,
     TurnSweepJob,
     SessionRetentionJob,
   ],
-  exports: [SessionsService, SessionReader, AgentWorkService, HistoryImportService],
+  exports: [SessionsService, SessionMessages, ServerLogs, SessionReader, AgentWorkService, WorkClaims, HistoryImportService],
 })
 export class SessionsModule implements OnModuleInit {
   onModuleInit(): void {

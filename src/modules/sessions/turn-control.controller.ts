@@ -21,7 +21,9 @@ import { SessionView } from './domain/views';
 import { AwaitToolApprovalQueryDto } from './dto/session-queries.dto';
 import { sessionSchemas } from './schemas/session.schemas';
 import { respond } from './sessions.controller';
-import { ToolApprovalRequest, TurnControlService } from './turn-control.service';
+import { ToolApprovalRequest, ToolApprovalRequests } from './tool-approval-requests.service';
+import { ToolApprovalWaits } from './tool-approval-waits.service';
+import { TurnControlService } from './turn-control.service';
 
 const WRITERS = [Role.Owner, Role.Manager, Role.Member];
 const NOT_FOUND = 'No such session in your organization, or one you may not read (another organization\'s included).';
@@ -112,7 +114,10 @@ const TURN_CONFLICT = 'The turn is over (`turn_not_active`), or a user interrupt
 @AcceptsComputerTokens()
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
 export class AgentToolApprovalsController {
-  constructor(private readonly turns: TurnControlService) {}
+  constructor(
+    private readonly requests: ToolApprovalRequests,
+    private readonly waits: ToolApprovalWaits,
+  ) {}
 
   @Post('sessions/:sessionId/tool-approvals')
   @ApiIdempotencyKey()
@@ -135,7 +140,7 @@ export class AgentToolApprovalsController {
     @IdempotencyKey() idempotent: IdempotentRequest | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<{ toolApproval: ToolApprovalView }> {
-    return respond(reply, await this.turns.request(principal, sessionId, body, idempotent));
+    return respond(reply, await this.requests.request(principal, sessionId, body, idempotent));
   }
 
   @Get('sessions/:sessionId/tool-approvals/:approvalId')
@@ -163,6 +168,6 @@ export class AgentToolApprovalsController {
     reply.raw.once('close', () => {
       if (!reply.raw.writableEnded) abandoned.abort();
     });
-    return this.turns.await(principal, sessionId, approvalId, { turnId: query.turnId, waitMs: query.waitMilliseconds }, abandoned.signal);
+    return this.waits.await(principal, sessionId, approvalId, { turnId: query.turnId, waitMs: query.waitMilliseconds }, abandoned.signal);
   }
 }

@@ -59,3 +59,8 @@ export class QuotaExceededError extends DomainError<'quota_exceeded'> {
     }
   }
 }
+
+/** The one answer for a computer the caller may not see, whatever the reason (unknown, another organization's, another member's). */
+export function computerNotFound(computerId: string, field?: string): ComputersError {
+  return new ComputersError(ComputersErrorCode.ComputerNotFound, `No computer ${computerId} exists in your organization.`, field ? { field } : {});
+}

@@ -5,7 +5,7 @@ import { AppConfig } from '../../../config/app-config';
 import { newId } from '../../../platform/database/ids';
 import { EventLog } from '../../../platform/events';
 import { ServerDetails } from '../../../platform/http/server-details';
-import { SessionsService } from '../../sessions';
+import { ServerLogs } from '../../sessions';
 import { ClaimedStep, ComputersRepository, StepMoved } from '../computers.repository';
 import { StepStatus } from '../domain/provisioning-step';
 import { ComputeProvider, StepFailure } from '../providers/compute-provider';
@@ -48,7 +48,7 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
   constructor(
     private readonly repository: ComputersRepository,
     private readonly provider: ComputeProvider,
-    private readonly sessions: SessionsService,
+    private readonly logs: ServerLogs,
     private readonly events: EventLog,
     private readonly scheduler: SchedulerRegistry,
     private readonly config: AppConfig,
@@ -125,7 +125,7 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
       );
     }, Math.max(100, Math.floor(this.config.PROVISIONING_LEASE_MS / 3)));
     const log = async (text: string) => {
-      if (step.installSessionId) await this.sessions.appendServerLog(computer.organizationId, step.installSessionId, this.details.redact(text));
+      if (step.installSessionId) await this.logs.append(computer.organizationId, step.installSessionId, this.details.redact(text));
     };
     try {
       await log(`Step ${step.stepId} started on ${this.instance} (attempt ${step.attempts}).`);

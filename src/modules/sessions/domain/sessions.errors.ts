@@ -38,3 +38,11 @@ export class SessionsError extends DomainError<SessionsErrorCode> {
     }
   }
 }
+
+/** The running turn was interrupted by a user: its agent must stop, append what it has and end the turn. */
+export function interruptedError(sessionId: string, turnId: string): SessionsError {
+  return new SessionsError(
+    SessionsErrorCode.TurnInterrupted,
+    `Turn ${turnId} of session ${sessionId} was interrupted by a user: stop, append what you have and end the turn.`,
+  );
+}
