@@ -150,7 +150,9 @@ class ScheduledJob<T> implements JobHandle<T> {
       } catch (error) {
         this.stats.failures += 1;
         const message = error instanceof Error ? error.message : String(error);
-        this.logger.error({ err: error, job: this.name }, `Job ${this.name} failed: ${message}`);
+        // Failing while the instance stops (its database closing) is expected: not an error.
+        if (this.controller.signal.aborted) this.logger.warn({ err: error, job: this.name }, `Job ${this.name} failed while stopping: ${message}`);
+        else this.logger.error({ err: error, job: this.name }, `Job ${this.name} failed: ${message}`);
         return undefined;
       } finally {
         this.stats.runs += 1;
