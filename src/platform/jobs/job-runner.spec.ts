@@ -169,6 +169,21 @@ describe('JobRunner', () => {
     expect(started).toBe(1);
   });
 
+  it('a run failing because the instance stops is a warning, not an error', async () => {
+    const job = runner.register({
+      name: 'test.closing',
+      everyMs: 0,
+      run: (signal) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('connection closed')), { once: true })),
+    });
+    runner.onApplicationBootstrap();
+    const run = job.runNow();
+    await runner.beforeApplicationShutdown();
+    expect(await run).toBeUndefined();
+    expect(errors).not.toHaveBeenCalled();
+    expect(Logger.prototype.warn).toHaveBeenCalledWith(expect.objectContaining({ job: 'test.closing' }), 'Job test.closing failed while stopping: connection closed');
+    expect(runner.jobStats()['test.closing']).toMatchObject({ runs: 1, failures: 1, running: false });
+  });
+
   it('gives up waiting for a run that ignores the abort after shutdownMs', async () => {
     const stuck = gate();
     const job = runner.register({ name: 'test.stuck', everyMs: 0, shutdownMs: 30, run: () => stuck.promise });
