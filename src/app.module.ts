@@ -1,5 +1,4 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
 import { AppConfig } from './config/app-config';
 import { DemoModule } from './demo/demo.module';
 import { AuthModule } from './modules/auth';
@@ -15,6 +14,7 @@ import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './platform/database/database.module';
 import { EventsModule } from './platform/events';
 import { IdempotencyModule } from './platform/idempotency';
+import { JobsModule } from './platform/jobs';
 import { RateLimitModule } from './platform/rate-limit';
 
 /** The modular monolith: platform modules first, then one module per part of the spec. */
@@ -27,7 +27,7 @@ export class AppModule {
         ConfigModule.register(config),
         DatabaseModule,
         EventsModule,
-        ScheduleModule.forRoot(),
+        JobsModule,
         IdempotencyModule,
         RateLimitModule,
         AuthModule,

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { EVENT_TYPES } from '../../src/modules/events';
 import { DurableListeners } from '../../src/platform/events';
+import { JobRunner } from '../../src/platform/jobs';
 import { startTestApp, TestApp } from '../utils/test-app';
 
 const DOC = readFileSync(join(__dirname, '../../docs/architecture.md'), 'utf8');
@@ -40,6 +41,14 @@ describe('docs/architecture.md', () => {
     const live = EVENT_TYPES.filter((type) => emitter.listenerCount(type) > 0).sort();
     const documented = [...new Set(table('Who listens to what').filter((row) => row[1] === 'live').flatMap((row) => typesIn(row[3])))].sort();
     expect(documented).toEqual(live);
+  });
+
+  it('lists every background job the running application registers', () => {
+    const documented = table('Background jobs').map((row) => row[0].replaceAll('`', ''));
+    const registered = t.app.get(JobRunner).registered();
+    expect(registered.length).toBeGreaterThan(5);
+    expect(documented).toEqual(expect.arrayContaining(registered));
+    expect(new Set(documented).size).toBe(documented.length);
   });
 
   it('lists every event type under the module that raises it, once', () => {

@@ -1,6 +1,7 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
+import { JobHandle, JobRunner } from '../jobs';
 import { AnyStoredEvent, EventType } from './event';
 import { EventLog } from './event-log';
 
@@ -43,15 +44,19 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
   /** `listener|organization` pairs to look at, and whether a run is under way. */
   private readonly due = new Set<string>();
   private running: Promise<void> | null = null;
-  private timer: NodeJS.Timeout | null = null;
+  /** The sweep, as the `events.listeners-sweep` job. */
+  private readonly sweeper: JobHandle<void>;
   private settling: NodeJS.Timeout | null = null;
   private closing = false;
 
   constructor(
     private readonly dataSource: DataSource,
     private readonly log: EventLog,
-    private readonly config: AppConfig,
-  ) {}
+    config: AppConfig,
+    jobs: JobRunner,
+  ) {
+    this.sweeper = jobs.register({ name: 'events.listeners-sweep', everyMs: config.EVENT_LISTENER_SWEEP_MS, runAtStart: true, run: () => this.sweep() });
+  }
 
   /** Registers a listener; call from a module's onModuleInit. */
   register(listener: DurableListener): void {
@@ -66,22 +71,19 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
 
   onApplicationBootstrap(): void {
     this.log.growth.on('appended', (organizationId: string) => this.poke(organizationId));
-    this.log.growth.on('resumed', () => void this.sweep());
-    this.timer = setInterval(() => void this.sweep(), this.config.EVENT_LISTENER_SWEEP_MS);
-    this.timer.unref();
-    void this.sweep();
+    this.log.growth.on('resumed', () => void this.sweeper.runNow());
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
-    if (this.timer) clearInterval(this.timer);
+    await this.sweeper.stop();
     if (this.settling) clearTimeout(this.settling);
     await this.running;
   }
 
   /** Runs until every listener has caught up with what is due now (tests and the CLI use it). */
   async drain(): Promise<void> {
-    await this.sweep();
+    await this.sweeper.runNow();
     while (this.running) await this.running;
   }
 
@@ -116,24 +118,20 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
     }, SETTLE_MS);
   }
 
-  /** Finds every (listener, organization) behind the log, failures whose retry time came included. */
+  /** Finds every (listener, organization) behind the log, failures whose retry time came included (a failed look is logged by the runner). */
   private async sweep(): Promise<void> {
     if (this.closing) return;
-    try {
-      await this.log.numberPending();
-      if (this.listeners.size === 0) return;
-      const rows = (await this.dataSource.query(
-        `SELECT l.name, s.organization_id FROM event_sequences s CROSS JOIN unnest($1::text[]) AS l(name)
-         LEFT JOIN event_checkpoints c ON c.listener = l.name AND c.organization_id = s.organization_id
-         WHERE s.last_seq > COALESCE(c.seq, 0) AND (c.retry_at IS NULL OR c.retry_at <= now())
-         LIMIT 1000`,
-        [[...this.listeners.keys()]],
-      )) as Array<{ name: string; organization_id: string }>;
-      for (const row of rows) this.due.add(`${row.name}|${row.organization_id}`);
-      this.kick();
-    } catch (error) {
-      if (!this.closing) this.logger.warn(`Could not look for unhandled events: ${(error as Error).message}`);
-    }
+    await this.log.numberPending();
+    if (this.listeners.size === 0) return;
+    const rows = (await this.dataSource.query(
+      `SELECT l.name, s.organization_id FROM event_sequences s CROSS JOIN unnest($1::text[]) AS l(name)
+       LEFT JOIN event_checkpoints c ON c.listener = l.name AND c.organization_id = s.organization_id
+       WHERE s.last_seq > COALESCE(c.seq, 0) AND (c.retry_at IS NULL OR c.retry_at <= now())
+       LIMIT 1000`,
+      [[...this.listeners.keys()]],
+    )) as Array<{ name: string; organization_id: string }>;
+    for (const row of rows) this.due.add(`${row.name}|${row.organization_id}`);
+    this.kick();
   }
 
   private kick(): void {

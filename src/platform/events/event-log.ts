@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap, OnModuleInit } from '@nestjs/common';
 import { EventEmitter2 } from '@nestjs/event-emitter';
-import { Interval } from '@nestjs/schedule';
 import type { PoolClient, QueryResult } from 'pg';
 import { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
@@ -10,6 +9,7 @@ import { AdvisoryLock } from '../database/advisory-locks';
 import { PgListener } from '../database/pg-listener';
 import { newId } from '../database/ids';
 import { answerAfter, currentRequest } from '../http/request-context';
+import { JobRunner } from '../jobs';
 import { AnyStatementEvent, AnyStoredEvent, EventActor, EventType, NewEvent, StoredEvent } from './event';
 
 /** The PostgreSQL channel on which instances tell each other that an organization's log grew. */
@@ -51,6 +51,8 @@ interface Pending {
 
 /** The most events one sequencer run numbers. */
 const SEQUENCE_BATCH = 5_000;
+/** How often expired events are forgotten. */
+const FORGET_EVERY_MS = 10 * 60_000;
 
 const COLUMNS = 'organization_id, seq, id, type, occurred_at, session_id, actor, data';
 
@@ -120,12 +122,14 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     private readonly dataSource: DataSource,
     private readonly emitter: EventEmitter2,
     private readonly config: AppConfig,
+    private readonly jobs: JobRunner,
   ) {
     this.sequenceSql = sequenceSql(config.engine === 'postgres' ? this.instanceId : null);
   }
 
   onModuleInit(): void {
     this.dataSource.subscribers.push(this.transactionHooks());
+    this.jobs.register({ name: 'events.forget-expired', everyMs: FORGET_EVERY_MS, run: () => this.forgetExpired() });
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -234,8 +238,7 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     return { oldest: row?.oldest === null || row?.oldest === undefined ? last + 1 : Number(row.oldest), last };
   }
 
-  /** Forgets events older than EVENT_RETENTION_DAYS, a batch at a time. Safe on every instance at once. */
-  @Interval(10 * 60 * 1000)
+  /** Forgets events older than EVENT_RETENTION_DAYS, a batch at a time (the `events.forget-expired` job). Safe on every instance at once. */
   async forgetExpired(now = new Date()): Promise<number> {
     const before = new Date(now.getTime() - this.config.EVENT_RETENTION_DAYS * 86_400_000);
     let total = 0;

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { Interval } from '@nestjs/schedule';
 import { DataSource, EntityManager } from 'typeorm';
+import { JobRunner } from '../jobs';
 import { IdempotentRequest } from './idempotency-key.decorator';
 import { IdempotencyError, IdempotencyErrorCode } from './idempotency.errors';
 
@@ -21,6 +21,8 @@ function scopeOf(caller: IdempotencyCaller): { organizationId: string; userId: s
 
 /** How long a key is remembered: retries come within minutes; a day is generous. */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
+/** How often expired keys are forgotten. */
+const FORGET_EVERY_MS = 60 * 60 * 1000;
 
 export interface IdempotentResult<T> {
   body: T;
@@ -38,7 +40,12 @@ export interface IdempotentResult<T> {
 export class IdempotencyService {
   private readonly logger = new Logger(IdempotencyService.name);
 
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    jobs: JobRunner,
+  ) {
+    jobs.register({ name: 'idempotency.forget-expired', everyMs: FORGET_EVERY_MS, run: () => this.forgetExpiredKeys() });
+  }
 
   async run<T>(
     caller: IdempotencyCaller,
@@ -81,8 +88,7 @@ export class IdempotencyService {
     return stored.response;
   }
 
-  /** Forgets keys past retention. Safe on every instance at once: a plain DELETE. */
-  @Interval(60 * 60 * 1000)
+  /** Forgets keys past retention (the `idempotency.forget-expired` job). Safe on every instance at once: a plain DELETE. */
   async forgetExpiredKeys(now = new Date()): Promise<number> {
     const result = (await this.dataSource.query(`DELETE FROM idempotency_keys WHERE created_at < $1`, [
       new Date(now.getTime() - IDEMPOTENCY_RETENTION_MS),

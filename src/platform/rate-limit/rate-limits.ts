@@ -1,8 +1,9 @@
-import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import fastifyRateLimit, { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
+import { JobRunner } from '../jobs';
 import { logSecurityEvent } from '../logging/security-log';
 import { BudgetLedger, MemoryLedger, PostgresLedger } from './budget-ledger';
 import { LeasedCounter, leasedStoreClass } from './leased-store';
@@ -40,7 +41,7 @@ const WINDOW_SECONDS = WINDOW_MS / 1000;
  * instance on the database (see PostgresLedger); on the embedded database it is counted in memory.
  */
 @Injectable()
-export class RateLimits implements OnModuleDestroy {
+export class RateLimits {
   private readonly ledger: BudgetLedger;
   private readonly counter: LeasedCounter;
   private readonly subjects = new WeakMap<FastifyRequest, RateLimitSubject>();
@@ -49,11 +50,11 @@ export class RateLimits implements OnModuleDestroy {
   private credential?: Policy;
   private organization?: Policy;
   private anonymous?: Policy;
-  private sweeper?: NodeJS.Timeout;
 
   constructor(
     private readonly config: AppConfig,
     dataSource: DataSource,
+    private readonly jobs: JobRunner,
   ) {
     this.ledger = config.engine === 'postgres' ? new PostgresLedger(dataSource) : new MemoryLedger();
     this.counter = new LeasedCounter(this.ledger);
@@ -68,8 +69,7 @@ export class RateLimits implements OnModuleDestroy {
     this.organization = policy('organization', this.config.RATE_LIMIT_ORGANIZATION_PER_MINUTE, (request) => this.credentialOf(request).organizationId);
     this.anonymous = policy('anonymous', this.config.RATE_LIMIT_ANONYMOUS_PER_MINUTE, (request) => normalizeIP(request.ip));
     if (this.credential || this.organization || this.anonymous) {
-      this.sweeper = setInterval(() => void this.sweep(), WINDOW_MS);
-      this.sweeper.unref();
+      this.jobs.register({ name: 'rate-limits.sweep', everyMs: WINDOW_MS, run: () => this.sweep() });
     }
   }
 
@@ -106,10 +106,6 @@ export class RateLimits implements OnModuleDestroy {
     throw error;
   }
 
-  onModuleDestroy(): void {
-    if (this.sweeper) clearInterval(this.sweeper);
-  }
-
   private policiesOf(subject: RateLimitSubject): Policy[] {
     switch (subject.kind) {
       case 'credential':
@@ -141,6 +137,7 @@ export class RateLimits implements OnModuleDestroy {
     logSecurityEvent('rate_limit.exceeded', actor, { policy: outcome.policy.name, limit: outcome.policy.max, windowSeconds: WINDOW_SECONDS });
   }
 
+  /** Forgets finished windows (the `rate-limits.sweep` job). */
   private async sweep(): Promise<void> {
     const now = Date.now();
     this.counter.sweep(now);

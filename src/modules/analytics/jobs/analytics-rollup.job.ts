@@ -1,7 +1,7 @@
-import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
+import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { DurableListeners } from '../../../platform/events';
+import { JobHandle, JobRunner } from '../../../platform/jobs';
 import { ACTIVITY_FACTS_LISTENER } from '../activity-facts.listener';
 import { AnalyticsRollupService, RollupResult } from '../analytics-rollup.service';
 
@@ -9,42 +9,25 @@ const JOB_NAME = 'analytics.rollup';
 
 /**
  * Runs the rollup at start-up (for days not rolled up yet) and every ANALYTICS_ROLLUP_MS on every
- * instance; runs on one instance never overlap, and instances share the work day by day.
+ * instance, as the `analytics.rollup` job; runs on one instance never overlap, and instances share
+ * the work day by day.
  */
 @Injectable()
-export class AnalyticsRollupJob implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger(AnalyticsRollupJob.name);
-  private running: Promise<RollupResult> | null = null;
-  private stopping = false;
+export class AnalyticsRollupJob {
+  private readonly job: JobHandle<RollupResult>;
 
   constructor(
     private readonly rollup: AnalyticsRollupService,
-    private readonly scheduler: SchedulerRegistry,
-    private readonly config: AppConfig,
+    config: AppConfig,
     private readonly listeners: DurableListeners,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    this.scheduler.addInterval(JOB_NAME, setInterval(() => void this.runOnce(), this.config.ANALYTICS_ROLLUP_MS));
-    void this.runOnce();
-  }
-
-  async beforeApplicationShutdown(): Promise<void> {
-    this.stopping = true;
-    if (this.scheduler.doesExist('interval', JOB_NAME)) this.scheduler.deleteInterval(JOB_NAME);
-    await this.running;
-  }
-
-  /** One run, or the one in progress. */
-  runOnce(): Promise<RollupResult> {
-    this.running ??= this.rollup
-      .run({ shouldStop: () => this.stopping })
-      .catch((error: Error) => {
-        this.logger.error(`Analytics rollup failed: ${error.message}`, error.stack);
-        return { days: [] };
-      })
-      .finally(() => (this.running = null));
-    return this.running;
+    jobs: JobRunner,
+  ) {
+    this.job = jobs.register({
+      name: JOB_NAME,
+      everyMs: config.ANALYTICS_ROLLUP_MS,
+      runAtStart: true,
+      run: (signal) => this.rollup.run({ shouldStop: () => signal.aborted }),
+    });
   }
 
   /**
@@ -54,7 +37,7 @@ export class AnalyticsRollupJob implements OnApplicationBootstrap, BeforeApplica
   async runNow(organizationId?: string): Promise<RollupResult> {
     if (organizationId) await this.listeners.catchUp(ACTIVITY_FACTS_LISTENER, organizationId);
     else await this.listeners.drain();
-    await this.running;
-    return this.rollup.run({ organizationId, shouldStop: () => this.stopping });
+    await this.job.idle();
+    return this.rollup.run({ organizationId, shouldStop: () => this.job.signal.aborted });
   }
 }

@@ -1,6 +1,5 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { SchedulerRegistry } from '@nestjs/schedule';
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
@@ -11,6 +10,7 @@ import { AppConfig } from '../../../config/app-config';
 import { AdvisoryLock } from '../../../platform/database/advisory-locks';
 import { SessionLocks } from '../../../platform/database/session-locks';
 import { OnDomainEvent, StoredEvent } from '../../../platform/events';
+import { JobHandle, JobRunner } from '../../../platform/jobs';
 import { ComputerStatus } from '../domain/computer-status';
 import { logSecurityEvent } from '../../../platform/logging/security-log';
 import { SecretBox } from '../../../platform/secrets/secret-box';
@@ -21,7 +21,7 @@ import { LocalProvider } from '../providers/local.provider';
 import { ComputerSandbox } from '../sandbox/computer-sandbox';
 import { OutputLines, redactTokens } from './agent-output';
 
-const JOB_NAME = 'computers.localAgents';
+const JOB_NAME = 'computers.local-agents';
 
 /** How often each instance compares the agents it runs with the computers that need one. */
 const RECONCILE_MS = 5_000;
@@ -85,7 +85,8 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
   private stopping = false;
   /** Looks at the computers, and stops, run one at a time in order: a deleted computer's agent is never started after its stop. */
   private queue: Promise<void> = Promise.resolve();
-  private lookPending = false;
+  /** The look every RECONCILE_MS, as the `computers.local-agents` job. */
+  private job: JobHandle<void> | null = null;
 
   constructor(
     private readonly repository: ComputersRepository,
@@ -93,7 +94,7 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     private readonly box: SecretBox,
     private readonly dataSource: DataSource,
     private readonly adapterHost: HttpAdapterHost,
-    private readonly scheduler: SchedulerRegistry,
+    private readonly jobs: JobRunner,
     private readonly config: AppConfig,
     private readonly sandbox: ComputerSandbox,
   ) {}
@@ -117,25 +118,20 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     }
     // The agents connect to this server: they start once it listens.
     http.once('listening', () => this.wake());
-    this.scheduler.addInterval(JOB_NAME, setInterval(() => this.wake(), RECONCILE_MS));
+    this.job = this.jobs.register({ name: JOB_NAME, everyMs: RECONCILE_MS, run: () => this.exclusive(() => this.reconcile()) });
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     if (!this.enabled) return;
     this.stopping = true;
-    if (this.scheduler.doesExist('interval', JOB_NAME)) this.scheduler.deleteInterval(JOB_NAME);
+    await this.job?.stop();
     await this.exclusive(() => this.retireAll('SIGTERM'));
     await this.locks?.close();
   }
 
   /** Looks at the computers now rather than at the next tick (a computer became active, a token was rotated here). */
   wake(): void {
-    if (!this.enabled || this.stopping || this.lookPending) return;
-    this.lookPending = true;
-    void this.exclusive(async () => {
-      this.lookPending = false;
-      await this.reconcile();
-    });
+    if (this.enabled && !this.stopping) void this.job?.runNow();
   }
 
   /** Stops the computer's agent if it runs here, at once (the computer was deleted: its token is dead, its workspace about to go). */

@@ -1,10 +1,10 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
 import { hostname } from 'node:os';
 import { AppConfig } from '../../../config/app-config';
 import { newId } from '../../../platform/database/ids';
 import { EventLog } from '../../../platform/events';
 import { ServerDetails } from '../../../platform/http/server-details';
+import { JobHandle, JobRunner } from '../../../platform/jobs';
 import { ServerLogs } from '../../sessions';
 import { ClaimedStep, ComputersRepository, StepMoved } from '../computers.repository';
 import { StepStatus } from '../domain/provisioning-step';
@@ -26,8 +26,8 @@ interface RunningStep {
 }
 
 /**
- * Advances managed computers' provisioning steps. Every instance ticks (`@nestjs/schedule` fires
- * everywhere); a tick only claims steps in PostgreSQL (`FOR UPDATE SKIP LOCKED`, leased), so no
+ * Advances managed computers' provisioning steps. Every instance ticks (the `computers.provisioning`
+ * job, every PROVISIONING_POLL_MS); a tick only claims steps in PostgreSQL (`FOR UPDATE SKIP LOCKED`, leased), so no
  * step runs on two live instances. A running step renews its lease; an instance that dies lets
  * it lapse, and another instance takes the step over and runs it again from the start.
  */
@@ -42,7 +42,7 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
   private readonly instance = `instance-${newId().slice(-6)}`;
   /** Step errors and install logs reach the computer's users: without the server's folders or host name. */
   private readonly details: ServerDetails;
-  private ticking = false;
+  private job: JobHandle<void> | null = null;
   private stopping = false;
 
   constructor(
@@ -50,7 +50,7 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
     private readonly provider: ComputeProvider,
     private readonly logs: ServerLogs,
     private readonly events: EventLog,
-    private readonly scheduler: SchedulerRegistry,
+    private readonly jobs: JobRunner,
     private readonly config: AppConfig,
   ) {
     this.details = new ServerDetails(config);
@@ -64,13 +64,13 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
       const released = await this.repository.releaseAll();
       if (released > 0) this.logger.log(`Resuming ${released} provisioning step(s) left running by the previous run`);
     }
-    this.scheduler.addInterval(JOB_NAME, setInterval(() => void this.tick(), this.config.PROVISIONING_POLL_MS));
-    void this.tick();
+    this.job = this.jobs.register({ name: JOB_NAME, everyMs: this.config.PROVISIONING_POLL_MS, runAtStart: true, run: () => this.tick() });
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
-    if (this.scheduler.doesExist('interval', JOB_NAME)) this.scheduler.deleteInterval(JOB_NAME);
+    // No tick claims a step after this: the steps below are all there are.
+    await this.job?.stop();
     const steps = [...this.running.values()];
     for (const step of steps) step.controller.abort(new InstanceStopping());
     await Promise.all(steps.map((step) => step.done));
@@ -78,24 +78,16 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
 
   /** Looks for work now rather than at the next tick: a computer was just created or retried here. */
   wake(): void {
-    if (this.config.PROVISIONING_CONCURRENCY > 0) setImmediate(() => void this.tick());
+    if (this.config.PROVISIONING_CONCURRENCY > 0) setImmediate(() => void this.job?.runNow());
   }
 
-  /** Claims steps while this instance has room; each runs in the background. */
-  async tick(): Promise<void> {
-    if (this.ticking || this.stopping) return;
-    this.ticking = true;
-    try {
-      while (!this.stopping && this.running.size < this.config.PROVISIONING_CONCURRENCY) {
-        const next = await this.repository.claimNext(newId(), this.config.PROVISIONING_LEASE_MS, MAX_ATTEMPTS, this.stepMoved);
-        if (!next) break;
-        if ('abandoned' in next) continue;
-        this.start(next.claimed);
-      }
-    } catch (error) {
-      this.logger.error(`Provisioning tick failed: ${(error as Error).message}`);
-    } finally {
-      this.ticking = false;
+  /** Claims steps while this instance has room; each runs in the background (a failed tick is logged by the runner). */
+  private async tick(): Promise<void> {
+    while (!this.stopping && this.running.size < this.config.PROVISIONING_CONCURRENCY) {
+      const next = await this.repository.claimNext(newId(), this.config.PROVISIONING_LEASE_MS, MAX_ATTEMPTS, this.stepMoved);
+      if (!next) break;
+      if ('abandoned' in next) continue;
+      this.start(next.claimed);
     }
   }
 
@@ -109,7 +101,7 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
       .catch((error: Error) => this.logger.error(`Step ${claim.step.stepId} of computer ${claim.step.computerId} could not be recorded: ${error.message}`))
       .finally(() => {
         this.running.delete(key);
-        if (!this.stopping) setImmediate(() => void this.tick());
+        if (!this.stopping) setImmediate(() => void this.job?.runNow());
       });
   }
 

@@ -1,7 +1,7 @@
-import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
+import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { OnDomainEvent, StoredEvent } from '../../../platform/events';
+import { JobHandle, JobRunner } from '../../../platform/jobs';
 import { SessionRules } from '../ports/session-policy';
 import { SessionsRepository } from '../sessions.repository';
 
@@ -13,34 +13,23 @@ export const RETENTION_BATCH = 500;
 /**
  * Enforces the controls' `sessionRetentionDays` (read through the SessionRules contract): sessions
  * with no activity for that many days are deleted with their messages. It sweeps every
- * RETENTION_SWEEP_MS, and at once when an organization's retention is revised (`controls.revised`,
+ * RETENTION_SWEEP_MS (the `sessions.retention` job), and at once when an organization's retention is revised (`controls.revised`,
  * on every instance), so a shorter retention takes effect without waiting for the schedule. Each
  * batch claims its rows with `FOR UPDATE SKIP LOCKED`, so instances sweeping at once delete disjoint
  * batches and none waits for another.
  */
 @Injectable()
-export class SessionRetentionJob implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class SessionRetentionJob {
   private readonly logger = new Logger(SessionRetentionJob.name);
-  /** The sweep under way, and the one asked for meanwhile (it must read the policies again). */
-  private sweeping: Promise<number> | null = null;
-  private next: Promise<number> | null = null;
-  private stopping = false;
+  private readonly job: JobHandle<number>;
 
   constructor(
     private readonly rules: SessionRules,
     private readonly repository: SessionsRepository,
-    private readonly scheduler: SchedulerRegistry,
-    private readonly config: AppConfig,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    this.scheduler.addInterval(JOB_NAME, setInterval(() => void this.sweep(), this.config.RETENTION_SWEEP_MS));
-  }
-
-  async beforeApplicationShutdown(): Promise<void> {
-    this.stopping = true;
-    if (this.scheduler.doesExist('interval', JOB_NAME)) this.scheduler.deleteInterval(JOB_NAME);
-    await (this.next ?? this.sweeping);
+    config: AppConfig,
+    jobs: JobRunner,
+  ) {
+    this.job = jobs.register({ name: JOB_NAME, everyMs: config.RETENTION_SWEEP_MS, run: (signal) => this.run(signal) });
   }
 
   @OnDomainEvent('controls.revised')
@@ -50,33 +39,21 @@ export class SessionRetentionJob implements OnApplicationBootstrap, BeforeApplic
 
   /**
    * A sweep over every organization with a retention, starting now or right after the one under
-   * way; how many sessions it deleted.
+   * way (it must read the policies again); how many sessions it deleted (0 when it failed).
    */
-  sweep(now?: Date): Promise<number> {
-    if (!this.sweeping) {
-      this.sweeping = this.run(now ?? new Date())
-        .catch((error: Error) => {
-          this.logger.error(`Session retention sweep failed: ${error.message}`, error.stack);
-          return 0;
-        })
-        .finally(() => (this.sweeping = null));
-      return this.sweeping;
-    }
-    this.next ??= this.sweeping.then(() => {
-      this.next = null;
-      return this.sweep(now);
-    });
-    return this.next;
+  async sweep(): Promise<number> {
+    return (await this.job.runNow()) ?? 0;
   }
 
-  private async run(now: Date): Promise<number> {
+  private async run(signal: AbortSignal): Promise<number> {
+    const now = new Date();
     let total = 0;
     for (const { organizationId, days } of await this.rules.retentionPolicies()) {
       const before = new Date(now.getTime() - days * DAY_MS);
       let deleted = 0;
       let batch: number;
       do {
-        if (this.stopping) return total;
+        if (signal.aborted) return total;
         batch = await this.repository.deleteInactive(organizationId, before, RETENTION_BATCH);
         deleted += batch;
       } while (batch === RETENTION_BATCH);

@@ -1,7 +1,7 @@
-import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
+import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { OnDomainEvent, StoredEvent } from '../../../platform/events';
+import { JobHandle, JobRunner } from '../../../platform/jobs';
 import { TurnControlService } from '../turn-control.service';
 
 const JOB_NAME = 'sessions.turn-sweep';
@@ -13,13 +13,14 @@ const MARGIN_MS = 50;
  * down tool approvals nobody answered in time as `expired` (an agent waiting on one learns it at
  * once anyway). Each instance sweeps when something falls due, as it learns from the events of every
  * instance (`turn.interrupted`, `tool_approval.requested`), so an idle server asks its database
- * nothing; and every TURN_SWEEP_MS in case it missed some (a restart). Rows are claimed with SKIP
- * LOCKED or under the session's lock, so instances sweeping at once never do the same work twice.
+ * nothing; and every TURN_SWEEP_MS in case it missed some (a restart), as the `sessions.turn-sweep`
+ * job. Rows are claimed with SKIP LOCKED or under the session's lock, so instances sweeping at once
+ * never do the same work twice.
  */
 @Injectable()
-export class TurnSweepJob implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class TurnSweepJob implements BeforeApplicationShutdown {
   private readonly logger = new Logger(TurnSweepJob.name);
-  private sweeping: Promise<void> | null = null;
+  private readonly job: JobHandle<void>;
   /** When known work falls due (Unix ms), soonest first. */
   private due: number[] = [];
   private timer: NodeJS.Timeout | null = null;
@@ -28,21 +29,17 @@ export class TurnSweepJob implements OnApplicationBootstrap, BeforeApplicationSh
 
   constructor(
     private readonly turns: TurnControlService,
-    private readonly scheduler: SchedulerRegistry,
     private readonly config: AppConfig,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    this.scheduler.addInterval(JOB_NAME, setInterval(() => void this.sweep(), this.config.TURN_SWEEP_MS));
-    // What fell due while no instance ran (or before this one knew of it).
-    void this.sweep();
+    jobs: JobRunner,
+  ) {
+    // At start too: what fell due while no instance ran (or before this one knew of it).
+    this.job = jobs.register({ name: JOB_NAME, everyMs: config.TURN_SWEEP_MS, runAtStart: true, run: () => this.run() });
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
-    if (this.scheduler.doesExist('interval', JOB_NAME)) this.scheduler.deleteInterval(JOB_NAME);
     if (this.timer) clearTimeout(this.timer);
-    await this.sweeping;
+    await this.job.stop();
   }
 
   @OnDomainEvent('turn.interrupted')
@@ -55,15 +52,14 @@ export class TurnSweepJob implements OnApplicationBootstrap, BeforeApplicationSh
     this.dueAt(event.data.expiresAt + MARGIN_MS);
   }
 
-  sweep(): Promise<void> {
-    this.sweeping ??= this.turns
-      .sweep()
-      .then(({ turnsEnded, approvalsExpired }) => {
-        if (turnsEnded + approvalsExpired > 0) this.logger.log({ turnsEnded, approvalsExpired }, 'Turn sweep');
-      })
-      .catch((error: Error) => this.logger.error(`Turn sweep failed: ${error.message}`, error.stack))
-      .finally(() => (this.sweeping = null));
-    return this.sweeping;
+  /** A sweep now, or right after the one under way. */
+  async sweep(): Promise<void> {
+    await this.job.runNow();
+  }
+
+  private async run(): Promise<void> {
+    const { turnsEnded, approvalsExpired } = await this.turns.sweep();
+    if (turnsEnded + approvalsExpired > 0) this.logger.log({ turnsEnded, approvalsExpired }, 'Turn sweep');
   }
 
   private dueAt(at: number): void {
@@ -85,8 +81,7 @@ export class TurnSweepJob implements OnApplicationBootstrap, BeforeApplicationSh
   private async fire(): Promise<void> {
     this.timer = null;
     this.timerAt = Infinity;
-    // A sweep under way may have looked before these fell due: wait for it, then sweep again.
-    await this.sweeping;
+    // A sweep under way may have looked before these fell due: `sweep` runs after it.
     const now = Date.now();
     this.due = this.due.filter((t) => t > now);
     await this.sweep();

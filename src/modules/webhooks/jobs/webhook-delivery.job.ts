@@ -1,6 +1,7 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { EventLog } from '../../../platform/events';
+import { JobHandle, JobRunner } from '../../../platform/jobs';
 import { logSecurityEvent } from '../../../platform/logging/security-log';
 import { SecretBox } from '../../../platform/secrets/secret-box';
 import { EventPresenter } from '../../events';
@@ -12,7 +13,9 @@ import { ClaimedDelivery, WebhooksRepository } from '../webhooks.repository';
 const FORGET_EVERY_MS = 10 * 60_000;
 
 /**
- * Sends the queued deliveries: one loop per instance, up to WEBHOOK_CONCURRENCY attempts at once.
+ * Sends the queued deliveries: up to WEBHOOK_CONCURRENCY attempts at once per instance, claimed by
+ * the `webhooks.delivery` job, every WEBHOOK_POLL_MS and whenever deliveries were queued or an
+ * attempt ended (`poke`); the `webhooks.forget-finished` job forgets old finished deliveries.
  * A delivery is claimed with `FOR UPDATE SKIP LOCKED` and a lease, so however many instances run,
  * each attempt is made by one; one that dies mid-attempt leaves a lease that lapses, and the delivery
  * is tried again (at least once). A 2xx answer delivers it; anything else is retried on
@@ -23,11 +26,9 @@ const FORGET_EVERY_MS = 10 * 60_000;
 export class WebhookDeliveryJob implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(WebhookDeliveryJob.name);
   private readonly inFlight = new Set<Promise<void>>();
-  private timer: NodeJS.Timeout | null = null;
-  private forgetTimer: NodeJS.Timeout | null = null;
+  private delivery: JobHandle<void> | null = null;
+  private forgetting: JobHandle<void> | null = null;
   private nextRetry: NodeJS.Timeout | null = null;
-  private claiming = false;
-  private again = false;
   private closing = false;
 
   constructor(
@@ -37,63 +38,46 @@ export class WebhookDeliveryJob implements OnApplicationBootstrap, BeforeApplica
     private readonly box: SecretBox,
     private readonly events: EventLog,
     private readonly presenter: EventPresenter,
+    private readonly jobs: JobRunner,
   ) {}
 
   onApplicationBootstrap(): void {
     if (this.config.WEBHOOK_CONCURRENCY === 0) return;
-    this.timer = setInterval(() => this.poke(), this.config.WEBHOOK_POLL_MS);
-    this.timer.unref();
-    this.forgetTimer = setInterval(() => void this.forgetFinished(), FORGET_EVERY_MS);
-    this.forgetTimer.unref();
-    this.poke();
+    this.delivery = this.jobs.register({ name: 'webhooks.delivery', everyMs: this.config.WEBHOOK_POLL_MS, runAtStart: true, run: (signal) => this.claim(signal) });
+    this.forgetting = this.jobs.register({ name: 'webhooks.forget-finished', everyMs: FORGET_EVERY_MS, run: () => this.forgetFinished() });
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
-    if (this.timer) clearInterval(this.timer);
-    if (this.forgetTimer) clearInterval(this.forgetTimer);
+    // No claim after this: the attempts below are all there are.
+    await Promise.all([this.delivery?.stop(), this.forgetting?.stop()]);
     if (this.nextRetry) clearTimeout(this.nextRetry);
-    while (this.claiming || this.inFlight.size > 0) await Promise.race([...this.inFlight, new Promise((resolve) => setTimeout(resolve, 20))]);
+    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
     this.sender.close();
   }
 
-  /** Looks for deliveries due now (new ones were just queued, or an attempt ended and a slot is free). */
+  /** Looks for deliveries due now (new ones were just queued, or an attempt ended and a slot is free): right after the look under way. */
   poke(): void {
     if (this.closing || this.config.WEBHOOK_CONCURRENCY === 0) return;
-    if (this.claiming) {
-      this.again = true;
-      return;
-    }
-    this.claiming = true;
-    void this.claim().finally(() => {
-      this.claiming = false;
-      if (this.again) {
-        this.again = false;
-        this.poke();
-      }
-    });
+    void this.delivery?.runNow();
   }
 
-  private async claim(): Promise<void> {
-    const free = this.config.WEBHOOK_CONCURRENCY - this.inFlight.size;
-    if (free <= 0) return;
-    let claimed: ClaimedDelivery[];
-    try {
-      claimed = await this.repository.claimDue(free, this.config.WEBHOOK_TIMEOUT_MS + this.config.WEBHOOK_LEASE_MARGIN_MS);
-    } catch (error) {
-      if (!this.closing) this.logger.warn(`Could not look for webhook deliveries due: ${(error as Error).message}`);
-      return;
+  /** Claims due deliveries while this instance has free slots; each attempt runs in the background. */
+  private async claim(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      const free = this.config.WEBHOOK_CONCURRENCY - this.inFlight.size;
+      if (free <= 0 || signal.aborted) return;
+      const claimed = await this.repository.claimDue(free, this.config.WEBHOOK_TIMEOUT_MS + this.config.WEBHOOK_LEASE_MARGIN_MS);
+      for (const delivery of claimed) {
+        const attempt = this.attempt(delivery).finally(() => {
+          this.inFlight.delete(attempt);
+          this.poke();
+        });
+        this.inFlight.add(attempt);
+      }
+      // A full batch: more may be due.
+      if (claimed.length < free) return this.wakeForNextRetry();
     }
-    for (const delivery of claimed) {
-      const attempt = this.attempt(delivery).finally(() => {
-        this.inFlight.delete(attempt);
-        this.poke();
-      });
-      this.inFlight.add(attempt);
-    }
-    // A full batch: more may be due.
-    if (claimed.length === free) this.again = true;
-    else await this.wakeForNextRetry();
   }
 
   /** Sleeps until the next retry is due (on this instance or another), so an idle server polls only every WEBHOOK_POLL_MS. */
@@ -162,10 +146,6 @@ export class WebhookDeliveryJob implements OnApplicationBootstrap, BeforeApplica
   }
 
   private async forgetFinished(): Promise<void> {
-    try {
-      await this.repository.forgetFinished(new Date(Date.now() - this.config.EVENT_RETENTION_DAYS * 86_400_000));
-    } catch (error) {
-      this.logger.warn(`Could not forget old webhook deliveries: ${(error as Error).message}`);
-    }
+    await this.repository.forgetFinished(new Date(Date.now() - this.config.EVENT_RETENTION_DAYS * 86_400_000));
   }
 }
