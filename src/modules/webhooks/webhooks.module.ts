@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { AuthModule } from '../auth';
 import { EventsApiModule } from '../events';
+import { WebhookAttempts } from './delivery/webhook-attempts';
 import { WebhookSender } from './delivery/webhook-sender';
 import { WebhookDeliveryJob } from './jobs/webhook-delivery.job';
 import { DeliveryQueueListener } from './listeners/delivery-queue.listener';
@@ -13,7 +14,7 @@ import { WebhooksService } from './webhooks.service';
 @Module({
   imports: [AuthModule, EventsApiModule],
   controllers: [WebhooksController],
-  providers: [WebhooksRepository, WebhooksService, WebhookSender, WebhookDeliveryJob, DeliveryQueueListener, SecretBox],
+  providers: [WebhooksRepository, WebhooksService, WebhookSender, WebhookAttempts, WebhookDeliveryJob, DeliveryQueueListener, SecretBox],
   exports: [WebhooksService],
 })
 export class WebhooksModule {}
