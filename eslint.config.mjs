@@ -24,7 +24,12 @@ const boundaries = {
       if (typeof source !== 'string' || !source.startsWith('.')) return;
       const to = placeOf(resolve(dirname(context.filename), source));
       let why = null;
-      if (from.area === 'modules' && to.area === 'modules' && to.module !== from.module && !(to.rest.length === 0 || (to.rest.length === 1 && to.rest[0] === 'index'))) {
+      if (
+        from.area === 'modules' &&
+        to.area === 'modules' &&
+        to.module !== from.module &&
+        !(to.rest.length === 0 || (to.rest.length === 1 && to.rest[0] === 'index'))
+      ) {
         why = `Import the ${to.module} module through its index.ts ('${relative(dirname(context.filename), resolve(SRC, 'modules', to.module))}'), not its insides.`;
       } else if (from.area === 'agent' && !['agent', 'contract'].includes(to.area) && !(isSpec && to.area === '..')) {
         why = 'The agent is a program of its own: it imports only src/agent and src/contract, never the server.';
@@ -63,7 +68,19 @@ export default tseslint.config(
   {
     files: ['bin/**/*.js', 'test/fixtures/**/*.js'],
     ...tseslint.configs.disableTypeChecked,
-    languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, sourceType: 'commonjs', globals: { require: 'readonly', process: 'readonly', Buffer: 'readonly', console: 'readonly', setTimeout: 'readonly', URL: 'readonly', __dirname: 'readonly' } },
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: 'commonjs',
+      globals: {
+        require: 'readonly',
+        process: 'readonly',
+        Buffer: 'readonly',
+        console: 'readonly',
+        setTimeout: 'readonly',
+        URL: 'readonly',
+        __dirname: 'readonly',
+      },
+    },
     rules: { ...tseslint.configs.disableTypeChecked.rules, '@typescript-eslint/no-require-imports': 'off' },
   },
 );

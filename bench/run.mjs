@@ -47,7 +47,10 @@ const cleanup = () =>
     for (const server of servers) await server.stop().catch(() => undefined);
     await db.dispose();
   })());
-for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]]) {
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+]) {
   process.on(signal, () => {
     interrupted = true;
     log(`${signal}: stopping the servers and PostgreSQL`);
@@ -107,7 +110,11 @@ async function main() {
     const fixtures = await ensureFixtures(pool);
     const apiKey = await createApiKey(pool, fixtures);
     const facts = await databaseFacts(pool);
-    log(`database: ${facts.version}, ${formatBytes(facts.sizeBytes)}; ${Object.entries(facts.settings).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+    log(
+      `database: ${facts.version}, ${formatBytes(facts.sizeBytes)}; ${Object.entries(facts.settings)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`,
+    );
 
     // Rate limits stay on, so their cost is measured, but high enough that one bench client never meets them.
     const unreachable = '1000000000';
@@ -121,9 +128,21 @@ async function main() {
       RATE_LIMIT_ORGANIZATION_PER_MINUTE: unreachable,
       RATE_LIMIT_ANONYMOUS_PER_MINUTE: unreachable,
     };
-    const app = await startNodeServer({ name: 'app', script: join(ROOT, 'dist/main.js'), env: serverEnv, logFile: join(RESULTS, 'app.log'), healthPath: '/healthz' });
+    const app = await startNodeServer({
+      name: 'app',
+      script: join(ROOT, 'dist/main.js'),
+      env: serverEnv,
+      logFile: join(RESULTS, 'app.log'),
+      healthPath: '/healthz',
+    });
     servers.push(app);
-    const baseline = await startNodeServer({ name: 'baseline', script: join(BENCH, 'baseline-server.mjs'), env: serverEnv, logFile: join(RESULTS, 'baseline.log'), healthPath: '/healthz' });
+    const baseline = await startNodeServer({
+      name: 'baseline',
+      script: join(BENCH, 'baseline-server.mjs'),
+      env: serverEnv,
+      logFile: join(RESULTS, 'baseline.log'),
+      healthPath: '/healthz',
+    });
     servers.push(baseline);
     const startupRollupSeconds = await waitForStartupRollup(app, apiKey);
 
@@ -180,7 +199,8 @@ async function waitForStartupRollup(app, apiKey) {
 
 /** Share of CPU time used over one second while the bench itself is idle: anything else running skews the results. */
 async function cpuBusy() {
-  const total = () => cpus().reduce((acc, { times }) => ({ idle: acc.idle + times.idle, all: acc.all + Object.values(times).reduce((a, b) => a + b, 0) }), { idle: 0, all: 0 });
+  const total = () =>
+    cpus().reduce((acc, { times }) => ({ idle: acc.idle + times.idle, all: acc.all + Object.values(times).reduce((a, b) => a + b, 0) }), { idle: 0, all: 0 });
   const before = total();
   await sleep(1000);
   const after = total();
@@ -232,7 +252,9 @@ async function databaseFacts(pool) {
 async function loadScenarios(ctx) {
   const dir = join(BENCH, 'scenarios');
   const all = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.mjs')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.mjs'))
+    .sort()) {
     const module = await import(pathToFileURL(join(dir, file)).href);
     const wanted = module.scenarios.filter((s) => s.baseline || !config.only || config.only.some((part) => s.name.toLowerCase().includes(part)));
     if (wanted.length === 0) continue;
@@ -259,7 +281,9 @@ async function anyScenarioSelected() {
 async function loadSuites() {
   const dir = join(BENCH, 'suites');
   const suites = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.mjs')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.mjs'))
+    .sort()) {
     const suite = await import(pathToFileURL(join(dir, file)).href);
     if (suite.selected(config.only)) suites.push(suite);
   }
@@ -280,7 +304,8 @@ async function measure(scenario, url, apiKey) {
   ];
   // One request first, to show what a failing endpoint answers.
   const sample = scenario.request(scenario.data);
-  const probe = await globalThis.fetch(url + sample.path, { method: sample.method ?? 'GET', headers: { ...headers, ...sample.headers }, body: sample.body })
+  const probe = await globalThis
+    .fetch(url + sample.path, { method: sample.method ?? 'GET', headers: { ...headers, ...sample.headers }, body: sample.body })
     .then(async (res) => ({ status: res.status, body: (await res.text()).slice(0, 300) }))
     .catch((error) => ({ status: 0, body: error.message }));
   const options = { url, connections: config.connections, requests };
@@ -290,10 +315,13 @@ async function measure(scenario, url, apiKey) {
   const statusCodes = Object.fromEntries(Object.entries(r.statusCodeStats).map(([code, { count }]) => [code, count]));
   const unexpected = Object.entries(statusCodes).filter(([code]) => Number(code) !== expectStatus);
   const failure =
-    r.requests.total === 0 ? 'no responses'
-    : unexpected.length ? unexpected.map(([code, count]) => `${code}×${count}`).join(', ')
-    : r.errors ? `${r.errors} errors`
-    : null;
+    r.requests.total === 0
+      ? 'no responses'
+      : unexpected.length
+        ? unexpected.map(([code, count]) => `${code}×${count}`).join(', ')
+        : r.errors
+          ? `${r.errors} errors`
+          : null;
   const result = {
     name: scenario.name,
     baseline: Boolean(scenario.baseline),
@@ -309,18 +337,27 @@ async function measure(scenario, url, apiKey) {
     failure,
     probe: failure ? probe : undefined,
   };
-  log(`${scenario.name}: ${Math.round(result.requestsPerSec)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms${failure ? `, FAILED: ${failure}` : ''}`);
+  log(
+    `${scenario.name}: ${Math.round(result.requestsPerSec)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms${failure ? `, FAILED: ${failure}` : ''}`,
+  );
   return result;
 }
 
 function print({ machine, database, run, app, scenarios }, suites) {
   const loaded = database.load.loaders.map((l) => `${l.name} ${JSON.stringify(l.summary)} in ${l.seconds} s${l.reused ? ' (reused)' : ''}`);
-  const scenarioTable = scenarios.length ? `## Results (${run.connections} connections, ${run.duration} s each after ${run.warmup} s warm-up)\n\n${markdownTable(scenarios)}\n\n` : '';
+  const scenarioTable = scenarios.length
+    ? `## Results (${run.connections} connections, ${run.duration} s each after ${run.warmup} s warm-up)\n\n${markdownTable(scenarios)}\n\n`
+    : '';
   console.log(`
 ${scenarioTable}${suites.map((s) => `${s.markdown}\n\n`).join('')}- Machine: ${machine.cores} cores (${machine.cpu}), ${machine.memory} RAM, Node ${machine.node}; CPU ${Math.round(machine.busyBefore * 100)}% busy with other work before measuring
-- Database: ${database.version}, ${database.size}; ${Object.entries(database.settings).map(([k, v]) => `${k}=${v}`).join(', ')}
+- Database: ${database.version}, ${database.size}; ${Object.entries(database.settings)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ')}
 - Load: ${loaded.join('; ') || 'skipped (nothing selected reads the loaded data)'}${database.load.vacuumSeconds !== null ? `; VACUUM ANALYZE ${database.load.vacuumSeconds} s; total ${database.load.seconds} s` : ''}
-- Largest tables: ${Object.entries(database.tableBytes ?? {}).slice(0, 4).map(([t, b]) => `${t} ${formatBytes(b)}`).join(', ')}
+- Largest tables: ${Object.entries(database.tableBytes ?? {})
+    .slice(0, 4)
+    .map(([t, b]) => `${t} ${formatBytes(b)}`)
+    .join(', ')}
 - The app's start-up analytics rollup ended ${app.startupRollupSeconds} s after it answered /healthz`);
   for (const r of scenarios.filter((s) => s.probe)) {
     console.log(`- ${r.name}: a sample request answered ${r.probe.status}: ${r.probe.body}`);

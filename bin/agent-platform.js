@@ -133,7 +133,7 @@ function buildWeb(announce) {
   const generate = installedFile('openapi-typescript', 'bin/cli.js');
   const tsc = typescriptCompiler();
   if (!vite || !generate || !tsc) {
-    console.error('agent-platform: the web console\'s build tools are not installed (npm install without --omit=dev): the server runs without rebuilding it.');
+    console.error("agent-platform: the web console's build tools are not installed (npm install without --omit=dev): the server runs without rebuilding it.");
     return 0;
   }
   const startedAt = Date.now();
@@ -149,11 +149,16 @@ function buildWeb(announce) {
   // The console's stamp dates from after the export: the document just written is not newer than its build.
   const webStartedAt = Date.now();
   const webStamp = mtimeOf(WEB_STAMP);
-  const newest = Math.max(newestMtime(WEB, [WEB_GENERATED]), mtimeOf(OPENAPI), mtimeOf(join(ROOT, 'package-lock.json')), existsSync(join(DIST, 'web', 'index.html')) ? 0 : Infinity);
+  const newest = Math.max(
+    newestMtime(WEB, [WEB_GENERATED]),
+    mtimeOf(OPENAPI),
+    mtimeOf(join(ROOT, 'package-lock.json')),
+    existsSync(join(DIST, 'web', 'index.html')) ? 0 : Infinity,
+  );
   if (webStamp >= 0 && newest <= webStamp) return 0;
   if (announce) process.stderr.write('agent-platform: the web console changed since its last build; building it... ');
   const steps = [
-    ['generating the console\'s API types', [generate, OPENAPI, '--output', join(WEB_GENERATED, 'api.d.ts')]],
+    ["generating the console's API types", [generate, OPENAPI, '--output', join(WEB_GENERATED, 'api.d.ts')]],
     ['type-checking the console against the API', [tsc, '-p', join(WEB, 'tsconfig.json')]],
     ['bundling the console (vite build)', [vite, 'build', '--config', join(WEB, 'vite.config.mts')]],
   ];

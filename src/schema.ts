@@ -10,7 +10,13 @@ import { Readiness1764057600000 } from './migrations/1764057600000-Readiness';
 import { ReadinessReportEntity } from './modules/readiness/entities';
 import { Analytics1764144000000 } from './migrations/1764144000000-Analytics';
 import { LocalAgentTokens1764230400000 } from './migrations/1764230400000-LocalAgentTokens';
-import { AnalyticsDayEntity, AnalyticsDirtyDayEntity, AnalyticsFactEntity, AnalyticsRollupStateEntity, AnalyticsUserDayEntity } from './modules/analytics/entities';
+import {
+  AnalyticsDayEntity,
+  AnalyticsDirtyDayEntity,
+  AnalyticsFactEntity,
+  AnalyticsRollupStateEntity,
+  AnalyticsUserDayEntity,
+} from './modules/analytics/entities';
 import { IdempotencyKeyEntity } from './platform/idempotency/idempotency-key.entity';
 import { RateLimits1764316800000 } from './migrations/1764316800000-RateLimits';
 import { MessageSizes1764403200000 } from './migrations/1764403200000-MessageSizes';
@@ -47,4 +53,23 @@ export const entities = [
   AgentPresenceEntity,
   ToolApprovalEntity,
 ];
-export const migrations = [Foundation1763712000000, Sessions1763798400000, Computers1763884800000, EnterpriseControls1763971200000, Readiness1764057600000, Analytics1764144000000, LocalAgentTokens1764230400000, RateLimits1764316800000, MessageSizes1764403200000, UserKinds1764489600000, AgentPresence1764490000000, UserRemoval1764576000000, EventLog1764662400000, Webhooks1764750000000, HumanInTheLoop1764752400000, EventSequencer1764838800000, AuditActorIndex1764846000000, WebhookPauses1764932400000];
+export const migrations = [
+  Foundation1763712000000,
+  Sessions1763798400000,
+  Computers1763884800000,
+  EnterpriseControls1763971200000,
+  Readiness1764057600000,
+  Analytics1764144000000,
+  LocalAgentTokens1764230400000,
+  RateLimits1764316800000,
+  MessageSizes1764403200000,
+  UserKinds1764489600000,
+  AgentPresence1764490000000,
+  UserRemoval1764576000000,
+  EventLog1764662400000,
+  Webhooks1764750000000,
+  HumanInTheLoop1764752400000,
+  EventSequencer1764838800000,
+  AuditActorIndex1764846000000,
+  WebhookPauses1764932400000,
+];

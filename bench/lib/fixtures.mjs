@@ -47,9 +47,12 @@ export async function ensureFixtures(db) {
 /** A new key for the bench org's owner, made as the app makes them: only its SHA-256 is stored. */
 export async function createApiKey(db, fixtures) {
   const key = 'apk_' + randomBytes(32).toString('base64url');
-  await db.query(
-    `INSERT INTO api_keys (id, organization_id, user_id, name, prefix, key_hash) VALUES ($1, $2, $3, 'bench', $4, $5)`,
-    [randomUUID(), fixtures.benchOrg.id, fixtures.benchOrg.ownerId, key.slice(0, 12), createHash('sha256').update(key).digest('hex')],
-  );
+  await db.query(`INSERT INTO api_keys (id, organization_id, user_id, name, prefix, key_hash) VALUES ($1, $2, $3, 'bench', $4, $5)`, [
+    randomUUID(),
+    fixtures.benchOrg.id,
+    fixtures.benchOrg.ownerId,
+    key.slice(0, 12),
+    createHash('sha256').update(key).digest('hex'),
+  ]);
   return key;
 }

@@ -11,11 +11,11 @@ import { seconds } from './bulk.mjs';
  */
 export async function runLoaders({ dir, db, fixtures, env, log }) {
   await db.query(`CREATE SCHEMA IF NOT EXISTS bench`);
-  await db.query(
-    `CREATE TABLE IF NOT EXISTS bench.loads (name text PRIMARY KEY, params jsonb NOT NULL, summary jsonb NOT NULL, seconds float8 NOT NULL)`,
-  );
+  await db.query(`CREATE TABLE IF NOT EXISTS bench.loads (name text PRIMARY KEY, params jsonb NOT NULL, summary jsonb NOT NULL, seconds float8 NOT NULL)`);
   const results = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.mjs')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.mjs'))
+    .sort()) {
     const loader = await import(pathToFileURL(join(dir, file)).href);
     const params = loader.params?.(env) ?? {};
     const done = (await db.query('SELECT * FROM bench.loads WHERE name = $1', [loader.name])).rows[0];

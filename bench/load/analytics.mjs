@@ -50,15 +50,38 @@ function mixEntries() {
   add(2, 'token_report'); // ditto
   add(1, 'session');
   for (const [tool, weight] of [
-    ['Read', 5], ['Edit', 4], ['Bash', 4], ['Grep', 3], ['Glob', 2], ['Write', 2], ['MultiEdit', 1], ['LS', 1],
-    ['TodoWrite', 1], ['WebFetch', 1], ['WebSearch', 1], ['Task', 1], ['NotebookEdit', 1], ['Skill', 1],
-    ['apply_patch', 1], ['str_replace_based_edit_tool', 1], ['view', 1], ['create_file', 1], ['run_command', 1], ['search', 1],
+    ['Read', 5],
+    ['Edit', 4],
+    ['Bash', 4],
+    ['Grep', 3],
+    ['Glob', 2],
+    ['Write', 2],
+    ['MultiEdit', 1],
+    ['LS', 1],
+    ['TodoWrite', 1],
+    ['WebFetch', 1],
+    ['WebSearch', 1],
+    ['Task', 1],
+    ['NotebookEdit', 1],
+    ['Skill', 1],
+    ['apply_patch', 1],
+    ['str_replace_based_edit_tool', 1],
+    ['view', 1],
+    ['create_file', 1],
+    ['run_command', 1],
+    ['search', 1],
   ]) {
     add(weight, 'tool_call', { name: tool });
   }
   for (const [server, tool] of [
-    ['github', 'create_pull_request'], ['linear', 'create_issue'], ['slack', 'post_message'], ['sentry', 'get_issue'],
-    ['notion', 'search'], ['jira', 'get_issue'], ['figma', 'get_file'], ['postgres', 'query'],
+    ['github', 'create_pull_request'],
+    ['linear', 'create_issue'],
+    ['slack', 'post_message'],
+    ['sentry', 'get_issue'],
+    ['notion', 'search'],
+    ['jira', 'get_issue'],
+    ['figma', 'get_file'],
+    ['postgres', 'query'],
   ]) {
     add(1, 'tool_call', { name: `mcp__${server}__${tool}`, detail: server });
   }
@@ -75,11 +98,23 @@ function mixEntries() {
     add(1, 'hook', { name: event, detail: matcher, command });
   }
   for (const [extension, language] of [
-    ['ts', 'TypeScript'], ['tsx', 'TSX'], ['py', 'Python'], ['go', 'Go'], ['rs', 'Rust'], ['md', 'Markdown'], ['json', 'JSON'], ['yaml', 'YAML'],
+    ['ts', 'TypeScript'],
+    ['tsx', 'TSX'],
+    ['py', 'Python'],
+    ['go', 'Go'],
+    ['rs', 'Rust'],
+    ['md', 'Markdown'],
+    ['json', 'JSON'],
+    ['yaml', 'YAML'],
   ]) {
     add(1, 'file_edited', { name: extension, detail: language });
   }
-  for (const [extension, language] of [['ts', 'TypeScript'], ['py', 'Python'], ['md', 'Markdown']]) add(1, 'file_created', { name: extension, detail: language });
+  for (const [extension, language] of [
+    ['ts', 'TypeScript'],
+    ['py', 'Python'],
+    ['md', 'Markdown'],
+  ])
+    add(1, 'file_created', { name: extension, detail: language });
   add(1, 'git_commit');
   add(1, 'git_pr');
   if (entries.length !== 100) throw new Error(`the fact mix has ${entries.length} entries, not 100`);
@@ -113,8 +148,12 @@ export async function load({ db, params: p, log }) {
   if (p.users < 1 || p.days < 1 || p.activeUsers < 1) throw new Error('BENCH_ANALYTICS_USERS, _DAYS and _ACTIVE_USERS: at least 1');
   if (p.activeUsers > p.users) throw new Error('BENCH_ANALYTICS_ACTIVE_USERS: at most BENCH_ANALYTICS_USERS (a user is active once a day)');
   // Every active user-day starts with a user message and an assistant message.
-  for (const [variable, n] of [['BENCH_ANALYTICS_FACTS', p.facts], ['BENCH_ANALYTICS_SMALL_FACTS', p.smallFacts]]) {
-    if (n < 2 * userDays) throw new Error(`${variable}: at least 2 per active user-day (${(2 * userDays).toLocaleString('en')} for ${p.days} days of ${p.activeUsers} users)`);
+  for (const [variable, n] of [
+    ['BENCH_ANALYTICS_FACTS', p.facts],
+    ['BENCH_ANALYTICS_SMALL_FACTS', p.smallFacts],
+  ]) {
+    if (n < 2 * userDays)
+      throw new Error(`${variable}: at least 2 per active user-day (${(2 * userDays).toLocaleString('en')} for ${p.days} days of ${p.activeUsers} users)`);
   }
   if (p.dayFacts < 2) throw new Error('BENCH_ANALYTICS_DAY_FACTS: at least 2');
   const dayUsers = Math.min(p.users, Math.ceil(p.dayFacts / DAY_FACTS_PER_USER));
@@ -163,11 +202,16 @@ export async function load({ db, params: p, log }) {
       for (let d0 = 0; d0 < p.days; d0 += batchDays) {
         const d1 = Math.min(p.days, d0 + batchDays) - 1;
         const range = { from: d0 * p.activeUsers, to: (d1 + 1) * p.activeUsers - 1, firstDay, active: p.activeUsers, users: p.users, userDays, mix };
-        for (const [org, facts] of [[orgs.large, p.facts], [orgs.small, p.smallFacts]]) {
+        for (const [org, facts] of [
+          [orgs.large, p.facts],
+          [orgs.small, p.smallFacts],
+        ]) {
           await db.query(insertFacts, factParams(org, facts, range));
           await db.query(insertUsage, usageParams(org, range));
         }
-        log(`days ${d1 + 1} / ${p.days}: facts ${Math.round(((d1 + 1) / p.days) * p.facts).toLocaleString('en')} + ${Math.round(((d1 + 1) / p.days) * p.smallFacts).toLocaleString('en')} (${seconds(started)} s)`);
+        log(
+          `days ${d1 + 1} / ${p.days}: facts ${Math.round(((d1 + 1) / p.days) * p.facts).toLocaleString('en')} + ${Math.round(((d1 + 1) / p.days) * p.smallFacts).toLocaleString('en')} (${seconds(started)} s)`,
+        );
       }
       // The one-day organization: yesterday only, ~300 facts for each of its users that day.
       const day = { from: 0, to: dayUsers - 1, firstDay: lastDay, active: dayUsers, users: p.users, userDays: dayUsers, mix };

@@ -29,8 +29,18 @@ export async function load({ db, params: { sessions, messagesPerSession: m }, fi
       for (let from = 1; from <= sessions; from += batch) {
         const to = Math.min(sessions, from + batch - 1);
         await db.query(insertBatch, [
-          from, to, benchOrg.id, benchOrg.userIds, otherOrgs.map((o) => o.id), otherOrgs.map((o) => o.ownerId),
-          Date.UTC(2025, 0, 1), stepMs, m, lastUserSeq, Math.max(0, lastUserSeq - 4), ...contents,
+          from,
+          to,
+          benchOrg.id,
+          benchOrg.userIds,
+          otherOrgs.map((o) => o.id),
+          otherOrgs.map((o) => o.ownerId),
+          Date.UTC(2025, 0, 1),
+          stepMs,
+          m,
+          lastUserSeq,
+          Math.max(0, lastUserSeq - 4),
+          ...contents,
         ]);
         log(`sessions ${to.toLocaleString('en')} / ${sessions.toLocaleString('en')}, messages ${(to * m).toLocaleString('en')} (${seconds(started)} s)`);
       }

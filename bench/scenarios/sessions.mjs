@@ -14,10 +14,10 @@ export async function setup({ db, fixtures, root, log }) {
   const total = (await db.query('SELECT count(*)::int AS n FROM sessions WHERE organization_id = $1', [org])).rows[0].n;
   // Item 500,000 of the newest-first list, or as deep as a small smoke-test database allows.
   const offset = Math.max(0, Math.min(DEEP_ITEM, total - 1000));
-  const { rows } = await db.query(
-    'SELECT created_at, id FROM sessions WHERE organization_id = $1 ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1',
-    [org, offset],
-  );
+  const { rows } = await db.query('SELECT created_at, id FROM sessions WHERE organization_id = $1 ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1', [
+    org,
+    offset,
+  ]);
   const { encodeCursor } = createRequire(import.meta.url)(join(root, 'dist/platform/http/cursor.js'));
   log(`deep page: the cursor of item ${offset.toLocaleString('en')} of the bench org's ${total.toLocaleString('en')} sessions`);
   return { ids, deepCursor: encodeCursor('sessions', [rows[0].created_at.getTime(), rows[0].id]) };

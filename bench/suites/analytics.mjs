@@ -49,7 +49,9 @@ export async function run({ db, app, env, only, log }) {
   const day = { ...orgs[ORGS.day], facts: summary.facts[ORGS.day] };
   const end = summary.lastDay;
   const start = new Date(Date.parse(end) - (RANGE_DAYS - 1) * DAY_MS).toISOString().slice(0, 10);
-  log(`analytics: ${large.facts.toLocaleString('en')} and ${small.facts.toLocaleString('en')} facts over ${summary.firstDay}..${end}; ranges ${start}..${end}; ${runs} runs after a warm-up`);
+  log(
+    `analytics: ${large.facts.toLocaleString('en')} and ${small.facts.toLocaleString('en')} facts over ${summary.firstDay}..${end}; ranges ${start}..${end}; ${runs} runs after a warm-up`,
+  );
 
   // Nothing may be left to roll up (the app's start-up run did it; this waits for it if it is still going).
   for (const org of [large, small, day]) await rollUp(app, org);
@@ -63,7 +65,11 @@ export async function run({ db, app, env, only, log }) {
       const ok = r.days.length === days;
       rollups.push({
         name: `${ROLLUP_ALL} (${org.slug}, ${org.facts.toLocaleString('en')} facts)`,
-        organization: org.slug, facts: org.facts, days, seconds: r.ms / 1000, msPerDay: r.ms / days,
+        organization: org.slug,
+        facts: org.facts,
+        days,
+        seconds: r.ms / 1000,
+        msPerDay: r.ms / days,
         verdict: ok ? '—' : `FAILED (rolled up ${r.days.length} days, not ${days})`,
       });
       log(`${rollups.at(-1).name}: ${days} days in ${(r.ms / 1000).toFixed(1)} s (${(r.ms / days).toFixed(1)} ms a day)`);
@@ -81,7 +87,12 @@ export async function run({ db, app, env, only, log }) {
     const stats = summarize(times);
     rollups.push({
       name: `${ROLLUP_DAY} (${day.facts.toLocaleString('en')} facts, ${summary.dayUsers} users)`,
-      organization: day.slug, facts: day.facts, days: 1, seconds: stats.median / 1000, msPerDay: stats.median, runs: stats,
+      organization: day.slug,
+      facts: day.facts,
+      days: 1,
+      seconds: stats.median / 1000,
+      msPerDay: stats.median,
+      runs: stats,
       verdict: failure ? `FAILED (${failure})` : '—',
     });
     log(`${rollups.at(-1).name}: median ${stats.median.toFixed(1)} ms, p95 ${stats.p95.toFixed(1)} ms`);
@@ -112,7 +123,9 @@ export async function run({ db, app, env, only, log }) {
         ...summarize(s.map((x) => x.ms)),
         bytes: s[0].bytes,
         rows: s[0].rows,
-        ...(endpoint.allPages ? { pages: s[0].pages, firstPageMs: summarize(s.map((x) => x.firstMs)).median, lastPageMs: summarize(s.map((x) => x.lastMs)).median } : {}),
+        ...(endpoint.allPages
+          ? { pages: s[0].pages, firstPageMs: summarize(s.map((x) => x.firstMs)).median, lastPageMs: summarize(s.map((x) => x.lastMs)).median }
+          : {}),
         failure: failures.join('; ') || null,
       };
       if (endpoint.allPages && !result[key].failure) {
@@ -127,13 +140,17 @@ export async function run({ db, app, env, only, log }) {
     result.ratio = result.small.median / result.large.median;
     result.target = `t(${short(small.facts)}) / t(${short(large.facts)}) ≥ ${MIN_RATIO}`;
     const failure = result.large.failure ?? result.small.failure;
-    result.verdict =
-      failure ? `FAILED (${failure})`
-      : result.large.rows !== result.small.rows ? `FAILED (rows differ: ${result.large.rows} / ${result.small.rows}; the organizations should have the same user-days)`
-      : result.ratio >= MIN_RATIO ? 'pass'
-      : 'fail';
+    result.verdict = failure
+      ? `FAILED (${failure})`
+      : result.large.rows !== result.small.rows
+        ? `FAILED (rows differ: ${result.large.rows} / ${result.small.rows}; the organizations should have the same user-days)`
+        : result.ratio >= MIN_RATIO
+          ? 'pass'
+          : 'fail';
     endpoints.push(result);
-    log(`${endpoint.name}: ${short(large.facts)} facts median ${result.large.median.toFixed(1)} ms, ${short(small.facts)} median ${result.small.median.toFixed(1)} ms, ratio ${result.ratio.toFixed(2)}${failure ? `, FAILED: ${failure}` : ''}`);
+    log(
+      `${endpoint.name}: ${short(large.facts)} facts median ${result.large.median.toFixed(1)} ms, ${short(small.facts)} median ${result.small.median.toFixed(1)} ms, ratio ${result.ratio.toFixed(2)}${failure ? `, FAILED: ${failure}` : ''}`,
+    );
   }
 
   const results = {
@@ -216,10 +233,11 @@ async function call(app, org, endpoint, start, end) {
 }
 
 async function usersInRange(db, org, start, end) {
-  const { rows } = await db.query(
-    'SELECT count(DISTINCT user_id)::int AS n FROM analytics_user_days WHERE organization_id = $1 AND day BETWEEN $2 AND $3',
-    [org.id, start, end],
-  );
+  const { rows } = await db.query('SELECT count(DISTINCT user_id)::int AS n FROM analytics_user_days WHERE organization_id = $1 AND day BETWEEN $2 AND $3', [
+    org.id,
+    start,
+    end,
+  ]);
   return rows[0].n;
 }
 
@@ -250,7 +268,9 @@ function markdown({ range, runs, rollups, endpoints, loaded }, large, small) {
   const kb = (b) => (b >= 10_240 ? `${Math.round(b / 1024).toLocaleString('en')} kB` : `${b.toLocaleString('en')} B`);
   const L = short(large.facts);
   const S = short(small.facts);
-  const lines = [`## Analytics (${range.startDate}..${range.endDate}, ${range.days} days; median and p95 of ${runs} runs after a warm-up, one request at a time)`];
+  const lines = [
+    `## Analytics (${range.startDate}..${range.endDate}, ${range.days} days; median and p95 of ${runs} runs after a warm-up, one request at a time)`,
+  ];
   if (endpoints.length) {
     lines.push(
       '',
@@ -258,10 +278,15 @@ function markdown({ range, runs, rollups, endpoints, loaded }, large, small) {
         ['endpoint', `${L} median ms`, `${L} p95 ms`, `${S} median ms`, `${S} p95 ms`, 'rows', `bytes ${L} / ${S}`, `t(${S}) / t(${L})`, 'target', 'result'],
         ...endpoints.map((e) => [
           e.name.replace('analytics ', '') + (e.large.pages ? ` (${e.large.pages} pages)` : ''),
-          ms(e.large.median), ms(e.large.p95), ms(e.small.median), ms(e.small.p95),
+          ms(e.large.median),
+          ms(e.large.p95),
+          ms(e.small.median),
+          ms(e.small.p95),
           e.large.rows === e.small.rows ? e.large.rows.toLocaleString('en') : `${e.large.rows} / ${e.small.rows}`,
           `${kb(e.large.bytes)} / ${kb(e.small.bytes)}`,
-          e.ratio.toFixed(2), `≥ ${MIN_RATIO}`, e.verdict,
+          e.ratio.toFixed(2),
+          `≥ ${MIN_RATIO}`,
+          e.verdict,
         ]),
       ]),
     );
@@ -272,8 +297,11 @@ function markdown({ range, runs, rollups, endpoints, loaded }, large, small) {
       table([
         ['rollup (POST /api/v1/analytics/rollup)', 'days', 'seconds', 'ms a day', 'result'],
         ...rollups.map((r) => [
-          r.name.replace('analytics ', ''), r.days, r.seconds.toFixed(2),
-          ms(r.msPerDay) + (r.runs ? ` (median; p95 ${ms(r.runs.p95)})` : ''), r.verdict,
+          r.name.replace('analytics ', ''),
+          r.days,
+          r.seconds.toFixed(2),
+          ms(r.msPerDay) + (r.runs ? ` (median; p95 ${ms(r.runs.p95)})` : ''),
+          r.verdict,
         ]),
       ]),
     );
@@ -283,8 +311,13 @@ function markdown({ range, runs, rollups, endpoints, loaded }, large, small) {
   lines.push(
     '',
     `- Data: ${s.activeUserDays.toLocaleString('en')} active user-days (${loaded.params.activeUsers} of ${loaded.params.users.toLocaleString('en')} users a day, ${s.firstDay}..${s.lastDay}) in both organizations, ` +
-      `${s.tokenUsageRows.toLocaleString('en')} token usage rows each; ${Object.entries(s.facts).map(([slug, n]) => `${slug} ${n.toLocaleString('en')} facts`).join(', ')}`,
-    ...paged.map((e) => `- ${e.name.replace('analytics ', '')}: first page ${ms(e.large.firstPageMs)} / ${ms(e.small.firstPageMs)} ms, last page ${ms(e.large.lastPageMs)} / ${ms(e.small.lastPageMs)} ms (${L} / ${S}, medians)`),
+      `${s.tokenUsageRows.toLocaleString('en')} token usage rows each; ${Object.entries(s.facts)
+        .map(([slug, n]) => `${slug} ${n.toLocaleString('en')} facts`)
+        .join(', ')}`,
+    ...paged.map(
+      (e) =>
+        `- ${e.name.replace('analytics ', '')}: first page ${ms(e.large.firstPageMs)} / ${ms(e.small.firstPageMs)} ms, last page ${ms(e.large.lastPageMs)} / ${ms(e.small.lastPageMs)} ms (${L} / ${S}, medians)`,
+    ),
   );
   return lines.join('\n');
 }

@@ -59,7 +59,13 @@ export async function run({ env, root, databaseUrl, results, log }) {
     try {
       log(`longpoll (${engine}): seeding ${ORGANIZATIONS} organizations`);
       const owners = await seedOwners(root, serverEnv);
-      const server = await startNodeServer({ name: `app-${engine}`, script: join(root, 'dist/main.js'), env: serverEnv, logFile: join(results, `app-longpoll-${engine}.log`), healthPath: '/healthz' });
+      const server = await startNodeServer({
+        name: `app-${engine}`,
+        script: join(root, 'dist/main.js'),
+        env: serverEnv,
+        logFile: join(results, `app-longpoll-${engine}.log`),
+        healthPath: '/healthz',
+      });
       try {
         engines.push({ engine, ...(await measureEngine(server.url, owners, settings, (line) => log(`longpoll (${engine}): ${line}`))) });
       } finally {
@@ -99,7 +105,11 @@ async function seedOwners(root, serverEnv) {
 
 async function measureEngine(url, owners, settings, log) {
   const json = async (path, key, body) => {
-    const res = await globalThis.fetch(url + path, { method: body ? 'POST' : 'GET', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body && JSON.stringify(body) });
+    const res = await globalThis.fetch(url + path, {
+      method: body ? 'POST' : 'GET',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: body && JSON.stringify(body),
+    });
     const text = await res.text();
     if (res.status >= 300) throw new Error(`${path} answered ${res.status}: ${text.slice(0, 300)}`);
     return JSON.parse(text);
@@ -133,7 +143,8 @@ async function measureEngine(url, owners, settings, log) {
   }
   const loaded = rows.filter((r) => r.polls > 0);
   const polls = { admitted: fleet.admitted(), refused: fleet.refused(), failed: fleet.failed(), answeredWithWork: fleet.withWork() };
-  const pass = rows.every((r) => r.ok) && loaded.every((r) => r.polls >= settings.polls && r.latency.p99 < P99_TARGET_MS) && polls.refused === 0 && polls.failed === 0;
+  const pass =
+    rows.every((r) => r.ok) && loaded.every((r) => r.polls >= settings.polls && r.latency.p99 < P99_TARGET_MS) && polls.refused === 0 && polls.failed === 0;
   return { rows, polls, pass };
 }
 
@@ -152,7 +163,14 @@ function startPolls(url, tokens) {
     const body = JSON.stringify({ waitMs });
     waiting++;
     const req = http.request(
-      { hostname, port, method: 'POST', path: '/api/v0/agent/claims', agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      {
+        hostname,
+        port,
+        method: 'POST',
+        path: '/api/v0/agent/claims',
+        agent,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
       (res) => {
         let text = '';
         res.on('data', (chunk) => (text += chunk));
@@ -198,8 +216,17 @@ async function measure(url, target, { duration, warmup, connections }, log) {
   const r = await autocannon({ ...options, duration });
   const statusCodes = Object.fromEntries(Object.entries(r.statusCodeStats).map(([code, { count }]) => [code, count]));
   const ok = r.requests.total > 0 && Object.keys(statusCodes).every((code) => code === '200') && !r.errors;
-  const row = { name: target.name, requestsPerSec: r.requests.average, latency: { p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max }, statusCodes, errors: r.errors, ok };
-  log(`${target.name}: ${Math.round(row.requestsPerSec)} req/s, p50 ${row.latency.p50} ms, p99 ${row.latency.p99} ms${ok ? '' : `, FAILED: ${JSON.stringify(statusCodes)} ${r.errors} errors`}`);
+  const row = {
+    name: target.name,
+    requestsPerSec: r.requests.average,
+    latency: { p50: r.latency.p50, p99: r.latency.p99, max: r.latency.max },
+    statusCodes,
+    errors: r.errors,
+    ok,
+  };
+  log(
+    `${target.name}: ${Math.round(row.requestsPerSec)} req/s, p50 ${row.latency.p50} ms, p99 ${row.latency.p99} ms${ok ? '' : `, FAILED: ${JSON.stringify(statusCodes)} ${r.errors} errors`}`,
+  );
   return row;
 }
 
@@ -213,9 +240,19 @@ function markdown(engines, settings) {
   for (const e of engines) {
     for (const r of e.rows) {
       const verdict = !r.ok ? `FAILED ${JSON.stringify(r.statusCodes)}` : r.polls === 0 ? '—' : r.latency.p99 < P99_TARGET_MS ? 'pass' : 'fail';
-      lines.push(`| ${e.engine} | ${r.name} | ${r.polls} | ${Math.round(r.requestsPerSec)} | ${r.latency.p50} | ${r.latency.p99} | ${r.latency.max} | ${verdict} |`);
+      lines.push(
+        `| ${e.engine} | ${r.name} | ${r.polls} | ${Math.round(r.requestsPerSec)} | ${r.latency.p50} | ${r.latency.p99} | ${r.latency.max} | ${verdict} |`,
+      );
     }
   }
-  lines.push('', engines.map((e) => `${e.engine} polls: ${e.polls.admitted} answered 200 (${e.polls.answeredWithWork} with work), ${e.polls.refused} refused (429), ${e.polls.failed} failed`).join('; '));
+  lines.push(
+    '',
+    engines
+      .map(
+        (e) =>
+          `${e.engine} polls: ${e.polls.admitted} answered 200 (${e.polls.answeredWithWork} with work), ${e.polls.refused} refused (429), ${e.polls.failed} failed`,
+      )
+      .join('; '),
+  );
   return lines.join('\n');
 }

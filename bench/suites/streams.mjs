@@ -46,7 +46,13 @@ export async function run({ root, databaseUrl, results, log }) {
     try {
       const keys = await seedKeys(root, serverEnv, STREAMS / 10);
       log(`streams (${engine}): starting the server`);
-      const server = await startNodeServer({ name: `app-streams-${engine}`, script: join(root, 'dist/main.js'), env: serverEnv, logFile: join(results, `app-streams-${engine}.log`), healthPath: '/healthz' });
+      const server = await startNodeServer({
+        name: `app-streams-${engine}`,
+        script: join(root, 'dist/main.js'),
+        env: serverEnv,
+        logFile: join(results, `app-streams-${engine}.log`),
+        healthPath: '/healthz',
+      });
       try {
         engines.push({ engine, ...(await measure(server.url, keys, (line) => log(`streams (${engine}): ${line}`))) });
       } finally {
@@ -84,7 +90,11 @@ async function seedKeys(root, serverEnv, count) {
 
 async function measure(url, keys, log) {
   const json = async (path, key, body) => {
-    const res = await globalThis.fetch(url + path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await globalThis.fetch(url + path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     const text = await res.text();
     if (res.status >= 300) throw new Error(`${path} answered ${res.status}: ${text.slice(0, 300)}`);
     return JSON.parse(text);
@@ -93,7 +103,8 @@ async function measure(url, keys, log) {
   /** messageId -> {sentAt, answeredAt} */
   const sent = new Map();
   const streams = [];
-  for (let i = 0; i < STREAMS; i++) streams.push(await openStream(url, `/api/v0/sessions/${session.sessionId}/events?types=message.added`, keys[i % keys.length]));
+  for (let i = 0; i < STREAMS; i++)
+    streams.push(await openStream(url, `/api/v0/sessions/${session.sessionId}/events?types=message.added`, keys[i % keys.length]));
   log(`${streams.filter((s) => s.status === 200).length} streams open`);
   for (let i = 0; i < MESSAGES; i++) {
     const sentAt = performance.now();
@@ -122,7 +133,14 @@ async function measure(url, keys, log) {
     const q = (p) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] * 10) / 10;
     return { p50: q(0.5), p99: q(0.99), max: q(1) };
   };
-  return { streams: STREAMS, messages: MESSAGES, deliveries: fromAnswer.length, fromAnswer: stats(fromAnswer), fromRequest: stats(fromRequest), pass: complete };
+  return {
+    streams: STREAMS,
+    messages: MESSAGES,
+    deliveries: fromAnswer.length,
+    fromAnswer: stats(fromAnswer),
+    fromRequest: stats(fromRequest),
+    pass: complete,
+  };
 }
 
 function openStream(url, path, key) {
@@ -157,8 +175,13 @@ function markdown(engines) {
     '|---|---:|---:|---:|---|',
   ];
   for (const e of engines) {
-    lines.push(`| ${e.engine} | ${e.deliveries} | ${e.fromAnswer.p50} / ${e.fromAnswer.p99} / ${e.fromAnswer.max} | ${e.fromRequest.p50} / ${e.fromRequest.p99} / ${e.fromRequest.max} | ${e.pass ? 'pass' : 'FAILED: a stream missed, repeated or reordered a message'} |`);
+    lines.push(
+      `| ${e.engine} | ${e.deliveries} | ${e.fromAnswer.p50} / ${e.fromAnswer.p99} / ${e.fromAnswer.max} | ${e.fromRequest.p50} / ${e.fromRequest.p99} / ${e.fromRequest.max} | ${e.pass ? 'pass' : 'FAILED: a stream missed, repeated or reordered a message'} |`,
+    );
   }
-  lines.push('', '"From the answer": from the add-message response (committed by then) to the stream\'s receipt; negative when the stream had it first. "From the request": from sending the request, an upper bound.');
+  lines.push(
+    '',
+    '"From the answer": from the add-message response (committed by then) to the stream\'s receipt; negative when the stream had it first. "From the request": from sending the request, an upper bound.',
+  );
   return lines.join('\n');
 }

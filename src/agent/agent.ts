@@ -44,7 +44,7 @@ export interface AgentOptions {
 }
 
 const NO_MODEL =
-  'No model is configured for this agent, so it cannot work on this message. Add a custom model to the organization\'s enterprise ' +
+  "No model is configured for this agent, so it cannot work on this message. Add a custom model to the organization's enterprise " +
   'controls (customModels), or start the agent with AGENT_MODEL_BASE_URL ' +
   '(an OpenAI-compatible endpoint, e.g. https://api.example.com/v1), AGENT_MODEL (the model id) and, if the endpoint needs one, ' +
   'AGENT_MODEL_API_KEY; see the README, "Running an agent".';
@@ -146,7 +146,10 @@ export class Agent {
         await hooks.fire('Notification', { message: refusal ?? NO_MODEL });
       } else {
         const approvalRules = [policy.toolApproval as ApprovalRules | undefined, settings.toolApproval as ApprovalRules | undefined];
-        const ending = await this.work({ work, signal: abort.signal, hooks, model, policy, spec, autonomyLevel: settings.autonomyLevel, approvalRules }, history);
+        const ending = await this.work(
+          { work, signal: abort.signal, hooks, model, policy, spec, autonomyLevel: settings.autonomyLevel, approvalRules },
+          history,
+        );
         if (ending) await hooks.fire('Notification', { message: ending });
         else await hooks.fire('Stop', { stop_hook_active: false });
       }
@@ -191,7 +194,10 @@ export class Agent {
     const { work, signal, hooks, model, policy } = turn;
     const workspaceTools = turn.spec ? WORKSPACE_TOOLS.filter((tool) => READ_ONLY_TOOLS.has(tool.name)) : WORKSPACE_TOOLS;
     const tools = subagent ? workspaceTools : [...workspaceTools, TASK_TOOL];
-    const specs: ToolSpec[] = tools.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
+    const specs: ToolSpec[] = tools.map((tool) => ({
+      type: 'function',
+      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+    }));
     const system = (subagent ? subagentPrompt(this.options.workspace) : systemPrompt(this.options.workspace)) + (turn.spec ? SPEC_MODE : '');
     const hidden = subagent ? { hiddenFromUserViews: true } : {};
     const stopped = { failure: 'The agent was stopped before the task was done; send a message to continue.' };
@@ -209,7 +215,9 @@ export class Agent {
       }
       await client.usage(work.sessionId, { turnId: work.turnId, model: model.config.model, ...answer.usage });
       history.push({ role: 'assistant', content: answer.text || null, ...(answer.toolCalls.length ? { tool_calls: answer.toolCalls } : {}) });
-      await client.append(work.sessionId, work.turnId, [{ ...assistantMessage(model.config.model, answer.text, answer.toolCalls, answer.reasoning), ...hidden }]);
+      await client.append(work.sessionId, work.turnId, [
+        { ...assistantMessage(model.config.model, answer.text, answer.toolCalls, answer.reasoning), ...hidden },
+      ]);
       if (answer.toolCalls.length === 0) return { answer: answer.text };
       const results: Array<{ call: ToolCall; result: ToolResult }> = [];
       for (const call of answer.toolCalls) {
@@ -226,15 +234,32 @@ export class Agent {
         else if (autonomy) result = { isError: true, content: autonomy };
         else if (refused) result = refused;
         else if (call.function.name === TASK_TOOL.name && !subagent) result = await this.task(turn, input);
-        else if (!tools.some((tool) => tool.name === call.function.name) && toolNamed(call.function.name)) result = { isError: true, content: `${call.function.name} is not available in spec mode: investigate with ${[...READ_ONLY_TOOLS].join(', ')} and answer with the spec.` };
+        else if (!tools.some((tool) => tool.name === call.function.name) && toolNamed(call.function.name))
+          result = {
+            isError: true,
+            content: `${call.function.name} is not available in spec mode: investigate with ${[...READ_ONLY_TOOLS].join(', ')} and answer with the spec.`,
+          };
         else result = await runTool(toolNamed(call.function.name), call, input, { workspace: this.options.workspace, policy, signal });
-        const post = await hooks.fire('PostToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_response: { content: result.content, isError: result.isError }, tool_use_id: call.id }, call);
+        const post = await hooks.fire(
+          'PostToolUse',
+          { tool_name: call.function.name, tool_input: input ?? {}, tool_response: { content: result.content, isError: result.isError }, tool_use_id: call.id },
+          call,
+        );
         if (post?.blocked) result = { ...result, content: `${result.content}\n\nA PostToolUse hook says: ${post.blockReason}` };
         results.push({ call, result });
         history.push({ role: 'tool', tool_call_id: call.id, content: result.content });
       }
       await client.append(work.sessionId, work.turnId, [
-        { role: 'tool', content: results.map(({ call, result }) => ({ type: 'tool_result', toolUseId: call.id, content: result.content || '(no output)', isError: result.isError })), ...hidden },
+        {
+          role: 'tool',
+          content: results.map(({ call, result }) => ({
+            type: 'tool_result',
+            toolUseId: call.id,
+            content: result.content || '(no output)',
+            isError: result.isError,
+          })),
+          ...hidden,
+        },
       ]);
     }
     return { failure: subagent ? `Stopped after ${maxSteps} model calls.` : `Stopped after ${maxSteps} model calls in one turn; send a message to continue.` };
@@ -249,7 +274,13 @@ export class Agent {
     const { work, signal } = turn;
     const summary = callSummary(call.function.name, input);
     try {
-      let approval = await client.requestApproval(work.sessionId, { turnId: work.turnId, toolName: call.function.name, toolCallId: call.id, summary, input: input ?? {} });
+      let approval = await client.requestApproval(work.sessionId, {
+        turnId: work.turnId,
+        toolName: call.function.name,
+        toolCallId: call.id,
+        summary,
+        input: input ?? {},
+      });
       log(`session ${work.sessionId}: waiting for a person to approve ${call.function.name}: ${summary}`);
       while (approval.status === 'pending' && !signal.aborted) {
         approval = await client.awaitApproval(work.sessionId, approval.approvalId, work.turnId, APPROVAL_WAIT_MS, signal);
@@ -280,7 +311,11 @@ export class Agent {
     const size = history.reduce((sum, m) => sum + (m.content?.length ?? 0) + ('tool_calls' in m ? JSON.stringify(m.tool_calls ?? []).length : 0), 0);
     if (size <= budget) return;
     await turn.hooks.fire('PreCompact', { trigger: 'auto', custom_instructions: null });
-    const answer = await turn.model.complete([{ role: 'system', content: COMPACT_SYSTEM }, ...history, { role: 'user', content: COMPACT_REQUEST }], [], turn.signal);
+    const answer = await turn.model.complete(
+      [{ role: 'system', content: COMPACT_SYSTEM }, ...history, { role: 'user', content: COMPACT_REQUEST }],
+      [],
+      turn.signal,
+    );
     await this.options.client.usage(turn.work.sessionId, { turnId: turn.work.turnId, model: turn.model.config.model, ...answer.usage });
     if (!answer.text.trim()) throw new ModelError('it answered the request to summarise the conversation with nothing');
     history.splice(0, history.length, { role: 'user', content: `${COMPACTED_PREFIX}\n\n${answer.text.trim()}` });
@@ -294,7 +329,8 @@ export class Agent {
    */
   private async task(turn: TurnContext, input: Record<string, unknown> | null): Promise<ToolResult> {
     const prompt = input?.prompt;
-    if (typeof prompt !== 'string' || prompt.trim() === '') return { isError: true, content: 'Task needs "prompt": the whole task for the subagent, as a non-empty string.' };
+    if (typeof prompt !== 'string' || prompt.trim() === '')
+      return { isError: true, content: 'Task needs "prompt": the whole task for the subagent, as a non-empty string.' };
     const outcome = await this.loop(turn, [{ role: 'user', content: prompt }], { maxSteps: SUBAGENT_MAX_STEPS });
     if (!turn.signal.aborted) await turn.hooks.fire('SubagentStop', { stop_hook_active: false });
     if ('answer' in outcome) return { isError: false, content: outcome.answer || '(the subagent answered nothing)' };
@@ -416,7 +452,12 @@ async function modelNetworkRefusal(model: ModelClient, policy: AgentPolicy): Pro
   return why ? `The organization's ${why}, so this agent cannot reach its model ${model.config.model}; nothing was sent to it.` : null;
 }
 
-async function runTool(tool: AgentTool | undefined, call: ToolCall, input: Record<string, unknown> | null, context: Parameters<AgentTool['run']>[1]): Promise<ToolResult> {
+async function runTool(
+  tool: AgentTool | undefined,
+  call: ToolCall,
+  input: Record<string, unknown> | null,
+  context: Parameters<AgentTool['run']>[1],
+): Promise<ToolResult> {
   if (!tool) return { isError: true, content: `There is no tool named ${call.function.name}; the tools are ${WORKSPACE_TOOLS.map((t) => t.name).join(', ')}.` };
   if (!input) return { isError: true, content: `The arguments of ${call.function.name} must be a JSON object.` };
   return tool.run(input, context);
@@ -453,7 +494,12 @@ class TurnHooks {
       isParallelExecution: parallel,
       ...(parallel ? { parallelGroupId: randomUUID() } : {}),
     };
-    await this.agent.record(this.work, { ...base, hookStatus: 'executing', hiddenFromUserViews: true, content: [{ type: 'text', text: `${event} hook running: ${commands.map((c) => c.command).join(', ')}` }] });
+    await this.agent.record(this.work, {
+      ...base,
+      hookStatus: 'executing',
+      hiddenFromUserViews: true,
+      content: [{ type: 'text', text: `${event} hook running: ${commands.map((c) => c.command).join(', ')}` }],
+    });
     const run = (await runHooks(this.config, event, { ...this.common(), ...input }, { workspace: this.agent.workspace, toolName }))!;
     const failed = run.results.some((r) => r.exitCode !== 0);
     const forUser = run.blocked && !AGENT_HANDLED.has(event);
@@ -463,7 +509,14 @@ class TurnHooks {
       hookResults: run.results.map((r) => ({ exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr })),
       hookEndTime: run.endedAt,
       hiddenFromUserViews: !forUser,
-      content: [{ type: 'text', text: forUser ? `${event} hook: ${run.blockReason}` : `${event} hook ${failed ? 'failed' : 'completed'} (${run.results.map((r) => `${r.command.command}: exit ${r.exitCode}${r.timedOut ? ', timed out' : ''}`).join('; ')})` }],
+      content: [
+        {
+          type: 'text',
+          text: forUser
+            ? `${event} hook: ${run.blockReason}`
+            : `${event} hook ${failed ? 'failed' : 'completed'} (${run.results.map((r) => `${r.command.command}: exit ${r.exitCode}${r.timedOut ? ', timed out' : ''}`).join('; ')})`,
+        },
+      ],
     });
     return run;
   }
@@ -505,7 +558,7 @@ const SPEC_MODE =
   ' This session is in spec mode: investigate with the read-only tools and answer with a specification and plan for the request (what to ' +
   'change, where, and how to verify it). Do not change files or run commands; the user will review the plan first.';
 
-const COMPACT_SYSTEM = 'You summarise a coding agent\'s conversation so that the agent can go on with its task from the summary alone.';
+const COMPACT_SYSTEM = "You summarise a coding agent's conversation so that the agent can go on with its task from the summary alone.";
 const COMPACT_REQUEST =
   'Summarise the conversation so far for yourself, to continue from it alone: what the user asked (their words where they matter), what has ' +
   'been done (files read, created and changed, commands run and what they showed), the decisions made and why, and what remains to do. ' +
@@ -536,13 +589,18 @@ const TASK_TOOL = {
 export function toChatHistory(stored: ChannelMessage[]): ChatMessage[] {
   const messages = stored.filter((m) => m.hiddenFromUserViews !== true);
 
-  const answered = new Set(messages.flatMap((m) => (m.role === 'tool' ? m.content.filter((b) => b.type === 'tool_result').map((b) => String(b.toolUseId)) : [])));
+  const answered = new Set(
+    messages.flatMap((m) => (m.role === 'tool' ? m.content.filter((b) => b.type === 'tool_result').map((b) => String(b.toolUseId)) : [])),
+  );
   const called = new Set<string>();
   const history: ChatMessage[] = [];
   for (const message of messages) {
     if (message.role === 'user') history.push({ role: 'user', content: userText(message) });
     else if (message.role === 'assistant') {
-      const text = message.content.filter((b) => b.type === 'text').map((b) => String(b.text)).join('\n');
+      const text = message.content
+        .filter((b) => b.type === 'text')
+        .map((b) => String(b.text))
+        .join('\n');
       const calls: ToolCall[] = message.content
         .filter((b) => b.type === 'tool_use' && answered.has(String(b.id)))
         .map((b) => ({ id: String(b.id), type: 'function' as const, function: { name: String(b.name), arguments: JSON.stringify(b.input ?? {}) } }));
@@ -550,7 +608,8 @@ export function toChatHistory(stored: ChannelMessage[]): ChatMessage[] {
       if (text || calls.length) history.push({ role: 'assistant', content: text || null, ...(calls.length ? { tool_calls: calls } : {}) });
     } else if (message.role === 'tool') {
       for (const block of message.content) {
-        if (block.type === 'tool_result' && called.has(String(block.toolUseId))) history.push({ role: 'tool', tool_call_id: String(block.toolUseId), content: resultText(block.content) });
+        if (block.type === 'tool_result' && called.has(String(block.toolUseId)))
+          history.push({ role: 'tool', tool_call_id: String(block.toolUseId), content: resultText(block.content) });
       }
     }
   }
@@ -572,7 +631,9 @@ function userText(message: ChannelMessage): string {
       if (block.type === 'image') return '[an image is attached; this agent cannot see images]';
       if (block.type === 'document') {
         const source = block.source as { type?: string; data?: string; name?: string };
-        return source.type === 'text' ? `[attached file ${source.name ?? ''}]\n${source.data ?? ''}` : `[a PDF is attached${source.name ? `: ${source.name}` : ''}; this agent cannot read PDFs]`;
+        return source.type === 'text'
+          ? `[attached file ${source.name ?? ''}]\n${source.data ?? ''}`
+          : `[a PDF is attached${source.name ? `: ${source.name}` : ''}; this agent cannot read PDFs]`;
       }
       return '';
     })
@@ -591,7 +652,12 @@ function assistantMessage(model: string, text: string, calls: ToolCall[], reason
     } catch {
       input = { arguments: call.function.arguments };
     }
-    content.push({ type: 'tool_use', id: call.id, name: call.function.name, input: typeof input === 'object' && input !== null && !Array.isArray(input) ? input : { value: input } });
+    content.push({
+      type: 'tool_use',
+      id: call.id,
+      name: call.function.name,
+      input: typeof input === 'object' && input !== null && !Array.isArray(input) ? input : { value: input },
+    });
   }
   if (content.length === 0) content.push({ type: 'text', text: '(no answer)' });
   return {

@@ -1,7 +1,11 @@
 import { toChatHistory } from './agent';
 import { ChannelMessage } from './platform-client';
 
-const text = (role: ChannelMessage['role'], value: string, extra: Record<string, unknown> = {}): ChannelMessage => ({ role, content: [{ type: 'text', text: value }], ...extra });
+const text = (role: ChannelMessage['role'], value: string, extra: Record<string, unknown> = {}): ChannelMessage => ({
+  role,
+  content: [{ type: 'text', text: value }],
+  ...extra,
+});
 const use = (id: string, name = 'Read', input: unknown = { file_path: 'a' }) => ({ type: 'tool_use', id, name, input });
 const result = (toolUseId: string, content: unknown = 'ok') => ({ type: 'tool_result', toolUseId, content, isError: false });
 
@@ -10,7 +14,16 @@ describe('toChatHistory: stored messages back into the model conversation', () =
     const history = toChatHistory([
       text('user', 'Fix it'),
       { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm' }, { type: 'text', text: 'Looking.' }, use('c1'), use('c2', 'LS', {})] },
-      { role: 'tool', content: [result('c1', 'line 1'), result('c2', [{ type: 'text', text: 'a.ts' }, { type: 'text', text: 'b.ts' }])] },
+      {
+        role: 'tool',
+        content: [
+          result('c1', 'line 1'),
+          result('c2', [
+            { type: 'text', text: 'a.ts' },
+            { type: 'text', text: 'b.ts' },
+          ]),
+        ],
+      },
       text('assistant', 'Fixed.'),
     ]);
     expect(history).toEqual([
@@ -47,7 +60,14 @@ describe('toChatHistory: stored messages back into the model conversation', () =
 
   it('turns attachments into the lines the model can read', () => {
     const history = toChatHistory([
-      { role: 'user', content: [{ type: 'text', text: 'See' }, { type: 'image', source: {} }, { type: 'document', source: { type: 'text', name: 'n.md', data: '# N' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'See' },
+          { type: 'image', source: {} },
+          { type: 'document', source: { type: 'text', name: 'n.md', data: '# N' } },
+        ],
+      },
     ]);
     expect(history).toEqual([{ role: 'user', content: 'See\n\n[an image is attached; this agent cannot see images]\n\n[attached file n.md]\n# N' }]);
   });

@@ -22,7 +22,14 @@ function main(): void {
   let values;
   try {
     ({ values } = parseArgs({
-      options: { url: { type: 'string' }, token: { type: 'string' }, computer: { type: 'string' }, workspace: { type: 'string' }, hooks: { type: 'string' }, help: { type: 'boolean' } },
+      options: {
+        url: { type: 'string' },
+        token: { type: 'string' },
+        computer: { type: 'string' },
+        workspace: { type: 'string' },
+        hooks: { type: 'string' },
+        help: { type: 'boolean' },
+      },
       strict: true,
     }));
   } catch (error) {

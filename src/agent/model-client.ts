@@ -63,7 +63,8 @@ export class ModelClient {
     const choice = body.choices?.[0];
     if (!choice?.message) throw new ModelError(`the model at ${baseUrl} answered without a choice`);
     const { message } = choice;
-    const reasoningField = typeof message.reasoning_content === 'string' ? 'reasoning_content' : typeof message.reasoning === 'string' ? 'reasoning' : undefined;
+    const reasoningField =
+      typeof message.reasoning_content === 'string' ? 'reasoning_content' : typeof message.reasoning === 'string' ? 'reasoning' : undefined;
     const usage = body.usage ?? {};
     const cached = usage.prompt_tokens_details?.cached_tokens ?? 0;
     const reasoningTokens = usage.completion_tokens_details?.reasoning_tokens ?? 0;

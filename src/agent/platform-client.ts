@@ -84,7 +84,7 @@ export class PlatformClient {
   async claim(waitMs: number, signal?: AbortSignal): Promise<Work | null> {
     const { work } = (await this.request('POST', '/api/v0/agent/claims', { waitMs }, randomUUID(), signal)) as { work: Work | null };
     // The rest of a turn too large for one answer: the user messages after the cursor, page by page.
-    for (let cursor = work?.messagesCursor; work && cursor; ) {
+    for (let cursor = work?.messagesCursor; work && cursor;) {
       const page = await this.conversation(work.sessionId, work.turnId, cursor);
       work.messages.push(...page.messages.filter((message) => message.role === 'user'));
       cursor = page.nextCursor;
@@ -95,7 +95,10 @@ export class PlatformClient {
   /** One page of the session's messages, oldest first, for the holder of its running turn. */
   async conversation(sessionId: string, turnId: string, cursor?: string): Promise<{ messages: ChannelMessage[]; nextCursor: string | null }> {
     const query = new URLSearchParams({ turnId, limit: '100', ...(cursor ? { cursor } : {}) });
-    const page = (await this.request('GET', `/api/v0/agent/sessions/${sessionId}/messages?${query}`)) as { messages: ChannelMessage[]; pagination: { nextCursor?: string | null } };
+    const page = (await this.request('GET', `/api/v0/agent/sessions/${sessionId}/messages?${query}`)) as {
+      messages: ChannelMessage[];
+      pagination: { nextCursor?: string | null };
+    };
     return { messages: page.messages, nextCursor: page.pagination.nextCursor ?? null };
   }
 
@@ -103,7 +106,10 @@ export class PlatformClient {
     return this.post(`/api/v0/agent/sessions/${sessionId}/messages`, { turnId, messages });
   }
 
-  usage(sessionId: string, body: { turnId: string; model: string; inputTokens: number; outputTokens: number; cacheReadTokens: number; thinkingTokens: number }): Promise<unknown> {
+  usage(
+    sessionId: string,
+    body: { turnId: string; model: string; inputTokens: number; outputTokens: number; cacheReadTokens: number; thinkingTokens: number },
+  ): Promise<unknown> {
     return this.post(`/api/v0/agent/sessions/${sessionId}/usage`, body);
   }
 
@@ -124,7 +130,9 @@ export class PlatformClient {
   /** The approval once decided, or still pending after `waitMs`; `signal` ends the wait. */
   async awaitApproval(sessionId: string, approvalId: string, turnId: string, waitMs: number, signal?: AbortSignal): Promise<ToolApproval> {
     const query = new URLSearchParams({ turnId, waitMs: String(waitMs) });
-    const answer = (await this.request('GET', `/api/v0/agent/sessions/${sessionId}/tool-approvals/${approvalId}?${query}`, undefined, undefined, signal)) as { toolApproval: ToolApproval };
+    const answer = (await this.request('GET', `/api/v0/agent/sessions/${sessionId}/tool-approvals/${approvalId}?${query}`, undefined, undefined, signal)) as {
+      toolApproval: ToolApproval;
+    };
     return answer.toolApproval;
   }
 

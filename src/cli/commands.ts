@@ -38,7 +38,7 @@ const operator = (organizationId: string): MembersActor => ({ organizationId, ro
 /** Every page of a paged list, for printing whole. */
 async function allPages<T>(page: (cursor: string | undefined) => Promise<{ items: T[]; pagination: { nextCursor: string | null } }>): Promise<T[]> {
   const items: T[] = [];
-  for (let cursor: string | undefined, more = true; more; ) {
+  for (let cursor: string | undefined, more = true; more;) {
     const next = await page(cursor);
     items.push(...next.items);
     cursor = next.pagination.nextCursor ?? undefined;
@@ -104,7 +104,12 @@ export const COMMANDS: Record<string, Command> = {
   },
   'org:list': async (app, args) => {
     expectArgs(args, 0, 0);
-    return (await app.get(OrganizationsService).listOrganizations()).map((org) => ({ id: org.id, slug: org.slug, name: org.name, createdAt: org.createdAt.toISOString() }));
+    return (await app.get(OrganizationsService).listOrganizations()).map((org) => ({
+      id: org.id,
+      slug: org.slug,
+      name: org.name,
+      createdAt: org.createdAt.toISOString(),
+    }));
   },
   'user:list': async (app, args) => {
     expectArgs(args, 1, 1);
@@ -156,9 +161,7 @@ export const COMMANDS: Record<string, Command> = {
     const expiresAt = args[3] === undefined ? undefined : new Date(args[3]);
     if (expiresAt && Number.isNaN(expiresAt.getTime())) throw new UsageError(`"${args[3]}" is not a date (use ISO 8601).`);
     const user = await app.get(OrganizationsService).requireUser(slug(args[0]), email(args[1]));
-    const { entity, key } = await app
-      .get(ApiKeysService)
-      .create({ organizationId: user.organizationId, userId: user.id, name: args[2] ?? 'cli', expiresAt });
+    const { entity, key } = await app.get(ApiKeysService).create({ organizationId: user.organizationId, userId: user.id, name: args[2] ?? 'cli', expiresAt });
     return { id: entity.id, name: entity.name, prefix: entity.prefix, userId: user.id, key };
   },
   'key:revoke': async (app, args) => {

@@ -85,7 +85,7 @@ export function askRunningServer(socketDir: string, request: OperatorRequest, ti
       try {
         resolve(JSON.parse(text) as OperatorAnswer);
       } catch {
-        reject(new Error('The server\'s answer was not understood'));
+        reject(new Error("The server's answer was not understood"));
       }
     });
     socket.end(`${JSON.stringify(request)}\n`);

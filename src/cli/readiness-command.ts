@@ -16,7 +16,8 @@ export async function runReadiness(args: string[], env: NodeJS.ProcessEnv = proc
   const options = parseOptions(rest);
   const url = options.url ?? env.AGENT_PLATFORM_URL;
   const apiKey = options.apiKey ?? env.AGENT_PLATFORM_API_KEY;
-  if (options.upload && (!url || !apiKey)) throw new UsageError(`--upload needs --url and --api-key (or AGENT_PLATFORM_URL and AGENT_PLATFORM_API_KEY).\n\n${READINESS_USAGE}`);
+  if (options.upload && (!url || !apiKey))
+    throw new UsageError(`--upload needs --url and --api-key (or AGENT_PLATFORM_URL and AGENT_PLATFORM_API_KEY).\n\n${READINESS_USAGE}`);
   let result;
   try {
     result = await evaluateRepository(options.path);

@@ -1,26 +1,19 @@
 import { plainToInstance, Transform } from 'class-transformer';
-import {
-  IsBoolean,
-  IsIn,
-  IsInt,
-  IsOptional,
-  IsString,
-  IsUrl,
-  Max,
-  Min,
-  Matches,
-  MinLength,
-  validateSync,
-} from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, IsUrl, Max, Min, Matches, MinLength, validateSync } from 'class-validator';
 import { resolve } from 'node:path';
 
-const toInt = ({ value }: { value: unknown }) =>
-  value === undefined || value === '' ? undefined : Number(value);
+const toInt = ({ value }: { value: unknown }) => (value === undefined || value === '' ? undefined : Number(value));
 const toBoolean = ({ value }: { value: unknown }) =>
   value === undefined || value === '' ? undefined : value === 'true' || value === '1' ? true : value === 'false' || value === '0' ? false : value;
 const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? undefined : value);
 const onOff = ({ value }: { value: unknown }) =>
-  value === undefined || value === '' ? undefined : ['on', 'true', '1'].includes(String(value)) ? true : ['off', 'false', '0'].includes(String(value)) ? false : value;
+  value === undefined || value === ''
+    ? undefined
+    : ['on', 'true', '1'].includes(String(value))
+      ? true
+      : ['off', 'false', '0'].includes(String(value))
+        ? false
+        : value;
 
 const MiB = 1024 * 1024;
 /** Comma-separated hosts (names, IPv4, bracketed IPv6), each optionally with `:port`. */
@@ -116,7 +109,9 @@ export class AppConfig {
    */
   @Transform(emptyToUndefined)
   @IsOptional()
-  @Matches(/^(true|\d{1,2}|[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*)$/, { message: 'TRUST_PROXY must be true, a hop count, or comma-separated addresses and CIDR ranges' })
+  @Matches(/^(true|\d{1,2}|[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*)$/, {
+    message: 'TRUST_PROXY must be true, a hop count, or comma-separated addresses and CIDR ranges',
+  })
   TRUST_PROXY?: string;
 
   /** How long a client has to send a whole request, headers and body (408 after it); 0: no limit. */
@@ -425,7 +420,9 @@ export class AppConfig {
    */
   @Transform(emptyToUndefined)
   @IsOptional()
-  @Matches(HOST_LIST, { message: 'MODEL_RELAY_ALLOWED_HOSTS must be comma-separated host names or IP addresses (IPv6 in brackets), each optionally with :port' })
+  @Matches(HOST_LIST, {
+    message: 'MODEL_RELAY_ALLOWED_HOSTS must be comma-separated host names or IP addresses (IPv6 in brackets), each optionally with :port',
+  })
   MODEL_RELAY_ALLOWED_HOSTS?: string;
 
   /** How long one relayed chat completion may take, streamed or not (models can think for minutes). */

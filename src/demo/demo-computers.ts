@@ -40,7 +40,11 @@ export class DemoComputers {
       'Move the build server to Node 22 and check that the nightly build still passes.',
     );
 
-    const workspace = await this.creation.create(people.member, { name: "Mia's workspace", provider: 'local', source: { kind: 'template', templateId: 'blank' } });
+    const workspace = await this.creation.create(people.member, {
+      name: "Mia's workspace",
+      provider: 'local',
+      source: { kind: 'template', templateId: 'blank' },
+    });
 
     await this.failures.record(people.manager, {
       name: 'Legacy monolith',

@@ -27,7 +27,13 @@ export class DemoControls {
         people.owner,
         {
           customModels: [
-            { id: 'custom:acme-llama', model: 'llama-3.1-70b-instruct', baseUrl: 'https://llm.acme.example/v1', apiKey: 'sk-acme-demo-4f1c9a27e8b3-7d2e', displayName: 'Acme Llama' },
+            {
+              id: 'custom:acme-llama',
+              model: 'llama-3.1-70b-instruct',
+              baseUrl: 'https://llm.acme.example/v1',
+              apiKey: 'sk-acme-demo-4f1c9a27e8b3-7d2e',
+              displayName: 'Acme Llama',
+            },
           ],
           modelPolicy: { allowedBaseUrls: ['https://llm.acme.example'], blockedModelIds: ['model-legacy'] },
         },

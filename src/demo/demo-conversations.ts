@@ -29,9 +29,18 @@ function barsPng(rows: Array<[number, number, number]>, width = 96): string {
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(height, 4);
   header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]).toString('base64');
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(raw)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]).toString('base64');
 }
-const [GREEN, RED, GREY] = [[46, 160, 67], [207, 34, 46], [200, 204, 209]] as Array<[number, number, number]>;
+const [GREEN, RED, GREY] = [
+  [46, 160, 67],
+  [207, 34, 46],
+  [200, 204, 209],
+] as Array<[number, number, number]>;
 /** A CI run: three jobs passed, the integration tests failed, one skipped. */
 const SCREENSHOT_PNG = barsPng([GREEN, GREEN, GREEN, RED, GREY]);
 /** The invoice as rendered: a header and no lines. */
@@ -81,7 +90,8 @@ export class DemoConversations {
           content: [
             {
               type: 'thinking',
-              thinking: 'Intermittent failures in integration tests usually mean shared state or timing. Run the suite serially first to see whether the order matters.',
+              thinking:
+                'Intermittent failures in integration tests usually mean shared state or timing. Run the suite serially first to see whether the order matters.',
               signature: 'sig-demo-1',
               signatureProvider: 'agent-platform',
               durationMs: 2100,
@@ -128,12 +138,21 @@ export class DemoConversations {
         },
       ],
     });
-    await this.agent.reportUsage(people.manager, flaky, { turnId: turn, model: 'model-a', inputTokens: 18_250, outputTokens: 1_420, cacheReadTokens: 12_000, thinkingTokens: 310 });
+    await this.agent.reportUsage(people.manager, flaky, {
+      turnId: turn,
+      model: 'model-a',
+      inputTokens: 18_250,
+      outputTokens: 1_420,
+      cacheReadTokens: 12_000,
+      thinkingTokens: 310,
+    });
     await this.agent.endTurn(people.manager, flaky, { turnId: turn, assistantActiveTimeMs: 94_000 });
 
     // 2. Work an agent is doing right now.
     const running = await this.create(people.manager, 'Upgrade the payment SDK to v5', { model: 'model-b', reasoningEffort: 'medium' });
-    await this.messages.add(people.manager, running, { text: 'Upgrade our payment SDK from v4 to v5 and adapt the call sites. Keep the public API of billing/ unchanged.' });
+    await this.messages.add(people.manager, running, {
+      text: 'Upgrade our payment SDK from v4 to v5 and adapt the call sites. Keep the public API of billing/ unchanged.',
+    });
     const upgrade = await this.take(people.manager);
     await this.agent.appendMessages(people.manager, running, {
       turnId: upgrade,
@@ -170,7 +189,7 @@ export class DemoConversations {
   private async seedInvoice(people: Required<DemoPeople>): Promise<void> {
     const invoice = await this.create(people.member, 'Invoice PDFs render blank', { model: 'model-b', reasoningEffort: 'medium', autonomyLevel: 'medium' });
     await this.messages.add(people.member, invoice, {
-      text: 'Customers say the invoice PDF is blank since yesterday\'s release. Here is one of them; can you find out why?',
+      text: "Customers say the invoice PDF is blank since yesterday's release. Here is one of them; can you find out why?",
       files: [{ type: 'base64', mediaType: 'application/pdf', data: SPEC_PDF, name: 'invoice-2026-0412.pdf', parsedData: '' }],
     });
     const turn = await this.take(people.member);
@@ -209,7 +228,16 @@ export class DemoConversations {
               toolUseId: 'toolu_demo_3',
               content: [
                 { type: 'text', text: 'templates/invoice.md (the template, as a document):' },
-                { type: 'document', source: { type: 'text', mediaType: 'text/plain', data: '# Invoice {{number}}\n\n{{#each line}}\n| {{description}} | {{amount}} |\n{{/each}}\n', name: 'invoice.md', mime: 'text/markdown' } },
+                {
+                  type: 'document',
+                  source: {
+                    type: 'text',
+                    mediaType: 'text/plain',
+                    data: '# Invoice {{number}}\n\n{{#each line}}\n| {{description}} | {{amount}} |\n{{/each}}\n',
+                    name: 'invoice.md',
+                    mime: 'text/markdown',
+                  },
+                },
               ],
             },
             {
@@ -224,13 +252,22 @@ export class DemoConversations {
           role: MessageRole.Assistant,
           modelId: 'model-b',
           content: [
-            { type: 'text', text: 'Yesterday\'s upgrade renamed the `each` helper. Let me render the invoice after registering it again, and look at the result.' },
+            {
+              type: 'text',
+              text: "Yesterday's upgrade renamed the `each` helper. Let me render the invoice after registering it again, and look at the result.",
+            },
             { type: 'tool_use', id: 'toolu_demo_5', name: 'Screenshot', input: { path: 'out/invoice-2026-0412.pdf', page: 1 } },
           ],
         },
         {
           role: MessageRole.Tool,
-          content: [{ type: 'tool_result', toolUseId: 'toolu_demo_5', content: [{ type: 'image', source: { type: 'base64', mediaType: 'image/png', data: BLANK_INVOICE_PNG } }] }],
+          content: [
+            {
+              type: 'tool_result',
+              toolUseId: 'toolu_demo_5',
+              content: [{ type: 'image', source: { type: 'base64', mediaType: 'image/png', data: BLANK_INVOICE_PNG } }],
+            },
+          ],
         },
         {
           role: MessageRole.Assistant,
@@ -239,7 +276,7 @@ export class DemoConversations {
             {
               type: 'text',
               text:
-                'Fixed: the template engine\'s upgrade renamed `each` to `eachLine`, so every line was dropped without an error in production. ' +
+                "Fixed: the template engine's upgrade renamed `each` to `eachLine`, so every line was dropped without an error in production. " +
                 'I registered `each` as an alias in src/billing/pdf.ts and added a test that renders an invoice with two lines.',
             },
           ],

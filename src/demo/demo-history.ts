@@ -29,7 +29,18 @@ interface Persona {
 
 type Block = { type: string; [field: string]: unknown };
 
-const FILES = ['src/orders/orders.service.ts', 'src/billing/invoice.ts', 'web/src/components/Cart.tsx', 'scripts/migrate.py', 'services/search/main.go', 'README.md', 'Dockerfile', 'docs/api.md', 'src/orders/orders.service.spec.ts', 'infra/main.tf'];
+const FILES = [
+  'src/orders/orders.service.ts',
+  'src/billing/invoice.ts',
+  'web/src/components/Cart.tsx',
+  'scripts/migrate.py',
+  'services/search/main.go',
+  'README.md',
+  'Dockerfile',
+  'docs/api.md',
+  'src/orders/orders.service.spec.ts',
+  'infra/main.tf',
+];
 const TASKS = [
   'Fix the flaky checkout test',
   'Add an index for the slow orders query',
@@ -56,9 +67,27 @@ export class DemoHistory {
     const startOfToday = Date.parse(now.toISOString().slice(0, 10));
     if (await this.history.hasSessionsBefore(people.owner.organizationId, new Date(startOfToday))) return 0;
     const personas: Persona[] = [
-      { principal: people.manager, activity: 0.9, sources: ['cli_tui', 'cli_tui', 'web', 'cli_exec'], settings: [{ autonomyLevel: 'high' }, { autonomyLevel: 'medium' }, { interactionMode: 'spec', autonomyLevel: 'medium' }], model: 'model-a' },
-      { principal: people.member, activity: 0.8, sources: ['cli_tui', 'cli_acp', 'cli_exec'], settings: [{ autonomyLevel: 'medium' }, { autonomyLevel: 'low' }], model: 'model-b' },
-      { principal: people.owner, activity: 0.45, sources: ['web', 'desktop'], settings: [{ interactionMode: 'spec' }, { autonomyLevel: 'low' }, { interactionMode: 'ask' }], model: 'model-a' },
+      {
+        principal: people.manager,
+        activity: 0.9,
+        sources: ['cli_tui', 'cli_tui', 'web', 'cli_exec'],
+        settings: [{ autonomyLevel: 'high' }, { autonomyLevel: 'medium' }, { interactionMode: 'spec', autonomyLevel: 'medium' }],
+        model: 'model-a',
+      },
+      {
+        principal: people.member,
+        activity: 0.8,
+        sources: ['cli_tui', 'cli_acp', 'cli_exec'],
+        settings: [{ autonomyLevel: 'medium' }, { autonomyLevel: 'low' }],
+        model: 'model-b',
+      },
+      {
+        principal: people.owner,
+        activity: 0.45,
+        sources: ['web', 'desktop'],
+        settings: [{ interactionMode: 'spec' }, { autonomyLevel: 'low' }, { interactionMode: 'ask' }],
+        model: 'model-a',
+      },
       { principal: people.guest, activity: 0.2, sources: ['web'], settings: [{ autonomyLevel: 'off' }], model: 'model-b' },
     ];
     const rand = random(20260114);
@@ -86,12 +115,20 @@ export class DemoHistory {
           const source = pick(persona.sources);
           const turns = 1 + Math.floor(rand() * 4);
           for (let turn = 0; turn < turns; turn++) {
-            const text = turn === 0 && rand() < 0.25 ? `${pick(SLASH)} ${past.title.toLowerCase()}` : `${turn === 0 ? past.title : 'Looks good, now also cover the edge cases'}.`;
+            const text =
+              turn === 0 && rand() < 0.25
+                ? `${pick(SLASH)} ${past.title.toLowerCase()}`
+                : `${turn === 0 ? past.title : 'Looks good, now also cover the edge cases'}.`;
             past.messages.push({ role: MessageRole.User, content: [{ type: 'text', text }], createdAt: new Date(tick(2)), userMessageSource: source });
             const calls = 1 + Math.floor(rand() * 6);
             const toolUses: Block[] = [];
             for (let c = 0; c < calls; c++) toolUses.push(toolUse(`toolu_${sessions}_${turn}_${c}`, rand, pick));
-            past.messages.push({ role: MessageRole.Assistant, content: [{ type: 'text', text: 'Working on it.' }, ...toolUses], attributes: { modelId: persona.model }, createdAt: new Date(tick(1)) });
+            past.messages.push({
+              role: MessageRole.Assistant,
+              content: [{ type: 'text', text: 'Working on it.' }, ...toolUses],
+              attributes: { modelId: persona.model },
+              createdAt: new Date(tick(1)),
+            });
             past.messages.push({
               role: MessageRole.Tool,
               content: toolUses.map((use) => ({ type: 'tool_result', toolUseId: use.id, content: 'ok' })),
@@ -101,11 +138,21 @@ export class DemoHistory {
               past.messages.push({
                 role: MessageRole.System,
                 content: [{ type: 'text', text: 'PostToolUse hook completed (exit 0).' }],
-                attributes: { hookEventName: 'PostToolUse', hookMatcher: 'Edit', hookCommands: [{ command: './scripts/lint-changed.sh', timeout: 30 }], hookStatus: 'completed' },
+                attributes: {
+                  hookEventName: 'PostToolUse',
+                  hookMatcher: 'Edit',
+                  hookCommands: [{ command: './scripts/lint-changed.sh', timeout: 30 }],
+                  hookStatus: 'completed',
+                },
                 createdAt: new Date(tick(0.2)),
               });
             }
-            past.messages.push({ role: MessageRole.Assistant, content: [{ type: 'text', text: 'Done: the change is in and the tests pass.' }], attributes: { modelId: persona.model }, createdAt: new Date(tick(3)) });
+            past.messages.push({
+              role: MessageRole.Assistant,
+              content: [{ type: 'text', text: 'Done: the change is in and the tests pass.' }],
+              attributes: { modelId: persona.model },
+              createdAt: new Date(tick(3)),
+            });
             const input = 4_000 + Math.floor(rand() * 20_000);
             past.usage.push({
               model: persona.model,
@@ -134,8 +181,15 @@ function toolUse(id: string, rand: () => number, pick: <T>(list: T[]) => T): Blo
   if (roll < 0.45) return { type: 'tool_use', id, name: 'Edit', input: { file_path: pick(FILES), old_string: 'a', new_string: 'b' } };
   if (roll < 0.52) return { type: 'tool_use', id, name: 'Write', input: { file_path: pick(FILES), content: '...' } };
   if (roll < 0.62) return { type: 'tool_use', id, name: 'Grep', input: { pattern: 'TODO' } };
-  if (roll < 0.74) return { type: 'tool_use', id, name: 'Bash', input: { command: pick(['npm test', 'npm run lint', 'git add -A && git commit -m "Fix"', 'gh pr create --fill', 'go test ./...']) } };
-  if (roll < 0.82) return { type: 'tool_use', id, name: pick(['mcp__github__search_issues', 'mcp__GitHub__get_pull_request', 'mcp__linear__create_issue']), input: {} };
+  if (roll < 0.74)
+    return {
+      type: 'tool_use',
+      id,
+      name: 'Bash',
+      input: { command: pick(['npm test', 'npm run lint', 'git add -A && git commit -m "Fix"', 'gh pr create --fill', 'go test ./...']) },
+    };
+  if (roll < 0.82)
+    return { type: 'tool_use', id, name: pick(['mcp__github__search_issues', 'mcp__GitHub__get_pull_request', 'mcp__linear__create_issue']), input: {} };
   if (roll < 0.86) return { type: 'tool_use', id, name: 'Skill', input: { skill: pick(SKILLS) } };
   return { type: 'tool_use', id, name: pick(['Glob', 'TodoWrite', 'WebFetch']), input: {} };
 }

@@ -37,7 +37,11 @@ export class DemoWork {
     if (imported > 0) this.logger.log(`Demo history: ${imported} past sessions`);
     await this.rollup.runNow();
     // After the conversations: a managed computer's provisioning log is a session, and conversations go only where there are none.
-    const tokens = await this.computers.seedAcme({ owner: await as('acme', Role.Owner), manager: await as('acme', Role.Manager), member: await as('acme', Role.Member) });
+    const tokens = await this.computers.seedAcme({
+      owner: await as('acme', Role.Owner),
+      manager: await as('acme', Role.Manager),
+      member: await as('acme', Role.Member),
+    });
     // Last: the controls' model policy and defaults apply to sessions created after them.
     await this.controls.seedAcme({ owner: await as('acme', Role.Owner), manager: await as('acme', Role.Manager) });
     return tokens;

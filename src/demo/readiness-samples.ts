@@ -10,9 +10,13 @@ const run = promisify(execFile);
 type Files = Record<string, string>;
 
 const json = (value: unknown) => JSON.stringify(value, null, 2) + '\n';
-const nodePackage = (name: string, description: string, extra: { scripts?: Files; dependencies?: Files; devDependencies?: Files; workspaces?: string[] } = {}) =>
-  json({ name, description, private: true, ...extra });
-const CI = 'name: ci\non: [push, pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: npm ci && npm test\n';
+const nodePackage = (
+  name: string,
+  description: string,
+  extra: { scripts?: Files; dependencies?: Files; devDependencies?: Files; workspaces?: string[] } = {},
+) => json({ name, description, private: true, ...extra });
+const CI =
+  'name: ci\non: [push, pull_request]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: npm ci && npm test\n';
 
 /**
  * Acme's repositories as they grew: each step adds files (real ones, small), is committed, and is
@@ -91,7 +95,10 @@ export const SAMPLE_REPOSITORIES: Array<{ remote: string; steps: Array<{ daysAgo
             devDependencies: { typescript: '^5.6.0', eslint: '^9.0.0', prettier: '^3.0.0' },
           }),
           'apps/web/src/cart.test.ts': "it('adds to the cart', () => undefined);\n",
-          'apps/admin/package.json': nodePackage('admin', 'Back-office admin', { scripts: { build: 'vite build' }, devDependencies: { typescript: '^5.6.0', eslint: '^9.0.0' } }),
+          'apps/admin/package.json': nodePackage('admin', 'Back-office admin', {
+            scripts: { build: 'vite build' },
+            devDependencies: { typescript: '^5.6.0', eslint: '^9.0.0' },
+          }),
           'packages/ui/package.json': nodePackage('ui', 'Shared UI kit', { scripts: { build: 'tsc' }, devDependencies: { typescript: '^5.6.0' } }),
           '.github/workflows/ci.yml': CI,
         },
@@ -108,7 +115,8 @@ export const SAMPLE_REPOSITORIES: Array<{ remote: string; steps: Array<{ daysAgo
           '.gitignore': '.terraform/\n*.tfstate\n',
           'main.tf': 'terraform {\n  required_version = ">= 1.6"\n}\n',
           CODEOWNERS: '* @acme/platform\n',
-          '.github/workflows/plan.yml': 'name: plan\non: [pull_request]\njobs:\n  plan:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: terraform plan\n',
+          '.github/workflows/plan.yml':
+            'name: plan\non: [pull_request]\njobs:\n  plan:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@v4\n      - run: terraform plan\n',
           'docs/operations/restore.md': '# Restoring the database\n',
         },
       },
@@ -140,7 +148,8 @@ async function grow(root: string, repository: (typeof SAMPLE_REPOSITORIES)[numbe
   for (const [n, step] of repository.steps.entries()) {
     const date = new Date(COMMITTED_AT + n * 86_400_000).toISOString();
     const env = { ...process.env, LC_ALL: 'C', GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
-    const git = (...args: string[]) => run('git', ['-c', 'user.name=Acme Demo', '-c', 'user.email=demo@acme.example', '-c', 'commit.gpgsign=false', ...args], { cwd: root, env });
+    const git = (...args: string[]) =>
+      run('git', ['-c', 'user.name=Acme Demo', '-c', 'user.email=demo@acme.example', '-c', 'commit.gpgsign=false', ...args], { cwd: root, env });
     if (n === 0) {
       await git('init', '-q');
       await git('symbolic-ref', 'HEAD', 'refs/heads/main');

@@ -34,12 +34,8 @@ export class Sessions1763798400000 implements MigrationInterface {
       )`);
     await q.query(`CREATE INDEX "sessions_organization_created_idx" ON "sessions" ("organization_id", "created_at", "id")`);
     await q.query(`CREATE INDEX "sessions_owner_created_idx" ON "sessions" ("owner_id", "created_at", "id")`);
-    await q.query(
-      `CREATE INDEX "sessions_computer_created_idx" ON "sessions" ("computer_id", "created_at", "id") WHERE computer_id IS NOT NULL`,
-    );
-    await q.query(
-      `CREATE INDEX "sessions_waiting_work_idx" ON "sessions" ("organization_id", "work_computer_id", "pending_since") WHERE status = 'pending'`,
-    );
+    await q.query(`CREATE INDEX "sessions_computer_created_idx" ON "sessions" ("computer_id", "created_at", "id") WHERE computer_id IS NOT NULL`);
+    await q.query(`CREATE INDEX "sessions_waiting_work_idx" ON "sessions" ("organization_id", "work_computer_id", "pending_since") WHERE status = 'pending'`);
     await q.query(`CREATE INDEX "sessions_turn_lease_idx" ON "sessions" ("lease_expires_at") WHERE status = 'running'`);
 
     await q.query(`

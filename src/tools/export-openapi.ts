@@ -17,7 +17,11 @@ import { buildOpenApiDocument } from '../platform/http/openapi-document';
  */
 async function main(out: string): Promise<void> {
   const config = loadConfig({});
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), new FastifyAdapter(), { preview: true, logger: false, abortOnError: false });
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), new FastifyAdapter(), {
+    preview: true,
+    logger: false,
+    abortOnError: false,
+  });
   const document = buildOpenApiDocument(app, config);
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(document, null, 2)}\n`);

@@ -37,13 +37,23 @@ const AGENT_MAIN = join(__dirname, '..', '..', 'dist', 'agent', 'main.js');
       req.on('data', (chunk: Buffer) => (body += chunk.toString()));
       req.on('end', () => {
         const { messages } = JSON.parse(body) as { messages: Array<{ role: string; content: unknown }> };
-        const asked = messages.filter((m) => m.role === 'user').map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).pop() ?? '';
+        const asked =
+          messages
+            .filter((m) => m.role === 'user')
+            .map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)))
+            .pop() ?? '';
         res.setHeader('content-type', 'application/json');
         res.end(
           JSON.stringify({
             id: 'chatcmpl-1',
             object: 'chat.completion',
-            choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: `Scripted reply to: ${asked.includes('count the files') ? 'count the files' : asked}` } }],
+            choices: [
+              {
+                index: 0,
+                finish_reason: 'stop',
+                message: { role: 'assistant', content: `Scripted reply to: ${asked.includes('count the files') ? 'count the files' : asked}` },
+              },
+            ],
             usage: { prompt_tokens: 50, completion_tokens: 8 },
           }),
         );
@@ -66,12 +76,28 @@ const AGENT_MAIN = join(__dirname, '..', '..', 'dist', 'agent', 'main.js');
     expect(csp).toEqual([]);
   });
 
-  it('shows the agent\'s reply to a message typed in the browser, without a reload', async () => {
-    const computer = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' }).expect(201);
+  it("shows the agent's reply to a message typed in the browser, without a reload", async () => {
+    const computer = await t
+      .http()
+      .post('/api/v0/computers')
+      .set(owner.auth)
+      .send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' })
+      .expect(201);
     const modelUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
-    agent = spawn(process.execPath, [AGENT_MAIN, '--url', baseUrlOf(t), '--token', computer.body.agentToken as string, '--workspace', join(home, 'workspace')], {
-      env: { PATH: process.env.PATH ?? '', HOME: home, AGENT_STATE_DIR: join(home, 'state'), AGENT_HOOKS_FILE: join(home, 'hooks.json'), AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' },
-    });
+    agent = spawn(
+      process.execPath,
+      [AGENT_MAIN, '--url', baseUrlOf(t), '--token', computer.body.agentToken as string, '--workspace', join(home, 'workspace')],
+      {
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: home,
+          AGENT_STATE_DIR: join(home, 'state'),
+          AGENT_HOOKS_FILE: join(home, 'hooks.json'),
+          AGENT_MODEL_BASE_URL: modelUrl,
+          AGENT_MODEL: 'scripted-1',
+        },
+      },
+    );
     agent.stdout?.on('data', (chunk: Buffer) => (agentOutput += chunk.toString()));
     agent.stderr?.on('data', (chunk: Buffer) => (agentOutput += chunk.toString()));
     const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ title: 'Ask the agent', computerId: computer.body.id }).expect(201);
@@ -90,7 +116,11 @@ const AGENT_MAIN = join(__dirname, '..', '..', 'dist', 'agent', 'main.js');
       throw new Error(`${(error as Error).message}\nagent output:\n${agentOutput}`);
     }
     expect(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed)).toBe(true);
-    const stored = await t.http().get(`/api/v0/sessions/${session.body.sessionId as string}/messages`).set(owner.auth).expect(200);
+    const stored = await t
+      .http()
+      .get(`/api/v0/sessions/${session.body.sessionId as string}/messages`)
+      .set(owner.auth)
+      .expect(200);
     expect(stored.body.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
     expect(await checkPage(page, 'session-agent-reply')).toEqual([]);
     await page.close();

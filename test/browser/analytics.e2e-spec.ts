@@ -39,7 +39,10 @@ const [D1, D2, D3, D6] = [day(1), day(2), day(3), day(6)];
         { role: MessageRole.User, content: [{ type: 'text', text: 'Please fix it' }], createdAt: at(daysAgo, 9), userMessageSource: 'web' },
         {
           role: MessageRole.Assistant,
-          content: [{ type: 'text', text: 'On it.' }, ...tools.map((name, i) => ({ type: 'tool_use' as const, id: `tu-${daysAgo}-${i}-${Math.random()}`, name, input: { file_path: `src/app${i}.ts` } }))],
+          content: [
+            { type: 'text', text: 'On it.' },
+            ...tools.map((name, i) => ({ type: 'tool_use' as const, id: `tu-${daysAgo}-${i}-${Math.random()}`, name, input: { file_path: `src/app${i}.ts` } })),
+          ],
           attributes: { modelId: model },
           createdAt: at(daysAgo, 10),
         },
@@ -88,13 +91,16 @@ const [D1, D2, D3, D6] = [day(1), day(2), day(3), day(6)];
     await page.getByRole('heading', { name: 'Analytics' }).waitFor();
     const tokens = page.getByRole('region', { name: 'Tokens by model' });
     await tokens.locator('canvas').first().waitFor();
-    for (const title of ['Active users', 'Tool usage', 'Productivity by language']) await page.getByRole('region', { name: title }).locator('canvas').first().waitFor();
+    for (const title of ['Active users', 'Tool usage', 'Productivity by language'])
+      await page.getByRole('region', { name: title }).locator('canvas').first().waitFor();
     expect(requests.every((url) => url.includes(`startDate=${D6}`) && url.includes(`endDate=${D1}`))).toBe(true);
 
     // The tokens chart's table: one row per day, one column per model, the API's numbers.
     await tokens.getByRole('button', { name: /Show as a table/ }).click();
     const body = await api('tokens', `startDate=${D6}&endDate=${D1}`);
-    const opusOnD2 = body.data.find((row: { date: string }) => row.date === D2).by_model.find((m: { model_id: string }) => m.model_id === 'claude-opus').billable_tokens;
+    const opusOnD2 = body.data
+      .find((row: { date: string }) => row.date === D2)
+      .by_model.find((m: { model_id: string }) => m.model_id === 'claude-opus').billable_tokens;
     const table = tokens.locator('table.data-table');
     const row = table.getByRole('row', { name: new RegExp(D2) });
     const headers = await table.getByRole('columnheader').allTextContents();
@@ -138,11 +144,14 @@ const [D1, D2, D3, D6] = [day(1), day(2), day(3), day(6)];
     await page.close();
   });
 
-  it('CSV downloads hold what is shown: a chart\'s table and the users table, page by page', async () => {
+  it("CSV downloads hold what is shown: a chart's table and the users table, page by page", async () => {
     const { page } = await signedIn(owner, `/analytics?from=${D6}&to=${D1}`);
     const tools = page.getByRole('region', { name: 'Tool usage' });
     await tools.getByRole('button', { name: /Show as a table/ }).click();
-    const shown = await tools.locator('table.data-table').getByRole('row').evaluateAll((rows) => rows.map((row) => [...row.children].map((cell) => cell.textContent ?? '')));
+    const shown = await tools
+      .locator('table.data-table')
+      .getByRole('row')
+      .evaluateAll((rows) => rows.map((row) => [...row.children].map((cell) => cell.textContent ?? '')));
     const [download] = await Promise.all([page.waitForEvent('download'), tools.getByRole('button', { name: /Download CSV/ }).click()]);
     expect(download.suggestedFilename()).toBe(`tool-usage_${D6}_${D1}.csv`);
     expect(parseCsv(readFileSync((await download.path())!, 'utf8'))).toEqual(shown);

@@ -8,7 +8,16 @@ import type { TestApp } from '../utils/test-app';
 
 /** Debian's Chromium (`apt-get install chromium`, as .ci/run does); never a browser downloaded by Playwright. */
 export const CHROMIUM = '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts', 'console');
 

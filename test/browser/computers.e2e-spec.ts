@@ -102,7 +102,12 @@ import { join } from 'node:path';
 
     // Made elsewhere (the API), with a repository that is not there yet: the row appears, then turns to Error.
     const repo = join(root, `later-${Date.now()}`);
-    const created = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'Web workspace', provider: 'local', repos: [repo] }).expect(201);
+    const created = await t
+      .http()
+      .post('/api/v0/computers')
+      .set(owner.auth)
+      .send({ name: 'Web workspace', provider: 'local', repos: [repo] })
+      .expect(201);
     const row = page.getByRole('row', { name: /Web workspace/ });
     await row.waitFor();
     await row.getByText('Error').waitFor({ timeout: 30_000 });
@@ -120,7 +125,10 @@ import { join } from 'node:path';
     await page.getByRole('button', { name: 'Retry provisioning' }).click();
     expect(((await (await retried).json()) as { status: string }).status).toBe('provisioning');
     await page.getByRole('status').getByText('Active').waitFor({ timeout: 30_000 });
-    expect(await page.locator('li[data-step]').evaluateAll((steps) => steps.map((step) => step.getAttribute('data-status')))).toEqual(['completed', 'completed']);
+    expect(await page.locator('li[data-step]').evaluateAll((steps) => steps.map((step) => step.getAttribute('data-status')))).toEqual([
+      'completed',
+      'completed',
+    ]);
     expect(await page.getByRole('button', { name: 'Retry provisioning' }).count()).toBe(0);
     expect((await t.http().get(`/api/v0/computers/${created.body.id}`).set(owner.auth)).body.status).toBe('active');
     // The page reads the computer when an event says it changed, and does not poll: nothing changes, nothing is asked.
@@ -135,21 +143,44 @@ import { join } from 'node:path';
 
   it('the event stream: CRLF lines and comments parsed, resumed after a drop with Last-Event-ID, restarted after a 410', async () => {
     const owner = await createUser(t, Role.Owner);
-    const created = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'Stream box', provider: 'byom', hostId: crypto.randomUUID(), remoteUser: 'dev' }).expect(201);
+    const created = await t
+      .http()
+      .post('/api/v0/computers')
+      .set(owner.auth)
+      .send({ name: 'Stream box', provider: 'byom', hostId: crypto.randomUUID(), remoteUser: 'dev' })
+      .expect(201);
     const page = await signedInTab(browser, base, owner.key, csp);
     // The server's stream is stood in for twice: one event then the end (a drop), then 410 for the resume point.
     const resumeHeaders: (string | null)[] = [];
     const reads: string[] = [];
     let readsBefore410 = -1;
-    const event = { id: 'e1', seq: 7, type: 'computer.status_changed', occurredAt: Date.now(), organizationId: owner.organizationId, sessionId: null, target: { kind: 'computer', id: created.body.id }, actor: null, data: { computerId: created.body.id, provider: 'byom', from: 'active', to: 'active', step: null } };
+    const event = {
+      id: 'e1',
+      seq: 7,
+      type: 'computer.status_changed',
+      occurredAt: Date.now(),
+      organizationId: owner.organizationId,
+      sessionId: null,
+      target: { kind: 'computer', id: created.body.id },
+      actor: null,
+      data: { computerId: created.body.id, provider: 'byom', from: 'active', to: 'active', step: null },
+    };
     await page.route('**/api/v0/events?*', async (route) => {
       const header = route.request().headers()['last-event-id'] ?? null;
       resumeHeaders.push(header);
       if (resumeHeaders.length === 1) {
-        await route.fulfill({ status: 200, contentType: 'text/event-stream', body: `retry: 50\r\n: connected\r\n\r\nid: 7\r\nevent: computer.status_changed\r\ndata: ${JSON.stringify(event)}\r\n\r\n` });
+        await route.fulfill({
+          status: 200,
+          contentType: 'text/event-stream',
+          body: `retry: 50\r\n: connected\r\n\r\nid: 7\r\nevent: computer.status_changed\r\ndata: ${JSON.stringify(event)}\r\n\r\n`,
+        });
       } else if (resumeHeaders.length === 2) {
         readsBefore410 = reads.length;
-        await route.fulfill({ status: 410, contentType: 'application/json', body: JSON.stringify({ status: 410, title: 'Gone', detail: 'expired', metadata: { code: 'event_expired', oldestId: 9 } }) });
+        await route.fulfill({
+          status: 410,
+          contentType: 'application/json',
+          body: JSON.stringify({ status: 410, title: 'Gone', detail: 'expired', metadata: { code: 'event_expired', oldestId: 9 } }),
+        });
       } else {
         await route.continue();
       }

@@ -98,7 +98,12 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole, se
     // A reload keeps the tab signed in; the setup is no longer offered.
     await page.reload();
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
-    await expect(t.http().get('/api/v0/setup').then((res) => res.body)).resolves.toEqual({ needed: false });
+    await expect(
+      t
+        .http()
+        .get('/api/v0/setup')
+        .then((res) => res.body),
+    ).resolves.toEqual({ needed: false });
     await page.close();
   });
 
@@ -121,7 +126,7 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole, se
     await page.close();
   });
 
-  it('a key that does not work: the API\'s own words and its request id', async () => {
+  it("a key that does not work: the API's own words and its request id", async () => {
     const page = await session();
     await page.goto('/sign-in');
     await page.getByLabel('API key').fill(`apk_${'x'.repeat(43)}`);
@@ -199,7 +204,7 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole, se
     await page.close();
   });
 
-  it('an owner sees every key of the organization by its user\'s name and revokes a member\'s; the list pages as the API pages', async () => {
+  it("an owner sees every key of the organization by its user's name and revokes a member's; the list pages as the API pages", async () => {
     const owner = await createUser(t, Role.Owner);
     const organization = { id: owner.organizationId, slug: owner.organizationSlug };
     const member = await createUser(t, Role.Member, organization);
@@ -218,7 +223,15 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole, se
     await memberRow.getByText('Revoked').waitFor();
     expect((await t.http().get('/api/v0/me').set(member.auth)).status).toBe(401);
     // 25 more keys of the owner's: the first page holds 20; "Show more keys" fetches the rest.
-    const response = await Promise.all(Array.from({ length: 25 }, (_, i) => t.http().post('/settings/api-keys').set(owner.auth).send({ name: `bulk ${i}` })));
+    const response = await Promise.all(
+      Array.from({ length: 25 }, (_, i) =>
+        t
+          .http()
+          .post('/settings/api-keys')
+          .set(owner.auth)
+          .send({ name: `bulk ${i}` }),
+      ),
+    );
     expect(response.every((res) => res.status === 201)).toBe(true);
     await page.getByRole('radio', { name: 'My keys' }).check();
     await page.reload();
@@ -235,7 +248,12 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole, se
     const owner = await createUser(t, Role.Owner);
     const organization = { id: owner.organizationId, slug: owner.organizationSlug };
     const guest = await createUser(t, Role.Guest, organization);
-    await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { restrictApiKeyCreationToManagers: true } }).expect(200);
+    await t
+      .http()
+      .patch('/api/v0/organization/enterprise-controls')
+      .set(owner.auth)
+      .send({ settings: { restrictApiKeyCreationToManagers: true } })
+      .expect(200);
     const page = await session();
     await signInWith(page, guest.key);
     await page.goto('/settings/api-keys');
@@ -248,7 +266,7 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole, se
     await page.close();
   });
 
-  it('an unknown console path shows the console\'s 404 page', async () => {
+  it("an unknown console path shows the console's 404 page", async () => {
     const member = await createUser(t, Role.Member);
     const page = await session();
     await signInWith(page, member.key);

@@ -46,9 +46,11 @@ const SECRET = 'sk-test-secret-key-9f3a7c21';
     return page;
   }
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- settings are checked field by field
-  const read = async (user: TestUser = owner) => (await t.http().get(CONTROLS).set(user.auth).expect(200)).body as { revision: number; settings: Record<string, any> };
-  const history = async () => (await t.http().get(`${CONTROLS}/history`).set(owner.auth).expect(200)).body as { changes: { revision: number; user: { id: string } }[] };
+  const read = async (user: TestUser = owner) =>
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- settings are checked field by field
+    (await t.http().get(CONTROLS).set(user.auth).expect(200)).body as { revision: number; settings: Record<string, any> };
+  const history = async () =>
+    (await t.http().get(`${CONTROLS}/history`).set(owner.auth).expect(200)).body as { changes: { revision: number; user: { id: string } }[] };
 
   it('a form from the settings schema: descriptions shown, a change saved becomes a revision by its user', async () => {
     const page = await signedIn(owner, '/settings/controls');
@@ -79,7 +81,7 @@ const SECRET = 'sk-test-secret-key-9f3a7c21';
     await page.close();
   });
 
-  it('a bad value: the server\'s error at its field, and no revision', async () => {
+  it("a bad value: the server's error at its field, and no revision", async () => {
     const before = await read();
     const page = await signedIn(owner, '/settings/controls');
     await page.getByLabel('Session retention days').fill('0');
@@ -111,7 +113,12 @@ const SECRET = 'sk-test-secret-key-9f3a7c21';
     await page.getByText(/Revision 1, saved by/).waitFor();
     await page.getByLabel('Command allowlist').fill('git status');
     // A manager saves in between, through the API.
-    await t.http().patch(CONTROLS).set(manager.auth).send({ settings: { commandDenylist: ['git push*'], restrictMemberVisibility: false } }).expect(200);
+    await t
+      .http()
+      .patch(CONTROLS)
+      .set(manager.auth)
+      .send({ settings: { commandDenylist: ['git push*'], restrictMemberVisibility: false } })
+      .expect(200);
     await page.getByRole('button', { name: 'Save controls' }).click();
     await page.getByRole('heading', { name: 'Someone else saved first' }).waitFor();
     const screen = await page.locator('.conflict').textContent();
@@ -138,8 +145,13 @@ const SECRET = 'sk-test-secret-key-9f3a7c21';
     await page.close();
   });
 
-  it('a custom model\'s key is never shown, only replaced', async () => {
-    await t.http().patch(CONTROLS).set(owner.auth).send({ settings: { customModels: [{ id: 'house', model: 'house-1', baseUrl: 'https://models.example.com/v1', apiKey: SECRET }] } }).expect(200);
+  it("a custom model's key is never shown, only replaced", async () => {
+    await t
+      .http()
+      .patch(CONTROLS)
+      .set(owner.auth)
+      .send({ settings: { customModels: [{ id: 'house', model: 'house-1', baseUrl: 'https://models.example.com/v1', apiKey: SECRET }] } })
+      .expect(200);
     const page = await signedIn(owner, '/settings/controls');
     await page.getByText(`Stored: ****${SECRET.slice(-4)}`).waitFor();
     expect(await page.content()).not.toContain(SECRET);
@@ -157,7 +169,7 @@ const SECRET = 'sk-test-secret-key-9f3a7c21';
     await page.close();
   });
 
-  it('the history: each revision\'s author and time, and a side-by-side diff naming the changed field', async () => {
+  it("the history: each revision's author and time, and a side-by-side diff naming the changed field", async () => {
     const page = await signedIn(owner, '/settings/controls/history');
     await page.getByRole('heading', { name: 'Controls history' }).waitFor();
     await page.getByRole('heading', { name: 'Revision 2' }).waitFor();
@@ -168,12 +180,18 @@ const SECRET = 'sk-test-secret-key-9f3a7c21';
     await diff.getByText('commandDenylist').first().waitFor();
     await expect(diff.locator('.changed-fields').textContent()).resolves.toMatch(/Changed.*restrictMemberVisibility/);
     await diff.getByRole('columnheader', { name: 'Revision 1' }).waitFor();
-    expect(await diff.locator('.diff-removed').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('"restrictMemberVisibility": true')]));
-    expect(await diff.locator('.diff-added').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('"restrictMemberVisibility": false'), expect.stringContaining('"git push*"')]));
+    expect(await diff.locator('.diff-removed').allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringContaining('"restrictMemberVisibility": true')]),
+    );
+    expect(await diff.locator('.diff-added').allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringContaining('"restrictMemberVisibility": false'), expect.stringContaining('"git push*"')]),
+    );
     // Revision 1 against the defaults the schema publishes.
     await page.getByRole('button', { name: 'Show changes of revision 1' }).click();
     await page.getByRole('columnheader', { name: 'The defaults (revision 0)' }).waitFor();
-    expect(await page.locator('.revision-diff .diff-removed').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('"restrictMemberVisibility": false')]));
+    expect(await page.locator('.revision-diff .diff-removed').allTextContents()).toEqual(
+      expect.arrayContaining([expect.stringContaining('"restrictMemberVisibility": false')]),
+    );
     problems.push(...(await checkPage(page, 'controls-history')));
     await page.close();
   });

@@ -27,7 +27,13 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, signedInTab } f
 
   const orgOf = (user: TestUser) => ({ id: user.organizationId, slug: user.organizationSlug });
   const membersOf = async (user: TestUser) =>
-    (await t.http().get('/api/v0/organization/members?limit=100').set(user.auth).expect(200)).body.members as { id: string; email: string; role: string; kind: string; name: string }[];
+    (await t.http().get('/api/v0/organization/members?limit=100').set(user.auth).expect(200)).body.members as {
+      id: string;
+      email: string;
+      role: string;
+      kind: string;
+      name: string;
+    }[];
 
   it('an owner adds a member, changes their role and removes them after a confirmation; the API agrees at each step', async () => {
     const owner = await createUser(t, Role.Owner);

@@ -34,7 +34,9 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, signedInTab } f
 
   /** Every known criterion below `level` passes, none at or above it; plus a criterion this server does not know. */
   const reportAt = (level: number) => ({
-    ...Object.fromEntries(CRITERIA.map((criterion) => [criterion.id, { numerator: criterion.level < level ? 1 : 0, denominator: 1, rationale: `hand-made ${criterion.id}` }])),
+    ...Object.fromEntries(
+      CRITERIA.map((criterion) => [criterion.id, { numerator: criterion.level < level ? 1 : 0, denominator: 1, rationale: `hand-made ${criterion.id}` }]),
+    ),
     security_review: { numerator: 1, denominator: 1, rationale: 'Reviewed by the security team in March' },
   });
 
@@ -49,7 +51,11 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, signedInTab } f
     accessibility.push(...(await checkPage(page, 'readiness-empty')));
 
     // An older, hand-made report at level 3, then the real evaluator's report of a real repository: the same repository.
-    const older = await t.http().post('/api/organization/maturity-level-reports').set(member.auth).send({ repoUrl: 'https://github.com/acme/web', apps: { '.': { description: 'The web app' } }, report: reportAt(3) });
+    const older = await t
+      .http()
+      .post('/api/organization/maturity-level-reports')
+      .set(member.auth)
+      .send({ repoUrl: 'https://github.com/acme/web', apps: { '.': { description: 'The web app' } }, report: reportAt(3) });
     expect(older.status).toBe(201);
     const dir = await createGitRepo(await reposRoot(), 'web', { 'README.md': '# Web\n', '.gitignore': 'node_modules\n', 'AGENTS.md': '# How to work here\n' });
     execFileSync('git', ['remote', 'add', 'origin', 'https://github.com/acme/web.git'], { cwd: dir });
@@ -67,7 +73,9 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, signedInTab } f
     const chart = page.getByRole('img', { name: 'Maturity level over time' });
     await chart.waitFor();
     expect(await chart.locator('circle').count()).toBe(2);
-    expect(await page.locator('figcaption').textContent()).toContain(`level 3 (${LEVEL_NAMES[2]}) at first, level ${evaluation.level} (${LEVEL_NAMES[evaluation.level - 1]}) now`);
+    expect(await page.locator('figcaption').textContent()).toContain(
+      `level 3 (${LEVEL_NAMES[2]}) at first, level ${evaluation.level} (${LEVEL_NAMES[evaluation.level - 1]}) now`,
+    );
 
     // The latest report, by pillar: each criterion passes or fails with the evaluator's own rationale.
     await page.getByRole('heading', { name: new RegExp(`^Report of .*: level ${evaluation.level}`) }).waitFor();
@@ -100,13 +108,31 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, signedInTab } f
     await page.close();
   });
 
-  it('a guest reads the reports but is offered no upload; another organization\'s repository is not shown', async () => {
+  it("a guest reads the reports but is offered no upload; another organization's repository is not shown", async () => {
     const owner = await createUser(t, Role.Owner);
     const guest = await createUser(t, Role.Guest, orgOf(owner));
     const stranger = await createUser(t, Role.Owner);
-    await t.http().post('/api/organization/maturity-level-reports').set(owner.auth).send({ repoUrl: 'https://github.com/acme/api', apps: {}, report: reportAt(2) }).expect(201);
-    const theirs = await t.http().post('/api/organization/maturity-level-reports').set(stranger.auth).send({ repoUrl: 'https://github.com/other/secret', apps: {}, report: reportAt(4) }).expect(201);
-    expect((await t.http().post('/api/organization/maturity-level-reports').set(guest.auth).send({ repoUrl: 'https://github.com/acme/x', apps: {}, report: reportAt(1) })).status).toBe(403);
+    await t
+      .http()
+      .post('/api/organization/maturity-level-reports')
+      .set(owner.auth)
+      .send({ repoUrl: 'https://github.com/acme/api', apps: {}, report: reportAt(2) })
+      .expect(201);
+    const theirs = await t
+      .http()
+      .post('/api/organization/maturity-level-reports')
+      .set(stranger.auth)
+      .send({ repoUrl: 'https://github.com/other/secret', apps: {}, report: reportAt(4) })
+      .expect(201);
+    expect(
+      (
+        await t
+          .http()
+          .post('/api/organization/maturity-level-reports')
+          .set(guest.auth)
+          .send({ repoUrl: 'https://github.com/acme/x', apps: {}, report: reportAt(1) })
+      ).status,
+    ).toBe(403);
 
     const page = await signedInTab(browser, base, guest.key, csp);
     await page.goto('/readiness');

@@ -70,7 +70,12 @@ const DAY = 86_400_000;
     const transfer = await page.evaluateHandle((list) => {
       const data = new DataTransfer();
       for (const file of list) {
-        const bytes = file.base64 !== undefined ? Uint8Array.from(atob(file.base64), (c) => c.charCodeAt(0)) : file.size !== undefined ? new Uint8Array(file.size) : file.text;
+        const bytes =
+          file.base64 !== undefined
+            ? Uint8Array.from(atob(file.base64), (c) => c.charCodeAt(0))
+            : file.size !== undefined
+              ? new Uint8Array(file.size)
+              : file.text;
         data.items.add(new File([bytes as BlobPart], file.name, { type: file.type }));
       }
       return data;
@@ -110,7 +115,7 @@ const DAY = 86_400_000;
     await page.close();
   });
 
-  it('the client names its limits before upload; the server\'s 413 and 415 are shown in its words with the request id', async () => {
+  it("the client names its limits before upload; the server's 413 and 415 are shown in its words with the request id", async () => {
     const sessionId = await newSession(owner, { title: 'Refusals' });
     const page = await signedIn(owner, `/sessions/${sessionId}`);
     await page.getByText('Live: new messages').waitFor();
@@ -124,7 +129,8 @@ const DAY = 86_400_000;
     await drop(page, [{ name: 'big.log', type: 'text/plain', text: 'x'.repeat(100_000) }]);
     await page.getByRole('list', { name: 'Attachments' }).getByText('big.log').waitFor();
     await page.getByRole('textbox', { name: 'Message', exact: true }).fill('Read the log');
-    const sent = (page: Page) => page.waitForResponse((response) => response.url().endsWith(`/sessions/${sessionId}/messages`) && response.request().method() === 'POST');
+    const sent = (page: Page) =>
+      page.waitForResponse((response) => response.url().endsWith(`/sessions/${sessionId}/messages`) && response.request().method() === 'POST');
     let answer = sent(page);
     await page.getByRole('button', { name: 'Send' }).click();
     const tooLarge = await answer;
@@ -172,7 +178,8 @@ const DAY = 86_400_000;
     const page = await signedIn(owner, `/sessions/${sessionId}`, (page) => {
       page.on('request', (request) => {
         const path = new URL(request.url()).pathname;
-        if (path === `/api/v0/sessions/${sessionId}/events` && request.headers()['accept'] === 'text/event-stream') streams.push({ lastEventId: request.headers()['last-event-id'] });
+        if (path === `/api/v0/sessions/${sessionId}/events` && request.headers()['accept'] === 'text/event-stream')
+          streams.push({ lastEventId: request.headers()['last-event-id'] });
         if (path === `/api/v0/sessions/${sessionId}/messages` && request.method() === 'GET') messageLoads++;
       });
       page.on('response', (response) => {
@@ -232,7 +239,11 @@ const DAY = 86_400_000;
       expect(resumed).toHaveLength(2);
       expect(resumed[0].lastEventId).toEqual(expect.stringMatching(/^\d+$/));
       expect(resumed[1].lastEventId).toBeUndefined();
-      await until(async () => messageLoads, (loads) => loads > loadsBefore, 'the messages reloaded after the 410');
+      await until(
+        async () => messageLoads,
+        (loads) => loads > loadsBefore,
+        'the messages reloaded after the 410',
+      );
       await page.unroute(`**/api/v0/sessions/${sessionId}/events`);
       expect(await userMessages()).toEqual(['First', 'Second', 'Third', 'Fourth']);
 
@@ -246,7 +257,7 @@ const DAY = 86_400_000;
     }
   });
 
-  it('a member reads another member\'s session without write controls; where the owner is unknown, the API\'s 403 is shown as worded', async () => {
+  it("a member reads another member's session without write controls; where the owner is unknown, the API's 403 is shown as worded", async () => {
     const organization = await createOrganization(t, { messageHistory: true });
     const alice = await createUser(t, Role.Member, organization);
     const bob = await createUser(t, Role.Member, organization);
@@ -282,11 +293,15 @@ const DAY = 86_400_000;
     await page.close();
   });
 
-  it('the theme toggle overrides the system\'s scheme both ways (one palette, light-dark())', async () => {
+  it("the theme toggle overrides the system's scheme both ways (one palette, light-dark())", async () => {
     const page = await signedIn(owner, '/sessions');
     await page.getByRole('heading', { name: 'Sessions' }).waitFor();
     const colours = () =>
-      page.evaluate(() => ({ background: getComputedStyle(document.body).backgroundColor, text: getComputedStyle(document.body).color, scheme: getComputedStyle(document.documentElement).colorScheme }));
+      page.evaluate(() => ({
+        background: getComputedStyle(document.body).backgroundColor,
+        text: getComputedStyle(document.body).color,
+        scheme: getComputedStyle(document.documentElement).colorScheme,
+      }));
     const LIGHT = { background: 'rgb(247, 248, 250)', text: 'rgb(27, 31, 36)' };
     const DARK = { background: 'rgb(17, 20, 24)', text: 'rgb(232, 234, 237)' };
 

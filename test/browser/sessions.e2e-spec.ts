@@ -74,7 +74,12 @@ const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QD
     await empty.close();
 
     const lister = await createUser(t, Role.Owner, await createOrganization(t));
-    const computer = await post(lister, '/api/v0/computers', { name: 'build-box', provider: 'byom', hostId: '6f9d3c1e-6a53-4cc2-9d3e-1c8e4c1f0a11', remoteUser: 'dev' }).expect(201);
+    const computer = await post(lister, '/api/v0/computers', {
+      name: 'build-box',
+      provider: 'byom',
+      hostId: '6f9d3c1e-6a53-4cc2-9d3e-1c8e4c1f0a11',
+      remoteUser: 'dev',
+    }).expect(201);
     for (let i = 1; i <= 21; i++) await newSession(lister, { title: `Task ${i}` });
     await newSession(lister, { title: 'On the build box', computerId: computer.body.id });
 
@@ -88,7 +93,11 @@ const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QD
     expect(await page.getByRole('button', { name: 'Show more' }).count()).toBe(0);
 
     await page.getByLabel('Computer').selectOption({ label: 'build-box' });
-    await until(() => page.getByRole('row').count(), (rows) => rows === 2, 'the filtered list');
+    await until(
+      () => page.getByRole('row').count(),
+      (rows) => rows === 2,
+      'the filtered list',
+    );
     expect(new URL(page.url()).searchParams.get('computerId')).toBe(computer.body.id);
     await page.getByRole('cell', { name: 'build-box' }).waitFor();
     await page.getByRole('link', { name: 'On the build box' }).waitFor();
@@ -98,7 +107,10 @@ const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QD
   it('a session with every content block; Markdown rendered inert; earlier messages paged back; checked for accessibility', async () => {
     const sessionId = await newSession(owner, { title: 'Every block', sessionSettings: { model: 'test-model-1' } });
     for (let i = 1; i <= 31; i++) await post(owner, `/api/v0/sessions/${sessionId}/messages`, { text: `Old message ${i}` }).expect(200);
-    const turnId = await runningTurn(sessionId, 'Here is **bold**, <img src=x onerror=alert(1)> and [a trap](javascript:alert(2)) and [docs](https://example.com/docs)');
+    const turnId = await runningTurn(
+      sessionId,
+      'Here is **bold**, <img src=x onerror=alert(1)> and [a trap](javascript:alert(2)) and [docs](https://example.com/docs)',
+    );
     await post(owner, `/api/v0/agent/sessions/${sessionId}/messages`, {
       turnId,
       messages: [
@@ -119,7 +131,15 @@ const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QD
             { type: 'document', source: { type: 'text', mediaType: 'text/plain', data: 'notes in a file', name: 'notes.txt' } },
           ],
         },
-        { role: 'system', content: [{ type: 'text', text: 'hook ran' }], hookEventName: 'PostToolUse', hookMatcher: 'Execute', hookStatus: 'completed', hookCommands: [{ command: './lint.sh', timeout: 30 }], hookResults: [{ exitCode: 0, stdout: 'lint ok', stderr: '' }] },
+        {
+          role: 'system',
+          content: [{ type: 'text', text: 'hook ran' }],
+          hookEventName: 'PostToolUse',
+          hookMatcher: 'Execute',
+          hookStatus: 'completed',
+          hookCommands: [{ command: './lint.sh', timeout: 30 }],
+          hookResults: [{ exitCode: 0, stdout: 'lint ok', stderr: '' }],
+        },
       ],
     }).expect(200);
 
@@ -160,7 +180,12 @@ const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QD
     await page.getByText('Added through the API').waitFor();
     await page.getByTestId('session-status').filter({ hasText: 'Running' }).waitFor();
 
-    const asked = await post(owner, `/api/v0/agent/sessions/${sessionId}/tool-approvals`, { turnId, toolName: 'Execute', summary: 'git push origin main', input: { command: 'git push origin main' } }).expect(201);
+    const asked = await post(owner, `/api/v0/agent/sessions/${sessionId}/tool-approvals`, {
+      turnId,
+      toolName: 'Execute',
+      summary: 'git push origin main',
+      input: { command: 'git push origin main' },
+    }).expect(201);
     const approvalId = asked.body.toolApproval.approvalId as string;
     await page.getByRole('heading', { name: 'Waiting for your approval' }).waitFor();
     await page.getByLabel('Message to the agent (optional)').fill('not on a Friday');
@@ -170,7 +195,10 @@ const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QD
     expect(decided.body.toolApproval).toMatchObject({ status: 'denied', message: 'not on a Friday', resolvedBy: { userId: owner.userId } });
 
     // An agent's reply arrives live too.
-    await post(owner, `/api/v0/agent/sessions/${sessionId}/messages`, { turnId, messages: [{ role: 'assistant', content: [{ type: 'text', text: 'The agent replies live' }] }] }).expect(200);
+    await post(owner, `/api/v0/agent/sessions/${sessionId}/messages`, {
+      turnId,
+      messages: [{ role: 'assistant', content: [{ type: 'text', text: 'The agent replies live' }] }],
+    }).expect(200);
     await page.getByText('The agent replies live').waitFor();
 
     await page.getByRole('button', { name: 'Interrupt the agent' }).click();
@@ -182,14 +210,16 @@ const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QD
     await page.close();
   });
 
-  it('adds a message with an attachment from the file button; the server\'s limits are shown; a refused file is named', async () => {
+  it("adds a message with an attachment from the file button; the server's limits are shown; a refused file is named", async () => {
     const sessionId = await newSession(owner, { title: 'Composer' });
     const page = await signedIn(owner, `/sessions/${sessionId}`);
     await page.getByText('Up to 200,000 characters').waitFor();
     await page.getByRole('textbox', { name: 'Message', exact: true }).fill('Please read **this** file');
     const chooser = page.waitForEvent('filechooser');
     await page.getByRole('button', { name: 'Attach files…' }).click();
-    await (await chooser).setFiles([
+    await (
+      await chooser
+    ).setFiles([
       { name: 'notes.md', mimeType: 'text/markdown', buffer: Buffer.from('# Notes\nship it') },
       { name: 'tool.exe', mimeType: 'application/x-msdownload', buffer: Buffer.from('MZ') },
     ]);
@@ -205,11 +235,14 @@ const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QD
     await page.close();
   });
 
-  it('a guest reads their organization\'s session view and list with no write control', async () => {
+  it("a guest reads their organization's session view and list with no write control", async () => {
     const guest = await createUser(t, Role.Guest, { id: owner.organizationId, slug: owner.organizationSlug });
     const page = await signedIn(guest, '/sessions');
     await page.getByRole('heading', { name: 'Sessions' }).waitFor();
-    await page.getByText(/No sessions yet|Guests read only/).first().waitFor();
+    await page
+      .getByText(/No sessions yet|Guests read only/)
+      .first()
+      .waitFor();
     expect(await page.getByRole('button', { name: 'New session' }).count()).toBe(0);
     expect(await page.getByLabel('Computer').count()).toBe(0);
     await page.close();

@@ -89,10 +89,7 @@ describe('Agent channel', () => {
       for (let round = 0; round < 5; round++) {
         const work = (await api.claim(owner))!;
         expect(work.sessionId).toBe(sessionId);
-        const [added, ended] = await Promise.all([
-          api.addMessage(owner, sessionId, `racing ${round}`),
-          api.endTurn(owner, sessionId, { turnId: work.turnId }),
-        ]);
+        const [added, ended] = await Promise.all([api.addMessage(owner, sessionId, `racing ${round}`), api.endTurn(owner, sessionId, { turnId: work.turnId })]);
         expect([added.status, ended.status]).toEqual([200, 200]);
         // Whichever came first, the message was never handed to an agent: the session waits for one.
         expect((await api.getSession(owner, sessionId)).status).toBe('pending');
@@ -230,7 +227,11 @@ describe('Agent channel', () => {
         expect(abandoned.body).toEqual({ work: null });
 
         const work = (await api.claim(owner))!;
-        expect(work).toMatchObject({ sessionId, session: { status: 'running' }, messages: [{ id: messageId, role: 'user', content: [{ type: 'text', text: 'anyone there?' }] }] });
+        expect(work).toMatchObject({
+          sessionId,
+          session: { status: 'running' },
+          messages: [{ id: messageId, role: 'user', content: [{ type: 'text', text: 'anyone there?' }] }],
+        });
         expect((await api.endTurn(owner, sessionId, { turnId: work.turnId })).body.session.status).toBe('idle');
       } finally {
         claims.restore();

@@ -215,7 +215,10 @@ describe('Agent channel', () => {
         for (const r of [reads[0], reads[2], ...reads.slice(3)]) expect(r.body.messages).toEqual(list);
         expect(seen.filter((e) => e.event?.organizationId === org.id)).toEqual([]);
         expect(await Promise.all([api.getSession(owner, sessionId), api.getSession(owner, waiting.sessionId)])).toEqual(before);
-        expect(before.map((s) => [s.status, s.messageCount])).toEqual([['running', 2], ['pending', 1]]);
+        expect(before.map((s) => [s.status, s.messageCount])).toEqual([
+          ['running', 2],
+          ['pending', 1],
+        ]);
         expect(await api.listMessages(owner, sessionId)).toEqual(list);
         // The turn is still the agent's, and the waiting work still the next claim's.
         expect((await api.heartbeat(owner, sessionId, { turnId })).status).toBe(200);

@@ -52,7 +52,10 @@ describe('Agent channel', () => {
       hookMatcher: 'Read',
       hookCommands: [{ command: 'echo hi', timeout: 30 }],
       hookStatus: 'completed',
-      hookResults: [{ exitCode: 0, stdout: 'hi\n', stderr: '' }, { exitCode: 1, stdout: '', stderr: 'oops', suppressOutput: true }],
+      hookResults: [
+        { exitCode: 0, stdout: 'hi\n', stderr: '' },
+        { exitCode: 1, stdout: '', stderr: 'oops', suppressOutput: true },
+      ],
       hookToolCallId: 'toolu_1',
       hookStartTime: 1000,
       hookEndTime: 1200,
@@ -135,7 +138,10 @@ describe('Agent channel', () => {
       const { owner, sessionId, turnId } = await api.runningSession({ messageHistory: true });
       const cases: Array<[string, Record<string, unknown>]> = [
         ['NUL in a text block', { role: 'assistant', content: [{ type: 'text', text: 'a\u0000b' }] }],
-        ['NUL in a tool result (binary file output)', { role: 'tool', content: [{ type: 'tool_result', toolUseId: 'u', content: 'PK\u0003\u0004\u0000\u0000' }] }],
+        [
+          'NUL in a tool result (binary file output)',
+          { role: 'tool', content: [{ type: 'tool_result', toolUseId: 'u', content: 'PK\u0003\u0004\u0000\u0000' }] },
+        ],
         ['NUL in tool_use input', { role: 'assistant', content: [{ type: 'tool_use', id: 'u', name: 'Write', input: { data: '\u0000' } }] }],
         ['NUL in a hook result', { role: 'system', content: [], hookResults: [{ exitCode: 0, stdout: 'x\u0000', stderr: '' }] }],
         ['a lone surrogate in a text block', { role: 'assistant', content: [{ type: 'text', text: 'cut emoji \ud83d' }] }],
@@ -186,7 +192,13 @@ describe('Agent channel', () => {
         ] as Array<[string, Record<string, unknown>]>
       ).map(([type, block]): [string, Record<string, unknown>, string] => [
         `an unknown field in a ${type} block`,
-        { role: 'assistant', content: [{ type: 'text', text: 'first' }, { ...block, foo: 1 }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'first' },
+            { ...block, foo: 1 },
+          ],
+        },
         'messages[0].content[1].foo',
       ]),
       [
@@ -226,7 +238,14 @@ describe('Agent channel', () => {
         {
           role: 'tool',
           content: [
-            { type: 'tool_result', toolUseId: 'u', content: [{ type: 'text', text: 'a' }, { type: 'image', source: { type: 'base64', mediaType: 'image/gif', data: PNG } }] },
+            {
+              type: 'tool_result',
+              toolUseId: 'u',
+              content: [
+                { type: 'text', text: 'a' },
+                { type: 'image', source: { type: 'base64', mediaType: 'image/gif', data: PNG } },
+              ],
+            },
           ],
         },
         'messages[0].content[0].content[1].source.data',
@@ -291,7 +310,14 @@ describe('Agent channel', () => {
       };
       await report(w1, { model: 'model-a', inputTokens: 100, outputTokens: 50, cacheCreationTokens: 10, cacheReadTokens: 5, thinkingTokens: 7 });
       await report(w1, { model: 'model-b', inputTokens: 1, outputTokens: 2 });
-      const s1 = await report(w1, { model: 'model-a', inputTokens: 3, outputTokens: 4, cacheCreationTokens: 0, cacheReadTokens: 1_000_000_000_000, thinkingTokens: 1 });
+      const s1 = await report(w1, {
+        model: 'model-a',
+        inputTokens: 3,
+        outputTokens: 4,
+        cacheCreationTokens: 0,
+        cacheReadTokens: 1_000_000_000_000,
+        thinkingTokens: 1,
+      });
       const total1 = { inputTokens: 104, outputTokens: 56, cacheCreationTokens: 10, cacheReadTokens: 1_000_000_000_005, thinkingTokens: 8 };
       expect(s1).toMatchObject({ sessionId: w1.sessionId, status: 'running', sessionSettings: { tokenUsage: total1 } });
       expect((await api.getSession(member, w1.sessionId)).sessionSettings?.tokenUsage).toEqual(total1);
@@ -303,8 +329,26 @@ describe('Agent channel', () => {
       expect(rows).toHaveLength(2);
       expect(days.has(String(rows[0].day))).toBe(true);
       expect(rows).toEqual([
-        { day: rows[0].day, userId: member.userId, model: 'model-a', inputTokens: 1103, outputTokens: 54, cacheCreationTokens: 10, cacheReadTokens: 1_000_000_000_005, thinkingTokens: 8 },
-        { day: rows[0].day, userId: member.userId, model: 'model-b', inputTokens: 1, outputTokens: 2, cacheCreationTokens: 0, cacheReadTokens: 0, thinkingTokens: 0 },
+        {
+          day: rows[0].day,
+          userId: member.userId,
+          model: 'model-a',
+          inputTokens: 1103,
+          outputTokens: 54,
+          cacheCreationTokens: 10,
+          cacheReadTokens: 1_000_000_000_005,
+          thinkingTokens: 8,
+        },
+        {
+          day: rows[0].day,
+          userId: member.userId,
+          model: 'model-b',
+          inputTokens: 1,
+          outputTokens: 2,
+          cacheCreationTokens: 0,
+          cacheReadTokens: 0,
+          thinkingTokens: 0,
+        },
       ]);
     });
 

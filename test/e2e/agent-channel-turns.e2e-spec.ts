@@ -93,11 +93,7 @@ describe('Agent channel', () => {
 
     it('a member claims only their own sessions and cannot touch another member’s turn', async () => {
       const org = await createOrganization(t);
-      const [alice, bob, manager] = await Promise.all([
-        createUser(t, Role.Member, org),
-        createUser(t, Role.Member, org),
-        createUser(t, Role.Manager, org),
-      ]);
+      const [alice, bob, manager] = await Promise.all([createUser(t, Role.Member, org), createUser(t, Role.Member, org), createUser(t, Role.Manager, org)]);
       const aliceSession = await api.createSession(alice);
       await api.say(alice, aliceSession.sessionId, 'alice needs help');
       expect(await api.claim(bob)).toBeNull();
@@ -207,7 +203,12 @@ describe('Agent channel', () => {
           actor: expect.objectContaining({ userId: owner.userId, kind: 'user' }),
           data: { sessionId, messageId, role, authorId, computerId: null },
         });
-        const status = (from: string, to: string) => ({ type: 'session.status_changed', ...common, actor: expect.objectContaining({ userId: owner.userId }), data: { sessionId, from, to } });
+        const status = (from: string, to: string) => ({
+          type: 'session.status_changed',
+          ...common,
+          actor: expect.objectContaining({ userId: owner.userId }),
+          data: { sessionId, from, to },
+        });
         const seqs: number[] = [];
 
         const key = randomUUID();
@@ -218,7 +219,13 @@ describe('Agent channel', () => {
         const work = (await api.claim(owner))!;
         expect(drain()).toEqual([status('pending', 'running')]);
 
-        const appended = await api.append(owner, sessionId, { turnId: work.turnId, messages: [{ role: 'assistant', content: [] }, { role: 'tool', content: [] }] });
+        const appended = await api.append(owner, sessionId, {
+          turnId: work.turnId,
+          messages: [
+            { role: 'assistant', content: [] },
+            { role: 'tool', content: [] },
+          ],
+        });
         expect(drain()).toEqual([added(appended.body.messages[0].id, 'assistant', 2, null), added(appended.body.messages[1].id, 'tool', 3, null)]);
 
         const during = await api.say(owner, sessionId, 'while running', 'running');

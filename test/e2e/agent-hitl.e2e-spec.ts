@@ -52,7 +52,9 @@ const completion = (message: Body) => ({
   choices: [{ index: 0, finish_reason: message.tool_calls ? 'tool_calls' : 'stop', message: { role: 'assistant', content: null, ...message } }],
   usage: { prompt_tokens: 10, completion_tokens: 5 },
 });
-const execute = (command: string) => ({ tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'Execute', arguments: JSON.stringify({ command }) } }] });
+const execute = (command: string) => ({
+  tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'Execute', arguments: JSON.stringify({ command }) } }],
+});
 const lastOf = (request: Body) => request.messages[request.messages.length - 1] as Body;
 const never = () => new Promise<Body>(() => undefined);
 
@@ -94,14 +96,30 @@ describe('A person in the loop of the agent process', () => {
     const modelUrl = await model.start();
     const owner = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
     if (controls) await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: controls }).expect(200);
-    const computer = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' }).expect(201);
+    const computer = await t
+      .http()
+      .post('/api/v0/computers')
+      .set(owner.auth)
+      .send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' })
+      .expect(201);
     const home = mkdtempSync(join(tmpdir(), 'ap-hitl-'));
     folders.push(home);
     const url = (await t.app.getUrl()).replace('[::1]', '127.0.0.1');
     const workspace = join(home, 'workspace');
-    const child = spawn(process.execPath, [join(ROOT, 'dist/agent/main.js'), '--url', url, '--token', computer.body.agentToken as string, '--workspace', workspace], {
-      env: { PATH: process.env.PATH ?? '', HOME: home, AGENT_STATE_DIR: join(home, 'state'), AGENT_HOOKS_FILE: join(home, 'hooks.json'), AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' },
-    });
+    const child = spawn(
+      process.execPath,
+      [join(ROOT, 'dist/agent/main.js'), '--url', url, '--token', computer.body.agentToken as string, '--workspace', workspace],
+      {
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: home,
+          AGENT_STATE_DIR: join(home, 'state'),
+          AGENT_HOOKS_FILE: join(home, 'hooks.json'),
+          AGENT_MODEL_BASE_URL: modelUrl,
+          AGENT_MODEL: 'scripted-1',
+        },
+      },
+    );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -115,11 +133,17 @@ describe('A person in the loop of the agent process', () => {
     return session.body.sessionId as string;
   }
 
-  const session = async (owner: TestUser, sessionId: string): Promise<Body> => (await t.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth).expect(200)).body as Body;
+  const session = async (owner: TestUser, sessionId: string): Promise<Body> =>
+    (await t.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth).expect(200)).body as Body;
   const messages = async (owner: TestUser, sessionId: string): Promise<Body[]> =>
     (await t.http().get(`/api/v0/sessions/${sessionId}/messages?limit=100`).set(owner.auth).expect(200)).body.messages as Body[];
   const untilIdle = (owner: TestUser, sessionId: string, output: () => string, timeoutMs = 20_000) =>
-    until(() => session(owner, sessionId), (s) => s.status === 'idle', `the session to be idle; agent output:\n${output()}`, timeoutMs);
+    until(
+      () => session(owner, sessionId),
+      (s) => s.status === 'idle',
+      `the session to be idle; agent output:\n${output()}`,
+      timeoutMs,
+    );
   const eventsOf = async (owner: TestUser, sessionId: string) =>
     (await t.app.get(EventLog).read(owner.organizationId, { after: 0, limit: 1000 })).filter((e) => e.sessionId === sessionId);
 
@@ -128,7 +152,12 @@ describe('A person in the loop of the agent process', () => {
       const model = new ScriptedModel(never);
       const { owner, computerId, output } = await agentWith(model);
       const sessionId = await say(owner, computerId, 'Think about it for a long time.');
-      await until(() => model.requests.length, (n) => n === 1, 'the model call to start', 20_000);
+      await until(
+        () => model.requests.length,
+        (n) => n === 1,
+        'the model call to start',
+        20_000,
+      );
 
       const asked = Date.now();
       await t.http().post(`/api/v0/sessions/${sessionId}/interrupt`).set(owner.auth).expect(200);
@@ -140,12 +169,17 @@ describe('A person in the loop of the agent process', () => {
       expect(all[1].content[0].text).toMatch(/^Interrupted by a user/);
       const events = await eventsOf(owner, sessionId);
       expect(events.find((e) => e.type === 'turn.interrupted')).toMatchObject({ actor: { kind: 'user', userId: owner.userId } });
-      expect(events.filter((e) => e.type === 'session.status_changed').pop()).toMatchObject({ actor: { kind: 'computer', computerId }, data: { from: 'running', to: 'idle' } });
+      expect(events.filter((e) => e.type === 'session.status_changed').pop()).toMatchObject({
+        actor: { kind: 'computer', computerId },
+        data: { from: 'running', to: 'idle' },
+      });
       expect(model.requests).toHaveLength(1);
     });
 
     it('during a long command: its process is killed, its output so far is kept, idle within a few seconds', async () => {
-      const model = new ScriptedModel((request) => (lastOf(request).role === 'user' ? completion(execute('echo started; echo $$ > tool.pid; exec sleep 30')) : never()));
+      const model = new ScriptedModel((request) =>
+        lastOf(request).role === 'user' ? completion(execute('echo started; echo $$ > tool.pid; exec sleep 30')) : never(),
+      );
       const { owner, computerId, workspace, output } = await agentWith(model);
       const sessionId = await say(owner, computerId, 'Run the slow job.');
       const pidFile = join(workspace, 'tool.pid');
@@ -172,16 +206,29 @@ describe('A person in the loop of the agent process', () => {
   describe('tool approval', () => {
     /** A model that runs `command` once, then answers with the tool's result in words. */
     const runsOnce = (command: string) =>
-      new ScriptedModel((request) => (lastOf(request).role === 'user' ? completion(execute(command)) : completion({ content: `Result: ${lastOf(request).content}` })));
+      new ScriptedModel((request) =>
+        lastOf(request).role === 'user' ? completion(execute(command)) : completion({ content: `Result: ${lastOf(request).content}` }),
+      );
 
     it('allowed: the session shows the wait, a user allows, and the command runs', async () => {
       const model = runsOnce('touch approved.txt');
       const { owner, computerId, workspace, output } = await agentWith(model, { toolApproval: { commandPatterns: ['touch *'] } });
       const sessionId = await say(owner, computerId, 'Create the file.');
-      const waiting = await until(() => session(owner, sessionId), (s) => s.pendingToolApprovals === 1, `the approval request; agent output:\n${output()}`, 20_000);
+      const waiting = await until(
+        () => session(owner, sessionId),
+        (s) => s.pendingToolApprovals === 1,
+        `the approval request; agent output:\n${output()}`,
+        20_000,
+      );
       expect(waiting.status).toBe('running');
       const [approval] = (await t.http().get(`/api/v0/sessions/${sessionId}/tool-approvals`).set(owner.auth).expect(200)).body.toolApprovals as Body[];
-      expect(approval).toMatchObject({ toolName: 'Execute', toolCallId: 'call_1', summary: 'touch approved.txt', input: { command: 'touch approved.txt' }, status: 'pending' });
+      expect(approval).toMatchObject({
+        toolName: 'Execute',
+        toolCallId: 'call_1',
+        summary: 'touch approved.txt',
+        input: { command: 'touch approved.txt' },
+        status: 'pending',
+      });
       expect(existsSync(join(workspace, 'approved.txt'))).toBe(false);
 
       await t.http().post(`/api/v0/sessions/${sessionId}/tool-approvals/${approval.approvalId}`).set(owner.auth).send({ decision: 'allow' }).expect(200);
@@ -191,13 +238,23 @@ describe('A person in the loop of the agent process', () => {
       expect(types).toEqual(expect.arrayContaining(['tool_approval.requested', 'tool_approval.resolved']));
     });
 
-    it('denied: the command does not run, and the model gets the denial with the user\'s words', async () => {
+    it("denied: the command does not run, and the model gets the denial with the user's words", async () => {
       const model = runsOnce('touch denied.txt');
       const { owner, computerId, workspace, output } = await agentWith(model, { toolApproval: { commandPatterns: ['touch *'] } });
       const sessionId = await say(owner, computerId, 'Create the file.');
-      await until(() => session(owner, sessionId), (s) => s.pendingToolApprovals === 1, `the approval request; agent output:\n${output()}`, 20_000);
+      await until(
+        () => session(owner, sessionId),
+        (s) => s.pendingToolApprovals === 1,
+        `the approval request; agent output:\n${output()}`,
+        20_000,
+      );
       const [approval] = (await t.http().get(`/api/v0/sessions/${sessionId}/tool-approvals`).set(owner.auth).expect(200)).body.toolApprovals as Body[];
-      await t.http().post(`/api/v0/sessions/${sessionId}/tool-approvals/${approval.approvalId}`).set(owner.auth).send({ decision: 'deny', message: 'not in this folder' }).expect(200);
+      await t
+        .http()
+        .post(`/api/v0/sessions/${sessionId}/tool-approvals/${approval.approvalId}`)
+        .set(owner.auth)
+        .send({ decision: 'deny', message: 'not in this folder' })
+        .expect(200);
       await untilIdle(owner, sessionId, output);
 
       expect(existsSync(join(workspace, 'denied.txt'))).toBe(false);
@@ -207,12 +264,17 @@ describe('A person in the loop of the agent process', () => {
       expect(all.find((m) => m.role === 'tool')!.content[0]).toMatchObject({ isError: true, content: expect.stringMatching(/denied/) });
     });
 
-    it('unanswered: denied after the session\'s timeout, with the lease held meanwhile', async () => {
+    it("unanswered: denied after the session's timeout, with the lease held meanwhile", async () => {
       const model = runsOnce('touch late.txt');
       const { owner, computerId, workspace, output } = await agentWith(model, { toolApproval: { tools: ['Edit'] } });
       // The session adds the pattern and shortens the timeout.
       const sessionId = await say(owner, computerId, 'Create the file.', { toolApproval: { commandPatterns: ['touch *'], timeoutSeconds: 5 } });
-      await until(() => session(owner, sessionId), (s) => s.pendingToolApprovals === 1, `the approval request; agent output:\n${output()}`, 20_000);
+      await until(
+        () => session(owner, sessionId),
+        (s) => s.pendingToolApprovals === 1,
+        `the approval request; agent output:\n${output()}`,
+        20_000,
+      );
       // Past the 3 s lease, the waiting turn is still the agent's: nobody else may take it over.
       await new Promise((resolve) => setTimeout(resolve, 3_500));
       expect((await t.http().post('/api/v0/agent/claims').set(owner.auth).send({ computerId }).expect(200)).body.work).toBeNull();

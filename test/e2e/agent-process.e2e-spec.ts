@@ -129,7 +129,12 @@ describe('The agent process', () => {
   /** A fresh organization with an owner and a BYOM computer whose agent runs in a fresh workspace. */
   async function computerWithAgent(env: Record<string, string>, url = baseUrl) {
     owner = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
-    const computer = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' }).expect(201);
+    const computer = await t
+      .http()
+      .post('/api/v0/computers')
+      .set(owner.auth)
+      .send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' })
+      .expect(201);
     const home = mkdtempSync(join(tmpdir(), 'ap-agent-'));
     folders.push(home);
     const token = computer.body.agentToken as string;
@@ -184,15 +189,27 @@ describe('The agent process', () => {
       if (last.role === 'user') {
         return completion({
           reasoning_content: 'Create the file, then clean up.',
-          tool_calls: [call('call_1', 'Create', { file_path: 'notes/hello.txt', content: 'hello from the agent\n' }), call('call_2', 'Execute', { command: 'rm -rf notes' })],
+          tool_calls: [
+            call('call_1', 'Create', { file_path: 'notes/hello.txt', content: 'hello from the agent\n' }),
+            call('call_2', 'Execute', { command: 'rm -rf notes' }),
+          ],
         });
       }
       return completion({ content: 'Created notes/hello.txt; the cleanup command was refused.' }, { prompt_tokens: 200, completion_tokens: 12 });
     });
     const modelUrl = await model.start();
     try {
-      const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1', AGENT_MODEL_API_KEY: 'sk-test' });
-      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { commandDenylist: ['rm'] } }).expect(200);
+      const { computerId, workspace, output } = await computerWithAgent({
+        AGENT_MODEL_BASE_URL: modelUrl,
+        AGENT_MODEL: 'scripted-1',
+        AGENT_MODEL_API_KEY: 'sk-test',
+      });
+      await t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { commandDenylist: ['rm'] } })
+        .expect(200);
       const sessionId = await say(computerId, 'Write a note, then remove the notes folder.');
       const session = await untilIdle(sessionId, output);
 
@@ -201,8 +218,16 @@ describe('The agent process', () => {
       const all = await messages(sessionId);
       expect(all.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
       const [, first, results, last] = all;
-      expect(first).toMatchObject({ modelId: 'scripted-1', chatCompletionReasoningField: 'reasoning_content', chatCompletionReasoningContent: 'Create the file, then clean up.' });
-      expect(first.content[0]).toMatchObject({ type: 'thinking', thinking: 'Create the file, then clean up.', signatureProvider: 'generic-chat-completion-api' });
+      expect(first).toMatchObject({
+        modelId: 'scripted-1',
+        chatCompletionReasoningField: 'reasoning_content',
+        chatCompletionReasoningContent: 'Create the file, then clean up.',
+      });
+      expect(first.content[0]).toMatchObject({
+        type: 'thinking',
+        thinking: 'Create the file, then clean up.',
+        signatureProvider: 'generic-chat-completion-api',
+      });
       expect(first.content.slice(1)).toEqual([
         { type: 'tool_use', id: 'call_1', name: 'Create', input: { file_path: 'notes/hello.txt', content: 'hello from the agent\n' } },
         { type: 'tool_use', id: 'call_2', name: 'Execute', input: { command: 'rm -rf notes' } },
@@ -214,7 +239,17 @@ describe('The agent process', () => {
       expect(session.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 320, outputTokens: 42 });
 
       // The model got the tools, the key, and the tool results of its calls.
-      expect(model.requests[0].tools.map((tool: Json) => tool.function.name)).toEqual(['Read', 'LS', 'Glob', 'Grep', 'Create', 'Edit', 'ApplyPatch', 'Execute', 'Task']);
+      expect(model.requests[0].tools.map((tool: Json) => tool.function.name)).toEqual([
+        'Read',
+        'LS',
+        'Glob',
+        'Grep',
+        'Create',
+        'Edit',
+        'ApplyPatch',
+        'Execute',
+        'Task',
+      ]);
       expect(model.requests[0].model).toBe('scripted-1');
       const toolMessages = (model.requests[1].messages as Json[]).filter((m) => m.role === 'tool');
       expect(toolMessages.map((m) => m.tool_call_id)).toEqual(['call_1', 'call_2']);
@@ -251,7 +286,11 @@ describe('The agent process', () => {
       let status = '';
       while (Date.now() < deadline) {
         // While the server restarts, polls may fail: only an answer counts.
-        const res = await server.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth).catch(() => null);
+        const res = await server
+          .http()
+          .get(`/api/v0/sessions/${sessionId}`)
+          .set(owner.auth)
+          .catch(() => null);
         if (res?.status === 200) status = res.body.status as string;
         if (status === 'idle') break;
         await new Promise((resolve) => setTimeout(resolve, 100));
@@ -279,7 +318,8 @@ describe('The agent process', () => {
   it('picks the conversation up after a restart: a new agent process sends the model what was said before', async () => {
     const model = new ScriptedModel((request) => {
       const last = request.messages[request.messages.length - 1] as Json;
-      if (last.role === 'user' && last.content === 'Remember the number 42.') return completion({ tool_calls: [call('call_1', 'Create', { file_path: 'n.txt', content: '42' })] });
+      if (last.role === 'user' && last.content === 'Remember the number 42.')
+        return completion({ tool_calls: [call('call_1', 'Create', { file_path: 'n.txt', content: '42' })] });
       if (last.role === 'tool') return completion({ content: 'Noted 42.' });
       return completion({ content: 'It was 42.' });
     });
@@ -320,7 +360,8 @@ describe('The agent process', () => {
         if (last.role === 'user') return completion({ tool_calls: [call('sub_1', 'Create', { file_path: 'sub.txt', content: 'from the subagent\n' })] });
         return completion({ content: 'Created sub.txt.' });
       }
-      if (last.role === 'user') return completion({ tool_calls: [call('task_1', 'Task', { description: 'Write sub.txt', prompt: 'Create sub.txt saying hello.' })] });
+      if (last.role === 'user')
+        return completion({ tool_calls: [call('task_1', 'Task', { description: 'Write sub.txt', prompt: 'Create sub.txt saying hello.' })] });
       return completion({ content: `The subagent says: ${String(last.content)}` });
     });
     const modelUrl = await model.start();
@@ -355,7 +396,7 @@ describe('The agent process', () => {
     }
   });
 
-  it('compacts a conversation grown past AGENT_CONTEXT_CHARS into the model\'s summary, after PreCompact', async () => {
+  it("compacts a conversation grown past AGENT_CONTEXT_CHARS into the model's summary, after PreCompact", async () => {
     const big = 'x'.repeat(3_000);
     const model = new ScriptedModel((request) => {
       const messages = request.messages as Json[];
@@ -364,12 +405,17 @@ describe('The agent process', () => {
         expect(request.tools).toBeUndefined();
         return completion({ content: 'SUMMARY: the user sent a long text; the agent read notes.txt.' });
       }
-      if (last.role === 'user' && String(last.content).startsWith('Read')) return completion({ tool_calls: [call('call_1', 'Read', { file_path: 'notes.txt' })] });
+      if (last.role === 'user' && String(last.content).startsWith('Read'))
+        return completion({ tool_calls: [call('call_1', 'Read', { file_path: 'notes.txt' })] });
       return completion({ content: 'Done.' });
     });
     const modelUrl = await model.start();
     try {
-      const { computerId, workspace, home, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1', AGENT_CONTEXT_CHARS: '5000' });
+      const { computerId, workspace, home, output } = await computerWithAgent({
+        AGENT_MODEL_BASE_URL: modelUrl,
+        AGENT_MODEL: 'scripted-1',
+        AGENT_CONTEXT_CHARS: '5000',
+      });
       mkdirSync(workspace, { recursive: true });
       writeFileSync(join(workspace, 'notes.txt'), `${big}\n`);
       const seen = join(home, 'pre-compact.json');
@@ -380,11 +426,18 @@ describe('The agent process', () => {
       // The file read pushed the conversation past 5,000 characters: the next call was the summary, then the work went on from it.
       const summarising = model.requests.findIndex((r) => String(r.messages[r.messages.length - 1].content).startsWith('Summarise the conversation so far'));
       expect(summarising).toBe(1);
-      expect(model.requests[2].messages.slice(1)).toEqual([{ role: 'user', content: expect.stringMatching(/^The conversation so far was compacted.*\n\nSUMMARY: the user sent a long text/s) }]);
+      expect(model.requests[2].messages.slice(1)).toEqual([
+        { role: 'user', content: expect.stringMatching(/^The conversation so far was compacted.*\n\nSUMMARY: the user sent a long text/s) },
+      ]);
       const all = await messages(sessionId);
       expect(all.find((m) => m.role === 'system' && !m.hookEventName)?.content[0].text).toMatch(/grown past 5000 characters, so it was compacted/);
       expect(all.filter((m) => m.hookEventName === 'PreCompact').map((m) => m.hookStatus)).toEqual(['executing', 'completed']);
-      expect(JSON.parse(readFileSync(seen, 'utf8'))).toMatchObject({ hook_event_name: 'PreCompact', trigger: 'auto', custom_instructions: null, session_id: sessionId });
+      expect(JSON.parse(readFileSync(seen, 'utf8'))).toMatchObject({
+        hook_event_name: 'PreCompact',
+        trigger: 'auto',
+        custom_instructions: null,
+        session_id: sessionId,
+      });
       // The summary call counts in the session's usage too: three model calls.
       const session = (await t.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth).expect(200)).body as Json;
       expect(session.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 360, outputTokens: 90 });
@@ -429,7 +482,10 @@ describe('The agent process', () => {
     const outer = t;
     try {
       t = server;
-      const { computerId, output, child } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' }, (await server.app.getUrl()).replace('[::1]', '127.0.0.1'));
+      const { computerId, output, child } = await computerWithAgent(
+        { AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' },
+        (await server.app.getUrl()).replace('[::1]', '127.0.0.1'),
+      );
       const sessionId = await say(computerId, 'Think slowly.');
       for (let i = 0; i < 100 && model.requests.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
       // The agent goes silent (its heartbeats, every second, stop) past the lease, and another agent takes the turn.
@@ -457,13 +513,25 @@ describe('The agent process', () => {
   it("uses the organization's custom model through the server's relay; its key never reaches the agent", async () => {
     const model: ScriptedModel = new ScriptedModel((request) =>
       // A vendor that quotes the key back in an error, as some do.
-      request.echo ? { error: { message: `Incorrect API key provided: ${String(model.headers[model.headers.length - 1].authorization)}` } } : completion({ content: 'Hi from the team model.' }),
+      request.echo
+        ? { error: { message: `Incorrect API key provided: ${String(model.headers[model.headers.length - 1].authorization)}` } }
+        : completion({ content: 'Hi from the team model.' }),
     );
     const modelUrl = await model.start();
     try {
       const { computerId, token, output } = await computerWithAgent({});
       const secret = 'sk-team-secret-1234567890';
-      const customModels = [{ id: 'team-model', model: 'vendor-x', baseUrl: modelUrl, apiKey: secret, extraHeaders: { 'x-team': 'blue' }, extraArgs: { temperature: 0.2 }, maxOutputTokens: 256 }];
+      const customModels = [
+        {
+          id: 'team-model',
+          model: 'vendor-x',
+          baseUrl: modelUrl,
+          apiKey: secret,
+          extraHeaders: { 'x-team': 'blue' },
+          extraArgs: { temperature: 0.2 },
+          maxOutputTokens: 256,
+        },
+      ];
       await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
       const sessionId = await say(computerId, 'Hello');
       const session = await untilIdle(sessionId, output);
@@ -480,19 +548,35 @@ describe('The agent process', () => {
       expect(output()).not.toContain(secret);
 
       // The relay itself: the caller's model policy applies, unknown models are 404, and the vendor's answer passes through.
-      const relay = (id: string) => t.http().post(`/api/v0/agent/models/${id}/chat/completions`).set({ Authorization: `Bearer ${token}` });
-      const ok = await relay('team-model').send({ messages: [{ role: 'user', content: 'hi' }] }).expect(200);
+      const relay = (id: string) =>
+        t
+          .http()
+          .post(`/api/v0/agent/models/${id}/chat/completions`)
+          .set({ Authorization: `Bearer ${token}` });
+      const ok = await relay('team-model')
+        .send({ messages: [{ role: 'user', content: 'hi' }] })
+        .expect(200);
       expect(ok.body.choices[0].message.content).toBe('Hi from the team model.');
       expect(JSON.stringify(ok.body)).not.toContain(secret);
       const quoted = await relay('team-model').send({ echo: true, messages: [] }).expect(200);
       expect(quoted.body.error.message).toBe('Incorrect API key provided: Bearer ****7890');
       expect((await relay('no-such-model').send({ messages: [] }).expect(404)).body.metadata.code).toBe('custom_model_not_found');
       expect((await relay('team-model').send([1, 2]).expect(400)).body.detail).toMatch(/body: must be a JSON object/);
-      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { modelPolicy: { blockedModelIds: ['team-model'] } } }).expect(200);
+      await t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { modelPolicy: { blockedModelIds: ['team-model'] } } })
+        .expect(200);
       const blocked = await relay('team-model').send({ messages: [] }).expect(403);
       expect(blocked.body.metadata).toMatchObject({ code: 'model_not_allowed', rule: 'modelPolicy.blockedModelIds' });
       await model.stop();
-      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { modelPolicy: { blockedModelIds: [] } } }).expect(200);
+      await t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { modelPolicy: { blockedModelIds: [] } } })
+        .expect(200);
       expect((await relay('team-model').send({ messages: [] }).expect(503)).body.metadata.code).toBe('model_unreachable');
     } finally {
       await model.stop().catch(() => undefined);
@@ -514,8 +598,12 @@ describe('The agent process', () => {
         { id: 'planner', model: 'vendor-p', baseUrl: plannerUrl, apiKey: 'sk-planner-000000000' },
       ];
       await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
-      const session = await t.http().post('/api/v0/sessions').set(owner.auth)
-        .send({ computerId, sessionSettings: { model: 'coder', specModeModel: 'planner', interactionMode: 'spec' } }).expect(201);
+      const session = await t
+        .http()
+        .post('/api/v0/sessions')
+        .set(owner.auth)
+        .send({ computerId, sessionSettings: { model: 'coder', specModeModel: 'planner', interactionMode: 'spec' } })
+        .expect(201);
       const sessionId = session.body.sessionId as string;
       await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Plan a plan.txt' }).expect(200);
       await untilIdle(sessionId, output);
@@ -530,7 +618,12 @@ describe('The agent process', () => {
       expect(existsSync(join(workspace, 'plan.txt'))).toBe(false);
 
       // Out of spec mode: the session's model, with every tool.
-      await t.http().patch(`/api/v0/sessions/${sessionId}`).set(owner.auth).send({ sessionSettings: { interactionMode: 'auto' } }).expect(200);
+      await t
+        .http()
+        .patch(`/api/v0/sessions/${sessionId}`)
+        .set(owner.auth)
+        .send({ sessionSettings: { interactionMode: 'auto' } })
+        .expect(200);
       await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Go ahead' }).expect(200);
       await untilIdle(sessionId, output);
       expect(coder.requests).toHaveLength(1);
@@ -560,14 +653,22 @@ describe('The agent process', () => {
     const modelUrl = await model.start();
     try {
       const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
-      const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ computerId, sessionSettings: { autonomyLevel: 'low' } }).expect(201);
+      const session = await t
+        .http()
+        .post('/api/v0/sessions')
+        .set(owner.auth)
+        .send({ computerId, sessionSettings: { autonomyLevel: 'low' } })
+        .expect(201);
       const sessionId = session.body.sessionId as string;
       await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Write and touch' }).expect(200);
       await untilIdle(sessionId, output);
       const [created, listed, touched] = (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
       expect(created).toMatchObject({ isError: false });
       expect(listed).toMatchObject({ isError: false, content: 'a.txt\n[exit code 0]' });
-      expect(touched).toMatchObject({ isError: true, content: expect.stringMatching(/^Refused by the session's autonomyLevel low: it runs only commands that read/) });
+      expect(touched).toMatchObject({
+        isError: true,
+        content: expect.stringMatching(/^Refused by the session's autonomyLevel low: it runs only commands that read/),
+      });
       expect(existsSync(join(workspace, 'b.txt'))).toBe(false);
     } finally {
       await model.stop();
@@ -591,8 +692,12 @@ describe('The agent process', () => {
       const modelUrl = await model.start();
       try {
         const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
-        await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth)
-          .send({ settings: { sandbox: { enabled: true, filesystem: { denyRead: [join(home, 'secret.txt')] } } } }).expect(200);
+        await t
+          .http()
+          .patch('/api/v0/organization/enterprise-controls')
+          .set(owner.auth)
+          .send({ settings: { sandbox: { enabled: true, filesystem: { denyRead: [join(home, 'secret.txt')] } } } })
+          .expect(200);
         const sessionId = await say(computerId, 'Write files and read the secret.');
         await untilIdle(sessionId, output);
         const [inside, outside, secret] = (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
@@ -613,11 +718,20 @@ describe('The agent process', () => {
       try {
         // A PATH without bubblewrap, socat and ripgrep: the agent itself needs none of them.
         const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1', PATH: '/nonexistent' });
-        await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { sandbox: { enabled: true } } }).expect(200);
+        await t
+          .http()
+          .patch('/api/v0/organization/enterprise-controls')
+          .set(owner.auth)
+          .send({ settings: { sandbox: { enabled: true } } })
+          .expect(200);
         const sessionId = await say(computerId, 'Touch a file.');
         await untilIdle(sessionId, output);
         const results = (await messages(sessionId)).find((m) => m.role === 'tool')!;
-        expect(results.content[0]).toMatchObject({ toolUseId: 'call_1', isError: true, content: expect.stringMatching(/sandbox\.enabled.*bubblewrap, socat, ripgrep are not installed.*Nothing ran/) });
+        expect(results.content[0]).toMatchObject({
+          toolUseId: 'call_1',
+          isError: true,
+          content: expect.stringMatching(/sandbox\.enabled.*bubblewrap, socat, ripgrep are not installed.*Nothing ran/),
+        });
         expect(existsSync(join(workspace, 'escaped.txt'))).toBe(false);
       } finally {
         await model.stop();
@@ -629,20 +743,36 @@ describe('The agent process', () => {
       const modelUrl = await model.start();
       try {
         const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
-        await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { networkPolicy: { allowedIps: ['127.0.0.0/8', '192.168.0.0/16'] } } }).expect(200);
+        await t
+          .http()
+          .patch('/api/v0/organization/enterprise-controls')
+          .set(owner.auth)
+          .send({ settings: { networkPolicy: { allowedIps: ['127.0.0.0/8', '192.168.0.0/16'] } } })
+          .expect(200);
         const sessionId = await say(computerId, 'Fetch a page.');
         await untilIdle(sessionId, output);
         const results = (await messages(sessionId)).find((m) => m.role === 'tool')!;
-        expect(results.content[0]).toMatchObject({ isError: true, content: expect.stringMatching(/networkPolicy\.allowedIps: 10\.20\.30\.40 is not among.*nothing ran/) });
+        expect(results.content[0]).toMatchObject({
+          isError: true,
+          content: expect.stringMatching(/networkPolicy\.allowedIps: 10\.20\.30\.40 is not among.*nothing ran/),
+        });
         expect(existsSync(join(workspace, 'fetched.txt'))).toBe(false);
 
         // The model itself (on loopback) leaves the allowed addresses: the turn is refused before any request.
-        await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { networkPolicy: { allowedIps: ['10.0.0.0/8'] } } }).expect(200);
+        await t
+          .http()
+          .patch('/api/v0/organization/enterprise-controls')
+          .set(owner.auth)
+          .send({ settings: { networkPolicy: { allowedIps: ['10.0.0.0/8'] } } })
+          .expect(200);
         const asked = model.requests.length;
         const second = await say(computerId, 'Try again.');
         await untilIdle(second, output);
         const [, refusal] = await messages(second);
-        expect(refusal).toMatchObject({ role: 'system', content: [{ type: 'text', text: expect.stringMatching(/networkPolicy\.allowedIps: 127\.0\.0\.1 is not among.*cannot reach its model scripted-1/) }] });
+        expect(refusal).toMatchObject({
+          role: 'system',
+          content: [{ type: 'text', text: expect.stringMatching(/networkPolicy\.allowedIps: 127\.0\.0\.1 is not among.*cannot reach its model scripted-1/) }],
+        });
         expect(model.requests.length).toBe(asked);
       } finally {
         await model.stop();
@@ -654,7 +784,10 @@ describe('The agent process', () => {
     it('runs the configured commands on their events with the documented input, records them, and blocks only on exit 2', async () => {
       const model = new ScriptedModel((request) => {
         const last = request.messages[request.messages.length - 1] as Json;
-        if (last.role === 'user') return completion({ tool_calls: [call('call_1', 'Create', { file_path: 'a.txt', content: 'a' }), call('call_2', 'Execute', { command: 'echo ran > ran.txt' })] });
+        if (last.role === 'user')
+          return completion({
+            tool_calls: [call('call_1', 'Create', { file_path: 'a.txt', content: 'a' }), call('call_2', 'Execute', { command: 'echo ran > ran.txt' })],
+          });
         return completion({ content: 'Done.' });
       });
       const modelUrl = await model.start();
@@ -665,7 +798,9 @@ describe('The agent process', () => {
           join(home, 'hooks.json'),
           JSON.stringify({
             hooks: {
-              UserPromptSubmit: [{ hooks: [{ type: 'command', command: `mkdir -p ${out}; if grep -q forbidden; then echo 'no forbidden words' >&2; exit 2; fi` }] }],
+              UserPromptSubmit: [
+                { hooks: [{ type: 'command', command: `mkdir -p ${out}; if grep -q forbidden; then echo 'no forbidden words' >&2; exit 2; fi` }] },
+              ],
               PreToolUse: [{ matcher: 'Execute', hooks: [{ type: 'command', command: `cat > ${out}/pre.json; echo 'no shell today' >&2; exit 2` }] }],
               PostToolUse: [
                 {
@@ -695,10 +830,23 @@ describe('The agent process', () => {
         expect(all.filter((m) => m.role === 'assistant').pop()!.content).toEqual([{ type: 'text', text: 'Done.' }]);
 
         const pre = JSON.parse(readFileSync(join(out, 'pre.json'), 'utf8')) as Json;
-        expect(pre).toMatchObject({ hook_event_name: 'PreToolUse', session_id: sessionId, cwd: workspace, tool_name: 'Execute', tool_input: { command: 'echo ran > ran.txt' }, tool_use_id: 'call_2', permission_mode: 'default' });
+        expect(pre).toMatchObject({
+          hook_event_name: 'PreToolUse',
+          session_id: sessionId,
+          cwd: workspace,
+          tool_name: 'Execute',
+          tool_input: { command: 'echo ran > ran.txt' },
+          tool_use_id: 'call_2',
+          permission_mode: 'default',
+        });
         expect(existsSync(pre.transcript_path as string)).toBe(true);
         const post = JSON.parse(readFileSync(join(out, 'post.json'), 'utf8')) as Json;
-        expect(post).toMatchObject({ hook_event_name: 'PostToolUse', tool_name: 'Create', tool_input: { file_path: 'a.txt' }, tool_response: { isError: false } });
+        expect(post).toMatchObject({
+          hook_event_name: 'PostToolUse',
+          tool_name: 'Create',
+          tool_input: { file_path: 'a.txt' },
+          tool_response: { isError: false },
+        });
         expect(readFileSync(join(out, 'project-dir.txt'), 'utf8').trim()).toBe(workspace);
         expect(existsSync(join(out, 'case-insensitive'))).toBe(false);
         expect(JSON.parse(readFileSync(join(out, 'stop.json'), 'utf8'))).toMatchObject({ hook_event_name: 'Stop', session_id: sessionId });
@@ -716,7 +864,12 @@ describe('The agent process', () => {
           ['Stop', 'completed'],
         ]);
         const postRun = hookMessages[3];
-        expect(postRun).toMatchObject({ hookMatcher: 'Create|Edit|Create', hookToolCallId: 'call_1', isParallelExecution: true, parallelGroupId: expect.any(String) });
+        expect(postRun).toMatchObject({
+          hookMatcher: 'Create|Edit|Create',
+          hookToolCallId: 'call_1',
+          isParallelExecution: true,
+          parallelGroupId: expect.any(String),
+        });
         expect(postRun.hookCommands.map((c: Json) => c.command)).toHaveLength(3);
         expect(postRun.hookResults.map((r: Json) => r.exitCode)).toEqual([0, -1, 3]);
         expect(postRun.hookResults[1].stderr).toMatch(/killed after 1 s/);
@@ -728,11 +881,15 @@ describe('The agent process', () => {
         await untilIdle(sessionId, output);
         expect(model.requests.length).toBe(requestsBefore);
         const after = await messages(sessionId);
-        expect(after.filter((m) => m.role === 'system' && !m.hookEventName).map((m) => m.content[0].text)).toEqual([expect.stringMatching(/UserPromptSubmit hook blocked this message: no forbidden words/)]);
+        expect(after.filter((m) => m.role === 'system' && !m.hookEventName).map((m) => m.content[0].text)).toEqual([
+          expect.stringMatching(/UserPromptSubmit hook blocked this message: no forbidden words/),
+        ]);
 
         // Analytics count each run once, when it has ended: 2 + 1 + 3 + 1 commands.
         await t.app.get(DurableListeners).catchUp(ACTIVITY_FACTS_LISTENER, owner.organizationId);
-        const hooks = (await t.app.get(DataSource).query(`SELECT count(*)::int AS n FROM analytics_facts WHERE organization_id = $1 AND kind = 'hook'`, [owner.organizationId])) as Json[];
+        const hooks = (await t.app
+          .get(DataSource)
+          .query(`SELECT count(*)::int AS n FROM analytics_facts WHERE organization_id = $1 AND kind = 'hook'`, [owner.organizationId])) as Json[];
         expect(hooks[0].n).toBe(7);
       } finally {
         await model.stop();

@@ -17,7 +17,7 @@ describe('Analytics endpoints', () => {
   beforeAll(() => ({ t, owner, manager, member, outsider, firstRollup, outsiderRollup } = fixture));
 
   describe('POST /rollup', () => {
-    it('rolled up exactly the organization\'s days with facts, in order, and a second call rolls up nothing', async () => {
+    it("rolled up exactly the organization's days with facts, in order, and a second call rolls up nothing", async () => {
       expect(firstRollup).toEqual({ data: { rolled_up_days: [D5, D3, D2] }, meta: { org_id: owner.organizationId } });
       expect(outsiderRollup).toEqual({ data: { rolled_up_days: [D5, D3, D2] }, meta: { org_id: outsider.organizationId } });
       // Facts come from the event log's listener: one written by a transaction still below the rollup's watermark
@@ -54,9 +54,24 @@ describe('Analytics endpoints', () => {
             { model_id: 'model-b', model_tier: 'thinking', billable_tokens: 550, input_tokens: 300, output_tokens: 150 },
           ],
           by_user: [
-            { user_id: O.userId, user_email: O.email, billable_tokens: 2200, by_model: [{ model_id: 'model-a', model_tier: 'standard', billable_tokens: 2200, input_tokens: 1000, output_tokens: 200 }] },
-            { user_id: M.userId, user_email: M.email, billable_tokens: 550, by_model: [{ model_id: 'model-b', model_tier: 'thinking', billable_tokens: 550, input_tokens: 300, output_tokens: 150 }] },
-            { user_id: B.userId, user_email: B.email, billable_tokens: 15, by_model: [{ model_id: 'model-a', model_tier: 'standard', billable_tokens: 15, input_tokens: 10, output_tokens: 5 }] },
+            {
+              user_id: O.userId,
+              user_email: O.email,
+              billable_tokens: 2200,
+              by_model: [{ model_id: 'model-a', model_tier: 'standard', billable_tokens: 2200, input_tokens: 1000, output_tokens: 200 }],
+            },
+            {
+              user_id: M.userId,
+              user_email: M.email,
+              billable_tokens: 550,
+              by_model: [{ model_id: 'model-b', model_tier: 'thinking', billable_tokens: 550, input_tokens: 300, output_tokens: 150 }],
+            },
+            {
+              user_id: B.userId,
+              user_email: B.email,
+              billable_tokens: 15,
+              by_model: [{ model_id: 'model-a', model_tier: 'standard', billable_tokens: 15, input_tokens: 10, output_tokens: 5 }],
+            },
           ],
         },
         quietTokens(D4),
@@ -73,7 +88,12 @@ describe('Analytics endpoints', () => {
             { model_id: 'model-b', model_tier: 'standard', billable_tokens: 50, input_tokens: 40, output_tokens: 10 },
           ],
           by_user: [
-            { user_id: O.userId, user_email: O.email, billable_tokens: 120, by_model: [{ model_id: 'model-a', model_tier: 'standard', billable_tokens: 120, input_tokens: 100, output_tokens: 20 }] },
+            {
+              user_id: O.userId,
+              user_email: O.email,
+              billable_tokens: 120,
+              by_model: [{ model_id: 'model-a', model_tier: 'standard', billable_tokens: 120, input_tokens: 100, output_tokens: 20 }],
+            },
             {
               user_id: M.userId,
               user_email: M.email,
@@ -94,7 +114,14 @@ describe('Analytics endpoints', () => {
           cache_read_tokens: 0,
           cache_write_tokens: 80,
           by_model: [{ model_id: 'model-b', model_tier: 'thinking', billable_tokens: 700, input_tokens: 200, output_tokens: 400 }],
-          by_user: [{ user_id: O.userId, user_email: O.email, billable_tokens: 700, by_model: [{ model_id: 'model-b', model_tier: 'thinking', billable_tokens: 700, input_tokens: 200, output_tokens: 400 }] }],
+          by_user: [
+            {
+              user_id: O.userId,
+              user_email: O.email,
+              billable_tokens: 700,
+              by_model: [{ model_id: 'model-b', model_tier: 'thinking', billable_tokens: 700, input_tokens: 200, output_tokens: 400 }],
+            },
+          ],
         },
         quietTokens(D1),
       ]);

@@ -35,7 +35,9 @@ describe('Analytics endpoints', () => {
       oracle = generated.oracle;
       for (const session of generated.sessions) await t.app.get(HistoryImportService).importSession(session);
       const rolled = await rollUp(generatedOwner);
-      expect(rolled.data.rolled_up_days).toEqual([...new Set(generated.sessions.flatMap((s) => [s.createdAt, ...s.messages.map((m) => m.createdAt)]).map((d) => d.toISOString().slice(0, 10)))].sort());
+      expect(rolled.data.rolled_up_days).toEqual(
+        [...new Set(generated.sessions.flatMap((s) => [s.createdAt, ...s.messages.map((m) => m.createdAt)]).map((d) => d.toISOString().slice(0, 10)))].sort(),
+      );
     }, 300_000);
 
     /**
@@ -133,7 +135,10 @@ describe('Analytics endpoints', () => {
           active: ac.daily_active_users,
         });
         // The autonomy figures are those of the users rows with a turn (nearest-rank percentiles, 2 decimals).
-        const ratios = us.filter((r) => r.user_messages > 0).map((r) => r.tool_calls / r.user_messages).sort((a, b) => a - b);
+        const ratios = us
+          .filter((r) => r.user_messages > 0)
+          .map((r) => r.tool_calls / r.user_messages)
+          .sort((a, b) => a - b);
         expect({ date, avg: tl.autonomy_ratio_avg, p50: tl.autonomy_ratio_p50, p90: tl.autonomy_ratio_p90 }).toEqual({
           date,
           avg: ratios.length === 0 ? 0 : round2(ratios.reduce((a, b) => a + b, 0) / ratios.length),
@@ -176,7 +181,12 @@ describe('Analytics endpoints', () => {
         });
         const swm = oracle.sessionsWithMessages.get(date)?.size ?? 0;
         const calls = oracle.toolCalls.get(date) ?? 0;
-        expect({ date, tool_calls: tools.data[i].tool_calls, per_session: tools.data[i].tool_calls_per_session_avg, turns: tools.data[i].user_turns_per_session_avg }).toEqual({
+        expect({
+          date,
+          tool_calls: tools.data[i].tool_calls,
+          per_session: tools.data[i].tool_calls_per_session_avg,
+          turns: tools.data[i].user_turns_per_session_avg,
+        }).toEqual({
           date,
           tool_calls: calls,
           per_session: swm === 0 ? 0 : round2(calls / swm),
@@ -205,7 +215,13 @@ describe('Analytics endpoints', () => {
         const last = i === bodies.length - 1;
         const ids: string[] = [...new Set<string>(body.data.map((r: Json) => r.user_id))];
         expect(ids.length).toBe(last ? expectedIds.length - limit * i : limit);
-        expect(body.meta).toEqual({ org_id: generatedOwner.organizationId, start_date: G_START, end_date: G_END, has_more: !last, next_cursor: last ? null : ids[ids.length - 1] });
+        expect(body.meta).toEqual({
+          org_id: generatedOwner.organizationId,
+          start_date: G_START,
+          end_date: G_END,
+          has_more: !last,
+          next_cursor: last ? null : ids[ids.length - 1],
+        });
         // Rows by user then date.
         const keys = body.data.map((r: Json) => `${r.user_id}|${r.date}`);
         expect(keys).toEqual([...keys].sort());
@@ -226,9 +242,26 @@ describe('Analytics endpoints', () => {
       expect(after).toEqual(before);
     });
 
-    it('another organization\'s facts on the same days never appear, and it sees only its own', async () => {
-      const markers = [outsider.userId, outsider.email, 'OutsiderTool', 'outsiderserver', 'OutsiderServer', 'model-outsider', 'outsider-skill', '/outsiderCommand', 'outsider-hook', 'Ruby', 'rb', '77777', '77784'];
-      for (const [user, start, end] of [[owner, D6, D1], [generatedOwner, G_START, G_END]] as const) {
+    it("another organization's facts on the same days never appear, and it sees only its own", async () => {
+      const markers = [
+        outsider.userId,
+        outsider.email,
+        'OutsiderTool',
+        'outsiderserver',
+        'OutsiderServer',
+        'model-outsider',
+        'outsider-skill',
+        '/outsiderCommand',
+        'outsider-hook',
+        'Ruby',
+        'rb',
+        '77777',
+        '77784',
+      ];
+      for (const [user, start, end] of [
+        [owner, D6, D1],
+        [generatedOwner, G_START, G_END],
+      ] as const) {
         const text = JSON.stringify(await everything(user, start, end));
         for (const marker of markers) expect([marker, text.includes(`"${marker}"`) || text.includes(`:${marker},`)]).toEqual([marker, false]);
       }
@@ -246,9 +279,13 @@ describe('Analytics endpoints', () => {
     it('a late session on a rolled-up day shows up after the next rollup, which rolls up only that day', async () => {
       const before = await everything(owner, D6, D1);
       // The owner, 3 days ago, from the terminal, at autonomy medium: 1 turn, 1 tool call, 2 tokens.
-      await importSession(owner, MEDIUM, at(3, 18), [said(at(3, 18, 1), 'late', 'cli_tui'), agent(at(3, 18, 2), 'model-a', tool('Bash', { command: 'ls' }))], [
-        usage('model-a', at(3, 18, 2), { input: 1, output: 1 }),
-      ]);
+      await importSession(
+        owner,
+        MEDIUM,
+        at(3, 18),
+        [said(at(3, 18, 1), 'late', 'cli_tui'), agent(at(3, 18, 2), 'model-a', tool('Bash', { command: 'ls' }))],
+        [usage('model-a', at(3, 18, 2), { input: 1, output: 1 })],
+      );
       expect((await rollUp(owner)).data.rolled_up_days).toEqual([D3]);
       // At most the same day again (see the first rollup's test), never another.
       expect((await rollUp(owner)).data.rolled_up_days.filter((day: string) => day !== D3)).toEqual([]);
@@ -266,10 +303,24 @@ describe('Analytics endpoints', () => {
       expect(after.tools.data[i3]).toMatchObject({ tool_calls: 12, tool_autonomy_level_ratio: { auto_high: 0, auto_medium: 0.67, auto_low: 0, manual: 0.33 } });
       expect(after.tools.data[i3].by_tool[0]).toEqual({ tool: 'Bash', invocations: 2 });
       // O is now on the terminal too: terminal-ui has O and M; still three active users.
-      expect(after.activity.data[i3]).toMatchObject({ daily_active_users: 3, daily_active_users_by_client: { 'terminal-ui': 2, web: 1, 'non-interactive-cli': 1 }, sessions: 4, messages: 12, user_messages: 8 });
+      expect(after.activity.data[i3]).toMatchObject({
+        daily_active_users: 3,
+        daily_active_users_by_client: { 'terminal-ui': 2, web: 1, 'non-interactive-cli': 1 },
+        sessions: 4,
+        messages: 12,
+        user_messages: 8,
+      });
       const ownerD3 = after.users.flatMap((p: Json) => p.data).find((r: Json) => r.user_id === owner.userId && r.date === D3);
       // Turns at manual (autonomy off) and auto-medium: the tie goes to the more autonomous.
-      expect(ownerD3).toMatchObject({ tool_calls: 2, billable_tokens: 122, sessions: 2, user_messages: 2, assistant_messages: 2, autonomy_ratio: 1, delegation_level: 'auto-medium' });
+      expect(ownerD3).toMatchObject({
+        tool_calls: 2,
+        billable_tokens: 122,
+        sessions: 2,
+        user_messages: 2,
+        assistant_messages: 2,
+        autonomy_ratio: 1,
+        delegation_level: 'auto-medium',
+      });
       await checkInvariants(owner, D6, D1);
     });
   });

@@ -17,17 +17,71 @@ describe('Analytics endpoints', () => {
       expect(body.meta).toEqual({ org_id: owner.organizationId, start_date: D6, end_date: D1 });
       const clients = (tui: number, web: number, cli: number) => ({ 'terminal-ui': tui, web, 'non-interactive-cli': cli });
       expect(body.data).toEqual([
-        { date: D6, daily_active_users: 0, weekly_active_users: 0, monthly_active_users: 0, daily_active_users_by_client: clients(0, 0, 0), sessions: 0, messages: 0, user_messages: 0 },
+        {
+          date: D6,
+          daily_active_users: 0,
+          weekly_active_users: 0,
+          monthly_active_users: 0,
+          daily_active_users_by_client: clients(0, 0, 0),
+          sessions: 0,
+          messages: 0,
+          user_messages: 0,
+        },
         // O cli_tui, M web + desktop (both web), B cli_exec; 6 turns + 6 agent messages; 3 sessions.
-        { date: D5, daily_active_users: 3, weekly_active_users: 3, monthly_active_users: 3, daily_active_users_by_client: clients(1, 1, 1), sessions: 3, messages: 12, user_messages: 6 },
+        {
+          date: D5,
+          daily_active_users: 3,
+          weekly_active_users: 3,
+          monthly_active_users: 3,
+          daily_active_users_by_client: clients(1, 1, 1),
+          sessions: 3,
+          messages: 12,
+          user_messages: 6,
+        },
         // Quiet, but the three users of 5 days ago are inside the 7- and 30-day windows.
-        { date: D4, daily_active_users: 0, weekly_active_users: 3, monthly_active_users: 3, daily_active_users_by_client: clients(0, 0, 0), sessions: 0, messages: 0, user_messages: 0 },
+        {
+          date: D4,
+          daily_active_users: 0,
+          weekly_active_users: 3,
+          monthly_active_users: 3,
+          daily_active_users_by_client: clients(0, 0, 0),
+          sessions: 0,
+          messages: 0,
+          user_messages: 0,
+        },
         // O sessions_api, M cli_tui, B web; turns 1 + 3 + 3, agent messages 1 + 1 + 1.
-        { date: D3, daily_active_users: 3, weekly_active_users: 3, monthly_active_users: 3, daily_active_users_by_client: clients(1, 1, 1), sessions: 3, messages: 10, user_messages: 7 },
+        {
+          date: D3,
+          daily_active_users: 3,
+          weekly_active_users: 3,
+          monthly_active_users: 3,
+          daily_active_users_by_client: clients(1, 1, 1),
+          sessions: 3,
+          messages: 10,
+          user_messages: 7,
+        },
         // O on cli_tui and web (counted once in DAU, in both clients), B on desktop and web; M only started a
         // session (counted in sessions, not active). Turns 2 + 2, agent messages 2 + 1.
-        { date: D2, daily_active_users: 2, weekly_active_users: 3, monthly_active_users: 3, daily_active_users_by_client: clients(1, 2, 0), sessions: 2, messages: 7, user_messages: 4 },
-        { date: D1, daily_active_users: 0, weekly_active_users: 3, monthly_active_users: 3, daily_active_users_by_client: clients(0, 0, 0), sessions: 0, messages: 0, user_messages: 0 },
+        {
+          date: D2,
+          daily_active_users: 2,
+          weekly_active_users: 3,
+          monthly_active_users: 3,
+          daily_active_users_by_client: clients(1, 2, 0),
+          sessions: 2,
+          messages: 7,
+          user_messages: 4,
+        },
+        {
+          date: D1,
+          daily_active_users: 0,
+          weekly_active_users: 3,
+          monthly_active_users: 3,
+          daily_active_users_by_client: clients(0, 0, 0),
+          sessions: 0,
+          messages: 0,
+          user_messages: 0,
+        },
       ]);
     });
 
@@ -50,7 +104,16 @@ describe('Analytics endpoints', () => {
       // A range after the activity: WAU holds until 7 days after 2 days ago ends, MAU until 30.
       const body = await get(owner, 'activity', range(D1, D1));
       expect(body.data).toEqual([
-        { date: D1, daily_active_users: 0, weekly_active_users: 3, monthly_active_users: 3, daily_active_users_by_client: { 'terminal-ui': 0, web: 0, 'non-interactive-cli': 0 }, sessions: 0, messages: 0, user_messages: 0 },
+        {
+          date: D1,
+          daily_active_users: 0,
+          weekly_active_users: 3,
+          monthly_active_users: 3,
+          daily_active_users_by_client: { 'terminal-ui': 0, web: 0, 'non-interactive-cli': 0 },
+          sessions: 0,
+          messages: 0,
+          user_messages: 0,
+        },
       ]);
     });
   });
@@ -80,53 +143,131 @@ describe('Analytics endpoints', () => {
       const rows = [
         row(O, D5, {
           // 5 tool calls over 2 turns; Edit ts, Write Dockerfile; 2 MCP calls (GitHub, github); 2 hook commands.
-          tool_calls: 5, billable_tokens: 2200, primary_model: 'model-a', primary_model_tier: 'standard',
-          files_created: 1, files_edited: 1, git_commits: 1, git_prs_created: 1, mcp_calls: 2, slash_commands: 1, hooks: 2,
-          sessions: 1, messages: 4, user_messages: 2, assistant_messages: 2, autonomy_ratio: 2.5, delegation_level: 'auto-high',
+          tool_calls: 5,
+          billable_tokens: 2200,
+          primary_model: 'model-a',
+          primary_model_tier: 'standard',
+          files_created: 1,
+          files_edited: 1,
+          git_commits: 1,
+          git_prs_created: 1,
+          mcp_calls: 2,
+          slash_commands: 1,
+          hooks: 2,
+          sessions: 1,
+          messages: 4,
+          user_messages: 2,
+          assistant_messages: 2,
+          autonomy_ratio: 2.5,
+          delegation_level: 'auto-high',
           languages: ['Dockerfile', 'TypeScript'],
         }),
         row(O, D3, {
-          tool_calls: 1, billable_tokens: 120, primary_model: 'model-a', primary_model_tier: 'standard',
-          sessions: 1, messages: 2, user_messages: 1, assistant_messages: 1, autonomy_ratio: 1, delegation_level: 'manual',
+          tool_calls: 1,
+          billable_tokens: 120,
+          primary_model: 'model-a',
+          primary_model_tier: 'standard',
+          sessions: 1,
+          messages: 2,
+          user_messages: 1,
+          assistant_messages: 1,
+          autonomy_ratio: 1,
+          delegation_level: 'manual',
         }),
         row(O, D2, {
           // The agent's work in O's session is O's, including the answer to B's message.
-          tool_calls: 3, billable_tokens: 700, primary_model: 'model-b', primary_model_tier: 'thinking',
-          files_edited: 1, git_prs_created: 2, mcp_calls: 1, hooks: 1,
-          sessions: 1, messages: 4, user_messages: 2, assistant_messages: 2, autonomy_ratio: 1.5, delegation_level: 'auto-high',
+          tool_calls: 3,
+          billable_tokens: 700,
+          primary_model: 'model-b',
+          primary_model_tier: 'thinking',
+          files_edited: 1,
+          git_prs_created: 2,
+          mcp_calls: 1,
+          hooks: 1,
+          sessions: 1,
+          messages: 4,
+          user_messages: 2,
+          assistant_messages: 2,
+          autonomy_ratio: 1.5,
+          delegation_level: 'auto-high',
           languages: ['Makefile'],
         }),
         row(M, D5, {
-          tool_calls: 4, billable_tokens: 550, primary_model: 'model-b', primary_model_tier: 'thinking',
-          files_edited: 2, skill_calls: 1, slash_commands: 1,
-          sessions: 1, messages: 4, user_messages: 2, assistant_messages: 2, autonomy_ratio: 2, delegation_level: 'spec',
+          tool_calls: 4,
+          billable_tokens: 550,
+          primary_model: 'model-b',
+          primary_model_tier: 'thinking',
+          files_edited: 2,
+          skill_calls: 1,
+          slash_commands: 1,
+          sessions: 1,
+          messages: 4,
+          user_messages: 2,
+          assistant_messages: 2,
+          autonomy_ratio: 2,
+          delegation_level: 'spec',
           languages: ['Other', 'Python'],
         }),
         row(M, D3, {
           // Assistant messages by model-b, but model-a has more billable tokens (60 > 50): primary model-a.
-          tool_calls: 3, billable_tokens: 110, primary_model: 'model-a', primary_model_tier: 'standard',
-          files_created: 1, git_commits: 2, mcp_calls: 1, slash_commands: 1,
-          sessions: 1, messages: 4, user_messages: 3, assistant_messages: 1, autonomy_ratio: 1, delegation_level: 'manual',
+          tool_calls: 3,
+          billable_tokens: 110,
+          primary_model: 'model-a',
+          primary_model_tier: 'standard',
+          files_created: 1,
+          git_commits: 2,
+          mcp_calls: 1,
+          slash_commands: 1,
+          sessions: 1,
+          messages: 4,
+          user_messages: 3,
+          assistant_messages: 1,
+          autonomy_ratio: 1,
+          delegation_level: 'manual',
           languages: ['Python'],
         }),
         // Only started a session: no model, no turns, no tool calls.
         row(M, D2, { primary_model: 'unknown', primary_model_tier: 'standard', sessions: 1, delegation_level: 'manual' }),
         row(B, D5, {
-          tool_calls: 3, billable_tokens: 15, primary_model: 'model-a', primary_model_tier: 'standard',
-          sessions: 1, messages: 4, user_messages: 2, assistant_messages: 2, autonomy_ratio: 1.5, delegation_level: 'auto-low',
+          tool_calls: 3,
+          billable_tokens: 15,
+          primary_model: 'model-a',
+          primary_model_tier: 'standard',
+          sessions: 1,
+          messages: 4,
+          user_messages: 2,
+          assistant_messages: 2,
+          autonomy_ratio: 1.5,
+          delegation_level: 'auto-low',
         }),
         row(B, D3, {
           // No usage: the primary model is the one that wrote B's assistant messages. 7 / 3 = 2.33.
-          tool_calls: 7, primary_model: 'model-a', primary_model_tier: 'standard',
-          files_edited: 2, skill_calls: 1, hooks: 1,
-          sessions: 1, messages: 4, user_messages: 3, assistant_messages: 1, autonomy_ratio: 2.33, delegation_level: 'auto-medium',
+          tool_calls: 7,
+          primary_model: 'model-a',
+          primary_model_tier: 'standard',
+          files_edited: 2,
+          skill_calls: 1,
+          hooks: 1,
+          sessions: 1,
+          messages: 4,
+          user_messages: 3,
+          assistant_messages: 1,
+          autonomy_ratio: 2.33,
+          delegation_level: 'auto-medium',
           languages: ['TypeScript'],
         }),
         row(B, D2, {
           // A turn in O's session (auto-high) and one in B's own (auto-medium): the tie goes to the more autonomous.
-          tool_calls: 1, primary_model: 'model-a', primary_model_tier: 'standard',
-          files_edited: 1, slash_commands: 1,
-          messages: 3, user_messages: 2, assistant_messages: 1, autonomy_ratio: 0.5, delegation_level: 'auto-high',
+          tool_calls: 1,
+          primary_model: 'model-a',
+          primary_model_tier: 'standard',
+          files_edited: 1,
+          slash_commands: 1,
+          messages: 3,
+          user_messages: 2,
+          assistant_messages: 1,
+          autonomy_ratio: 0.5,
+          delegation_level: 'auto-high',
           languages: ['TypeScript'],
         }),
       ];
@@ -139,7 +280,7 @@ describe('Analytics endpoints', () => {
       expect(body.data).toEqual(expectedRows());
     });
 
-    it('pages with limit 1: one user per page, next_cursor the page\'s last user id, null on the last page', async () => {
+    it("pages with limit 1: one user per page, next_cursor the page's last user id, null on the last page", async () => {
       const ids = [owner.userId, manager.userId, member.userId].sort();
       const bodies = await pages(owner, D6, D1, 1);
       expect(bodies.map((b) => b.meta)).toEqual(
@@ -176,7 +317,16 @@ describe('Analytics endpoints', () => {
       expect((await get(owner, 'tools', range(days[0], days[5]))).data).toEqual(days.map(quietTools));
       expect((await get(owner, 'productivity', range(days[0], days[5]))).data).toEqual(days.map(quietProductivity));
       expect((await get(owner, 'activity', range(days[0], days[5]))).data).toEqual(
-        days.map((date) => ({ date, daily_active_users: 0, weekly_active_users: 0, monthly_active_users: 0, daily_active_users_by_client: { 'terminal-ui': 0, web: 0, 'non-interactive-cli': 0 }, sessions: 0, messages: 0, user_messages: 0 })),
+        days.map((date) => ({
+          date,
+          daily_active_users: 0,
+          weekly_active_users: 0,
+          monthly_active_users: 0,
+          daily_active_users_by_client: { 'terminal-ui': 0, web: 0, 'non-interactive-cli': 0 },
+          sessions: 0,
+          messages: 0,
+          user_messages: 0,
+        })),
       );
       expect((await get(owner, 'users', range(days[0], days[5]))).data).toEqual([]);
       for (const endpoint of ['tokens', 'tools', 'activity'] as const) {

@@ -16,7 +16,7 @@ describe('Analytics: parameters, roles and isolation', () => {
   let t: TestApp;
   beforeAll(() => ({ t } = fixture));
 
-  describe('another organization\'s data', () => {
+  describe("another organization's data", () => {
     let home: { owner: TestUser; manager: TestUser; first: TestUser; second: TestUser };
     let other: { owner: TestUser; member: TestUser };
     const RANGE = () => `startDate=${day(3)}&endDate=${day(1)}`;
@@ -95,7 +95,12 @@ describe('Analytics: parameters, roles and isolation', () => {
                   { type: 'tool_use', id: 'd', name: 'Bash', input: { command: 'git commit -m x && gh pr create --fill' } },
                 ],
               },
-              { role: MessageRole.System, attributes: { hookEventName: 'Stop', hookCommands: [{ command: 'secret-hook' }] }, content: [{ type: 'text', text: 'hook' }], createdAt: noon(daysAgo, 4) },
+              {
+                role: MessageRole.System,
+                attributes: { hookEventName: 'Stop', hookCommands: [{ command: 'secret-hook' }] },
+                content: [{ type: 'text', text: 'hook' }],
+                createdAt: noon(daysAgo, 4),
+              },
             ],
             usage: [usage('model-secret', noon(daysAgo, 5), 99_999, 9_999)],
           }),
@@ -107,10 +112,11 @@ describe('Analytics: parameters, roles and isolation', () => {
     });
 
     const expectNothingOfTheOther = (res: Response) => {
-      for (const secret of ['secret', 'Secret', other.owner.userId, other.member.userId, other.member.email, other.owner.organizationId]) expect(res.text).not.toContain(secret);
+      for (const secret of ['secret', 'Secret', other.owner.userId, other.member.userId, other.member.email, other.owner.organizationId])
+        expect(res.text).not.toContain(secret);
     };
 
-    it('before its own rollup, the home organization reads zeros and empty lists, never the other\'s rows', async () => {
+    it("before its own rollup, the home organization reads zeros and empty lists, never the other's rows", async () => {
       for (const name of ['tools', 'activity', 'productivity'] as const) {
         const res = await as(home.manager, name).expect(200);
         expectNothingOfTheOther(res);
@@ -121,14 +127,20 @@ describe('Analytics: parameters, roles and isolation', () => {
         }
       }
       const users = await as(home.manager, 'users').expect(200);
-      expect(users.body).toEqual({ data: [], meta: { org_id: home.owner.organizationId, start_date: day(3), end_date: day(1), has_more: false, next_cursor: null } });
-      for (const [name, groupBy] of [['tools', 'tool_name'], ['activity', 'client']] as const) {
+      expect(users.body).toEqual({
+        data: [],
+        meta: { org_id: home.owner.organizationId, start_date: day(3), end_date: day(1), has_more: false, next_cursor: null },
+      });
+      for (const [name, groupBy] of [
+        ['tools', 'tool_name'],
+        ['activity', 'client'],
+      ] as const) {
         const grouped = await as(home.manager, name, `${RANGE()}&group_by=${groupBy}`).expect(200);
         expect(grouped.body.data).toEqual([]);
       }
     });
 
-    it('tokens (read from the usage totals, not the rollup) show the home organization\'s usage only', async () => {
+    it("tokens (read from the usage totals, not the rollup) show the home organization's usage only", async () => {
       const res = await as(home.manager, 'tokens').expect(200);
       expectNothingOfTheOther(res);
       expect(res.body.data.map((row: Json) => [row.date, row.billable_tokens])).toEqual([
@@ -136,13 +148,15 @@ describe('Analytics: parameters, roles and isolation', () => {
         [day(2), 110],
         [day(1), 0],
       ]);
-      expect(res.body.data[1].by_model).toEqual([{ model_id: 'model-home', model_tier: 'standard', billable_tokens: 110, input_tokens: 100, output_tokens: 10 }]);
+      expect(res.body.data[1].by_model).toEqual([
+        { model_id: 'model-home', model_tier: 'standard', billable_tokens: 110, input_tokens: 100, output_tokens: 10 },
+      ]);
       expect(res.body.data[1].by_user).toEqual([expect.objectContaining({ user_id: home.first.userId, billable_tokens: 110 })]);
       const grouped = await as(home.manager, 'tokens', `${RANGE()}&group_by=model`).expect(200);
       expect(grouped.body.data).toEqual([{ date: day(2), group_key: 'model-home', billable_tokens: 110, input_tokens: 100, output_tokens: 10 }]);
     });
 
-    it('the home owner\'s rollup rolls up the home organization only, whatever the body says', async () => {
+    it("the home owner's rollup rolls up the home organization only, whatever the body says", async () => {
       const res = await rollupAs(home.owner, { organizationId: other.owner.organizationId }).expect(200);
       expect(res.body).toEqual({ data: { rolled_up_days: [day(2)] }, meta: { org_id: home.owner.organizationId } });
       // Idempotent: nothing new to roll up, for either organization.
@@ -150,8 +164,10 @@ describe('Analytics: parameters, roles and isolation', () => {
       expect((await rollupAs(other.owner).expect(200)).body.data.rolled_up_days).toEqual([]);
     });
 
-    it('after it, every endpoint shows exactly the home organization\'s activity', async () => {
-      const [tools, activity, productivity, users] = await Promise.all((['tools', 'activity', 'productivity', 'users'] as const).map((name) => as(home.manager, name).expect(200)));
+    it("after it, every endpoint shows exactly the home organization's activity", async () => {
+      const [tools, activity, productivity, users] = await Promise.all(
+        (['tools', 'activity', 'productivity', 'users'] as const).map((name) => as(home.manager, name).expect(200)),
+      );
       for (const res of [tools, activity, productivity, users]) expectNothingOfTheOther(res);
 
       const toolsDay = (tools.body.data as Json[]).find((row) => row.date === day(2))!;
@@ -177,7 +193,17 @@ describe('Analytics: parameters, roles and isolation', () => {
       });
       expect((tools.body.data as Json[]).filter((row) => row.date !== day(2)).map((row) => row.tool_calls)).toEqual([0, 0]);
 
-      expect((activity.body.data as Json[]).map((row) => [row.date, row.daily_active_users, row.weekly_active_users, row.monthly_active_users, row.sessions, row.messages, row.user_messages])).toEqual([
+      expect(
+        (activity.body.data as Json[]).map((row) => [
+          row.date,
+          row.daily_active_users,
+          row.weekly_active_users,
+          row.monthly_active_users,
+          row.sessions,
+          row.messages,
+          row.user_messages,
+        ]),
+      ).toEqual([
         [day(3), 0, 0, 0, 0, 0, 0],
         [day(2), 2, 2, 2, 2, 4, 2],
         [day(1), 0, 2, 2, 0, 0, 0],
@@ -211,7 +237,7 @@ describe('Analytics: parameters, roles and isolation', () => {
       });
     });
 
-    it('the other organization still sees its own rows, and none of the home organization\'s', async () => {
+    it("the other organization still sees its own rows, and none of the home organization's", async () => {
       const res = await as(other.owner, 'tools').expect(200);
       expect(res.text).not.toContain('model-home');
       expect((res.body.data as Json[]).map((row) => row.tool_calls)).toEqual([4, 4, 0]);

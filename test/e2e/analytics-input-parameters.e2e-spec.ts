@@ -28,7 +28,9 @@ function expectNoInternals(res: Response) {
  * being the response's x-request-id, and `detail` starting with the parameter it names.
  */
 function expectAnalyticsError(res: Response, status: number, field?: string) {
-  const title = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 415: 'Unsupported Media Type' }[status];
+  const title = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 415: 'Unsupported Media Type' }[
+    status
+  ];
   expect({ status: res.status, body: res.body as Json }).toEqual({
     status,
     body: {
@@ -97,11 +99,14 @@ describe('Analytics: parameters, roles and isolation', () => {
       ['a parameter spelled in another case', () => `startdate=${day(2)}&endDate=${day(1)}`, 'startdate'],
     ];
 
-    it.each(NAMES.flatMap((name) => cases.map(([label, query, field]) => [name, label, query, field] as const)))('%s: %s answers 400 naming it', async (name, _, query, field) => {
-      const res = await get(name, query());
-      expectAnalyticsError(res, 400, field);
-      expect(res.body.requestId).toBe(`in-${name}`);
-    });
+    it.each(NAMES.flatMap((name) => cases.map(([label, query, field]) => [name, label, query, field] as const)))(
+      '%s: %s answers 400 naming it',
+      async (name, _, query, field) => {
+        const res = await get(name, query());
+        expectAnalyticsError(res, 400, field);
+        expect(res.body.requestId).toBe(`in-${name}`);
+      },
+    );
 
     it.each(NAMES)('%s: a range of exactly 400 days, and one day, answer 200', async (name) => {
       const long = await get(name, `startDate=${day(400)}&endDate=${day(1)}`);
@@ -129,9 +134,12 @@ describe('Analytics: parameters, roles and isolation', () => {
       expectAnalyticsError(await get(name, `${OK()}&group_by=${encodeURIComponent(value)}`), 400, 'group_by');
     });
 
-    it.each(GROUPED.flatMap((e) => GROUPED.filter((other) => other !== e).map((other) => [e.name, other.groupBy] as const)))('%s: another endpoint\'s group_by (%s) answers 400', async (name, value) => {
-      expectAnalyticsError(await get(name, `${OK()}&group_by=${value}`), 400, 'group_by');
-    });
+    it.each(GROUPED.flatMap((e) => GROUPED.filter((other) => other !== e).map((other) => [e.name, other.groupBy] as const)))(
+      "%s: another endpoint's group_by (%s) answers 400",
+      async (name, value) => {
+        expectAnalyticsError(await get(name, `${OK()}&group_by=${value}`), 400, 'group_by');
+      },
+    );
 
     it.each(GROUPED)('$name: group_by given twice answers 400', async ({ name, groupBy }) => {
       expectAnalyticsError(await get(name, `${OK()}&group_by=${groupBy}&group_by=${groupBy}`), 400, 'group_by');
@@ -173,12 +181,18 @@ describe('Analytics: parameters, roles and isolation', () => {
       expect(res.body).toEqual({ data: [], meta: { org_id: owner.organizationId, start_date: day(3), end_date: day(1), has_more: false, next_cursor: null } });
     });
 
-    it.each(['abc', '', 'user_123', 'a'.repeat(65), '123e4567e89b12d3a456426614174000', '{123e4567-e89b-12d3-a456-426614174000}', '123e4567-e89b-12d3-a456-426614174000x', '123e4567-e89b-12d3-a456-42661417400g'])(
-      'users: cursor=%j (not a user id) answers 400 naming cursor',
-      async (cursor) => {
-        expectAnalyticsError(await get('users', `${OK()}&cursor=${encodeURIComponent(cursor)}`), 400, 'cursor');
-      },
-    );
+    it.each([
+      'abc',
+      '',
+      'user_123',
+      'a'.repeat(65),
+      '123e4567e89b12d3a456426614174000',
+      '{123e4567-e89b-12d3-a456-426614174000}',
+      '123e4567-e89b-12d3-a456-426614174000x',
+      '123e4567-e89b-12d3-a456-42661417400g',
+    ])('users: cursor=%j (not a user id) answers 400 naming cursor', async (cursor) => {
+      expectAnalyticsError(await get('users', `${OK()}&cursor=${encodeURIComponent(cursor)}`), 400, 'cursor');
+    });
 
     it('users: cursor given twice answers 400', async () => {
       expectAnalyticsError(await get('users', `${OK()}&cursor=${member.userId}&cursor=${manager.userId}`), 400, 'cursor');
@@ -199,12 +213,17 @@ describe('Analytics: parameters, roles and isolation', () => {
       expectAnalyticsError(await get(name, OK(), null), 401);
     });
 
-    it.each(NAMES.flatMap((name) => [
-      [name, 'an unknown API key', `Bearer apk_${'Z'.repeat(43)}`],
-      [name, 'a malformed token', 'Bearer nonsense'],
-      [name, 'an empty token', 'Bearer '],
-      [name, 'another scheme', `Basic ${Buffer.from('a:b').toString('base64')}`],
-    ] as const))('%s: %s answers 401', async (name, _, header) => {
+    it.each(
+      NAMES.flatMap(
+        (name) =>
+          [
+            [name, 'an unknown API key', `Bearer apk_${'Z'.repeat(43)}`],
+            [name, 'a malformed token', 'Bearer nonsense'],
+            [name, 'an empty token', 'Bearer '],
+            [name, 'another scheme', `Basic ${Buffer.from('a:b').toString('base64')}`],
+          ] as const,
+      ),
+    )('%s: %s answers 401', async (name, _, header) => {
       expectAnalyticsError(await t.http().get(`${BASE}/${name}?${OK()}`).set('Authorization', header), 401);
     });
 
@@ -254,7 +273,13 @@ describe('Analytics: parameters, roles and isolation', () => {
 
     it('answers 401 without or with a bad key', async () => {
       expectAnalyticsError(await rollup(null), 401);
-      expectAnalyticsError(await t.http().post(`${BASE}/rollup`).set('Authorization', `Bearer apk_${'Z'.repeat(43)}`), 401);
+      expectAnalyticsError(
+        await t
+          .http()
+          .post(`${BASE}/rollup`)
+          .set('Authorization', `Bearer apk_${'Z'.repeat(43)}`),
+        401,
+      );
     });
 
     it('ignores a JSON body', async () => {

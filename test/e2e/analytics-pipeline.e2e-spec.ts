@@ -113,7 +113,9 @@ describe('Analytics: facts from live activity', () => {
     const session = await t.http().post('/api/v0/sessions').set(other.auth).send({ sessionSettings }).expect(201);
     await t.http().post(`/api/v0/sessions/${session.body.sessionId}/messages`).set(other.auth).send({ text: 'hello' }).expect(200);
     await caughtUp(other.organizationId);
-    const rows = (await db.query(`SELECT kind, level, client, user_id FROM analytics_facts WHERE organization_id = $1 AND kind = 'user_message'`, [other.organizationId])) as Json[];
+    const rows = (await db.query(`SELECT kind, level, client, user_id FROM analytics_facts WHERE organization_id = $1 AND kind = 'user_message'`, [
+      other.organizationId,
+    ])) as Json[];
     expect(rows).toEqual([{ kind: 'user_message', level, client: 'non-interactive-cli', user_id: other.userId }]);
   });
 

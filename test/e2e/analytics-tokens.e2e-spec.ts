@@ -14,7 +14,13 @@ const DAY_MS = 86_400_000;
 const day = (daysAgo: number) => new Date(Date.now() - daysAgo * DAY_MS).toISOString().slice(0, 10);
 
 /** Usage facts as Sessions writes them on each agent usage report, for days already closed. */
-async function usage(t: TestApp, user: TestUser, daysAgo: number, model: string, tokens: { input: number; output: number; cacheWrite?: number; cacheRead?: number; thinking?: number }) {
+async function usage(
+  t: TestApp,
+  user: TestUser,
+  daysAgo: number,
+  model: string,
+  tokens: { input: number; output: number; cacheWrite?: number; cacheRead?: number; thinking?: number },
+) {
   await t.app.get(DataSource).query(
     `INSERT INTO token_usage_daily (organization_id, day, user_id, model, input_tokens, output_tokens, cache_creation_tokens, cache_read_tokens, thinking_tokens)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -60,9 +66,25 @@ describe('Analytics: tokens', () => {
     expect(validateReference.errors ?? []).toEqual([]);
     expect(res.body.meta).toEqual({ org_id: owner.organizationId, start_date: day(3), end_date: day(1) });
     const [quiet, busy, thinking] = res.body.data as Json[];
-    expect(quiet).toEqual({ date: day(3), billable_tokens: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, by_model: [], by_user: [] });
+    expect(quiet).toEqual({
+      date: day(3),
+      billable_tokens: 0,
+      input_tokens: 0,
+      output_tokens: 0,
+      cache_read_tokens: 0,
+      cache_write_tokens: 0,
+      by_model: [],
+      by_user: [],
+    });
     // member model-a: 1000 + 200 + floor((125*400 + 10*5000)/100) = 1000 + 200 + 1000 = 2200; model-b: 15; manager model-a: 300 + 100 + floor(10010/100) = 500.
-    expect(busy).toMatchObject({ date: day(2), billable_tokens: 2715, input_tokens: 1310, output_tokens: 305, cache_read_tokens: 6001, cache_write_tokens: 400 });
+    expect(busy).toMatchObject({
+      date: day(2),
+      billable_tokens: 2715,
+      input_tokens: 1310,
+      output_tokens: 305,
+      cache_read_tokens: 6001,
+      cache_write_tokens: 400,
+    });
     expect(busy.by_model).toEqual([
       { model_id: 'model-a', model_tier: 'standard', billable_tokens: 2700, input_tokens: 1300, output_tokens: 300 },
       { model_id: 'model-b', model_tier: 'standard', billable_tokens: 15, input_tokens: 10, output_tokens: 5 },
@@ -77,15 +99,23 @@ describe('Analytics: tokens', () => {
           { model_id: 'model-b', model_tier: 'standard', billable_tokens: 15, input_tokens: 10, output_tokens: 5 },
         ],
       },
-      { user_id: manager.userId, user_email: expect.stringContaining('@'), billable_tokens: 500, by_model: [{ model_id: 'model-a', model_tier: 'standard', billable_tokens: 500, input_tokens: 300, output_tokens: 100 }] },
+      {
+        user_id: manager.userId,
+        user_email: expect.stringContaining('@'),
+        billable_tokens: 500,
+        by_model: [{ model_id: 'model-a', model_tier: 'standard', billable_tokens: 500, input_tokens: 300, output_tokens: 100 }],
+      },
     ]);
     // Thinking tokens are output, and make the model's tier `thinking` that day.
     expect(thinking).toMatchObject({ date: day(1), billable_tokens: 100, input_tokens: 50, output_tokens: 50 });
     expect(thinking.by_model).toEqual([{ model_id: 'model-b', model_tier: 'thinking', billable_tokens: 100, input_tokens: 50, output_tokens: 50 }]);
   });
 
-  it('grouped rows, models and users each sum to the day\'s totals', async () => {
-    const [plain, grouped] = await Promise.all([get(owner, `startDate=${day(3)}&endDate=${day(1)}`).expect(200), get(owner, `startDate=${day(3)}&endDate=${day(1)}&group_by=model`).expect(200)]);
+  it("grouped rows, models and users each sum to the day's totals", async () => {
+    const [plain, grouped] = await Promise.all([
+      get(owner, `startDate=${day(3)}&endDate=${day(1)}`).expect(200),
+      get(owner, `startDate=${day(3)}&endDate=${day(1)}&group_by=model`).expect(200),
+    ]);
     validateReference(grouped.body);
     expect(validateReference.errors ?? []).toEqual([]);
     expect(grouped.body.data).toEqual([

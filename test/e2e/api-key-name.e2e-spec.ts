@@ -16,7 +16,12 @@ describe('POST /settings/api-keys: the name', () => {
     await t.close();
   });
 
-  const create = (body: unknown) => t.http().post('/settings/api-keys').set(owner.auth).send(body as object);
+  const create = (body: unknown) =>
+    t
+      .http()
+      .post('/settings/api-keys')
+      .set(owner.auth)
+      .send(body as object);
 
   it.each([
     ['missing', {}],

@@ -11,8 +11,16 @@ const DOC = readFileSync(join(__dirname, '../../docs/architecture.md'), 'utf8');
 /** The rows of the Markdown table under `heading`, as cells. */
 function table(heading: string): string[][] {
   const start = DOC.indexOf(`## ${heading}`);
-  const rows = DOC.slice(start).split('\n## ')[0].split('\n').filter((line) => line.startsWith('|'));
-  return rows.slice(2).map((row) => row.split('|').slice(1, -1).map((cell) => cell.trim()));
+  const rows = DOC.slice(start)
+    .split('\n## ')[0]
+    .split('\n')
+    .filter((line) => line.startsWith('|'));
+  return rows.slice(2).map((row) =>
+    row
+      .split('|')
+      .slice(1, -1)
+      .map((cell) => cell.trim()),
+  );
 }
 
 /** `a`, `b` → [a, b]; "every type" → every type. */
@@ -32,14 +40,23 @@ describe('docs/architecture.md', () => {
     const documented = table('Who listens to what')
       .filter((row) => row[1] === 'durable')
       .map((row) => ({ name: row[0].replaceAll('`', ''), types: typesIn(row[3]) }));
-    const registered = t.app.get(DurableListeners).registered().map(({ name, types }) => ({ name, types: [...types].sort() }));
+    const registered = t.app
+      .get(DurableListeners)
+      .registered()
+      .map(({ name, types }) => ({ name, types: [...types].sort() }));
     expect(documented.sort((a, b) => a.name.localeCompare(b.name))).toEqual(registered.sort((a, b) => a.name.localeCompare(b.name)));
   });
 
   it('lists every event type that has a live listener on this instance, and no other', () => {
     const emitter = t.app.get(EventEmitter2);
     const live = EVENT_TYPES.filter((type) => emitter.listenerCount(type) > 0).sort();
-    const documented = [...new Set(table('Who listens to what').filter((row) => row[1] === 'live').flatMap((row) => typesIn(row[3])))].sort();
+    const documented = [
+      ...new Set(
+        table('Who listens to what')
+          .filter((row) => row[1] === 'live')
+          .flatMap((row) => typesIn(row[3])),
+      ),
+    ].sort();
     expect(documented).toEqual(live);
   });
 

@@ -23,9 +23,15 @@ describe('Audit log', () => {
     owner = await createUser(t, Role.Owner, org);
     manager = await createUser(t, Role.Manager, org);
     member = await createUser(t, Role.Member, org);
-    sessionId = (await t.http().post('/api/v0/sessions').set(member.auth).set('x-request-id', 'audit-session').send({ title: 'audited' }).expect(201)).body.sessionId;
+    sessionId = (await t.http().post('/api/v0/sessions').set(member.auth).set('x-request-id', 'audit-session').send({ title: 'audited' }).expect(201)).body
+      .sessionId;
     await t.http().post('/api/v0/organization/members').set(manager.auth).send({ email: 'new@example.test', name: 'New', role: 'guest' }).expect(201);
-    await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { restrictMemberVisibility: true } }).expect(200);
+    await t
+      .http()
+      .patch('/api/v0/organization/enterprise-controls')
+      .set(owner.auth)
+      .send({ settings: { restrictMemberVisibility: true } })
+      .expect(200);
     await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(member.auth).send({ text: 'not in the audit log' }).expect(200);
   });
 
@@ -42,11 +48,27 @@ describe('Audit log', () => {
     expect(created).toMatchObject({
       target: { kind: 'session', id: sessionId },
       sessionId,
-      actor: { kind: 'user', userId: member.userId, email: member.email, role: 'member', credential: 'api_key', credentialId: member.apiKeyId, ip: '127.0.0.1', requestId: 'audit-session' },
+      actor: {
+        kind: 'user',
+        userId: member.userId,
+        email: member.email,
+        role: 'member',
+        credential: 'api_key',
+        credentialId: member.apiKeyId,
+        ip: '127.0.0.1',
+        requestId: 'audit-session',
+      },
     });
     expect(typeof created.occurredAt).toBe('number');
-    expect(entries.find((e) => e.type === 'member.changed')).toMatchObject({ actor: { userId: manager.userId, role: 'manager' }, data: { email: 'new@example.test', change: 'added' }, target: { kind: 'user' } });
-    expect(entries.find((e) => e.type === 'controls.revised')).toMatchObject({ actor: { userId: owner.userId }, data: { changedSettings: ['restrictMemberVisibility'] } });
+    expect(entries.find((e) => e.type === 'member.changed')).toMatchObject({
+      actor: { userId: manager.userId, role: 'manager' },
+      data: { email: 'new@example.test', change: 'added' },
+      target: { kind: 'user' },
+    });
+    expect(entries.find((e) => e.type === 'controls.revised')).toMatchObject({
+      actor: { userId: owner.userId },
+      data: { changedSettings: ['restrictMemberVisibility'] },
+    });
     // Messages are never copied into the audit log, even where history is kept.
     expect(JSON.stringify(entries)).not.toContain('not in the audit log');
   });
@@ -111,10 +133,18 @@ describe('Audit log', () => {
     expect(byAccept.status).toBe(200);
     expect(byAccept.type).toMatch(/^application\/x-ndjson/);
     expect(byAccept.body.endsWith('\n')).toBe(true);
-    const lines = byAccept.body.trimEnd().split('\n').map((line) => JSON.parse(line) as Json);
+    const lines = byAccept.body
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Json);
     expect(lines.map((e) => e.seq)).toEqual(all);
     const filtered = await rawGet(`${AUDIT}?format=ndjson&type=controls.revised`, owner.auth);
-    expect(filtered.body.trimEnd().split('\n').map((line) => (JSON.parse(line) as Json).type)).toEqual(['controls.revised']);
+    expect(
+      filtered.body
+        .trimEnd()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as Json).type),
+    ).toEqual(['controls.revised']);
     const refused = await rawGet(`${AUDIT}?format=ndjson`, member.auth);
     expect(refused.status).toBe(403);
   });

@@ -66,7 +66,11 @@ describe('Auth', () => {
 
     it('an expired API key answers 401', async () => {
       const user = await createUser(t, Role.Member);
-      const created = await t.http().post('/settings/api-keys').set(user.auth).send({ name: 'short', expiresAt: new Date(Date.now() + 1500).toISOString() });
+      const created = await t
+        .http()
+        .post('/settings/api-keys')
+        .set(user.auth)
+        .send({ name: 'short', expiresAt: new Date(Date.now() + 1500).toISOString() });
       expect(created.status).toBe(201);
       expect((await listKeys({ Authorization: `Bearer ${created.body.key}` })).status).toBe(200);
       await new Promise((resolve) => setTimeout(resolve, 1600));
@@ -143,15 +147,11 @@ describe('Auth', () => {
   describe('roles and organizations', () => {
     it('only owners and managers list the whole organization’s keys', async () => {
       const org = await createOrganization(t);
-      const [owner, manager, member, guest] = await Promise.all(
-        [Role.Owner, Role.Manager, Role.Member, Role.Guest].map((role) => createUser(t, role, org)),
-      );
+      const [owner, manager, member, guest] = await Promise.all([Role.Owner, Role.Manager, Role.Member, Role.Guest].map((role) => createUser(t, role, org)));
       for (const admin of [owner, manager]) {
         const res = await t.http().get('/settings/api-keys?scope=organization').set(admin.auth);
         expect(res.status).toBe(200);
-        expect(res.body.apiKeys.map((k: { id: string }) => k.id).sort()).toEqual(
-          [owner, manager, member, guest].map((u) => u.apiKeyId).sort(),
-        );
+        expect(res.body.apiKeys.map((k: { id: string }) => k.id).sort()).toEqual([owner, manager, member, guest].map((u) => u.apiKeyId).sort());
       }
       for (const user of [member, guest]) {
         const res = await t.http().get('/settings/api-keys?scope=organization').set(user.auth);
@@ -174,11 +174,7 @@ describe('Auth', () => {
 
     it('a member cannot revoke a colleague’s key (404), an owner can', async () => {
       const org = await createOrganization(t);
-      const [owner, member, colleague] = await Promise.all([
-        createUser(t, Role.Owner, org),
-        createUser(t, Role.Member, org),
-        createUser(t, Role.Member, org),
-      ]);
+      const [owner, member, colleague] = await Promise.all([createUser(t, Role.Owner, org), createUser(t, Role.Member, org), createUser(t, Role.Member, org)]);
       expect((await t.http().delete(`/settings/api-keys/${colleague.apiKeyId}`).set(member.auth)).status).toBe(404);
       expect((await t.http().delete(`/settings/api-keys/${colleague.apiKeyId}`).set(owner.auth)).status).toBe(200);
       expect((await listKeys(colleague.auth)).status).toBe(401);
@@ -236,8 +232,18 @@ describe('Auth', () => {
 
       it.each([
         ['without iat (and a valid exp)', () => timed({ exp: now() + 300 }), 'invalid_credentials', /iat/],
-        ['issued two days ago, still unexpired', () => timed({ iat: now() - 2 * DAY, exp: now() + 300 }), 'expired_credentials', /issued more than 86400 s ago/],
-        ['issued just now but valid for ten years', () => timed({ iat: now(), exp: now() + 3650 * DAY }), 'invalid_credentials', /lifetime .* exceeds the 86400 s/],
+        [
+          'issued two days ago, still unexpired',
+          () => timed({ iat: now() - 2 * DAY, exp: now() + 300 }),
+          'expired_credentials',
+          /issued more than 86400 s ago/,
+        ],
+        [
+          'issued just now but valid for ten years',
+          () => timed({ iat: now(), exp: now() + 3650 * DAY }),
+          'invalid_credentials',
+          /lifetime .* exceeds the 86400 s/,
+        ],
         ['one second longer-lived than the maximum', () => timed({ iat: now(), exp: now() + DAY + 1 }), 'invalid_credentials', /lifetime/],
         ['issued five minutes in the future', () => timed({ iat: now() + 300, exp: now() + 600 }), 'invalid_credentials', /iat is in the future/],
         ['from the JWKS, valid for ten years', () => rs256({ iat: now(), exp: now() + 3650 * DAY }), 'invalid_credentials', /lifetime/],
@@ -261,9 +267,21 @@ describe('Auth', () => {
     it.each([
       ['expired', async () => hs256({ sub: 'x', org_id: 'y' }, Math.floor(Date.now() / 1000) - 60), 'expired_credentials'],
       ['signed with another secret', async () => hs256({ sub: 'x', org_id: 'y' }, '5m', 'another-secret-that-is-also-long-enough!!'), 'invalid_credentials'],
-      ['without exp', async () => new SignJWT({ sub: 'x', org_id: 'y' }).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(JWT_SECRET)), 'invalid_credentials'],
-      ['unsigned (alg none)', async () => `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from('{"sub":"x"}').toString('base64url')}.`, 'jwt_not_configured'],
-      ['naming an unknown user', async () => hs256({ sub: '01a1fdca-0000-7000-8000-000000000000', org_id: '01a1fdca-0000-7000-8000-000000000000' }), 'invalid_credentials'],
+      [
+        'without exp',
+        async () => new SignJWT({ sub: 'x', org_id: 'y' }).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(JWT_SECRET)),
+        'invalid_credentials',
+      ],
+      [
+        'unsigned (alg none)',
+        async () => `${Buffer.from('{"alg":"none"}').toString('base64url')}.${Buffer.from('{"sub":"x"}').toString('base64url')}.`,
+        'jwt_not_configured',
+      ],
+      [
+        'naming an unknown user',
+        async () => hs256({ sub: '01a1fdca-0000-7000-8000-000000000000', org_id: '01a1fdca-0000-7000-8000-000000000000' }),
+        'invalid_credentials',
+      ],
     ])('a JWT %s answers 401', async (_, token, code) => {
       const res = await listKeys({ Authorization: `Bearer ${await token()}` });
       expect(res.status).toBe(401);
@@ -297,10 +315,20 @@ describe('JWT_MAX_AGE_SECONDS set lower', () => {
       .sign(new TextEncoder().encode(JWT_SECRET));
 
   it('refuses a five-minute JWT and accepts a one-minute one', async () => {
-    const long = await t.http().get('/settings/api-keys').set({ Authorization: `Bearer ${await withLifetime(300)}` });
+    const long = await t
+      .http()
+      .get('/settings/api-keys')
+      .set({ Authorization: `Bearer ${await withLifetime(300)}` });
     expect(long.status).toBe(401);
     expect(long.body.detail).toMatch(/exceeds the 120 s/);
-    expect((await t.http().get('/settings/api-keys').set({ Authorization: `Bearer ${await withLifetime(60)}` })).status).toBe(200);
+    expect(
+      (
+        await t
+          .http()
+          .get('/settings/api-keys')
+          .set({ Authorization: `Bearer ${await withLifetime(60)}` })
+      ).status,
+    ).toBe(200);
   });
 });
 
@@ -324,7 +352,16 @@ describe('restrictApiKeyCreationToManagers', () => {
     const org = await createOrganization(t);
     restricted.add(org.id);
     const users = await Promise.all([Role.Owner, Role.Manager, Role.Member, Role.Guest].map((role) => createUser(t, role, org)));
-    const statuses = await Promise.all(users.map((u) => t.http().post('/settings/api-keys').set(u.auth).send({ name: 'k' }).then((r) => [u.role, r.status, r.body.metadata?.code])));
+    const statuses = await Promise.all(
+      users.map((u) =>
+        t
+          .http()
+          .post('/settings/api-keys')
+          .set(u.auth)
+          .send({ name: 'k' })
+          .then((r) => [u.role, r.status, r.body.metadata?.code]),
+      ),
+    );
     expect(statuses).toEqual([
       [Role.Owner, 201, undefined],
       [Role.Manager, 201, undefined],

@@ -99,7 +99,9 @@ describe('Computer agents', () => {
       const fresh = bearer(res.body.agentToken as string);
       expect((await api.claimRaw(fresh)).status).toBe(200);
 
-      const [row] = (await t.app.get(DataSource).query(`SELECT agent_token_hash FROM computers WHERE id = $1`, [computer.id])) as Array<{ agent_token_hash: string }>;
+      const [row] = (await t.app.get(DataSource).query(`SELECT agent_token_hash FROM computers WHERE id = $1`, [computer.id])) as Array<{
+        agent_token_hash: string;
+      }>;
       expect(row.agent_token_hash).toBe(sha256(res.body.agentToken as string));
 
       // The new token reaches the computer's work.
@@ -107,7 +109,7 @@ describe('Computer agents', () => {
       expect((await api.claim(fresh))?.sessionId).toBe(routed.sessionId);
     });
 
-    it('members rotate their own computers\' tokens only (another member\'s 404), guests none (403)', async () => {
+    it("members rotate their own computers' tokens only (another member's 404), guests none (403)", async () => {
       const org = await createOrganization(t);
       const owner = await createUser(t, Role.Owner, org);
       const manager = await createUser(t, Role.Manager, org);
@@ -204,7 +206,7 @@ describe('Computer agents, with the credential cache on', () => {
     expect((await api.claimRaw(bearer(rotated.body.agentToken as string))).status).toBe(200);
   });
 
-  it('a deleted computer\'s token answers 401 at once on this instance, though it was cached', async () => {
+  it("a deleted computer's token answers 401 at once on this instance, though it was cached", async () => {
     const { owner, computer } = await api.ownerWithComputer();
     expect((await api.claimRaw(computer.auth)).status).toBe(200);
     await t.http().delete(`/api/v0/computers/${computer.id}`).set(owner.auth).expect(204);

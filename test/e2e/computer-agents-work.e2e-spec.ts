@@ -41,7 +41,7 @@ describe('Computer agents', () => {
       expect(next.messages.map((m) => m.content[0].text)).toEqual(['continue on B']);
     });
 
-    it('is the work routed to its computer only: not another computer\'s, not unrouted work', async () => {
+    it("is the work routed to its computer only: not another computer's, not unrouted work", async () => {
       const { owner, computer: a } = await api.ownerWithComputer();
       const b = await api.createComputer(owner, 'desktop');
       const forA = await api.pendingWork(owner, 'for A', a.id);
@@ -65,7 +65,7 @@ describe('Computer agents', () => {
       expect((await api.claim(owner.auth))?.sessionId).toBe(unrouted.sessionId);
     });
 
-    it('lets a token answer its own turn (messages, usage, end) but not another computer\'s turn (404 session_not_found)', async () => {
+    it("lets a token answer its own turn (messages, usage, end) but not another computer's turn (404 session_not_found)", async () => {
       const { owner, computer: a } = await api.ownerWithComputer();
       const b = await api.createComputer(owner, 'desktop');
       const forA = await api.pendingWork(owner, 'for A', a.id);
@@ -110,7 +110,7 @@ describe('Computer agents', () => {
       expect((await api.endTurn(owner.auth, unrouted.sessionId, work.turnId)).status).toBe(200);
     });
 
-    it('of a member\'s computer takes work routed to it from sessions of others', async () => {
+    it("of a member's computer takes work routed to it from sessions of others", async () => {
       const org = await createOrganization(t);
       const owner = await createUser(t, Role.Owner, org);
       const member = await createUser(t, Role.Member, org);
@@ -193,7 +193,7 @@ describe('Computer agents', () => {
     });
   });
 
-  describe('sessions\' computerId', () => {
+  describe("sessions' computerId", () => {
     it('filters the session list by a real computer', async () => {
       const { owner, computer } = await api.ownerWithComputer();
       const attached = await api.createSession(owner, { computerId: computer.id });
@@ -206,7 +206,7 @@ describe('Computer agents', () => {
       expect((await http().get(`/api/v0/sessions/${attached}?computerId=${computer.id}`).set(owner.auth)).status).toBe(200);
     });
 
-    it('is 404 computer_not_found for a member naming another member\'s computer, which owners may use', async () => {
+    it("is 404 computer_not_found for a member naming another member's computer, which owners may use", async () => {
       const org = await createOrganization(t);
       const owner = await createUser(t, Role.Owner, org);
       const member = await createUser(t, Role.Member, org);

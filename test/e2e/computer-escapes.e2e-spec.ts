@@ -36,9 +36,18 @@ describe('Escapes from a managed computer: its dependency install', () => {
 
   async function provision(t: TestApp, member: TestUser, repo: string): Promise<Body> {
     const base = await t.app.getUrl();
-    const created = await api(base, member, 'POST', '/api/v0/computers', { name: `c-${randomUUID().slice(0, 6)}`, provider: 'local', repos: [repo], autoInstallDeps: true });
+    const created = await api(base, member, 'POST', '/api/v0/computers', {
+      name: `c-${randomUUID().slice(0, 6)}`,
+      provider: 'local',
+      repos: [repo],
+      autoInstallDeps: true,
+    });
     expect(created.status).toBe(201);
-    const done = await until(() => api(base, member, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'provisioning to end');
+    const done = await until(
+      () => api(base, member, 'GET', `/api/v0/computers/${created.body.id}`),
+      (r) => r.body.status !== 'provisioning',
+      'provisioning to end',
+    );
     return done.body;
   }
 
@@ -79,7 +88,7 @@ describe('Escapes from a managed computer: its dependency install', () => {
 
   it('an install script sees an environment built from an allowlist, with a home inside the workspace: nothing of the server’s', async () => {
     const name = `env-${randomUUID().slice(0, 6)}`;
-    const dump = 'node -e "require(\'fs\').writeFileSync(\'seen-env.json\', JSON.stringify(process.env))"';
+    const dump = "node -e \"require('fs').writeFileSync('seen-env.json', JSON.stringify(process.env))\"";
     const pkg = { name, version: '1.0.0', private: true, scripts: { postinstall: dump } };
     const lock = { name, version: '1.0.0', lockfileVersion: 3, requires: true, packages: { '': { name, version: '1.0.0' } } };
     const repo = await createGitRepo(root, name, { 'package.json': JSON.stringify(pkg), 'package-lock.json': JSON.stringify(lock) });
@@ -136,7 +145,13 @@ async function hostService(): Promise<{ port: number; connections: () => number;
 }
 
 /** What an attacker inside a computer goes for: the server's data, secrets and environment, another computer, the host. */
-function targetsFor(t: { dataDir: string; computersDir: string }, victimWorkspace: string, hostCanaryFile: string, reposDir: string, tcp: Array<[string, number]>) {
+function targetsFor(
+  t: { dataDir: string; computersDir: string },
+  victimWorkspace: string,
+  hostCanaryFile: string,
+  reposDir: string,
+  tcp: Array<[string, number]>,
+) {
   return {
     canary: process.env[CANARY],
     read: [
@@ -150,7 +165,14 @@ function targetsFor(t: { dataDir: string; computersDir: string }, victimWorkspac
       join(__dirname, '..', '..', 'package.json'),
     ],
     list: [t.dataDir, t.computersDir, victimWorkspace, join(__dirname, '..', '..')],
-    write: [join(t.dataDir, 'escaped.txt'), join(victimWorkspace, 'escaped.txt'), join(reposDir, 'escaped.txt'), join(dirname(hostCanaryFile), 'escaped.txt'), '/usr/escaped.txt', '/etc/escaped.txt'],
+    write: [
+      join(t.dataDir, 'escaped.txt'),
+      join(victimWorkspace, 'escaped.txt'),
+      join(reposDir, 'escaped.txt'),
+      join(dirname(hostCanaryFile), 'escaped.txt'),
+      '/usr/escaped.txt',
+      '/etc/escaped.txt',
+    ],
     tcp,
   };
 }
@@ -160,7 +182,11 @@ function expectConfined(report: EscapeReport, targets: ReturnType<typeof targets
   for (const [path, got] of Object.entries(report.reads)) expect({ path, got: got.startsWith('ERR:') ? 'refused' : got }).toEqual({ path, got: 'refused' });
   for (const [path, got] of Object.entries(report.listings)) {
     // A folder above the computer's own (its parents are made for it, empty but for the way to it) may be listed.
-    if (Array.isArray(got)) expect({ path, got: got.filter((name) => name === victimId || name === 'secrets.key' || name === 'canary.txt' || name === 'src') }).toEqual({ path, got: [] });
+    if (Array.isArray(got))
+      expect({ path, got: got.filter((name) => name === victimId || name === 'secrets.key' || name === 'canary.txt' || name === 'src') }).toEqual({
+        path,
+        got: [],
+      });
   }
   for (const [path, got] of Object.entries(report.writes)) expect({ path, got: got.startsWith('ERR:') ? 'refused' : got }).toEqual({ path, got: 'refused' });
   for (const path of targets.write) expect({ path, exists: existsSync(path) }).toEqual({ path, exists: false });
@@ -169,7 +195,8 @@ function expectConfined(report: EscapeReport, targets: ReturnType<typeof targets
   // Its own PID namespace: a handful of its own processes, none of the server's.
   expect(Object.keys(report.environs).length).toBeLessThan(10);
   expect(report.uid).not.toBe(0);
-  for (const [target, got] of Object.entries(report.tcp)) expect({ target, got: got === 'CONNECTED' ? 'reached' : 'refused' }).toEqual({ target, got: 'refused' });
+  for (const [target, got] of Object.entries(report.tcp))
+    expect({ target, got: got === 'CONNECTED' ? 'reached' : 'refused' }).toEqual({ target, got: 'refused' });
   for (const [target, got] of Object.entries(report.proxy)) expect({ target, got }).toEqual({ target, got: '403' });
 }
 
@@ -196,9 +223,21 @@ describe('Escapes from a managed computer: its sandbox', () => {
   });
 
   async function provision(base: string, member: TestUser, repos: string[]): Promise<Body> {
-    const created = await api(base, member, 'POST', '/api/v0/computers', { name: `c-${randomUUID().slice(0, 6)}`, provider: 'local', repos, autoInstallDeps: true });
+    const created = await api(base, member, 'POST', '/api/v0/computers', {
+      name: `c-${randomUUID().slice(0, 6)}`,
+      provider: 'local',
+      repos,
+      autoInstallDeps: true,
+    });
     expect(created.status).toBe(201);
-    return (await until(() => api(base, member, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'provisioning to end', 60_000)).body;
+    return (
+      await until(
+        () => api(base, member, 'GET', `/api/v0/computers/${created.body.id}`),
+        (r) => r.body.status !== 'provisioning',
+        'provisioning to end',
+        60_000,
+      )
+    ).body;
   }
 
   /** A computer holding a secret of its own, readable by every user of the host. */
@@ -211,14 +250,21 @@ describe('Escapes from a managed computer: its sandbox', () => {
     return { id: victim.id as string, workspace };
   }
 
-
   it('an install script reads, lists, writes and reaches nothing of the server, its host or another computer; forks are bounded; all keep working', async () => {
-    const t = await startTestApp({ LOCAL_REPOS_DIR: root, LOCAL_INSTALL_SCRIPTS: 'true', PROVISIONING_STEP_TIMEOUT_MS: '60000', LOCAL_SANDBOX_PROCESSES: '64' });
+    const t = await startTestApp({
+      LOCAL_REPOS_DIR: root,
+      LOCAL_INSTALL_SCRIPTS: 'true',
+      PROVISIONING_STEP_TIMEOUT_MS: '60000',
+      LOCAL_SANDBOX_PROCESSES: '64',
+    });
     try {
       writeFileSync(join(t.config.dataDir, 'canary.txt'), 'the server data', { mode: 0o644 });
       const member = await createUser(t, Role.Member, await createOrganization(t, { messageHistory: true }));
       const victim = await victimOf(t, member);
-      const targets = { ...targetsFor(t.config, victim.workspace, join(hostDir, 'canary.txt'), root, [['127.0.0.1', service.port], ...databasePortOf(t.config.DATABASE_URL)]), forks: 200 };
+      const targets = {
+        ...targetsFor(t.config, victim.workspace, join(hostDir, 'canary.txt'), root, [['127.0.0.1', service.port], ...databasePortOf(t.config.DATABASE_URL)]),
+        forks: 200,
+      };
       const name = `attacker-${randomUUID().slice(0, 6)}`;
       const repo = await createGitRepo(root, name, {
         ...npmProject(name, 'node escape.js'),
@@ -296,14 +342,29 @@ async function scriptedModel(command: string): Promise<{ url: string; calls: () 
       const messages = (JSON.parse(body) as { messages: Array<{ role: string }> }).messages;
       const message =
         messages[messages.length - 1].role === 'user'
-          ? { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'Execute', arguments: JSON.stringify({ command }) } }] }
+          ? {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'Execute', arguments: JSON.stringify({ command }) } }],
+            }
           : { role: 'assistant', content: 'Done.' };
       response.setHeader('content-type', 'application/json');
-      response.end(JSON.stringify({ id: 'c', object: 'chat.completion', choices: [{ index: 0, finish_reason: 'tool_calls' in message ? 'tool_calls' : 'stop', message }], usage: { prompt_tokens: 1, completion_tokens: 1 } }));
+      response.end(
+        JSON.stringify({
+          id: 'c',
+          object: 'chat.completion',
+          choices: [{ index: 0, finish_reason: 'tool_calls' in message ? 'tool_calls' : 'stop', message }],
+          usage: { prompt_tokens: 1, completion_tokens: 1 },
+        }),
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, calls: () => calls, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    calls: () => calls,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 describe('Escapes from a managed computer: a hook and a tool call of its server-run agent', () => {
@@ -324,7 +385,15 @@ describe('Escapes from a managed computer: a hook and a tool call of its server-
   });
 
   it('run in the computer’s sandbox: the server’s secrets, data and environment, another computer and the host stay out of reach', async () => {
-    const env = { ...database.env, LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '100', AGENT_MODEL_BASE_URL: '', AGENT_MODEL: '', MODEL_RELAY_ALLOWED_HOSTS: '127.0.0.1', [CANARY]: process.env[CANARY]! };
+    const env = {
+      ...database.env,
+      LOCAL_REPOS_DIR: root,
+      PROVISIONING_POLL_MS: '100',
+      AGENT_MODEL_BASE_URL: '',
+      AGENT_MODEL: '',
+      MODEL_RELAY_ALLOWED_HOSTS: '127.0.0.1',
+      [CANARY]: process.env[CANARY]!,
+    };
     const setup = await startTestApp({ ...env, LOCAL_AGENTS: 'off' }, database);
     let member: TestUser;
     let victim: { id: string; workspace: string };
@@ -338,7 +407,11 @@ describe('Escapes from a managed computer: a hook and a tool call of its server-
       await setup.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
       const base = await setup.app.getUrl();
       const made = await api(base, member, 'POST', '/api/v0/computers', { name: 'victim', provider: 'local', repos: [await createGitRepo(root, 'victim')] });
-      const done = await until(() => api(base, member, 'GET', `/api/v0/computers/${made.body.id}`), (r) => r.body.status !== 'provisioning', 'the victim');
+      const done = await until(
+        () => api(base, member, 'GET', `/api/v0/computers/${made.body.id}`),
+        (r) => r.body.status !== 'provisioning',
+        'the victim',
+      );
       expect(done.body.status).toBe('active');
       victim = { id: made.body.id as string, workspace: join(setup.config.computersDir, made.body.id as string) };
       writeFileSync(join(victim.workspace, 'secret.txt'), 'the victim computer secret', { mode: 0o644 });
@@ -349,9 +422,17 @@ describe('Escapes from a managed computer: a hook and a tool call of its server-
     }
 
     server = await startServer([], { ...env, LOCAL_AGENTS: 'on' });
-    const created = await api(server.url, member, 'POST', '/api/v0/computers', { name: 'attacker', provider: 'local', repos: [await createGitRepo(root, 'attacker')] });
+    const created = await api(server.url, member, 'POST', '/api/v0/computers', {
+      name: 'attacker',
+      provider: 'local',
+      repos: [await createGitRepo(root, 'attacker')],
+    });
     expect(created.status).toBe(201);
-    await until(() => api(server!.url, member, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status === 'active', 'the attacker computer');
+    await until(
+      () => api(server!.url, member, 'GET', `/api/v0/computers/${created.body.id}`),
+      (r) => r.body.status === 'active',
+      'the attacker computer',
+    );
     const config = { dataDir: database.dataDir, computersDir: join(database.dataDir, 'computers') };
     const workspace = join(config.computersDir, created.body.id as string);
     // What the member puts in their own computer: a hook that runs the escape attempts at every prompt.
@@ -388,7 +469,12 @@ describe('Escapes from a managed computer: a hook and a tool call of its server-
         [run, 'the hook'],
         [tools, 'the tool call'],
       ]) {
-        await until(async () => existsSync(join(folder, 'report.json')), (made) => made, `${what} to report`, 30_000);
+        await until(
+          async () => existsSync(join(folder, 'report.json')),
+          (made) => made,
+          `${what} to report`,
+          30_000,
+        );
         const report = JSON.parse(readFileSync(join(folder, 'report.json'), 'utf8')) as EscapeReport;
         expectConfined(report, targets, victim.id);
         // The agent's token is its own to hold; the server's settings are not there.
@@ -410,7 +496,14 @@ describe('The organization’s sandbox for a server-run agent', () => {
     const database = await createTestDatabase();
     const command = 'echo nested > nested.txt && { echo x > /tmp/outside.txt && echo wrote > outside-written.txt || echo refused > outside-refused.txt; }';
     const model = await scriptedModel(command);
-    const env = { ...database.env, LOCAL_REPOS_DIR: root, PROVISIONING_POLL_MS: '100', AGENT_MODEL_BASE_URL: '', AGENT_MODEL: '', MODEL_RELAY_ALLOWED_HOSTS: '127.0.0.1' };
+    const env = {
+      ...database.env,
+      LOCAL_REPOS_DIR: root,
+      PROVISIONING_POLL_MS: '100',
+      AGENT_MODEL_BASE_URL: '',
+      AGENT_MODEL: '',
+      MODEL_RELAY_ALLOWED_HOSTS: '127.0.0.1',
+    };
     let server: ServerProcess | undefined;
     try {
       const setup = await startTestApp({ ...env, LOCAL_AGENTS: 'off' }, database);
@@ -420,12 +513,25 @@ describe('The organization’s sandbox for a server-run agent', () => {
       await setup.close();
 
       server = await startServer([], { ...env, LOCAL_AGENTS: 'on' });
-      const created = await api(server.url, owner, 'POST', '/api/v0/computers', { name: 'nested', provider: 'local', repos: [await createGitRepo(root, 'nested')] });
-      await until(() => api(server!.url, owner, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status === 'active', 'the computer');
+      const created = await api(server.url, owner, 'POST', '/api/v0/computers', {
+        name: 'nested',
+        provider: 'local',
+        repos: [await createGitRepo(root, 'nested')],
+      });
+      await until(
+        () => api(server!.url, owner, 'GET', `/api/v0/computers/${created.body.id}`),
+        (r) => r.body.status === 'active',
+        'the computer',
+      );
       const workspace = join(database.dataDir, 'computers', created.body.id as string);
       const session = await api(server.url, owner, 'POST', '/api/v0/sessions', { computerId: created.body.id });
       await api(server.url, owner, 'POST', `/api/v0/sessions/${session.body.sessionId}/messages`, { text: 'go', computerId: created.body.id });
-      await until(async () => existsSync(join(workspace, 'nested.txt')) && existsSync(join(workspace, 'outside-refused.txt')), (done) => done, 'the nested command', 30_000);
+      await until(
+        async () => existsSync(join(workspace, 'nested.txt')) && existsSync(join(workspace, 'outside-refused.txt')),
+        (done) => done,
+        'the nested command',
+        30_000,
+      );
       expect(existsSync(join(workspace, 'outside-written.txt'))).toBe(false);
     } finally {
       await server?.stop();
@@ -455,12 +561,18 @@ describe('A host that cannot make the sandbox', () => {
       const created = await api(await t.app.getUrl(), member, 'POST', '/api/v0/computers', { name, provider: 'local', repos: [repo], autoInstallDeps: true });
       expect(created.status).toBe(201);
       const base = await t.app.getUrl();
-      const done = await until(() => api(base, member, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'provisioning to end');
+      const done = await until(
+        () => api(base, member, 'GET', `/api/v0/computers/${created.body.id}`),
+        (r) => r.body.status !== 'provisioning',
+        'provisioning to end',
+      );
       expect(done.body.status).toBe('error');
       expect(done.body.provisioningSteps[0]).toMatchObject({
         id: 'create-computer',
         status: 'failed',
-        error: expect.stringMatching(/^This host cannot sandbox the computer: bwrap is not installed \(Debian: apt-get install bubblewrap\)\..*LOCAL_SANDBOX=off/),
+        error: expect.stringMatching(
+          /^This host cannot sandbox the computer: bwrap is not installed \(Debian: apt-get install bubblewrap\)\..*LOCAL_SANDBOX=off/,
+        ),
       });
       expect(existsSync(join(t.config.computersDir, created.body.id as string))).toBe(false);
       expect(existsSync(marker)).toBe(false);

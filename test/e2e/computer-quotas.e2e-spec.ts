@@ -77,7 +77,13 @@ describe('Computer quotas', () => {
       const over = await create(t, owner, byom());
       expectQuota(over, 409, 'COMPUTERS_PER_ORGANIZATION', 3);
       expect(securityEvents('quota.exceeded')).toEqual([
-        expect.objectContaining({ organizationId: owner.organizationId, userId: owner.userId, credentialId: owner.apiKeyId, quota: 'COMPUTERS_PER_ORGANIZATION', limit: 3 }),
+        expect.objectContaining({
+          organizationId: owner.organizationId,
+          userId: owner.userId,
+          credentialId: owner.apiKeyId,
+          quota: 'COMPUTERS_PER_ORGANIZATION',
+          limit: 3,
+        }),
       ]);
       // A managed computer counts the same, and leaves no provisioning log behind; a member is counted with the organization.
       expectQuota(await create(t, owner, { name: 'managed', provider: 'local' }), 409, 'COMPUTERS_PER_ORGANIZATION', 3);
@@ -154,14 +160,25 @@ describe('Computer quotas', () => {
 
     /** Opens a gate in every workspace there is, once the named computers have theirs. */
     const open = async (gate: string, ids: string[] = []) => {
-      for (const id of ids) await until(async () => existsSync(join(t.config.computersDir, id)), (made) => made, `the workspace of ${id}`);
+      for (const id of ids)
+        await until(
+          async () => existsSync(join(t.config.computersDir, id)),
+          (made) => made,
+          `the workspace of ${id}`,
+        );
       for (const entry of readdirSync(t.config.computersDir, { withFileTypes: true })) {
         if (entry.isDirectory() && !entry.name.startsWith('.')) writeFileSync(join(t.config.computersDir, entry.name, `.gate-${gate}`), '');
       }
     };
     const managed = async (gate: string) => ({ name: `held ${gate}`, provider: 'local', repos: [await held(gate)], autoInstallDeps: true });
     const statusOf = async (user: TestUser, id: string) => (await t.http().get(`/api/v0/computers/${id}`).set(user.auth)).body.status as string;
-    const settled = (user: TestUser, id: string) => until(() => statusOf(user, id), (status) => status !== 'provisioning', `computer ${id} to settle`, 30_000);
+    const settled = (user: TestUser, id: string) =>
+      until(
+        () => statusOf(user, id),
+        (status) => status !== 'provisioning',
+        `computer ${id} to settle`,
+        30_000,
+      );
 
     it('beyond the quota a managed create is 429 naming it and stores nothing; BYOM computers do not provision; a finished one frees a slot', async () => {
       const first = await create(t, owner, await managed('a'));
@@ -269,21 +286,35 @@ describe('Computer quotas', () => {
         ids.push(res.body.id as string);
       }
       for (const id of ids) {
-        await until(async () => (await setup.http().get(`/api/v0/computers/${id}`).set(owner.auth)).body.status, (status) => status === 'active', `${id} active`);
+        await until(
+          async () => (await setup.http().get(`/api/v0/computers/${id}`).set(owner.auth)).body.status,
+          (status) => status === 'active',
+          `${id} active`,
+        );
       }
       await setup.close();
 
       const server = await startServer([], { ...env, LOCAL_AGENTS: 'on', LOCAL_AGENTS_PER_ORGANIZATION: '1' });
       try {
         const hostnameOf = async (id: string) => (await api(server.url, owner, 'GET', `/api/v0/computers/${id}`)).body.hostname as string | undefined;
-        await until(() => hostnameOf(ids[0]), (hostname) => hostname !== undefined, 'the oldest computer\'s agent to connect', 30_000);
+        await until(
+          () => hostnameOf(ids[0]),
+          (hostname) => hostname !== undefined,
+          "the oldest computer's agent to connect",
+          30_000,
+        );
         // The server looks at the computers every 5 s: the newer one is still without an agent after a second look.
         await sleep(6_000);
         expect(await hostnameOf(ids[1])).toBeUndefined();
         expect(server.output()).toContain(`The agent of computer ${ids[1]} does not start`);
 
         expect((await api(server.url, owner, 'DELETE', `/api/v0/computers/${ids[0]}`)).status).toBe(204);
-        await until(() => hostnameOf(ids[1]), (hostname) => hostname !== undefined, 'the newer computer\'s agent to connect', 30_000);
+        await until(
+          () => hostnameOf(ids[1]),
+          (hostname) => hostname !== undefined,
+          "the newer computer's agent to connect",
+          30_000,
+        );
       } finally {
         await server.stop();
         await database.drop();

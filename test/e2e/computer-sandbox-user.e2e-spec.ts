@@ -42,18 +42,30 @@ describe('The computer sandbox of a server that is not root', () => {
       tcp: [],
     };
     writeFileSync(join(workspace, 'targets.json'), JSON.stringify(targets));
-    for (const path of [base, join(base, 'computers'), workspace, secrets, join(secrets, 'secrets.key'), join(workspace, 'escape.js'), join(workspace, 'targets.json')]) {
+    for (const path of [
+      base,
+      join(base, 'computers'),
+      workspace,
+      secrets,
+      join(secrets, 'secrets.key'),
+      join(workspace, 'escape.js'),
+      join(workspace, 'targets.json'),
+    ]) {
       if (root) chownSync(path, USER.uid, USER.gid);
     }
     chmodSync(join(workspace, 'escape.js'), 0o644);
     chmodSync(join(workspace, 'targets.json'), 0o644);
 
-    const output = execFileSync(process.execPath, [join(__dirname, '..', 'fixtures', 'sandbox-as-user.js'), SANDBOX_MODULE, workspace, join(base, 'computers')], {
-      env: { PATH: process.env.PATH, SERVER_SECRET: canary },
-      ...(root ? USER : {}),
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const output = execFileSync(
+      process.execPath,
+      [join(__dirname, '..', 'fixtures', 'sandbox-as-user.js'), SANDBOX_MODULE, workspace, join(base, 'computers')],
+      {
+        env: { PATH: process.env.PATH, SERVER_SECRET: canary },
+        ...(root ? USER : {}),
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
     const result = JSON.parse(output.trim().split('\n').pop()!) as { exit?: number; uid?: number; unavailable?: string };
     expect(result).toEqual({ exit: 0, uid: root ? USER.uid : process.getuid!() });
 

@@ -90,7 +90,10 @@ describe('Computers API (v0): input, roles and limits', () => {
       expect(renamed.body).toMatchObject({ id: created.id, name: 'renamed', providerType: 'byom', status: 'active', remoteUser: 'dev' });
       for (const field of [...CREATE_ONLY, 'hostname']) expect(renamed.body).not.toHaveProperty(field);
 
-      const connect = await http().post('/api/v0/agent/connect').set({ Authorization: `Bearer ${created.agentToken}` }).send({ hostname: 'build-box-1' });
+      const connect = await http()
+        .post('/api/v0/agent/connect')
+        .set({ Authorization: `Bearer ${created.agentToken}` })
+        .send({ hostname: 'build-box-1' });
       expectStatus(connect, 200);
 
       const again = await http().patch(`${COMPUTERS}/${created.id}`).set(owner.auth).send({ remoteUser: 'ops' });
@@ -104,7 +107,9 @@ describe('Computers API (v0): input, roles and limits', () => {
 
     it('the agent token is no API key: 403 on the computers routes', async () => {
       const created = await create(owner, byomBody());
-      const res = await http().get(COMPUTERS).set({ Authorization: `Bearer ${created.agentToken}` });
+      const res = await http()
+        .get(COMPUTERS)
+        .set({ Authorization: `Bearer ${created.agentToken}` });
       expectV0Error(res, 403, 'computer_token_not_accepted');
     });
   });
@@ -116,7 +121,11 @@ describe('Computers API (v0): input, roles and limits', () => {
     beforeAll(async () => {
       computer = await create(owner, byomBody({ name: 'to-update', remoteUser: 'keeper' }));
     });
-    const patch = (body: unknown, id = computer.id as string, user = owner) => http().patch(`${COMPUTERS}/${id}`).set(user.auth).send(body as object);
+    const patch = (body: unknown, id = computer.id as string, user = owner) =>
+      http()
+        .patch(`${COMPUTERS}/${id}`)
+        .set(user.auth)
+        .send(body as object);
 
     it('an empty body: 400', async () => {
       expectV0Error(await patch({}), 400, 'validation_failed');
@@ -152,7 +161,7 @@ describe('Computers API (v0): input, roles and limits', () => {
       expect(await get(owner, c.id)).toMatchObject({ name: 'both-again', remoteUser: 'third' });
     });
 
-    it('another organization\'s computer: 404 computer_not_found, unchanged', async () => {
+    it("another organization's computer: 404 computer_not_found, unchanged", async () => {
       const theirs = await create(outsider, byomBody({ name: 'theirs' }));
       expectV0Error(await patch({ name: 'mine now' }, theirs.id), 404, 'computer_not_found');
       expect((await get(outsider, theirs.id)).name).toBe('theirs');
@@ -196,7 +205,7 @@ describe('Computers API (v0): input, roles and limits', () => {
       expect((await get(owner, computer.id)).name).toBe('laptop');
     });
 
-    it('a member cannot see or change another member\'s computer: 404 on every route, absent from their list', async () => {
+    it("a member cannot see or change another member's computer: 404 on every route, absent from their list", async () => {
       const theirs = await create(member2, byomBody({ name: 'member2s' }));
       for (const [label, send] of routesOn(theirs.id)) {
         const res = await send().set(member.auth);
@@ -238,7 +247,7 @@ describe('Computers API (v0): input, roles and limits', () => {
       expect(await list(b)).toEqual([]);
     });
 
-    it('another organization\'s computer is 404 on every route, even to an owner, and absent from the list', async () => {
+    it("another organization's computer is 404 on every route, even to an owner, and absent from the list", async () => {
       const theirs = await create(outsider, byomBody({ name: 'outsiders' }));
       for (const [label, send] of routesOn(theirs.id)) {
         const res = await send().set(owner.auth);

@@ -187,7 +187,7 @@ describe('Computers API (v0): input, roles and limits', () => {
       }
     });
 
-    it('a local computer\'s remoteUser has the same limits', async () => {
+    it("a local computer's remoteUser has the same limits", async () => {
       expectInvalid(await post(owner, localBody({ remoteUser: 'u'.repeat(64) })), 'remoteUser');
       expectInvalid(await post(owner, localBody({ remoteUser: '' })), 'remoteUser');
       expect((await create(owner, localBody({ remoteUser: 'u'.repeat(63) }))).remoteUser).toBe('u'.repeat(63));
@@ -200,7 +200,10 @@ describe('Computers API (v0): input, roles and limits', () => {
       [64, 400],
     ])('a name of %i characters on update: %i', async (length, status) => {
       const computer = await create(owner, byomBody());
-      const res = await http().patch(`${COMPUTERS}/${computer.id}`).set(owner.auth).send({ name: 'm'.repeat(length) });
+      const res = await http()
+        .patch(`${COMPUTERS}/${computer.id}`)
+        .set(owner.auth)
+        .send({ name: 'm'.repeat(length) });
       if (status === 400) {
         expectInvalid(res, 'name');
         expect((await get(owner, computer.id)).name).toBe('laptop');
@@ -218,7 +221,10 @@ describe('Computers API (v0): input, roles and limits', () => {
       [64, 400],
     ])('a remoteUser of %i characters on update: %i', async (length, status) => {
       const computer = await create(owner, byomBody());
-      const res = await http().patch(`${COMPUTERS}/${computer.id}`).set(owner.auth).send({ remoteUser: 'r'.repeat(length) });
+      const res = await http()
+        .patch(`${COMPUTERS}/${computer.id}`)
+        .set(owner.auth)
+        .send({ remoteUser: 'r'.repeat(length) });
       if (status === 400) {
         expectInvalid(res, 'remoteUser');
         expect((await get(owner, computer.id)).remoteUser).toBe('dev');

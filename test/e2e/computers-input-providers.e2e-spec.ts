@@ -49,7 +49,10 @@ describe('Computers API (v0): input, roles and limits', () => {
     });
 
     it('every managed-only field is named at once', async () => {
-      const res = await post(owner, byomBody({ repos: ['https://example.com/x.git'], autoInstallDeps: true, source: { kind: 'template', templateId: 'blank' } }));
+      const res = await post(
+        owner,
+        byomBody({ repos: ['https://example.com/x.git'], autoInstallDeps: true, source: { kind: 'template', templateId: 'blank' } }),
+      );
       expectInvalid(res, 'repos');
       expect(res.body.metadata.errors.map((e: Json) => e.field)).toEqual(['repos', 'autoInstallDeps', 'source']);
     });
@@ -75,7 +78,7 @@ describe('Computers API (v0): input, roles and limits', () => {
       expectInvalid(await post(owner, localBody({ hostId: randomUUID() })), 'hostId');
     });
 
-    it('assigns a hostId and defaults remoteUser to the server\'s user', async () => {
+    it("assigns a hostId and defaults remoteUser to the server's user", async () => {
       const computer = await create(owner, localBody());
       expect(computer.hostId).toMatch(UUID);
       expect(computer.remoteUser).toBe(userInfo().username);
@@ -117,7 +120,7 @@ describe('Computers API (v0): input, roles and limits', () => {
       expect(res.body.metadata.field).toBe('source.computerId');
     });
 
-    it('a member copying another member\'s computer: 404', async () => {
+    it("a member copying another member's computer: 404", async () => {
       const theirs = await create(member2, localBody());
       const res = await post(member, localBody({ source: { kind: 'computer', computerId: theirs.id } }));
       expectV0Error(res, 404, 'computer_not_found');
@@ -263,7 +266,7 @@ describe('Computers API (v0): input, roles and limits', () => {
     afterAll(() => bare.close());
 
     it.each([
-      ['a path under the first app\'s LOCAL_REPOS_DIR', () => join(root, 'accepted')],
+      ["a path under the first app's LOCAL_REPOS_DIR", () => join(root, 'accepted')],
       ['its file URL', () => pathToFileURL(join(root, 'accepted')).href],
       ['/tmp', () => '/tmp'],
       ['/', () => '/'],
@@ -271,13 +274,21 @@ describe('Computers API (v0): input, roles and limits', () => {
       ['file:/etc/passwd', () => 'file:/etc/passwd'],
       ['file://localhost/etc', () => 'file://localhost/etc'],
     ])('%s: 400 mentioning LOCAL_REPOS_DIR', async (_, repo) => {
-      const res = await bare.http().post(COMPUTERS).set(admin.auth).send(localBody({ repos: [repo()] }));
+      const res = await bare
+        .http()
+        .post(COMPUTERS)
+        .set(admin.auth)
+        .send(localBody({ repos: [repo()] }));
       expectInvalid(res, 'repos[0]');
       expect(messageFor(res, 'repos[0]')).toContain('LOCAL_REPOS_DIR');
     });
 
     it('remote repos are still accepted', async () => {
-      const res = await bare.http().post(COMPUTERS).set(admin.auth).send(localBody({ repos: ['https://example.com/x.git', 'git@example.com:org/x.git'] }));
+      const res = await bare
+        .http()
+        .post(COMPUTERS)
+        .set(admin.auth)
+        .send(localBody({ repos: ['https://example.com/x.git', 'git@example.com:org/x.git'] }));
       expectStatus(res, 201);
     });
   });

@@ -38,7 +38,15 @@ describe('Computers', () => {
 
   it('a byom computer is active at once and listed', async () => {
     const res = await t.http().post('/api/v0/computers').set(owner.auth).send(BYOM_BODY).expect(201);
-    expect(res.body).toMatchObject({ name: 'laptop', providerType: 'byom', status: 'active', hostId: BYOM_BODY.hostId, remoteUser: 'dev', ownerId: owner.userId, ownerPrincipalKind: 'user' });
+    expect(res.body).toMatchObject({
+      name: 'laptop',
+      providerType: 'byom',
+      status: 'active',
+      hostId: BYOM_BODY.hostId,
+      remoteUser: 'dev',
+      ownerId: owner.userId,
+      ownerPrincipalKind: 'user',
+    });
     expect(res.body.agentToken).toMatch(/^cpt_/);
     expect(res.body.provisioningSteps).toBeUndefined();
     const list = await t.http().get('/api/v0/computers').set(owner.auth).expect(200);
@@ -46,8 +54,16 @@ describe('Computers', () => {
   });
 
   it('a managed computer clones a local repository, installs its dependencies without their scripts and becomes active', async () => {
-    const repo = await createGitRepo(root, 'app', { ...npmProject('app', 'node -e "require(\'fs\').writeFileSync(\'installed.txt\', \'yes\')"'), 'README.md': '# app\n' });
-    const res = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'box', provider: 'local', repos: [repo], autoInstallDeps: true }).expect(201);
+    const repo = await createGitRepo(root, 'app', {
+      ...npmProject('app', "node -e \"require('fs').writeFileSync('installed.txt', 'yes')\""),
+      'README.md': '# app\n',
+    });
+    const res = await t
+      .http()
+      .post('/api/v0/computers')
+      .set(owner.auth)
+      .send({ name: 'box', provider: 'local', repos: [repo], autoInstallDeps: true })
+      .expect(201);
     expect(res.body.status).toBe('provisioning');
     expect(res.body.provisioningSteps.map((s: { id: string }) => s.id)).toEqual(['create-computer', 'clone-repos', 'install-dependencies']);
     const done = await waitForStatus(t, owner, res.body.id, ['active', 'error'], 60_000);
@@ -60,14 +76,21 @@ describe('Computers', () => {
     expect(existsSync(join(dir, 'installed.txt'))).toBe(false);
     const log = await t.http().get(`/api/v0/sessions/${done.provisioningSteps[2].installSessionId}`).set(owner.auth).expect(200);
     expect(log.body.messageCount).toBeGreaterThan(3);
-    const lines = await t.app.get(DataSource).query(`SELECT content->0->>'text' AS text FROM messages WHERE session_id = $1 ORDER BY seq`, [log.body.sessionId]);
+    const lines = await t.app
+      .get(DataSource)
+      .query(`SELECT content->0->>'text' AS text FROM messages WHERE session_id = $1 ORDER BY seq`, [log.body.sessionId]);
     const text = lines.map((l: { text: string }) => l.text).join('\n');
     expect(text).toContain('without running package scripts');
     expect(text).toMatch(/\$ npm ci --no-audit --no-fund {2}\(in .*\)\n[\s\S]*\[exit 0 after/);
   });
 
   it('an unreachable repository fails its step cleanly, retry and delete work', async () => {
-    const res = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'bad', provider: 'local', repos: ['https://127.0.0.1:9/nothing.git'] }).expect(201);
+    const res = await t
+      .http()
+      .post('/api/v0/computers')
+      .set(owner.auth)
+      .send({ name: 'bad', provider: 'local', repos: ['https://127.0.0.1:9/nothing.git'] })
+      .expect(201);
     const failed = await waitForStatus(t, owner, res.body.id, ['error', 'active']);
     expect(failed.status).toBe('error');
     expect(failed.provisioningSteps[1]).toMatchObject({ id: 'clone-repos', status: 'failed', error: expect.stringContaining('git clone failed') });
@@ -81,7 +104,12 @@ describe('Computers', () => {
 
   it('a lockfile whose package manager is not installed on the host fails the install step, saying so', async () => {
     const repo = await createGitRepo(root, 'php-app', { 'composer.json': '{}', 'composer.lock': '{}' });
-    const res = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'php', provider: 'local', repos: [repo], autoInstallDeps: true }).expect(201);
+    const res = await t
+      .http()
+      .post('/api/v0/computers')
+      .set(owner.auth)
+      .send({ name: 'php', provider: 'local', repos: [repo], autoInstallDeps: true })
+      .expect(201);
     const failed = await waitForStatus(t, owner, res.body.id, ['error', 'active']);
     expect(failed.status).toBe('error');
     expect(failed.provisioningSteps[2]).toMatchObject({
@@ -91,7 +119,7 @@ describe('Computers', () => {
     });
   });
 
-  it('another organization\'s computer is 404', async () => {
+  it("another organization's computer is 404", async () => {
     const other = await createUser(t, Role.Owner, await createOrganization(t));
     const res = await t.http().post('/api/v0/computers').set(owner.auth).send(BYOM_BODY).expect(201);
     await t.http().patch(`/api/v0/computers/${res.body.id}`).set(other.auth).send({ name: 'x' }).expect(404);

@@ -6,7 +6,10 @@ import { join } from 'node:path';
 const ROOT = join(__dirname, '..', '..');
 const DOCUMENT = join(ROOT, 'web', 'src', 'api', 'generated', 'openapi.json');
 
-type OpenApi = { paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, { properties?: Record<string, unknown>; required?: string[] }> } };
+type OpenApi = {
+  paths: Record<string, Record<string, unknown>>;
+  components: { schemas: Record<string, { properties?: Record<string, unknown>; required?: string[] }> };
+};
 
 /**
  * The console is typed from the OpenAPI document: a contract change it does not follow must break the build
@@ -33,7 +36,10 @@ describe('The console against a changed API contract', () => {
     const generator = join(ROOT, 'node_modules', 'openapi-typescript', 'bin', 'cli.js');
     const generated = spawnSync(process.execPath, [generator, file, '--output', join(dir, 'web', 'src', 'api', 'generated', 'api.d.ts')], { encoding: 'utf8' });
     expect(generated.status).toBe(0);
-    const checked = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(dir, 'web', 'tsconfig.json')], { encoding: 'utf8', timeout: 120_000 });
+    const checked = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(dir, 'web', 'tsconfig.json')], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     return { status: checked.status, output: checked.stdout + checked.stderr };
   }
 

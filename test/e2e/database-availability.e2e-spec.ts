@@ -193,7 +193,12 @@ describe('GET /healthz tells whether requests can be served; GET /livez whether 
     t = await startTestApp(QUIET, database);
     const owner = await createUser(t, Role.Owner);
     // Work that writes to the database's files after start.
-    for (let i = 0; i < 20; i++) await t.http().post('/api/v0/sessions').set(owner.auth).send({ title: `session ${i}` });
+    for (let i = 0; i < 20; i++)
+      await t
+        .http()
+        .post('/api/v0/sessions')
+        .set(owner.auth)
+        .send({ title: `session ${i}` });
     await t.app.get(DataSource).query('CHECKPOINT');
 
     const open: string[] = [];

@@ -21,7 +21,12 @@ describe('the demo readiness samples', () => {
       expect(evaluated.map((r) => r.daysAgo)).toEqual([60, 45, 30, 10, 5, 2]);
       // Real commits, pushed, no local changes: what a clean checkout reports.
       for (const { report } of evaluated) {
-        expect(report).toMatchObject({ commitHash: expect.stringMatching(/^[0-9a-f]{40}$/), branch: 'main', hasLocalChanges: false, hasNonRemoteCommits: false });
+        expect(report).toMatchObject({
+          commitHash: expect.stringMatching(/^[0-9a-f]{40}$/),
+          branch: 'main',
+          hasLocalChanges: false,
+          hasNonRemoteCommits: false,
+        });
       }
       const payments = evaluated.filter((r) => r.report.repoUrl === 'https://github.com/acme/payments-api').map((r) => passed(r.report));
       expect(payments).toHaveLength(3);

@@ -77,7 +77,12 @@ describe('npm run demo', () => {
       'Upgrade the payment SDK to v5',
     ]);
     const status = Object.fromEntries(sessions.map((s) => [s.title, s.status]));
-    expect(status).toMatchObject({ 'Fix the flaky CI build': 'idle', 'Invoice PDFs render blank': 'idle', 'Upgrade the payment SDK to v5': 'running', 'Add pagination to the orders API': 'pending' });
+    expect(status).toMatchObject({
+      'Fix the flaky CI build': 'idle',
+      'Invoice PDFs render blank': 'idle',
+      'Upgrade the payment SDK to v5': 'running',
+      'Add pagination to the orders API': 'pending',
+    });
 
     // Every message of today's conversations is a Message as the API's own document describes it.
     const doc = (await (await fetch(`${server!.url}/docs-json`)).json()) as Record<string, unknown>;
@@ -99,7 +104,9 @@ describe('npm run demo', () => {
     expect(blocks.some((b) => b.type === 'tool_result' && (b as { isError?: boolean }).isError === true)).toBe(true);
     expect(blocks.some((b) => b.type === 'tool_result' && Array.isArray(b.content) && b.content.some((inner) => inner.type === 'image'))).toBe(true);
     // Hook runs that completed and one that failed.
-    expect(new Set(all.filter((m) => m.hookEventName).map((m) => `${m.hookEventName}:${m.hookStatus}`))).toEqual(new Set(['PostToolUse:completed', 'PreToolUse:error', 'Stop:completed']));
+    expect(new Set(all.filter((m) => m.hookEventName).map((m) => `${m.hookEventName}:${m.hookStatus}`))).toEqual(
+      new Set(['PostToolUse:completed', 'PreToolUse:error', 'Stop:completed']),
+    );
     // Images are real PNGs bigger than a pixel.
     for (const image of blocks.filter((b) => b.type === 'image')) {
       const png = Buffer.from(image.source!.data, 'base64');
@@ -125,12 +132,23 @@ describe('npm run demo', () => {
 
   it('gives acme computers in every status with their steps: connected, never connected, provisioned for real, failed with a reason', async () => {
     const keys = await readKeys();
-    type Computer = { id: string; name: string; providerType: string; status: string; hostname?: string; provisioningSteps?: Array<{ id: string; status: string; error?: string; startedAt?: number; completedAt?: number }> };
+    type Computer = {
+      id: string;
+      name: string;
+      providerType: string;
+      status: string;
+      hostname?: string;
+      provisioningSteps?: Array<{ id: string; status: string; error?: string; startedAt?: number; completedAt?: number }>;
+    };
     const list = async () => ((await (await get('/api/v0/computers', keys.acme.owner)).json()) as { computers: Computer[] }).computers;
     const deadline = Date.now() + 30_000;
     while ((await list()).some((c) => c.status === 'provisioning') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
     const computers = Object.fromEntries((await list()).map((c) => [c.name, c]));
-    expect(Object.values(computers).map((c) => [c.name, c.providerType, c.status]).sort()).toEqual([
+    expect(
+      Object.values(computers)
+        .map((c) => [c.name, c.providerType, c.status])
+        .sort(),
+    ).toEqual([
       ['Build server', 'byom', 'active'],
       ['Legacy monolith', 'local', 'error'],
       ["Mia's workspace", 'local', 'active'],
@@ -149,7 +167,9 @@ describe('npm run demo', () => {
     expect(failed[1].startedAt! < failed[1].completedAt!).toBe(true);
     expect(Date.now() - failed[0].startedAt!).toBeGreaterThan(2 * 86_400_000);
     // Its provisioning log tells the same story.
-    const full = (await (await get(`/api/v0/computers/${computers['Legacy monolith'].id}`, keys.acme.owner)).json()) as { provisioningSteps: Array<{ installSessionId: string }> };
+    const full = (await (await get(`/api/v0/computers/${computers['Legacy monolith'].id}`, keys.acme.owner)).json()) as {
+      provisioningSteps: Array<{ installSessionId: string }>;
+    };
     const log = await messagesOf(full.provisioningSteps[0].installSessionId, keys.acme.owner);
     expect(log.map((m) => m.content[0].text).join('\n')).toMatch(/create-computer completed[\s\S]*clone-repos failed: git clone failed/);
     // Nothing provisions it behind the user's back: still in error a moment later.
@@ -168,14 +188,20 @@ describe('npm run demo', () => {
     const { changes } = (await res.json()) as { changes: Array<{ revision: number; user: { email: string }; settings: Record<string, unknown> }> };
     expect(changes.map((c) => c.revision)).toEqual([4, 3, 2, 1]);
     expect(new Set(changes.map((c) => c.user.email))).toEqual(new Set(['olivia.owner@acme.example', 'max.manager@acme.example']));
-    expect(changes[0].settings).toMatchObject({ sessionRetentionDays: 365, restrictApiKeyCreationToManagers: true, customModels: [{ id: 'custom:acme-llama', apiKey: '****7d2e' }] });
+    expect(changes[0].settings).toMatchObject({
+      sessionRetentionDays: 365,
+      restrictApiKeyCreationToManagers: true,
+      customModels: [{ id: 'custom:acme-llama', apiKey: '****7d2e' }],
+    });
     const globex = (await (await get('/api/v0/organization/enterprise-controls/history', keys.globex.owner)).json()) as { changes: unknown[] };
     expect(globex.changes).toEqual([]);
   });
 
   it('gives acme readiness reports made by the evaluator: three repositories over time, and this project as it is now', async () => {
     const keys = await readKeys();
-    const repositories = (await (await get('/api/organization/readiness-repositories', keys.acme.member)).json()) as { repositories: Array<{ repoUrl: string; reports: number; level: number }> };
+    const repositories = (await (await get('/api/organization/readiness-repositories', keys.acme.member)).json()) as {
+      repositories: Array<{ repoUrl: string; reports: number; level: number }>;
+    };
     // This project is evaluated where the server runs from (a clone: its origin, else its folder).
     const ownUrl = repositories.repositories.map((r) => r.repoUrl).find((url) => !url.includes('/acme/'));
     expect(ownUrl).toBeDefined();
@@ -213,7 +239,8 @@ describe('npm run demo', () => {
     const day = (daysAgo: number) => new Date(startOfToday() - daysAgo * 86_400_000).toISOString().slice(0, 10);
     expect(new Date(Math.min(...past.map((s) => s.createdAt))).toISOString().slice(0, 10) >= day(60)).toBe(true);
     const range = `startDate=${day(60)}&endDate=${day(1)}`;
-    const body = async (path: string) => ((await (await get(`/api/v1/analytics/${path}`, keys.acme.manager)).json()) as { data: Array<Record<string, number>> }).data;
+    const body = async (path: string) =>
+      ((await (await get(`/api/v1/analytics/${path}`, keys.acme.manager)).json()) as { data: Array<Record<string, number>> }).data;
     const activity = await body(`activity?${range}`);
     expect(activity).toHaveLength(60);
     expect(activity.filter((row) => row.daily_active_users > 0).length).toBeGreaterThan(40);

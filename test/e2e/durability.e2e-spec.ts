@@ -27,7 +27,11 @@ describe('durability', () => {
     const acknowledged: string[] = [];
     await Promise.all(
       Array.from({ length: 30 }, async (_, i) => {
-        const res = await fetch(`${server!.url}/api/v0/sessions/${sessionId}/messages`, { method: 'POST', headers, body: JSON.stringify({ text: `message ${i}` }) });
+        const res = await fetch(`${server!.url}/api/v0/sessions/${sessionId}/messages`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ text: `message ${i}` }),
+        });
         if (res.status === 200) acknowledged.push(((await res.json()) as { messageId: string }).messageId);
       }),
     );
@@ -57,7 +61,11 @@ describe('durability', () => {
     const url = server.url;
     let answered = 0;
     const sending = Array.from({ length: 80 }, async (_, i) => {
-      const res = await fetch(`${url}/api/v0/sessions/${sessionId}/messages`, { method: 'POST', headers, body: JSON.stringify({ text: `message ${i}` }) }).catch(() => null);
+      const res = await fetch(`${url}/api/v0/sessions/${sessionId}/messages`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ text: `message ${i}` }),
+      }).catch(() => null);
       if (res?.status === 200) answered++;
     });
     // Killed while some are committed and not yet numbered, some in flight, some not sent.
@@ -69,7 +77,9 @@ describe('durability', () => {
     await Promise.all(sending);
 
     server = await startServer([], env);
-    const listed = (await (await fetch(`${server.url}/api/v0/sessions/${sessionId}/messages?limit=100`, { headers })).json()) as { messages: Array<{ id: string }> };
+    const listed = (await (await fetch(`${server.url}/api/v0/sessions/${sessionId}/messages?limit=100`, { headers })).json()) as {
+      messages: Array<{ id: string }>;
+    };
     const stored = listed.messages.map((m) => m.id).sort();
     expect(stored.length).toBeGreaterThanOrEqual(20);
     type Page = { events: Array<{ seq: number; type: string; data: { messageId?: string } }>; pagination: { nextCursor: string | null } };
@@ -78,7 +88,9 @@ describe('durability', () => {
       const events: Page['events'] = [];
       let cursor: string | null = null;
       do {
-        const page = (await (await fetch(`${server!.url}${path}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { headers })).json()) as Page;
+        const page = (await (
+          await fetch(`${server!.url}${path}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { headers })
+        ).json()) as Page;
         events.push(...page.events);
         cursor = page.pagination.nextCursor;
       } while (cursor);

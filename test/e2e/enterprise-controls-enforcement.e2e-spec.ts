@@ -120,7 +120,9 @@ describe('Enterprise controls in force', () => {
       expectStatus(await createSession(member.auth, { sessionSettings: { model: 'model-ok' } }), 201);
       // Nothing was created by the refused requests.
       const list = await t.http().get('/api/v0/sessions').set(manager.auth).expect(200);
-      expect((list.body.sessions as Body[]).filter((s) => s.sessionSettings?.model === 'model-b' || s.sessionSettings?.specModeModel === 'model-b')).toHaveLength(1);
+      expect(
+        (list.body.sessions as Body[]).filter((s) => s.sessionSettings?.model === 'model-b' || s.sessionSettings?.specModeModel === 'model-b'),
+      ).toHaveLength(1);
 
       await change(t, manager.auth, { modelPolicy: { blockedModelIds: [] } });
       expectStatus(await createSession(member.auth, { sessionSettings: { model: 'model-b' } }), 201);
@@ -242,7 +244,7 @@ describe('Enterprise controls in force', () => {
       expectModelRefused(await createSession(member.auth, { sessionSettings: { model: 'corp-llm' } }), 'modelPolicy.blockedModelIds', 'corp-llm');
     });
 
-    it('a userModelPolicies entry replaces the organization\'s fields for that user only', async () => {
+    it("a userModelPolicies entry replaces the organization's fields for that user only", async () => {
       const org = await newOrg(t);
       const owner = await createUser(t, Role.Owner, org);
       const restricted = await createUser(t, Role.Member, org);
@@ -275,7 +277,7 @@ describe('Enterprise controls in force', () => {
   });
 
   describe('restrictMemberVisibility', () => {
-    it('members then see only their own sessions: others\' are missing from the list and answer 404; admins still see all', async () => {
+    it("members then see only their own sessions: others' are missing from the list and answer 404; admins still see all", async () => {
       const org = await newOrg(t, { messageHistory: true });
       const owner = await createUser(t, Role.Owner, org);
       const manager = await createUser(t, Role.Manager, org);
@@ -284,7 +286,8 @@ describe('Enterprise controls in force', () => {
       const ownerSession = (await createSession(owner.auth, { title: 'owner' }).expect(201)).body.sessionId as string;
       const aliceSession = (await createSession(alice.auth, { title: 'alice' }).expect(201)).body.sessionId as string;
       const bobSession = (await createSession(bob.auth, { title: 'bob' }).expect(201)).body.sessionId as string;
-      const ids = async (user: Auth) => ((await t.http().get('/api/v0/sessions').set(user).expect(200)).body.sessions as Body[]).map((s) => s.sessionId as string).sort();
+      const ids = async (user: Auth) =>
+        ((await t.http().get('/api/v0/sessions').set(user).expect(200)).body.sessions as Body[]).map((s) => s.sessionId as string).sort();
       const all = [ownerSession, aliceSession, bobSession].sort();
 
       expect(await ids(bob.auth)).toEqual(all);
@@ -422,7 +425,7 @@ describe('Enterprise controls in force', () => {
   });
 
   describe('agent policy', () => {
-    it('serves the agent-side controls to users and to computers\' agent tokens, keys masked, following each revision', async () => {
+    it("serves the agent-side controls to users and to computers' agent tokens, keys masked, following each revision", async () => {
       const org = await newOrg(t);
       const owner = await createUser(t, Role.Owner, org);
       const member = await createUser(t, Role.Member, org);
@@ -518,7 +521,7 @@ describe('Enterprise controls in force', () => {
       expect(next.customModels[0].apiKey).toBe('****QZ7x');
     });
 
-    it('is each organization\'s own', async () => {
+    it("is each organization's own", async () => {
       const first = await newOrg(t);
       const second = await newOrg(t);
       const firstOwner = await createUser(t, Role.Owner, first);
@@ -535,7 +538,11 @@ describe('Enterprise controls in force', () => {
       const member = await createUser(t, Role.Member, org);
       const guest = await createUser(t, Role.Guest, org);
       for (const user of [member, guest]) {
-        const res = await t.http().patch(CONTROLS).set(user.auth).send({ settings: { modelPolicy: { blockedModelIds: ['model-a'] } } });
+        const res = await t
+          .http()
+          .patch(CONTROLS)
+          .set(user.auth)
+          .send({ settings: { modelPolicy: { blockedModelIds: ['model-a'] } } });
         expectV0Error(res, 403, 'insufficient_role');
       }
       expectStatus(await createSession(member.auth, { sessionSettings: { model: 'model-a' } }), 201);
@@ -608,7 +615,12 @@ async function until(done: () => boolean, timeoutMs = 5_000): Promise<void> {
     const org = await newOrg(a);
     const owner = await createUser(a, Role.Owner, org);
     const member = await createUser(a, Role.Member, org);
-    const createIn = (app: TestApp) => app.http().post('/api/v0/sessions').set(member.auth).send({ sessionSettings: { model: 'model-b' } });
+    const createIn = (app: TestApp) =>
+      app
+        .http()
+        .post('/api/v0/sessions')
+        .set(member.auth)
+        .send({ sessionSettings: { model: 'model-b' } });
     const createKeyIn = (app: TestApp) => app.http().post('/settings/api-keys').set(member.auth).send({ name: 'ci' });
 
     expectStatus(await createIn(b), 201);
@@ -616,7 +628,12 @@ async function until(done: () => boolean, timeoutMs = 5_000): Promise<void> {
     expect((await b.http().get(POLICY).set(member.auth).expect(200)).body.revision).toBe(0);
 
     const changed = await change(a, owner.auth, { modelPolicy: { blockedModelIds: ['model-b'] }, restrictApiKeyCreationToManagers: true });
-    expect(eventsOf.get(a)!.filter((e) => e.organizationId === org.id).map((e) => e.data.revision)).toEqual([changed.revision]);
+    expect(
+      eventsOf
+        .get(a)!
+        .filter((e) => e.organizationId === org.id)
+        .map((e) => e.data.revision),
+    ).toEqual([changed.revision]);
 
     // Instance B enforces what was changed through A: models, API keys, and the agent policy.
     expectModelRefused(await createIn(b), 'modelPolicy.blockedModelIds', 'model-b');
@@ -632,7 +649,12 @@ async function until(done: () => boolean, timeoutMs = 5_000): Promise<void> {
     expect(reverted.revision).toBe(changed.revision + 1);
     // Each instance gets the events committed through the other too (the event log's NOTIFY).
     await until(() => eventsOf.get(b)!.filter((e) => e.organizationId === org.id).length === 2);
-    expect(eventsOf.get(b)!.filter((e) => e.organizationId === org.id).map((e) => e.data.revision)).toEqual([changed.revision, reverted.revision]);
+    expect(
+      eventsOf
+        .get(b)!
+        .filter((e) => e.organizationId === org.id)
+        .map((e) => e.data.revision),
+    ).toEqual([changed.revision, reverted.revision]);
     expectStatus(await createIn(a), 201);
     expectStatus(await createKeyIn(a), 201);
     expect((await a.http().get(POLICY).set(member.auth).expect(200)).body.revision).toBe(reverted.revision);

@@ -1,7 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { TestUser } from '../utils/factories';
 import { expectStatus, expectV0Error, messageFor } from '../utils/v0-errors';
-import { BODY_LIMIT, CONTROLS, controlsInputFixture, HISTORY, Json, MARKETPLACE, MODEL, nest, POLICY, SHA40, strings } from '../utils/fixtures/enterprise-controls-input';
+import {
+  BODY_LIMIT,
+  CONTROLS,
+  controlsInputFixture,
+  HISTORY,
+  Json,
+  MARKETPLACE,
+  MODEL,
+  nest,
+  POLICY,
+  SHA40,
+  strings,
+} from '../utils/fixtures/enterprise-controls-input';
 
 /** The enterprise controls API's body shape, limits and formats: refused changes leave the controls as they were. */
 
@@ -70,10 +82,13 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       expectV0Error(res, 400, 'invalid_json');
     });
 
-    it.each([['text/plain'], ['application/x-www-form-urlencoded'], ['application/xml']])('content type %s: 415 unsupported_media_type', async (contentType) => {
-      const body = contentType === 'application/x-www-form-urlencoded' ? 'settings=1' : '{"settings": {"restrictMemberVisibility": true}}';
-      expectV0Error(await refused(owner, () => rawPatch(owner, body, contentType)), 415, 'unsupported_media_type');
-    });
+    it.each([['text/plain'], ['application/x-www-form-urlencoded'], ['application/xml']])(
+      'content type %s: 415 unsupported_media_type',
+      async (contentType) => {
+        const body = contentType === 'application/x-www-form-urlencoded' ? 'settings=1' : '{"settings": {"restrictMemberVisibility": true}}';
+        expectV0Error(await refused(owner, () => rawPatch(owner, body, contentType)), 415, 'unsupported_media_type');
+      },
+    );
 
     it('application/merge-patch+json (with a charset) is accepted as JSON', async () => {
       const user = await freshOwner();
@@ -97,8 +112,7 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       expect(res.body).toMatchObject({ status: 400, metadata: { code: 'json_too_deep', maxDepth: 64 } });
     });
 
-
-    it('a custom model\'s extraArgs nested deeper than 64 levels (3000 here, 15 kB): 400 naming the limit, never a 500', async () => {
+    it("a custom model's extraArgs nested deeper than 64 levels (3000 here, 15 kB): 400 naming the limit, never a 500", async () => {
       const user = await freshOwner();
       const depth = 3000;
       const raw = `{"settings":{"customModels":[{"id":"m","model":"m","baseUrl":"https://llm.example.com","extraArgs":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}]}}`;
@@ -311,9 +325,12 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       expect((await change(user, { networkPolicy: { allowedIps } })).settings.networkPolicy.allowedIps).toEqual(allowedIps);
     });
 
-    it.each([['not-a-uuid'], ['12345'], [randomUUID().replace(/-/g, '')], [`{${randomUUID()}}`]])('missionPolicy.allowedUserIds %j: 400 at its index', async (id) => {
-      expectInvalid(await refusedPatch({ missionPolicy: { allowedUserIds: [id] } }), 'settings.missionPolicy.allowedUserIds[0]');
-    });
+    it.each([['not-a-uuid'], ['12345'], [randomUUID().replace(/-/g, '')], [`{${randomUUID()}}`]])(
+      'missionPolicy.allowedUserIds %j: 400 at its index',
+      async (id) => {
+        expectInvalid(await refusedPatch({ missionPolicy: { allowedUserIds: [id] } }), 'settings.missionPolicy.allowedUserIds[0]');
+      },
+    );
 
     it.each([['abc'], ['A'.repeat(40)], ['a'.repeat(39)], ['a'.repeat(41)], ['a'.repeat(63)], ['g'.repeat(40)], [`${SHA40}\n`]])(
       'strictKnownMarketplaces[].sha %j: 400 naming it',
@@ -339,18 +356,35 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       expect(res.settings.strictKnownMarketplaces[0].source).toBe(source);
     });
 
-    it.each([['ftp://x'], ['llm.example.com'], ['javascript:alert(1)'], ['//llm.example.com']])('modelPolicy.allowedBaseUrls %j: 400 at its index', async (url) => {
-      expectInvalid(await refusedPatch({ modelPolicy: { allowedBaseUrls: ['https://ok.example.com', url] } }), 'settings.modelPolicy.allowedBaseUrls[1]');
-    });
+    it.each([['ftp://x'], ['llm.example.com'], ['javascript:alert(1)'], ['//llm.example.com']])(
+      'modelPolicy.allowedBaseUrls %j: 400 at its index',
+      async (url) => {
+        expectInvalid(await refusedPatch({ modelPolicy: { allowedBaseUrls: ['https://ok.example.com', url] } }), 'settings.modelPolicy.allowedBaseUrls[1]');
+      },
+    );
 
     it('modelPolicy.allowedBaseUrls with http and https URLs: accepted, stored normalized', async () => {
       const user = await freshOwner();
       const allowedBaseUrls = ['https://llm.example.com/v1', 'HTTP://10.0.0.5:8000'];
-      expect((await change(user, { modelPolicy: { allowedBaseUrls } })).settings.modelPolicy.allowedBaseUrls).toEqual(['https://llm.example.com/v1', 'http://10.0.0.5:8000/']);
+      expect((await change(user, { modelPolicy: { allowedBaseUrls } })).settings.modelPolicy.allowedBaseUrls).toEqual([
+        'https://llm.example.com/v1',
+        'http://10.0.0.5:8000/',
+      ]);
     });
 
     // The sandbox runtime refuses single labels and wildcards over a top-level domain: refused here, not at every command.
-    it.each([['http://example.com'], ['example.com/path'], ['*'], ['a..b'], ['exa mple.com'], ['intranet'], ['*.com'], ['example.com:0'], ['example.com:65536'], ['example.com:080']])('sandbox.network.allowedDomains %j: 400 at its index', async (domain) => {
+    it.each([
+      ['http://example.com'],
+      ['example.com/path'],
+      ['*'],
+      ['a..b'],
+      ['exa mple.com'],
+      ['intranet'],
+      ['*.com'],
+      ['example.com:0'],
+      ['example.com:65536'],
+      ['example.com:080'],
+    ])('sandbox.network.allowedDomains %j: 400 at its index', async (domain) => {
       expectInvalid(await refusedPatch({ sandbox: { network: { allowedDomains: [domain] } } }), 'settings.sandbox.network.allowedDomains[0]');
     });
 

@@ -132,7 +132,7 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       expect(messageFor(res, 'settings.customModels[0].apiKey')).toMatch(/no stored value here to keep/);
     });
 
-    it('a masked apiKey that is not the stored key\'s mask: 400 at the apiKey', async () => {
+    it("a masked apiKey that is not the stored key's mask: 400 at the apiKey", async () => {
       const user = await withKey();
       for (const wrong of ['****abcd', '****']) {
         const res = watch(await refusedPatch({ customModels: [{ ...MODEL, apiKey: wrong }] }, user));
@@ -141,13 +141,13 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       }
     });
 
-    it('the stored key\'s mask under another model id: 400 (a mask stands only for its own model\'s key)', async () => {
+    it("the stored key's mask under another model id: 400 (a mask stands only for its own model's key)", async () => {
       const user = await withKey();
       const res = watch(await refusedPatch({ customModels: [{ ...MODEL, id: 'custom:renamed', apiKey: MASK }] }, user));
       expectInvalid(res, 'settings.customModels[0].apiKey');
     });
 
-    it('the stored key\'s mask sent back keeps the key and, changing nothing else, creates no revision', async () => {
+    it("the stored key's mask sent back keeps the key and, changing nothing else, creates no revision", async () => {
       const user = await withKey();
       const same = watch(await patch(user, { customModels: [{ ...MODEL, apiKey: MASK }] }));
       expectStatus(same, 200);
@@ -183,7 +183,15 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
     it.each([
       ['with another field of the wrong type', { customModels: [{ ...MODEL, apiKey: KEY, maxContextLimit: 0 }] }],
       ['with an unknown field', { customModels: [{ ...MODEL, apiKey: KEY }], foo: 1 }],
-      ['with a duplicate id', { customModels: [{ ...MODEL, apiKey: KEY }, { ...MODEL, apiKey: `${KEY}-2` }] }],
+      [
+        'with a duplicate id',
+        {
+          customModels: [
+            { ...MODEL, apiKey: KEY },
+            { ...MODEL, apiKey: `${KEY}-2` },
+          ],
+        },
+      ],
       ['with a user who is not in the organization', { customModels: [{ ...MODEL, apiKey: KEY }], missionPolicy: { allowedUserIds: [randomUUID()] } }],
       ['over the snapshot limit', { customModels: [{ ...MODEL, apiKey: KEY }], commandAllowlist: strings(1000, 'allow', 2048) }],
       ['with a control character in the key', { customModels: [{ ...MODEL, apiKey: `${KEY}\n` }] }],
@@ -208,10 +216,20 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       const replacement = 'sk-live-8888888888888888-REPL';
       const first = { id: 'custom:first', model: 'vendor-first', baseUrl: 'https://llm.example.com/v2' };
       // A keyed model inserted before the keyed one, which shifts to index 1.
-      const inserted = await change(user, { customModels: [{ ...first, apiKey: newKey }, { ...MODEL, apiKey: MASK }] });
+      const inserted = await change(user, {
+        customModels: [
+          { ...first, apiKey: newKey },
+          { ...MODEL, apiKey: MASK },
+        ],
+      });
       expect(inserted.settings.customModels.map((m: Json) => m.apiKey)).toEqual(['****NEW1', MASK]);
       // The shifted model's key replaced.
-      const replaced = await change(user, { customModels: [{ ...first, apiKey: '****NEW1' }, { ...MODEL, apiKey: replacement }] });
+      const replaced = await change(user, {
+        customModels: [
+          { ...first, apiKey: '****NEW1' },
+          { ...MODEL, apiKey: replacement },
+        ],
+      });
       expect(JSON.stringify(replaced)).not.toContain(replacement);
       for (const revision of [1, 2, 3]) {
         const res = await http().get(`${HISTORY}/${revision}`).set(user.auth);
@@ -225,20 +243,37 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       expect(JSON.stringify(latest.body.diff)).toContain('****REPL');
     });
 
-    it('reordering models with their masks keeps each model\'s own key', async () => {
+    it("reordering models with their masks keeps each model's own key", async () => {
       const user = await freshOwner();
       const other = { ...MODEL, id: 'custom:m2', model: 'vendor-model-2' };
       const otherKey = 'sk-live-0000000000000000-OTHR';
-      const set = watch(await patch(user, { customModels: [{ ...MODEL, apiKey: KEY }, { ...other, apiKey: otherKey }] }));
+      const set = watch(
+        await patch(user, {
+          customModels: [
+            { ...MODEL, apiKey: KEY },
+            { ...other, apiKey: otherKey },
+          ],
+        }),
+      );
       expectStatus(set, 200);
       expect(set.text).not.toContain(otherKey);
-      const swapped = await change(user, { customModels: [{ ...other, apiKey: '****OTHR' }, { ...MODEL, apiKey: MASK }] });
+      const swapped = await change(user, {
+        customModels: [
+          { ...other, apiKey: '****OTHR' },
+          { ...MODEL, apiKey: MASK },
+        ],
+      });
       expect(swapped.revision).toBe(2);
       expect(swapped.settings.customModels.map((m: Json) => [m.id, m.apiKey])).toEqual([
         ['custom:m2', '****OTHR'],
         ['custom:m1', MASK],
       ]);
-      const again = await change(user, { customModels: [{ ...other, apiKey: '****OTHR' }, { ...MODEL, apiKey: MASK }] });
+      const again = await change(user, {
+        customModels: [
+          { ...other, apiKey: '****OTHR' },
+          { ...MODEL, apiKey: MASK },
+        ],
+      });
       expect(again.revision).toBe(2);
     });
 

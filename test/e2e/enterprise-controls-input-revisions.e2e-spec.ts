@@ -162,10 +162,13 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       }
     });
 
-    it.each([['0'], ['abc'], ['-1'], ['99999999999'], ['2147483648'], ['1.0'], ['01'], ['1e0'], ['%20']])('history/%s: 404 revision_not_found', async (revision) => {
-      const user = await withRevisions(1);
-      expectV0Error(await http().get(`${HISTORY}/${revision}`).set(user.auth), 404, 'revision_not_found');
-    });
+    it.each([['0'], ['abc'], ['-1'], ['99999999999'], ['2147483648'], ['1.0'], ['01'], ['1e0'], ['%20']])(
+      'history/%s: 404 revision_not_found',
+      async (revision) => {
+        const user = await withRevisions(1);
+        expectV0Error(await http().get(`${HISTORY}/${revision}`).set(user.auth), 404, 'revision_not_found');
+      },
+    );
 
     it('a revision past the latest: 404', async () => {
       const user = await withRevisions(1);
@@ -173,7 +176,7 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       expectV0Error(await http().get(`${HISTORY}/2147483647`).set(user.auth), 404, 'revision_not_found');
     });
 
-    it('other organizations\' revisions are never visible', async () => {
+    it("other organizations' revisions are never visible", async () => {
       const a = await withRevisions(3);
       const b = await withRevisions(1);
       expectV0Error(await http().get(`${HISTORY}/2`).set(b.auth), 404, 'revision_not_found');
@@ -213,8 +216,21 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
 
     const routes = [
       ['GET', () => http().get(CONTROLS)],
-      ['PATCH', () => http().patch(CONTROLS).send({ settings: { disableAutoUpdate: true } })],
-      ['PATCH (merge-patch+json)', () => http().patch(CONTROLS).set('content-type', 'application/merge-patch+json').send(JSON.stringify({ settings: { disableAutoUpdate: true } }))],
+      [
+        'PATCH',
+        () =>
+          http()
+            .patch(CONTROLS)
+            .send({ settings: { disableAutoUpdate: true } }),
+      ],
+      [
+        'PATCH (merge-patch+json)',
+        () =>
+          http()
+            .patch(CONTROLS)
+            .set('content-type', 'application/merge-patch+json')
+            .send(JSON.stringify({ settings: { disableAutoUpdate: true } })),
+      ],
       ['GET history', () => http().get(HISTORY)],
       ['GET history/1', () => http().get(`${HISTORY}/1`)],
     ] as const;
@@ -228,7 +244,7 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       }
     });
 
-    it('a member\'s invalid change is still 403, not 400', async () => {
+    it("a member's invalid change is still 403, not 400", async () => {
       const res = await refused(orgOwner, () => patch(member, { sandbox: null }));
       expectV0Error(res, 403, 'insufficient_role');
     });
@@ -245,7 +261,7 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       }
     });
 
-    it('a computer\'s agent token: 403 on every route; it reads the agent policy instead', async () => {
+    it("a computer's agent token: 403 on every route; it reads the agent policy instead", async () => {
       const created = await http()
         .post('/api/v0/computers')
         .set(orgOwner.auth)
@@ -261,7 +277,7 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       expect(policy.body.revision).toBe((await read(orgOwner)).revision);
     });
 
-    it('a manager reads and changes the controls, and is recorded as the change\'s user', async () => {
+    it("a manager reads and changes the controls, and is recorded as the change's user", async () => {
       const before = await read(manager);
       const res = await change(manager, { disableAutoUpdate: !before.settings.disableAutoUpdate });
       expect(res.revision).toBe(before.revision + 1);

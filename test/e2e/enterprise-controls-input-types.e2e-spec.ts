@@ -199,7 +199,12 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
 
   describe('unknown fields', () => {
     it('beside settings in the body (revision): 400 "is not an accepted field"', async () => {
-      const res = await refused(owner, () => http().patch(CONTROLS).set(owner.auth).send({ settings: { cloudSessionSync: false }, revision: 0 }));
+      const res = await refused(owner, () =>
+        http()
+          .patch(CONTROLS)
+          .set(owner.auth)
+          .send({ settings: { cloudSessionSync: false }, revision: 0 }),
+      );
       expectInvalid(res, 'revision');
       expect(messageFor(res, 'revision')).toBe('is not an accepted field');
     });
@@ -225,7 +230,7 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       expect(messageFor(res, field)).toBe('is not an accepted field');
     });
 
-    it('a userModelPolicies entry with an unknown field: 400 at the entry\'s field', async () => {
+    it("a userModelPolicies entry with an unknown field: 400 at the entry's field", async () => {
       const field = `settings.userModelPolicies.${colleague.userId}.maxTokens`;
       const res = await refusedPatch({ userModelPolicies: { [colleague.userId]: { allowCustomModels: false, maxTokens: 5 } } });
       expectInvalid(res, field);

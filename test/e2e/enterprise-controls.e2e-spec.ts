@@ -52,7 +52,12 @@ describe('Enterprise controls', () => {
   }
 
   const change = (user: TestUser, settings: unknown, headers: Record<string, string> = {}) =>
-    t.http().patch(CONTROLS).set(user.auth).set(headers).send({ settings } as object);
+    t
+      .http()
+      .patch(CONTROLS)
+      .set(user.auth)
+      .set(headers)
+      .send({ settings } as object);
 
   async function admins(): Promise<{ owner: TestUser; manager: TestUser; member: TestUser }> {
     const org = await createOrganization(t);
@@ -78,7 +83,11 @@ describe('Enterprise controls', () => {
     expect(res.body.user).toEqual({ id: manager.userId, email: expect.stringContaining('@'), name: 'A manager' });
     expect(Date.parse(res.body.updatedAt)).toBeGreaterThanOrEqual(before - 5);
     // Merged, not replaced: the sandbox's other fields keep their defaults.
-    expect(res.body.settings.sandbox).toEqual({ ...defaultSettings().sandbox, enabled: true, network: { ...defaultSettings().sandbox.network, httpProxyPort: 8080 } });
+    expect(res.body.settings.sandbox).toEqual({
+      ...defaultSettings().sandbox,
+      enabled: true,
+      network: { ...defaultSettings().sandbox.network, httpProxyPort: 8080 },
+    });
     expectValid('controls', res.body);
 
     const current = await t.http().get(CONTROLS).set(manager.auth).expect(200);
@@ -138,7 +147,12 @@ describe('Enterprise controls', () => {
 
   it('application/merge-patch+json is accepted as well as application/json', async () => {
     const { owner } = await admins();
-    const res = await t.http().patch(CONTROLS).set(owner.auth).set('content-type', 'application/merge-patch+json').send(JSON.stringify({ settings: { wikiCloudSync: false } }));
+    const res = await t
+      .http()
+      .patch(CONTROLS)
+      .set(owner.auth)
+      .set('content-type', 'application/merge-patch+json')
+      .send(JSON.stringify({ settings: { wikiCloudSync: false } }));
     expect(res.status).toBe(200);
     expect(res.body.settings.wikiCloudSync).toBe(false);
   });
@@ -246,7 +260,9 @@ describe('Enterprise controls', () => {
         expect(JSON.stringify(answer.body)).not.toContain('0123456789abcdef');
         expect(JSON.stringify(answer.body)).toContain('****WXYZ');
       }
-      const [row] = await t.app.get(DataSource).query(`SELECT settings::text AS settings, diff::text AS diff FROM enterprise_control_revisions WHERE organization_id = $1`, [owner.organizationId]);
+      const [row] = await t.app
+        .get(DataSource)
+        .query(`SELECT settings::text AS settings, diff::text AS diff FROM enterprise_control_revisions WHERE organization_id = $1`, [owner.organizationId]);
       expect(row.settings).not.toContain('0123456789abcdef');
       expect(row.diff).not.toContain('0123456789abcdef');
       const envelope = JSON.parse(row.settings).customModels[0].apiKey as string;
@@ -264,7 +280,11 @@ describe('Enterprise controls', () => {
       const renamed = await change(owner, { customModels: [{ ...masked[0], displayName: 'Llama' }] }).expect(200);
       expect(renamed.body.revision).toBe(2);
       const stored = async () => {
-        const rows = await t.app.get(DataSource).query(`SELECT settings::text AS settings FROM enterprise_control_revisions WHERE organization_id = $1 ORDER BY revision DESC LIMIT 1`, [owner.organizationId]);
+        const rows = await t.app
+          .get(DataSource)
+          .query(`SELECT settings::text AS settings FROM enterprise_control_revisions WHERE organization_id = $1 ORDER BY revision DESC LIMIT 1`, [
+            owner.organizationId,
+          ]);
         return t.app.get(SecretBox).decrypt(JSON.parse(rows[0].settings).customModels[0].apiKey, owner.organizationId);
       };
       expect(await stored()).toBe(KEY);
@@ -286,7 +306,11 @@ describe('Enterprise controls', () => {
       const server = await startServer([], { ...database.env, LOG_LEVEL: 'trace' });
       try {
         const send = (settings: unknown) =>
-          fetch(`${server.url}${CONTROLS}`, { method: 'PATCH', headers: { ...owner.auth, 'content-type': 'application/json' }, body: JSON.stringify({ settings }) });
+          fetch(`${server.url}${CONTROLS}`, {
+            method: 'PATCH',
+            headers: { ...owner.auth, 'content-type': 'application/json' },
+            body: JSON.stringify({ settings }),
+          });
         expect((await send({ customModels: [LLAMA] })).status).toBe(200);
         expect((await send({ customModels: [{ ...LLAMA, apiKey: `${KEY}-2`, index: -1 }] })).status).toBe(400);
         expect((await send({ customModels: [{ ...LLAMA, apiKey: `${KEY}-3`, extra: 1 }], sandbox: null })).status).toBe(400);
@@ -304,14 +328,24 @@ describe('Enterprise controls', () => {
     const database = await createTestDatabase();
     const first = await startTestApp({}, database);
     const owner = await createUser(first, Role.Owner);
-    await first.http().patch(CONTROLS).set(owner.auth).send({ settings: { restrictApiKeyCreationToManagers: true, customModels: [LLAMA] } }).expect(200);
+    await first
+      .http()
+      .patch(CONTROLS)
+      .set(owner.auth)
+      .send({ settings: { restrictApiKeyCreationToManagers: true, customModels: [LLAMA] } })
+      .expect(200);
     // Without SECRETS_KEY the embedded database's key file is what decrypts the key after a restart.
     await first.close();
     const second = await startTestApp({}, database);
     try {
       const res = await second.http().get(CONTROLS).set(owner.auth).expect(200);
       expect(res.body).toMatchObject({ revision: 1, settings: { restrictApiKeyCreationToManagers: true, customModels: [{ apiKey: '****WXYZ' }] } });
-      const kept = await second.http().patch(CONTROLS).set(owner.auth).send({ settings: { customModels: res.body.settings.customModels, disableAutoUpdate: true } }).expect(200);
+      const kept = await second
+        .http()
+        .patch(CONTROLS)
+        .set(owner.auth)
+        .send({ settings: { customModels: res.body.settings.customModels, disableAutoUpdate: true } })
+        .expect(200);
       expect(kept.body.revision).toBe(2);
     } finally {
       await second.close();
@@ -323,13 +357,22 @@ describe('Enterprise controls', () => {
     const database = await createTestDatabase();
     const first = await startTestApp({ SECRETS_KEY: randomBytes(32).toString('base64') }, database);
     const owner = await createUser(first, Role.Owner);
-    await first.http().patch(CONTROLS).set(owner.auth).send({ settings: { customModels: [LLAMA] } }).expect(200);
+    await first
+      .http()
+      .patch(CONTROLS)
+      .set(owner.auth)
+      .send({ settings: { customModels: [LLAMA] } })
+      .expect(200);
     await first.close();
     const second = await startTestApp({ SECRETS_KEY: randomBytes(32).toString('base64') }, database);
     try {
       const read = await second.http().get(CONTROLS).set(owner.auth).expect(200);
       expect(read.body.settings.customModels[0].apiKey).toBe('****');
-      const res = await second.http().patch(CONTROLS).set(owner.auth).send({ settings: { ideAutoConnect: false } });
+      const res = await second
+        .http()
+        .patch(CONTROLS)
+        .set(owner.auth)
+        .send({ settings: { ideAutoConnect: false } });
       expectV0Error(res, 503, 'secret_unreadable');
       expect(res.body.detail).toContain('custom:llama');
       expect((await second.http().get(CONTROLS).set(owner.auth).expect(200)).body.revision).toBe(1);
@@ -345,7 +388,11 @@ describe('Enterprise controls', () => {
     const owner = await createUser(setup, Role.Owner);
     await setup.close();
     const send = (url: string, i: number) =>
-      fetch(`${url}${CONTROLS}`, { method: 'PATCH', headers: { ...owner.auth, 'content-type': 'application/json' }, body: JSON.stringify({ settings: { serviceRouterGuidance: `step ${i}` } }) });
+      fetch(`${url}${CONTROLS}`, {
+        method: 'PATCH',
+        headers: { ...owner.auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ settings: { serviceRouterGuidance: `step ${i}` } }),
+      });
     const first = await startServer([], database.env);
     const acknowledged: number[] = [];
     try {
@@ -394,14 +441,27 @@ describe('Enterprise controls', () => {
         const org = await createOrganization(a);
         const owner = await createUser(a, Role.Owner, org);
         const member = await createUser(a, Role.Member, org);
-        await a.http().patch(CONTROLS).set(owner.auth).send({ settings: { restrictApiKeyCreationToManagers: true } }).expect(200);
+        await a
+          .http()
+          .patch(CONTROLS)
+          .set(owner.auth)
+          .send({ settings: { restrictApiKeyCreationToManagers: true } })
+          .expect(200);
         expectV0Error(await b.http().post('/settings/api-keys').set(member.auth).send({ name: 'mine' }), 403, 'api_key_creation_restricted');
 
         const results = await Promise.all(
-          Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).http().patch(CONTROLS).set(owner.auth).send({ settings: { enabledPlugins: { [`p${i}@m`]: true } } })),
+          Array.from({ length: 10 }, (_, i) =>
+            (i % 2 ? a : b)
+              .http()
+              .patch(CONTROLS)
+              .set(owner.auth)
+              .send({ settings: { enabledPlugins: { [`p${i}@m`]: true } } }),
+          ),
         );
         expect(results.map((r) => r.status)).toEqual(results.map(() => 200));
-        const revisions = await a.app.get(DataSource).query(`SELECT revision FROM enterprise_control_revisions WHERE organization_id = $1 ORDER BY revision`, [org.id]);
+        const revisions = await a.app
+          .get(DataSource)
+          .query(`SELECT revision FROM enterprise_control_revisions WHERE organization_id = $1 ORDER BY revision`, [org.id]);
         expect(revisions.map((r: { revision: number }) => r.revision)).toEqual(Array.from({ length: 11 }, (_, i) => i + 1));
       } finally {
         await a.close();

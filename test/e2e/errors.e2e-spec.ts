@@ -84,7 +84,10 @@ describe('Errors and request ids', () => {
     });
 
     it('401 with an unknown key', async () => {
-      const res = await t.http().get('/settings/api-keys').set({ Authorization: `Bearer apk_${'Z'.repeat(43)}` });
+      const res = await t
+        .http()
+        .get('/settings/api-keys')
+        .set({ Authorization: `Bearer apk_${'Z'.repeat(43)}` });
       expectV0Error(res, 401, 'invalid_credentials');
     });
 
@@ -179,7 +182,10 @@ describe('Errors and request ids', () => {
     });
 
     it('a repeated x-request-id header is not trusted', async () => {
-      const res = await t.http().get('/healthz').set({ 'x-request-id': ['one', 'two'] });
+      const res = await t
+        .http()
+        .get('/healthz')
+        .set({ 'x-request-id': ['one', 'two'] });
       expect(res.status).toBe(200);
       expect(res.headers['x-request-id']).toMatch(GENERATED_ID);
     });
@@ -371,7 +377,12 @@ describe('A body larger than BODY_LIMIT_BYTES', () => {
   });
 
   it('answers 413 on analytics paths in their flavour', async () => {
-    const res = await t.http().post('/api/v1/analytics/rollup').set(user.auth).set('content-type', 'application/json').send(JSON.stringify({ x: 'y'.repeat(4096) }));
+    const res = await t
+      .http()
+      .post('/api/v1/analytics/rollup')
+      .set(user.auth)
+      .set('content-type', 'application/json')
+      .send(JSON.stringify({ x: 'y'.repeat(4096) }));
     expectAnalyticsError(res, 413);
   });
 });

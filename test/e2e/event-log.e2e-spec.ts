@@ -40,13 +40,18 @@ describe('The event log', () => {
   const log = () => t.app.get(EventLog);
   const seqsOf = async (organizationId: string) => (await log().read(organizationId, { after: 0, limit: 10_000 })).map((e) => e.seq);
 
-  it('numbers an organization\'s events 1, 2, 3... with no gap in commit order, even when commands race', async () => {
+  it("numbers an organization's events 1, 2, 3... with no gap in commit order, even when commands race", async () => {
     const racer = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
     const sessions = await Promise.all([1, 2, 3, 4].map(() => t.http().post('/api/v0/sessions').set(racer.auth).send({}).expect(201)));
     // 40 messages at once into four sessions: on PostgreSQL, concurrent transactions.
     await Promise.all(
       Array.from({ length: 40 }, (_, i) =>
-        t.http().post(`/api/v0/sessions/${sessions[i % 4].body.sessionId as string}/messages`).set(racer.auth).send({ text: `m${i}` }).expect(200),
+        t
+          .http()
+          .post(`/api/v0/sessions/${sessions[i % 4].body.sessionId as string}/messages`)
+          .set(racer.auth)
+          .send({ text: `m${i}` })
+          .expect(200),
       ),
     );
     const events = await log().read(racer.organizationId, { after: 0, limit: 1000 });
@@ -72,7 +77,11 @@ describe('The event log', () => {
       const before = await seqsOf(owner.organizationId);
       await expect(
         t.app.get(DataSource).transaction(async (manager) => {
-          log().raise(manager, { type: 'session.created', organizationId: owner.organizationId, data: { sessionId: owner.userId, ownerId: owner.userId, computerId: null, title: 'never' } });
+          log().raise(manager, {
+            type: 'session.created',
+            organizationId: owner.organizationId,
+            data: { sessionId: owner.userId, ownerId: owner.userId, computerId: null, title: 'never' },
+          });
           throw new Error('the command failed after raising');
         }),
       ).rejects.toThrow('the command failed after raising');
@@ -81,9 +90,13 @@ describe('The event log', () => {
       expect(await seqsOf(owner.organizationId)).toEqual(before);
       expect(emitted).toEqual([]);
       // Raising outside a transaction is a mistake the code cannot make silently.
-      expect(() => log().raise(t.app.get(DataSource).manager, { type: 'session.created', organizationId: owner.organizationId, data: { sessionId: owner.userId, ownerId: owner.userId, computerId: null, title: null } })).toThrow(
-        /inside the transaction/,
-      );
+      expect(() =>
+        log().raise(t.app.get(DataSource).manager, {
+          type: 'session.created',
+          organizationId: owner.organizationId,
+          data: { sessionId: owner.userId, ownerId: owner.userId, computerId: null, title: null },
+        }),
+      ).toThrow(/inside the transaction/);
     } finally {
       t.app.get(EventEmitter2).off('session.created', record);
     }
@@ -100,7 +113,16 @@ describe('The event log', () => {
         expect.objectContaining({
           type: 'session.created',
           organizationId: owner.organizationId,
-          actor: { kind: 'user', userId: owner.userId, email: owner.email, role: 'owner', credential: 'api_key', credentialId: owner.apiKeyId, ip: '127.0.0.1', requestId: 'event-log-actor' },
+          actor: {
+            kind: 'user',
+            userId: owner.userId,
+            email: owner.email,
+            role: 'owner',
+            credential: 'api_key',
+            credentialId: owner.apiKeyId,
+            ip: '127.0.0.1',
+            requestId: 'event-log-actor',
+          },
           data: { sessionId: created.body.sessionId, ownerId: owner.userId, computerId: null, title: 'seen' },
         }),
       ]);
@@ -115,12 +137,33 @@ describe('The event log', () => {
     const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({}).expect(201);
     const sessionId = session.body.sessionId as string;
     const { last } = await log().bounds(owner.organizationId);
-    const added = await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).set('x-request-id', 'one-statement').send({ text: 'hi' }).expect(200);
+    const added = await t
+      .http()
+      .post(`/api/v0/sessions/${sessionId}/messages`)
+      .set(owner.auth)
+      .set('x-request-id', 'one-statement')
+      .send({ text: 'hi' })
+      .expect(200);
     // Answered once numbered: read straight after the answer.
     const events = await log().read(owner.organizationId, { after: last, limit: 10 });
-    const actor = { kind: 'user', userId: owner.userId, email: owner.email, role: 'owner', credential: 'api_key', credentialId: owner.apiKeyId, ip: '127.0.0.1', requestId: 'one-statement' };
+    const actor = {
+      kind: 'user',
+      userId: owner.userId,
+      email: owner.email,
+      role: 'owner',
+      credential: 'api_key',
+      credentialId: owner.apiKeyId,
+      ip: '127.0.0.1',
+      requestId: 'one-statement',
+    };
     expect(events).toEqual([
-      expect.objectContaining({ seq: last + 1, type: 'message.added', sessionId, actor, data: { sessionId, messageId: added.body.messageId, role: 'user', authorId: owner.userId, computerId: null } }),
+      expect.objectContaining({
+        seq: last + 1,
+        type: 'message.added',
+        sessionId,
+        actor,
+        data: { sessionId, messageId: added.body.messageId, role: 'user', authorId: owner.userId, computerId: null },
+      }),
       expect.objectContaining({ seq: last + 2, type: 'session.status_changed', sessionId, actor, data: { sessionId, from: 'idle', to: 'pending' } }),
     ]);
     expect(events[0].occurredAt.getTime()).toBe(events[1].occurredAt.getTime());
@@ -133,7 +176,8 @@ describe('The event log', () => {
     expect(await log().bounds(owner.organizationId)).toEqual({ oldest: 1, last: last + 3 });
     expect((await log().read(stranger.organizationId, { after: 0, limit: 10 })).map((e) => e.type)).not.toContain('message.added');
     // With an idempotency key the statement runs inside the key's transaction; a replay writes nothing.
-    const send = () => t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).set('Idempotency-Key', 'event-log-once').send({ text: 'once' }).expect(200);
+    const send = () =>
+      t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).set('Idempotency-Key', 'event-log-once').send({ text: 'once' }).expect(200);
     await send();
     await send();
     expect((await log().read(owner.organizationId, { after: last + 3, limit: 10 })).map((e) => e.type)).toEqual(['message.added']);
@@ -196,9 +240,11 @@ describe('The event log', () => {
       expect(failing.times).toBe(0);
       // Backing off: 1 s after the first failure, 2 s after the second, however many events arrive meanwhile.
       expect(Date.now() - started).toBeGreaterThanOrEqual(2_500);
-      const [checkpoint] = (await t.app.get(DataSource).query(`SELECT seq::int AS seq, failures FROM event_checkpoints WHERE listener = 'test.effects' AND organization_id = $1`, [
-        org.organizationId,
-      ])) as Array<{ seq: number; failures: number }>;
+      const [checkpoint] = (await t.app
+        .get(DataSource)
+        .query(`SELECT seq::int AS seq, failures FROM event_checkpoints WHERE listener = 'test.effects' AND organization_id = $1`, [
+          org.organizationId,
+        ])) as Array<{ seq: number; failures: number }>;
       expect(checkpoint).toEqual({ seq: events[events.length - 1].seq, failures: 0 });
     });
   });
@@ -261,7 +307,11 @@ describe('The event log', () => {
     const c = await startTestApp({ ...env, LOG_LEVEL: 'silent' }, database);
     apps.push(c);
     await c.app.get(DataSource).transaction(async (manager) => {
-      c.app.get(EventLog).raise(manager, { type: 'session.created', organizationId: owner.organizationId, data: { sessionId: owner.userId, ownerId: owner.userId, computerId: null, title: 'while down' } });
+      c.app.get(EventLog).raise(manager, {
+        type: 'session.created',
+        organizationId: owner.organizationId,
+        data: { sessionId: owner.userId, ownerId: owner.userId, computerId: null, title: 'while down' },
+      });
     });
     const late: string[] = [];
     c.app.get(DurableListeners).register({
@@ -272,7 +322,8 @@ describe('The event log', () => {
         late.push(...events.map((event) => event.id));
       },
     });
-    const effects = async () => ((await c.app.get(DataSource).query(`SELECT count(*)::int AS count FROM test_durable_effects`)) as Array<{ count: number }>)[0].count;
+    const effects = async () =>
+      ((await c.app.get(DataSource).query(`SELECT count(*)::int AS count FROM test_durable_effects`)) as Array<{ count: number }>)[0].count;
     await until(async () => (await effects()) === 21, 'the event committed before its listener ran');
     expect(late).toHaveLength(1);
   });

@@ -28,7 +28,13 @@ describe('Event streams and lists', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    const env = { EVENT_STREAM_HEARTBEAT_MS: '300', EVENT_STREAMS_PER_CREDENTIAL: '3', EVENT_STREAMS_PER_ORGANIZATION: '5', CONTROLS_CACHE_MS: '0', AUTH_CACHE_MS: '0' };
+    const env = {
+      EVENT_STREAM_HEARTBEAT_MS: '300',
+      EVENT_STREAMS_PER_CREDENTIAL: '3',
+      EVENT_STREAMS_PER_ORGANIZATION: '5',
+      CONTROLS_CACHE_MS: '0',
+      AUTH_CACHE_MS: '0',
+    };
     writer = await startTestApp(env, database);
     reader = serverUrl() ? await startTestApp(env, database) : writer;
     const doc = (await writer.http().get('/docs-json').expect(200)).body as Json;
@@ -125,7 +131,10 @@ describe('Event streams and lists', () => {
     await turn(owner, sessionId, 99);
 
     const logged = (await writer.app.get(EventLog).read(owner.organizationId, { after: 0, limit: 10_000, sessionId })).map((e) => e.seq);
-    await second.until((s) => s.events.length > 0 && Number(s.events[s.events.length - 1].id) === logged[logged.length - 1], 'the last event after the reconnect');
+    await second.until(
+      (s) => s.events.length > 0 && Number(s.events[s.events.length - 1].id) === logged[logged.length - 1],
+      'the last event after the reconnect',
+    );
     second.close();
     const seen = [...ids(first), ...ids(second)];
     // The first stream started live (no Last-Event-ID): from the session's creation on it missed nothing.
@@ -172,7 +181,7 @@ describe('Event streams and lists', () => {
     expect(JSON.stringify(live.events)).not.toContain('private');
   });
 
-  it('answers 404 for another organization\'s session, an unknown one or a malformed id, streamed or listed', async () => {
+  it("answers 404 for another organization's session, an unknown one or a malformed id, streamed or listed", async () => {
     const owner = await createUser(writer, Role.Owner);
     const stranger = await createUser(writer, Role.Owner);
     const theirs = await session(stranger);
@@ -208,7 +217,7 @@ describe('Event streams and lists', () => {
   });
 
   describe('roles', () => {
-    it('shows members the sessions they may read, their computers and keys, never the organization\'s administration', async () => {
+    it("shows members the sessions they may read, their computers and keys, never the organization's administration", async () => {
       const org = await createOrganization(writer);
       const owner = await createUser(writer, Role.Owner, org);
       const member = await createUser(writer, Role.Member, org);
@@ -218,21 +227,34 @@ describe('Event streams and lists', () => {
       const guestLive = await stream(guest, '/api/v0/events');
       const ownerLive = await stream(owner, '/api/v0/events');
 
-      const ownerSession = await session(owner, 'the owner\'s');
-      const otherSession = await session(other, 'another member\'s');
-      const memberSession = await session(member, 'the member\'s');
-      await writer.http().patch(CONTROLS).set(owner.auth).send({ settings: { restrictMemberVisibility: true } }).expect(200);
+      const ownerSession = await session(owner, "the owner's");
+      const otherSession = await session(other, "another member's");
+      const memberSession = await session(member, "the member's");
+      await writer
+        .http()
+        .patch(CONTROLS)
+        .set(owner.auth)
+        .send({ settings: { restrictMemberVisibility: true } })
+        .expect(200);
       const hidden = await session(other, 'hidden now');
       await post(other, `/api/v0/sessions/${hidden}/messages`, { text: 'secret' }).expect(200);
       await post(member, `/api/v0/sessions/${memberSession}/messages`, { text: 'mine' }).expect(200);
       await post(other, '/settings/api-keys', { name: 'theirs' }).expect(201);
       await post(member, '/settings/api-keys', { name: 'mine' }).expect(201);
       await post(owner, '/api/v0/organization/members', { email: 'new@example.test', name: 'New', role: 'member' }).expect(201);
-      const computer = await post(member, '/api/v0/computers', { name: 'mine', provider: 'byom', hostId: '6f1c2a4e-8b3d-4e5f-9a7b-1c2d3e4f5a6b', remoteUser: 'dev' }).expect(201);
-      await post(other, '/api/v0/computers', { name: 'theirs', provider: 'byom', hostId: '7f1c2a4e-8b3d-4e5f-9a7b-1c2d3e4f5a6b', remoteUser: 'dev' }).expect(201);
+      const computer = await post(member, '/api/v0/computers', {
+        name: 'mine',
+        provider: 'byom',
+        hostId: '6f1c2a4e-8b3d-4e5f-9a7b-1c2d3e4f5a6b',
+        remoteUser: 'dev',
+      }).expect(201);
+      await post(other, '/api/v0/computers', { name: 'theirs', provider: 'byom', hostId: '7f1c2a4e-8b3d-4e5f-9a7b-1c2d3e4f5a6b', remoteUser: 'dev' }).expect(
+        201,
+      );
       const marker = await session(member, 'marker');
 
-      for (const live of [memberLive, guestLive, ownerLive]) await live.until((s) => payloads(s).some((e) => e.type === 'session.created' && e.sessionId === marker) || s === guestLive, 'the marker');
+      for (const live of [memberLive, guestLive, ownerLive])
+        await live.until((s) => payloads(s).some((e) => e.type === 'session.created' && e.sessionId === marker) || s === guestLive, 'the marker');
       await ownerLive.until((s) => payloads(s).some((e) => e.sessionId === marker), 'the marker (owner)');
       await sleep(300);
       for (const live of [memberLive, guestLive, ownerLive]) live.close();
@@ -254,7 +276,9 @@ describe('Event streams and lists', () => {
       expect(payloads(guestLive)).toEqual([]);
       // The owner sees it all.
       const owner_ = payloads(ownerLive);
-      expect(owner_.map((e) => e.type)).toEqual(expect.arrayContaining(['controls.revised', 'member.changed', 'api_key.created', 'computer.created', 'message.added']));
+      expect(owner_.map((e) => e.type)).toEqual(
+        expect.arrayContaining(['controls.revised', 'member.changed', 'api_key.created', 'computer.created', 'message.added']),
+      );
       expect(owner_.some((e) => e.sessionId === hidden)).toBe(true);
 
       // The list follows the same rules as they are now: the sessions of others are hidden since the restriction (the
@@ -275,7 +299,9 @@ describe('Event streams and lists', () => {
       // Its key's api_key.created is event 1, the sessions 2 to 5.
       for (let i = 0; i < 4; i++) await session(owner, `s${i}`);
       // The first three events become older than EVENT_RETENTION_DAYS, and the retention sweep forgets them.
-      await writer.app.get(DataSource).query(`UPDATE events SET occurred_at = now() - interval '40 days' WHERE organization_id = $1 AND seq <= 3`, [owner.organizationId]);
+      await writer.app
+        .get(DataSource)
+        .query(`UPDATE events SET occurred_at = now() - interval '40 days' WHERE organization_id = $1 AND seq <= 3`, [owner.organizationId]);
       expect(await writer.app.get(EventLog).forgetExpired()).toBeGreaterThanOrEqual(3);
 
       const tooOld = await stream(owner, '/api/v0/events', { 'Last-Event-ID': '1' });
@@ -326,9 +352,24 @@ describe('Event streams and lists', () => {
       const sessionPage = await reader.http().get(`/api/v0/sessions/${sessionId}/events?limit=1`).set(owner.auth).expect(200);
       expect(sessionPage.body.pagination.hasMore).toBe(false);
       const cursor = pages[0].pagination.nextCursor as string;
-      expectV0Error(await reader.http().get(`/api/v0/sessions/${sessionId}/events?cursor=${encodeURIComponent(cursor)}`).set(owner.auth), 400, 'invalid_cursor');
-      expectV0Error(await reader.http().get(`/api/v0/events?after=1&cursor=${encodeURIComponent(cursor)}`).set(owner.auth), 400, 'validation_failed');
-      for (const q of ['limit=0', 'limit=101', 'after=-1', 'after=x']) expectV0Error(await reader.http().get(`/api/v0/events?${q}`).set(owner.auth), 400, 'validation_failed');
+      expectV0Error(
+        await reader
+          .http()
+          .get(`/api/v0/sessions/${sessionId}/events?cursor=${encodeURIComponent(cursor)}`)
+          .set(owner.auth),
+        400,
+        'invalid_cursor',
+      );
+      expectV0Error(
+        await reader
+          .http()
+          .get(`/api/v0/events?after=1&cursor=${encodeURIComponent(cursor)}`)
+          .set(owner.auth),
+        400,
+        'validation_failed',
+      );
+      for (const q of ['limit=0', 'limit=101', 'after=-1', 'after=x'])
+        expectV0Error(await reader.http().get(`/api/v0/events?${q}`).set(owner.auth), 400, 'validation_failed');
     });
   });
 
@@ -376,23 +417,39 @@ describe('Event streams and lists', () => {
       const owner = await createUser(writer, Role.Owner, org);
       const member = await createUser(writer, Role.Member, org);
       const other = await createUser(writer, Role.Member, org);
-      const computer = await post(member, '/api/v0/computers', { name: 'doomed', provider: 'byom', hostId: '8f1c2a4e-8b3d-4e5f-9a7b-1c2d3e4f5a6b', remoteUser: 'dev' }).expect(201);
+      const computer = await post(member, '/api/v0/computers', {
+        name: 'doomed',
+        provider: 'byom',
+        hostId: '8f1c2a4e-8b3d-4e5f-9a7b-1c2d3e4f5a6b',
+        remoteUser: 'dev',
+      }).expect(201);
       const agentAuth = { authorization: `Bearer ${computer.body.agentToken as string}` };
       await reader.http().post('/api/v0/agent/claims').set(agentAuth).send({ waitMs: 0 }).expect(200);
       const [ownerLive, memberLive, otherLive] = await Promise.all([owner, member, other].map((user) => stream(user, '/api/v0/events')));
-      await writer.http().delete(`/api/v0/computers/${computer.body.id as string}`).set(member.auth).expect(204);
+      await writer
+        .http()
+        .delete(`/api/v0/computers/${computer.body.id as string}`)
+        .set(member.auth)
+        .expect(204);
       for (const app of [writer, reader]) await app.http().post('/api/v0/agent/claims').set(agentAuth).send({ waitMs: 0 }).expect(401);
       const deleted = (live: SseStream) => payloads(live).filter((e) => e.type === 'computer.deleted');
       for (const live of [ownerLive, memberLive]) await live.until((l) => deleted(l).length > 0, 'computer.deleted');
       const [event] = deleted(memberLive);
-      expect(event).toMatchObject({ target: { kind: 'computer', id: computer.body.id }, data: { computerId: computer.body.id, name: 'doomed', provider: 'byom', ownerId: member.userId } });
+      expect(event).toMatchObject({
+        target: { kind: 'computer', id: computer.body.id },
+        data: { computerId: computer.body.id, name: 'doomed', provider: 'byom', ownerId: member.userId },
+      });
       expect(validateEvent(event)).toBe(true);
       const marker = await session(other, 'after the deletion');
       await otherLive.until((l) => payloads(l).some((e) => e.sessionId === marker), 'the marker');
       expect(deleted(otherLive)).toEqual([]);
       for (const live of [ownerLive, memberLive, otherLive]) live.close();
       // Deleted once: the second delete is 404 and writes no event.
-      await writer.http().delete(`/api/v0/computers/${computer.body.id as string}`).set(member.auth).expect(404);
+      await writer
+        .http()
+        .delete(`/api/v0/computers/${computer.body.id as string}`)
+        .set(member.auth)
+        .expect(404);
       expect((await reader.app.get(EventLog).read(org.id, { after: 0, limit: 100, types: ['computer.deleted'] })).length).toBe(1);
     });
 

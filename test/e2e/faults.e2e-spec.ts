@@ -131,7 +131,9 @@ describe('Faults: slow, vanishing, bursting and malformed clients', () => {
     const body = JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4)) as Line;
     expect(body).toMatchObject({ status: 400, title: 'Bad Request', metadata: { code: 'malformed_request' } });
     await sleep(50);
-    expect(accessLines(server).filter((line) => line.reason === 'HPE_INVALID_CONTENT_LENGTH' || line.reason === 'HPE_UNEXPECTED_CONTENT_LENGTH')).toHaveLength(1);
+    expect(accessLines(server).filter((line) => line.reason === 'HPE_INVALID_CONTENT_LENGTH' || line.reason === 'HPE_UNEXPECTED_CONTENT_LENGTH')).toHaveLength(
+      1,
+    );
   });
 
   it('headers too large for the parser answer 431 in the v0 body and are logged once', async () => {

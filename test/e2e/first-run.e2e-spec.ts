@@ -17,7 +17,11 @@ async function call(base: string, method: string, path: string, body?: unknown, 
   return { status: res.status, body: (await res.json()) as Json };
 }
 
-const setupBody = (setupToken: string) => ({ setupToken, organization: { slug: 'acme', name: 'Acme' }, owner: { email: 'Owner@Acme.example', name: 'The Owner' } });
+const setupBody = (setupToken: string) => ({
+  setupToken,
+  organization: { slug: 'acme', name: 'Acme' },
+  owner: { email: 'Owner@Acme.example', name: 'The Owner' },
+});
 const tokenIn = (output: string) => /setup token (setup_[A-Za-z0-9_-]+)/.exec(output)?.[1];
 
 /**
@@ -55,7 +59,11 @@ describe('First run (e2e, real processes)', () => {
 
     const done = await call(server.url, 'POST', '/api/v0/setup', setupBody(token!));
     expect(done.status).toBe(201);
-    expect(done.body).toMatchObject({ organization: { slug: 'acme', name: 'Acme' }, owner: { email: 'owner@acme.example', role: 'owner', kind: 'human' }, apiKey: { key: expect.stringMatching(/^apk_/) } });
+    expect(done.body).toMatchObject({
+      organization: { slug: 'acme', name: 'Acme' },
+      owner: { email: 'owner@acme.example', role: 'owner', kind: 'human' },
+      apiKey: { key: expect.stringMatching(/^apk_/) },
+    });
     const members = await call(server.url, 'GET', '/api/v0/organization/members', undefined, done.body.apiKey.key as string);
     expect(members.status).toBe(200);
     expect(members.body.members.map((m: Json) => m.email)).toEqual(['owner@acme.example']);
@@ -118,7 +126,9 @@ describe('First run (e2e, real processes)', () => {
     const { stdout } = await promisify(execFile)(process.execPath, ['-e', attempt], nobody);
     expect(stdout).toMatch(/^REFUSED (EACCES|ENOENT)$/);
     // Nor through the CLI, which can read neither the data directory nor the socket.
-    const viaCli = await promisify(execFile)(process.execPath, ['dist/cli/main.js', 'org:list'], { ...nobody, env: { ...nobody.env, ...database.env } }).catch((error: { code: number; stdout: string }) => error);
+    const viaCli = await promisify(execFile)(process.execPath, ['dist/cli/main.js', 'org:list'], { ...nobody, env: { ...nobody.env, ...database.env } }).catch(
+      (error: { code: number; stdout: string }) => error,
+    );
     expect(viaCli).toMatchObject({ code: expect.any(Number) });
     expect(viaCli.stdout).not.toMatch(/evil|acme/);
     expect((await cli('org:list')).stdout.trim()).toBe('[]');

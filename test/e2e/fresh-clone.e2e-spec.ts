@@ -109,7 +109,12 @@ describe('A fresh clone', () => {
     const stop = async () => {
       signalGroup(child, 'SIGINT');
       const deadline = Date.now() + 20_000;
-      while (await fetch(`http://127.0.0.1:${port}/livez`).then(() => true, () => false)) {
+      while (
+        await fetch(`http://127.0.0.1:${port}/livez`).then(
+          () => true,
+          () => false,
+        )
+      ) {
         if (Date.now() > deadline) throw new Error(`npm run ${script} still listens 20 s after Ctrl-C`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
@@ -117,69 +122,73 @@ describe('A fresh clone', () => {
     return { ms, cpuMs, output: () => output, stop };
   };
 
-  (hasGit ? it : it.skip)('clones, installs, runs the demo and answers an API call with a demo key within the budget; a second start listens in 3 s', async () => {
-    const times: Record<string, number> = {};
-    const began = Date.now();
-    dir = await mkdtemp(join(tmpdir(), 'fresh-clone-'));
-    const clone = join(dir, 'agent-platform');
+  (hasGit ? it : it.skip)(
+    'clones, installs, runs the demo and answers an API call with a demo key within the budget; a second start listens in 3 s',
+    async () => {
+      const times: Record<string, number> = {};
+      const began = Date.now();
+      dir = await mkdtemp(join(tmpdir(), 'fresh-clone-'));
+      const clone = join(dir, 'agent-platform');
 
-    let at = Date.now();
-    await run('git', ['clone', '--quiet', ROOT, clone], dir);
-    times.clone = Date.now() - at;
-    expect(existsSync(join(clone, 'node_modules'))).toBe(false);
-    expect(existsSync(join(clone, 'dist'))).toBe(false);
+      let at = Date.now();
+      await run('git', ['clone', '--quiet', ROOT, clone], dir);
+      times.clone = Date.now() - at;
+      expect(existsSync(join(clone, 'node_modules'))).toBe(false);
+      expect(existsSync(join(clone, 'dist'))).toBe(false);
 
-    // The README's first command. --prefer-offline reuses the npm cache (what a second clone on a machine would do).
-    at = Date.now();
-    const install = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], clone);
-    times.install = Date.now() - at;
-    // No package refuses the running Node (test/e2e/engines.e2e-spec.ts checks every declared one).
-    expect([...install.matchAll(/EBADENGINE +package: '(.+)@[^@]+'/g)].map((m) => m[1])).toEqual([]);
-    expect(existsSync(join(clone, 'dist', 'main.js'))).toBe(true);
-    // ...and built the web console.
-    expect(existsSync(join(clone, 'dist', 'web', 'index.html'))).toBe(true);
+      // The README's first command. --prefer-offline reuses the npm cache (what a second clone on a machine would do).
+      at = Date.now();
+      const install = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], clone);
+      times.install = Date.now() - at;
+      // No package refuses the running Node (test/e2e/engines.e2e-spec.ts checks every declared one).
+      expect([...install.matchAll(/EBADENGINE +package: '(.+)@[^@]+'/g)].map((m) => m[1])).toEqual([]);
+      expect(existsSync(join(clone, 'dist', 'main.js'))).toBe(true);
+      // ...and built the web console.
+      expect(existsSync(join(clone, 'dist', 'web', 'index.html'))).toBe(true);
 
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const dataDir = join(dir, 'data');
-    const keyFile = join(dataDir, 'demo-keys.json');
-    const ownerKey = async () => (JSON.parse(await readFile(keyFile, 'utf8')) as Record<string, Record<string, string>>).acme.owner;
-    const authorized = async () => {
-      if (!existsSync(keyFile)) return false;
+      const port = await freePort();
+      const url = `http://127.0.0.1:${port}`;
+      const dataDir = join(dir, 'data');
+      const keyFile = join(dataDir, 'demo-keys.json');
+      const ownerKey = async () => (JSON.parse(await readFile(keyFile, 'utf8')) as Record<string, Record<string, string>>).acme.owner;
+      const authorized = async () => {
+        if (!existsSync(keyFile)) return false;
+        const res = await fetch(`${url}/settings/api-keys`, { headers: { Authorization: `Bearer ${await ownerKey()}` } });
+        return res.status === 200;
+      };
+      const demo = await serve('demo', clone, dataDir, port, authorized, FIRST_200_BUDGET_MS);
+      times.demoToFirst200 = demo.ms;
+      times.cloneToFirst200 = Date.now() - began;
+      // Nothing changed since `npm install` built it: no compiling on start, no console build either.
+      expect(demo.output()).not.toMatch(/compiling|building it/);
+      await demo.stop();
+
+      // The operator's daily start: nothing changed, data already there.
+      const listening = async () => (await fetch(`${url}/healthz`)).status === 200;
+      const load = loadFactor();
+      const again = await serve('start', clone, dataDir, port, listening, 30_000);
+      times.startToListening = again.ms;
+      if (again.cpuMs !== undefined) times.startCpu = again.cpuMs;
+      expect(again.output()).not.toMatch(/compiling|building it/);
       const res = await fetch(`${url}/settings/api-keys`, { headers: { Authorization: `Bearer ${await ownerKey()}` } });
-      return res.status === 200;
-    };
-    const demo = await serve('demo', clone, dataDir, port, authorized, FIRST_200_BUDGET_MS);
-    times.demoToFirst200 = demo.ms;
-    times.cloneToFirst200 = Date.now() - began;
-    // Nothing changed since `npm install` built it: no compiling on start, no console build either.
-    expect(demo.output()).not.toMatch(/compiling|building it/);
-    await demo.stop();
+      expect(res.status).toBe(200);
+      // The README's promise: the console at the same address.
+      const page = await fetch(`${url}/settings/api-keys`, { headers: { Accept: 'text/html' } });
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('<div id="root"></div>');
+      await again.stop();
 
-    // The operator's daily start: nothing changed, data already there.
-    const listening = async () => (await fetch(`${url}/healthz`)).status === 200;
-    const load = loadFactor();
-    const again = await serve('start', clone, dataDir, port, listening, 30_000);
-    times.startToListening = again.ms;
-    if (again.cpuMs !== undefined) times.startCpu = again.cpuMs;
-    expect(again.output()).not.toMatch(/compiling|building it/);
-    const res = await fetch(`${url}/settings/api-keys`, { headers: { Authorization: `Bearer ${await ownerKey()}` } });
-    expect(res.status).toBe(200);
-    // The README's promise: the console at the same address.
-    const page = await fetch(`${url}/settings/api-keys`, { headers: { Accept: 'text/html' } });
-    expect(page.status).toBe(200);
-    expect(await page.text()).toContain('<div id="root"></div>');
-    await again.stop();
-
-    console.log(
-      `fresh clone (ms): ${Object.entries(times)
-        .map(([k, v]) => `${k} ${v}`)
-        .join(', ')}; load per core at the second start ${load.toFixed(1)} (start budget ${Math.round(START_BUDGET_MS * load)} ms)`,
-    );
-    expect(times.install).toBeLessThan(INSTALL_BUDGET_MS);
-    expect(times.cloneToFirst200 - times.install).toBeLessThan(FIRST_200_BUDGET_MS);
-    expect(times.startToListening).toBeLessThan(START_BUDGET_MS * load);
-  }, 600_000);
+      console.log(
+        `fresh clone (ms): ${Object.entries(times)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}; load per core at the second start ${load.toFixed(1)} (start budget ${Math.round(START_BUDGET_MS * load)} ms)`,
+      );
+      expect(times.install).toBeLessThan(INSTALL_BUDGET_MS);
+      expect(times.cloneToFirst200 - times.install).toBeLessThan(FIRST_200_BUDGET_MS);
+      expect(times.startToListening).toBeLessThan(START_BUDGET_MS * load);
+    },
+    600_000,
+  );
 
   if (!hasGit) it('is skipped: git is not installed', () => console.log('fresh-clone test skipped: git is not installed'));
 });

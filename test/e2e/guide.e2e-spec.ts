@@ -22,7 +22,9 @@ function shellBlocks(from: string, to: string): string[] {
 
 /** Every curl of the guide as [METHOD, path template]: `$VAR` path segments become `{param}`. */
 function curls(): Array<[string, string]> {
-  const commands = GUIDE.replace(/\\\n\s*/g, ' ').split('\n').filter((line) => line.includes('curl '));
+  const commands = GUIDE.replace(/\\\n\s*/g, ' ')
+    .split('\n')
+    .filter((line) => line.includes('curl '));
   return commands.map((line) => {
     const method = /-X (\w+)/.exec(line)?.[1] ?? 'GET';
     const path = /"\$API(\/[^"?]*)/.exec(line)?.[1];
@@ -54,10 +56,13 @@ describe('docs/getting-started.md', () => {
   });
 
   const owner = async () => (JSON.parse(await readFile(join(database.dataDir, 'demo-keys.json'), 'utf8')) as { acme: { owner: string } }).acme.owner;
-  const get = async (path: string) => (await fetch(`${server.url}${path}`, { headers: { Authorization: `Bearer ${await owner()}` } })).json() as Promise<Record<string, unknown>>;
+  const get = async (path: string) =>
+    (await fetch(`${server.url}${path}`, { headers: { Authorization: `Bearer ${await owner()}` } })).json() as Promise<Record<string, unknown>>;
 
   it('names only operations the server has, with their methods', () => {
-    const operations = Object.entries(document.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path.replace(/\{[^}]+\}/g, '{}')}`));
+    const operations = Object.entries(document.paths).flatMap(([path, item]) =>
+      Object.keys(item).map((method) => `${method.toUpperCase()} ${path.replace(/\{[^}]+\}/g, '{}')}`),
+    );
     const documented = curls();
     expect(documented.length).toBeGreaterThanOrEqual(10);
     for (const [method, path] of documented) expect(operations).toContain(`${method} ${path}`);
@@ -82,7 +87,11 @@ describe('docs/getting-started.md', () => {
   it('gives request examples in the OpenAPI document that succeed against the demo (acme owner)', async () => {
     const key = await owner();
     const send = (method: string, path: string, body: unknown) =>
-      fetch(`${server.url}${path}`, { method: method.toUpperCase(), headers: { Authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      fetch(`${server.url}${path}`, {
+        method: method.toUpperCase(),
+        headers: { Authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const published = (method: string, path: string) =>
       (document.paths[path][method] as { requestBody: { content: Record<string, { example?: unknown }> } }).requestBody.content['application/json'].example;
     const ids: Record<string, string> = {};
@@ -104,10 +113,26 @@ describe('docs/getting-started.md', () => {
 
 /** A clone has the repository and nothing beside it: every link of the README and the guide must lead inside it. */
 describe('README and docs/ links', () => {
-  const files = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const files = [
+    'README.md',
+    ...readdirSync(join(ROOT, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
 
   it('has the guide: getting started, concepts, configuration, deployment, security, the API in detail', () => {
-    expect(files).toEqual(expect.arrayContaining(['docs/getting-started.md', 'docs/concepts.md', 'docs/configuration.md', 'docs/deployment.md', 'docs/security.md', 'docs/api.md', 'docs/analytics.md', 'docs/spec-decisions.md']));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'docs/getting-started.md',
+        'docs/concepts.md',
+        'docs/configuration.md',
+        'docs/deployment.md',
+        'docs/security.md',
+        'docs/api.md',
+        'docs/analytics.md',
+        'docs/spec-decisions.md',
+      ]),
+    );
   });
 
   it.each(files)('%s links only to files of the repository that exist, and names no folder beside it', (file) => {

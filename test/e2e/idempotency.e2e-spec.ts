@@ -21,8 +21,11 @@ describe('idempotency key retention', () => {
     expect((await create('second')).status).toBe(422);
 
     const db = t.app.get(DataSource);
-    await db.query(`INSERT INTO idempotency_keys (organization_id, user_id, key, request_hash, status_code, response, created_at)
-                    VALUES ($1, $2, 'recent-key', 'x', 201, '{}', now() - interval '23 hours')`, [owner.organizationId, owner.userId]);
+    await db.query(
+      `INSERT INTO idempotency_keys (organization_id, user_id, key, request_hash, status_code, response, created_at)
+                    VALUES ($1, $2, 'recent-key', 'x', 201, '{}', now() - interval '23 hours')`,
+      [owner.organizationId, owner.userId],
+    );
     await db.query(`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = 'retention-key'`);
     expect(await t.app.get(IdempotencyService).forgetExpiredKeys()).toBe(1);
 

@@ -67,7 +67,11 @@ const pidNamespaceOf = (pid: number) => readlinkSync(`/proc/${pid}/ns/pid`);
 
 /** The one agent process of the computer, once there is exactly one. */
 async function theAgent(computerId: string, what = `the agent of ${computerId}`): Promise<number> {
-  const [pid] = await until(() => agentPids(computerId), (pids) => pids.length === 1, what);
+  const [pid] = await until(
+    () => agentPids(computerId),
+    (pids) => pids.length === 1,
+    what,
+  );
   return pid;
 }
 
@@ -136,7 +140,8 @@ describe('Local agents', () => {
     return seen;
   }
 
-  const messages = async (sessionId: string): Promise<Body[]> => (await api(server.url, owner, 'GET', `/api/v0/sessions/${sessionId}/messages?limit=100`)).body.messages;
+  const messages = async (sessionId: string): Promise<Body[]> =>
+    (await api(server.url, owner, 'GET', `/api/v0/sessions/${sessionId}/messages?limit=100`)).body.messages;
 
   const noModelAnswer = (all: Body[]) => all.find((m) => m.role === 'system' && /No model is configured.*AGENT_MODEL_BASE_URL/s.test(m.content[0]?.text ?? ''));
 
@@ -170,9 +175,17 @@ describe('Local agents', () => {
 
   it('a managed local computer gets its agent once active: connected, its token in its environment, never on its command line', async () => {
     const created = await createComputer({ name: 'workspace', provider: 'local', repos: [repo] });
-    const active = await until(() => api(server.url, owner, 'GET', `/api/v0/computers/${created.id}`), (r) => r.body.status !== 'provisioning', 'the computer to be ready');
+    const active = await until(
+      () => api(server.url, owner, 'GET', `/api/v0/computers/${created.id}`),
+      (r) => r.body.status !== 'provisioning',
+      'the computer to be ready',
+    );
     expect(active.body.status).toBe('active');
-    const connected = await until(() => api(server.url, owner, 'GET', `/api/v0/computers/${created.id}`), (r) => r.body.hostname !== undefined, 'the agent to connect');
+    const connected = await until(
+      () => api(server.url, owner, 'GET', `/api/v0/computers/${created.id}`),
+      (r) => r.body.hostname !== undefined,
+      'the agent to connect',
+    );
     expect(connected.body.hostname).toBe(hostname());
     const listed = (await api(server.url, owner, 'GET', '/api/v0/computers')).body.computers as Body[];
     expect(listed.find((c) => c.id === created.id)?.hostname).toBe(hostname());
@@ -205,7 +218,7 @@ describe('Local agents', () => {
     expect(agentPids(byomId)).toEqual([]);
   });
 
-  it('the agent takes a session\'s message: pending, then running, then idle, answered with how to configure a model', async () => {
+  it("the agent takes a session's message: pending, then running, then idle, answered with how to configure a model", async () => {
     const { sessionId, status } = await say(computer.id, 'Add a README');
     expect(status).toBe('pending');
     const statuses = await statusesUntilIdle(sessionId);
@@ -220,7 +233,11 @@ describe('Local agents', () => {
   it('an agent that dies is started again', async () => {
     process.kill(computer.pid, 'SIGKILL');
     expect(await gone(computer.pid)).toBe(true);
-    const pid = await until(() => agentPids(computer.id), (pids) => pids.length === 1 && pids[0] !== computer.pid, 'a new agent');
+    const pid = await until(
+      () => agentPids(computer.id),
+      (pids) => pids.length === 1 && pids[0] !== computer.pid,
+      'a new agent',
+    );
     expect(environmentOf(pid[0]).AGENT_TOKEN).toBe(computer.token);
     computer.pid = pid[0];
   });
@@ -229,7 +246,11 @@ describe('Local agents', () => {
     const rotated = await api(server.url, owner, 'POST', `/api/v0/computers/${computer.id}/agent-token`);
     expect(rotated.body.agentToken).toMatch(TOKEN_SHAPE);
     tokens.push(rotated.body.agentToken);
-    const [pid] = await until(() => agentPids(computer.id), (pids) => pids.length === 1 && pids[0] !== computer.pid, 'the agent to restart');
+    const [pid] = await until(
+      () => agentPids(computer.id),
+      (pids) => pids.length === 1 && pids[0] !== computer.pid,
+      'the agent to restart',
+    );
     expect(running(computer.pid)).toBe(false);
     expect(environmentOf(pid).AGENT_TOKEN).toBe(rotated.body.agentToken);
     const old = await fetch(`${server.url}/api/v0/agent/connect`, {
@@ -247,9 +268,13 @@ describe('Local agents', () => {
     expect(agentPids(computer.id)).toEqual([pid]);
   });
 
-  it('deleting a computer stops its agent at once and removes its workspace and the agent\'s files', async () => {
+  it("deleting a computer stops its agent at once and removes its workspace and the agent's files", async () => {
     const created = await createComputer({ name: 'doomed', provider: 'local' });
-    await until(() => api(server.url, owner, 'GET', `/api/v0/computers/${created.id}`), (r) => r.body.hostname !== undefined, 'the agent to connect');
+    await until(
+      () => api(server.url, owner, 'GET', `/api/v0/computers/${created.id}`),
+      (r) => r.body.hostname !== undefined,
+      'the agent to connect',
+    );
     const pid = await theAgent(created.id);
     const stateDir = environmentOf(pid).AGENT_STATE_DIR;
     expect(existsSync(stateDir)).toBe(true);
@@ -269,12 +294,25 @@ describe('Local agents', () => {
     // Busy and silent when its server dies (a 30 s hook): no write of its own to the dead server's pipe would make it fail.
     writeHooks(JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: 'sleep 30' }] }] } }));
     const { sessionId } = await say(computer.id, 'Take your time');
-    await until(async () => (await api(server.url, owner, 'GET', `/api/v0/sessions/${sessionId}`)).body.status, (status) => status === 'running', 'the turn to start');
+    await until(
+      async () => (await api(server.url, owner, 'GET', `/api/v0/sessions/${sessionId}`)).body.status,
+      (status) => status === 'running',
+      'the turn to start',
+    );
     await sleep(500);
     server.child.kill('SIGKILL');
-    await until(() => server.child.exitCode !== null || server.child.signalCode !== null, (done) => done, 'the server to die');
+    await until(
+      () => server.child.exitCode !== null || server.child.signalCode !== null,
+      (done) => done,
+      'the server to die',
+    );
     try {
-      await until(() => running(computer.pid), (alive) => !alive, 'the orphaned agent to stop', 5_000);
+      await until(
+        () => running(computer.pid),
+        (alive) => !alive,
+        'the orphaned agent to stop',
+        5_000,
+      );
     } finally {
       writeHooks(QUICK_HOOKS);
     }
@@ -286,7 +324,7 @@ describe('Local agents', () => {
     computer.pid = pid;
   });
 
-  it('stopping the server stops its agents; no token ever appears in the server\'s output', async () => {
+  it("stopping the server stops its agents; no token ever appears in the server's output", async () => {
     expect(await server.stop()).toBe(0);
     expect(await gone(computer.pid)).toBe(true);
     expect(agentPids(computer.id)).toEqual([]);
@@ -301,7 +339,7 @@ describe('Local agents', () => {
     }
   });
 
-  it('the stored token is an envelope that only the computer\'s own context decrypts; BYOM computers store none', async () => {
+  it("the stored token is an envelope that only the computer's own context decrypts; BYOM computers store none", async () => {
     const config = loadConfig(database.env);
     const db = await openDatabase(config);
     try {
@@ -328,29 +366,38 @@ describe('Local agents', () => {
     expect(await server.stop()).toBe(0);
   });
 
-  (serverUrl() ? it : it.skip)('on several instances sharing PostgreSQL, one runs each agent; when it dies another takes the agent over', async () => {
-    const first = await start();
-    const second = await start();
-    server = first;
-    try {
-      const pid = await theAgent(computer.id);
-      const runner = ancestorsOf(pid).includes(first.child.pid!) ? first : second;
-      expect(ancestorsOf(pid)).toContain(runner.child.pid);
-      // Both instances look at the computers every 5 s: still one agent after both have looked again.
-      await sleep(6_000);
-      expect(agentPids(computer.id)).toEqual([pid]);
+  (serverUrl() ? it : it.skip)(
+    'on several instances sharing PostgreSQL, one runs each agent; when it dies another takes the agent over',
+    async () => {
+      const first = await start();
+      const second = await start();
+      server = first;
+      try {
+        const pid = await theAgent(computer.id);
+        const runner = ancestorsOf(pid).includes(first.child.pid!) ? first : second;
+        expect(ancestorsOf(pid)).toContain(runner.child.pid);
+        // Both instances look at the computers every 5 s: still one agent after both have looked again.
+        await sleep(6_000);
+        expect(agentPids(computer.id)).toEqual([pid]);
 
-      const survivor = runner === first ? second : first;
-      runner.child.kill('SIGKILL');
-      await until(() => running(pid), (alive) => !alive, 'the dead instance\'s agent to stop', 5_000);
-      const next = await theAgent(computer.id, 'the other instance to take the agent over');
-      expect(ancestorsOf(next)).toContain(survivor.child.pid);
-      server = survivor;
-      await sleep(6_000);
-      expect(agentPids(computer.id)).toEqual([next]);
-    } finally {
-      await first.stop();
-      await second.stop();
-    }
-  }, 90_000);
+        const survivor = runner === first ? second : first;
+        runner.child.kill('SIGKILL');
+        await until(
+          () => running(pid),
+          (alive) => !alive,
+          "the dead instance's agent to stop",
+          5_000,
+        );
+        const next = await theAgent(computer.id, 'the other instance to take the agent over');
+        expect(ancestorsOf(next)).toContain(survivor.child.pid);
+        server = survivor;
+        await sleep(6_000);
+        expect(agentPids(computer.id)).toEqual([next]);
+      } finally {
+        await first.stop();
+        await second.stop();
+      }
+    },
+    90_000,
+  );
 });

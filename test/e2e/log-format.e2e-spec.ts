@@ -42,7 +42,10 @@ describe('Logs for people and for machines', () => {
   async function waitFor(server: ServerProcess, ids: string[]): Promise<string[]> {
     let lines: string[] = [];
     for (let i = 0; i < 100; i++) {
-      lines = server.output().split('\n').filter((line) => ids.some((id) => line.includes(id)));
+      lines = server
+        .output()
+        .split('\n')
+        .filter((line) => ids.some((id) => line.includes(id)));
       if (lines.length >= ids.length) break;
       await sleep(20);
     }
@@ -72,8 +75,22 @@ describe('Logs for people and for machines', () => {
       const lines = (await waitFor(server, ['json-get', 'json-post', 'json-list'])).map((line) => JSON.parse(line) as Record<string, unknown>);
       expect(lines).toHaveLength(3);
       expect(lines).toEqual([
-        expect.objectContaining({ context: 'Access', method: 'GET', route: '/api/v0/sessions/:sessionId', status: 400, durationMs: expect.any(Number), requestId: 'json-get' }),
-        expect.objectContaining({ context: 'Access', method: 'POST', route: '/api/v0/sessions', status: 201, durationMs: expect.any(Number), requestId: 'json-post' }),
+        expect.objectContaining({
+          context: 'Access',
+          method: 'GET',
+          route: '/api/v0/sessions/:sessionId',
+          status: 400,
+          durationMs: expect.any(Number),
+          requestId: 'json-get',
+        }),
+        expect.objectContaining({
+          context: 'Access',
+          method: 'POST',
+          route: '/api/v0/sessions',
+          status: 201,
+          durationMs: expect.any(Number),
+          requestId: 'json-post',
+        }),
         expect.objectContaining({ context: 'Access', method: 'GET', route: '/api/v0/sessions', status: 400, requestId: 'json-list' }),
       ]);
       expect(server.output()).not.toContain(secret);

@@ -69,12 +69,19 @@ function helpers(getApp: () => TestApp) {
     },
     /** Adds a user message (routed to `computerId` if given); resolves when the answer arrived. */
     async say(user: TestUser, sessionId: string, text: string, computerId?: string, t: TestApp = getApp()): Promise<number> {
-      const res = await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(user.auth).send({ text, ...(computerId ? { computerId } : {}) });
+      const res = await t
+        .http()
+        .post(`/api/v0/sessions/${sessionId}/messages`)
+        .set(user.auth)
+        .send({ text, ...(computerId ? { computerId } : {}) });
       expect(res.status).toBe(200);
       return Date.now();
     },
     async computer(owner: TestUser): Promise<{ id: string; auth: Auth }> {
-      const res = await http().post('/api/v0/computers').set(owner.auth).send({ name: `c-${randomUUID().slice(0, 6)}`, provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' });
+      const res = await http()
+        .post('/api/v0/computers')
+        .set(owner.auth)
+        .send({ name: `c-${randomUUID().slice(0, 6)}`, provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' });
       expect(res.status).toBe(201);
       return { id: res.body.id as string, auth: { Authorization: `Bearer ${res.body.agentToken as string}` } };
     },
@@ -165,7 +172,6 @@ describe('Long polls', () => {
       expect(Date.now() - started).toBeLessThan(200);
       for (const poll of polls) poll.cut();
     });
-
   });
 
   describe('caps (LONG_POLLS_PER_COMPUTER=2, LONG_POLLS_PER_ORGANIZATION=3)', () => {
@@ -222,7 +228,11 @@ describe('Long polls', () => {
       const owner = await createUser(t, Role.Owner, org);
       const member = await createUser(t, Role.Member, org);
       const computer = await api.computer(owner);
-      const polls = [openClaim(t, owner.auth, { waitMs: 10_000 }), openClaim(t, member.auth, { waitMs: 10_000 }), openClaim(t, computer.auth, { waitMs: 10_000 })];
+      const polls = [
+        openClaim(t, owner.auth, { waitMs: 10_000 }),
+        openClaim(t, member.auth, { waitMs: 10_000 }),
+        openClaim(t, computer.auth, { waitMs: 10_000 }),
+      ];
       await sleep(200);
       expectTooMany(await answered(openClaim(t, owner.auth, { waitMs: 10_000 })), 'LONG_POLLS_PER_ORGANIZATION', 3);
       expectTooMany(await answered(openClaim(t, computer.auth, { waitMs: 10_000 })), 'LONG_POLLS_PER_ORGANIZATION', 3);
@@ -245,7 +255,13 @@ describe('Long polls', () => {
         for (let i = 0; i < 3; i++) expect((await answered(openClaim(t, computer.auth, { waitMs: 10_000 }))).status).toBe(429);
         const quota = log.mock.calls.map(([entry]) => entry as Record<string, unknown>).filter((entry) => entry?.security === 'quota.exceeded');
         expect(quota).toEqual([
-          expect.objectContaining({ organizationId: owner.organizationId, credentialId: `computer:${computer.id}`, quota: 'LONG_POLLS_PER_COMPUTER', limit: 2, computerId: computer.id }),
+          expect.objectContaining({
+            organizationId: owner.organizationId,
+            credentialId: `computer:${computer.id}`,
+            quota: 'LONG_POLLS_PER_COMPUTER',
+            limit: 2,
+            computerId: computer.id,
+          }),
         ]);
       } finally {
         log.mockRestore();
@@ -266,77 +282,77 @@ describe('Long polls in numbers', () => {
     await t?.close();
   });
 
-    it('one arrival among 20 waiting polls of one queue: one poll takes it, the others keep waiting, and the database sees about one look, not 20', async () => {
-      const owner = await createUser(t, Role.Owner);
-      const sessionId = await api.session(owner);
-      // What an add-message costs by itself: the same request in an organization where no one waits.
-      const other = await createUser(t, Role.Owner);
-      const otherSession = await api.session(other);
-      const polls = Array.from({ length: 20 }, () => openClaim(t, owner.auth, { waitMs: 10_000 }));
-      await sleep(300);
-      await quiet(t);
-      const baseline = countCheckouts(t);
-      await api.say(other, otherSession, 'no one waits here');
-      await sleep(200);
-      baseline.stop();
-      const checkouts = countCheckouts(t);
-      const addedAt = await api.say(owner, sessionId, 'one piece of work');
-      const winner = await Promise.race(polls.map((p) => answered(p)));
-      await sleep(300);
-      checkouts.stop();
-      expect(winner.body.work).toMatchObject({ sessionId });
-      // Woken by the arrival, not by a recheck (30 s) or the end of the wait (10 s); speed itself is the bench's to measure.
-      expect(winner.at - addedAt).toBeLessThan(1_000);
-      expect(await settledAmong(polls)).toBe(1);
-      // The add-message itself, plus the winner's look and the one poll it passed the turn on to, about 3: not one look per
-      // waiting poll (20). The margin takes the odd extra look seen under CI's load on PostgreSQL.
-      expect(checkouts.count() - baseline.count()).toBeLessThanOrEqual(6);
-      for (const poll of polls) poll.cut();
-    });
+  it('one arrival among 20 waiting polls of one queue: one poll takes it, the others keep waiting, and the database sees about one look, not 20', async () => {
+    const owner = await createUser(t, Role.Owner);
+    const sessionId = await api.session(owner);
+    // What an add-message costs by itself: the same request in an organization where no one waits.
+    const other = await createUser(t, Role.Owner);
+    const otherSession = await api.session(other);
+    const polls = Array.from({ length: 20 }, () => openClaim(t, owner.auth, { waitMs: 10_000 }));
+    await sleep(300);
+    await quiet(t);
+    const baseline = countCheckouts(t);
+    await api.say(other, otherSession, 'no one waits here');
+    await sleep(200);
+    baseline.stop();
+    const checkouts = countCheckouts(t);
+    const addedAt = await api.say(owner, sessionId, 'one piece of work');
+    const winner = await Promise.race(polls.map((p) => answered(p)));
+    await sleep(300);
+    checkouts.stop();
+    expect(winner.body.work).toMatchObject({ sessionId });
+    // Woken by the arrival, not by a recheck (30 s) or the end of the wait (10 s); speed itself is the bench's to measure.
+    expect(winner.at - addedAt).toBeLessThan(1_000);
+    expect(await settledAmong(polls)).toBe(1);
+    // The add-message itself, plus the winner's look and the one poll it passed the turn on to, about 3: not one look per
+    // waiting poll (20). The margin takes the odd extra look seen under CI's load on PostgreSQL.
+    expect(checkouts.count() - baseline.count()).toBeLessThanOrEqual(6);
+    for (const poll of polls) poll.cut();
+  });
 
-    it('a poll waiting for a turn’s lease wakes when the lease runs out, not before', async () => {
-      const owner = await createUser(t, Role.Owner);
-      const sessionId = await api.session(owner);
-      await api.say(owner, sessionId, 'work');
-      const first = await t.http().post('/api/v0/agent/claims').set(owner.auth).send({});
-      const expiresAt = first.body.work.leaseExpiresAt as number;
-      const poll = openClaim(t, owner.auth, { waitMs: 10_000 });
-      await sleep(200);
-      await quiet(t);
-      const checkouts = countCheckouts(t);
-      const res = await answered(poll);
-      checkouts.stop();
-      expect(res.body.work).toMatchObject({ sessionId });
-      expect(res.at).toBeGreaterThanOrEqual(expiresAt);
-      expect(res.at - expiresAt).toBeLessThan(300);
-      // About one look at the expiry, not a poll spinning on it every 50 ms (which would be 16 looks or more).
-      expect(checkouts.count()).toBeLessThanOrEqual(6);
-    });
+  it('a poll waiting for a turn’s lease wakes when the lease runs out, not before', async () => {
+    const owner = await createUser(t, Role.Owner);
+    const sessionId = await api.session(owner);
+    await api.say(owner, sessionId, 'work');
+    const first = await t.http().post('/api/v0/agent/claims').set(owner.auth).send({});
+    const expiresAt = first.body.work.leaseExpiresAt as number;
+    const poll = openClaim(t, owner.auth, { waitMs: 10_000 });
+    await sleep(200);
+    await quiet(t);
+    const checkouts = countCheckouts(t);
+    const res = await answered(poll);
+    checkouts.stop();
+    expect(res.body.work).toMatchObject({ sessionId });
+    expect(res.at).toBeGreaterThanOrEqual(expiresAt);
+    expect(res.at - expiresAt).toBeLessThan(300);
+    // About one look at the expiry, not a poll spinning on it every 50 ms (which would be 16 looks or more).
+    expect(checkouts.count()).toBeLessThanOrEqual(6);
+  });
 
-    postgresOnly('PostgreSQL shows no connection of the app active or in a transaction while 50 polls wait', async () => {
-      const owner = await createUser(t, Role.Owner);
-      const computer = await api.computer(owner);
-      const polls = Array.from({ length: 50 }, (_, i) => openClaim(t, i % 2 ? computer.auth : owner.auth, { waitMs: 10_000 }));
+  postgresOnly('PostgreSQL shows no connection of the app active or in a transaction while 50 polls wait', async () => {
+    const owner = await createUser(t, Role.Owner);
+    const computer = await api.computer(owner);
+    const polls = Array.from({ length: 50 }, (_, i) => openClaim(t, i % 2 ? computer.auth : owner.auth, { waitMs: 10_000 }));
+    await sleep(500);
+    const database = new URL(t.database.env.DATABASE_URL).pathname.slice(1);
+    const busy = () =>
+      withAdmin(serverUrl()!, async (client) => {
+        const { rows } = await client.query<{ state: string; n: number }>(
+          `SELECT state, count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() GROUP BY state`,
+          [database],
+        );
+        return rows;
+      });
+    for (let i = 0; i < 3; i++) {
+      const states = await busy();
+      expect(states.filter((s) => s.state !== 'idle')).toEqual([]);
+      // The pools of this file's apps (5 each at most) and one listening connection per app: not one per poll.
+      expect(states.reduce((n, s) => n + s.n, 0)).toBeLessThan(20);
       await sleep(500);
-      const database = new URL(t.database.env.DATABASE_URL).pathname.slice(1);
-      const busy = () =>
-        withAdmin(serverUrl()!, async (client) => {
-          const { rows } = await client.query<{ state: string; n: number }>(
-            `SELECT state, count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() GROUP BY state`,
-            [database],
-          );
-          return rows;
-        });
-      for (let i = 0; i < 3; i++) {
-        const states = await busy();
-        expect(states.filter((s) => s.state !== 'idle')).toEqual([]);
-        // The pools of this file's apps (5 each at most) and one listening connection per app: not one per poll.
-        expect(states.reduce((n, s) => n + s.n, 0)).toBeLessThan(20);
-        await sleep(500);
-      }
-      expect(await settledAmong(polls)).toBe(0);
-      for (const poll of polls) poll.cut();
-    });
+    }
+    expect(await settledAmong(polls)).toBe(0);
+    for (const poll of polls) poll.cut();
+  });
 
   describe('across instances (PostgreSQL)', () => {
     postgresOnly('a poll waiting on one instance is woken within 100 ms by a message added through another', async () => {
@@ -371,7 +387,10 @@ describe('Long polls in numbers', () => {
         const database = new URL(t.database.env.DATABASE_URL).pathname.slice(1);
         const listeners = () =>
           withAdmin(serverUrl()!, async (client) => {
-            const { rows } = await client.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'listen:agent_platform_events'`, [database]);
+            const { rows } = await client.query<{ pid: number }>(
+              `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'listen:agent_platform_events'`,
+              [database],
+            );
             return rows.map((r) => r.pid);
           });
         const before = await until(listeners, (pids) => pids.length === 2, 'one listener per instance', 5_000);

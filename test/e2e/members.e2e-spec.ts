@@ -49,10 +49,17 @@ describe('Members (e2e)', () => {
     }
     const list = await t.http().get(MEMBERS).set(manager.auth).expect(200);
     expect((list.body.members as Json[]).map((m) => m.id)).toEqual(expect.arrayContaining([owner.userId, manager.userId, member.userId, guest.userId]));
-    expect(list.body.members[0]).toEqual({ id: expect.any(String), email: expect.any(String), name: expect.any(String), role: expect.any(String), kind: 'human', createdAt: expect.any(Number) });
+    expect(list.body.members[0]).toEqual({
+      id: expect.any(String),
+      email: expect.any(String),
+      name: expect.any(String),
+      role: expect.any(String),
+      kind: 'human',
+      createdAt: expect.any(Number),
+    });
   });
 
-  it('adds people and service accounts up to one\'s own role, and validates what it is sent', async () => {
+  it("adds people and service accounts up to one's own role, and validates what it is sent", async () => {
     const added = await add(manager.auth, { email: email().toUpperCase(), name: 'New Manager', role: 'manager' }).expect(201);
     expect(added.body).toMatchObject({ role: 'manager', kind: 'human', email: expect.stringMatching(/^[a-z0-9@.-]+$/) });
     expectV0Error(await add(manager.auth, { email: email(), name: 'Would-be owner', role: 'owner' }), 403, 'role_above_yours');
@@ -61,24 +68,41 @@ describe('Members (e2e)', () => {
     expectInvalid(await add(owner.auth, { email: email(), name: 'X', role: 'admin' }), 'role');
     expectInvalid(await add(owner.auth, { email: email(), name: 'line\nbreak', role: 'member' }), 'name');
     expectInvalid(await add(owner.auth, { email: email(), name: '   ', role: 'member' }), 'name');
-    expectInvalid(await t.http().patch(`${MEMBERS}/${added.body.id as string}`).set(owner.auth).send({ name: ' ' }), 'name');
+    expectInvalid(
+      await t
+        .http()
+        .patch(`${MEMBERS}/${added.body.id as string}`)
+        .set(owner.auth)
+        .send({ name: ' ' }),
+      'name',
+    );
     expectInvalid(await add(owner.auth, { email: email(), name: 'X', role: 'member', isAdmin: true }), 'isAdmin');
 
     const bot = await add(owner.auth, { email: email(), name: 'CI bot', role: 'member', kind: 'service_account' }).expect(201);
     const bots = await t.http().get(MEMBERS).query({ kind: 'service_account' }).set(owner.auth).expect(200);
     expect((bots.body.members as Json[]).map((m) => m.id)).toEqual([bot.body.id]);
     // The service account gets keys from an admin, and acts with its own role.
-    const key = await t.http().post(`${MEMBERS}/${bot.body.id as string}/api-keys`).set(manager.auth).send({ name: 'ci' }).expect(201);
+    const key = await t
+      .http()
+      .post(`${MEMBERS}/${bot.body.id as string}/api-keys`)
+      .set(manager.auth)
+      .send({ name: 'ci' })
+      .expect(201);
     const asBot = { Authorization: `Bearer ${key.body.key as string}` };
     expect(key.body.userId).toBe(bot.body.id);
     expectV0Error(await t.http().get(MEMBERS).set(asBot), 403, 'insufficient_role');
     await t.http().get('/api/v0/sessions').set(asBot).expect(200);
     // People make their own keys; a computer may be created for the service account.
     expectV0Error(await t.http().post(`${MEMBERS}/${member.userId}/api-keys`).set(owner.auth).send({ name: 'x' }), 404, 'service_account_not_found');
-    await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'ci', provider: 'byom', hostId: randomUUID(), remoteUser: 'ci', serviceAccountId: bot.body.id }).expect(201);
+    await t
+      .http()
+      .post('/api/v0/computers')
+      .set(owner.auth)
+      .send({ name: 'ci', provider: 'byom', hostId: randomUUID(), remoteUser: 'ci', serviceAccountId: bot.body.id })
+      .expect(201);
   });
 
-  it('changes roles only up to one\'s own, never a higher member, and never away from the last owner', async () => {
+  it("changes roles only up to one's own, never a higher member, and never away from the last owner", async () => {
     const target = await add(owner.auth, { email: email(), name: 'Target', role: 'guest' }).expect(201);
     await change(manager.auth, target.body.id, { role: 'manager', name: 'Promoted' }).expect(200);
     expectV0Error(await change(manager.auth, target.body.id, { role: 'owner' }), 403, 'role_above_yours');
@@ -95,7 +119,15 @@ describe('Members (e2e)', () => {
     expectV0Error(await remove(solo.auth, solo.userId), 409, 'last_owner');
     const second = await t.http().post(MEMBERS).set(solo.auth).send({ email: email(), name: 'Second owner', role: 'owner' }).expect(201);
     await change(solo.auth, solo.userId, { role: 'manager' }).expect(200);
-    expectV0Error(await t.http().patch(`${MEMBERS}/${second.body.id as string}`).set(solo.auth).send({ role: 'member' }), 403, 'role_above_yours');
+    expectV0Error(
+      await t
+        .http()
+        .patch(`${MEMBERS}/${second.body.id as string}`)
+        .set(solo.auth)
+        .send({ role: 'member' }),
+      403,
+      'role_above_yours',
+    );
   });
 
   it('keeps an owner when two owners remove each other at once', async () => {
@@ -114,22 +146,48 @@ describe('Members (e2e)', () => {
   it('removes a member: every credential of theirs stops at once, what they made stays, and adding the address again brings them back', async () => {
     const leaver = await createUser(t, Role.Member, { id: owner.organizationId, slug: owner.organizationSlug });
     const session = await t.http().post('/api/v0/sessions').set(leaver.auth).send({}).expect(201);
-    const computer = await t.http().post('/api/v0/computers').set(leaver.auth).send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' }).expect(201);
+    const computer = await t
+      .http()
+      .post('/api/v0/computers')
+      .set(leaver.auth)
+      .send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' })
+      .expect(201);
     const agent = { Authorization: `Bearer ${computer.body.agentToken as string}` };
-    const jwt = await new SignJWT({ org_id: leaver.organizationId }).setSubject(leaver.userId).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('5m').sign(new TextEncoder().encode(JWT_SECRET));
-    for (const auth of [leaver.auth, agent, { Authorization: `Bearer ${jwt}` }]) await t.http().get(auth === agent ? '/api/v0/agent/policy' : '/api/v0/sessions').set(auth).expect(200);
+    const jwt = await new SignJWT({ org_id: leaver.organizationId })
+      .setSubject(leaver.userId)
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(JWT_SECRET));
+    for (const auth of [leaver.auth, agent, { Authorization: `Bearer ${jwt}` }])
+      await t
+        .http()
+        .get(auth === agent ? '/api/v0/agent/policy' : '/api/v0/sessions')
+        .set(auth)
+        .expect(200);
 
     expectV0Error(await remove(manager.auth, owner.userId), 403, 'role_above_yours');
     const removed = await remove(manager.auth, leaver.userId).expect(200);
     expect(removed.body).toMatchObject({ id: leaver.userId, removedAt: expect.any(Number) });
     expectV0Error(await t.http().get('/api/v0/sessions').set(leaver.auth), 401, 'revoked_api_key');
     expect((await t.http().get('/api/v0/agent/policy').set(agent)).status).toBe(401);
-    expect((await t.http().get('/api/v0/sessions').set({ Authorization: `Bearer ${jwt}` })).status).toBe(401);
+    expect(
+      (
+        await t
+          .http()
+          .get('/api/v0/sessions')
+          .set({ Authorization: `Bearer ${jwt}` })
+      ).status,
+    ).toBe(401);
     expectV0Error(await remove(owner.auth, leaver.userId), 404, 'user_not_found');
     expect(((await t.http().get(MEMBERS).set(owner.auth).expect(200)).body.members as Json[]).map((m) => m.id)).not.toContain(leaver.userId);
 
     // Their session is still there for the organization.
-    await t.http().get(`/api/v0/sessions/${session.body.sessionId as string}`).set(owner.auth).expect(200);
+    await t
+      .http()
+      .get(`/api/v0/sessions/${session.body.sessionId as string}`)
+      .set(owner.auth)
+      .expect(200);
 
     // Back with the same id and a new role; the old key stays revoked.
     const back = await add(owner.auth, { email: leaver.email, name: 'Returned', role: 'guest' }).expect(201);
@@ -137,7 +195,7 @@ describe('Members (e2e)', () => {
     expectV0Error(await t.http().get('/api/v0/sessions').set(leaver.auth), 401, 'revoked_api_key');
   });
 
-  it('answers another organization\'s user as unknown', async () => {
+  it("answers another organization's user as unknown", async () => {
     const stranger = await createUser(t, Role.Member);
     expectV0Error(await change(owner.auth, stranger.userId, { role: 'guest' }), 404, 'user_not_found');
     expectV0Error(await remove(owner.auth, stranger.userId), 404, 'user_not_found');

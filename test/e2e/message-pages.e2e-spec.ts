@@ -49,7 +49,10 @@ describe('Message pages within MESSAGE_PAGE_MAX_BYTES', () => {
   const sized = (label: string, kib: number) => `${label} `.padEnd(kib * KiB, 'x');
 
   async function read(path: string, query: Record<string, string>, user = owner): Promise<PageBody> {
-    const res = await t.http().get(`${path}?${new URLSearchParams(query).toString()}`).set(user.auth);
+    const res = await t
+      .http()
+      .get(`${path}?${new URLSearchParams(query).toString()}`)
+      .set(user.auth);
     expect({ status: res.status, body: res.status === 200 ? 'ok' : res.body }).toEqual({ status: 200, body: 'ok' });
     return res.body as PageBody;
   }
@@ -74,7 +77,10 @@ describe('Message pages within MESSAGE_PAGE_MAX_BYTES', () => {
 
   it('a page of limit 50 over ~90 KiB messages holds 2, says there is more, and the cursor continues with message 3', async () => {
     const sessionId = await newSession();
-    const sent = await say(sessionId, Array.from({ length: 7 }, (_, i) => sized(`m${i + 1}`, 90)));
+    const sent = await say(
+      sessionId,
+      Array.from({ length: 7 }, (_, i) => sized(`m${i + 1}`, 90)),
+    );
 
     const first = await read(messagesOf(sessionId), { limit: '50' });
     expect(first.messages.map((m) => m.id)).toEqual(sent.slice(0, 2));
@@ -94,7 +100,10 @@ describe('Message pages within MESSAGE_PAGE_MAX_BYTES', () => {
   it('the limit still applies when the budget allows more, and small messages fill a page up to the budget', async () => {
     const sessionId = await newSession();
     // 30 of 10 KiB: 300 KiB in all, so a page holds 19 (190 KiB and a little) when the limit allows.
-    const sent = await say(sessionId, Array.from({ length: 30 }, (_, i) => sized(`s${i + 1}`, 10)));
+    const sent = await say(
+      sessionId,
+      Array.from({ length: 30 }, (_, i) => sized(`s${i + 1}`, 10)),
+    );
     const limited = await walk(messagesOf(sessionId), { limit: '5' });
     expect(limited.map((page) => page.messages.length)).toEqual([5, 5, 5, 5, 5, 5]);
     expect(ids(limited)).toEqual(sent);
@@ -118,11 +127,25 @@ describe('Message pages within MESSAGE_PAGE_MAX_BYTES', () => {
     const sent = await say(sessionId, ['n1', sized('n2', 90), sized('n3', 90), 'n4', sized('n5', 90), sized('n6', 90), sized('n7', 90)]);
     const newest = await walk(messagesOf(sessionId), { limit: '3', order: 'newest' });
     // n7 and n6 (~90 KiB each), not n5 (past the budget); then n5, n4, n3 (the limit); then n2, n1.
-    expect(newest.map((page) => page.messages.map((m) => m.id))).toEqual([[sent[6], sent[5]], [sent[4], sent[3], sent[2]], [sent[1], sent[0]]]);
+    expect(newest.map((page) => page.messages.map((m) => m.id))).toEqual([
+      [sent[6], sent[5]],
+      [sent[4], sent[3], sent[2]],
+      [sent[1], sent[0]],
+    ]);
     const oldest = await read(messagesOf(sessionId), { limit: '1' });
-    const crossed = await t.http().get(`${messagesOf(sessionId)}?order=newest&cursor=${encodeURIComponent(oldest.pagination.nextCursor!)}`).set(owner.auth);
+    const crossed = await t
+      .http()
+      .get(`${messagesOf(sessionId)}?order=newest&cursor=${encodeURIComponent(oldest.pagination.nextCursor!)}`)
+      .set(owner.auth);
     expect(crossed.status).toBe(400);
-    expect((await t.http().get(`${messagesOf(sessionId)}?order=latest`).set(owner.auth)).status).toBe(400);
+    expect(
+      (
+        await t
+          .http()
+          .get(`${messagesOf(sessionId)}?order=latest`)
+          .set(owner.auth)
+      ).status,
+    ).toBe(400);
   });
 
   it('with a role filter the budget counts only the messages of that role', async () => {
@@ -137,7 +160,8 @@ describe('Message pages within MESSAGE_PAGE_MAX_BYTES', () => {
     const turnId = claim.body.work.turnId as string;
     const answer = (text: string) => ({ role: 'assistant', content: [{ type: 'text', text }] });
     const big = (label: string) => answer(sized(label, 150));
-    const appended = await t.http()
+    const appended = await t
+      .http()
       .post(`/api/v0/agent/sessions/${sessionId}/messages`)
       .set(user.auth)
       .send({ turnId, messages: [answer('small 1'), big('big 1'), answer('small 2'), big('big 2'), answer('small 3')] });
@@ -173,7 +197,11 @@ describe('Message pages within MESSAGE_PAGE_MAX_BYTES', () => {
     expect(claim.body.work.messagesCursor).toEqual(expect.any(String));
     expect(claim.text.length).toBeLessThan(BUDGET + 20 * KiB);
 
-    const rest = await walk(`/api/v0/agent/sessions/${large}/messages`, { limit: '50', turnId: claim.body.work.turnId as string, cursor: claim.body.work.messagesCursor as string }, user);
+    const rest = await walk(
+      `/api/v0/agent/sessions/${large}/messages`,
+      { limit: '50', turnId: claim.body.work.turnId as string, cursor: claim.body.work.messagesCursor as string },
+      user,
+    );
     expect(ids(rest)).toEqual(sent.slice(2));
     // Each of the rest fills most of a page: one a page.
     expect(rest.map((page) => page.messages.length)).toEqual([1, 1, 1]);
@@ -205,7 +233,10 @@ describe('Message pages within MESSAGE_PAGE_MAX_BYTES', () => {
     const work = claim.body.work as Body;
     expect((work.messages as Body[]).map((m) => m.id)).toEqual(sent.slice(0, 1));
     const path = `/api/v0/agent/sessions/${sessionId}/messages`;
-    const refused = await t.http().get(`${path}?turnId=${work.turnId as string}`).set(user.auth);
+    const refused = await t
+      .http()
+      .get(`${path}?turnId=${work.turnId as string}`)
+      .set(user.auth);
     expect(refused.status).toBe(403);
     expect(refused.body.metadata.code).toBe('message_history_disabled');
     expect(JSON.stringify(refused.body)).not.toContain('earlier question');

@@ -65,14 +65,24 @@ describe('Model relay (e2e)', () => {
 
   afterEach(() => expect(bystander.requests).toEqual([]));
 
-  const setModels = (models: Json[], app = t, by = owner) => app.http().patch('/api/v0/organization/enterprise-controls').set(by.auth).send({ settings: { customModels: models } });
+  const setModels = (models: Json[], app = t, by = owner) =>
+    app
+      .http()
+      .patch('/api/v0/organization/enterprise-controls')
+      .set(by.auth)
+      .send({ settings: { customModels: models } });
   const relay = (auth: Auth, body: Json = { messages: [{ role: 'user', content: 'hi' }] }, id = 'm', app = t) =>
     app.http().post(`/api/v0/agent/models/${id}/chat/completions`).set(auth).send(body);
   const model = (extra: Json = {}) => ({ id: 'm', model: 'vendor-x', baseUrl: vendorUrl(), apiKey: KEY, ...extra });
 
-  it('answers only a computer\'s agent token: user API keys of every role and JWTs get 403, and nothing is sent', async () => {
+  it("answers only a computer's agent token: user API keys of every role and JWTs get 403, and nothing is sent", async () => {
     await setModels([model()]).expect(200);
-    const jwt = await new SignJWT({ org_id: owner.organizationId }).setSubject(owner.userId).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('5m').sign(new TextEncoder().encode(JWT_SECRET));
+    const jwt = await new SignJWT({ org_id: owner.organizationId })
+      .setSubject(owner.userId)
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode(JWT_SECRET));
     for (const auth of [owner.auth, member.auth, guest.auth, { Authorization: `Bearer ${jwt}` }]) {
       expectV0Error(await relay(auth), 403, 'agent_token_required');
     }
@@ -153,9 +163,17 @@ describe('Model relay (e2e)', () => {
   it('sends only the request it builds, and passes back the status, the JSON and a fixed set of headers', async () => {
     await setModels([model({ baseUrl: `${vendorUrl()}?api-version=2024`, extraHeaders: { 'X-Vendor-Key': HEADER_SECRET } })]).expect(200);
     vendor.script((_, res) =>
-      json(res, 429, { error: { message: 'slow down' } }, { 'retry-after': '7', 'set-cookie': 'session=1', 'x-internal-secret': 'topology', 'x-ratelimit-remaining-requests': '0', server: 'nginx/1.2' }),
+      json(
+        res,
+        429,
+        { error: { message: 'slow down' } },
+        { 'retry-after': '7', 'set-cookie': 'session=1', 'x-internal-secret': 'topology', 'x-ratelimit-remaining-requests': '0', server: 'nginx/1.2' },
+      ),
     );
-    const res = await t.http().post('/api/v0/agent/models/m/chat/completions').set(agent)
+    const res = await t
+      .http()
+      .post('/api/v0/agent/models/m/chat/completions')
+      .set(agent)
       .set({ Cookie: 'sid=caller', 'X-Forwarded-For': '203.0.113.9', 'X-Caller': 'evil', 'Proxy-Authorization': 'Basic x' })
       .send({ model: 'something-else', messages: [{ role: 'user', content: 'hi' }] });
     expect(res.status).toBe(429);
@@ -167,7 +185,16 @@ describe('Model relay (e2e)', () => {
     expect(sent.method).toBe('POST');
     expect(sent.path).toBe('/v1/chat/completions?api-version=2024');
     expect(sent.headers).toMatchObject({ authorization: `Bearer ${KEY}`, 'x-vendor-key': HEADER_SECRET, 'content-type': 'application/json' });
-    expect(Object.keys(sent.headers).sort()).toEqual(['accept', 'authorization', 'connection', 'content-length', 'content-type', 'host', 'user-agent', 'x-vendor-key']);
+    expect(Object.keys(sent.headers).sort()).toEqual([
+      'accept',
+      'authorization',
+      'connection',
+      'content-length',
+      'content-type',
+      'host',
+      'user-agent',
+      'x-vendor-key',
+    ]);
     expect(JSON.parse(sent.body)).toMatchObject({ model: 'vendor-x', messages: [{ role: 'user', content: 'hi' }] });
   });
 
@@ -218,7 +245,9 @@ describe('Model relay (e2e)', () => {
 
   it('masks any secret of the model the vendor quotes back', async () => {
     await setModels([model({ extraHeaders: { 'X-Vendor-Key': HEADER_SECRET } })]).expect(200);
-    vendor.script((request, res) => json(res, 401, { error: `Incorrect API key provided: ${String(request.headers.authorization)} with ${String(request.headers['x-vendor-key'])}` }));
+    vendor.script((request, res) =>
+      json(res, 401, { error: `Incorrect API key provided: ${String(request.headers.authorization)} with ${String(request.headers['x-vendor-key'])}` }),
+    );
     const res = await relay(agent).expect(401);
     expect(res.body.error).toBe(`Incorrect API key provided: Bearer ****6789 with ****cdef`);
   });
@@ -238,7 +267,13 @@ describe('Model relay (e2e)', () => {
     const chunks: string[] = [];
     const answer = await new Promise<{ status: number; type: string; first: string; rest: Promise<string> }>((resolve, reject) => {
       const req = httpRequest(
-        { host: '127.0.0.1', port: url.port, path: '/api/v0/agent/models/m/chat/completions', method: 'POST', headers: { ...agent, 'content-type': 'application/json' } },
+        {
+          host: '127.0.0.1',
+          port: url.port,
+          path: '/api/v0/agent/models/m/chat/completions',
+          method: 'POST',
+          headers: { ...agent, 'content-type': 'application/json' },
+        },
         (res) => {
           res.setEncoding('utf8');
           res.once('data', (first: string) => {
@@ -274,7 +309,10 @@ describe('Model relay (e2e)', () => {
     const moved: Json = { ...asRead, baseUrl: 'https://collector.attacker.example/v1' };
     const res = await setModels([moved]);
     expectInvalid(res, 'settings.customModels[0].apiKey', { first: true });
-    expect(res.body.metadata.errors.map((error: Json) => error.field)).toEqual(['settings.customModels[0].apiKey', 'settings.customModels[0].extraHeaders.X-Vendor-Key']);
+    expect(res.body.metadata.errors.map((error: Json) => error.field)).toEqual([
+      'settings.customModels[0].apiKey',
+      'settings.customModels[0].extraHeaders.X-Vendor-Key',
+    ]);
     const { apiKey: _key, ...keyless } = moved;
     void _key;
     expectInvalid(await setModels([{ ...keyless, extraHeaders: {} }]), 'settings.customModels[0].apiKey');
@@ -288,7 +326,9 @@ describe('Model relay (e2e)', () => {
     expect(vendor.requests.at(-1)!.headers).toMatchObject({ authorization: `Bearer ${KEY}`, 'x-vendor-key': HEADER_SECRET });
 
     // A new address with new secrets in full is a plain change.
-    await setModels([{ ...asRead, baseUrl: 'https://api.vendor.example/v1', apiKey: 'sk-new-vendor-key-5555', extraHeaders: { 'X-Vendor-Key': 'new-header-value-7777' } }]).expect(200);
+    await setModels([
+      { ...asRead, baseUrl: 'https://api.vendor.example/v1', apiKey: 'sk-new-vendor-key-5555', extraHeaders: { 'X-Vendor-Key': 'new-header-value-7777' } },
+    ]).expect(200);
   });
 
   it('masks every secret in every answer that carries the settings, and stores them encrypted', async () => {
@@ -301,7 +341,13 @@ describe('Model relay (e2e)', () => {
     const controls = await t.http().get('/api/v0/organization/enterprise-controls').set(owner.auth).expect(200);
     const history = await t.http().get('/api/v0/organization/enterprise-controls/history').set(owner.auth).expect(200);
     const revisions = await Promise.all(
-      (history.body.changes as Json[]).map((change) => t.http().get(`/api/v0/organization/enterprise-controls/history/${change.revision as number}`).set(owner.auth).expect(200)),
+      (history.body.changes as Json[]).map((change) =>
+        t
+          .http()
+          .get(`/api/v0/organization/enterprise-controls/history/${change.revision as number}`)
+          .set(owner.auth)
+          .expect(200),
+      ),
     );
     const agentPolicy = await t.http().get('/api/v0/agent/policy').set(agent).expect(200);
     const memberPolicy = await t.http().get('/api/v0/agent/policy').set(member.auth).expect(200);
@@ -309,10 +355,16 @@ describe('Model relay (e2e)', () => {
     for (const text of answers) {
       for (const secret of [KEY, HEADER_SECRET, CLOUD_SECRET]) expect(text).not.toContain(secret);
     }
-    expect(agentPolicy.body.customModels[0]).toMatchObject({ apiKey: '****6789', extraHeaders: { 'X-Vendor-Key': '****cdef' }, cloudModelConfig: { cloudRegion: 'eu-west-1', cloudAuthRefresh: '****xwvu' } });
+    expect(agentPolicy.body.customModels[0]).toMatchObject({
+      apiKey: '****6789',
+      extraHeaders: { 'X-Vendor-Key': '****cdef' },
+      cloudModelConfig: { cloudRegion: 'eu-west-1', cloudAuthRefresh: '****xwvu' },
+    });
     expectV0Error(await t.http().get('/api/v0/agent/policy').set(guest.auth), 403, 'insufficient_role');
 
-    const stored = (await t.app.get(DataSource).query('SELECT settings FROM enterprise_control_revisions WHERE organization_id = $1', [owner.organizationId])) as Array<{ settings: unknown }>;
+    const stored = (await t.app
+      .get(DataSource)
+      .query('SELECT settings FROM enterprise_control_revisions WHERE organization_id = $1', [owner.organizationId])) as Array<{ settings: unknown }>;
     expect(stored.length).toBeGreaterThan(0);
     for (const row of stored) {
       const text = JSON.stringify(row.settings);
@@ -330,7 +382,12 @@ async function until(condition: () => boolean): Promise<void> {
 
 /** A byom computer of the user's: its agent token as Authorization. */
 async function agentOf(t: TestApp, user: TestUser): Promise<Auth> {
-  const res = await t.http().post('/api/v0/computers').set(user.auth).send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' }).expect(201);
+  const res = await t
+    .http()
+    .post('/api/v0/computers')
+    .set(user.auth)
+    .send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' })
+    .expect(201);
   return { Authorization: `Bearer ${res.body.agentToken as string}` };
 }
 
@@ -343,23 +400,38 @@ describe('Secrets stored by earlier versions (e2e)', () => {
     try {
       const owner = await createUser(t, Role.Owner);
       const agent = await agentOf(t, owner);
-      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth)
-        .send({ settings: { customModels: [{ id: 'm', model: 'x', baseUrl: `http://127.0.0.1:${vendor.port}/v1` }] } }).expect(200);
+      await t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { customModels: [{ id: 'm', model: 'x', baseUrl: `http://127.0.0.1:${vendor.port}/v1` }] } })
+        .expect(200);
       // As an earlier version wrote it: the header value and the cloud credential in plain text.
       const data = t.app.get(DataSource);
-      const [row] = (await data.query('SELECT revision, settings FROM enterprise_control_revisions WHERE organization_id = $1', [owner.organizationId])) as Array<{ revision: number; settings: Json }>;
+      const [row] = (await data.query('SELECT revision, settings FROM enterprise_control_revisions WHERE organization_id = $1', [
+        owner.organizationId,
+      ])) as Array<{ revision: number; settings: Json }>;
       row.settings.customModels[0].extraHeaders = { 'X-Vendor-Key': HEADER_SECRET };
       row.settings.customModels[0].cloudModelConfig = { cloudRegion: 'eu', cloudCredentialExport: CLOUD_SECRET };
-      await data.query('UPDATE enterprise_control_revisions SET settings = $3 WHERE organization_id = $1 AND revision = $2', [owner.organizationId, row.revision, JSON.stringify(row.settings)]);
+      await data.query('UPDATE enterprise_control_revisions SET settings = $3 WHERE organization_id = $1 AND revision = $2', [
+        owner.organizationId,
+        row.revision,
+        JSON.stringify(row.settings),
+      ]);
       await t.close();
 
       t = await startTestApp(env, database);
-      const [stored] = (await t.app.get(DataSource).query('SELECT settings FROM enterprise_control_revisions WHERE organization_id = $1', [owner.organizationId])) as Array<{ settings: Json }>;
+      const [stored] = (await t.app
+        .get(DataSource)
+        .query('SELECT settings FROM enterprise_control_revisions WHERE organization_id = $1', [owner.organizationId])) as Array<{ settings: Json }>;
       expect(JSON.stringify(stored.settings)).not.toContain(HEADER_SECRET);
       expect(JSON.stringify(stored.settings)).not.toContain(CLOUD_SECRET);
       expect(stored.settings.customModels[0].cloudModelConfig.cloudRegion).toBe('eu');
       const read = await t.http().get('/api/v0/organization/enterprise-controls').set(owner.auth).expect(200);
-      expect(read.body.settings.customModels[0]).toMatchObject({ extraHeaders: { 'X-Vendor-Key': '****cdef' }, cloudModelConfig: { cloudCredentialExport: '****xwvu' } });
+      expect(read.body.settings.customModels[0]).toMatchObject({
+        extraHeaders: { 'X-Vendor-Key': '****cdef' },
+        cloudModelConfig: { cloudCredentialExport: '****xwvu' },
+      });
       await t.http().post('/api/v0/agent/models/m/chat/completions').set(agent).send({ messages: [] }).expect(200);
       expect(vendor.requests[0].headers['x-vendor-key']).toBe(HEADER_SECRET);
     } finally {

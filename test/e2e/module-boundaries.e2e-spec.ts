@@ -16,7 +16,12 @@ describe('Module boundaries (lint)', () => {
   }
 
   it.each([
-    ['a module reaching into another', 'src/modules/sessions/sessions.service.ts', "import { Role } from '../auth/domain/role';", /through its index\.ts \('\.\.\/auth'\)/],
+    [
+      'a module reaching into another',
+      'src/modules/sessions/sessions.service.ts',
+      "import { Role } from '../auth/domain/role';",
+      /through its index\.ts \('\.\.\/auth'\)/,
+    ],
     ['the same from a deeper folder', 'src/modules/sessions/domain/message.ts', "export { Role } from '../../auth/domain/role';", /through its index\.ts/],
     ['the agent importing a server module', 'src/agent/agent.ts', "import type { Role } from '../modules/auth';", /imports only src\/agent and src\/contract/],
     ['the agent importing the platform', 'src/agent/agent.ts', "import type { AppConfig } from '../config/app-config';", /never the server/],
@@ -31,7 +36,7 @@ describe('Module boundaries (lint)', () => {
   it.each([
     ['a module through its index', 'src/modules/sessions/sessions.service.ts', "import { Role } from '../auth';"],
     ['a module through index by name', 'src/modules/sessions/sessions.service.ts', "import { Role } from '../auth/index';"],
-    ['a module\'s own insides', 'src/modules/sessions/sessions.service.ts', "import { SessionStatus } from './domain/session-status';"],
+    ["a module's own insides", 'src/modules/sessions/sessions.service.ts', "import { SessionStatus } from './domain/session-status';"],
     ['the agent importing the contract', 'src/agent/agent.ts', "import type { Sandbox } from '../contract/sandbox';"],
     ['a module importing the platform', 'src/modules/sessions/sessions.service.ts', "import { isUuid } from '../../platform/database/ids';"],
   ])('lets through %s', async (_, file, code) => {

@@ -48,7 +48,19 @@ describe('OpenAPI document', () => {
 
   it('keeps the decisions the spec leaves open in the guide (docs/api.md)', () => {
     const guide = readFileSync(join(ROOT, 'docs/api.md'), 'utf8');
-    for (const heading of ['## Roles', 'Token lifetime and JWT issuance', 'Rate limits', 'BODY_LIMIT_BYTES', '404', 'metadata.code', '## Sessions', 'Status transitions', '## Idempotency', 'text/plain', 'Unix ms']) {
+    for (const heading of [
+      '## Roles',
+      'Token lifetime and JWT issuance',
+      'Rate limits',
+      'BODY_LIMIT_BYTES',
+      '404',
+      'metadata.code',
+      '## Sessions',
+      'Status transitions',
+      '## Idempotency',
+      'text/plain',
+      'Unix ms',
+    ]) {
       expect(guide).toContain(heading);
     }
   });
@@ -66,15 +78,20 @@ describe('OpenAPI document', () => {
 
   /** Every Schema Object, where the document holds one, as [JSON pointer, schema]. */
   const schemas = (): Array<[string, unknown]> => {
-    const out: Array<[string, unknown]> = Object.entries((doc.components as unknown as { schemas: Json }).schemas).map(([name, schema]) => [pointer('components', 'schemas', name), schema]);
+    const out: Array<[string, unknown]> = Object.entries((doc.components as unknown as { schemas: Json }).schemas).map(([name, schema]) => [
+      pointer('components', 'schemas', name),
+      schema,
+    ]);
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, operation] of Object.entries(item)) {
         if (method === 'servers') continue;
         const op = operation as Operation & { parameters?: Array<{ name: string; schema?: unknown }> };
         (op.parameters ?? []).forEach((p, i) => p.schema && out.push([pointer('paths', path, method, 'parameters', String(i), 'schema'), p.schema]));
-        for (const [type, media] of Object.entries(op.requestBody?.content ?? {})) out.push([pointer('paths', path, method, 'requestBody', 'content', type, 'schema'), media.schema]);
+        for (const [type, media] of Object.entries(op.requestBody?.content ?? {}))
+          out.push([pointer('paths', path, method, 'requestBody', 'content', type, 'schema'), media.schema]);
         for (const [status, response] of Object.entries(op.responses)) {
-          for (const [type, media] of Object.entries(response.content ?? {})) out.push([pointer('paths', path, method, 'responses', status, 'content', type, 'schema'), media.schema]);
+          for (const [type, media] of Object.entries(response.content ?? {}))
+            out.push([pointer('paths', path, method, 'responses', status, 'content', type, 'schema'), media.schema]);
         }
       }
     }
@@ -154,7 +171,11 @@ describe('OpenAPI document', () => {
         if (method === 'servers') continue;
         const op = operation as Operation;
         const statuses = Object.keys(op.responses);
-        const needed = [...(op.security ? ['401', '403', '429'] : []), ...(op.requestBody ? ['400', '413', '415'] : []), ...(REQUIRED[`${method} ${path}`] ?? [])];
+        const needed = [
+          ...(op.security ? ['401', '403', '429'] : []),
+          ...(op.requestBody ? ['400', '413', '415'] : []),
+          ...(REQUIRED[`${method} ${path}`] ?? []),
+        ];
         for (const status of needed) if (!statuses.includes(status)) missing.push(`${method} ${path} ${status}`);
       }
     }
@@ -184,9 +205,12 @@ describe('OpenAPI document', () => {
           }
           checked++;
           if (example.status !== Number(status)) problems.push(`${where}: example status ${example.status}`);
-          const validate = ajv.compile({ $ref: `openapi#/paths/${path.replace(/~/g, '~0').replace(/\//g, '~1')}/${method}/responses/${status}/content/application~1json/schema` });
+          const validate = ajv.compile({
+            $ref: `openapi#/paths/${path.replace(/~/g, '~0').replace(/\//g, '~1')}/${method}/responses/${status}/content/application~1json/schema`,
+          });
           if (!validate(example)) problems.push(`${where}: ${ajv.errorsText(validate.errors)}`);
-          if (!path.startsWith('/api/v1/') && !path.startsWith('/healthz') && !/^[a-z_]+$/.test(String(example.metadata?.code))) problems.push(`${where}: no metadata.code`);
+          if (!path.startsWith('/api/v1/') && !path.startsWith('/healthz') && !/^[a-z_]+$/.test(String(example.metadata?.code)))
+            problems.push(`${where}: no metadata.code`);
         }
       }
     }

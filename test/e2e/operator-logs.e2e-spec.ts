@@ -110,9 +110,28 @@ describe('What the operator sees in the logs', () => {
     expect(security).toEqual(
       expect.arrayContaining([
         // A line written while a request is served carries its id (and never its URL, which may hold secrets).
-        expect.objectContaining({ security: 'api_key.created', requestId: 'log-test-key', organizationId: member.organizationId, userId: member.userId, credentialId: member.apiKeyId, apiKeyId: newKeyId }),
-        expect.objectContaining({ security: 'api_key.revoked', userId: owner.userId, credentialId: owner.apiKeyId, apiKeyId: newKeyId, keyUserId: member.userId }),
-        expect.objectContaining({ security: 'controls.revised', userId: owner.userId, credentialId: owner.apiKeyId, revision: expect.any(Number), changedSettings: 'wikiCloudSync' }),
+        expect.objectContaining({
+          security: 'api_key.created',
+          requestId: 'log-test-key',
+          organizationId: member.organizationId,
+          userId: member.userId,
+          credentialId: member.apiKeyId,
+          apiKeyId: newKeyId,
+        }),
+        expect.objectContaining({
+          security: 'api_key.revoked',
+          userId: owner.userId,
+          credentialId: owner.apiKeyId,
+          apiKeyId: newKeyId,
+          keyUserId: member.userId,
+        }),
+        expect.objectContaining({
+          security: 'controls.revised',
+          userId: owner.userId,
+          credentialId: owner.apiKeyId,
+          revision: expect.any(Number),
+          changedSettings: 'wikiCloudSync',
+        }),
       ]),
     );
     for (const line of security) expect(line).not.toHaveProperty('url');

@@ -52,7 +52,11 @@ describe('Pagination (GET /settings/api-keys)', () => {
     return { user, newestFirst: ids.reverse() };
   }
 
-  const list = (user: TestUser, query: string) => t.http().get(`/settings/api-keys${query ? `?${query}` : ''}`).set(user.auth);
+  const list = (user: TestUser, query: string) =>
+    t
+      .http()
+      .get(`/settings/api-keys${query ? `?${query}` : ''}`)
+      .set(user.auth);
 
   async function walk(user: TestUser, limit: number, between?: () => Promise<unknown>) {
     const pages: KeyView[][] = [];

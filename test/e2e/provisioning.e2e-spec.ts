@@ -75,7 +75,11 @@ describe('Provisioning', () => {
       const started = Date.now();
       const created = await api(base, owner, 'POST', '/api/v0/computers', { name: 'small', provider: 'local', repos: [repo], autoInstallDeps: true });
       expect(created.status).toBe(201);
-      const active = await until(() => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'active');
+      const active = await until(
+        () => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`),
+        (r) => r.body.status !== 'provisioning',
+        'active',
+      );
       const elapsed = Date.now() - started;
       expect({ status: active.body.status, steps: active.body.provisioningSteps }).toMatchObject({ status: 'active' });
       const steps = (active.body.provisioningSteps as Body[]).map((s) => `${s.id} ${s.completedAt - s.startedAt} ms`).join(', ');
@@ -85,14 +89,22 @@ describe('Provisioning', () => {
         expect(step.completedAt).toBeGreaterThanOrEqual(active.body.createdAt);
       }
       const changed = (list: typeof events) => list.find((e) => e.data.computerId === created.body.id && e.data.to !== e.data.from);
-      await until(async () => events, (list) => changed(list) !== undefined, 'the provisioned event');
+      await until(
+        async () => events,
+        (list) => changed(list) !== undefined,
+        'the provisioned event',
+      );
       expect(changed(events)).toMatchObject({ organizationId: owner.organizationId, data: { from: 'provisioning', to: 'active', provider: 'local' } });
     });
 
     it('install output PostgreSQL cannot store (a NUL byte) is recorded with a replacement character', async () => {
       const repo = await createGitRepo(root, 'nul-output', npmProject('nul-output', 'node -e "process.stdout.write(String.fromCharCode(97, 0, 98))"'));
       const created = await api(base, owner, 'POST', '/api/v0/computers', { name: 'nul', provider: 'local', repos: [repo], autoInstallDeps: true });
-      const done = await until(() => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'active');
+      const done = await until(
+        () => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`),
+        (r) => r.body.status !== 'provisioning',
+        'active',
+      );
       // On failure, the steps (with their error) show in the diff.
       expect({ status: done.body.status, steps: done.body.provisioningSteps }).toMatchObject({ status: 'active' });
       const log = await api(base, owner, 'GET', `/api/v0/sessions/${done.body.provisioningSteps[0].installSessionId}/messages?limit=100`);
@@ -102,7 +114,11 @@ describe('Provisioning', () => {
     it('a step that hangs is stopped at the timeout: failed, its processes killed, a failed event', async () => {
       const repo = await createGitRepo(root, 'hangs', npmProject('hangs', sleepThenWrite(4_000, 'late.txt')));
       const created = await api(base, owner, 'POST', '/api/v0/computers', { name: 'hangs', provider: 'local', repos: [repo], autoInstallDeps: true });
-      const failed = await until(() => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'error');
+      const failed = await until(
+        () => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`),
+        (r) => r.body.status !== 'provisioning',
+        'error',
+      );
       expect(failed.body.status).toBe('error');
       const install = (failed.body.provisioningSteps as Body[]).find((s) => s.id === 'install-dependencies')!;
       expect(install).toMatchObject({ status: 'failed', error: expect.stringMatching(/^Timed out/) });
@@ -126,9 +142,17 @@ describe('Provisioning', () => {
          WHERE computer_id = $1 AND status = 'running'`,
         [created.body.id],
       );
-      const failed = await until(() => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`), (r) => r.body.status !== 'provisioning', 'error');
+      const failed = await until(
+        () => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`),
+        (r) => r.body.status !== 'provisioning',
+        'error',
+      );
       expect(failed.body.status).toBe('error');
-      expect((failed.body.provisioningSteps as Body[])[2]).toMatchObject({ id: 'install-dependencies', status: 'failed', error: expect.stringMatching(/^Abandoned: 3 /) });
+      expect((failed.body.provisioningSteps as Body[])[2]).toMatchObject({
+        id: 'install-dependencies',
+        status: 'failed',
+        error: expect.stringMatching(/^Abandoned: 3 /),
+      });
     });
 
     it('deleting a computer mid-step stops the step and removes its workspace', async () => {
@@ -208,7 +232,14 @@ describe('Provisioning', () => {
       ['with LOCAL_SANDBOX=off: the next one stops the install the dead one left running', 'off'],
     ])('a server killed mid-step leaves the step to the next server, which runs it again and finishes (%s)', async (_case, sandbox) => {
       const database = await createTestDatabase();
-      const env = { ...database.env, LOCAL_SANDBOX: sandbox, LOCAL_REPOS_DIR: root, LOCAL_INSTALL_SCRIPTS: 'true', PROVISIONING_POLL_MS: '100', PROVISIONING_LEASE_MS: '1000' };
+      const env = {
+        ...database.env,
+        LOCAL_SANDBOX: sandbox,
+        LOCAL_REPOS_DIR: root,
+        LOCAL_INSTALL_SCRIPTS: 'true',
+        PROVISIONING_POLL_MS: '100',
+        PROVISIONING_LEASE_MS: '1000',
+      };
       const setup = await startTestApp(env, database);
       const owner = await createUser(setup, Role.Owner, await createOrganization(setup, { messageHistory: true }));
       await setup.close();
@@ -231,14 +262,25 @@ describe('Provisioning', () => {
           'the clone',
         );
         const dir = onServerDisk(cloned.body.clonedRepoDirectories[0] as string, join(database.dataDir, 'computers'));
-        await until(async () => existsSync(join(dir, 'started.txt')), (started) => started, 'the install script to start');
+        await until(
+          async () => existsSync(join(dir, 'started.txt')),
+          (started) => started,
+          'the install script to start',
+        );
         orphan = hostPidOf("appendFileSync('started.txt'");
         expect(orphan && isAlive(orphan)).toBe(true);
         first.child.kill('SIGKILL');
         await new Promise((resolve) => first.child.once('exit', resolve));
         if (sandbox === 'on') {
           // The sandbox dies with its server (bwrap --die-with-parent): nothing is left running.
-          expect(await until(async () => isAlive(orphan!), (alive) => !alive, 'the sandboxed install to end', 5_000)).toBe(false);
+          expect(
+            await until(
+              async () => isAlive(orphan!),
+              (alive) => !alive,
+              'the sandboxed install to end',
+              5_000,
+            ),
+          ).toBe(false);
         } else {
           // Unsandboxed, killing the server alone leaves its install running in its own process group.
           expect(isAlive(orphan!)).toBe(true);

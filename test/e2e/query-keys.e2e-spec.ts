@@ -48,10 +48,13 @@ describe('Query strings: unknown and repeated keys', () => {
   });
 
   describe.each(ROUTES)('%s', (path, query, flavour) => {
-    it.each(['constructor', '__proto__', 'prototype', 'limitt', 'hasOwnProperty', 'toString', 'pageSize'])('refuses the unknown key %s, naming it', async (key) => {
-      expect400(await get(`${path}?${query}&${key}=1`), flavour, key, /not an accepted query parameter/);
-      expect400(await get(`${path}?${key}=x`), flavour, key, /not an accepted query parameter/);
-    });
+    it.each(['constructor', '__proto__', 'prototype', 'limitt', 'hasOwnProperty', 'toString', 'pageSize'])(
+      'refuses the unknown key %s, naming it',
+      async (key) => {
+        expect400(await get(`${path}?${query}&${key}=1`), flavour, key, /not an accepted query parameter/);
+        expect400(await get(`${path}?${key}=x`), flavour, key, /not an accepted query parameter/);
+      },
+    );
 
     it('says a repeated key is repeated', async () => {
       const [key, value] = query.split('=');

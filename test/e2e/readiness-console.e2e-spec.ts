@@ -41,7 +41,11 @@ describe('Readiness: criteria and level history', () => {
   afterAll(() => t.close());
 
   const upload = async (user: TestUser, repoUrl: string, level: number) => {
-    const res = await t.http().post('/api/organization/maturity-level-reports').set(user.auth).send({ repoUrl, apps: { '.': { description: 'root' } }, report: reportAt(level) });
+    const res = await t
+      .http()
+      .post('/api/organization/maturity-level-reports')
+      .set(user.auth)
+      .send({ repoUrl, apps: { '.': { description: 'root' } }, report: reportAt(level) });
     expectStatus(res, 201);
     return res.body as { reportId: string; createdAt: number };
   };
@@ -56,17 +60,29 @@ describe('Readiness: criteria and level history', () => {
     expect(res.body.levels).toEqual(LEVEL_NAMES.map((name, i) => ({ level: i + 1, name })));
     expect(res.body.pillars.map((pillar: { id: string }) => pillar.id)).toEqual(Object.keys(PILLARS));
     expect(res.body.criteria).toHaveLength(29);
-    expect(res.body.criteria).toContainEqual({ id: 'agents_md', title: 'AGENTS.md tells agents how to work here', pillar: 'documentation', level: 2, scope: 'repository' });
+    expect(res.body.criteria).toContainEqual({
+      id: 'agents_md',
+      title: 'AGENTS.md tells agents how to work here',
+      pillar: 'documentation',
+      level: 2,
+      scope: 'repository',
+    });
     expect((await t.http().get(CRITERIA_PATH)).status).toBe(401);
   });
 
-  it('a repository\'s level over time: the level each report gave, oldest first; limit keeps the newest', async () => {
+  it("a repository's level over time: the level each report gave, oldest first; limit keeps the newest", async () => {
     const owner = await createUser(t, Role.Owner);
     const member = await createUser(t, Role.Guest, { id: owner.organizationId, slug: owner.organizationSlug });
     const url = 'https://github.com/acme/trend';
     const made = [];
     // Spellings of one repository are one history; another repository's reports are not in it.
-    for (const [spelling, level] of [[url, 1], [`${url}.git`, 3], ['git@github.com:acme/trend.git', 2], [url, 4]] as const) made.push({ ...(await upload(owner, spelling, level)), level });
+    for (const [spelling, level] of [
+      [url, 1],
+      [`${url}.git`, 3],
+      ['git@github.com:acme/trend.git', 2],
+      [url, 4],
+    ] as const)
+      made.push({ ...(await upload(owner, spelling, level)), level });
     await upload(owner, 'https://github.com/acme/other', 5);
     const repoId = repositoryId(url);
     const res = await t.http().get(levelsPath(repoId)).set(member.auth);
@@ -79,10 +95,18 @@ describe('Readiness: criteria and level history', () => {
     expect(newest.body.levels.map((point: { level: number }) => point.level)).toEqual([2, 4]);
     for (const limit of ['0', '-1', '1.5', 'x']) expectStatus(await t.http().get(levelsPath(repoId)).query({ limit }).set(owner.auth), 400);
     // Far above the cap: the cap.
-    expect((await t.http().get(levelsPath(repoId)).query({ limit: '9'.repeat(50) }).set(owner.auth)).status).toBe(200);
+    expect(
+      (
+        await t
+          .http()
+          .get(levelsPath(repoId))
+          .query({ limit: '9'.repeat(50) })
+          .set(owner.auth)
+      ).status,
+    ).toBe(200);
   });
 
-  it('a repository the organization has no report of, another organization\'s included, is 404 repository_not_found', async () => {
+  it("a repository the organization has no report of, another organization's included, is 404 repository_not_found", async () => {
     const owner = await createUser(t, Role.Owner);
     const stranger = await createUser(t, Role.Owner);
     await upload(owner, 'https://github.com/acme/private', 2);

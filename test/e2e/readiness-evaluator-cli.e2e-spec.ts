@@ -28,7 +28,9 @@ describe('Readiness evaluator: budget', () => {
     const started = Date.now();
     const result = await evaluateRepository(dir);
     const wallMs = Date.now() - started;
-    console.log(`10,000-file repository: ${result.files} files, ${Object.keys(result.report.apps).length} applications, elapsedMs ${result.elapsedMs}, wall ${wallMs} ms`);
+    console.log(
+      `10,000-file repository: ${result.files} files, ${Object.keys(result.report.apps).length} applications, elapsedMs ${result.elapsedMs}, wall ${wallMs} ms`,
+    );
     expect(result.files).toBe(Object.keys(files).length);
     expect(result.files).toBeGreaterThanOrEqual(10_000);
     expect(Object.keys(result.report.apps)).toHaveLength(10);
@@ -64,7 +66,11 @@ describe('npm run cli -- readiness evaluate', () => {
   });
 
   it('prints with --json the report evaluateRepository makes, valid against the reference schema', async () => {
-    const [run, summary, expected] = await Promise.all([cli('readiness', 'evaluate', dir, '--json'), cli('readiness', 'evaluate', dir), evaluateRepository(dir)]);
+    const [run, summary, expected] = await Promise.all([
+      cli('readiness', 'evaluate', dir, '--json'),
+      cli('readiness', 'evaluate', dir),
+      evaluateRepository(dir),
+    ]);
     expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
     const report = JSON.parse(run.stdout) as EvaluatedReport;
     expect(report).toEqual(expected.report);

@@ -161,17 +161,22 @@ describe('Readiness evaluator: odd repositories', () => {
       'package.json': packageJson({ name: 'lib', description: 'vendored', dependencies: { pino: '1' } }),
       'eslint.config.js': 'export default [];\n',
       'index.test.js': "test('x', () => undefined);\n",
-      'Dockerfile': 'FROM scratch\n',
+      Dockerfile: 'FROM scratch\n',
       'openapi.json': '{}\n',
     };
     const prefixed = (prefix: string) => Object.fromEntries(Object.entries(vendored).map(([path, text]) => [`${prefix}/${path}`, text]));
-    const dir = createRepo({ '.gitignore': 'node_modules/\ngenerated/\n', 'package.json': packageJson({ name: 'app', description: 'the app' }), 'index.js': 'export {};\n' });
+    const dir = createRepo({
+      '.gitignore': 'node_modules/\ngenerated/\n',
+      'package.json': packageJson({ name: 'app', description: 'the app' }),
+      'index.js': 'export {};\n',
+    });
     writeFiles(dir, { ...prefixed('node_modules/lib'), ...prefixed('generated/lib') });
 
     const result = await evaluateRepository(dir);
     expect(result.report.apps).toEqual({ '.': { description: 'the app' } });
     expect(result.files).toBe(3);
-    for (const id of ['linter', 'unit_tests', 'structured_logging', 'containerized', 'api_docs']) expect([id, evaluation(result, id).numerator]).toEqual([id, 0]);
+    for (const id of ['linter', 'unit_tests', 'structured_logging', 'containerized', 'api_docs'])
+      expect([id, evaluation(result, id).numerator]).toEqual([id, 0]);
     expect(JSON.stringify(result.report)).not.toMatch(/node_modules|generated|vendored/);
 
     // The same folder, no longer ignored, is an application and evidence: the check above can fail.

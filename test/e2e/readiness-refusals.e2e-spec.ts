@@ -34,7 +34,9 @@ describe('Readiness reports', () => {
 
     it.each([['0'], ['-1'], ['1.5'], ['abc'], [''], ['1e2'], [' 5'], ['0x10'], ['01']])('limit=%j answers 400 naming limit', async (limit) => {
       for (const path of [REPORTS, ALIAS]) {
-        const res = await http().get(`${path}?limit=${encodeURIComponent(limit)}`).set(owner.auth);
+        const res = await http()
+          .get(`${path}?limit=${encodeURIComponent(limit)}`)
+          .set(owner.auth);
         expectInvalid(res, 'limit');
       }
     });
@@ -123,7 +125,11 @@ describe('Readiness reports', () => {
 
     it.each<[string, () => unknown, string]>([
       ['numerator greater than denominator', () => withEvaluation({ numerator: 2, denominator: 1, rationale: 'x' }), 'report.readme.numerator'],
-      ['numerator greater than denominator on another id', () => body({ report: { readme: pass(), custom_thing: { numerator: 3.5, denominator: 3, rationale: '' } } }), 'report.custom_thing.numerator'],
+      [
+        'numerator greater than denominator on another id',
+        () => body({ report: { readme: pass(), custom_thing: { numerator: 3.5, denominator: 3, rationale: '' } } }),
+        'report.custom_thing.numerator',
+      ],
       ['denominator 0', () => withEvaluation({ numerator: 0, denominator: 0, rationale: 'x' }), 'report.readme.denominator'],
       ['denominator 0.5', () => withEvaluation({ numerator: 0, denominator: 0.5, rationale: 'x' }), 'report.readme.denominator'],
       ['negative numerator', () => withEvaluation({ numerator: -1, denominator: 1, rationale: 'x' }), 'report.readme.numerator'],
@@ -166,8 +172,16 @@ describe('Readiness reports', () => {
       ['app description too long', () => body({ apps: { web: { description: 'd'.repeat(REPORT_LIMITS.description + 1) } } }), 'apps.web.description'],
       ['app without description', () => body({ apps: { web: {} } }), 'apps.web.description'],
       ['empty app path', () => body({ apps: { '': { description: 'x' } } }), 'apps.'],
-      ['too many criteria', () => body({ report: Object.fromEntries(Array.from({ length: REPORT_LIMITS.criteria + 1 }, (_, i) => [`c_${i}`, pass()])) }), 'report'],
-      ['too many apps', () => body({ apps: Object.fromEntries(Array.from({ length: REPORT_LIMITS.apps + 1 }, (_, i) => [`app${i}`, { description: '' }])) }), 'apps'],
+      [
+        'too many criteria',
+        () => body({ report: Object.fromEntries(Array.from({ length: REPORT_LIMITS.criteria + 1 }, (_, i) => [`c_${i}`, pass()])) }),
+        'report',
+      ],
+      [
+        'too many apps',
+        () => body({ apps: Object.fromEntries(Array.from({ length: REPORT_LIMITS.apps + 1 }, (_, i) => [`app${i}`, { description: '' }])) }),
+        'apps',
+      ],
       // wrong types everywhere
       ['repoUrl a number', () => body({ repoUrl: 42 }), 'repoUrl'],
       ['repoUrl null', () => body({ repoUrl: null }), 'repoUrl'],

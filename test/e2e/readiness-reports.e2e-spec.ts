@@ -15,7 +15,19 @@ import { ALIAS, body, Evaluation, fail, Json, LEVEL, OPTIONAL, pass, readinessFi
 
 const REPO_ID = /^repo_[0-9a-f]{20}$/;
 
-const SPEC_FIELDS = ['reportId', 'createdAt', 'repoUrl', 'apps', 'report', 'commitHash', 'branch', 'hasLocalChanges', 'hasNonRemoteCommits', 'modelUsed', 'agentVersion'];
+const SPEC_FIELDS = [
+  'reportId',
+  'createdAt',
+  'repoUrl',
+  'apps',
+  'report',
+  'commitHash',
+  'branch',
+  'hasLocalChanges',
+  'hasNonRemoteCommits',
+  'modelUsed',
+  'agentVersion',
+];
 
 // --- report bodies ----------------------------------------------------------------------------
 
@@ -98,9 +110,13 @@ describe('Readiness reports', () => {
       const report: Record<string, Evaluation> = {};
       for (let i = 0; i < REPORT_LIMITS.criteria; i++) report[`c_${i}`] = pass('r'.repeat(i === 0 ? REPORT_LIMITS.rationale : 1));
       const apps: Record<string, { description: string }> = {};
-      for (let i = 0; i < REPORT_LIMITS.apps; i++) apps[i === 0 ? 'p'.repeat(REPORT_LIMITS.appPath) : `app${i}`] = { description: i === 0 ? 'd'.repeat(REPORT_LIMITS.description) : '' };
+      for (let i = 0; i < REPORT_LIMITS.apps; i++)
+        apps[i === 0 ? 'p'.repeat(REPORT_LIMITS.appPath) : `app${i}`] = { description: i === 0 ? 'd'.repeat(REPORT_LIMITS.description) : '' };
       const repoUrl = `https://example.test/${'x'.repeat(REPORT_LIMITS.repoUrl - 'https://example.test/'.length)}`;
-      const stored = await upload(owner, body({ repoUrl, report, apps, branch: 'b'.repeat(255), agentVersion: 'v'.repeat(64), modelUsed: { id: 'm'.repeat(256), reasoningEffort: 'off' } }));
+      const stored = await upload(
+        owner,
+        body({ repoUrl, report, apps, branch: 'b'.repeat(255), agentVersion: 'v'.repeat(64), modelUsed: { id: 'm'.repeat(256), reasoningEffort: 'off' } }),
+      );
       expect(Object.keys(stored.report)).toHaveLength(REPORT_LIMITS.criteria);
       expect(Object.keys(stored.apps)).toHaveLength(REPORT_LIMITS.apps);
       expect(stored.repoUrl).toBe(repoUrl);
@@ -154,7 +170,9 @@ describe('Readiness reports', () => {
       expect(await list(owner, { repoId, limit: 2, startAfter: second[0].reportId })).toEqual([]);
       // A cursor from another repository of the organization still positions the filtered list.
       const other = expected.find((report) => report.repoUrl === REPOS[1])!;
-      expect(await list(owner, { repoId, startAfter: other.reportId })).toEqual(newestFirst(mine.filter((report) => report.createdAt < other.createdAt || (report.createdAt === other.createdAt && report.reportId < other.reportId))));
+      expect(await list(owner, { repoId, startAfter: other.reportId })).toEqual(
+        newestFirst(mine.filter((report) => report.createdAt < other.createdAt || (report.createdAt === other.createdAt && report.reportId < other.reportId))),
+      );
 
       // An unknown repoId lists nothing.
       expect(await list(owner, { repoId: 'repo_00000000000000000000' })).toEqual([]);
@@ -172,7 +190,9 @@ describe('Readiness reports', () => {
       const total = MAX_PAGE + 5;
       const uploaded: Json[] = [];
       for (let start = 0; start < total; start += 15) {
-        const batch = Array.from({ length: Math.min(15, total - start) }, (_, i) => upload(owner, body({ repoUrl: REPOS[(start + i) % 3], branch: `n${start + i}` })));
+        const batch = Array.from({ length: Math.min(15, total - start) }, (_, i) =>
+          upload(owner, body({ repoUrl: REPOS[(start + i) % 3], branch: `n${start + i}` })),
+        );
         uploaded.push(...(await Promise.all(batch)));
       }
       const expected = newestFirst(uploaded);
@@ -206,7 +226,14 @@ describe('Readiness reports', () => {
       expect(known).toHaveLength(1);
       const [repository] = known;
       const latest = newestFirst([a, b, c])[0];
-      expect(repository).toEqual({ repoId: expect.stringMatching(REPO_ID), repoUrl: latest.repoUrl, reports: 3, latestReportId: latest.reportId, latestCreatedAt: latest.createdAt, level: 1 });
+      expect(repository).toEqual({
+        repoId: expect.stringMatching(REPO_ID),
+        repoUrl: latest.repoUrl,
+        reports: 3,
+        latestReportId: latest.reportId,
+        latestCreatedAt: latest.createdAt,
+        level: 1,
+      });
       expect(repository.repoId).toBe(repositoryId('https://github.com/Acme/Widgets'));
 
       const listed = await list(owner, { repoId: repository.repoId });
@@ -230,7 +257,11 @@ describe('Readiness reports', () => {
       expect(known).toHaveLength(2);
       const byId = new Map(known.map((repository) => [repository.repoId, repository]));
       expect(byId.get(repositoryId('https://github.com/acme/tools'))?.reports).toBe(spellings.length);
-      expect(byId.get(repositoryId('https://github.com/Acme/Tools'))).toMatchObject({ reports: 1, latestReportId: other.reportId, repoUrl: 'https://github.com/Acme/Tools' });
+      expect(byId.get(repositoryId('https://github.com/Acme/Tools'))).toMatchObject({
+        reports: 1,
+        latestReportId: other.reportId,
+        repoUrl: 'https://github.com/Acme/Tools',
+      });
       // Newest repository first.
       expect(known[0].latestReportId).toBe(other.reportId);
       expect((await list(owner, { repoId: repositoryId('https://github.com/acme/tools') })).length).toBe(spellings.length);
@@ -255,7 +286,9 @@ describe('Readiness reports', () => {
 
     it('an scp-like address without a user is answered as its ssh:// URL', async () => {
       const owner = await newOwner();
-      expect((await upload(owner, body({ repoUrl: 'gitlab.example.test:group/sub/project.git' }))).repoUrl).toBe('ssh://gitlab.example.test/group/sub/project.git');
+      expect((await upload(owner, body({ repoUrl: 'gitlab.example.test:group/sub/project.git' }))).repoUrl).toBe(
+        'ssh://gitlab.example.test/group/sub/project.git',
+      );
     });
   });
 
@@ -294,7 +327,9 @@ describe('Readiness reports', () => {
     });
 
     it('the served schema of the organization level accepts the null level it answers', async () => {
-      const res = await http().get(LEVEL).set((await newOwner()).auth);
+      const res = await http()
+        .get(LEVEL)
+        .set((await newOwner()).auth);
       expectStatus(res, 200);
       expect(res.body).toEqual({ level: null, levelName: null, repositories: 0 });
       expectValid(validateServedLevel, res.body);

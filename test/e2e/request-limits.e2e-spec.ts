@@ -52,7 +52,12 @@ function headOnly(port: number, head: string, bodyStart = ''): Promise<{ status:
 }
 
 /** A GET from another local address (the loopback network answers all of 127.0.0.0/8). */
-function getFrom(localAddress: string, port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; body: Record<string, unknown> }> {
+function getFrom(
+  localAddress: string,
+  port: number,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, unknown>; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, path, localAddress, headers, agent: false }, (res) => {
       let text = '';
@@ -125,7 +130,9 @@ describe('The credential is checked before the body is read', () => {
       ),
     );
     expect(all.map((r) => r.status)).toEqual(Array(100).fill(401));
-    expect(all.every((r) => JSON.parse(r.body).metadata.code === 'invalid_credentials' || JSON.parse(r.body).metadata.code === 'malformed_credentials')).toBe(true);
+    expect(all.every((r) => JSON.parse(r.body).metadata.code === 'invalid_credentials' || JSON.parse(r.body).metadata.code === 'malformed_credentials')).toBe(
+      true,
+    );
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
@@ -135,8 +142,11 @@ describe('The credential is checked before the body is read', () => {
     expect(res.headers.connection).toBe('close');
   });
 
-  it('with a valid key, an announced body over the route\'s limit is refused 413 before it is sent', async () => {
-    const res = await headOnly(portOf(t), `POST ${path()} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\nContent-Type: application/json\r\nContent-Length: ${33 * MiB}`);
+  it("with a valid key, an announced body over the route's limit is refused 413 before it is sent", async () => {
+    const res = await headOnly(
+      portOf(t),
+      `POST ${path()} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${user.key}\r\nContent-Type: application/json\r\nContent-Length: ${33 * MiB}`,
+    );
     expect(res.status).toBe(413);
     expect(JSON.parse(res.body)).toMatchObject({ metadata: { code: 'payload_too_large', limitBytes: 32 * MiB } });
   });
@@ -176,31 +186,91 @@ describe('Body limits per route', () => {
   };
 
   it('add-message takes MESSAGE_BODY_LIMIT_BYTES', async () => {
-    expectStatus(await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'x'.repeat(60_000) }), 200);
-    tooLarge(await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'x'.repeat(66_000) }), 65536);
+    expectStatus(
+      await t
+        .http()
+        .post(`/api/v0/sessions/${sessionId}/messages`)
+        .set(owner.auth)
+        .send({ text: 'x'.repeat(60_000) }),
+      200,
+    );
+    tooLarge(
+      await t
+        .http()
+        .post(`/api/v0/sessions/${sessionId}/messages`)
+        .set(owner.auth)
+        .send({ text: 'x'.repeat(66_000) }),
+      65536,
+    );
   });
 
   it('every other route takes BODY_LIMIT_BYTES', async () => {
-    tooLarge(await t.http().post('/api/v0/sessions').set(owner.auth).send({ title: 'x'.repeat(5000) }), 4096);
-    tooLarge(await t.http().patch(`/api/v0/sessions/${sessionId}`).set(owner.auth).send({ title: 'x'.repeat(5000) }), 4096);
-    tooLarge(await t.http().post('/settings/api-keys').set(owner.auth).send({ name: 'x'.repeat(5000) }), 4096);
+    tooLarge(
+      await t
+        .http()
+        .post('/api/v0/sessions')
+        .set(owner.auth)
+        .send({ title: 'x'.repeat(5000) }),
+      4096,
+    );
+    tooLarge(
+      await t
+        .http()
+        .patch(`/api/v0/sessions/${sessionId}`)
+        .set(owner.auth)
+        .send({ title: 'x'.repeat(5000) }),
+      4096,
+    );
+    tooLarge(
+      await t
+        .http()
+        .post('/settings/api-keys')
+        .set(owner.auth)
+        .send({ name: 'x'.repeat(5000) }),
+      4096,
+    );
     const patch = JSON.stringify({ settings: { serviceRouterGuidance: 'x'.repeat(5000) } });
-    tooLarge(await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).set('content-type', 'application/merge-patch+json').send(patch), 4096);
-    const analytics = await t.http().post('/api/v1/analytics/rollup').set(owner.auth).send({ x: 'x'.repeat(5000) });
+    tooLarge(
+      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).set('content-type', 'application/merge-patch+json').send(patch),
+      4096,
+    );
+    const analytics = await t
+      .http()
+      .post('/api/v1/analytics/rollup')
+      .set(owner.auth)
+      .send({ x: 'x'.repeat(5000) });
     expect(analytics.status).toBe(413);
     expect(Object.keys(analytics.body).sort()).toEqual(['detail', 'requestId', 'status', 'title']);
   });
 
-  it('the agent channel\'s message append and the custom-model relay take MESSAGE_BODY_LIMIT_BYTES', async () => {
+  it("the agent channel's message append and the custom-model relay take MESSAGE_BODY_LIMIT_BYTES", async () => {
     const big = { messages: [{ role: 'assistant', content: [{ type: 'text', text: 'x'.repeat(20_000) }] }] };
     const append = await t.http().post(`/api/v0/agent/sessions/${sessionId}/messages`).set(owner.auth).send(big);
     expect(append.status).not.toBe(413);
     expect(append.status).toBeLessThan(500);
-    tooLarge(await t.http().post(`/api/v0/agent/sessions/${sessionId}/messages`).set(owner.auth).send({ messages: [{ role: 'assistant', content: [{ type: 'text', text: 'x'.repeat(70_000) }] }] }), 65536);
-    const relay = await t.http().post('/api/v0/agent/models/none/chat/completions').set(owner.auth).send({ messages: [{ role: 'user', content: 'x'.repeat(20_000) }] });
+    tooLarge(
+      await t
+        .http()
+        .post(`/api/v0/agent/sessions/${sessionId}/messages`)
+        .set(owner.auth)
+        .send({ messages: [{ role: 'assistant', content: [{ type: 'text', text: 'x'.repeat(70_000) }] }] }),
+      65536,
+    );
+    const relay = await t
+      .http()
+      .post('/api/v0/agent/models/none/chat/completions')
+      .set(owner.auth)
+      .send({ messages: [{ role: 'user', content: 'x'.repeat(20_000) }] });
     expect(relay.status).not.toBe(413);
     expect(relay.status).toBeLessThan(500);
-    tooLarge(await t.http().post('/api/v0/agent/models/none/chat/completions').set(owner.auth).send({ messages: [{ role: 'user', content: 'x'.repeat(70_000) }] }), 65536);
+    tooLarge(
+      await t
+        .http()
+        .post('/api/v0/agent/models/none/chat/completions')
+        .set(owner.auth)
+        .send({ messages: [{ role: 'user', content: 'x'.repeat(70_000) }] }),
+      65536,
+    );
   });
 });
 
@@ -227,13 +297,21 @@ describe('JSON nesting depth', () => {
   });
 
   it('brackets inside strings do not count', async () => {
-    const res = await t.http().post('/api/v0/sessions').set(owner.auth).send({ title: '[{'.repeat(20) });
+    const res = await t
+      .http()
+      .post('/api/v0/sessions')
+      .set(owner.auth)
+      .send({ title: '[{'.repeat(20) });
     expectStatus(res, 201);
   });
 
   it('applies to merge patches and to analytics bodies (in their flavour), and a million levels cost nothing', async () => {
     const patch = `{"settings":{"extraKnownMarketplaces":${'{"a":'.repeat(20)}1${'}'.repeat(20)}}}`;
-    expectV0Error(await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).set('content-type', 'application/merge-patch+json').send(patch), 400, 'json_too_deep');
+    expectV0Error(
+      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).set('content-type', 'application/merge-patch+json').send(patch),
+      400,
+      'json_too_deep',
+    );
     const analytics = await t.http().post('/api/v1/analytics/rollup').set(owner.auth).set('content-type', 'application/json').send('['.repeat(100));
     expect(analytics.status).toBe(400);
     expect(Object.keys(analytics.body).sort()).toEqual(['detail', 'requestId', 'status', 'title']);
@@ -278,13 +356,21 @@ describe('Rate limits', () => {
       expectRateLimited(refused, 'credential', 5);
       expect(refused.headers['ratelimit-policy']).toBe('"credential";q=5;w=60, "organization";q=8;w=60');
       // Also before a body: the 429 comes on the head of an upload.
-      const upload = await headOnly(portOf(t), `POST /api/v0/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${first.key}\r\nContent-Type: application/json\r\nContent-Length: ${MiB}`);
+      const upload = await headOnly(
+        portOf(t),
+        `POST /api/v0/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${first.key}\r\nContent-Type: application/json\r\nContent-Length: ${MiB}`,
+      );
       expect(upload.status).toBe(429);
       expect(upload.headers.connection).toBe('close');
       // In the analytics flavour on analytics paths.
       const analytics = await t.http().get('/api/v1/analytics/tokens?startDate=2026-01-20&endDate=2026-01-21').set(first.auth);
       expect(analytics.status).toBe(429);
-      expect(analytics.body).toEqual({ title: 'Too Many Requests', detail: expect.stringMatching(/credential limit/), status: 429, requestId: analytics.headers['x-request-id'] });
+      expect(analytics.body).toEqual({
+        title: 'Too Many Requests',
+        detail: expect.stringMatching(/credential limit/),
+        status: 429,
+        requestId: analytics.headers['x-request-id'],
+      });
       expect(analytics.headers['retry-after']).toBeDefined();
       // The organization has 8 - 5 left: the second key goes on, then the organization is spent.
       for (let i = 0; i < 3; i++) {
@@ -296,7 +382,7 @@ describe('Rate limits', () => {
       expectStatus(await t.http().get('/api/v0/sessions').set(outsider.auth), 200);
     });
 
-    it('a credential\'s refusals stay off its organization\'s budget', async () => {
+    it("a credential's refusals stay off its organization's budget", async () => {
       await awayFromWindowEdge();
       const org = await createOrganization(t);
       const noisy = await createUser(t, Role.Member, org);
@@ -314,7 +400,9 @@ describe('Rate limits', () => {
       const burst = await Promise.all(Array.from({ length: 200 }, () => t.http().get('/api/v0/sessions').set(user.auth)));
       expect(burst.every((r) => r.status === 429)).toBe(true);
       const lines = securityLines(spy);
-      expect(lines).toEqual([expect.objectContaining({ organizationId: user.organizationId, userId: user.userId, credentialId: user.apiKeyId, policy: 'credential', limit: 5 })]);
+      expect(lines).toEqual([
+        expect.objectContaining({ organizationId: user.organizationId, userId: user.userId, credentialId: user.apiKeyId, policy: 'credential', limit: 5 }),
+      ]);
     });
   });
 
@@ -399,7 +487,9 @@ describe('Rate limits', () => {
 
     it('no 429 and no RateLimit headers', async () => {
       const user = await createUser(t, Role.Member);
-      const responses = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? t.http().get('/api/v0/sessions').set(user.auth) : t.http().get('/api/v0/sessions'))));
+      const responses = await Promise.all(
+        Array.from({ length: 60 }, (_, i) => (i % 2 ? t.http().get('/api/v0/sessions').set(user.auth) : t.http().get('/api/v0/sessions'))),
+      );
       expect(responses.map((r) => r.status).sort()).toEqual([...Array(30).fill(200), ...Array(30).fill(401)]);
       for (const res of responses) {
         expect(res.headers['ratelimit-policy']).toBeUndefined();
@@ -452,7 +542,9 @@ describe('Rate limits', () => {
     expect(accepted).toBeGreaterThanOrEqual(LIMIT * 0.9);
     expect(accepted).toBeLessThanOrEqual(LIMIT);
     for (const app of [a, b]) expectRateLimited(await app.http().get('/api/v0/sessions').set(user.auth), 'credential', LIMIT);
-    const rows = (await a.app.get(DataSource).query(`SELECT used FROM rate_limit_windows WHERE key = $1`, [`credential:${user.apiKeyId}`])) as Array<{ used: number }>;
+    const rows = (await a.app.get(DataSource).query(`SELECT used FROM rate_limit_windows WHERE key = $1`, [`credential:${user.apiKeyId}`])) as Array<{
+      used: number;
+    }>;
     expect(rows).toHaveLength(1);
     expect(rows[0].used).toBeGreaterThanOrEqual(LIMIT);
   });

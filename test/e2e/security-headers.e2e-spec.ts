@@ -11,7 +11,11 @@ const CHROMIUM = '/usr/bin/chromium';
 
 /** What every answer must say about itself, whoever asked and however it ended. */
 function expectLockedDown(res: Response, label: string) {
-  expect({ label, nosniff: res.headers['x-content-type-options'], cache: res.headers['cache-control'] }).toEqual({ label, nosniff: 'nosniff', cache: 'no-store' });
+  expect({ label, nosniff: res.headers['x-content-type-options'], cache: res.headers['cache-control'] }).toEqual({
+    label,
+    nosniff: 'nosniff',
+    cache: 'no-store',
+  });
 }
 
 describe('Response headers', () => {
@@ -38,12 +42,35 @@ describe('Response headers', () => {
       ['400 invalid body', () => http().post('/settings/api-keys').set(member.auth).send({ name: 12 }), 400],
       ['400 invalid JSON', () => http().post('/settings/api-keys').set(member.auth).set('content-type', 'application/json').send('{"name":'), 400],
       ['401 missing credentials', () => http().get('/api/v0/computers'), 401],
-      ['401 unknown key', () => http().get('/api/v0/computers').set('Authorization', `Bearer apk_${'A'.repeat(43)}`), 401],
+      [
+        '401 unknown key',
+        () =>
+          http()
+            .get('/api/v0/computers')
+            .set('Authorization', `Bearer apk_${'A'.repeat(43)}`),
+        401,
+      ],
       ['401 analytics flavour', () => http().get('/api/v1/analytics/activity'), 401],
-      ['403 guest', () => http().post('/api/v0/computers').set(guest.auth).send({ name: 'x', provider: 'byom', hostId: '01a1fdca-0000-7000-8000-000000000001', remoteUser: 'u' }), 403],
+      [
+        '403 guest',
+        () =>
+          http()
+            .post('/api/v0/computers')
+            .set(guest.auth)
+            .send({ name: 'x', provider: 'byom', hostId: '01a1fdca-0000-7000-8000-000000000001', remoteUser: 'u' }),
+        403,
+      ],
       ['404 unknown computer', () => http().get('/api/v0/computers/01a1fdca-0000-7000-8000-000000000000').set(member.auth), 404],
       ['404 unknown route', () => http().get('/api/v0/nowhere').set(member.auth), 404],
-      ['413 too large', () => http().post('/settings/api-keys').set(member.auth).send({ name: 'x'.repeat(2 * 1024 * 1024) }), 413],
+      [
+        '413 too large',
+        () =>
+          http()
+            .post('/settings/api-keys')
+            .set(member.auth)
+            .send({ name: 'x'.repeat(2 * 1024 * 1024) }),
+        413,
+      ],
       ['415 not JSON', () => http().post('/settings/api-keys').set(member.auth).set('content-type', 'text/plain').send('name'), 415],
       ['400 malformed URL', () => http().get('/api/v0/computers/%E0%A4%A').set(member.auth), 400],
     ])('%s', async (label, send, status) => {
@@ -96,9 +123,13 @@ describe('Response headers', () => {
       csp = res.headers['content-security-policy'];
     });
 
-    const directive = (name: string) => csp.split(';').map((part) => part.trim()).find((part) => part.startsWith(`${name} `)) ?? '';
+    const directive = (name: string) =>
+      csp
+        .split(';')
+        .map((part) => part.trim())
+        .find((part) => part.startsWith(`${name} `)) ?? '';
 
-    it('has a Content-Security-Policy that runs only this origin\'s scripts and cannot be framed', () => {
+    it("has a Content-Security-Policy that runs only this origin's scripts and cannot be framed", () => {
       expect(directive('default-src')).toBe("default-src 'none'");
       expect(directive('script-src')).toBe("script-src 'self'");
       expect(directive('object-src')).toBe("object-src 'none'");
@@ -121,43 +152,47 @@ describe('Response headers', () => {
       expect(html).not.toMatch(/\son[a-z]+\s*=/i);
     });
 
-    it('Swagger UI keeps the bearer key out of the browser\'s storage and asks no outside validator', async () => {
+    it("Swagger UI keeps the bearer key out of the browser's storage and asks no outside validator", async () => {
       const init = await http().get('/docs/swagger-ui-init.js').expect(200);
       const options = JSON.parse(/"customOptions":\s*(\{[^}]*\})/.exec(init.text)![1]) as Record<string, unknown>;
       expect(options).toMatchObject({ persistAuthorization: false, validatorUrl: null });
     });
 
-    (existsSync(CHROMIUM) ? it : it.skip)('renders in Chromium with no Content-Security-Policy violation', async () => {
-      const { port } = t.app.getHttpServer().address() as AddressInfo;
-      const run = spawn(
-        CHROMIUM,
-        [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--disable-quic',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-          '--enable-logging=stderr',
-          '--v=0',
-          '--virtual-time-budget=10000',
-          '--dump-dom',
-          `http://127.0.0.1:${port}/docs`,
-        ],
-        { stdio: ['ignore', 'pipe', 'pipe'] },
-      );
-      let dom = '';
-      let log = '';
-      run.stdout.on('data', (chunk: Buffer) => (dom += chunk.toString()));
-      run.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
-      await new Promise((resolve) => run.once('close', resolve));
-      // Rendered by Swagger UI's scripts: the title and one block per operation.
-      expect(dom).toMatch(/class="title">Agent Platform API/);
-      expect(dom.match(/opblock-summary-path/g)?.length ?? 0).toBeGreaterThan(30);
-      const console = log.split('\n').filter((line) => /CONSOLE/.test(line));
-      expect(console.filter((line) => /Content Security Policy|Refused to/i.test(line))).toEqual([]);
-    }, 60_000);
+    (existsSync(CHROMIUM) ? it : it.skip)(
+      'renders in Chromium with no Content-Security-Policy violation',
+      async () => {
+        const { port } = t.app.getHttpServer().address() as AddressInfo;
+        const run = spawn(
+          CHROMIUM,
+          [
+            '--headless',
+            '--no-sandbox',
+            '--disable-gpu',
+            '--disable-quic',
+            '--no-first-run',
+            '--disable-background-networking',
+            '--disable-component-update',
+            '--disable-sync',
+            '--enable-logging=stderr',
+            '--v=0',
+            '--virtual-time-budget=10000',
+            '--dump-dom',
+            `http://127.0.0.1:${port}/docs`,
+          ],
+          { stdio: ['ignore', 'pipe', 'pipe'] },
+        );
+        let dom = '';
+        let log = '';
+        run.stdout.on('data', (chunk: Buffer) => (dom += chunk.toString()));
+        run.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
+        await new Promise((resolve) => run.once('close', resolve));
+        // Rendered by Swagger UI's scripts: the title and one block per operation.
+        expect(dom).toMatch(/class="title">Agent Platform API/);
+        expect(dom.match(/opblock-summary-path/g)?.length ?? 0).toBeGreaterThan(30);
+        const console = log.split('\n').filter((line) => /CONSOLE/.test(line));
+        expect(console.filter((line) => /Content Security Policy|Refused to/i.test(line))).toEqual([]);
+      },
+      60_000,
+    );
   });
 });

@@ -79,7 +79,11 @@ describe('No server details in any answer', () => {
     it('a clone that fails: its error and log say where in $COMPUTERS_DIR, never the folder itself', async () => {
       // A folder with no repository in it: git names the folder it was cloning into before it fails.
       await mkdir(join(root, 'not-a-repo'), { recursive: true });
-      const created = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'bad', provider: 'local', repos: [join(root, 'not-a-repo')] });
+      const created = await t
+        .http()
+        .post('/api/v0/computers')
+        .set(owner.auth)
+        .send({ name: 'bad', provider: 'local', repos: [join(root, 'not-a-repo')] });
       expect(created.status).toBe(201);
       expectNoServerDetails(t, 'create', whole(created));
       const done = await settled(created.body.id);
@@ -92,7 +96,11 @@ describe('No server details in any answer', () => {
 
     it('a computer that provisions: clonedRepoDirectories and its log name $COMPUTERS_DIR, never the folder itself', async () => {
       const repo = await createGitRepo(root, 'fine');
-      const created = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'fine', provider: 'local', repos: [repo] });
+      const created = await t
+        .http()
+        .post('/api/v0/computers')
+        .set(owner.auth)
+        .send({ name: 'fine', provider: 'local', repos: [repo] });
       const done = await settled(created.body.id);
       expect(done.body.status).toBe('active');
       expect(done.body.clonedRepoDirectories).toEqual([`$COMPUTERS_DIR/${created.body.id}/fine`]);
@@ -141,10 +149,26 @@ describe('No server details in any answer', () => {
     it.each([
       ['an unknown route', (t: TestApp) => t.http().get('/api/v0/nowhere').set(member.auth)],
       ['an unknown analytics route', (t: TestApp) => t.http().get('/api/v1/nowhere').set(member.auth)],
-      ['a local repo path under the project folder', (t: TestApp) => t.http().post('/api/v0/computers').set(member.auth).send({ name: 'x', provider: 'local', repos: [PROJECT_DIR] })],
+      [
+        'a local repo path under the project folder',
+        (t: TestApp) =>
+          t
+            .http()
+            .post('/api/v0/computers')
+            .set(member.auth)
+            .send({ name: 'x', provider: 'local', repos: [PROJECT_DIR] }),
+      ],
       ['a computer id that is the host name', (t: TestApp) => t.http().get(`/api/v0/computers/${hostname()}`).set(member.auth)],
       ['invalid JSON', (t: TestApp) => t.http().post('/api/v0/sessions').set(member.auth).set('content-type', 'application/json').send('{"x":')],
-      ['a body too large', (t: TestApp) => t.http().post('/api/v0/sessions').set(member.auth).send({ title: 'x'.repeat(2 * 1024 * 1024) })],
+      [
+        'a body too large',
+        (t: TestApp) =>
+          t
+            .http()
+            .post('/api/v0/sessions')
+            .set(member.auth)
+            .send({ title: 'x'.repeat(2 * 1024 * 1024) }),
+      ],
       ['a malformed URL', (t: TestApp) => t.http().get('/api/v0/sessions/%E0%A4%A').set(member.auth)],
       ['a JWT with a bad signature', (t: TestApp) => t.http().get('/api/v0/sessions').set('Authorization', 'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln')],
       ['no credentials', (t: TestApp) => t.http().get('/api/v0/sessions')],

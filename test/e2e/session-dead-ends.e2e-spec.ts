@@ -50,7 +50,11 @@ describe('Sessions no agent will take', () => {
   }
 
   async function say(user: TestUser, sessionId: string, extra: Record<string, unknown> = {}) {
-    const res = await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(user.auth).send({ text: 'Please fix the build.', ...extra });
+    const res = await t
+      .http()
+      .post(`/api/v0/sessions/${sessionId}/messages`)
+      .set(user.auth)
+      .send({ text: 'Please fix the build.', ...extra });
     expect(res.status).toBe(200);
     valid(validateAddMessage, res.body);
     return res.body as { messageId: string; status: string; warnings?: Reason[] };
@@ -64,7 +68,11 @@ describe('Sessions no agent will take', () => {
   }
 
   async function computer(owner: TestUser): Promise<{ id: string; auth: Auth }> {
-    const res = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: `box-${randomUUID().slice(0, 6)}`, provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' });
+    const res = await t
+      .http()
+      .post('/api/v0/computers')
+      .set(owner.auth)
+      .send({ name: `box-${randomUUID().slice(0, 6)}`, provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' });
     expect(res.status).toBe(201);
     return { id: res.body.id as string, auth: { Authorization: `Bearer ${res.body.agentToken as string}` } };
   }
@@ -118,7 +126,7 @@ describe('Sessions no agent will take', () => {
     expect(answer !== 'cut' && answer.body.work?.sessionId).toBe(other);
   });
 
-  it('a computer\'s agent does not take unrouted work, so it does not silence the warning for a session without a computer', async () => {
+  it("a computer's agent does not take unrouted work, so it does not silence the warning for a session without a computer", async () => {
     const { owner } = await team();
     const box = await computer(owner);
     await poll(box.auth);
@@ -138,7 +146,7 @@ describe('Sessions no agent will take', () => {
     expect((await say(owner, id)).warnings?.[0]).toMatchObject({ code: 'no_agent_for_computer', message: expect.stringContaining(idle.id) });
   });
 
-  it('a member\'s agent takes only that member\'s sessions; an owner\'s agent takes everyone\'s', async () => {
+  it("a member's agent takes only that member's sessions; an owner's agent takes everyone's", async () => {
     const { owner, member, member2 } = await team();
     await poll(member.auth);
     const mine = await session(member);

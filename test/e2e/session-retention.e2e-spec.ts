@@ -23,23 +23,36 @@ describe('Session retention', () => {
   const sweep = () => t.app.get(SessionRetentionJob).sweep();
 
   async function session(user: TestUser, idleDays: number, text = 'hello'): Promise<string> {
-    const created = await t.http().post('/api/v0/sessions').set(user.auth).send({ title: `idle ${idleDays} days` }).expect(201);
+    const created = await t
+      .http()
+      .post('/api/v0/sessions')
+      .set(user.auth)
+      .send({ title: `idle ${idleDays} days` })
+      .expect(201);
     await t.http().post(`/api/v0/sessions/${created.body.sessionId}/messages`).set(user.auth).send({ text }).expect(200);
     await db().query(`UPDATE sessions SET updated_at = $2, created_at = $2 WHERE id = $1`, [created.body.sessionId, new Date(Date.now() - idleDays * DAY_MS)]);
     return created.body.sessionId;
   }
 
   async function exists(id: string): Promise<boolean> {
-    const [row] = await db().query(`SELECT (SELECT count(*) FROM sessions WHERE id = $1)::int AS sessions, (SELECT count(*) FROM messages WHERE session_id = $1)::int AS messages`, [id]);
+    const [row] = await db().query(
+      `SELECT (SELECT count(*) FROM sessions WHERE id = $1)::int AS sessions, (SELECT count(*) FROM messages WHERE session_id = $1)::int AS messages`,
+      [id],
+    );
     if (row.sessions === 0) expect(row.messages).toBe(0);
     return row.sessions === 1;
   }
 
   async function retain(owner: TestUser, days: number | null) {
-    await t.http().patch(CONTROLS).set(owner.auth).send({ settings: { sessionRetentionDays: days } }).expect(200);
+    await t
+      .http()
+      .patch(CONTROLS)
+      .set(owner.auth)
+      .send({ settings: { sessionRetentionDays: days } })
+      .expect(200);
   }
 
-  it('deletes the organization\'s sessions idle longer than the retention, with their messages, and keeps the rest', async () => {
+  it("deletes the organization's sessions idle longer than the retention, with their messages, and keeps the rest", async () => {
     const owner = await createUser(t, Role.Owner);
     const outsider = await createUser(t, Role.Owner);
     const old = await session(owner, 31);
@@ -97,7 +110,7 @@ describe('Session retention', () => {
     expect(n).toBe(0);
   });
 
-  it('sweeps at once when an organization\'s retention is revised, without waiting for the schedule', async () => {
+  it("sweeps at once when an organization's retention is revised, without waiting for the schedule", async () => {
     const owner = await createUser(t, Role.Owner);
     const id = await session(owner, 10);
     await retain(owner, 9);
@@ -116,7 +129,12 @@ describe('Session retention', () => {
       const owner = await createUser(app, Role.Owner);
       const created = await app.http().post('/api/v0/sessions').set(owner.auth).send({}).expect(201);
       await app.app.get(DataSource).query(`UPDATE sessions SET updated_at = now() - interval '3 days' WHERE id = $1`, [created.body.sessionId]);
-      await app.http().patch(CONTROLS).set(owner.auth).send({ settings: { sessionRetentionDays: 2 } }).expect(200);
+      await app
+        .http()
+        .patch(CONTROLS)
+        .set(owner.auth)
+        .send({ settings: { sessionRetentionDays: 2 } })
+        .expect(200);
       const deadline = Date.now() + 10_000;
       while ((await app.http().get(`/api/v0/sessions/${created.body.sessionId}`).set(owner.auth)).status !== 404) {
         if (Date.now() > deadline) throw new Error('the scheduled sweep did not delete the session');
@@ -136,7 +154,12 @@ describe('Session retention', () => {
       const org = await createOrganization(a);
       const owner = await createUser(a, Role.Owner, org);
       const count = RETENTION_BATCH * 4;
-      await a.http().patch(CONTROLS).set(owner.auth).send({ settings: { sessionRetentionDays: 30 } }).expect(200);
+      await a
+        .http()
+        .patch(CONTROLS)
+        .set(owner.auth)
+        .send({ settings: { sessionRetentionDays: 30 } })
+        .expect(200);
       // The sweeps the revision started on both instances end first: then the two below find all the work.
       await Promise.all([a.app.get(SessionRetentionJob).sweep(), b.app.get(SessionRetentionJob).sweep()]);
       await a.app.get(DataSource).query(

@@ -48,7 +48,11 @@ describe('Sessions API (v0)', () => {
         ['an unknown top-level property', { text: 'hi', role: 'assistant' }, 'role'],
         ['images not an array', { text: 'hi', images: image(PNG, 'image/png') }, 'images'],
         ['an image that is a string', { text: 'hi', images: [PNG] }, 'images[0]'],
-        ['an unknown property in images[i]', { text: 'hi', images: [image(PNG, 'image/png'), { ...image(PNG, 'image/png'), name: 'x.png' }] }, 'images[1].name'],
+        [
+          'an unknown property in images[i]',
+          { text: 'hi', images: [image(PNG, 'image/png'), { ...image(PNG, 'image/png'), name: 'x.png' }] },
+          'images[1].name',
+        ],
         ['an image without data', { text: 'hi', images: [{ type: 'base64', mediaType: 'image/png' }] }, 'images[0].data'],
         ['an image with empty data', { text: 'hi', images: [image('', 'image/png')] }, 'images[0].data'],
         ['an image of type url', { text: 'hi', images: [{ type: 'url', data: PNG, mediaType: 'image/png' }] }, 'images[0].type'],
@@ -152,10 +156,20 @@ describe('Sessions API (v0)', () => {
         ['a tag without metadata', { sessionSettings: { tags: [{ name: 't' }] } }, 'sessionSettings.tags[0].metadata'],
         ['a tag with an unknown property', { sessionSettings: { tags: [{ name: 't', metadata: {}, color: 'red' }] } }, 'sessionSettings.tags[0].color'],
         ['enabledToolIds with a number', { sessionSettings: { enabledToolIds: ['a', 2] } }, 'sessionSettings.enabledToolIds[1]'],
-        ['tokenUsage (kept by the server)', { sessionSettings: { tokenUsage: { inputTokens: 1, outputTokens: 1, cacheCreationTokens: 0, cacheReadTokens: 0, thinkingTokens: 0 } } }, 'sessionSettings.tokenUsage'],
+        [
+          'tokenUsage (kept by the server)',
+          { sessionSettings: { tokenUsage: { inputTokens: 1, outputTokens: 1, cacheCreationTokens: 0, cacheReadTokens: 0, thinkingTokens: 0 } } },
+          'sessionSettings.tokenUsage',
+        ],
         ['assistantActiveTimeMs (kept by the server)', { sessionSettings: { assistantActiveTimeMs: 100 } }, 'sessionSettings.assistantActiveTimeMs'],
       ])('%s answers 400 naming the field', async (_, body, field) => {
-        expectInvalid(await http().post(path()).set(owner.auth).send(body as object), field);
+        expectInvalid(
+          await http()
+            .post(path())
+            .set(owner.auth)
+            .send(body as object),
+          field,
+        );
       });
 
       it('an array body answers 400 naming body', async () => {
@@ -180,10 +194,20 @@ describe('Sessions API (v0)', () => {
         ['a blank title', { title: '   ' }, 'title'],
         ['an unknown setting', { sessionSettings: { turbo: true } }, 'sessionSettings.turbo'],
         ['an autonomyLevel outside its values', { sessionSettings: { autonomyLevel: 'max' } }, 'sessionSettings.autonomyLevel'],
-        ['tokenUsage (kept by the server)', { sessionSettings: { tokenUsage: { inputTokens: 1, outputTokens: 1, cacheCreationTokens: 0, cacheReadTokens: 0, thinkingTokens: 0 } } }, 'sessionSettings.tokenUsage'],
+        [
+          'tokenUsage (kept by the server)',
+          { sessionSettings: { tokenUsage: { inputTokens: 1, outputTokens: 1, cacheCreationTokens: 0, cacheReadTokens: 0, thinkingTokens: 0 } } },
+          'sessionSettings.tokenUsage',
+        ],
         ['assistantActiveTimeMs (kept by the server)', { sessionSettings: { assistantActiveTimeMs: 100 } }, 'sessionSettings.assistantActiveTimeMs'],
       ])('%s answers 400 naming the field', async (_, body, field) => {
-        expectInvalid(await http().patch(path(session.sessionId)).set(owner.auth).send(body as object), field);
+        expectInvalid(
+          await http()
+            .patch(path(session.sessionId))
+            .set(owner.auth)
+            .send(body as object),
+          field,
+        );
         expect((await readSession(owner, session.sessionId)).title).toBe('target');
       });
 
@@ -292,16 +316,28 @@ describe('Sessions API (v0): request body size limit', () => {
 
   afterAll(() => t.close());
 
-  it('a body over its route\'s limit answers 413 in the v0 body and stores nothing', async () => {
-    const res = await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'x'.repeat(250_000) });
+  it("a body over its route's limit answers 413 in the v0 body and stores nothing", async () => {
+    const res = await t
+      .http()
+      .post(`/api/v0/sessions/${sessionId}/messages`)
+      .set(owner.auth)
+      .send({ text: 'x'.repeat(250_000) });
     expectV0Error(res, 413, 'payload_too_large');
     expect(res.body.metadata).toEqual({ code: 'payload_too_large', limitBytes: 200000 });
     const images = Array.from({ length: 3 }, () => image(Buffer.concat([Buffer.from(PNG, 'base64'), Buffer.alloc(60_000)]).toString('base64'), 'image/png'));
     expectV0Error(await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'pics', images }), 413, 'payload_too_large');
     // Other routes take BODY_LIMIT_BYTES: less than add-message.
     for (const refused of [
-      await t.http().post('/api/v0/sessions').set(owner.auth).send({ title: 'y'.repeat(150_000) }),
-      await t.http().patch(`/api/v0/sessions/${sessionId}`).set(owner.auth).send({ title: 'y'.repeat(150_000) }),
+      await t
+        .http()
+        .post('/api/v0/sessions')
+        .set(owner.auth)
+        .send({ title: 'y'.repeat(150_000) }),
+      await t
+        .http()
+        .patch(`/api/v0/sessions/${sessionId}`)
+        .set(owner.auth)
+        .send({ title: 'y'.repeat(150_000) }),
     ]) {
       expectV0Error(refused, 413, 'payload_too_large');
       expect(refused.body.metadata).toEqual({ code: 'payload_too_large', limitBytes: 100000 });
@@ -311,7 +347,11 @@ describe('Sessions API (v0): request body size limit', () => {
   });
 
   it('a body just under the limit is accepted', async () => {
-    const res = await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'x'.repeat(190_000) });
+    const res = await t
+      .http()
+      .post(`/api/v0/sessions/${sessionId}/messages`)
+      .set(owner.auth)
+      .send({ text: 'x'.repeat(190_000) });
     expectStatus(res, 200);
   });
 });

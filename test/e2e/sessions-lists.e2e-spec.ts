@@ -11,7 +11,24 @@ import { MessageView, sessionsFixture, SessionView } from '../utils/fixtures/ses
 
 describe('Sessions API (v0)', () => {
   const fixture = sessionsFixture();
-  const { http, path, expectValid, ownerOfNewOrg, createSession, guestSession, getSession, listSessions, postMessage, getMessages, addMessage, readSession, allMessages, walk, claim, expectParentChain } = fixture;
+  const {
+    http,
+    path,
+    expectValid,
+    ownerOfNewOrg,
+    createSession,
+    guestSession,
+    getSession,
+    listSessions,
+    postMessage,
+    getMessages,
+    addMessage,
+    readSession,
+    allMessages,
+    walk,
+    claim,
+    expectParentChain,
+  } = fixture;
   let t: TestApp;
   let validateMessage: ValidateFunction;
   let owner: TestUser;
@@ -152,7 +169,11 @@ describe('Sessions API (v0)', () => {
       expectParentChain(all);
       expect(all.filter((m) => m.role !== 'user').every((m) => !('userMessageSource' in m))).toBe(true);
 
-      for (const [role, expected] of [['user', [u1, u2]], ['assistant', [a1, a2]], ['tool', [tool]]] as const) {
+      for (const [role, expected] of [
+        ['user', [u1, u2]],
+        ['assistant', [a1, a2]],
+        ['tool', [tool]],
+      ] as const) {
         const pages = await walk<MessageView>(
           (cursor) => getMessages(boss, session.sessionId, `role=${role}&limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
           'messages',
@@ -225,7 +246,11 @@ describe('Sessions API (v0)', () => {
       for (const target of [member2Session, ownerSession]) {
         const before = await readSession(owner, target.sessionId);
         for (const [, write] of writes(member, target.sessionId)) expectV0Error(await write(), 403, 'read_only_role');
-        const keyed = await http().post(path(target.sessionId, '/messages')).set(member.auth).set('Idempotency-Key', `ro-${target.sessionId}`).send({ text: 'x' });
+        const keyed = await http()
+          .post(path(target.sessionId, '/messages'))
+          .set(member.auth)
+          .set('Idempotency-Key', `ro-${target.sessionId}`)
+          .send({ text: 'x' });
         expectV0Error(keyed, 403, 'read_only_role');
         expect(await readSession(owner, target.sessionId)).toEqual(before);
       }

@@ -11,7 +11,21 @@ const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f
 
 describe('Sessions API (v0)', () => {
   const fixture = sessionsFixture();
-  const { http, path, expectValid, ownerOfNewOrg, createSession, listSessions, postMessage, getMessages, addMessage, readSession, allMessages, claim, expectParentChain } = fixture;
+  const {
+    http,
+    path,
+    expectValid,
+    ownerOfNewOrg,
+    createSession,
+    listSessions,
+    postMessage,
+    getMessages,
+    addMessage,
+    readSession,
+    allMessages,
+    claim,
+    expectParentChain,
+  } = fixture;
   let validateSession: ValidateFunction;
   let validateMessage: ValidateFunction;
   let validateSessionPage: ValidateFunction;
@@ -30,7 +44,13 @@ describe('Sessions API (v0)', () => {
       expectStatus(res, 201);
       const session = res.body as SessionView;
       expect(Object.keys(session).sort()).toEqual(['createdAt', 'messageCount', 'sessionId', 'status', 'updatedAt']);
-      expect(session).toEqual({ sessionId: expect.stringMatching(UUID_V7), status: 'idle', messageCount: 0, createdAt: expect.any(Number), updatedAt: expect.any(Number) });
+      expect(session).toEqual({
+        sessionId: expect.stringMatching(UUID_V7),
+        status: 'idle',
+        messageCount: 0,
+        createdAt: expect.any(Number),
+        updatedAt: expect.any(Number),
+      });
       expect(Number.isInteger(session.createdAt)).toBe(true);
       expect(Number.isInteger(session.updatedAt)).toBe(true);
       expect(session.createdAt).toBeGreaterThanOrEqual(before);
@@ -79,7 +99,11 @@ describe('Sessions API (v0)', () => {
       const res = await postMessage(owner, session.sessionId, { text: 'first' });
       const after = Date.now();
       expectStatus(res, 200);
-      expect(res.body).toEqual({ messageId: expect.stringMatching(UUID_V7), status: 'pending', warnings: [{ code: 'no_agent_for_organization', message: expect.any(String) }] });
+      expect(res.body).toEqual({
+        messageId: expect.stringMatching(UUID_V7),
+        status: 'pending',
+        warnings: [{ code: 'no_agent_for_organization', message: expect.any(String) }],
+      });
       await addMessage(owner, session.sessionId, { text: 'second' });
 
       const page = await getMessages(owner, session.sessionId);
@@ -144,7 +168,10 @@ describe('Sessions API (v0)', () => {
       // The next turn ends with nothing left: idle, completedAt set (integer Unix ms).
       const next = await claim(boss);
       const before = Date.now();
-      expectStatus(await http().post(`/api/v0/agent/sessions/${session.sessionId}/end-turn`).set(boss.auth).send({ turnId: next.turnId, assistantActiveTimeMs: 1500 }), 200);
+      expectStatus(
+        await http().post(`/api/v0/agent/sessions/${session.sessionId}/end-turn`).set(boss.auth).send({ turnId: next.turnId, assistantActiveTimeMs: 1500 }),
+        200,
+      );
       const idle = await readSession(boss, session.sessionId);
       expect(idle.status).toBe('idle');
       expect(Number.isInteger(idle.completedAt)).toBe(true);
@@ -154,7 +181,10 @@ describe('Sessions API (v0)', () => {
       expectValid(validateSession, idle);
 
       // A server-maintained setting survives a client's settings change.
-      const patched = await http().patch(path(idle.sessionId)).set(boss.auth).send({ sessionSettings: { model: 'm' } });
+      const patched = await http()
+        .patch(path(idle.sessionId))
+        .set(boss.auth)
+        .send({ sessionSettings: { model: 'm' } });
       expectStatus(patched, 200);
       expect(patched.body.sessionSettings).toEqual({ assistantActiveTimeMs: 1500, model: 'm' });
       expect((await addMessage(boss, session.sessionId, { text: 'four' })).status).toBe('pending');
@@ -218,25 +248,52 @@ describe('Sessions API (v0)', () => {
     it('20 images are accepted; 21 answer 400 naming images', async () => {
       const session = await createSession(owner);
       await addMessage(owner, session.sessionId, { text: 'many', images: Array.from({ length: 20 }, () => image(PNG, 'image/png')) });
-      expectInvalid(await postMessage(owner, session.sessionId, { text: 'too many', images: Array.from({ length: 21 }, () => image(PNG, 'image/png')) }), 'images');
+      expectInvalid(
+        await postMessage(owner, session.sessionId, { text: 'too many', images: Array.from({ length: 21 }, () => image(PNG, 'image/png')) }),
+        'images',
+      );
     });
 
     // PostgreSQL refuses NUL in text and jsonb, and lone surrogates in jsonb: such input must be
     // stored and read back intact, or refused with a 400 naming the field; never a 500.
     it.each<[string, 'create' | 'message', Json, string, (read: { session: SessionView; messages: MessageView[] }) => unknown, unknown]>([
-      ['message text with a NUL character', 'message', { text: 'before\u0000after' }, 'text', (r) => r.messages[0]?.content, [{ type: 'text', text: 'before\u0000after' }]],
-      ['message text with a lone surrogate', 'message', { text: 'before\ud800after' }, 'text', (r) => r.messages[0]?.content, [{ type: 'text', text: 'before\ud800after' }]],
+      [
+        'message text with a NUL character',
+        'message',
+        { text: 'before\u0000after' },
+        'text',
+        (r) => r.messages[0]?.content,
+        [{ type: 'text', text: 'before\u0000after' }],
+      ],
+      [
+        'message text with a lone surrogate',
+        'message',
+        { text: 'before\ud800after' },
+        'text',
+        (r) => r.messages[0]?.content,
+        [{ type: 'text', text: 'before\ud800after' }],
+      ],
       [
         'a text file with a NUL character',
         'message',
         { text: 'file', files: [textFile('nul\u0000inside')] },
         'files[0].data',
         (r) => r.messages[0]?.content,
-        [{ type: 'text', text: 'file' }, { type: 'document', source: textFile('nul\u0000inside') }],
+        [
+          { type: 'text', text: 'file' },
+          { type: 'document', source: textFile('nul\u0000inside') },
+        ],
       ],
       ['a title with a NUL character', 'create', { title: 'bad\u0000title' }, 'title', (r) => r.session.title, 'bad\u0000title'],
       ['a title with a lone surrogate', 'create', { title: 'bad\ud800title' }, 'title', (r) => r.session.title, 'bad\ud800title'],
-      ['a setting with a NUL character', 'create', { sessionSettings: { model: 'model\u0000x' } }, 'sessionSettings.model', (r) => r.session.sessionSettings, { model: 'model\u0000x' }],
+      [
+        'a setting with a NUL character',
+        'create',
+        { sessionSettings: { model: 'model\u0000x' } },
+        'sessionSettings.model',
+        (r) => r.session.sessionSettings,
+        { model: 'model\u0000x' },
+      ],
     ])('%s is stored and read back intact, or refused with 400 naming the field; never a 500', async (_, endpoint, body, field, pick, expected) => {
       const target = await createSession(owner);
       const res = endpoint === 'create' ? await http().post(path()).set(owner.auth).send(body) : await postMessage(owner, target.sessionId, body);

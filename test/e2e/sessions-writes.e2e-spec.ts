@@ -10,7 +10,22 @@ import { image, Json, MessageView, PNG, sessionsFixture, SessionView } from '../
 
 describe('Sessions API (v0)', () => {
   const fixture = sessionsFixture();
-  const { http, path, expectValid, ownerOfNewOrg, createSession, getSession, listSessions, postMessage, getMessages, addMessage, readSession, allMessages, walk, expectParentChain } = fixture;
+  const {
+    http,
+    path,
+    expectValid,
+    ownerOfNewOrg,
+    createSession,
+    getSession,
+    listSessions,
+    postMessage,
+    getMessages,
+    addMessage,
+    readSession,
+    allMessages,
+    walk,
+    expectParentChain,
+  } = fixture;
   let t: TestApp;
   let validateSession: ValidateFunction;
   let owner: TestUser;
@@ -24,9 +39,7 @@ describe('Sessions API (v0)', () => {
   describe('concurrency', () => {
     it('20 concurrent messages from two users all succeed and form one total order', async () => {
       const session = await createSession(owner);
-      const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => postMessage(i % 2 ? manager : owner, session.sessionId, { text: `c${i}` })),
-      );
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => postMessage(i % 2 ? manager : owner, session.sessionId, { text: `c${i}` })));
       for (const res of results) {
         expectStatus(res, 200);
         expect(res.body.status).toBe('pending');
@@ -40,7 +53,10 @@ describe('Sessions API (v0)', () => {
       expect(new Set(messages.map((m) => (m.content[0] as { text: string }).text))).toEqual(new Set(Array.from({ length: 20 }, (_, i) => `c${i}`)));
       expectParentChain(messages);
       // The paged walk sees the same order.
-      const pages = await walk<MessageView>((cursor) => getMessages(owner, session.sessionId, `limit=6${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`), 'messages');
+      const pages = await walk<MessageView>(
+        (cursor) => getMessages(owner, session.sessionId, `limit=6${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
+        'messages',
+      );
       expect(pages.flat().map((m) => m.id)).toEqual(messages.map((m) => m.id));
     });
 
@@ -63,7 +79,9 @@ describe('Sessions API (v0)', () => {
       // The race is timing-dependent: three rounds make it show on PostgreSQL nearly every run.
       for (let round = 0; round < 3; round++) {
         const { session, times } = await concurrentMessages();
-        expect({ round, updatedAt: session.updatedAt, newestMessage: Math.max(...times), regressed: session.updatedAt < Math.max(...times) }).toMatchObject({ regressed: false });
+        expect({ round, updatedAt: session.updatedAt, newestMessage: Math.max(...times), regressed: session.updatedAt < Math.max(...times) }).toMatchObject({
+          regressed: false,
+        });
       }
     });
 
@@ -82,7 +100,14 @@ describe('Sessions API (v0)', () => {
         { disabledToolIds: ['d'] },
         { tags: [{ name: 'n', metadata: {} }] },
       ];
-      const results = await Promise.all(changes.map((sessionSettings, i) => http().patch(path(session.sessionId)).set(i % 2 ? manager.auth : owner.auth).send({ sessionSettings })));
+      const results = await Promise.all(
+        changes.map((sessionSettings, i) =>
+          http()
+            .patch(path(session.sessionId))
+            .set(i % 2 ? manager.auth : owner.auth)
+            .send({ sessionSettings }),
+        ),
+      );
       for (const res of results) expectStatus(res, 200);
       expect((await readSession(owner, session.sessionId)).sessionSettings).toEqual(Object.assign({ model: 'base' }, ...changes));
     });
@@ -98,7 +123,9 @@ describe('Sessions API (v0)', () => {
         else expectStatus(res, 200);
       }
       expectV0Error(await getSession(owner, session.sessionId), 404, 'session_not_found');
-      const rows = (await t.app.get(DataSource).query('SELECT count(*)::int AS n FROM messages WHERE session_id = $1', [session.sessionId])) as Array<{ n: number }>;
+      const rows = (await t.app.get(DataSource).query('SELECT count(*)::int AS n FROM messages WHERE session_id = $1', [session.sessionId])) as Array<{
+        n: number;
+      }>;
       expect(rows[0].n).toBe(0);
     });
 
@@ -114,7 +141,8 @@ describe('Sessions API (v0)', () => {
   // --- idempotency ---------------------------------------------------------------------------
 
   describe('Idempotency-Key', () => {
-    const keyed = (user: TestUser, id: string, key: string, body: Json) => http().post(path(id, '/messages')).set(user.auth).set('Idempotency-Key', key).send(body);
+    const keyed = (user: TestUser, id: string, key: string, body: Json) =>
+      http().post(path(id, '/messages')).set(user.auth).set('Idempotency-Key', key).send(body);
 
     it('the same key and body twice: the same answer, marked replayed, and one message', async () => {
       const session = await createSession(owner);
@@ -219,7 +247,12 @@ describe('Sessions API (v0)', () => {
     it('create-session honours the key: 201 both times, the same session, one session created', async () => {
       const boss = await ownerOfNewOrg();
       const key = randomUUID();
-      const create = () => http().post(path()).set(boss.auth).set('Idempotency-Key', key).send({ title: 'once', sessionSettings: { model: 'm' } });
+      const create = () =>
+        http()
+          .post(path())
+          .set(boss.auth)
+          .set('Idempotency-Key', key)
+          .send({ title: 'once', sessionSettings: { model: 'm' } });
       const first = await create();
       expectStatus(first, 201);
       const second = await create();
@@ -258,10 +291,19 @@ describe('Sessions API (v0)', () => {
         .send({ sessionSettings: { reasoningEffort: 'high', enabledToolIds: ['t1'], archivedAt: '2026-02-01T00:00:00.000Z' } });
       expectStatus(merged, 200);
       expect(merged.body.title).toBe('Renamed');
-      expect(merged.body.sessionSettings).toEqual({ model: 'm1', reasoningEffort: 'high', tags, enabledToolIds: ['t1'], archivedAt: '2026-02-01T00:00:00.000Z' });
+      expect(merged.body.sessionSettings).toEqual({
+        model: 'm1',
+        reasoningEffort: 'high',
+        tags,
+        enabledToolIds: ['t1'],
+        archivedAt: '2026-02-01T00:00:00.000Z',
+      });
       expect(await readSession(member, session.sessionId)).toEqual(merged.body);
 
-      const unarchived = await http().patch(path(session.sessionId)).set(member.auth).send({ sessionSettings: { archivedAt: null } });
+      const unarchived = await http()
+        .patch(path(session.sessionId))
+        .set(member.auth)
+        .send({ sessionSettings: { archivedAt: null } });
       expectStatus(unarchived, 200);
       expect(unarchived.body.sessionSettings).toEqual({ model: 'm1', reasoningEffort: 'high', tags, enabledToolIds: ['t1'] });
       merged.body.sessionSettings = unarchived.body.sessionSettings;
@@ -302,7 +344,9 @@ describe('Sessions API (v0)', () => {
       expectV0Error(await http().delete(path(session.sessionId)).set(owner.auth), 404, 'session_not_found');
       const listed = (await listSessions(owner, 'limit=100')).body.sessions as SessionView[];
       expect(listed.some((s) => s.sessionId === session.sessionId)).toBe(false);
-      const rows = (await t.app.get(DataSource).query('SELECT count(*)::int AS n FROM messages WHERE session_id = $1', [session.sessionId])) as Array<{ n: number }>;
+      const rows = (await t.app.get(DataSource).query('SELECT count(*)::int AS n FROM messages WHERE session_id = $1', [session.sessionId])) as Array<{
+        n: number;
+      }>;
       expect(rows[0].n).toBe(0);
     });
   });

@@ -24,7 +24,8 @@ describe('Turn control over the channel', () => {
     const req = t.http().post(path).set(user.auth);
     return body === undefined ? req : req.send(body);
   };
-  const session = async (user: TestUser, sessionId: string): Promise<Body> => (await t.http().get(`/api/v0/sessions/${sessionId}`).set(user.auth).expect(200)).body as Body;
+  const session = async (user: TestUser, sessionId: string): Promise<Body> =>
+    (await t.http().get(`/api/v0/sessions/${sessionId}`).set(user.auth).expect(200)).body as Body;
   const eventsOf = async (user: TestUser, sessionId: string) =>
     (await t.app.get(EventLog).read(user.organizationId, { after: 0, limit: 1000 })).filter((e) => e.sessionId === sessionId);
 
@@ -53,7 +54,10 @@ describe('Turn control over the channel', () => {
       expect(beat.body.leaseExpiresAt).toBeLessThanOrEqual(res.body.interruptedAt + 800);
       // The agent writes what it has, then ends: idle, though a user message arrived meanwhile.
       await post(owner, `/api/v0/sessions/${sessionId}/messages`, { text: 'and also this' }).expect(200);
-      await post(owner, `/api/v0/agent/sessions/${sessionId}/messages`, { turnId, messages: [{ role: 'assistant', content: [{ type: 'text', text: 'Stopped.' }] }] }).expect(200);
+      await post(owner, `/api/v0/agent/sessions/${sessionId}/messages`, {
+        turnId,
+        messages: [{ role: 'assistant', content: [{ type: 'text', text: 'Stopped.' }] }],
+      }).expect(200);
       const ended = await post(owner, `/api/v0/agent/sessions/${sessionId}/end-turn`, { turnId }).expect(200);
       expect(ended.body.session.status).toBe('idle');
       expect(ended.body.session.interruptedAt).toBeUndefined();
@@ -89,7 +93,12 @@ describe('Turn control over the channel', () => {
       // Heartbeats go on, but no longer keep the turn alive.
       const beating = setInterval(() => void post(owner, `/api/v0/agent/sessions/${sessionId}/heartbeat`, { turnId }).then(() => undefined), 100);
       try {
-        await until(() => session(owner, sessionId), (s) => s.status === 'idle', 'the lapsed turn to end', 5_000);
+        await until(
+          () => session(owner, sessionId),
+          (s) => s.status === 'idle',
+          'the lapsed turn to end',
+          5_000,
+        );
       } finally {
         clearInterval(beating);
       }
@@ -118,7 +127,14 @@ describe('Turn control over the channel', () => {
 
   describe('tool approval', () => {
     const ask = (user: TestUser, sessionId: string, turnId: string, extra: object = {}) =>
-      post(user, `/api/v0/agent/sessions/${sessionId}/tool-approvals`, { turnId, toolName: 'Execute', toolCallId: 'call_1', summary: 'git push origin main', input: { command: 'git push origin main' }, ...extra });
+      post(user, `/api/v0/agent/sessions/${sessionId}/tool-approvals`, {
+        turnId,
+        toolName: 'Execute',
+        toolCallId: 'call_1',
+        summary: 'git push origin main',
+        input: { command: 'git push origin main' },
+        ...extra,
+      });
     const wait = (user: TestUser, sessionId: string, approvalId: string, turnId: string, waitMs = 0) =>
       t.http().get(`/api/v0/agent/sessions/${sessionId}/tool-approvals/${approvalId}?turnId=${turnId}&waitMs=${waitMs}`).set(user.auth);
 
@@ -135,7 +151,10 @@ describe('Turn control over the channel', () => {
       const started = Date.now();
       const polling = wait(owner, sessionId, approval.approvalId, turnId, 20_000).then((res) => res);
       await sleep(300);
-      const decided = await post(owner, `/api/v0/sessions/${sessionId}/tool-approvals/${approval.approvalId}`, { decision: 'allow', message: 'go ahead' }).expect(200);
+      const decided = await post(owner, `/api/v0/sessions/${sessionId}/tool-approvals/${approval.approvalId}`, {
+        decision: 'allow',
+        message: 'go ahead',
+      }).expect(200);
       expect(decided.body.toolApproval).toMatchObject({ status: 'allowed', message: 'go ahead', resolvedBy: { userId: owner.userId } });
       const answer = await polling;
       expectStatus(answer, 200);
@@ -170,9 +189,14 @@ describe('Turn control over the channel', () => {
       expect(denied.body.toolApproval).toMatchObject({ status: 'denied', message: 'not on a Friday' });
     });
 
-    it('times out as a denial: the shorter of the organization\'s and the session\'s timeout, answered at once to a waiting agent', async () => {
+    it("times out as a denial: the shorter of the organization's and the session's timeout, answered at once to a waiting agent", async () => {
       const owner = await createUser(t, Role.Owner, await createOrganization(t));
-      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { toolApproval: { tools: ['Execute'], timeoutSeconds: 30 } } }).expect(200);
+      await t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { toolApproval: { tools: ['Execute'], timeoutSeconds: 30 } } })
+        .expect(200);
       const policy = await t.http().get('/api/v0/agent/policy').set(owner.auth).expect(200);
       expect(policy.body.toolApproval).toEqual({ tools: ['Execute'], timeoutSeconds: 30 });
       const created = await post(owner, '/api/v0/sessions', { sessionSettings: { toolApproval: { timeoutSeconds: 1 } } }).expect(201);
@@ -193,7 +217,12 @@ describe('Turn control over the channel', () => {
     it('nobody waiting: the sweep writes the timeout down, and the session stops showing it', async () => {
       const { owner, sessionId, turnId } = await runningTurn({ toolApproval: { timeoutSeconds: 1 } });
       const { approvalId } = (await ask(owner, sessionId, turnId).expect(201)).body.toolApproval as Body;
-      await until(() => session(owner, sessionId), (s) => s.pendingToolApprovals === undefined, 'the approval to expire', 5_000);
+      await until(
+        () => session(owner, sessionId),
+        (s) => s.pendingToolApprovals === undefined,
+        'the approval to expire',
+        5_000,
+      );
       expect((await wait(owner, sessionId, approvalId, turnId).expect(200)).body.toolApproval.status).toBe('expired');
     });
 
@@ -220,7 +249,8 @@ describe('Turn control over the channel', () => {
       const guest = await createUser(t, Role.Guest, org);
       const stranger = await createUser(t, Role.Owner);
       const { approvalId } = (await ask(owner, sessionId, turnId).expect(201)).body.toolApproval as Body;
-      const decide = (user: TestUser, id = approvalId, body: object = { decision: 'allow' }) => post(user, `/api/v0/sessions/${sessionId}/tool-approvals/${id}`, body);
+      const decide = (user: TestUser, id = approvalId, body: object = { decision: 'allow' }) =>
+        post(user, `/api/v0/sessions/${sessionId}/tool-approvals/${id}`, body);
 
       expect((await t.http().get(`/api/v0/sessions/${sessionId}/tool-approvals`).set(member.auth).expect(200)).body.toolApprovals).toHaveLength(1);
       expectV0Error(await t.http().get(`/api/v0/sessions/${sessionId}/tool-approvals`).set(stranger.auth), 404, 'session_not_found');
@@ -238,7 +268,11 @@ describe('Turn control over the channel', () => {
       expect((await wait(owner, sessionId, approvalId, turnId).expect(200)).body.toolApproval.status).toBe('pending');
       // An approval of another session is not found through this one.
       const elsewhere = await runningTurn();
-      expectV0Error(await post(elsewhere.owner, `/api/v0/sessions/${elsewhere.sessionId}/tool-approvals/${approvalId}`, { decision: 'allow' }), 404, 'tool_approval_not_found');
+      expectV0Error(
+        await post(elsewhere.owner, `/api/v0/sessions/${elsewhere.sessionId}/tool-approvals/${approvalId}`, { decision: 'allow' }),
+        404,
+        'tool_approval_not_found',
+      );
     });
 
     it('waits count against the long-poll caps: one too many is 429, an answer at once is not counted', async () => {
@@ -248,10 +282,19 @@ describe('Turn control over the channel', () => {
         const sessionId = (await capped.http().post('/api/v0/sessions').set(owner.auth).send({}).expect(201)).body.sessionId as string;
         await capped.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'go' }).expect(200);
         const { turnId } = (await capped.http().post('/api/v0/agent/claims').set(owner.auth).send({}).expect(200)).body.work as Body;
-        const asked = await capped.http().post(`/api/v0/agent/sessions/${sessionId}/tool-approvals`).set(owner.auth).send({ turnId, toolName: 'Execute', summary: 'make' }).expect(201);
+        const asked = await capped
+          .http()
+          .post(`/api/v0/agent/sessions/${sessionId}/tool-approvals`)
+          .set(owner.auth)
+          .send({ turnId, toolName: 'Execute', summary: 'make' })
+          .expect(201);
         const { approvalId } = asked.body.toolApproval as Body;
         const path = `/api/v0/agent/sessions/${sessionId}/tool-approvals/${approvalId}?turnId=${turnId}`;
-        const first = capped.http().get(`${path}&waitMs=2000`).set(owner.auth).then((res) => res);
+        const first = capped
+          .http()
+          .get(`${path}&waitMs=2000`)
+          .set(owner.auth)
+          .then((res) => res);
         await sleep(300);
         const second = await capped.http().get(`${path}&waitMs=2000`).set(owner.auth);
         expectV0Error(second, 429, 'too_many_long_polls');
@@ -299,11 +342,20 @@ describe('Turn control over the channel', () => {
       const sessionId = (await a.http().post('/api/v0/sessions').set(owner.auth).send({ sessionSettings: settings }).expect(201)).body.sessionId as string;
       await a.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'go' }).expect(200);
       const { turnId } = (await a.http().post('/api/v0/agent/claims').set(owner.auth).send({}).expect(200)).body.work as Body;
-      const ask = await a.http().post(`/api/v0/agent/sessions/${sessionId}/tool-approvals`).set(owner.auth).send({ turnId, toolName: 'Execute', summary: 'make deploy' }).expect(201);
+      const ask = await a
+        .http()
+        .post(`/api/v0/agent/sessions/${sessionId}/tool-approvals`)
+        .set(owner.auth)
+        .send({ turnId, toolName: 'Execute', summary: 'make deploy' })
+        .expect(201);
       return { sessionId, turnId, approvalId: ask.body.toolApproval.approvalId as string };
     };
     const wait = (s: { sessionId: string; turnId: string; approvalId: string }) =>
-      a.http().get(`/api/v0/agent/sessions/${s.sessionId}/tool-approvals/${s.approvalId}?turnId=${s.turnId}&waitMs=20000`).set(owner.auth).then((res) => res);
+      a
+        .http()
+        .get(`/api/v0/agent/sessions/${s.sessionId}/tool-approvals/${s.approvalId}?turnId=${s.turnId}&waitMs=20000`)
+        .set(owner.auth)
+        .then((res) => res);
 
     const first = await start();
     let started = Date.now();
@@ -332,7 +384,9 @@ describe('Turn control over the channel', () => {
       5_000,
     );
     await sleep(500);
-    const resolved = (await a.app.get(EventLog).read(owner.organizationId, { after: 0, limit: 1000 })).filter((e) => e.type === 'tool_approval.resolved' && e.sessionId === third.sessionId);
+    const resolved = (await a.app.get(EventLog).read(owner.organizationId, { after: 0, limit: 1000 })).filter(
+      (e) => e.type === 'tool_approval.resolved' && e.sessionId === third.sessionId,
+    );
     expect(resolved).toHaveLength(1);
     expect(resolved[0].data).toMatchObject({ status: 'expired' });
   });

@@ -58,24 +58,99 @@ function random(seed: number): () => number {
 const SCHEMES = ['https', 'https', 'http', 'HTTPS', 'HtTp', 'ssh', 'git', 'file', 'javascript', 'data', 'ftp', 'ws', 'mailto', '', 'h ttp', 'http\t'];
 const SEPARATORS = ['://', '://', '://', '://', '://', ':', ':/', ':///', ':\\\\', ':\\/', '//', ' ://', '', ':////'];
 const USERINFO = ['', '', '', '', '', '', '', 'user@', 'user:pw@', ':pw@', '@', 'git@', 'a b@', 'trusted.example@', '-o@'];
-const HOSTS = ['example.com', 'example.com', 'EXAMPLE.com', 'llm.example.com', 'llm.example.com', 'bücher.example', '127.0.0.1', '0x7f.1', '[::1]', '[::1', '', '-host', 'exa mple.com', 'a..b', 'xn--bcher-kva.example', '%41.example', 'x\u0000y', 'localhost'];
+const HOSTS = [
+  'example.com',
+  'example.com',
+  'EXAMPLE.com',
+  'llm.example.com',
+  'llm.example.com',
+  'bücher.example',
+  '127.0.0.1',
+  '0x7f.1',
+  '[::1]',
+  '[::1',
+  '',
+  '-host',
+  'exa mple.com',
+  'a..b',
+  'xn--bcher-kva.example',
+  '%41.example',
+  'x\u0000y',
+  'localhost',
+];
 const PORTS = ['', '', '', ':443', ':80', ':8080', ':0', ':65536', ':x', ':'];
 const SAFE = ['v1', 'a', 'repo.git', 'acme', 'chat', '%41', 'é', '~x', '-', '_', '.well-known'];
 const PIECES = [
-  'v1', 'a', 'repo.git', '..', '.', '%2e%2e', '%2F', '%41', '%zz', '%', 'é', '😀', '\ud800', ' ', '\t', '\n', '\r', '\u0000', '\u007f', '\u0085',
-  '\u00a0', '\u2028', '\u2029', '\u200b', '\u202e', '\ufeff', '\u3000', '<script>', '>', '"', "'", '`', '{', '}', '|', '\\', '^', '?', '#', '?q=1', '#frag',
-  '@', ':', ';', '&', '=', '+', '$', ',', '!', '*', '(', ')', '~', '[', ']',
+  'v1',
+  'a',
+  'repo.git',
+  '..',
+  '.',
+  '%2e%2e',
+  '%2F',
+  '%41',
+  '%zz',
+  '%',
+  'é',
+  '😀',
+  '\ud800',
+  ' ',
+  '\t',
+  '\n',
+  '\r',
+  '\u0000',
+  '\u007f',
+  '\u0085',
+  '\u00a0',
+  '\u2028',
+  '\u2029',
+  '\u200b',
+  '\u202e',
+  '\ufeff',
+  '\u3000',
+  '<script>',
+  '>',
+  '"',
+  "'",
+  '`',
+  '{',
+  '}',
+  '|',
+  '\\',
+  '^',
+  '?',
+  '#',
+  '?q=1',
+  '#frag',
+  '@',
+  ':',
+  ';',
+  '&',
+  '=',
+  '+',
+  '$',
+  ',',
+  '!',
+  '*',
+  '(',
+  ')',
+  '~',
+  '[',
+  ']',
 ];
 
 function fuzzValue(next: () => number): string {
   const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)];
-  if (next() < 0.05) return pick(['git@github.com:acme/api.git', 'git@github.com:acme/<x>.git', 'github.com:acme/api', '/etc/passwd', './x', 'x'.repeat(MAX + 1)]);
+  if (next() < 0.05)
+    return pick(['git@github.com:acme/api.git', 'git@github.com:acme/<x>.git', 'github.com:acme/api', '/etc/passwd', './x', 'x'.repeat(MAX + 1)]);
   let path = '';
   const segments = Math.floor(next() * 4);
   for (let i = 0; i < segments; i++) path += `/${Array.from({ length: 1 + Math.floor(next() * 3) }, () => pick(next() < 0.7 ? SAFE : PIECES)).join('')}`;
   // Four in ten start like a good URL, so the accepted side is reached too.
   const sane = next() < 0.4;
-  const start = sane ? `${pick(['https', 'HTTP', 'ssh', 'git'])}://${pick(HOSTS.slice(0, 5))}` : `${pick(SCHEMES)}${pick(SEPARATORS)}${pick(USERINFO)}${pick(HOSTS)}`;
+  const start = sane
+    ? `${pick(['https', 'HTTP', 'ssh', 'git'])}://${pick(HOSTS.slice(0, 5))}`
+    : `${pick(SCHEMES)}${pick(SEPARATORS)}${pick(USERINFO)}${pick(HOSTS)}`;
   const value = `${start}${pick(PORTS)}${path}`;
   return next() < 0.1 ? `${pick([' ', '\t', '\n', '\u00a0'])}${value}` : next() < 0.1 ? `${value}${pick([' ', '\t', '\n', '\u2028'])}` : value;
 }
@@ -95,17 +170,36 @@ describe('URLs the API stores: checked per field, stored normalized', () => {
       field,
       schemes: ['http:', 'https:'],
       send: async (value) => ({
-        res: await http().patch(CONTROLS).set(owner.auth).send({ settings: settingsFor(value) }),
+        res: await http()
+          .patch(CONTROLS)
+          .set(owner.auth)
+          .send({ settings: settingsFor(value) }),
         stored: async () => read((await settings()).settings),
       }),
       count: async () => (await settings()).revision as number,
     });
     const model = (extra: Json) => ({ customModels: [{ id: 'custom:m', model: 'm', baseUrl: 'https://llm.example.com/v1', ...extra }] });
     fields.push(
-      controls('settings.customModels[0].baseUrl', (baseUrl) => model({ baseUrl }), (s) => s.customModels[0]?.baseUrl),
-      controls('settings.customModels[0].cloudModelConfig.cloudBaseUrl', (cloudBaseUrl) => model({ cloudModelConfig: { cloudBaseUrl } }), (s) => s.customModels[0]?.cloudModelConfig?.cloudBaseUrl),
-      controls('settings.modelPolicy.allowedBaseUrls[0]', (url) => ({ modelPolicy: { allowedBaseUrls: [url] } }), (s) => s.modelPolicy.allowedBaseUrls[0]),
-      controls(`settings.userModelPolicies.${owner.userId}.allowedBaseUrls[0]`, (url) => ({ userModelPolicies: { [owner.userId]: { allowedBaseUrls: [url] } } }), (s) => s.userModelPolicies[owner.userId]?.allowedBaseUrls?.[0]),
+      controls(
+        'settings.customModels[0].baseUrl',
+        (baseUrl) => model({ baseUrl }),
+        (s) => s.customModels[0]?.baseUrl,
+      ),
+      controls(
+        'settings.customModels[0].cloudModelConfig.cloudBaseUrl',
+        (cloudBaseUrl) => model({ cloudModelConfig: { cloudBaseUrl } }),
+        (s) => s.customModels[0]?.cloudModelConfig?.cloudBaseUrl,
+      ),
+      controls(
+        'settings.modelPolicy.allowedBaseUrls[0]',
+        (url) => ({ modelPolicy: { allowedBaseUrls: [url] } }),
+        (s) => s.modelPolicy.allowedBaseUrls[0],
+      ),
+      controls(
+        `settings.userModelPolicies.${owner.userId}.allowedBaseUrls[0]`,
+        (url) => ({ userModelPolicies: { [owner.userId]: { allowedBaseUrls: [url] } } }),
+        (s) => s.userModelPolicies[owner.userId]?.allowedBaseUrls?.[0],
+      ),
     );
     const reports = async () => (await http().get(REPORTS).set(owner.auth).query({ limit: 1 }).expect(200)).body as Json;
     fields.push({
@@ -113,7 +207,10 @@ describe('URLs the API stores: checked per field, stored normalized', () => {
       field: 'repoUrl',
       schemes: ['https:', 'http:', 'ssh:', 'git:', 'file:'],
       send: async (repoUrl) => {
-        const res = await http().post(REPORTS).set(owner.auth).send({ repoUrl, apps: {}, report: { readme: { numerator: 1, denominator: 1, rationale: 'x' } } });
+        const res = await http()
+          .post(REPORTS)
+          .set(owner.auth)
+          .send({ repoUrl, apps: {}, report: { readme: { numerator: 1, denominator: 1, rationale: 'x' } } });
         return {
           res,
           stored: async () => {
@@ -125,27 +222,39 @@ describe('URLs the API stores: checked per field, stored normalized', () => {
           },
         };
       },
-      count: async () => Number((await t.app.get(DataSource).query('SELECT count(*)::int AS n FROM readiness_reports WHERE organization_id = $1', [owner.organizationId]))[0].n),
+      count: async () =>
+        Number((await t.app.get(DataSource).query('SELECT count(*)::int AS n FROM readiness_reports WHERE organization_id = $1', [owner.organizationId]))[0].n),
     });
     fields.push({
       name: 'computers repos',
       field: 'repos[0]',
       schemes: ['https:', 'http:', 'ssh:', 'git:'],
       send: async (repo) => {
-        const res = await http().post(COMPUTERS).set(owner.auth).send({ name: 'box', provider: 'local', repos: [repo] });
+        const res = await http()
+          .post(COMPUTERS)
+          .set(owner.auth)
+          .send({ name: 'box', provider: 'local', repos: [repo] });
         return {
           res,
           stored: async () => ((await t.app.get(DataSource).query('SELECT repos FROM computers WHERE id = $1', [res.body.id]))[0].repos as string[])[0],
         };
       },
-      count: async () => Number((await t.app.get(DataSource).query('SELECT count(*)::int AS n FROM computers WHERE organization_id = $1', [owner.organizationId]))[0].n),
+      count: async () =>
+        Number((await t.app.get(DataSource).query('SELECT count(*)::int AS n FROM computers WHERE organization_id = $1', [owner.organizationId]))[0].n),
     });
   });
 
   afterAll(() => t.close());
 
   const field = (name: string) => fields.find((f) => f.name === name || f.field === name)!;
-  const EVERY = ['settings.customModels[0].baseUrl', 'settings.customModels[0].cloudModelConfig.cloudBaseUrl', 'settings.modelPolicy.allowedBaseUrls[0]', 'user allowedBaseUrls', 'readiness repoUrl', 'computers repos'];
+  const EVERY = [
+    'settings.customModels[0].baseUrl',
+    'settings.customModels[0].cloudModelConfig.cloudBaseUrl',
+    'settings.modelPolicy.allowedBaseUrls[0]',
+    'user allowedBaseUrls',
+    'readiness repoUrl',
+    'computers repos',
+  ];
   const named = (name: string) => (name === 'user allowedBaseUrls' ? fields.find((f) => f.field.startsWith('settings.userModelPolicies'))! : field(name));
 
   /** Refused everywhere: what WHATWG parsing would strip, rewrite or encode, and what is no URL of any accepted scheme. */
@@ -297,7 +406,8 @@ describe('URLs the API stores: checked per field, stored normalized', () => {
         scheme: true,
         host: true,
       });
-      if (url.protocol === 'http:' || url.protocol === 'https:') expect({ kept, user: url.username, password: url.password }).toMatchObject({ user: '', password: '' });
+      if (url.protocol === 'http:' || url.protocol === 'https:')
+        expect({ kept, user: url.username, password: url.password }).toMatchObject({ user: '', password: '' });
     }
     // The generator must reach both sides, or the pass proves little.
     expect(accepted).toBeGreaterThan(3);

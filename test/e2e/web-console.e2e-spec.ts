@@ -58,7 +58,11 @@ describe('Web console, served', () => {
           authenticated.set('Accept', accept);
         }
         const [refused, listed] = await Promise.all([anonymous, authenticated]);
-        expect({ accept, status: refused.status, type: refused.headers['content-type'] }).toEqual({ accept, status: 401, type: 'application/json; charset=utf-8' });
+        expect({ accept, status: refused.status, type: refused.headers['content-type'] }).toEqual({
+          accept,
+          status: 401,
+          type: 'application/json; charset=utf-8',
+        });
         expect({ accept, status: listed.status, keys: (listed.body as { apiKeys: unknown[] }).apiKeys?.length }).toEqual({ accept, status: 200, keys: 1 });
       }
     });
@@ -75,7 +79,7 @@ describe('Web console, served', () => {
       expect(post.headers['content-type']).toMatch(/^application\/json/);
     });
 
-    it('HEAD answers the console\'s headers', async () => {
+    it("HEAD answers the console's headers", async () => {
       const res = await http().head('/settings/api-keys').set('Accept', BROWSER_NAVIGATION);
       expect(res.status).toBe(200);
       expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
@@ -89,7 +93,7 @@ describe('Web console, served', () => {
       ['/healthz', 200, /^application\/json/],
       ['/docs-json', 200, /^application\/json/],
       ['/assets/index-missing.js', 404, /^application\/json/],
-    ])('the API\'s own paths stay the API even for a browser: %s answers %s', async (path, status, type) => {
+    ])("the API's own paths stay the API even for a browser: %s answers %s", async (path, status, type) => {
       const res = await http().get(path).set('Accept', BROWSER_NAVIGATION);
       expect(res.status).toBe(status);
       expect(res.headers['content-type']).toMatch(type);
@@ -103,7 +107,7 @@ describe('Web console, served', () => {
       expect(res.headers['cache-control']).toBe('no-store');
     });
 
-    it('an unknown path for an API client is the API\'s JSON 404', async () => {
+    it("an unknown path for an API client is the API's JSON 404", async () => {
       const res = await http().get('/no/such/page').set('Accept', '*/*');
       expect(res.status).toBe(404);
       expect(res.body).toMatchObject({ status: 404, metadata: { code: 'route_not_found' } });
@@ -143,10 +147,15 @@ describe('Web console, served', () => {
   });
 
   describe('Content-Security-Policy of the console', () => {
-    const directives = (res: Response) => new Map(String(res.headers['content-security-policy']).split(';').map((part) => {
-      const [name, ...values] = part.trim().split(/\s+/);
-      return [name, values.join(' ')] as const;
-    }));
+    const directives = (res: Response) =>
+      new Map(
+        String(res.headers['content-security-policy'])
+          .split(';')
+          .map((part) => {
+            const [name, ...values] = part.trim().split(/\s+/);
+            return [name, values.join(' ')] as const;
+          }),
+      );
 
     it('runs only its own scripts, styles by its own files or a fresh nonce, calls its API, is never framed', async () => {
       const policy = directives(index);
@@ -192,7 +201,9 @@ describe('Web console, served', () => {
       expect(res.headers['content-encoding']).toBe('gzip');
       total += res.body.length;
     }
-    console.log(`Web console: first load ${scripts.length} script(s), ${(total / 1024).toFixed(1)} KB of gzip JavaScript (budget ${FIRST_LOAD_BUDGET / 1024} KB)`);
+    console.log(
+      `Web console: first load ${scripts.length} script(s), ${(total / 1024).toFixed(1)} KB of gzip JavaScript (budget ${FIRST_LOAD_BUDGET / 1024} KB)`,
+    );
     expect(total).toBeGreaterThan(10 * 1024);
     expect(total).toBeLessThanOrEqual(FIRST_LOAD_BUDGET);
   });
@@ -212,7 +223,13 @@ describe('The API the console is built on', () => {
     const organization = { id: owner.organizationId, slug: owner.organizationSlug };
     const member = await createUser(t, Role.Member, organization);
     const guest = await createUser(t, Role.Guest, organization);
-    const me = (user: typeof owner) => t.http().get('/api/v0/me').set(user.auth).expect(200).then((res) => res.body as Record<string, unknown>);
+    const me = (user: typeof owner) =>
+      t
+        .http()
+        .get('/api/v0/me')
+        .set(user.auth)
+        .expect(200)
+        .then((res) => res.body as Record<string, unknown>);
 
     expect(await me(member)).toEqual({
       user: { id: member.userId, email: member.email, name: 'A member', role: 'member' },
@@ -223,7 +240,12 @@ describe('The API the console is built on', () => {
     expect((await me(owner)).can).toEqual({ createApiKeys: true, manageOrganizationApiKeys: true });
     expect((await me(guest)).can).toEqual({ createApiKeys: true, manageOrganizationApiKeys: false });
 
-    await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { restrictApiKeyCreationToManagers: true } }).expect(200);
+    await t
+      .http()
+      .patch('/api/v0/organization/enterprise-controls')
+      .set(owner.auth)
+      .send({ settings: { restrictApiKeyCreationToManagers: true } })
+      .expect(200);
     expect((await me(guest)).can).toEqual({ createApiKeys: false, manageOrganizationApiKeys: false });
     expect((await me(member)).can).toEqual({ createApiKeys: false, manageOrganizationApiKeys: false });
     expect((await me(owner)).can).toEqual({ createApiKeys: true, manageOrganizationApiKeys: true });
@@ -231,7 +253,7 @@ describe('The API the console is built on', () => {
     expect((await t.http().post('/settings/api-keys').set(guest.auth).send({ name: 'x' })).status).toBe(403);
   });
 
-it('the OpenAPI document the console is typed from, written without a database, is the one the server publishes', async () => {
+  it('the OpenAPI document the console is typed from, written without a database, is the one the server publishes', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'openapi-'));
     try {
       const out = join(dir, 'openapi.json');

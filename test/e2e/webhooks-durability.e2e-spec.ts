@@ -56,7 +56,12 @@ describe('webhook deliveries survive SIGKILL', () => {
     expect(receiver.received).toEqual([]);
 
     server = await startServer([], env);
-    const got = await until(() => receiver.delivered('/crash'), (d) => new Set(d.map((e) => e.id)).size >= 21, 'every acknowledged event', 30_000);
+    const got = await until(
+      () => receiver.delivered('/crash'),
+      (d) => new Set(d.map((e) => e.id)).size >= 21,
+      'every acknowledged event',
+      30_000,
+    );
     expect(receiver.received.filter((r) => r.invalid)).toEqual([]);
     const messages = new Set(got.filter((e) => e.type === 'message.added').map((e) => e.data.messageId));
     expect([...messages].sort()).toEqual([...acknowledged].sort());

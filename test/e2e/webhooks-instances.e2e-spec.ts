@@ -62,19 +62,29 @@ const LEASE_MARGIN_MS = 500;
       await b.http().post('/api/v0/sessions').set(owner.auth).send({ title }).expect(201);
       return;
     }
-    const res = await fetch(`${a!.url}/api/v0/sessions`, { method: 'POST', headers: { ...owner.auth, 'content-type': 'application/json' }, body: JSON.stringify({ title }) });
+    const res = await fetch(`${a!.url}/api/v0/sessions`, {
+      method: 'POST',
+      headers: { ...owner.auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ title }),
+    });
     expect(res.status).toBe(201);
   }
 
   /** How many requests reached `path` with each webhook-id. */
   const arrivals = (path: string) => {
     const counts = new Map<string, number>();
-    for (const r of receiver.received.filter((r) => r.path === path)) counts.set(String(r.headers['webhook-id']), (counts.get(String(r.headers['webhook-id'])) ?? 0) + 1);
+    for (const r of receiver.received.filter((r) => r.path === path))
+      counts.set(String(r.headers['webhook-id']), (counts.get(String(r.headers['webhook-id'])) ?? 0) + 1);
     return counts;
   };
 
   async function hook(path: string): Promise<Body> {
-    const res = await b.http().post(BASE).set(owner.auth).send({ url: receiver.url(path), eventTypes: ['session.created'] }).expect(201);
+    const res = await b
+      .http()
+      .post(BASE)
+      .set(owner.auth)
+      .send({ url: receiver.url(path), eventTypes: ['session.created'] })
+      .expect(201);
     receiver.secret(path, res.body.secret as string);
     return res.body;
   }
@@ -82,14 +92,23 @@ const LEASE_MARGIN_MS = 500;
   it('delivers each of 30 events made across both instances exactly once, none lost', async () => {
     const webhook = await hook('/shared');
     await Promise.all(Array.from({ length: 30 }, (_, i) => session(i % 2 ? 'a' : 'b', `s${i}`)));
-    await until(() => arrivals('/shared'), (counts) => counts.size >= 30, '30 distinct deliveries', 20_000);
+    await until(
+      () => arrivals('/shared'),
+      (counts) => counts.size >= 30,
+      '30 distinct deliveries',
+      20_000,
+    );
     // Time for a second attempt or a second instance's copy to show up, were there one.
     await sleep(1000);
     const counts = arrivals('/shared');
     expect(counts.size).toBe(30);
     expect([...counts.values()].filter((n) => n !== 1)).toEqual([]);
     expect(receiver.received.filter((r) => r.path === '/shared' && r.invalid)).toEqual([]);
-    const log = await b.http().get(`${BASE}/${webhook.id as string}/deliveries?limit=100`).set(owner.auth).expect(200);
+    const log = await b
+      .http()
+      .get(`${BASE}/${webhook.id as string}/deliveries?limit=100`)
+      .set(owner.auth)
+      .expect(200);
     expect((log.body.deliveries as Body[]).map((d) => [d.status, (d.attempts as Body[]).length])).toEqual(Array(30).fill(['delivered', 1]));
     // Both instances took part (b's share is seen through its sender; the rest was a's).
     const sharedIds = new Set(counts.keys());
@@ -103,7 +122,12 @@ const LEASE_MARGIN_MS = 500;
     receiver.script('/slow', ...Array.from({ length: 100 }, () => ({ delayMs: 2000 })));
     const before = sentByB.length;
     await Promise.all(Array.from({ length: 10 }, (_, i) => session('a', `slow${i}`)));
-    await until(() => arrivals('/slow'), (counts) => counts.size >= 10, 'all 10 deliveries in flight', 10_000);
+    await until(
+      () => arrivals('/slow'),
+      (counts) => counts.size >= 10,
+      'all 10 deliveries in flight',
+      10_000,
+    );
     const firstArrival = new Map([...receiver.received.filter((r) => r.path === '/slow')].map((r) => [String(r.headers['webhook-id']), r.at]));
     a!.child.kill('SIGKILL');
     const killedAt = Date.now();
@@ -111,7 +135,13 @@ const LEASE_MARGIN_MS = 500;
     const inFlightOnA = [...firstArrival.keys()].filter((id) => !sentByB.slice(before).some((s) => s.id === id));
     expect(inFlightOnA.length).toBeGreaterThan(0);
 
-    const deliveries = async () => ((await b.http().get(`${BASE}/${webhook.id as string}/deliveries?limit=100`).set(owner.auth)).body.deliveries as Body[]) ?? [];
+    const deliveries = async () =>
+      ((
+        await b
+          .http()
+          .get(`${BASE}/${webhook.id as string}/deliveries?limit=100`)
+          .set(owner.auth)
+      ).body.deliveries as Body[]) ?? [];
     const done = await until(deliveries, (d) => d.length === 10 && d.every((x) => x.status === 'delivered'), 'every delivery delivered by b', 20_000);
     await sleep(500);
     const counts = arrivals('/slow');
@@ -125,10 +155,15 @@ const LEASE_MARGIN_MS = 500;
       expect(retried.at).toBeGreaterThan(killedAt);
     }
     // a's attempt left no record (it died before writing it); the log shows b's one successful attempt.
-    for (const delivery of done.filter((d) => inFlightOnA.includes(d.eventId as string))) expect((delivery.attempts as Body[]).map((x) => x.statusCode)).toEqual([200]);
+    for (const delivery of done.filter((d) => inFlightOnA.includes(d.eventId as string)))
+      expect((delivery.attempts as Body[]).map((x) => x.statusCode)).toEqual([200]);
     const takeover = inFlightOnA.map((id) => sentByB.find((s) => s.id === id)!.at - firstArrival.get(id)!);
-    console.log(`killed a with ${inFlightOnA.length} of 10 in flight; b sent them again ${Math.min(...takeover)}-${Math.max(...takeover)} ms after their first arrival (lease ${TIMEOUT_MS + LEASE_MARGIN_MS} ms)`);
-    const [{ count }] = (await b.app.get(DataSource).query(`SELECT count(*)::int AS count FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'delivered'`, [webhook.id])) as Array<{ count: number }>;
+    console.log(
+      `killed a with ${inFlightOnA.length} of 10 in flight; b sent them again ${Math.min(...takeover)}-${Math.max(...takeover)} ms after their first arrival (lease ${TIMEOUT_MS + LEASE_MARGIN_MS} ms)`,
+    );
+    const [{ count }] = (await b.app
+      .get(DataSource)
+      .query(`SELECT count(*)::int AS count FROM webhook_deliveries WHERE webhook_id = $1 AND status = 'delivered'`, [webhook.id])) as Array<{ count: number }>;
     expect(count).toBe(10);
   });
 });

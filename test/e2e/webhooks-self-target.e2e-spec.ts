@@ -20,7 +20,7 @@ const LOOPBACK_NAME = hostname();
  * the server's own API.
  */
 describe.each([
-  ['the receiver\'s port only', (receiverPort: number) => `127.0.0.1:${receiverPort}`, false],
+  ["the receiver's port only", (receiverPort: number) => `127.0.0.1:${receiverPort}`, false],
   ['loopback hosts on any port', () => `127.0.0.1,localhost,[::1],0.0.0.0,${LOOPBACK_NAME}`, true],
 ])('A webhook aimed at the server itself (WEBHOOK_ALLOWED_HOSTS: %s)', (_, allowed, loopbackAllowedByName) => {
   let t: TestApp;
@@ -65,15 +65,26 @@ describe.each([
     `https://127.0.0.1:${port}/self-j`,
   ];
 
-  it('refuses every spelling of this machine on the server\'s port when the URL is saved, with the reason, on create and on change', async () => {
-    const kept = (await t.http().post(BASE).set(owner.auth).send({ url: receiver.url('/fine') }).expect(201)).body as Body;
+  it("refuses every spelling of this machine on the server's port when the URL is saved, with the reason, on create and on change", async () => {
+    const kept = (
+      await t
+        .http()
+        .post(BASE)
+        .set(owner.auth)
+        .send({ url: receiver.url('/fine') })
+        .expect(201)
+    ).body as Body;
     for (const url of spellings()) {
       const created = await t.http().post(BASE).set(owner.auth).send({ url });
       expectV0Error(created, 400, 'webhook_url_refused');
       // Refused as this server, or (where the operator did not allow the host) as loopback or unspecified: never accepted.
       expect([url, created.body.metadata?.reason]).toEqual([url, expect.stringMatching(/this server|loopback|unspecified|IPv4-mapped/)]);
       expect(created.body.detail).toContain(created.body.metadata.reason);
-      const changed = await t.http().patch(`${BASE}/${kept.id as string}`).set(owner.auth).send({ url });
+      const changed = await t
+        .http()
+        .patch(`${BASE}/${kept.id as string}`)
+        .set(owner.auth)
+        .send({ url });
       expectV0Error(changed, 400, 'webhook_url_refused');
     }
     const listed = (await t.http().get(BASE).set(owner.auth).expect(200)).body.webhooks as Body[];
@@ -90,18 +101,38 @@ describe.each([
   it('refuses at send time a name that resolves to this machine, and a stored URL of any spelling, and nothing reaches the server', async () => {
     const user = await createUser(t, Role.Owner, await createOrganization(t));
     // A name is resolved at each delivery, so it is accepted when saved...
-    const named = (await t.http().post(BASE).set(user.auth).send({ url: `https://${LOOPBACK_NAME}:${port}/self-named`, eventTypes: ['session.created'] }).expect(201)).body as Body;
+    const named = (
+      await t
+        .http()
+        .post(BASE)
+        .set(user.auth)
+        .send({ url: `https://${LOOPBACK_NAME}:${port}/self-named`, eventTypes: ['session.created'] })
+        .expect(201)
+    ).body as Body;
     // ...and rows written under other rules (an older server, another PORT) are checked again at each attempt.
     const stored: Body[] = [];
     for (const url of spellings()) {
-      const webhook = (await t.http().post(BASE).set(user.auth).send({ url: receiver.url('/placeholder'), eventTypes: ['session.created'] }).expect(201)).body as Body;
+      const webhook = (
+        await t
+          .http()
+          .post(BASE)
+          .set(user.auth)
+          .send({ url: receiver.url('/placeholder'), eventTypes: ['session.created'] })
+          .expect(201)
+      ).body as Body;
       await t.app.get(DataSource).query(`UPDATE webhooks SET url = $2 WHERE id = $1`, [webhook.id, url]);
       stored.push({ ...webhook, url });
     }
     await t.http().post('/api/v0/sessions').set(user.auth).send({ title: 'bait' }).expect(201);
     for (const webhook of [{ ...named, url: `https://${LOOPBACK_NAME}:${port}/self-named` }, ...stored]) {
       const [delivery] = await until(
-        async () => (await t.http().get(`${BASE}/${webhook.id as string}/deliveries`).set(user.auth)).body.deliveries as Body[],
+        async () =>
+          (
+            await t
+              .http()
+              .get(`${BASE}/${webhook.id as string}/deliveries`)
+              .set(user.auth)
+          ).body.deliveries as Body[],
         (d) => d.length === 1 && (d[0].attempts as Body[]).length >= 2,
         `two refused attempts to ${webhook.url as string}`,
         10_000,

@@ -44,19 +44,29 @@ describe('Webhooks', () => {
 
   /** Creates a webhook to `path` on the receiver, which then verifies with its secret. */
   async function hook(user: TestUser, path: string, body: Body = {}): Promise<Body> {
-    const res = await t.http().post(BASE).set(user.auth).send({ url: receiver.url(path), ...body }).expect(201);
+    const res = await t
+      .http()
+      .post(BASE)
+      .set(user.auth)
+      .send({ url: receiver.url(path), ...body })
+      .expect(201);
     receiver.secret(path, res.body.secret as string);
     return res.body;
   }
 
-  const newSession = async (user: TestUser) => (await t.http().post('/api/v0/sessions').set(user.auth).send({ title: 'hello' }).expect(201)).body.sessionId as string;
+  const newSession = async (user: TestUser) =>
+    (await t.http().post('/api/v0/sessions').set(user.auth).send({ title: 'hello' }).expect(201)).body.sessionId as string;
 
   it('shows the secret once, then only masked; the receiver verifies every delivery with it', async () => {
     const user = await createUser(t, Role.Manager, await createOrganization(t));
     const created = await hook(user, '/once', { eventTypes: ['session.created', 'message.added'], description: 'CI' });
     expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(created.secretHint).toBe(`whsec_…${(created.secret as string).slice(-4)}`);
-    const read = await t.http().get(`${BASE}/${created.id as string}`).set(user.auth).expect(200);
+    const read = await t
+      .http()
+      .get(`${BASE}/${created.id as string}`)
+      .set(user.auth)
+      .expect(200);
     const listed = await t.http().get(BASE).set(user.auth).expect(200);
     for (const view of [read.body, listed.body.webhooks[0]]) {
       expect(view).not.toHaveProperty('secret');
@@ -66,7 +76,12 @@ describe('Webhooks', () => {
 
     const sessionId = await newSession(user);
     const message = await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(user.auth).send({ text: 'hi' }).expect(200);
-    const got = await until(() => receiver.delivered('/once'), (d) => d.length >= 2, 'two deliveries', 10_000);
+    const got = await until(
+      () => receiver.delivered('/once'),
+      (d) => d.length >= 2,
+      'two deliveries',
+      10_000,
+    );
     expect(receiver.received.filter((r) => r.path === '/once' && r.invalid)).toEqual([]);
     expect(got.map((e) => e.type).sort()).toEqual(['message.added', 'session.created']);
     const added = got.find((e) => e.type === 'message.added')!;
@@ -85,14 +100,28 @@ describe('Webhooks', () => {
     expect(added).toMatchObject({ organizationId: user.organizationId, target: { kind: 'message', id: message.body.messageId } });
 
     // A rotated secret: the old one no longer verifies, the new one does.
-    const rotated = await t.http().post(`${BASE}/${created.id as string}/rotate-secret`).set(user.auth).expect(200);
+    const rotated = await t
+      .http()
+      .post(`${BASE}/${created.id as string}/rotate-secret`)
+      .set(user.auth)
+      .expect(200);
     expect(rotated.body.secret).not.toBe(created.secret);
     await newSession(user);
-    await until(() => receiver.received.filter((r) => r.path === '/once'), (r) => r.length >= 3, 'a delivery after rotation', 10_000);
+    await until(
+      () => receiver.received.filter((r) => r.path === '/once'),
+      (r) => r.length >= 3,
+      'a delivery after rotation',
+      10_000,
+    );
     expect(receiver.received.filter((r) => r.path === '/once').at(-1)!.invalid).toBeDefined();
     receiver.secret('/once', rotated.body.secret as string);
     await newSession(user);
-    await until(() => receiver.delivered('/once'), (d) => d.length >= 3, 'a verified delivery with the new secret', 10_000);
+    await until(
+      () => receiver.delivered('/once'),
+      (d) => d.length >= 3,
+      'a verified delivery with the new secret',
+      10_000,
+    );
   });
 
   it('gets each event at least once through 500s, a timeout and a connection reset, with backoff, and logs every attempt', async () => {
@@ -100,7 +129,12 @@ describe('Webhooks', () => {
     const webhook = await hook(user, '/flaky', { eventTypes: ['session.created'] });
     receiver.script('/flaky', 500, 'hang', 'reset', 503);
     const sessionId = await newSession(user);
-    const [event] = await until(() => receiver.delivered('/flaky'), (d) => d.length >= 1, 'the delivery after four failures', 15_000);
+    const [event] = await until(
+      () => receiver.delivered('/flaky'),
+      (d) => d.length >= 1,
+      'the delivery after four failures',
+      15_000,
+    );
     expect(event).toMatchObject({ type: 'session.created', sessionId });
     const tries = receiver.received.filter((r) => r.path === '/flaky');
     expect(tries).toHaveLength(5);
@@ -108,7 +142,14 @@ describe('Webhooks', () => {
 
     // The receiver has it before the sender writes the attempt down.
     const [delivery] = await until(
-      async () => (await t.http().get(`${BASE}/${webhook.id as string}/deliveries`).set(user.auth).expect(200)).body.deliveries as Body[],
+      async () =>
+        (
+          await t
+            .http()
+            .get(`${BASE}/${webhook.id as string}/deliveries`)
+            .set(user.auth)
+            .expect(200)
+        ).body.deliveries as Body[],
       (d) => d[0]?.status === 'delivered',
       'the delivery written down as delivered',
       5_000,
@@ -130,11 +171,25 @@ describe('Webhooks', () => {
     receiver.script('/down', 500, 500, 500, 500, 500, 500);
     await newSession(user);
     const path = `${BASE}/${webhook.id as string}/deliveries`;
-    const failed = await until(async () => (await t.http().get(`${path}?status=failed`).set(user.auth)).body.deliveries as Body[], (d) => d.length === 1, 'a failed delivery', 15_000);
+    const failed = await until(
+      async () => (await t.http().get(`${path}?status=failed`).set(user.auth)).body.deliveries as Body[],
+      (d) => d.length === 1,
+      'a failed delivery',
+      15_000,
+    );
     expect(failed[0].attempts).toHaveLength(6);
-    const again = await t.http().post(`${path}/${failed[0].id as string}/redeliver`).set(user.auth).expect(200);
+    const again = await t
+      .http()
+      .post(`${path}/${failed[0].id as string}/redeliver`)
+      .set(user.auth)
+      .expect(200);
     expect(again.body.status).toBe('pending');
-    const [event] = await until(() => receiver.delivered('/down'), (d) => d.length === 1, 'the redelivery', 10_000);
+    const [event] = await until(
+      () => receiver.delivered('/down'),
+      (d) => d.length === 1,
+      'the redelivery',
+      10_000,
+    );
     expect(event.id).toBe(failed[0].eventId);
     await t.http().post(`${path}/00000000-0000-4000-8000-000000000000/redeliver`).set(user.auth).expect(404);
   });
@@ -147,9 +202,23 @@ describe('Webhooks', () => {
     receiver.script('/paused', 500);
     receiver.script('/gone', 500);
     await newSession(user);
-    await until(() => receiver.received.filter((r) => r.path === '/gone' || r.path === '/paused'), (r) => r.length >= 2, 'the first failed attempts', 10_000);
-    await t.http().delete(`${BASE}/${gone.id as string}`).set(user.auth).expect(200);
-    await t.http().patch(`${BASE}/${paused.id as string}`).set(user.auth).send({ enabled: false }).expect(200);
+    await until(
+      () => receiver.received.filter((r) => r.path === '/gone' || r.path === '/paused'),
+      (r) => r.length >= 2,
+      'the first failed attempts',
+      10_000,
+    );
+    await t
+      .http()
+      .delete(`${BASE}/${gone.id as string}`)
+      .set(user.auth)
+      .expect(200);
+    await t
+      .http()
+      .patch(`${BASE}/${paused.id as string}`)
+      .set(user.auth)
+      .send({ enabled: false })
+      .expect(200);
     const reachedThem = () => receiver.received.filter((r) => ['/off', '/gone', '/paused'].includes(r.path)).length;
     const before = reachedThem();
     await newSession(user);
@@ -157,11 +226,24 @@ describe('Webhooks', () => {
     await sleep(1000);
     expect(reachedThem()).toBe(before);
     expect(receiver.received.filter((r) => r.path === '/off')).toEqual([]);
-    await t.http().get(`${BASE}/${gone.id as string}`).set(user.auth).expect(404);
-    const offLog = await t.http().get(`${BASE}/${off.id as string}/deliveries`).set(user.auth).expect(200);
+    await t
+      .http()
+      .get(`${BASE}/${gone.id as string}`)
+      .set(user.auth)
+      .expect(404);
+    const offLog = await t
+      .http()
+      .get(`${BASE}/${off.id as string}/deliveries`)
+      .set(user.auth)
+      .expect(200);
     expect(offLog.body.deliveries).toEqual([]);
     // Enabled again, its pending retry goes out; the events of the disabled time are not sent.
-    await t.http().patch(`${BASE}/${paused.id as string}`).set(user.auth).send({ enabled: true }).expect(200);
+    await t
+      .http()
+      .patch(`${BASE}/${paused.id as string}`)
+      .set(user.auth)
+      .send({ enabled: true })
+      .expect(200);
     // The first session's event arrives once (now, if its failed attempt waited out the pause); the second session's, made while paused, never.
     const sessionCreated = () => receiver.delivered('/paused').filter((e) => e.type === 'session.created');
     await until(sessionCreated, (d) => d.length >= 1, 'the resumed retry', 10_000);
@@ -172,12 +254,27 @@ describe('Webhooks', () => {
   it('does not send an event made while a webhook was disabled, even when it is enabled again before the event is queued', async () => {
     const user = await createUser(t, Role.Owner, await createOrganization(t));
     const flicker = await hook(user, '/flicker', { eventTypes: ['session.created'] });
-    await t.http().patch(`${BASE}/${flicker.id as string}`).set(user.auth).send({ enabled: false }).expect(200);
+    await t
+      .http()
+      .patch(`${BASE}/${flicker.id as string}`)
+      .set(user.auth)
+      .send({ enabled: false })
+      .expect(200);
     const whileOff = await newSession(user);
     // Enabled again at once: the queueing listener most likely reaches the event only after this.
-    await t.http().patch(`${BASE}/${flicker.id as string}`).set(user.auth).send({ enabled: true }).expect(200);
+    await t
+      .http()
+      .patch(`${BASE}/${flicker.id as string}`)
+      .set(user.auth)
+      .send({ enabled: true })
+      .expect(200);
     const afterOn = await newSession(user);
-    const got = await until(() => receiver.delivered('/flicker'), (d) => d.some((e) => e.sessionId === afterOn), 'the event made after enabling', 10_000);
+    const got = await until(
+      () => receiver.delivered('/flicker'),
+      (d) => d.some((e) => e.sessionId === afterOn),
+      'the event made after enabling',
+      10_000,
+    );
     expect(got.map((e) => e.sessionId)).not.toContain(whileOff);
   });
 
@@ -190,31 +287,71 @@ describe('Webhooks', () => {
     let view: Body = {};
     while (Date.now() < deadline) {
       await newSession(user);
-      view = (await t.http().get(`${BASE}/${failing.id as string}`).set(user.auth).expect(200)).body;
+      view = (
+        await t
+          .http()
+          .get(`${BASE}/${failing.id as string}`)
+          .set(user.auth)
+          .expect(200)
+      ).body;
       if (!view.enabled) break;
       await sleep(300);
     }
     expect(view).toMatchObject({ enabled: false, disabledReason: 'endpoint_failing' });
-    const [disabled] = await until(() => receiver.delivered('/watcher'), (d) => d.length >= 1, 'webhook.disabled at the watcher', 10_000);
-    expect(disabled).toMatchObject({ type: 'webhook.disabled', actor: { kind: 'system' }, data: { webhookId: failing.id, reason: 'endpoint_failing', enabled: false } });
+    const [disabled] = await until(
+      () => receiver.delivered('/watcher'),
+      (d) => d.length >= 1,
+      'webhook.disabled at the watcher',
+      10_000,
+    );
+    expect(disabled).toMatchObject({
+      type: 'webhook.disabled',
+      actor: { kind: 'system' },
+      data: { webhookId: failing.id, reason: 'endpoint_failing', enabled: false },
+    });
     expect(disabled.data.origin).toBe(`http://127.0.0.1:${receiver.port}`);
     const logged = await t.app.get(EventLog).read(user.organizationId, { after: 0, limit: 100, types: ['webhook.disabled'] });
     expect(logged).toHaveLength(1);
     // Enabling it again clears the record of failures.
-    const enabled = await t.http().patch(`${BASE}/${failing.id as string}`).set(user.auth).send({ enabled: true }).expect(200);
+    const enabled = await t
+      .http()
+      .patch(`${BASE}/${failing.id as string}`)
+      .set(user.auth)
+      .send({ enabled: true })
+      .expect(200);
     expect(enabled.body).toMatchObject({ enabled: true, disabledReason: null, failingSince: null });
-    await t.http().patch(`${BASE}/${failing.id as string}`).set(user.auth).send({ enabled: false }).expect(200);
+    await t
+      .http()
+      .patch(`${BASE}/${failing.id as string}`)
+      .set(user.auth)
+      .send({ enabled: false })
+      .expect(200);
   });
 
-  it('lets only owners and managers in, and answers another organization\'s webhook 404', async () => {
+  it("lets only owners and managers in, and answers another organization's webhook 404", async () => {
     const org = await createOrganization(t);
     const manager = await createUser(t, Role.Manager, org);
     const mine = await hook(manager, '/mine');
     for (const role of [Role.Member, Role.Guest]) {
       const user = await createUser(t, role, org);
       expectV0Error(await t.http().get(BASE).set(user.auth), 403, 'insufficient_role');
-      expectV0Error(await t.http().post(BASE).set(user.auth).send({ url: receiver.url('/x') }), 403, 'insufficient_role');
-      expectV0Error(await t.http().get(`${BASE}/${mine.id as string}/deliveries`).set(user.auth), 403, 'insufficient_role');
+      expectV0Error(
+        await t
+          .http()
+          .post(BASE)
+          .set(user.auth)
+          .send({ url: receiver.url('/x') }),
+        403,
+        'insufficient_role',
+      );
+      expectV0Error(
+        await t
+          .http()
+          .get(`${BASE}/${mine.id as string}/deliveries`)
+          .set(user.auth),
+        403,
+        'insufficient_role',
+      );
     }
     const stranger = await createUser(t, Role.Owner);
     const id = mine.id as string;
@@ -226,17 +363,48 @@ describe('Webhooks', () => {
       ['get', `${BASE}/${id}/deliveries`],
       ['get', `${BASE}/not-a-uuid`],
     ] as const) {
-      expectV0Error(await t.http()[method](path).set(stranger.auth).send(method === 'patch' ? { enabled: false } : undefined), 404, 'webhook_not_found');
+      const http = t.http();
+      expectV0Error(
+        await http[method](path)
+          .set(stranger.auth)
+          .send(method === 'patch' ? { enabled: false } : undefined),
+        404,
+        'webhook_not_found',
+      );
     }
     expect((await t.http().get(BASE).set(stranger.auth).expect(200)).body.webhooks).toEqual([]);
     expect((await t.http().get(`${BASE}/${id}`).set(manager.auth).expect(200)).body.enabled).toBe(true);
   });
 
   it('validates event types and fields', async () => {
-    expectV0Error(await t.http().post(BASE).set(owner.auth).send({ url: receiver.url('/v'), eventTypes: ['session.exploded'] }), 400, 'validation_failed');
-    expectV0Error(await t.http().post(BASE).set(owner.auth).send({ url: receiver.url('/v'), extra: 1 }), 400, 'validation_failed');
+    expectV0Error(
+      await t
+        .http()
+        .post(BASE)
+        .set(owner.auth)
+        .send({ url: receiver.url('/v'), eventTypes: ['session.exploded'] }),
+      400,
+      'validation_failed',
+    );
+    expectV0Error(
+      await t
+        .http()
+        .post(BASE)
+        .set(owner.auth)
+        .send({ url: receiver.url('/v'), extra: 1 }),
+      400,
+      'validation_failed',
+    );
     expectV0Error(await t.http().post(BASE).set(owner.auth).send({ url: 'not a url' }), 400, 'validation_failed');
-    expectV0Error(await t.http().post(BASE).set(owner.auth).send({ url: receiver.url('/v'), enabled: 'yes' }), 400, 'validation_failed');
+    expectV0Error(
+      await t
+        .http()
+        .post(BASE)
+        .set(owner.auth)
+        .send({ url: receiver.url('/v'), enabled: 'yes' }),
+      400,
+      'validation_failed',
+    );
   });
 
   describe('refuses targets the address rules forbid', () => {
@@ -268,16 +436,35 @@ describe('Webhooks', () => {
 
     it('on change too', async () => {
       const webhook = await hook(owner, '/patched');
-      expectV0Error(await t.http().patch(`${BASE}/${webhook.id as string}`).set(owner.auth).send({ url: 'https://169.254.169.254/' }), 400, 'webhook_url_refused');
+      expectV0Error(
+        await t
+          .http()
+          .patch(`${BASE}/${webhook.id as string}`)
+          .set(owner.auth)
+          .send({ url: 'https://169.254.169.254/' }),
+        400,
+        'webhook_url_refused',
+      );
     });
 
     it('a name that resolves to a non-public address, at delivery time, and nothing reaches the target', async () => {
       const user = await createUser(t, Role.Owner, await createOrganization(t));
       const name = hostname();
-      const created = await t.http().post(BASE).set(user.auth).send({ url: `https://${name}:${internal.port}/steal`, eventTypes: ['session.created'] }).expect(201);
+      const created = await t
+        .http()
+        .post(BASE)
+        .set(user.auth)
+        .send({ url: `https://${name}:${internal.port}/steal`, eventTypes: ['session.created'] })
+        .expect(201);
       await newSession(user);
       const log = await until(
-        async () => (await t.http().get(`${BASE}/${created.body.id as string}/deliveries`).set(user.auth)).body.deliveries as Body[],
+        async () =>
+          (
+            await t
+              .http()
+              .get(`${BASE}/${created.body.id as string}/deliveries`)
+              .set(user.auth)
+          ).body.deliveries as Body[],
         (d) => d.length === 1 && (d[0].attempts as Body[]).length >= 2,
         'refused attempts',
         10_000,
@@ -291,9 +478,23 @@ describe('Webhooks', () => {
       const webhook = await hook(user, '/redirects', { eventTypes: ['session.created'] });
       receiver.script('/redirects', { redirect: `http://127.0.0.1:${internal.port}/steal` }, { redirect: `http://127.0.0.1:${internal.port}/steal` });
       await newSession(user);
-      await until(() => receiver.delivered('/redirects'), (d) => d.length === 1, 'the delivery after two redirects', 10_000);
+      await until(
+        () => receiver.delivered('/redirects'),
+        (d) => d.length === 1,
+        'the delivery after two redirects',
+        10_000,
+      );
       // The receiver has it before the sender writes the attempt down.
-      const attempts = async () => ((await t.http().get(`${BASE}/${webhook.id as string}/deliveries`).set(user.auth).expect(200)).body.deliveries as Body[])[0].attempts as Body[];
+      const attempts = async () =>
+        (
+          (
+            await t
+              .http()
+              .get(`${BASE}/${webhook.id as string}/deliveries`)
+              .set(user.auth)
+              .expect(200)
+          ).body.deliveries as Body[]
+        )[0].attempts as Body[];
       const logged = await until(attempts, (a) => a.length === 3, 'the third attempt in the log', 5_000);
       expect(logged.map((a) => a.statusCode)).toEqual([302, 302, 200]);
       expect(logged[0].error).toMatch(/redirect/);

@@ -74,7 +74,11 @@ export function openStream(baseUrl: string, path: string, headers: Record<string
           buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1));
           if (line === '') {
             if (current.data.length > 0 || current.event !== undefined) {
-              stream.events.push({ ...(current.id !== undefined ? { id: current.id } : {}), ...(current.event !== undefined ? { event: current.event } : {}), data: current.data.join('\n') });
+              stream.events.push({
+                ...(current.id !== undefined ? { id: current.id } : {}),
+                ...(current.event !== undefined ? { event: current.event } : {}),
+                data: current.data.join('\n'),
+              });
             }
             current = { data: [] };
             continue;

@@ -21,7 +21,11 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
-export const context = (): ToolContext => ({ workspace, policy: { commandAllowlist: [], commandDenylist: [], commandBlocklist: [] }, signal: new AbortController().signal });
+export const context = (): ToolContext => ({
+  workspace,
+  policy: { commandAllowlist: [], commandDenylist: [], commandBlocklist: [] },
+  signal: new AbortController().signal,
+});
 
 /** Writes a file of the workspace, with the folders it needs. */
 export const write = (path: string, content: string | Buffer) => {

@@ -15,7 +15,8 @@ export const PROVIDERS: Record<Provider, { label: string; description: string }>
   },
   local: {
     label: 'Managed workspace (local)',
-    description: "The server prepares a workspace on its own host, clones your repositories and installs their dependencies, then runs the computer's agent itself.",
+    description:
+      "The server prepares a workspace on its own host, clones your repositories and installs their dependencies, then runs the computer's agent itself.",
   },
 };
 
@@ -49,7 +50,12 @@ export function baseUrlOf(computer: Computer): string {
 
 /** The reference agent's command line for a computer (README, "Running an agent"; `npm run agent -- --help`). */
 export function agentCommand(computer: Computer, token: string | undefined): string {
-  return [`npm run agent -- --url ${baseUrlOf(computer)} \\`, `  --token ${token ?? '"$AGENT_TOKEN"'} \\`, `  --computer ${computer.id} \\`, '  --workspace ~/work'].join('\n');
+  return [
+    `npm run agent -- --url ${baseUrlOf(computer)} \\`,
+    `  --token ${token ?? '"$AGENT_TOKEN"'} \\`,
+    `  --computer ${computer.id} \\`,
+    '  --workspace ~/work',
+  ].join('\n');
 }
 
 /** A random UUID (v4). `crypto.randomUUID` exists only in secure contexts; a console served over plain http still has getRandomValues. */

@@ -18,7 +18,6 @@ const run = (commands: (string | HookCommand)[], fields: { event?: HookEvent; in
 };
 const read = (name: string) => readFileSync(join(workspace, name), 'utf8');
 
-
 beforeEach(() => {
   workspace = realpathSync(mkdtempSync(join(tmpdir(), 'agent-hooks-')));
 });
@@ -57,7 +56,9 @@ describe('selectCommands', () => {
   });
 
   it('collects the matchers without duplicates or empty ones', () => {
-    const config: HooksConfig = { PostToolUse: [entry(['a'], 'Edit'), entry(['b'], ''), entry(['c']), entry(['d'], 'Edit'), entry(['e'], '.*Patch'), entry(['f'], '*')] };
+    const config: HooksConfig = {
+      PostToolUse: [entry(['a'], 'Edit'), entry(['b'], ''), entry(['c']), entry(['d'], 'Edit'), entry(['e'], '.*Patch'), entry(['f'], '*')],
+    };
     expect(selectCommands(config, 'PostToolUse', 'Edit')).toEqual({ commands: ['a', 'b', 'c', 'd', 'f'].map((c) => hook(c)), matchers: ['Edit', '*'] });
     expect(selectCommands(config, 'PostToolUse', 'ApplyPatch').matchers).toEqual(['.*Patch', '*']);
   });
@@ -234,7 +235,13 @@ describe('runHooks', () => {
 
   it('does not throw when the command cannot be started', async () => {
     const result = await run(['echo \0 nul']);
-    expect(result.results[0]).toEqual({ command: hook('echo \0 nul'), exitCode: -1, stdout: '', stderr: expect.stringMatching(/^could not start in /) as string, timedOut: false });
+    expect(result.results[0]).toEqual({
+      command: hook('echo \0 nul'),
+      exitCode: -1,
+      stdout: '',
+      stderr: expect.stringMatching(/^could not start in /) as string,
+      timedOut: false,
+    });
     expect(result.blocked).toBe(false);
   });
 

@@ -40,7 +40,17 @@ describe('parseHooks', () => {
   });
 
   it('accepts all nine events', () => {
-    expect(HOOK_EVENTS).toEqual(['PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Notification', 'Stop', 'SubagentStop', 'SessionStart', 'SessionEnd', 'PreCompact']);
+    expect(HOOK_EVENTS).toEqual([
+      'PreToolUse',
+      'PostToolUse',
+      'UserPromptSubmit',
+      'Notification',
+      'Stop',
+      'SubagentStop',
+      'SessionStart',
+      'SessionEnd',
+      'PreCompact',
+    ]);
     const all = Object.fromEntries(HOOK_EVENTS.map((event, i) => [event, [entry(`echo ${i}`)]]));
     expect(parseHooks(json(all))).toEqual(all);
     expect(parseHooks(json({ hooks: all }))).toEqual(all);
@@ -105,7 +115,9 @@ describe('parseHooks', () => {
   });
 
   it('refuses an empty, missing or non-string command', () => {
-    expect(parseError({ Stop: [{ hooks: [{ type: 'command', command: '' }] }] }, 'f').message).toBe('f: /Stop/0/hooks/0/command must NOT have fewer than 1 characters');
+    expect(parseError({ Stop: [{ hooks: [{ type: 'command', command: '' }] }] }, 'f').message).toBe(
+      'f: /Stop/0/hooks/0/command must NOT have fewer than 1 characters',
+    );
     expect(parseError({ Stop: [{ hooks: [{ type: 'command' }] }] }, 'f').message).toBe("f: /Stop/0/hooks/0 must have required property 'command'");
     expect(parseError({ Stop: [{ hooks: [{ type: 'command', command: ['echo', 'hi'] }] }] }, 'f').message).toBe('f: /Stop/0/hooks/0/command must be string');
   });
@@ -128,7 +140,11 @@ describe('parseHooks', () => {
     const message = parseError({ Stop: [{ hooks: [{ type: 'prompt', command: '' }] }], Later: [] }, 'f').message;
     expect(message).toMatch(/^f: /);
     expect(message.slice('f: '.length).split('; ').sort()).toEqual(
-      ['/ must NOT have additional properties (Later)', '/Stop/0/hooks/0/command must NOT have fewer than 1 characters', '/Stop/0/hooks/0/type must be equal to constant'].sort(),
+      [
+        '/ must NOT have additional properties (Later)',
+        '/Stop/0/hooks/0/command must NOT have fewer than 1 characters',
+        '/Stop/0/hooks/0/type must be equal to constant',
+      ].sort(),
     );
   });
 
@@ -136,8 +152,12 @@ describe('parseHooks', () => {
     expect(parseError({ hooks: { Stop: [{ ...entry(), matcher: '(' }] } }, 'settings.json').message).toBe(
       'settings.json: /hooks/Stop/0/matcher is not a valid regular expression: (',
     );
-    expect(parseError({ PreToolUse: [entry(), { ...entry(), matcher: '**' }] }, 'hooks.json').message).toBe('hooks.json: /PreToolUse/1/matcher is not a valid regular expression: **');
-    expect(parseError({ PostToolUse: [{ ...entry(), matcher: 'Edit[' }] }).message).toBe('hooks file: /PostToolUse/0/matcher is not a valid regular expression: Edit[');
+    expect(parseError({ PreToolUse: [entry(), { ...entry(), matcher: '**' }] }, 'hooks.json').message).toBe(
+      'hooks.json: /PreToolUse/1/matcher is not a valid regular expression: **',
+    );
+    expect(parseError({ PostToolUse: [{ ...entry(), matcher: 'Edit[' }] }).message).toBe(
+      'hooks file: /PostToolUse/0/matcher is not a valid regular expression: Edit[',
+    );
   });
 });
 

@@ -2,7 +2,17 @@ import Ajv from 'ajv';
 import { readFile } from 'node:fs/promises';
 
 /** The hook events the agent fires: the spec's five and the rest of the reference agent's published set. */
-export const HOOK_EVENTS = ['PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Notification', 'Stop', 'SubagentStop', 'SessionStart', 'SessionEnd', 'PreCompact'] as const;
+export const HOOK_EVENTS = [
+  'PreToolUse',
+  'PostToolUse',
+  'UserPromptSubmit',
+  'Notification',
+  'Stop',
+  'SubagentStop',
+  'SessionStart',
+  'SessionEnd',
+  'PreCompact',
+] as const;
 export type HookEvent = (typeof HOOK_EVENTS)[number];
 
 /** Events whose matcher applies (to the tool's name). */
@@ -34,7 +44,11 @@ const entrySchema = {
         type: 'object',
         required: ['type', 'command'],
         additionalProperties: false,
-        properties: { type: { const: 'command' }, command: { type: 'string', minLength: 1 }, timeout: { type: 'number', exclusiveMinimum: 0, maximum: 86_400 } },
+        properties: {
+          type: { const: 'command' },
+          command: { type: 'string', minLength: 1 },
+          timeout: { type: 'number', exclusiveMinimum: 0, maximum: 86_400 },
+        },
       },
     },
   },
@@ -76,7 +90,9 @@ export function parseHooks(text: string, path = 'hooks file'): HooksConfig {
   const hooks = 'hooks' in parsed ? (parsed as { hooks: unknown }).hooks : parsed;
   const where = 'hooks' in parsed ? '/hooks' : '';
   if (!validate(hooks)) {
-    const problems = (validate.errors ?? []).map((e) => `${where}${e.instancePath || '/'} ${e.message}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`);
+    const problems = (validate.errors ?? []).map(
+      (e) => `${where}${e.instancePath || '/'} ${e.message}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`,
+    );
     throw new HooksConfigError(`${path}: ${problems.join('; ')}`);
   }
   for (const [event, entries] of Object.entries(hooks)) {

@@ -15,13 +15,18 @@ function random(seed: number): () => number {
 
 const bytesOf = (value: bigint, width: number): number[] => Array.from({ length: width / 8 }, (_, i) => Number((value >> BigInt(width - 8 * (i + 1))) & 0xffn));
 const fromValue = (value: bigint, width: number): string => ipaddr.fromByteArray(bytesOf(value, width)).toString();
-const valueOf = (address: string): bigint => ipaddr.parse(address).toByteArray().reduce((value, byte) => (value << 8n) | BigInt(byte), 0n);
+const valueOf = (address: string): bigint =>
+  ipaddr
+    .parse(address)
+    .toByteArray()
+    .reduce((value, byte) => (value << 8n) | BigInt(byte), 0n);
 const widthOf = (address: string): number => (ipaddr.parse(address).kind() === 'ipv4' ? 32 : 128);
 
 /** An address or CIDR block, parsed by ipaddr.js alone. */
 const blockOf = (entry: string): [ipaddr.IPv4 | ipaddr.IPv6, number] => (entry.includes('/') ? ipaddr.parseCIDR(entry) : [ipaddr.parse(entry), widthOf(entry)]);
 /** Membership by ipaddr.js alone: the block is of the same family as the address and holds it. */
-const within = (ip: ipaddr.IPv4 | ipaddr.IPv6, [range, bits]: [ipaddr.IPv4 | ipaddr.IPv6, number]): boolean => ip.kind() === range.kind() && ip.match(range, bits);
+const within = (ip: ipaddr.IPv4 | ipaddr.IPv6, [range, bits]: [ipaddr.IPv4 | ipaddr.IPv6, number]): boolean =>
+  ip.kind() === range.kind() && ip.match(range, bits);
 
 /** The first and last address of an entry, by ipaddr.js. */
 function edges(entry: string): [string, string] {
@@ -104,9 +109,12 @@ describe('AllowedIps.allows', () => {
     expect(new AllowedIps(['10.0.0.0/8']).allows('::a00:1')).toBe(false);
   });
 
-  it.each(['', 'garbage', 'example.com', '10.0.0.0/8', '[::1]', '10.0.0.1:80', '1.2.3.4.5', '256.0.0.1', '2001:db8::g', ' 10.0.0.1'])('refuses what is not an address: %j', (address) => {
-    expect(list.allows(address)).toBe(false);
-  });
+  it.each(['', 'garbage', 'example.com', '10.0.0.0/8', '[::1]', '10.0.0.1:80', '1.2.3.4.5', '256.0.0.1', '2001:db8::g', ' 10.0.0.1'])(
+    'refuses what is not an address: %j',
+    (address) => {
+      expect(list.allows(address)).toBe(false);
+    },
+  );
 });
 
 /** The IPv6 part of a complement when the list has no IPv6 entry: all of IPv6 but the IPv4-mapped block, judged as IPv4. */
@@ -114,7 +122,7 @@ const V6_UNMAPPED = new AllowedIps(['0.0.0.0/0']).complement();
 const sizeOf = (block: string) => 1n << BigInt(widthOf(block.split('/')[0]) - Number(block.split('/')[1]));
 
 describe('AllowedIps.complement', () => {
-  it('leaves IPv4-mapped IPv6 addresses to the IPv4 part (Node\'s BlockList, which the runtime uses, checks IPv4 against them)', () => {
+  it("leaves IPv4-mapped IPv6 addresses to the IPv4 part (Node's BlockList, which the runtime uses, checks IPv4 against them)", () => {
     expect(V6_UNMAPPED.every((block) => ipaddr.parseCIDR(block)[0].kind() === 'ipv6')).toBe(true);
     expect(V6_UNMAPPED.reduce((sum, block) => sum + sizeOf(block), 0n)).toBe((1n << 128n) - (1n << 32n));
     const holds = (address: string) => V6_UNMAPPED.some((block) => within(ipaddr.parse(address), ipaddr.parseCIDR(block)));
@@ -231,7 +239,10 @@ describe('AllowedIps.complement', () => {
         const width = a.kind() === 'ipv4' ? 32 : 128;
         const aligned = (valueOf(a.toString()) & ((1n << BigInt(width - aBits + 1)) - 1n)) === 0n;
         const adjacent = valueOf(b.toString()) === valueOf(a.toString()) + (1n << BigInt(width - aBits));
-        expect({ pair: [complement[i - 1], complement[i]], mergeable: aligned && adjacent }).toEqual({ pair: [complement[i - 1], complement[i]], mergeable: false });
+        expect({ pair: [complement[i - 1], complement[i]], mergeable: aligned && adjacent }).toEqual({
+          pair: [complement[i - 1], complement[i]],
+          mergeable: false,
+        });
       }
     });
   });
@@ -313,7 +324,9 @@ describe('AllowedIps.refusalFor', () => {
 
   it('refuses other addresses with a sentence naming networkPolicy.allowedIps, the address and the list', async () => {
     expect(await list.refusalFor('10.9.9.9')).toBe('networkPolicy.allowedIps: 10.9.9.9 is not among the addresses agents may connect to (192.168.0.0/16, ::1)');
-    expect(await list.refusalFor('[2001:db8::1]')).toBe('networkPolicy.allowedIps: 2001:db8::1 is not among the addresses agents may connect to (192.168.0.0/16, ::1)');
+    expect(await list.refusalFor('[2001:db8::1]')).toBe(
+      'networkPolicy.allowedIps: 2001:db8::1 is not among the addresses agents may connect to (192.168.0.0/16, ::1)',
+    );
     expect(await list.refusalFor('::ffff:10.0.0.1')).toMatch(/^networkPolicy\.allowedIps: ::ffff:10\.0\.0\.1 is not among/);
   });
 

@@ -16,7 +16,18 @@ const settings = (fields: { filesystem?: Partial<SandboxSettings['filesystem']>;
 const full = settings({
   filesystem: { allowWrite: ['/srv/cache'], allowRead: ['/home/dev/.ssh/known_hosts'], denyWrite: ['/srv/cache/locked'], denyRead: ['/home/dev/.ssh'] },
   network: {
-    allowedDomains: ['github.com', '*.npmjs.org', '10.1.2.3', '10.1.2.3:8080', '11.0.0.1', '11.0.0.1:443', '[2001:db8::5]', '[2001:db9::5]:80', '[::ffff:10.0.0.9]', 'intranet.example.com:8443'],
+    allowedDomains: [
+      'github.com',
+      '*.npmjs.org',
+      '10.1.2.3',
+      '10.1.2.3:8080',
+      '11.0.0.1',
+      '11.0.0.1:443',
+      '[2001:db8::5]',
+      '[2001:db9::5]:80',
+      '[::ffff:10.0.0.9]',
+      'intranet.example.com:8443',
+    ],
     allowUnixSockets: ['/var/run/docker.sock'],
     allowAllUnixSockets: true,
     allowLocalBinding: true,
@@ -44,7 +55,7 @@ function inRuntime(script: string, input: unknown): Promise<unknown> {
 }
 
 describe('runtimeConfig', () => {
-  it('puts every field of the organization\'s settings where the runtime expects it', () => {
+  it("puts every field of the organization's settings where the runtime expects it", () => {
     expect(runtimeConfig(full, null, ['/work/ws', '/tmp/agent-sandbox-x/tmp'])).toEqual({
       filesystem: {
         allowWrite: ['/work/ws', '/tmp/agent-sandbox-x/tmp', '/srv/cache'],
@@ -72,7 +83,8 @@ describe('runtimeConfig', () => {
   });
 
   it('names the proxy ports only when the organization sets them', () => {
-    const network = (fields: Partial<SandboxSettings['network']>) => (runtimeConfig(settings({ network: fields }), null, ['/ws']) as { network: Record<string, unknown> }).network;
+    const network = (fields: Partial<SandboxSettings['network']>) =>
+      (runtimeConfig(settings({ network: fields }), null, ['/ws']) as { network: Record<string, unknown> }).network;
     expect(network({})).not.toHaveProperty('httpProxyPort');
     expect(network({})).not.toHaveProperty('socksProxyPort');
     expect(network({ httpProxyPort: 8080 })).toMatchObject({ httpProxyPort: 8080 });
@@ -92,19 +104,29 @@ describe('runtimeConfig', () => {
     const allowedIps = new AllowedIps(['10.0.0.0/8', '2001:db8::/32']);
     const network = (runtimeConfig(full, allowedIps, ['/ws']) as { network: Record<string, unknown> }).network;
     expect(network.deniedResolvedAddresses).toEqual(allowedIps.complement());
-    expect(network.allowedDomains).toEqual(['github.com', '*.npmjs.org', '10.1.2.3', '10.1.2.3:8080', '[2001:db8::5]', '[::ffff:10.0.0.9]', 'intranet.example.com:8443']);
+    expect(network.allowedDomains).toEqual([
+      'github.com',
+      '*.npmjs.org',
+      '10.1.2.3',
+      '10.1.2.3:8080',
+      '[2001:db8::5]',
+      '[::ffff:10.0.0.9]',
+      'intranet.example.com:8443',
+    ]);
     expect(network.strictAllowlist).toBe(true);
     // The organization's list itself is left alone.
     expect(full.network.allowedDomains).toHaveLength(10);
   });
 
-  it('nested in a computer\'s sandbox, asks the runtime to bind the /proc it has rather than mount one (which the kernel refuses there)', () => {
+  it("nested in a computer's sandbox, asks the runtime to bind the /proc it has rather than mount one (which the kernel refuses there)", () => {
     expect(runtimeConfig(full, null, ['/ws'], { nested: true })).toMatchObject({ enableWeakerNestedSandbox: true });
     expect(runtimeConfig(full, null, ['/ws'])).not.toHaveProperty('enableWeakerNestedSandbox');
   });
 
   it('is a configuration the runtime accepts whole, with no key it does not know', async () => {
-    const config = runtimeConfig(full, new AllowedIps(['10.0.0.0/8', '2001:db8::/32', '::ffff:192.168.0.0/112', '8.8.8.8']), ['/work/ws', '/tmp/t'], { nested: true });
+    const config = runtimeConfig(full, new AllowedIps(['10.0.0.0/8', '2001:db8::/32', '::ffff:192.168.0.0/112', '8.8.8.8']), ['/work/ws', '/tmp/t'], {
+      nested: true,
+    });
     const parsed = await inRuntime(
       `const result = SandboxRuntimeConfigSchema.safeParse(input);
        console.log(JSON.stringify(result.success ? { data: result.data } : { issues: result.error.issues }));`,
@@ -114,8 +136,12 @@ describe('runtimeConfig', () => {
     expect(parsed).toEqual({ data: config });
   });
 
-  it('under a networkPolicy, lets a permitted name through the runtime\'s resolved-address check only to addresses inside it', async () => {
-    const config = runtimeConfig(settings({ network: { allowedDomains: ['intranet.example.com', '*.corp.example.com'] } }), new AllowedIps(['10.0.0.0/8', '2001:db8::/32']), ['/ws']) as {
+  it("under a networkPolicy, lets a permitted name through the runtime's resolved-address check only to addresses inside it", async () => {
+    const config = runtimeConfig(
+      settings({ network: { allowedDomains: ['intranet.example.com', '*.corp.example.com'] } }),
+      new AllowedIps(['10.0.0.0/8', '2001:db8::/32']),
+      ['/ws'],
+    ) as {
       network: Record<string, unknown>;
     };
     const cases: Array<[string, string]> = [
@@ -147,8 +173,11 @@ describe('runtimeConfig', () => {
 
   it('under a networkPolicy without loopback, drops localhost names (the runtime lets them reach loopback whatever the denied addresses)', () => {
     const domains = (allowedIps: string[]) =>
-      (runtimeConfig(settings({ network: { allowedDomains: ['localhost', 'app.localhost:3000', 'example.com'] } }), new AllowedIps(allowedIps), ['/ws']) as { network: { allowedDomains: string[] } })
-        .network.allowedDomains;
+      (
+        runtimeConfig(settings({ network: { allowedDomains: ['localhost', 'app.localhost:3000', 'example.com'] } }), new AllowedIps(allowedIps), ['/ws']) as {
+          network: { allowedDomains: string[] };
+        }
+      ).network.allowedDomains;
     expect(domains(['10.0.0.0/8'])).toEqual(['example.com']);
     expect(domains(['127.0.0.1'])).toEqual(['example.com']); // ::1 is loopback too
     expect(domains(['127.0.0.0/8', '::1'])).toEqual(['localhost', 'app.localhost:3000', 'example.com']);

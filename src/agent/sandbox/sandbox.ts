@@ -19,21 +19,22 @@ export const SANDBOX_PROGRAMS = [
 /** The Debian packages missing from this machine for the sandbox (empty when it can run). */
 export function missingSandboxPackages(path = process.env.PATH ?? ''): string[] {
   const dirs = path.split(delimiter).filter(Boolean);
-  return SANDBOX_PROGRAMS.filter(({ program }) =>
-    !dirs.some((dir) => {
-      try {
-        accessSync(join(dir, program), constants.X_OK);
-        return statSync(join(dir, program)).isFile();
-      } catch {
-        return false;
-      }
-    }),
+  return SANDBOX_PROGRAMS.filter(
+    ({ program }) =>
+      !dirs.some((dir) => {
+        try {
+          accessSync(join(dir, program), constants.X_OK);
+          return statSync(join(dir, program)).isFile();
+        } catch {
+          return false;
+        }
+      }),
   ).map(({ pkg }) => pkg);
 }
 
 export function sandboxUnavailable(missing: string[]): string {
   return (
-    "Refused: the organization requires commands to run in a sandbox (sandbox.enabled), and this computer cannot make one: " +
+    'Refused: the organization requires commands to run in a sandbox (sandbox.enabled), and this computer cannot make one: ' +
     `${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed (Debian: apt-get install ${SANDBOX_PROGRAMS.map((p) => p.pkg).join(' ')}). ` +
     'Nothing ran: the agent never runs a command unsandboxed when a sandbox is required.'
   );
@@ -45,7 +46,12 @@ export function sandboxUnavailable(missing: string[]): string {
  * With a `networkPolicy`, the sandbox's proxies refuse names that resolve outside it, and IP entries of
  * `allowedDomains` outside it are dropped: the narrower of the two wins.
  */
-export function runtimeConfig(settings: SandboxSettings, allowedIps: AllowedIps | null, writable: string[], options: { nested?: boolean } = {}): Record<string, unknown> {
+export function runtimeConfig(
+  settings: SandboxSettings,
+  allowedIps: AllowedIps | null,
+  writable: string[],
+  options: { nested?: boolean } = {},
+): Record<string, unknown> {
   const { filesystem, network } = settings;
   const allowedDomains = allowedIps ? network.allowedDomains.filter((entry) => withinAllowedIps(entry, allowedIps)) : network.allowedDomains;
   return {
@@ -107,7 +113,12 @@ export class Sandbox {
   constructor(private readonly options: { nested?: boolean } = {}) {}
 
   /** The program and arguments that run `command` sandboxed, and the environment additions it needs. */
-  async wrap(command: string, settings: SandboxSettings, allowedIps: AllowedIps | null, workspace: string): Promise<{ file: string; args: string[]; env: Record<string, string>; cleanup: () => Promise<void> }> {
+  async wrap(
+    command: string,
+    settings: SandboxSettings,
+    allowedIps: AllowedIps | null,
+    workspace: string,
+  ): Promise<{ file: string; args: string[]; env: Record<string, string>; cleanup: () => Promise<void> }> {
     const dirs = this.folders();
     const file = join(dirs.settings, `${randomUUID()}.json`);
     await writeFile(file, JSON.stringify(runtimeConfig(settings, allowedIps, [workspace, dirs.temp], this.options)), { mode: 0o600 });

@@ -21,7 +21,20 @@ describe('ApplyPatch', () => {
 
   it('updates a file with several hunks, in order', async () => {
     write('m.py', PY);
-    const result = await apply('*** Update File: m.py', '@@', ' def one():', '-    return 1', '+    return 10', '@@', ' def three():', '-    return 3', '+    return 30', '+', '+def four():', '+    return 4');
+    const result = await apply(
+      '*** Update File: m.py',
+      '@@',
+      ' def one():',
+      '-    return 1',
+      '+    return 10',
+      '@@',
+      ' def three():',
+      '-    return 3',
+      '+    return 30',
+      '+',
+      '+def four():',
+      '+    return 4',
+    );
     expect(result).toEqual(ok('Applied the patch:\nupdated m.py'));
     expect(read('m.py')).toBe(PY.replace('return 1\n', 'return 10\n').replace('return 3\n', 'return 30\n\ndef four():\n    return 4\n'));
   });
@@ -55,7 +68,9 @@ describe('ApplyPatch', () => {
   it('moves a file, with or without changes, keeping its mode', async () => {
     write('src/a.sh', 'echo a\n');
     chmodSync(join(workspace, 'src/a.sh'), 0o755);
-    expect(await apply('*** Update File: src/a.sh', '*** Move to: lib/b.sh', '@@', '-echo a', '+echo b')).toEqual(ok('Applied the patch:\nupdated src/a.sh, moved to lib/b.sh'));
+    expect(await apply('*** Update File: src/a.sh', '*** Move to: lib/b.sh', '@@', '-echo a', '+echo b')).toEqual(
+      ok('Applied the patch:\nupdated src/a.sh, moved to lib/b.sh'),
+    );
     expect(existsSync(join(workspace, 'src/a.sh'))).toBe(false);
     expect(read('lib/b.sh')).toBe('echo b\n');
     expect(statSync(join(workspace, 'lib/b.sh')).mode & 0o777).toBe(0o755);
@@ -67,7 +82,21 @@ describe('ApplyPatch', () => {
     write('keep.txt', 'a\nb\n');
     write('gone.txt', 'x\n');
     write('old/name.txt', 'n\n');
-    const result = await apply('*** Add File: fresh.txt', '+fresh', '*** Update File: keep.txt', '@@', ' a', '-b', '+c', '*** Delete File: gone.txt', '*** Update File: old/name.txt', '*** Move to: new/name.txt', '@@', '-n', '+m');
+    const result = await apply(
+      '*** Add File: fresh.txt',
+      '+fresh',
+      '*** Update File: keep.txt',
+      '@@',
+      ' a',
+      '-b',
+      '+c',
+      '*** Delete File: gone.txt',
+      '*** Update File: old/name.txt',
+      '*** Move to: new/name.txt',
+      '@@',
+      '-n',
+      '+m',
+    );
     expect(result).toEqual(ok('Applied the patch:\nadded fresh.txt\nupdated keep.txt\ndeleted gone.txt\nupdated old/name.txt, moved to new/name.txt'));
     expect([read('fresh.txt'), read('keep.txt'), existsSync(join(workspace, 'gone.txt')), read('new/name.txt')]).toEqual(['fresh\n', 'a\nc\n', false, 'm\n']);
   });
@@ -95,7 +124,19 @@ describe('ApplyPatch', () => {
     };
 
     it('a hunk that does not apply changes no file, and every problem is listed', async () => {
-      const result = await apply('*** Add File: new.txt', '+n', '*** Update File: a.txt', '@@', '-a', '+A', '*** Update File: b.txt', '@@', '-nope', '+B', '*** Delete File: missing.txt');
+      const result = await apply(
+        '*** Add File: new.txt',
+        '+n',
+        '*** Update File: a.txt',
+        '@@',
+        '-a',
+        '+A',
+        '*** Update File: b.txt',
+        '@@',
+        '-nope',
+        '+B',
+        '*** Delete File: missing.txt',
+      );
       expect(result).toEqual(
         failure(
           [
@@ -136,7 +177,19 @@ describe('ApplyPatch', () => {
 
     it('undoes the writes done when a later write fails', async () => {
       // Both paths are free when the patch is checked, but once `dir` is a file, `dir/inner.txt` cannot be written.
-      const result = await apply('*** Add File: new.txt', '+n', '*** Update File: a.txt', '@@', '-a', '+A', '*** Delete File: b.txt', '*** Add File: dir', '+d', '*** Add File: dir/inner.txt', '+i');
+      const result = await apply(
+        '*** Add File: new.txt',
+        '+n',
+        '*** Update File: a.txt',
+        '@@',
+        '-a',
+        '+A',
+        '*** Delete File: b.txt',
+        '*** Add File: dir',
+        '+d',
+        '*** Add File: dir/inner.txt',
+        '+i',
+      );
       expect(result).toEqual(failure(/^Writing the patch failed \((EEXIST|ENOTDIR): .*\); the files written before were restored$/));
       unchanged();
       expect(existsSync(join(workspace, 'dir'))).toBe(false);
@@ -153,8 +206,16 @@ describe('ApplyPatch', () => {
       ['no Begin line', '*** Add File: a\n+a\n*** End Patch', 'The patch must start with "*** Begin Patch"'],
       ['no End line', '*** Begin Patch\n*** Add File: a\n+a', 'The patch must end with "*** End Patch"'],
       ['no operation', '*** Begin Patch\n*** End Patch', 'The patch changes no file'],
-      ['an added line without +', '*** Begin Patch\n*** Add File: a\nplain\n*** End Patch', 'Patch line 3: every line of an added file starts with "+": "plain"'],
-      ['a hunk line without a prefix', '*** Begin Patch\n*** Update File: a\n@@\n-a\nplain\n*** End Patch', 'Patch line 5: a hunk line starts with " " (context), "-" (removed) or "+" (added): "plain"'],
+      [
+        'an added line without +',
+        '*** Begin Patch\n*** Add File: a\nplain\n*** End Patch',
+        'Patch line 3: every line of an added file starts with "+": "plain"',
+      ],
+      [
+        'a hunk line without a prefix',
+        '*** Begin Patch\n*** Update File: a\n@@\n-a\nplain\n*** End Patch',
+        'Patch line 5: a hunk line starts with " " (context), "-" (removed) or "+" (added): "plain"',
+      ],
       ['an unknown header', '*** Begin Patch\n*** Rename File: a\n*** End Patch', /^Patch line 2: expected "\*\*\* Add File:"/],
       ['an update without hunks', '*** Begin Patch\n*** Update File: a\n*** End Patch', 'Patch: "*** Update File: a" has no hunks'],
       ['an empty hunk', '*** Begin Patch\n*** Update File: a\n@@\n@@\n-a\n*** End Patch', 'Patch line 3: the hunk has no lines'],
@@ -169,17 +230,78 @@ describe('ApplyPatch', () => {
 describe('parsePatch and applyHunks', () => {
   it('parse the operations of a patch', () => {
     expect(parsePatch('*** Begin Patch\n*** Update File: a\n*** Move to: b\n@@ x\n c\n-d\n+e\n*** End of File\n*** Delete File: f\n*** End Patch')).toEqual([
-      { kind: 'update', path: 'a', moveTo: 'b', hunks: [{ anchor: 'x', lines: [[' ', 'c'], ['-', 'd'], ['+', 'e']], endOfFile: true, line: 4 }] },
+      {
+        kind: 'update',
+        path: 'a',
+        moveTo: 'b',
+        hunks: [
+          {
+            anchor: 'x',
+            lines: [
+              [' ', 'c'],
+              ['-', 'd'],
+              ['+', 'e'],
+            ],
+            endOfFile: true,
+            line: 4,
+          },
+        ],
+      },
       { kind: 'delete', path: 'f' },
     ]);
   });
 
   it('apply to an empty file', () => {
-    expect(applyHunks('', [{ lines: [['+', 'a'], ['+', 'b']], endOfFile: false, line: 1 }], 'f')).toBe('a\nb\n');
+    expect(
+      applyHunks(
+        '',
+        [
+          {
+            lines: [
+              ['+', 'a'],
+              ['+', 'b'],
+            ],
+            endOfFile: false,
+            line: 1,
+          },
+        ],
+        'f',
+      ),
+    ).toBe('a\nb\n');
   });
 
   it('prefer an exact match over one ignoring whitespace', () => {
-    expect(applyHunks(' a\na\n', [{ lines: [['-', 'a'], ['+', 'b']], endOfFile: false, line: 1 }], 'f')).toBe(' a\nb\n');
-    expect(applyHunks(' a\nc\n', [{ lines: [['-', 'a'], ['+', 'b']], endOfFile: false, line: 1 }], 'f')).toBe('b\nc\n');
+    expect(
+      applyHunks(
+        ' a\na\n',
+        [
+          {
+            lines: [
+              ['-', 'a'],
+              ['+', 'b'],
+            ],
+            endOfFile: false,
+            line: 1,
+          },
+        ],
+        'f',
+      ),
+    ).toBe(' a\nb\n');
+    expect(
+      applyHunks(
+        ' a\nc\n',
+        [
+          {
+            lines: [
+              ['-', 'a'],
+              ['+', 'b'],
+            ],
+            endOfFile: false,
+            line: 1,
+          },
+        ],
+        'f',
+      ),
+    ).toBe('b\nc\n');
   });
 });

@@ -20,9 +20,7 @@ export interface Hunk {
 }
 
 export type FileOperation =
-  | { kind: 'add'; path: string; lines: string[] }
-  | { kind: 'delete'; path: string }
-  | { kind: 'update'; path: string; moveTo?: string; hunks: Hunk[] };
+  { kind: 'add'; path: string; lines: string[] } | { kind: 'delete'; path: string } | { kind: 'update'; path: string; moveTo?: string; hunks: Hunk[] };
 
 const BEGIN = '*** Begin Patch';
 const END = '*** End Patch';
@@ -71,7 +69,8 @@ export function parsePatch(patch: string): FileOperation[] {
       operations.push({ kind: 'add', path, lines: content });
     } else if (line.startsWith(DELETE)) {
       const path = filePath(i, DELETE);
-      for (i += 1; i < last && !isFileHeader(lines[i]); i += 1) if (lines[i].trim() !== '') fail(i, `a deleted file takes no lines: ${JSON.stringify(lines[i])}`);
+      for (i += 1; i < last && !isFileHeader(lines[i]); i += 1)
+        if (lines[i].trim() !== '') fail(i, `a deleted file takes no lines: ${JSON.stringify(lines[i])}`);
       operations.push({ kind: 'delete', path });
     } else if (line.startsWith(UPDATE)) {
       const path = filePath(i, UPDATE);
@@ -145,7 +144,10 @@ export function applyHunks(text: string, hunks: Hunk[], name: string): string {
   for (const hunk of hunks) {
     if (hunk.anchor !== undefined) {
       const at = seek(lines, [hunk.anchor], cursor, false);
-      if (at === undefined) throw new ToolError(`${name}: the hunk at patch line ${hunk.line} did not apply: its "@@" line ${JSON.stringify(hunk.anchor)} was not found${cursor > 0 ? ' after the previous hunk' : ''}`);
+      if (at === undefined)
+        throw new ToolError(
+          `${name}: the hunk at patch line ${hunk.line} did not apply: its "@@" line ${JSON.stringify(hunk.anchor)} was not found${cursor > 0 ? ' after the previous hunk' : ''}`,
+        );
       cursor = at + 1;
     }
     let body = hunk.lines;
@@ -165,7 +167,10 @@ export function applyHunks(text: string, hunks: Hunk[], name: string): string {
       if (oldLines().length > 0) start = seek(lines, oldLines(), cursor, hunk.endOfFile);
     }
     if (start === undefined) {
-      const preview = hunk.lines.filter(([op]) => op !== '+').slice(0, 3).map(([, line]) => `  ${JSON.stringify(line)}`);
+      const preview = hunk.lines
+        .filter(([op]) => op !== '+')
+        .slice(0, 3)
+        .map(([, line]) => `  ${JSON.stringify(line)}`);
       throw new ToolError(
         `${name}: the hunk at patch line ${hunk.line} did not apply: its context and removed lines were not found${cursor > 0 ? ' after the previous hunk' : ''}, starting with\n${preview.join('\n')}`,
       );
@@ -242,7 +247,8 @@ async function planPatch(operations: FileOperation[], context: ToolContext): Pro
   const touched = new Map<string, string>();
   const claim = (path: WorkspacePath, given: string) => {
     const before = touched.get(path.absolute);
-    if (before !== undefined) throw new ToolError(`${given}: the patch changes ${path.relative} more than once; put all changes of a file under one "${UPDATE.trim()}"`);
+    if (before !== undefined)
+      throw new ToolError(`${given}: the patch changes ${path.relative} more than once; put all changes of a file under one "${UPDATE.trim()}"`);
     touched.set(path.absolute, given);
   };
 

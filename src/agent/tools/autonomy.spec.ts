@@ -16,7 +16,8 @@ describe("the session's autonomyLevel", () => {
 
   it('off allows only the tools that read', () => {
     for (const tool of ['Read', 'LS', 'Glob', 'Grep', 'Task']) expect(autonomyRefusal('off', tool, {})).toBeNull();
-    for (const tool of ['Create', 'Edit', 'ApplyPatch']) expect(autonomyRefusal('off', tool, {})).toMatch(/^Refused by the session's autonomyLevel off: it allows only tools that read; nothing ran/);
+    for (const tool of ['Create', 'Edit', 'ApplyPatch'])
+      expect(autonomyRefusal('off', tool, {})).toMatch(/^Refused by the session's autonomyLevel off: it allows only tools that read; nothing ran/);
     expect(execute('off', 'ls')).toMatch(/autonomyLevel off: it allows only tools that read, not commands/);
   });
 
@@ -46,14 +47,29 @@ describe("the session's autonomyLevel", () => {
   });
 
   it('low refuses commands that change something: other programs, redirections into files, acting find, git writes', () => {
-    for (const command of ['npm test', 'echo hi > notes.txt', 'cat a >> b', 'ls &> out.txt', 'find . -name "*.tmp" -delete', 'find . -exec rm {} +', 'git commit -m x', 'git branch feature', 'ls; touch x', 'ls $(rm -rf x)', 'sed -i s/a/b/ f']) {
-      expect([command, execute('low', command)]).toEqual([command, expect.stringMatching(/^Refused by the session's autonomyLevel low: it runs only commands that read/)]);
+    for (const command of [
+      'npm test',
+      'echo hi > notes.txt',
+      'cat a >> b',
+      'ls &> out.txt',
+      'find . -name "*.tmp" -delete',
+      'find . -exec rm {} +',
+      'git commit -m x',
+      'git branch feature',
+      'ls; touch x',
+      'ls $(rm -rf x)',
+      'sed -i s/a/b/ f',
+    ]) {
+      expect([command, execute('low', command)]).toEqual([
+        command,
+        expect.stringMatching(/^Refused by the session's autonomyLevel low: it runs only commands that read/),
+      ]);
     }
     expect(execute('low', 'npm test')).toBe(
-      "Refused by the session's autonomyLevel low: it runs only commands that read (ls, cat, grep, find ...), and \"npm test\" is not one of them (only with --version, -v, ls ..., list ...); nothing ran. Raise the session's autonomyLevel to allow it.",
+      'Refused by the session\'s autonomyLevel low: it runs only commands that read (ls, cat, grep, find ...), and "npm test" is not one of them (only with --version, -v, ls ..., list ...); nothing ran. Raise the session\'s autonomyLevel to allow it.',
     );
     expect(execute('low', 'touch x')).toBe(
-      "Refused by the session's autonomyLevel low: it runs only commands that read (ls, cat, grep, find ...), and \"touch x\" is not one of them; nothing ran. Raise the session's autonomyLevel to allow it.",
+      'Refused by the session\'s autonomyLevel low: it runs only commands that read (ls, cat, grep, find ...), and "touch x" is not one of them; nothing ran. Raise the session\'s autonomyLevel to allow it.',
     );
   });
 
@@ -97,7 +113,7 @@ describe("the session's autonomyLevel", () => {
       ['xargs ls', '"xargs ls" is not one of them'],
       ['less a', '"less a" is not one of them'],
       ['man ls', '"man ls" is not one of them'],
-      ["awk 'BEGIN { system(\"id\") }'", 'is not one of them'],
+      ['awk \'BEGIN { system("id") }\'', 'is not one of them'],
       ['sed -n 1p f', '"sed -n 1p f" is not one of them'],
       ['bash -c ls', '"bash -c ls" is not one of them'],
       ['./ls', '"./ls" is not one of them'],
@@ -123,7 +139,8 @@ describe("the session's autonomyLevel", () => {
     // What the refusal is about: a repository whose .git/config names a program for core.fsmonitor.
     const repo = mkdtempSync(join(tmpdir(), 'autonomy-git-'));
     try {
-      const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, stdio: 'pipe', env: { PATH: process.env.PATH, HOME: repo, GIT_CONFIG_NOSYSTEM: '1' } });
+      const git = (...args: string[]) =>
+        execFileSync('git', args, { cwd: repo, stdio: 'pipe', env: { PATH: process.env.PATH, HOME: repo, GIT_CONFIG_NOSYSTEM: '1' } });
       git('init', '-q');
       writeFileSync(join(repo, 'monitor.sh'), '#!/bin/sh\ntouch ran-by-git\n', { mode: 0o755 });
       git('config', 'core.fsmonitor', join(repo, 'monitor.sh'));
@@ -133,12 +150,21 @@ describe("the session's autonomyLevel", () => {
       rmSync(repo, { recursive: true, force: true });
     }
     for (const command of ['git status', 'git diff HEAD~1', 'git log --oneline -5 2>&1', 'git -c core.fsmonitor= status', 'ls && git show']) {
-      expect([command, execute('low', command)]).toEqual([command, expect.stringContaining("is git, which runs programs named in the repository's own config")]);
+      expect([command, execute('low', command)]).toEqual([
+        command,
+        expect.stringContaining("is git, which runs programs named in the repository's own config"),
+      ]);
     }
   });
 
   it('medium runs what can be undone and refuses what cannot, however it is spelled', () => {
-    for (const command of ['npm install && npm test', 'git add -A && git commit -m "wip"', 'mkdir -p build && cp a build/', 'rm notes.txt', 'git checkout -b topic']) {
+    for (const command of [
+      'npm install && npm test',
+      'git add -A && git commit -m "wip"',
+      'mkdir -p build && cp a build/',
+      'rm notes.txt',
+      'git checkout -b topic',
+    ]) {
       expect([command, execute('medium', command)]).toEqual([command, null]);
     }
     for (const [command, rule] of [
@@ -150,7 +176,10 @@ describe("the session's autonomyLevel", () => {
       ['/usr/bin/ssh host', 'ssh'],
       ['git reset --hard HEAD~3', 'git reset --hard'],
     ]) {
-      expect([command, execute('medium', command)]).toEqual([command, expect.stringContaining(`autonomyLevel medium: it does not run irreversible commands ("${rule}")`)]);
+      expect([command, execute('medium', command)]).toEqual([
+        command,
+        expect.stringContaining(`autonomyLevel medium: it does not run irreversible commands ("${rule}")`),
+      ]);
     }
   });
 });

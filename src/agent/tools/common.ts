@@ -71,13 +71,19 @@ export function optionalBoolean(input: Record<string, unknown>, key: string): bo
   return value;
 }
 
-export function optionalNumber(input: Record<string, unknown>, key: string, options: { integer?: boolean; min?: number; exclusiveMin?: number } = {}): number | undefined {
+export function optionalNumber(
+  input: Record<string, unknown>,
+  key: string,
+  options: { integer?: boolean; min?: number; exclusiveMin?: number } = {},
+): number | undefined {
   const value = given(input, key);
   if (value === undefined) return undefined;
   const kind = options.integer ? 'an integer' : 'a number';
-  if (typeof value !== 'number' || !Number.isFinite(value) || (options.integer && !Number.isInteger(value))) throw new ToolError(`Argument "${key}" must be ${kind}, not ${describeType(value)}`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || (options.integer && !Number.isInteger(value)))
+    throw new ToolError(`Argument "${key}" must be ${kind}, not ${describeType(value)}`);
   if (options.min !== undefined && value < options.min) throw new ToolError(`Argument "${key}" must be at least ${options.min}, not ${value}`);
-  if (options.exclusiveMin !== undefined && value <= options.exclusiveMin) throw new ToolError(`Argument "${key}" must be greater than ${options.exclusiveMin}, not ${value}`);
+  if (options.exclusiveMin !== undefined && value <= options.exclusiveMin)
+    throw new ToolError(`Argument "${key}" must be greater than ${options.exclusiveMin}, not ${value}`);
   return value;
 }
 

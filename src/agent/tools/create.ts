@@ -24,7 +24,8 @@ export const createTool = defineTool({
     const path = await resolveInWorkspace(context, filePath);
     if (await exists(path.absolute)) throw new ToolError(`${path.relative} already exists; use Edit (or ApplyPatch) to change it`);
     await mkdir(dirname(path.absolute), { recursive: true }).catch((error: unknown) => {
-      if (errorCode(error) === 'EEXIST' || errorCode(error) === 'ENOTDIR') throw new ToolError(`Cannot create ${path.relative}: a part of its folder is a file`);
+      if (errorCode(error) === 'EEXIST' || errorCode(error) === 'ENOTDIR')
+        throw new ToolError(`Cannot create ${path.relative}: a part of its folder is a file`);
       throw error;
     });
     // `wx`: fails rather than overwrite a file created meanwhile.

@@ -29,7 +29,8 @@ export const editTool = defineTool({
     const path = await resolveInWorkspace(context, filePath);
 
     const stats = await stat(path.absolute).catch((error: unknown) => {
-      if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') throw new ToolError(`${path.relative} does not exist; use Create to make a new file`);
+      if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR')
+        throw new ToolError(`${path.relative} does not exist; use Create to make a new file`);
       throw error;
     });
     if (stats.isDirectory()) throw new ToolError(`${path.relative} is a folder, not a file`);
@@ -45,8 +46,14 @@ export const editTool = defineTool({
       const found = occurrences(text, crlf(oldStr));
       if (found > 0) [count, oldStr, newStr] = [found, crlf(oldStr), crlf(newStr)];
     }
-    if (count === 0) throw new ToolError(`old_str was not found in ${path.relative}; it must match the file exactly, whitespace and indentation included (Read the file again to check)`);
-    if (count > 1 && !replaceAll) throw new ToolError(`old_str occurs ${count} times in ${path.relative}; add surrounding lines to make it unique, or set replace_all to replace every occurrence`);
+    if (count === 0)
+      throw new ToolError(
+        `old_str was not found in ${path.relative}; it must match the file exactly, whitespace and indentation included (Read the file again to check)`,
+      );
+    if (count > 1 && !replaceAll)
+      throw new ToolError(
+        `old_str occurs ${count} times in ${path.relative}; add surrounding lines to make it unique, or set replace_all to replace every occurrence`,
+      );
 
     const changed = replaceAll ? text.split(oldStr).join(newStr) : text.replace(oldStr, () => newStr);
     await writeFile(path.absolute, changed);

@@ -11,7 +11,8 @@ import { gone } from '../../../test/utils/process-state';
 const missing = missingSandboxPackages();
 // Without the programs these tests prove nothing: CI must have them (the block fails), a laptop may not (it is skipped).
 const describeSandbox = missing.length === 0 || process.env.CI ? describe : describe.skip;
-if (missing.length > 0 && !process.env.CI) console.warn(`Skipping the sandboxed Execute tests: ${missing.join(', ')} not installed (apt-get install bubblewrap socat ripgrep).`);
+if (missing.length > 0 && !process.env.CI)
+  console.warn(`Skipping the sandboxed Execute tests: ${missing.join(', ')} not installed (apt-get install bubblewrap socat ripgrep).`);
 
 type SandboxFields = { filesystem?: Partial<SandboxSettings['filesystem']>; network?: Partial<SandboxSettings['network']>; enabled?: boolean };
 const sandboxSettings = (fields: SandboxFields = {}): SandboxSettings => ({
@@ -32,7 +33,11 @@ describeSandbox('Execute in the sandbox (sandbox.enabled)', () => {
   const execute = (command: string, fields: SandboxFields & { allowedIps?: string[]; timeout?: number } = {}) => {
     const policy: ToolPolicy = { commandAllowlist: [], commandDenylist: [], commandBlocklist: [], sandbox: sandboxSettings(fields) };
     if (fields.allowedIps) policy.networkPolicy = { allowedIps: fields.allowedIps };
-    return executeTool.run(fields.timeout === undefined ? { command } : { command, timeout: fields.timeout }, { workspace, policy, signal: new AbortController().signal });
+    return executeTool.run(fields.timeout === undefined ? { command } : { command, timeout: fields.timeout }, {
+      workspace,
+      policy,
+      signal: new AbortController().signal,
+    });
   };
   /** The command's output up to `[exit code N]`, as curl's -w prints it. */
   const status = (content: string) => content.replace(/\n\[exit code \d+\]$/, '');
@@ -65,7 +70,10 @@ describeSandbox('Execute in the sandbox (sandbox.enabled)', () => {
   afterEach(() => rmSync(root, { recursive: true, force: true }));
 
   it('writes inside the workspace', async () => {
-    expect(await execute('echo made > inside.txt && mkdir -p sub && echo deep > sub/f && cat inside.txt')).toEqual({ content: 'made\n[exit code 0]', isError: false });
+    expect(await execute('echo made > inside.txt && mkdir -p sub && echo deep > sub/f && cat inside.txt')).toEqual({
+      content: 'made\n[exit code 0]',
+      isError: false,
+    });
     expect(readFileSync(join(workspace, 'inside.txt'), 'utf8')).toBe('made\n');
     expect(readFileSync(join(workspace, 'sub', 'f'), 'utf8')).toBe('deep\n');
   });
@@ -94,7 +102,9 @@ describeSandbox('Execute in the sandbox (sandbox.enabled)', () => {
 
   it('gives the command a writable $TMPDIR of its own, not /tmp, which stays read-only', async () => {
     const probe = `agent-sandbox-probe-${process.pid}-${Date.now()}`;
-    const result = await execute(`printf '%s\\n' "$TMPDIR"; echo data > "$TMPDIR/${probe}" && cat "$TMPDIR/${probe}"; touch /tmp/${probe} 2>/dev/null || echo "/tmp refused"`);
+    const result = await execute(
+      `printf '%s\\n' "$TMPDIR"; echo data > "$TMPDIR/${probe}" && cat "$TMPDIR/${probe}"; touch /tmp/${probe} 2>/dev/null || echo "/tmp refused"`,
+    );
     expect(result.isError).toBe(false);
     const [dir, ...rest] = result.content.split('\n');
     expect(dir).toMatch(/^\/.+/);
@@ -138,7 +148,8 @@ describeSandbox('Execute in the sandbox (sandbox.enabled)', () => {
 
   it('refuses before running anything a command that names a host outside networkPolicy.allowedIps', async () => {
     expect(await execute('touch ran; curl http://10.9.9.9/', { allowedIps: ['192.168.0.0/16'] })).toEqual({
-      content: "Refused by the organization's networkPolicy.allowedIps: 10.9.9.9 is not among the addresses agents may connect to (192.168.0.0/16); nothing ran.",
+      content:
+        "Refused by the organization's networkPolicy.allowedIps: 10.9.9.9 is not among the addresses agents may connect to (192.168.0.0/16); nothing ran.",
       isError: true,
     });
     expect(existsSync(join(workspace, 'ran'))).toBe(false);

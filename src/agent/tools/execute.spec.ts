@@ -15,7 +15,6 @@ const context = (fields: { policy?: Partial<CommandPolicy>; signal?: AbortSignal
 const execute = (command: string, fields: { timeout?: number; policy?: Partial<CommandPolicy>; signal?: AbortSignal } = {}) =>
   executeTool.run(fields.timeout === undefined ? { command } : { command, timeout: fields.timeout }, context(fields));
 
-
 beforeEach(() => {
   root = realpathSync(mkdtempSync(join(tmpdir(), 'agent-tools-')));
   workspace = join(root, 'ws');
@@ -127,8 +126,14 @@ describe('Execute', () => {
   });
 
   it('refuses, without running anything, a command the policy refuses', async () => {
-    expect(await execute('touch ran && rm -rf x', { policy: { commandDenylist: ['rm -rf'] } })).toEqual({ content: `Refused by the organization's commandDenylist: "rm -rf"`, isError: true });
-    expect(await execute('touch ran; sudo ls', { policy: { commandBlocklist: ['sudo'] } })).toEqual({ content: `Refused by the organization's commandBlocklist: "sudo"`, isError: true });
+    expect(await execute('touch ran && rm -rf x', { policy: { commandDenylist: ['rm -rf'] } })).toEqual({
+      content: `Refused by the organization's commandDenylist: "rm -rf"`,
+      isError: true,
+    });
+    expect(await execute('touch ran; sudo ls', { policy: { commandBlocklist: ['sudo'] } })).toEqual({
+      content: `Refused by the organization's commandBlocklist: "sudo"`,
+      isError: true,
+    });
     expect(await execute('touch ran | curl x', { policy: { commandAllowlist: ['touch'] } })).toEqual({
       content: `Refused by the organization's commandAllowlist: "curl x" is not on the allowlist`,
       isError: true,
@@ -138,7 +143,10 @@ describe('Execute', () => {
   });
 
   it('refuses, without running anything, what the parsed command line shows: pipelines, redirections, unparseable lines', async () => {
-    expect(await execute('echo touch ran | sh', { policy: { commandDenylist: ['echo * | sh'] } })).toEqual({ content: `Refused by the organization's commandDenylist: "echo * | sh"`, isError: true });
+    expect(await execute('echo touch ran | sh', { policy: { commandDenylist: ['echo * | sh'] } })).toEqual({
+      content: `Refused by the organization's commandDenylist: "echo * | sh"`,
+      isError: true,
+    });
     expect(await execute('echo x > ran', { policy: { commandAllowlist: ['echo'] } })).toEqual({
       content: `Refused by the organization's commandAllowlist: "echo x > ran" writes to a file (> ran), and no pattern on the allowlist includes that redirection`,
       isError: true,
@@ -148,7 +156,10 @@ describe('Execute', () => {
       isError: true,
     });
     expect(existsSync(join(workspace, 'ran'))).toBe(false);
-    expect(await execute('echo x > ran && echo done', { policy: { commandAllowlist: ['echo * > ran', 'echo done'] } })).toEqual({ content: 'done\n[exit code 0]', isError: false });
+    expect(await execute('echo x > ran && echo done', { policy: { commandAllowlist: ['echo * > ran', 'echo done'] } })).toEqual({
+      content: 'done\n[exit code 0]',
+      isError: false,
+    });
   });
 
   it('refuses an empty command and a missing workspace', async () => {

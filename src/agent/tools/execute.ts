@@ -20,14 +20,19 @@ export const executeTool = defineTool({
     `It runs without a terminal and without input (stdin is empty): use non-interactive flags. It is killed after timeout seconds (default ${EXECUTE_DEFAULT_TIMEOUT_SECONDS}, at most ${EXECUTE_MAX_TIMEOUT_SECONDS}),`,
     `and so are the processes it leaves behind when it ends. Only the last ${EXECUTE_MAX_OUTPUT_CHARACTERS} characters of output are returned.`,
     "Commands are checked against the organization's command and network policies first; a refused command does not run.",
-    "When the organization requires a sandbox, the command runs in one: it may write only in the workspace and $TMPDIR, and reach only the network the organization allows.",
+    'When the organization requires a sandbox, the command runs in one: it may write only in the workspace and $TMPDIR, and reach only the network the organization allows.',
     'Prefer Read, LS, Glob and Grep to read and search files, and Edit, Create and ApplyPatch to change them.',
   ].join(' '),
   parameters: {
     type: 'object',
     properties: {
       command: { type: 'string', description: 'The command line, run by /bin/sh in the workspace root.' },
-      timeout: { type: 'number', exclusiveMinimum: 0, maximum: EXECUTE_MAX_TIMEOUT_SECONDS, description: `Seconds before the command is killed. Defaults to ${EXECUTE_DEFAULT_TIMEOUT_SECONDS}.` },
+      timeout: {
+        type: 'number',
+        exclusiveMinimum: 0,
+        maximum: EXECUTE_MAX_TIMEOUT_SECONDS,
+        description: `Seconds before the command is killed. Defaults to ${EXECUTE_DEFAULT_TIMEOUT_SECONDS}.`,
+      },
     },
     required: ['command'],
     additionalProperties: false,
@@ -94,10 +99,26 @@ class OutputTail {
 }
 
 /** Runs the command (the shell, or the sandbox around it) and reports its output and how it ended. */
-async function runProcess(file: string, args: string[], cwd: string, env: Record<string, string>, timeoutSeconds: number, signal: AbortSignal): Promise<ToolResult> {
+async function runProcess(
+  file: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string>,
+  timeoutSeconds: number,
+  signal: AbortSignal,
+): Promise<ToolResult> {
   const output = new OutputTail(EXECUTE_MAX_OUTPUT_CHARACTERS);
   const append = (text: string) => output.append(text);
-  const ended = await runInProcessGroup({ file, args, cwd, env: { ...commandEnvironment(), ...env }, timeoutMs: timeoutSeconds * 1000, signal, onStdout: append, onStderr: append });
+  const ended = await runInProcessGroup({
+    file,
+    args,
+    cwd,
+    env: { ...commandEnvironment(), ...env },
+    timeoutMs: timeoutSeconds * 1000,
+    signal,
+    onStdout: append,
+    onStderr: append,
+  });
   if (ended.startError) return { content: `Could not run the command: ${ended.startError.message}`, isError: true };
   let status: string;
   if (ended.ending === 'timeout') status = `[killed after ${timeoutSeconds} s]`;

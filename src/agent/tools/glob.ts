@@ -46,13 +46,18 @@ export async function searchFolder(context: ToolContext, path: string | undefine
 
 /** A glob pattern relative to `base`: `..` is refused; an absolute pattern must lie inside `base`. */
 function relativePattern(pattern: string, base: WorkspacePath, workspace: string): string {
-  if (/(^|[\\/])\.\.([\\/]|$)/.test(pattern)) throw new ToolError(`The pattern ${JSON.stringify(pattern)} must not contain ".." (it may only match inside the workspace); use path to search another folder`);
+  if (/(^|[\\/])\.\.([\\/]|$)/.test(pattern))
+    throw new ToolError(
+      `The pattern ${JSON.stringify(pattern)} must not contain ".." (it may only match inside the workspace); use path to search another folder`,
+    );
   if (!isAbsolute(pattern)) return pattern;
   // The workspace may be named through a symlink: accept both its real and its given absolute path.
   for (const prefix of [base.absolute, resolve(workspace, relative(base.root, base.absolute))]) {
     if (isInside(prefix, pattern) && pattern.length > prefix.length) return pattern.slice(prefix.length).replace(/^\/+/, '');
   }
-  throw new ToolError(`The pattern ${JSON.stringify(pattern)} is absolute and outside the folder searched (${base.absolute}); give a pattern relative to the workspace`);
+  throw new ToolError(
+    `The pattern ${JSON.stringify(pattern)} is absolute and outside the folder searched (${base.absolute}); give a pattern relative to the workspace`,
+  );
 }
 
 export const globTool = defineTool({
@@ -66,7 +71,10 @@ export const globTool = defineTool({
     type: 'object',
     properties: {
       pattern: { type: 'string', description: 'The glob pattern, relative to path.' },
-      path: { type: 'string', description: 'The folder to search, relative to the workspace root or absolute (inside the workspace). Defaults to the workspace root.' },
+      path: {
+        type: 'string',
+        description: 'The folder to search, relative to the workspace root or absolute (inside the workspace). Defaults to the workspace root.',
+      },
     },
     required: ['pattern'],
     additionalProperties: false,

@@ -23,9 +23,19 @@ export const grepTool = defineTool({
   parameters: {
     type: 'object',
     properties: {
-      pattern: { type: 'string', description: 'A JavaScript regular expression (no slashes around it), matched against each line, e.g. `function\\s+\\w+Tool`.' },
-      path: { type: 'string', description: 'The folder (searched recursively) or file to search, relative to the workspace root or absolute. Defaults to the workspace root.' },
-      glob: { type: 'string', description: 'Only search files matching this glob, e.g. `*.ts` (a pattern without `/` matches the file name in any folder) or `src/**/*.ts` (relative to path).' },
+      pattern: {
+        type: 'string',
+        description: 'A JavaScript regular expression (no slashes around it), matched against each line, e.g. `function\\s+\\w+Tool`.',
+      },
+      path: {
+        type: 'string',
+        description: 'The folder (searched recursively) or file to search, relative to the workspace root or absolute. Defaults to the workspace root.',
+      },
+      glob: {
+        type: 'string',
+        description:
+          'Only search files matching this glob, e.g. `*.ts` (a pattern without `/` matches the file name in any folder) or `src/**/*.ts` (relative to path).',
+      },
       ignore_case: { type: 'boolean', description: 'Match case-insensitively. Defaults to false.' },
     },
     required: ['pattern'],
@@ -74,14 +84,16 @@ export const grepTool = defineTool({
             break search;
           }
           const line = lines[index].endsWith('\r') ? lines[index].slice(0, -1) : lines[index];
-          const shown = line.length > GREP_MAX_LINE_CHARACTERS ? `${line.slice(0, GREP_MAX_LINE_CHARACTERS)}… [line cut at ${GREP_MAX_LINE_CHARACTERS} characters]` : line;
+          const shown =
+            line.length > GREP_MAX_LINE_CHARACTERS ? `${line.slice(0, GREP_MAX_LINE_CHARACTERS)}… [line cut at ${GREP_MAX_LINE_CHARACTERS} characters]` : line;
           matches.push(`${name}:${index + 1}:${shown}`);
         }
       }
     } finally {
       matcher.close();
     }
-    if (matches.length === 0) return `No matches for ${JSON.stringify(pattern)}${base.relative === '.' ? '' : ` in ${base.relative}`}${only ? ` (files matching ${JSON.stringify(only)})` : ''}`;
+    if (matches.length === 0)
+      return `No matches for ${JSON.stringify(pattern)}${base.relative === '.' ? '' : ` in ${base.relative}`}${only ? ` (files matching ${JSON.stringify(only)})` : ''}`;
     return more ? `${matches.join('\n')}\n[stopped after ${GREP_MAX_MATCHES} matches; narrow the pattern, path or glob]` : matches.join('\n');
   },
 });
@@ -143,7 +155,12 @@ class LineMatcher {
       const onError = (error: Error) => done(new ToolError(`The search failed: ${error.message}`));
       const onAbort = () => done(new ToolError('The search was aborted'));
       const timer = setTimeout(
-        () => done(new ToolError(`The search was stopped after ${GREP_TIMEOUT_MS / 1000} s: the pattern most likely backtracks catastrophically (nested quantifiers such as (a+)+); simplify it`)),
+        () =>
+          done(
+            new ToolError(
+              `The search was stopped after ${GREP_TIMEOUT_MS / 1000} s: the pattern most likely backtracks catastrophically (nested quantifiers such as (a+)+); simplify it`,
+            ),
+          ),
         Math.max(0, this.deadline - Date.now()),
       );
       this.signal.addEventListener('abort', onAbort, { once: true });

@@ -30,7 +30,13 @@ export const lsTool = defineTool({
     const names = await Promise.all(
       entries.map(async (entry) => {
         // A symlink to a folder lists as a folder.
-        const folder = entry.isDirectory() || (entry.isSymbolicLink() && (await stat(join(path.absolute, entry.name)).then((s) => s.isDirectory(), () => false)));
+        const folder =
+          entry.isDirectory() ||
+          (entry.isSymbolicLink() &&
+            (await stat(join(path.absolute, entry.name)).then(
+              (s) => s.isDirectory(),
+              () => false,
+            )));
         return folder ? `${entry.name}/` : entry.name;
       }),
     );

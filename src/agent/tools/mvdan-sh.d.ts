@@ -19,7 +19,9 @@ declare module 'mvdan-sh' {
     Parse(source: string, name: string): ShNode;
   }
   export type ShParserOption = { readonly __option: unique symbol };
-  export interface ShLang { readonly __lang: unique symbol }
+  export interface ShLang {
+    readonly __lang: unique symbol;
+  }
   export const syntax: {
     NewParser(...options: ShParserOption[]): ShParser;
     KeepComments(keep: boolean): ShParserOption;

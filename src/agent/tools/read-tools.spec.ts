@@ -34,7 +34,9 @@ describe('Read', () => {
 
   it('reads from offset (1-based) at most limit lines; 0 reads from the start', async () => {
     write('long.txt', `${lines.join('\n')}\n`);
-    expect(await run(readTool, { file_path: 'long.txt', offset: 10, limit: 3 })).toEqual(ok(`${numbered(10, ['line 10', 'line 11', 'line 12'])}\n[lines 10-12 shown; the file goes on: use offset=13 to read more]`));
+    expect(await run(readTool, { file_path: 'long.txt', offset: 10, limit: 3 })).toEqual(
+      ok(`${numbered(10, ['line 10', 'line 11', 'line 12'])}\n[lines 10-12 shown; the file goes on: use offset=13 to read more]`),
+    );
     expect(await run(readTool, { file_path: 'long.txt', offset: 2999 })).toEqual(ok(numbered(2999, ['line 2999', 'line 3000'])));
     expect(await run(readTool, { file_path: 'long.txt', offset: 2998, limit: 3 })).toEqual(ok(numbered(2998, ['line 2998', 'line 2999', 'line 3000'])));
     expect((await run(readTool, { file_path: 'long.txt', offset: 0, limit: 1 })).content).toMatch(/^ {5}1\tline 1\n/);
@@ -179,12 +181,16 @@ describe('Grep', () => {
   });
 
   it('returns matching lines as file:line:text, files sorted', async () => {
-    expect(await run(grepTool, { pattern: 'alpha' })).toEqual(ok(['src/a.ts:1:export const alpha = 1;', 'src/b.js:1:module.exports = { alpha: 3 };'].join('\n')));
+    expect(await run(grepTool, { pattern: 'alpha' })).toEqual(
+      ok(['src/a.ts:1:export const alpha = 1;', 'src/b.js:1:module.exports = { alpha: 3 };'].join('\n')),
+    );
     expect(await run(grepTool, { pattern: '^const \\w+ = \\d;$' })).toEqual(ok('src/a.ts:2:const Beta = 2;'));
   });
 
   it('matches case-insensitively with ignore_case', async () => {
-    expect(await run(grepTool, { pattern: 'ALPHA', ignore_case: true })).toEqual(ok(['README.md:1:# Alpha', 'src/a.ts:1:export const alpha = 1;', 'src/b.js:1:module.exports = { alpha: 3 };'].join('\n')));
+    expect(await run(grepTool, { pattern: 'ALPHA', ignore_case: true })).toEqual(
+      ok(['README.md:1:# Alpha', 'src/a.ts:1:export const alpha = 1;', 'src/b.js:1:module.exports = { alpha: 3 };'].join('\n')),
+    );
     expect(await run(grepTool, { pattern: 'ALPHA' })).toEqual(ok('No matches for "ALPHA"'));
   });
 
@@ -203,7 +209,9 @@ describe('Grep', () => {
     write('bin/tool', Buffer.concat([Buffer.from('alpha\n'), Buffer.from([0, 1, 2])]));
     write('big.txt', `alpha\n${'z'.repeat(1024 * 1024)}`);
     write('.config/settings.json', '{"alpha": true}\n');
-    expect(await run(grepTool, { pattern: 'alpha' })).toEqual(ok(['.config/settings.json:1:{"alpha": true}', 'src/a.ts:1:export const alpha = 1;', 'src/b.js:1:module.exports = { alpha: 3 };'].join('\n')));
+    expect(await run(grepTool, { pattern: 'alpha' })).toEqual(
+      ok(['.config/settings.json:1:{"alpha": true}', 'src/a.ts:1:export const alpha = 1;', 'src/b.js:1:module.exports = { alpha: 3 };'].join('\n')),
+    );
     expect(await run(grepTool, { pattern: 'alpha', path: 'node_modules' })).toEqual(ok('node_modules/pkg/index.js:1:alpha'));
     expect(await run(grepTool, { pattern: 'alpha', path: 'bin/tool' })).toEqual(failure('bin/tool is a binary file or larger than 1 MB; Grep skips those'));
   });
@@ -232,7 +240,7 @@ describe('Grep', () => {
     expect(await run(grepTool, { pattern: 'secret', glob: 'out/*.ts' })).toEqual(ok('No matches for "secret" (files matching "out/*.ts")'));
   });
 
-  it('Grep runs a catastrophic pattern off the agent\'s thread: the agent stays responsive and an abort ends the search', async () => {
+  it("Grep runs a catastrophic pattern off the agent's thread: the agent stays responsive and an abort ends the search", async () => {
     write('evil.txt', `${'a'.repeat(40)}!\n`);
     const controller = new AbortController();
     let ticks = 0;

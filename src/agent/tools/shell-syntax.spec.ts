@@ -66,7 +66,11 @@ describe('parseShell', () => {
     expect(constructs('[[ -f x ]]')).toEqual(['testClause']);
     expect(constructs('[[ $x -eq 1 ]]')).toEqual(['testClause', 'arithmetic', 'dynamicArithmetic']);
     expect(constructs('f() { :; }; for i in a; do :; done; echo ${!x} ${x@P}')).toEqual(['function', 'loopVariable', 'indirection', 'transformation']);
-    expect(parseShell('echo {rm,-rf,x} a*b', 'bash').commands[0].words.map((w) => [w.braces, w.glob])).toEqual([[false, false], [true, false], [false, true]]);
+    expect(parseShell('echo {rm,-rf,x} a*b', 'bash').commands[0].words.map((w) => [w.braces, w.glob])).toEqual([
+      [false, false],
+      [true, false],
+      [false, true],
+    ]);
   });
 
   it('reads a line as /bin/sh does or as bash does, which differ', () => {

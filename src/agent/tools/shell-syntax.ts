@@ -153,7 +153,10 @@ class Reader {
   private backquotes = 0;
   private readonly bytes: Buffer;
 
-  constructor(source: string, private readonly dialect: Dialect) {
+  constructor(
+    source: string,
+    private readonly dialect: Dialect,
+  ) {
     this.bytes = Buffer.from(source, 'utf8');
   }
 
@@ -175,9 +178,15 @@ class Reader {
     if (cmd === null) return this.simple(null, s, () => ({ assigns: [], words: [] }));
     switch (type(cmd)) {
       case 'CallExpr':
-        return this.simple(cmd, s, () => ({ assigns: children(cmd, 'Assigns').map((a) => this.assign(a)), words: children(cmd, 'Args').map((w) => this.word(w)) }));
+        return this.simple(cmd, s, () => ({
+          assigns: children(cmd, 'Assigns').map((a) => this.assign(a)),
+          words: children(cmd, 'Args').map((w) => this.word(w)),
+        }));
       case 'DeclClause':
-        return this.simple(cmd, s, () => ({ assigns: [], words: [literalWord(text(child(cmd, 'Variant'), 'Value')), ...children(cmd, 'Args').map((a) => this.assign(a))] }));
+        return this.simple(cmd, s, () => ({
+          assigns: [],
+          words: [literalWord(text(child(cmd, 'Variant'), 'Value')), ...children(cmd, 'Args').map((a) => this.assign(a))],
+        }));
       case 'LetClause':
         this.note('arithmetic', cmd);
         return this.simple(cmd, s, () => ({ assigns: [], words: [literalWord('let'), ...children(cmd, 'Exprs').map((e) => this.arithm(e, cmd))] }));
@@ -185,7 +194,12 @@ class Reader {
         this.note('testClause', cmd);
         return this.simple(cmd, s, () => {
           this.test(child(cmd, 'X'), cmd);
-          return { assigns: [], words: this.raw(cmd).split(/\s+/).map((token) => ({ ...literalWord(token), value: /[$`'"\\]/.test(token) ? null : token })) };
+          return {
+            assigns: [],
+            words: this.raw(cmd)
+              .split(/\s+/)
+              .map((token) => ({ ...literalWord(token), value: /[$`'"\\]/.test(token) ? null : token })),
+          };
         });
       default:
         for (const r of children(s, 'Redirs')) this.script.compoundRedirects.push(this.redirect(r));
@@ -334,7 +348,14 @@ class Reader {
   private word(w: ShNode): ShellWord {
     const state = newState();
     for (const part of children(w, 'Parts')) this.part(part, state, { double: false, expansionInDouble: false });
-    return { raw: this.raw(w), text: state.text, value: state.literal ? state.text : null, splits: state.splits, glob: state.glob, braces: this.dialect === 'bash' && state.braces };
+    return {
+      raw: this.raw(w),
+      text: state.text,
+      value: state.literal ? state.text : null,
+      splits: state.splits,
+      glob: state.glob,
+      braces: this.dialect === 'bash' && state.braces,
+    };
   }
 
   private part(p: ShNode, state: WordState, where: { double: boolean; expansionInDouble: boolean }): void {
@@ -343,7 +364,8 @@ class Reader {
         const value = text(p, 'Value');
         // A backquote left in a literal inside backquotes is the escaping of a deeper substitution,
         // which bash runs and the parser (mvdan-sh 0.10) reads as text beyond two levels.
-        if (this.backquotes > 0 && value.includes('`')) throw new ShellSyntaxError(`backquotes nested more than two deep (${normalize(value)}) are read differently by bash and by the parser`);
+        if (this.backquotes > 0 && value.includes('`'))
+          throw new ShellSyntaxError(`backquotes nested more than two deep (${normalize(value)}) are read differently by bash and by the parser`);
         if (where.double) state.text += value.replace(/\\([$`"\\\n])/g, (_, c: string) => (c === '\n' ? '' : c));
         else this.bare(value, state);
         return;
@@ -351,7 +373,10 @@ class Reader {
       case 'SglQuoted': {
         // Inside a double-quoted ${...}, shells take single quotes literally and run the $(...) between them,
         // while the parser reads a quoted string: the command cannot be checked.
-        if (where.expansionInDouble) throw new ShellSyntaxError(`single quotes inside a double-quoted \${...} (${normalize(this.raw(p))}) are read differently by shells and by the parser`);
+        if (where.expansionInDouble)
+          throw new ShellSyntaxError(
+            `single quotes inside a double-quoted \${...} (${normalize(this.raw(p))}) are read differently by shells and by the parser`,
+          );
         const value = text(p, 'Value');
         state.text += flag(p, 'Dollar') ? decodeAnsiC(value) : value;
         return;
@@ -508,7 +533,21 @@ const flag = (n: ShNode, field: string): boolean => n[field] === true;
 
 /** The value of bash's `$'...'`: backslash escapes decoded as bash does. */
 export function decodeAnsiC(value: string): string {
-  const simple: Record<string, string> = { a: '\x07', b: '\b', e: '\x1b', E: '\x1b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\\': '\\', "'": "'", '"': '"', '?': '?' };
+  const simple: Record<string, string> = {
+    a: '\x07',
+    b: '\b',
+    e: '\x1b',
+    E: '\x1b',
+    f: '\f',
+    n: '\n',
+    r: '\r',
+    t: '\t',
+    v: '\v',
+    '\\': '\\',
+    "'": "'",
+    '"': '"',
+    '?': '?',
+  };
   return value.replace(/\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c.|.)/gs, (whole, esc: string) => {
     if (esc in simple) return simple[esc];
     if (/^[xuU]/.test(esc)) return String.fromCodePoint(parseInt(esc.slice(1), 16));

@@ -8,7 +8,11 @@ import { isInside, resolveInWorkspace } from './workspace';
 let root: string;
 let workspace: string;
 let outside: string;
-const context = (): ToolContext => ({ workspace, policy: { commandAllowlist: [], commandDenylist: [], commandBlocklist: [] }, signal: new AbortController().signal });
+const context = (): ToolContext => ({
+  workspace,
+  policy: { commandAllowlist: [], commandDenylist: [], commandBlocklist: [] },
+  signal: new AbortController().signal,
+});
 
 beforeEach(() => {
   root = realpathSync(mkdtempSync(join(tmpdir(), 'agent-tools-')));
@@ -44,7 +48,17 @@ describe('resolveInWorkspace', () => {
   it('refuses paths that lead outside with "..", absolutely, or through a symlink', async () => {
     symlinkSync(outside, join(workspace, 'out'));
     symlinkSync(join(outside, 'secret.txt'), join(workspace, 'secret-link.txt'));
-    for (const path of ['../outside/secret.txt', '..', 'src/../../x', join(outside, 'secret.txt'), '/etc/passwd', 'out/secret.txt', 'out/new.txt', 'out', 'secret-link.txt']) {
+    for (const path of [
+      '../outside/secret.txt',
+      '..',
+      'src/../../x',
+      join(outside, 'secret.txt'),
+      '/etc/passwd',
+      'out/secret.txt',
+      'out/new.txt',
+      'out',
+      'secret-link.txt',
+    ]) {
       await expect(resolveInWorkspace(context(), path)).rejects.toThrow(/is outside the workspace/);
     }
   });
@@ -54,7 +68,10 @@ describe('resolveInWorkspace', () => {
     await expect(resolveInWorkspace(context(), 'source/a.ts')).resolves.toMatchObject({ relative: 'src/a.ts' });
     symlinkSync(workspace, join(root, 'ws-link'));
     const linked = { ...context(), workspace: join(root, 'ws-link') };
-    await expect(resolveInWorkspace(linked, join(root, 'ws-link', 'src/a.ts'))).resolves.toMatchObject({ absolute: join(workspace, 'src/a.ts'), relative: 'src/a.ts' });
+    await expect(resolveInWorkspace(linked, join(root, 'ws-link', 'src/a.ts'))).resolves.toMatchObject({
+      absolute: join(workspace, 'src/a.ts'),
+      relative: 'src/a.ts',
+    });
     await expect(resolveInWorkspace(linked, join(workspace, 'src/a.ts'))).resolves.toMatchObject({ relative: 'src/a.ts' });
   });
 
@@ -116,7 +133,10 @@ describe('WORKSPACE_TOOLS', () => {
     }
     for (const tool of WORKSPACE_TOOLS) {
       for (const input of [null, 'text', [1]]) {
-        await expect(tool.run(input as unknown as Record<string, unknown>, context())).resolves.toEqual({ content: `${tool.name} takes an object of named arguments`, isError: true });
+        await expect(tool.run(input as unknown as Record<string, unknown>, context())).resolves.toEqual({
+          content: `${tool.name} takes an object of named arguments`,
+          isError: true,
+        });
       }
     }
   });

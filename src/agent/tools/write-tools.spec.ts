@@ -35,14 +35,21 @@ describe('Create', () => {
       expect(await run(createTool, { file_path, content: 'x' })).toEqual(failure(/outside the workspace/));
     }
     expect(await run(createTool, { file_path: 'dangling.txt', content: 'x' })).toEqual(failure(/leads nowhere/));
-    expect(existsSync(join(root, 'escape.txt')) || existsSync(join(outside, 'new.txt')) || existsSync(join(outside, 'deep')) || existsSync(join(outside, 'planted.txt'))).toBe(false);
+    expect(
+      existsSync(join(root, 'escape.txt')) ||
+        existsSync(join(outside, 'new.txt')) ||
+        existsSync(join(outside, 'deep')) ||
+        existsSync(join(outside, 'planted.txt')),
+    ).toBe(false);
   });
 });
 
 describe('Edit', () => {
   it('replaces the one occurrence of old_str', async () => {
     write('a.ts', 'const a = 1;\nconst b = 2;\n');
-    expect(await run(editTool, { file_path: 'a.ts', old_str: 'const b = 2;', new_str: 'const b = 3;\nconst c = 4;' })).toEqual(ok('Edited a.ts: replaced 1 occurrence of old_str'));
+    expect(await run(editTool, { file_path: 'a.ts', old_str: 'const b = 2;', new_str: 'const b = 3;\nconst c = 4;' })).toEqual(
+      ok('Edited a.ts: replaced 1 occurrence of old_str'),
+    );
     expect(read('a.ts')).toBe('const a = 1;\nconst b = 3;\nconst c = 4;\n');
   });
 
@@ -60,29 +67,41 @@ describe('Edit', () => {
       failure('old_str occurs 3 times in a.ts; add surrounding lines to make it unique, or set replace_all to replace every occurrence'),
     );
     expect(read('a.ts')).toBe('foo(); foo();\nfoo();\n');
-    expect(await run(editTool, { file_path: 'a.ts', old_str: 'foo()', new_str: 'bar()', replace_all: true })).toEqual(ok('Edited a.ts: replaced 3 occurrences of old_str'));
+    expect(await run(editTool, { file_path: 'a.ts', old_str: 'foo()', new_str: 'bar()', replace_all: true })).toEqual(
+      ok('Edited a.ts: replaced 3 occurrences of old_str'),
+    );
     expect(read('a.ts')).toBe('bar(); bar();\nbar();\n');
-    expect(await run(editTool, { file_path: 'a.ts', old_str: 'bar(); bar();', new_str: 'baz();', replace_all: true })).toEqual(ok('Edited a.ts: replaced 1 occurrence of old_str'));
+    expect(await run(editTool, { file_path: 'a.ts', old_str: 'bar(); bar();', new_str: 'baz();', replace_all: true })).toEqual(
+      ok('Edited a.ts: replaced 1 occurrence of old_str'),
+    );
   });
 
   it('counts occurrences without overlap', async () => {
     write('a.txt', 'aaaa');
     expect(await run(editTool, { file_path: 'a.txt', old_str: 'aa', new_str: 'b' })).toEqual(failure(/occurs 2 times/));
-    expect(await run(editTool, { file_path: 'a.txt', old_str: 'aa', new_str: 'b', replace_all: true })).toEqual(ok('Edited a.txt: replaced 2 occurrences of old_str'));
+    expect(await run(editTool, { file_path: 'a.txt', old_str: 'aa', new_str: 'b', replace_all: true })).toEqual(
+      ok('Edited a.txt: replaced 2 occurrences of old_str'),
+    );
     expect(read('a.txt')).toBe('bb');
   });
 
   it('refuses old_str that is not found, empty, or equal to new_str', async () => {
     write('a.ts', 'const a = 1;\n');
-    expect(await run(editTool, { file_path: 'a.ts', old_str: 'const  a', new_str: 'x' })).toEqual(failure(/^old_str was not found in a\.ts; it must match the file exactly/));
+    expect(await run(editTool, { file_path: 'a.ts', old_str: 'const  a', new_str: 'x' })).toEqual(
+      failure(/^old_str was not found in a\.ts; it must match the file exactly/),
+    );
     expect(await run(editTool, { file_path: 'a.ts', old_str: '', new_str: 'x' })).toEqual(failure('Argument "old_str" must not be empty'));
-    expect(await run(editTool, { file_path: 'a.ts', old_str: 'a', new_str: 'a' })).toEqual(failure('old_str and new_str are the same: there is nothing to change'));
+    expect(await run(editTool, { file_path: 'a.ts', old_str: 'a', new_str: 'a' })).toEqual(
+      failure('old_str and new_str are the same: there is nothing to change'),
+    );
     expect(read('a.ts')).toBe('const a = 1;\n');
   });
 
   it('matches LF strings in a CRLF file and keeps its line ends', async () => {
     write('win.txt', 'one\r\ntwo\r\nthree\r\n');
-    expect(await run(editTool, { file_path: 'win.txt', old_str: 'one\ntwo', new_str: 'uno\ndos\nmas' })).toEqual(ok('Edited win.txt: replaced 1 occurrence of old_str'));
+    expect(await run(editTool, { file_path: 'win.txt', old_str: 'one\ntwo', new_str: 'uno\ndos\nmas' })).toEqual(
+      ok('Edited win.txt: replaced 1 occurrence of old_str'),
+    );
     expect(read('win.txt')).toBe('uno\r\ndos\r\nmas\r\nthree\r\n');
   });
 
@@ -99,9 +118,13 @@ describe('Edit', () => {
     writeFileSync(join(outside, 'secret.txt'), 'secret');
     symlinkSync(join(outside, 'secret.txt'), join(workspace, 'link.txt'));
     mkdirSync(join(workspace, 'src'));
-    expect(await run(editTool, { file_path: 'nope.txt', old_str: 'a', new_str: 'b' })).toEqual(failure('nope.txt does not exist; use Create to make a new file'));
+    expect(await run(editTool, { file_path: 'nope.txt', old_str: 'a', new_str: 'b' })).toEqual(
+      failure('nope.txt does not exist; use Create to make a new file'),
+    );
     expect(await run(editTool, { file_path: 'src', old_str: 'a', new_str: 'b' })).toEqual(failure('src is a folder, not a file'));
-    expect(await run(editTool, { file_path: 'bin.dat', old_str: 'a', new_str: 'b' })).toEqual(failure('bin.dat is a binary file; Edit only changes text files'));
+    expect(await run(editTool, { file_path: 'bin.dat', old_str: 'a', new_str: 'b' })).toEqual(
+      failure('bin.dat is a binary file; Edit only changes text files'),
+    );
     for (const file_path of ['../outside/secret.txt', join(outside, 'secret.txt'), 'link.txt']) {
       expect(await run(editTool, { file_path, old_str: 'secret', new_str: 'public' })).toEqual(failure(/outside the workspace/));
     }

@@ -13,7 +13,10 @@ const ROLLUP_NOTE = 'Rows come from the daily rollup of closed days (see POST /a
 @ApiTags('Analytics')
 @Controller('api/v1/analytics')
 @Authenticated(Role.Owner, Role.Manager)
-@ApiBadRequestResponse({ description: 'A date missing, malformed, after the other, today or later; an unknown group_by; limit outside 1-100; a cursor that is not a user id.', type: RequestIdErrorSchema })
+@ApiBadRequestResponse({
+  description: 'A date missing, malformed, after the other, today or later; an unknown group_by; limit outside 1-100; a cursor that is not a user id.',
+  type: RequestIdErrorSchema,
+})
 export class AnalyticsController {
   constructor(private readonly analytics: AnalyticsService) {}
 
@@ -23,7 +26,7 @@ export class AnalyticsController {
     description:
       'One row per day of the range (every day, zeros on quiet ones), with `by_model` and `by_user` (largest first). ' +
       '`billable_tokens` = input + output + 125% of cache writes + 10% of cache reads (rounded down per day, user and model); thinking tokens count as output. ' +
-      'A model\'s `model_tier` is `thinking` on days it spent thinking tokens, else `standard`. With `group_by=model`, rows `{date, group_key, billable_tokens, input_tokens, output_tokens}` ' +
+      "A model's `model_tier` is `thinking` on days it spent thinking tokens, else `standard`. With `group_by=model`, rows `{date, group_key, billable_tokens, input_tokens, output_tokens}` " +
       'for each model used that day; they sum to the ungrouped totals. Read from the per-day usage totals written with each usage report.',
   })
   @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.tokensResponse })
@@ -50,7 +53,7 @@ export class AnalyticsController {
   @ApiOperation({
     summary: 'User activity',
     description:
-      'One row per day. A user is active on a day they sent a user message; daily, weekly (7 days ending on the row\'s date) and monthly (30 days) ' +
+      "One row per day. A user is active on a day they sent a user message; daily, weekly (7 days ending on the row's date) and monthly (30 days) " +
       'active users count each user once whatever the clients; `daily_active_users_by_client` counts them per client type (a user on two clients is in both). ' +
       'Clients: `terminal-ui` (cli_tui, cli_acp), `web` (web, desktop), `non-interactive-cli` (everything else, including the Sessions API). ' +
       '`sessions`: sessions started; `messages`: user plus assistant messages. With `group_by=client`, rows `{date, group_key, daily_active_users}` per client with active users. ' +
@@ -65,7 +68,7 @@ export class AnalyticsController {
   @ApiOperation({
     summary: 'Productivity',
     description:
-      'One row per day: files created and edited by agent tools, by extension (lower case, no dot; `(none)`) and by language (GitHub Linguist\'s table; `Other`), ' +
+      "One row per day: files created and edited by agent tools, by extension (lower case, no dot; `(none)`) and by language (GitHub Linguist's table; `Other`), " +
       'commits and pull requests made through agent tools. ' +
       ROLLUP_NOTE,
   })
@@ -79,8 +82,8 @@ export class AnalyticsController {
     summary: 'Per-user metrics',
     description:
       'A page of `limit` users (1-100, default 20) in user-id order, each with one row per day of the range it has activity, by user then date. ' +
-      'While `meta.has_more` is true, send `meta.next_cursor` (the page\'s last user id) as `cursor` with the same dates and limit; every user appears on exactly one page. ' +
-      'Rows of one day sum to that day\'s totals on the other endpoints once the day is rolled up (`/tokens` reads the per-day usage totals directly, so it shows a just-closed day first). ' +
+      "While `meta.has_more` is true, send `meta.next_cursor` (the page's last user id) as `cursor` with the same dates and limit; every user appears on exactly one page. " +
+      "Rows of one day sum to that day's totals on the other endpoints once the day is rolled up (`/tokens` reads the per-day usage totals directly, so it shows a just-closed day first). " +
       ROLLUP_NOTE,
   })
   @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.usersResponse })
@@ -94,7 +97,7 @@ export class AnalyticsController {
   @ApiOperation({
     summary: 'Roll up now (added; owners only)',
     description:
-      'Rolls up the organization\'s closed days (before today, UTC) that have facts not yet rolled up, including late facts for days rolled up before, ' +
+      "Rolls up the organization's closed days (before today, UTC) that have facts not yet rolled up, including late facts for days rolled up before, " +
       'and answers the dates it rolled up. The rollup also runs at start-up and every ANALYTICS_ROLLUP_MS (10 minutes by default). Idempotent: a second call rolls up nothing new.',
   })
   @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.rollupResponse })

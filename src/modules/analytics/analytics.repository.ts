@@ -112,7 +112,11 @@ export class AnalyticsRepository {
   }
 
   /** The day's facts counted per distinct combination, and the sessions that had messages. */
-  async dayFacts(manager: EntityManager, organizationId: string, day: string): Promise<{ facts: FactCount[]; sessionsWithMessages: number; usage: ModelUsage[] }> {
+  async dayFacts(
+    manager: EntityManager,
+    organizationId: string,
+    day: string,
+  ): Promise<{ facts: FactCount[]; sessionsWithMessages: number; usage: ModelUsage[] }> {
     const facts = await this.sql.in(manager).query<FactCount & { n: number }>(
       'analytics.dayFacts',
       `SELECT user_id AS "userId", kind, client, level, name, detail, command, count(*)::int AS n
@@ -150,7 +154,9 @@ export class AnalyticsRepository {
 
   /** Replaces the organization's rolled-up day (nothing stored when the day has no users). */
   async writeDay(manager: EntityManager, organizationId: string, day: string, rollup: DayRollup): Promise<void> {
-    await this.sql.in(manager).query('analytics.deleteUserDays', `DELETE FROM analytics_user_days WHERE organization_id = $1 AND day = $2`, [organizationId, day]);
+    await this.sql
+      .in(manager)
+      .query('analytics.deleteUserDays', `DELETE FROM analytics_user_days WHERE organization_id = $1 AND day = $2`, [organizationId, day]);
     if (rollup.users.length === 0) {
       await this.sql.in(manager).query('analytics.deleteDay', `DELETE FROM analytics_days WHERE organization_id = $1 AND day = $2`, [organizationId, day]);
       return;

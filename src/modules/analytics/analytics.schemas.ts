@@ -37,7 +37,12 @@ const tokensRow = {
       items: {
         type: 'object',
         required: ['user_id', 'user_email', 'billable_tokens', 'by_model'],
-        properties: { user_id: { type: 'string' }, user_email: { type: 'string', nullable: true }, billable_tokens: { type: 'number' }, by_model: { type: 'array', items: modelBreakdown } },
+        properties: {
+          user_id: { type: 'string' },
+          user_email: { type: 'string', nullable: true },
+          billable_tokens: { type: 'number' },
+          by_model: { type: 'array', items: modelBreakdown },
+        },
       },
     },
   },
@@ -46,7 +51,13 @@ const tokensRow = {
 const tokensByModelRow = {
   type: 'object',
   required: ['date', 'group_key', 'billable_tokens', 'input_tokens', 'output_tokens'],
-  properties: { date: { type: 'string', format: 'date' }, group_key: { type: 'string' }, billable_tokens: { type: 'number' }, input_tokens: { type: 'number' }, output_tokens: { type: 'number' } },
+  properties: {
+    date: { type: 'string', format: 'date' },
+    group_key: { type: 'string' },
+    billable_tokens: { type: 'number' },
+    input_tokens: { type: 'number' },
+    output_tokens: { type: 'number' },
+  },
 };
 
 const num = { type: 'number' };
@@ -126,15 +137,26 @@ const userRow = object({
 const usersMeta: SchemaObject = {
   type: 'object',
   required: [...meta.required, 'has_more', 'next_cursor'],
-  properties: { ...meta.properties, has_more: { type: 'boolean' }, next_cursor: { type: 'string', nullable: true, description: 'The last user id of this page while more follow; null on the last page.' } },
+  properties: {
+    ...meta.properties,
+    has_more: { type: 'boolean' },
+    next_cursor: { type: 'string', nullable: true, description: 'The last user id of this page while more follow; null on the last page.' },
+  },
 };
 
-const envelope = (...rows: SchemaObject[]): SchemaObject => ({ type: 'object', required: ['data', 'meta'], properties: { data: list(rows.length === 1 ? rows[0] : { oneOf: rows }), meta } });
+const envelope = (...rows: SchemaObject[]): SchemaObject => ({
+  type: 'object',
+  required: ['data', 'meta'],
+  properties: { data: list(rows.length === 1 ? rows[0] : { oneOf: rows }), meta },
+});
 
 export const ANALYTICS_SCHEMAS = {
   tokensResponse: envelope(tokensRow, tokensByModelRow),
   toolsResponse: envelope(toolsRow, object({ date, group_key: str, tool_calls: num })),
-  activityResponse: envelope(activityRow, object({ date, group_key: { type: 'string', enum: ['terminal-ui', 'web', 'non-interactive-cli'] }, daily_active_users: num })),
+  activityResponse: envelope(
+    activityRow,
+    object({ date, group_key: { type: 'string', enum: ['terminal-ui', 'web', 'non-interactive-cli'] }, daily_active_users: num }),
+  ),
   productivityResponse: envelope(productivityRow),
   usersResponse: { type: 'object', required: ['data', 'meta'], properties: { data: list(userRow), meta: usersMeta } },
   rollupResponse: object({ data: object({ rolled_up_days: list(date) }), meta: object({ org_id: str }) }),

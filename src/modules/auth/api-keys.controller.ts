@@ -19,12 +19,13 @@ export class ApiKeysController {
   @ApiOperation({
     summary: 'Create an API key',
     description:
-      'Creates a key acting as the caller, with the caller\'s role. The key is in the response only once; the server keeps only its hash. ' +
+      "Creates a key acting as the caller, with the caller's role. The key is in the response only once; the server keeps only its hash. " +
       'Any role may create keys, unless the enterprise control `restrictApiKeyCreationToManagers` is on: then members and guests receive 403.',
   })
   @ApiCreatedResponse({ type: CreatedApiKeyView })
   @ApiForbiddenResponse({
-    description: 'A member or guest while `restrictApiKeyCreationToManagers` is on (`api_key_creation_restricted`); a computer\'s agent token (`computer_token_not_accepted`).',
+    description:
+      "A member or guest while `restrictApiKeyCreationToManagers` is on (`api_key_creation_restricted`); a computer's agent token (`computer_token_not_accepted`).",
     type: V0ErrorSchema,
   })
   async create(@CurrentPrincipal() principal: Principal, @Body() body: CreateApiKeyDto): Promise<CreatedApiKeyView> {
@@ -40,12 +41,12 @@ export class ApiKeysController {
     summary: 'List API keys',
     description:
       'Your own keys by default, newest first. Keys themselves are never shown again. ' +
-      'This path is also the web console\'s page: a browser navigation (`Accept` naming `text/html` at least as preferred as `application/json`) gets the console\'s HTML instead; ' +
+      "This path is also the web console's page: a browser navigation (`Accept` naming `text/html` at least as preferred as `application/json`) gets the console's HTML instead; " +
       'send `Accept: application/json`, `*/*` or no `Accept` for this operation (docs/api.md, "The web console on the same paths").',
   })
   @ApiOkResponse({ type: ApiKeyListView })
   @ApiForbiddenResponse({
-    description: '`scope=organization` by a member or guest (`insufficient_role`); a computer\'s agent token (`computer_token_not_accepted`).',
+    description: "`scope=organization` by a member or guest (`insufficient_role`); a computer's agent token (`computer_token_not_accepted`).",
     type: V0ErrorSchema,
   })
   async list(@CurrentPrincipal() principal: Principal, @Query() query: ListApiKeysQueryDto): Promise<ApiKeyListView> {
@@ -57,10 +58,11 @@ export class ApiKeysController {
   @HttpCode(200)
   @ApiOperation({
     summary: 'Revoke an API key',
-    description: 'The key answers 401 from the next request on. Your own keys; owners and managers may revoke any key of the organization. Revoking twice is harmless.',
+    description:
+      'The key answers 401 from the next request on. Your own keys; owners and managers may revoke any key of the organization. Revoking twice is harmless.',
   })
   @ApiOkResponse({ type: ApiKeyView })
-  @ApiForbiddenResponse({ description: 'A computer\'s agent token (`computer_token_not_accepted`).', type: V0ErrorSchema })
+  @ApiForbiddenResponse({ description: "A computer's agent token (`computer_token_not_accepted`).", type: V0ErrorSchema })
   @ApiNotFoundResponse({ description: 'No such key in your organization (or not yours, for members and guests).', type: V0ErrorSchema })
   async revoke(@CurrentPrincipal() principal: Principal, @Param('apiKeyId') id: string): Promise<ApiKeyView> {
     return toApiKeyView(await this.apiKeys.revoke(principal, id));

@@ -56,7 +56,15 @@ export class ApiKeysService {
     const { key, prefix, hash } = generateApiKey();
     const entity = await this.repository.transaction(async (manager) => {
       const entity = await this.repository.insertApiKey(
-        { id: newId(), organizationId: input.organizationId, userId: input.userId, name: input.name, prefix, keyHash: hash, expiresAt: input.expiresAt ?? null },
+        {
+          id: newId(),
+          organizationId: input.organizationId,
+          userId: input.userId,
+          name: input.name,
+          prefix,
+          keyHash: hash,
+          expiresAt: input.expiresAt ?? null,
+        },
         manager,
       );
       this.events.raise(manager, {

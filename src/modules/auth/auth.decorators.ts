@@ -51,7 +51,7 @@ export const AcceptsComputerTokens = () => SetMetadata(ACCEPTS_COMPUTER_TOKENS, 
 export const AgentTokensOnly = () =>
   applyDecorators(
     SetMetadata(ACCEPTS_COMPUTER_TOKENS, 'only'),
-    ApiForbiddenResponse({ description: 'The credential is a user\'s API key or JWT: only a computer\'s agent token may call this.', type: V0ErrorSchema }),
+    ApiForbiddenResponse({ description: "The credential is a user's API key or JWT: only a computer's agent token may call this.", type: V0ErrorSchema }),
   );
 
 /** The authenticated caller of the current request. */

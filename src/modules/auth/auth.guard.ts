@@ -28,22 +28,21 @@ export class AuthGuard implements CanActivate {
     if (computerTokens === 'only' && principal.credential.kind !== 'computer') {
       throw new AuthError(
         AuthErrorCode.AgentTokenRequired,
-        'Only a computer\'s agent token may call this (the agent working on that computer); user API keys and JWTs may not.',
+        "Only a computer's agent token may call this (the agent working on that computer); user API keys and JWTs may not.",
       );
     }
     if (principal.credential.kind === 'computer' && !computerTokens) {
       throw new AuthError(
         AuthErrorCode.ComputerTokenNotAccepted,
-        'A computer\'s agent token works only on the agent channel (/api/v0/agent); use an API key or JWT here.',
+        "A computer's agent token works only on the agent channel (/api/v0/agent); use an API key or JWT here.",
       );
     }
     const allowed = this.reflector.getAllAndOverride<readonly Role[]>(ALLOWED_ROLES, targets) ?? ROLES;
     if (!allowed.includes(principal.role)) {
-      throw new AuthError(
-        AuthErrorCode.InsufficientRole,
-        `This operation requires the ${allowed.join(' or ')} role; you are a ${principal.role}.`,
-        { requiredRoles: allowed, role: principal.role },
-      );
+      throw new AuthError(AuthErrorCode.InsufficientRole, `This operation requires the ${allowed.join(' or ')} role; you are a ${principal.role}.`, {
+        requiredRoles: allowed,
+        role: principal.role,
+      });
     }
     return true;
   }

@@ -69,7 +69,10 @@ export class AuthRepository {
   /** Which of these ids are users of the organization (ids must be UUIDs). */
   async usersAmong(organizationId: string, userIds: string[]): Promise<Set<string>> {
     if (userIds.length === 0) return new Set();
-    const rows = await this.sql.query<{ id: string }>('auth.usersAmong', 'SELECT id FROM users WHERE organization_id = $1 AND id = ANY($2::uuid[])', [organizationId, userIds]);
+    const rows = await this.sql.query<{ id: string }>('auth.usersAmong', 'SELECT id FROM users WHERE organization_id = $1 AND id = ANY($2::uuid[])', [
+      organizationId,
+      userIds,
+    ]);
     return new Set(rows.map((row) => row.id));
   }
 
@@ -112,7 +115,10 @@ export class AuthRepository {
     return manager.getRepository(OrganizationEntity).save(manager.create(OrganizationEntity, organization));
   }
 
-  async insertUser(user: { id: string; organizationId: string; email: string; name: string; role: Role; kind: UserKind }, manager: EntityManager = this.dataSource.manager): Promise<UserEntity> {
+  async insertUser(
+    user: { id: string; organizationId: string; email: string; name: string; role: Role; kind: UserKind },
+    manager: EntityManager = this.dataSource.manager,
+  ): Promise<UserEntity> {
     return manager.getRepository(UserEntity).save(manager.create(UserEntity, { ...user, email: user.email.toLowerCase() }));
   }
 
@@ -131,11 +137,7 @@ export class AuthRepository {
     return repository.save(repository.create({ ...key, lastUsedAt: null, revokedAt: null }));
   }
 
-  async listApiKeys(
-    filter: { organizationId: string; userId?: string },
-    cursor: string | undefined,
-    limit: number,
-  ): Promise<Page<ApiKeyEntity>> {
+  async listApiKeys(filter: { organizationId: string; userId?: string }, cursor: string | undefined, limit: number): Promise<Page<ApiKeyEntity>> {
     const query = this.dataSource
       .getRepository(ApiKeyEntity)
       .createQueryBuilder('k')
@@ -167,7 +169,10 @@ export class AuthRepository {
 
   /** A user of the organization who has not been removed; with `manager`, locked for the transaction. */
   findMember(organizationId: string, userId: string, manager: EntityManager = this.dataSource.manager): Promise<UserEntity | null> {
-    const query = manager.getRepository(UserEntity).createQueryBuilder('u').where('u.id = :userId AND u.organization_id = :organizationId AND u.removed_at IS NULL', { userId, organizationId });
+    const query = manager
+      .getRepository(UserEntity)
+      .createQueryBuilder('u')
+      .where('u.id = :userId AND u.organization_id = :organizationId AND u.removed_at IS NULL', { userId, organizationId });
     if (manager !== this.dataSource.manager) query.setLock('pessimistic_write');
     return query.getOne();
   }

@@ -104,7 +104,7 @@ describe('Authenticator', () => {
     expect(credentials.lookups).toBe(1);
   });
 
-  it('refuses a revoked key, an expired key (at its expiry), and a removed user\'s key', async () => {
+  it("refuses a revoked key, an expired key (at its expiry), and a removed user's key", async () => {
     expect(await failure(`Bearer ${credentials.addKey({ revoked_at: new Date(NOW.getTime() - 1) })}`)).toBe(AuthErrorCode.RevokedApiKey);
     expect(await failure(`Bearer ${credentials.addKey({ expires_at: NOW })}`)).toBe(AuthErrorCode.ExpiredCredentials);
     expect(await failure(`Bearer ${credentials.addKey({ user_removed_at: new Date(NOW.getTime() - 1) })}`)).toBe(AuthErrorCode.InvalidCredentials);
@@ -120,16 +120,18 @@ describe('Authenticator', () => {
     expect(credentials.lookups).toBe(1);
   });
 
-  it('reads a computer token as the computer (its owner\'s rights), and forgets a rotated one at once', async () => {
+  it("reads a computer token as the computer (its owner's rights), and forgets a rotated one at once", async () => {
     const { token, hash } = generateComputerToken();
     credentials.tokens.set(hash, { ...caller({}), computer_id: '01a20000-0000-7000-8000-0000000000dd' });
-    await expect(authenticator.authenticate(`Bearer ${token}`, NOW)).resolves.toMatchObject({ credential: { kind: 'computer', computerId: '01a20000-0000-7000-8000-0000000000dd' } });
+    await expect(authenticator.authenticate(`Bearer ${token}`, NOW)).resolves.toMatchObject({
+      credential: { kind: 'computer', computerId: '01a20000-0000-7000-8000-0000000000dd' },
+    });
     credentials.tokens.delete(hash);
     authenticator.forgetComputerToken(hash);
     expect(await failure(`Bearer ${token}`)).toBe(AuthErrorCode.InvalidCredentials);
   });
 
-  it('does not take an API key\'s random part under the computer-token prefix, or the reverse', async () => {
+  it("does not take an API key's random part under the computer-token prefix, or the reverse", async () => {
     const key = credentials.addKey();
     expect(await failure(`Bearer cpt_${key.slice(4)}`)).toBe(AuthErrorCode.InvalidCredentials);
     const { token, hash } = generateComputerToken();

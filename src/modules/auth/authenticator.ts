@@ -38,7 +38,7 @@ export class Authenticator {
     const caller = hash ? await this.cache.get(hash, () => this.repository.findApiKeyByHash(hash)) : null;
     if (!caller) throw new AuthError(AuthErrorCode.InvalidCredentials, 'The API key is not valid.');
     if (caller.revoked_at) throw new AuthError(AuthErrorCode.RevokedApiKey, 'The API key has been revoked.');
-    if (caller.user_removed_at) throw new AuthError(AuthErrorCode.InvalidCredentials, 'The API key\'s user was removed from the organization.');
+    if (caller.user_removed_at) throw new AuthError(AuthErrorCode.InvalidCredentials, "The API key's user was removed from the organization.");
     if (caller.expires_at && caller.expires_at <= now) throw new AuthError(AuthErrorCode.ExpiredCredentials, 'The API key has expired.');
     const apiKeyId = caller.api_key_id!;
     if (await this.repository.touchApiKey({ id: apiKeyId, lastUsedAt: caller.last_used_at }, now)) caller.last_used_at = now;

@@ -62,7 +62,9 @@ describe('JwtVerifier with JWT_SECRET (HS256)', () => {
 
   it('refuses a token whose payload was changed after signing', async () => {
     const [header, , signature] = (await hs256()).split('.');
-    const forged = Buffer.from(JSON.stringify({ sub: USER, org_id: '01a20000-0000-7000-8000-000000000002', iat: now(), exp: now() + 60 })).toString('base64url');
+    const forged = Buffer.from(JSON.stringify({ sub: USER, org_id: '01a20000-0000-7000-8000-000000000002', iat: now(), exp: now() + 60 })).toString(
+      'base64url',
+    );
     expect((await rejection(verifier, `${header}.${forged}.${signature}`)).code).toBe(AuthErrorCode.InvalidCredentials);
   });
 
@@ -72,7 +74,10 @@ describe('JwtVerifier with JWT_SECRET (HS256)', () => {
 
   it('checks iss and aud when they are configured', async () => {
     const strict = new JwtVerifier(loadConfig({ JWT_SECRET: SECRET, JWT_ISSUER: 'https://idp.example.test', JWT_AUDIENCE: 'agent-platform' }));
-    await expect(strict.verify(await hs256({ iss: 'https://idp.example.test', aud: 'agent-platform' }))).resolves.toEqual({ userId: USER, organizationId: ORG });
+    await expect(strict.verify(await hs256({ iss: 'https://idp.example.test', aud: 'agent-platform' }))).resolves.toEqual({
+      userId: USER,
+      organizationId: ORG,
+    });
     expect((await rejection(strict, await hs256({ iss: 'https://evil.example.test', aud: 'agent-platform' }))).code).toBe(AuthErrorCode.InvalidCredentials);
     expect((await rejection(strict, await hs256({ iss: 'https://idp.example.test', aud: 'another-app' }))).code).toBe(AuthErrorCode.InvalidCredentials);
     expect((await rejection(strict, await hs256())).code).toBe(AuthErrorCode.InvalidCredentials);

@@ -76,7 +76,10 @@ export class JwtVerifier {
     const now = Date.now() / 1000;
     const max = this.config.JWT_MAX_AGE_SECONDS;
     if (iat > now + JWT_CLOCK_SKEW_SECONDS) {
-      throw new AuthError(AuthErrorCode.InvalidCredentials, `The JWT's iat is in the future (more than ${JWT_CLOCK_SKEW_SECONDS} s ahead of the server's clock).`);
+      throw new AuthError(
+        AuthErrorCode.InvalidCredentials,
+        `The JWT's iat is in the future (more than ${JWT_CLOCK_SKEW_SECONDS} s ahead of the server's clock).`,
+      );
     }
     if (now - iat > max) throw new AuthError(AuthErrorCode.ExpiredCredentials, `The JWT was issued more than ${max} s ago; get a new one.`);
     if (exp - iat > max) {

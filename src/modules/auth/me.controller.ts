@@ -21,12 +21,16 @@ export class MeController {
   @Get()
   @ApiOperation({
     summary: 'Who you are',
-    description: 'The user this credential acts as, their role and organization, the credential itself, and what the rules let you do. Any role; a computer\'s agent token answers 403.',
+    description:
+      "The user this credential acts as, their role and organization, the credential itself, and what the rules let you do. Any role; a computer's agent token answers 403.",
   })
   @ApiOkResponse({ type: MeView })
-  @ApiForbiddenResponse({ description: 'A computer\'s agent token (`computer_token_not_accepted`).', type: V0ErrorSchema })
+  @ApiForbiddenResponse({ description: "A computer's agent token (`computer_token_not_accepted`).", type: V0ErrorSchema })
   async me(@CurrentPrincipal() principal: Principal): Promise<MeView> {
-    const [organization, createApiKeys] = await Promise.all([this.organizations.requireOrganizationById(principal.organizationId), this.apiKeys.mayCreate(principal)]);
+    const [organization, createApiKeys] = await Promise.all([
+      this.organizations.requireOrganizationById(principal.organizationId),
+      this.apiKeys.mayCreate(principal),
+    ]);
     const { credential } = principal;
     return {
       user: { id: principal.userId, email: principal.email, name: principal.name, role: principal.role },

@@ -1,5 +1,14 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBadRequestResponse,
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiForbiddenResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { validationError } from '../../platform/http/validation';
 import { toApiKeyView } from './api-keys.controller';
@@ -45,7 +54,8 @@ export class MembersController {
   @Patch(':userId')
   @ApiOperation({
     summary: 'Change a member',
-    description: 'Changes the role or name of a member ranked no higher than you, to a role no higher than yours. The last owner cannot stop being one. A new role applies within `AUTH_CACHE_MS`.',
+    description:
+      'Changes the role or name of a member ranked no higher than you, to a role no higher than yours. The last owner cannot stop being one. A new role applies within `AUTH_CACHE_MS`.',
   })
   @ApiOkResponse({ type: MemberView })
   @ApiForbiddenResponse({ description: '`role_above_yours`.', type: V0ErrorSchema })
@@ -53,7 +63,9 @@ export class MembersController {
   @ApiConflictResponse({ description: '`last_owner`.', type: V0ErrorSchema })
   async change(@CurrentPrincipal() principal: Principal, @Param('userId') userId: string, @Body() body: ChangeMemberDto): Promise<MemberView> {
     if (body.role === undefined && body.name === undefined) throw validationError([{ field: 'body', message: 'must change role or name' }]);
-    return toMemberView(await this.members.change(actorOf(principal), userId, { ...(body.role ? { role: body.role } : {}), ...(body.name ? { name: body.name } : {}) }));
+    return toMemberView(
+      await this.members.change(actorOf(principal), userId, { ...(body.role ? { role: body.role } : {}), ...(body.name ? { name: body.name } : {}) }),
+    );
   }
 
   @Delete(':userId')
@@ -74,12 +86,18 @@ export class MembersController {
   }
 
   @Post(':userId/api-keys')
-  @ApiOperation({ summary: 'Create a key for a service account', description: 'The key is in this response only. People create their own keys (`POST /settings/api-keys`).' })
+  @ApiOperation({
+    summary: 'Create a key for a service account',
+    description: 'The key is in this response only. People create their own keys (`POST /settings/api-keys`).',
+  })
   @ApiCreatedResponse({ type: CreatedApiKeyView })
-  @ApiForbiddenResponse({ description: '`role_above_yours`: the service account\'s role is higher than yours.', type: V0ErrorSchema })
+  @ApiForbiddenResponse({ description: "`role_above_yours`: the service account's role is higher than yours.", type: V0ErrorSchema })
   @ApiNotFoundResponse({ description: '`service_account_not_found`: no service account with that id in your organization.', type: V0ErrorSchema })
   async createKey(@CurrentPrincipal() principal: Principal, @Param('userId') userId: string, @Body() body: CreateApiKeyDto): Promise<CreatedApiKeyView> {
-    const { entity, key } = await this.members.createServiceAccountKey(actorOf(principal), userId, { name: body.name, expiresAt: body.expiresAt ? new Date(body.expiresAt) : undefined });
+    const { entity, key } = await this.members.createServiceAccountKey(actorOf(principal), userId, {
+      name: body.name,
+      expiresAt: body.expiresAt ? new Date(body.expiresAt) : undefined,
+    });
     return { ...toApiKeyView(entity), key };
   }
 }

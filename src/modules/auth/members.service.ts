@@ -52,13 +52,17 @@ export class MembersService {
     const user = await this.repository.transaction(async (manager) => {
       await this.repository.lockMembers(manager, actor.organizationId);
       const existing = await this.repository.findUserByEmail(actor.organizationId, email, manager);
-      if (existing && existing.removedAt === null) throw new AuthError(AuthErrorCode.UserExists, `${email} is already a user of your organization.`, { userId: existing.id });
+      if (existing && existing.removedAt === null)
+        throw new AuthError(AuthErrorCode.UserExists, `${email} is already a user of your organization.`, { userId: existing.id });
       if (existing) {
         const restored = { name: input.name, role: input.role, kind: input.kind, removedAt: null };
         await this.repository.updateMember(manager, existing.id, restored);
         return this.raiseChanged(manager, actor, Object.assign(existing, restored), 'added');
       }
-      const user = await this.repository.insertUser({ id: newId(), organizationId: actor.organizationId, email, name: input.name, role: input.role, kind: input.kind }, manager);
+      const user = await this.repository.insertUser(
+        { id: newId(), organizationId: actor.organizationId, email, name: input.name, role: input.role, kind: input.kind },
+        manager,
+      );
       return this.raiseChanged(manager, actor, user, 'added');
     });
     logSecurityEvent('member.added', { organizationId: actor.organizationId, ...actor.by.security }, { memberId: user.id, role: user.role, kind: user.kind });
@@ -100,7 +104,9 @@ export class MembersService {
   async createServiceAccountKey(actor: MembersActor, userId: string, input: { name: string; expiresAt?: Date }): Promise<CreatedApiKey> {
     const target = isUuid(userId) ? await this.repository.findMember(actor.organizationId, userId.toLowerCase()) : null;
     if (!target || target.kind !== UserKind.ServiceAccount) {
-      throw new AuthError(AuthErrorCode.ServiceAccountNotFound, `No service account ${userId} exists in your organization; people create their own keys.`, { userId });
+      throw new AuthError(AuthErrorCode.ServiceAccountNotFound, `No service account ${userId} exists in your organization; people create their own keys.`, {
+        userId,
+      });
     }
     this.mayReach(actor, target);
     return this.apiKeys.create({ organizationId: actor.organizationId, userId: target.id, ...input }, new Date(), actor.by);
@@ -130,13 +136,16 @@ export class MembersService {
 
   private mayReach(actor: MembersActor, target: UserEntity): void {
     if (actor.role !== null && rankOf(target.role) > rankOf(actor.role)) {
-      throw new AuthError(AuthErrorCode.RoleAboveYours, `You are a ${actor.role}: you cannot change or remove a ${target.role}.`, { role: target.role, yourRole: actor.role });
+      throw new AuthError(AuthErrorCode.RoleAboveYours, `You are a ${actor.role}: you cannot change or remove a ${target.role}.`, {
+        role: target.role,
+        yourRole: actor.role,
+      });
     }
   }
 
   private async keepAnOwner(manager: Parameters<AuthRepository['countOwners']>[0], organizationId: string): Promise<void> {
     if ((await this.repository.countOwners(manager, organizationId)) <= 1) {
-      throw new AuthError(AuthErrorCode.LastOwner, 'This is the organization\'s last owner: make someone else an owner first.');
+      throw new AuthError(AuthErrorCode.LastOwner, "This is the organization's last owner: make someone else an owner first.");
     }
   }
 

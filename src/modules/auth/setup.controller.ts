@@ -26,7 +26,7 @@ export class SetupController {
     summary: 'Make the first organization and its owner',
     description:
       'On a server with no organization, with the setup token it printed at start (derived from `SECRETS_KEY`: every instance prints the same one). ' +
-      'Makes the organization, its owner, and the owner\'s first API key, shown in this response only. Once any organization exists, the token stops working (409).',
+      "Makes the organization, its owner, and the owner's first API key, shown in this response only. Once any organization exists, the token stops working (409).",
   })
   @ApiCreatedResponse({ type: SetupResultView })
   @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field.', type: V0ErrorSchema })

@@ -83,7 +83,10 @@ export class SetupService {
       if ((await manager.getRepository(OrganizationEntity).count()) > 0) {
         throw new AuthError(AuthErrorCode.SetupDone, 'This server is set up already: an organization exists. Ask its owner for a key, or use the CLI.');
       }
-      const organization = await this.repository.insertOrganization({ id: newId(), slug: input.organization.slug, name: input.organization.name, features: {} }, manager);
+      const organization = await this.repository.insertOrganization(
+        { id: newId(), slug: input.organization.slug, name: input.organization.name, features: {} },
+        manager,
+      );
       const owner = await this.repository.insertUser(
         { id: newId(), organizationId: organization.id, email: input.owner.email, name: input.owner.name, role: Role.Owner, kind: UserKind.Human },
         manager,

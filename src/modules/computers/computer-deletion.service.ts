@@ -43,6 +43,8 @@ export class ComputerDeletion {
     // Its agent may run on another instance: that one stops it at its next look at the computers.
     if (computer.provider === LOCAL_PROVIDER) await this.agents.stop(computer.id);
     // The computer is gone either way; a workspace that cannot be removed is the operator's to clean up.
-    await this.provider.teardown(computer.id).catch((error: Error) => this.logger.error(`Could not remove the workspace of deleted computer ${computer.id}: ${error.message}`));
+    await this.provider
+      .teardown(computer.id)
+      .catch((error: Error) => this.logger.error(`Could not remove the workspace of deleted computer ${computer.id}: ${error.message}`));
   }
 }

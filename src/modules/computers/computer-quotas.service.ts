@@ -49,8 +49,7 @@ export class ComputerQuotas {
     logSecurityEvent('quota.exceeded', securityActorOf(principal), { quota, limit });
     const detail = {
       [ComputerQuota.Computers]: `Your organization has ${limit} computers, as many as it may have (${quota}); delete one to create another.`,
-      [ComputerQuota.LocalAgents]:
-        `Your organization has ${limit} managed ${LOCAL_PROVIDER} computers, as many as this server runs agents for (${quota}); delete one to create another.`,
+      [ComputerQuota.LocalAgents]: `Your organization has ${limit} managed ${LOCAL_PROVIDER} computers, as many as this server runs agents for (${quota}); delete one to create another.`,
       [ComputerQuota.Provisioning]: `${limit} of your organization's computers are provisioning, as many as may at once (${quota}); try again when one is ready.`,
     }[quota];
     throw new QuotaExceededError(quota, limit, detail);

@@ -31,7 +31,7 @@ export class ComputerUpdates {
   /** The computer's agent reports where it runs; only its own token may. */
   async connectAgent(principal: Principal, input: { hostname: string }): Promise<ComputerView> {
     if (principal.credential.kind !== 'computer') {
-      throw new ComputersError(ComputersErrorCode.NotComputerCredential, 'Connect with the computer\'s agent token (cpt_…), not an API key or JWT.');
+      throw new ComputersError(ComputersErrorCode.NotComputerCredential, "Connect with the computer's agent token (cpt_…), not an API key or JWT.");
     }
     const { computerId } = principal.credential;
     const updated = await this.repository.transaction(async (manager) => {

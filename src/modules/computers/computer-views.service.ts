@@ -37,12 +37,7 @@ export class ComputerViews {
 
   view(computer: ComputerEntity, steps: ProvisioningStepEntity[], shape: ComputerShape): ComputerView {
     const base = this.config.baseUrl;
-    const view = toComputerView(
-      computer,
-      steps,
-      { agentUrl: `${base}/api/v0/agent`, clientUrl: `${base}/api/v0/sessions?computerId=${computer.id}` },
-      shape,
-    );
+    const view = toComputerView(computer, steps, { agentUrl: `${base}/api/v0/agent`, clientUrl: `${base}/api/v0/sessions?computerId=${computer.id}` }, shape);
     // A managed computer's repos lie in the server's COMPUTERS_DIR: named, never shown.
     if (view.clonedRepoDirectories) view.clonedRepoDirectories = view.clonedRepoDirectories.map((directory) => this.details.redact(directory));
     return view;

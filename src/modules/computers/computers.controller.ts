@@ -29,7 +29,7 @@ const PROVISIONING_QUOTA =
   'The organization has `PROVISIONING_PER_ORGANIZATION` (default 5) managed computers provisioning already: `metadata` is ' +
   '`{code: "quota_exceeded", quota: "PROVISIONING_PER_ORGANIZATION", limit}`. Nothing is stored; try again once one of them is `active` or in `error`.';
 
-const NOT_FOUND = 'No such computer in your organization, or one you may not see (another organization\'s, or for a member another member\'s).';
+const NOT_FOUND = "No such computer in your organization, or one you may not see (another organization's, or for a member another member's).";
 
 @ApiTags('Computers')
 @Controller('api/v0/computers')
@@ -51,10 +51,10 @@ export class ComputersController {
     description:
       '`provider: "byom"` registers an existing machine: `hostId` and `remoteUser` are required, `repos`, `autoInstallDeps: true` and `source` are refused; ' +
       'it is `active` at once. `provider: "local"` (managed) prepares a workspace on the server\'s host: `hostId` is assigned (giving one is 400), ' +
-      '`remoteUser` defaults to the server\'s user; it is `provisioning` with its `provisioningSteps` and becomes `active` when they complete, `error` when one fails. ' +
+      "`remoteUser` defaults to the server's user; it is `provisioning` with its `provisioningSteps` and becomes `active` when they complete, `error` when one fails. " +
       'With `serviceAccountId` (owners and managers) the computer belongs to that service account of the organization (operators make them with the CLI), ' +
       '`ownerPrincipalKind: "service_account"`; a person\'s id is 404 like an unknown one. ' +
-      'The answer carries `agentToken` once: the credential the computer\'s agent uses on the agent channel. ' +
+      "The answer carries `agentToken` once: the credential the computer's agent uses on the agent channel. " +
       'Per-organization quotas, counted one create at a time (two creates never both take the last slot): `COMPUTERS_PER_ORGANIZATION` ' +
       '(default 100) computers of every kind, `LOCAL_AGENTS_PER_ORGANIZATION` (default 10) `local` computers (each gets an agent run by this server), ' +
       'and `PROVISIONING_PER_ORGANIZATION` (default 5) managed computers provisioning at once.',
@@ -72,7 +72,11 @@ export class ComputersController {
     description: 'Guests; `serviceAccountId` from a member; or enterprise controls turn this kind of computer off or limit it to other people.',
     type: V0ErrorSchema,
   })
-  @ApiNotFoundResponse({ description: '`serviceAccountId` naming no service account of your organization (unknown, a person, or another organization\'s user), or unknown `source.computerId`.', type: V0ErrorSchema })
+  @ApiNotFoundResponse({
+    description:
+      "`serviceAccountId` naming no service account of your organization (unknown, a person, or another organization's user), or unknown `source.computerId`.",
+    type: V0ErrorSchema,
+  })
   create(@CurrentPrincipal() principal: Principal, @Body(computerSchemas.pipe('CreateComputerBody')) body: CreateComputerInput): Promise<ComputerView> {
     return this.creation.create(principal, body);
   }
@@ -85,7 +89,7 @@ export class ComputersController {
   }
 
   @Get(':computerId')
-  @ApiOperation({ summary: 'Get a computer', description: 'Not in the spec; added. Every field, the create response\'s additions included (not `agentToken`).' })
+  @ApiOperation({ summary: 'Get a computer', description: "Not in the spec; added. Every field, the create response's additions included (not `agentToken`)." })
   @ApiOkResponse({ schema: ref('Computer') })
   @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
   get(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<ComputerView> {
@@ -110,7 +114,7 @@ export class ComputersController {
   @ApiOperation({
     summary: 'Delete a computer',
     description:
-      'Not in the spec; added. Deletes the computer and its steps, invalidates its agent token, and removes a managed computer\'s workspace ' +
+      "Not in the spec; added. Deletes the computer and its steps, invalidates its agent token, and removes a managed computer's workspace " +
       '(a step running at that moment is stopped). Its sessions stay, disconnected (`computerId` removed); work routed to it becomes unrouted.',
   })
   @ApiNoContentResponse({ description: 'Deleted.' })
@@ -123,7 +127,8 @@ export class ComputersController {
   @HttpCode(200)
   @ApiOperation({
     summary: 'Retry provisioning',
-    description: 'Not in the spec; added. A computer in `error` goes back to `provisioning`: its failed step is `pending` again (its `error` cleared), then the rest run.',
+    description:
+      'Not in the spec; added. A computer in `error` goes back to `provisioning`: its failed step is `pending` again (its `error` cleared), then the rest run.',
   })
   @ApiOkResponse({ schema: ref('Computer') })
   @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
@@ -163,15 +168,15 @@ export class AgentConnectController {
   @Post('connect')
   @HttpCode(200)
   @ApiOperation({
-    summary: 'Connect a computer\'s agent',
+    summary: "Connect a computer's agent",
     description:
-      'Called by the agent at start with the computer\'s agent token (from `relayAgentUrl`): records the machine\'s `hostname`, shown in list and update responses. ' +
+      "Called by the agent at start with the computer's agent token (from `relayAgentUrl`): records the machine's `hostname`, shown in list and update responses. " +
       'API keys and JWTs answer 403 (`computer_credential_required`).',
   })
   @ApiBody({ schema: ref('ConnectAgentBody') })
   @ApiOkResponse({ schema: ref('Computer') })
   @ApiBadRequestResponse({ description: 'Invalid `hostname`.', type: V0ErrorSchema })
-  @ApiForbiddenResponse({ description: 'Not a computer\'s agent token.', type: V0ErrorSchema })
+  @ApiForbiddenResponse({ description: "Not a computer's agent token.", type: V0ErrorSchema })
   connect(@CurrentPrincipal() principal: Principal, @Body(computerSchemas.pipe('ConnectAgentBody')) body: { hostname: string }): Promise<ComputerView> {
     return this.updates.connectAgent(principal, body);
   }

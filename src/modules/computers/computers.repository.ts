@@ -65,7 +65,6 @@ export class ComputersRepository {
     await manager.getRepository(ProvisioningStepEntity).insert(steps);
   }
 
-
   find(id: string, organizationId: string, manager: EntityManager = this.dataSource.manager, lock = false): Promise<ComputerEntity | null> {
     return manager.getRepository(ComputerEntity).findOne({ where: { id, organizationId }, ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}) });
   }
@@ -93,7 +92,16 @@ export class ComputersRepository {
     return steps;
   }
 
-  async update(manager: EntityManager, id: string, changes: Partial<Pick<ComputerEntity, 'name' | 'remoteUser' | 'hostname' | 'agentConnectedAt' | 'agentTokenHash' | 'agentTokenEncrypted' | 'agentTokenCreatedAt' | 'status'>>): Promise<ComputerEntity> {
+  async update(
+    manager: EntityManager,
+    id: string,
+    changes: Partial<
+      Pick<
+        ComputerEntity,
+        'name' | 'remoteUser' | 'hostname' | 'agentConnectedAt' | 'agentTokenHash' | 'agentTokenEncrypted' | 'agentTokenCreatedAt' | 'status'
+      >
+    >,
+  ): Promise<ComputerEntity> {
     await manager.getRepository(ComputerEntity).update({ id }, { ...changes, updatedAt: () => `GREATEST(updated_at, ${NOW})` });
     return (await manager.getRepository(ComputerEntity).findOneBy({ id }))!;
   }
@@ -148,7 +156,12 @@ export class ComputersRepository {
    * computer, pending, or running under a claim whose lease ran out (its instance died). Rows
    * other instances are claiming are skipped, so no step is claimed twice.
    */
-  async claimNext(claimId: string, leaseMs: number, maxAttempts: number, moved: StepMoved): Promise<{ claimed: ClaimedStep } | { abandoned: ClaimedStep } | null> {
+  async claimNext(
+    claimId: string,
+    leaseMs: number,
+    maxAttempts: number,
+    moved: StepMoved,
+  ): Promise<{ claimed: ClaimedStep } | { abandoned: ClaimedStep } | null> {
     return this.transaction(async (manager) => {
       const sql = this.sql.in(manager);
       const [candidate] = await sql.query<{ computer_id: string; position: number; attempts: number; status: StepStatus; claim_id: string | null }>(
@@ -166,7 +179,12 @@ export class ComputersRepository {
       if (!candidate) return null;
       if (candidate.status === StepStatus.Running && candidate.attempts >= maxAttempts) {
         const error = `Abandoned: ${candidate.attempts} instances took this step and none finished it (each stopped without a word).`;
-        const abandoned = await this.finishStep(manager, { computerId: candidate.computer_id, position: candidate.position, claimId: candidate.claim_id }, StepStatus.Failed, error);
+        const abandoned = await this.finishStep(
+          manager,
+          { computerId: candidate.computer_id, position: candidate.position, claimId: candidate.claim_id },
+          StepStatus.Failed,
+          error,
+        );
         moved(manager, { ...abandoned!, from: ComputerStatus.Provisioning });
         return { abandoned: abandoned! };
       }

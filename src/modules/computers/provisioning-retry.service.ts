@@ -29,11 +29,9 @@ export class ProvisioningRetry {
       const locked = await this.access.visible(principal, computerId, { manager, lock: true });
       const next = nextStatus(ComputerTrigger.Retried, locked.status);
       if (!next) {
-        throw new ComputersError(
-          ComputersErrorCode.NotFailed,
-          `Computer ${computerId} is ${locked.status}; only a computer in error can be retried.`,
-          { computerStatus: locked.status },
-        );
+        throw new ComputersError(ComputersErrorCode.NotFailed, `Computer ${computerId} is ${locked.status}; only a computer in error can be retried.`, {
+          computerStatus: locked.status,
+        });
       }
       this.quotas.checkProvisioning(principal, usage);
       await this.repository.retry(manager, locked.id);

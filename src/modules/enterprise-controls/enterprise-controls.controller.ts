@@ -42,7 +42,7 @@ export class EnterpriseControlsController {
     summary: 'Read the enterprise controls',
     description:
       'Not in the spec; added. The settings in force: the latest revision, or revision 0 (the defaults) before the first change. ' +
-      'Custom models\' `apiKey` values are masked. `ETag` names the revision, for `If-Match` on a change.',
+      "Custom models' `apiKey` values are masked. `ETag` names the revision, for `If-Match` on a change.",
   })
   @ApiOkResponse({ schema: ref('EnterpriseControls'), headers: { ETag: { description: 'The revision, quoted: `"3"`.', schema: { type: 'string' } } } })
   async read(@CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) reply: FastifyReply): Promise<ControlsView> {
@@ -119,8 +119,8 @@ export class AgentPolicyController {
     summary: 'Read the agent policy',
     description:
       'The enterprise controls an agent working for the caller must obey (commands, sandbox, network, MCP, plugins, models), as one document. ' +
-      'Accepts computers\' agent tokens (the policy of the computer\'s owner) and the credentials of owners, managers and members; guests get 403. ' +
-      'Custom models\' secrets (`apiKey`, `extraHeaders` values, the credentials of `cloudModelConfig`) are masked here too.',
+      "Accepts computers' agent tokens (the policy of the computer's owner) and the credentials of owners, managers and members; guests get 403. " +
+      "Custom models' secrets (`apiKey`, `extraHeaders` values, the credentials of `cloudModelConfig`) are masked here too.",
   })
   @ApiOkResponse({ schema: ref('AgentPolicy') })
   policy(@CurrentPrincipal() principal: Principal): Promise<AgentPolicyView> {
@@ -136,26 +136,29 @@ export class AgentPolicyController {
   @ApiOperation({
     summary: 'Relay a chat completion to a custom model (added)',
     description:
-      'An OpenAI-compatible Chat Completions request to one of the organization\'s `customModels`, sent on by the server to `{baseUrl}/chat/completions` ' +
-      'with the model\'s key as `Authorization` (the key never leaves the server), its `extraHeaders`, `extraArgs` and `maxOutputTokens`, and `model` set to the custom model\'s. ' +
-      'Only a computer\'s agent token may call it (403 for user API keys and JWTs), and the caller\'s `modelPolicy` applies (403 naming the rule).\n\n' +
-      '**Where it may go.** The model\'s host is resolved once and every address must be public unicast: loopback, private, carrier-grade NAT, link-local, ' +
+      "An OpenAI-compatible Chat Completions request to one of the organization's `customModels`, sent on by the server to `{baseUrl}/chat/completions` " +
+      "with the model's key as `Authorization` (the key never leaves the server), its `extraHeaders`, `extraArgs` and `maxOutputTokens`, and `model` set to the custom model's. " +
+      "Only a computer's agent token may call it (403 for user API keys and JWTs), and the caller's `modelPolicy` applies (403 naming the rule).\n\n" +
+      "**Where it may go.** The model's host is resolved once and every address must be public unicast: loopback, private, carrier-grade NAT, link-local, " +
       'unique-local, multicast, unspecified, reserved and cloud metadata addresses are refused (IPv4, IPv6, IPv4-mapped and NAT64 forms, and numeric spellings ' +
       'such as `http://2130706433/`), as is this server itself; the connection goes to the address checked, never to a second lookup. The operator names ' +
       'self-hosted models on private networks in `MODEL_RELAY_ALLOWED_HOSTS`. A refused address answers 403 `model_address_refused`, and nothing is sent.\n\n' +
-      '**What crosses.** Out: the body, `content-type`, `accept`, a fixed `user-agent`, the key and `extraHeaders`; nothing else of the caller\'s request. ' +
-      'Back: the vendor\'s status, its JSON body (or, for `stream: true` answered with `text/event-stream`, the events as they come) up to ' +
+      "**What crosses.** Out: the body, `content-type`, `accept`, a fixed `user-agent`, the key and `extraHeaders`; nothing else of the caller's request. " +
+      "Back: the vendor's status, its JSON body (or, for `stream: true` answered with `text/event-stream`, the events as they come) up to " +
       '`MODEL_RELAY_MAX_RESPONSE_BYTES`, and the headers `content-type`, `retry-after`, `x-request-id`, `request-id`, `openai-processing-ms`, `x-ratelimit-*`, `anthropic-ratelimit-*`. ' +
-      'Any of the model\'s secrets quoted in the answer is masked. Redirects are not followed (502 `model_redirected`); an answer that is not JSON or is too large is 502 ' +
+      "Any of the model's secrets quoted in the answer is masked. Redirects are not followed (502 `model_redirected`); an answer that is not JSON or is too large is 502 " +
       '`model_answer_invalid`; no answer within `MODEL_RELAY_TIMEOUT_MS` is 504 `model_timed_out`; an unreachable model is 503 `model_unreachable`.\n\n' +
       'This is how agents use custom models: point an OpenAI-compatible client at `{base_url}/api/v0/agent/models/{customModelId}` with the agent token as its key.',
   })
   @ApiBody({ schema: { type: 'object', description: 'A Chat Completions request body (`messages`, `tools`, `stream`, ...); `model` is replaced.' } })
   @ApiOkResponse({
-    description: 'The model\'s answer (its own status, passed on), as JSON or as `text/event-stream` when streamed.',
+    description: "The model's answer (its own status, passed on), as JSON or as `text/event-stream` when streamed.",
     content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
   })
-  @ApiForbiddenResponse({ description: 'Not an agent token; the caller\'s model policy refuses the model; or the model\'s address is refused.', type: V0ErrorSchema })
+  @ApiForbiddenResponse({
+    description: "Not an agent token; the caller's model policy refuses the model; or the model's address is refused.",
+    type: V0ErrorSchema,
+  })
   @ApiNotFoundResponse({ description: 'No custom model with that id.', type: V0ErrorSchema })
   @ApiBadGatewayResponse({ description: 'The model redirected, or answered something other than JSON, or more than the relay passes on.', type: V0ErrorSchema })
   @ApiServiceUnavailableResponse({ description: 'The model cannot be reached, or its secrets cannot be decrypted.', type: V0ErrorSchema })
@@ -166,7 +169,8 @@ export class AgentPolicyController {
     @Body() body: unknown,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<unknown> {
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw validationError([{ field: 'body', message: 'must be a JSON object (a Chat Completions request)' }]);
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw validationError([{ field: 'body', message: 'must be a JSON object (a Chat Completions request)' }]);
     // The call to the model ends when the caller goes away.
     const caller = new AbortController();
     reply.raw.once('close', () => caller.abort());

@@ -134,7 +134,9 @@ export class EnterpriseControlsService {
     const number = /^[1-9][0-9]{0,9}$/.test(revision) ? Number(revision) : NaN;
     const row = Number.isSafeInteger(number) && number <= 2 ** 31 - 1 ? await this.repository.find(principal.organizationId, number) : null;
     if (!row) {
-      throw new EnterpriseControlsError(EnterpriseControlsErrorCode.RevisionNotFound, `Your organization's controls have no revision ${revision}.`, { revision });
+      throw new EnterpriseControlsError(EnterpriseControlsErrorCode.RevisionNotFound, `Your organization's controls have no revision ${revision}.`, {
+        revision,
+      });
     }
     return { ...toChangeView(row, this.masked(row.organizationId, row.settings)), diff: row.diff };
   }
@@ -158,11 +160,19 @@ export class EnterpriseControlsService {
     const nulled = nulledPaths(patch, 'settings');
     const problems = enterpriseControlsSchemas.problems('EnterpriseSettings', after).map(({ field, message }) => {
       const path = field === 'body' ? 'settings' : `settings.${field}`;
-      return { field: path, message: message === 'is required' && nulled.has(path) ? 'is required; null would remove it, and only optional fields can be removed' : message };
+      return {
+        field: path,
+        message: message === 'is required' && nulled.has(path) ? 'is required; null would remove it, and only optional fields can be removed' : message,
+      };
     });
     if (problems.length > 0) throw validationError(problems);
     normalizeSettingsUrls(after);
-    problems.push(...restoreMaskedSecrets(after.customModels, before.customModels), ...extraHeaderProblems(after.customModels), ...duplicateModelIds(after), ...unknownUsers(after, before, members));
+    problems.push(
+      ...restoreMaskedSecrets(after.customModels, before.customModels),
+      ...extraHeaderProblems(after.customModels),
+      ...duplicateModelIds(after),
+      ...unknownUsers(after, before, members),
+    );
     const bytes = Buffer.byteLength(JSON.stringify(after));
     if (bytes > SETTINGS_LIMITS.snapshotBytes) {
       problems.push({ field: 'settings', message: `would take ${bytes} bytes as JSON; the limit is ${SETTINGS_LIMITS.snapshotBytes}` });
@@ -181,7 +191,11 @@ export class EnterpriseControlsService {
     const { settings } = await this.inForce(principal.organizationId);
     const model = settings.customModels.find((candidate) => candidate.id === customModelId);
     if (!model) {
-      throw new EnterpriseControlsError(EnterpriseControlsErrorCode.CustomModelNotFound, `There is no custom model "${customModelId}" in your organization's controls.`, { customModelId });
+      throw new EnterpriseControlsError(
+        EnterpriseControlsErrorCode.CustomModelNotFound,
+        `There is no custom model "${customModelId}" in your organization's controls.`,
+        { customModelId },
+      );
     }
     const refusal = checkModel(settings, principal.userId, customModelId);
     if (refusal) throw new EnterpriseControlsError(EnterpriseControlsErrorCode.ModelNotAllowed, refusal.detail, { rule: refusal.rule, model: customModelId });
@@ -205,7 +219,10 @@ export class EnterpriseControlsService {
       if (error.reason === 'refused') logSecurityEvent('relay.destination_refused', securityActorOf(principal), { customModelId, reason: error.message });
       const { code } = RELAY_FAILURES[error.reason];
       const detail = `Custom model "${customModelId}" ${error.reason === 'refused' ? `is refused by the relay's address policy: ${error.message}` : error.message}.`;
-      throw new EnterpriseControlsError(code, detail, { customModelId, ...(error.upstreamStatus === undefined ? {} : { upstreamStatus: error.upstreamStatus }) });
+      throw new EnterpriseControlsError(code, detail, {
+        customModelId,
+        ...(error.upstreamStatus === undefined ? {} : { upstreamStatus: error.upstreamStatus }),
+      });
     }
   }
 
@@ -350,7 +367,9 @@ function userIdsNamedBy(patch: Record<string, unknown>): string[] {
   const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
   const mission = isObject(patch.missionPolicy) && Array.isArray(patch.missionPolicy.allowedUserIds) ? patch.missionPolicy.allowedUserIds : [];
   const policies = isObject(patch.userModelPolicies) ? Object.keys(patch.userModelPolicies) : [];
-  return [...mission, ...policies].filter((id): id is string => typeof id === 'string' && isUuid(id) && id === id.toLowerCase()).slice(0, SETTINGS_LIMITS.listItems + SETTINGS_LIMITS.mapEntries);
+  return [...mission, ...policies]
+    .filter((id): id is string => typeof id === 'string' && isUuid(id) && id === id.toLowerCase())
+    .slice(0, SETTINGS_LIMITS.listItems + SETTINGS_LIMITS.mapEntries);
 }
 
 /** User ids newly named in the settings must be users of the organization (ids already there may be of users since removed). */
@@ -358,8 +377,12 @@ function unknownUsers(after: EnterpriseSettings, before: EnterpriseSettings, mem
   const known = new Set([...before.missionPolicy.allowedUserIds, ...Object.keys(before.userModelPolicies)]);
   const unknown = (id: string) => !known.has(id) && !members.has(id);
   return [
-    ...after.missionPolicy.allowedUserIds.flatMap((id, i) => (unknown(id) ? [{ field: `settings.missionPolicy.allowedUserIds[${i}]`, message: 'is not a user of your organization' }] : [])),
-    ...Object.keys(after.userModelPolicies).flatMap((id) => (unknown(id) ? [{ field: `settings.userModelPolicies.${id}`, message: 'is not a user of your organization' }] : [])),
+    ...after.missionPolicy.allowedUserIds.flatMap((id, i) =>
+      unknown(id) ? [{ field: `settings.missionPolicy.allowedUserIds[${i}]`, message: 'is not a user of your organization' }] : [],
+    ),
+    ...Object.keys(after.userModelPolicies).flatMap((id) =>
+      unknown(id) ? [{ field: `settings.userModelPolicies.${id}`, message: 'is not a user of your organization' }] : [],
+    ),
   ];
 }
 

@@ -25,15 +25,21 @@ export class AuditLogController {
   @ApiOperation({
     summary: 'Read the audit log',
     description:
-      'Who did what, on which object, from where and when: the organization\'s event log, newest first, each entry an `Event` whose `actor` ' +
-      'carries the user\'s email and role then, the credential, the client\'s address and the request id. Filters: `type`, `actorUserId`, `since`, `until`. ' +
+      "Who did what, on which object, from where and when: the organization's event log, newest first, each entry an `Event` whose `actor` " +
+      "carries the user's email and role then, the credential, the client's address and the request id. Filters: `type`, `actorUserId`, `since`, `until`. " +
       'Paged with `limit` and `cursor`; with `Accept: application/x-ndjson` or `format=ndjson`, every matching entry is streamed as NDJSON instead. ' +
       'Reaches back `EVENT_RETENTION_DAYS`. Messages are not copied into `message.added` entries here.',
   })
   @ApiOkResponse({
     description: 'A page of entries, or all of them as NDJSON.',
     content: {
-      'application/json': { schema: { type: 'object', required: ['entries', 'pagination'], properties: { entries: { type: 'array', items: ref('Event') }, pagination: { $ref: getSchemaPath(PaginationDto) } } } },
+      'application/json': {
+        schema: {
+          type: 'object',
+          required: ['entries', 'pagination'],
+          properties: { entries: { type: 'array', items: ref('Event') }, pagination: { $ref: getSchemaPath(PaginationDto) } },
+        },
+      },
       [NDJSON_TYPE]: { schema: { type: 'string', description: 'One `Event` as JSON a line, newest first.' } },
     },
   })
@@ -71,7 +77,12 @@ function accepts(accept: string | undefined, type: string): boolean {
 
 /** Unix ms, or an ISO 8601 date-time with its offset. */
 function parseTime(field: string, value: string): Date {
-  const time = /^\d{1,15}$/.test(value) ? Number(value) : /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(value) ? Date.parse(value) : NaN;
-  if (!Number.isFinite(time) || Math.abs(time) > 8.64e15) throw validationError([{ field, message: 'must be Unix ms or an ISO 8601 date-time with its offset (e.g. 2026-01-01T00:00:00Z)' }]);
+  const time = /^\d{1,15}$/.test(value)
+    ? Number(value)
+    : /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(value)
+      ? Date.parse(value)
+      : NaN;
+  if (!Number.isFinite(time) || Math.abs(time) > 8.64e15)
+    throw validationError([{ field, message: 'must be Unix ms or an ISO 8601 date-time with its offset (e.g. 2026-01-01T00:00:00Z)' }]);
   return new Date(time);
 }

@@ -49,7 +49,11 @@ export class EventPresenter {
     let messages = new Map<string, MessageView>();
     if (options.messageHistory) {
       const wanted = events.filter((e) => e.type === 'message.added');
-      if (wanted.length > 0) messages = await this.sessions.messages(wanted[0].organizationId, wanted.map((e) => e.data.messageId));
+      if (wanted.length > 0)
+        messages = await this.sessions.messages(
+          wanted[0].organizationId,
+          wanted.map((e) => e.data.messageId),
+        );
     }
     return events.map((event) => {
       const data: Record<string, unknown> = { ...event.data };

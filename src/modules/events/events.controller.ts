@@ -30,16 +30,23 @@ const STREAM_DESCRIPTION =
   'without either it starts with the next event. A comment line (`: heartbeat`) comes every 15 s (`EVENT_STREAM_HEARTBEAT_MS`). ' +
   'The stream ends when the server shuts down or the credential stops being valid (key revoked, user removed or given another role): reconnect with `Last-Event-ID`. ' +
   'Otherwise: the same events as a JSON page, oldest first, from `after` (default: the oldest kept) or `cursor`; a page may hold fewer than `limit` ' +
-  'when events you may not see were skipped, and `hasMore` still says whether to go on. `seq` numbers the organization\'s log, so a session\'s or a filtered list skips numbers.';
+  "when events you may not see were skipped, and `hasMore` still says whether to go on. `seq` numbers the organization's log, so a session's or a filtered list skips numbers.";
 
 const streamOk = (description: string) =>
   ApiOkResponse({
     description,
     content: {
-      'application/json': { schema: { type: 'object', required: ['events', 'pagination'], properties: { events: { type: 'array', items: ref('Event') }, pagination: { $ref: getSchemaPath(PaginationDto) } } } },
+      'application/json': {
+        schema: {
+          type: 'object',
+          required: ['events', 'pagination'],
+          properties: { events: { type: 'array', items: ref('Event') }, pagination: { $ref: getSchemaPath(PaginationDto) } },
+        },
+      },
       [EVENT_STREAM_TYPE]: {
         schema: { type: 'string', description: 'Server-sent events; each `data` line is one `Event` (see its schema).' },
-        example: 'retry: 2000\n: connected\n\nid: 42\nevent: message.added\ndata: {"id":"0196f1d2-7c3a-7e0b-9f41-3a5c2b8d9e10","seq":42,"type":"message.added",...}\n\n: heartbeat\n\n',
+        example:
+          'retry: 2000\n: connected\n\nid: 42\nevent: message.added\ndata: {"id":"0196f1d2-7c3a-7e0b-9f41-3a5c2b8d9e10","seq":42,"type":"message.added",...}\n\n: heartbeat\n\n',
       },
     },
   });
@@ -54,21 +61,30 @@ const lastEventId = ApiHeader({
 @ApiExtraModels(PaginationDto)
 @Controller('api/v0')
 @Authenticated()
-@ApiBadRequestResponse({ description: 'Invalid query (`after`, `types`, `limit`, `cursor`), or a `Last-Event-ID` that is not a sequence number of the log (`invalid_event_id`).', type: V0ErrorSchema })
-@ApiGoneResponse({ description: 'The resume point is older than the oldest event kept (`EVENT_RETENTION_DAYS`): `event_expired`, with `metadata.oldestId`.', type: V0ErrorSchema })
+@ApiBadRequestResponse({
+  description: 'Invalid query (`after`, `types`, `limit`, `cursor`), or a `Last-Event-ID` that is not a sequence number of the log (`invalid_event_id`).',
+  type: V0ErrorSchema,
+})
+@ApiGoneResponse({
+  description: 'The resume point is older than the oldest event kept (`EVENT_RETENTION_DAYS`): `event_expired`, with `metadata.oldestId`.',
+  type: V0ErrorSchema,
+})
 export class EventsController {
   constructor(private readonly events: EventsService) {}
 
   @Get('events')
   @ApiOperation({
-    summary: 'Stream or list the organization\'s events',
+    summary: "Stream or list the organization's events",
     description:
       `${STREAM_DESCRIPTION} Owners and managers see every event; members and guests see those of the sessions they may read, of their own computers and API keys, ` +
       'and readiness reports (see docs/api.md, Events).',
   })
   @lastEventId
-  @streamOk('The organization\'s events: a stream, or a page.')
-  @ApiTooManyRequestsResponse({ description: 'Streams: too many open at once for your credential or organization (`too_many_streams`, `EVENT_STREAMS_PER_*`); or a rate limit.', type: V0ErrorSchema })
+  @streamOk("The organization's events: a stream, or a page.")
+  @ApiTooManyRequestsResponse({
+    description: 'Streams: too many open at once for your credential or organization (`too_many_streams`, `EVENT_STREAMS_PER_*`); or a rate limit.',
+    type: V0ErrorSchema,
+  })
   async organization(
     @CurrentPrincipal() principal: Principal,
     @Query() query: EventStreamQueryDto,
@@ -80,11 +96,14 @@ export class EventsController {
   }
 
   @Get('sessions/:sessionId/events')
-  @ApiOperation({ summary: 'Stream or list a session\'s events', description: `${STREAM_DESCRIPTION} Anyone who may read the session may read its events.` })
+  @ApiOperation({ summary: "Stream or list a session's events", description: `${STREAM_DESCRIPTION} Anyone who may read the session may read its events.` })
   @lastEventId
-  @streamOk('The session\'s events: a stream, or a page.')
-  @ApiNotFoundResponse({ description: 'No such session in your organization, or one you may not read (another organization\'s included).', type: V0ErrorSchema })
-  @ApiTooManyRequestsResponse({ description: 'Streams: too many open at once for your credential or organization (`too_many_streams`, `EVENT_STREAMS_PER_*`); or a rate limit.', type: V0ErrorSchema })
+  @streamOk("The session's events: a stream, or a page.")
+  @ApiNotFoundResponse({ description: "No such session in your organization, or one you may not read (another organization's included).", type: V0ErrorSchema })
+  @ApiTooManyRequestsResponse({
+    description: 'Streams: too many open at once for your credential or organization (`too_many_streams`, `EVENT_STREAMS_PER_*`); or a rate limit.',
+    type: V0ErrorSchema,
+  })
   async session(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,

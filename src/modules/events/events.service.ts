@@ -70,7 +70,7 @@ export class EventsService {
     const viewer = this.visibility.viewer(principal);
     const items: AnyStoredEvent[] = [];
     let hasMore = false;
-    for (let scanned = 0; ; ) {
+    for (let scanned = 0; ;) {
       const size = viewer.seesEverything ? query.limit - items.length + 1 : SCAN_BATCH;
       const batch = await this.log.read(principal.organizationId, { after: position, limit: size, sessionId: scope.sessionId, types: scope.types });
       scanned += batch.length;

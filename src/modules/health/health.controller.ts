@@ -69,9 +69,7 @@ export class HealthController {
   @Public({ probe: true })
   @ApiOperation({
     summary: 'Liveness: whether the process serves HTTP',
-    description:
-      'No authentication, no database: 200 as long as the process answers. Restart the process when this fails; ' +
-      'route traffic by `/healthz`.',
+    description: 'No authentication, no database: 200 as long as the process answers. Restart the process when this fails; ' + 'route traffic by `/healthz`.',
   })
   @ApiOkResponse({ type: LivenessView })
   live(): LivenessView {

@@ -13,7 +13,7 @@ const UPLOADERS = [Role.Owner, Role.Manager, Role.Member];
 const LIST = {
   summary: 'List readiness reports',
   description:
-    'The organization\'s reports, newest first (by `createdAt`, then `reportId`). Page by passing the last report\'s `reportId` as `startAfter`. ' +
+    "The organization's reports, newest first (by `createdAt`, then `reportId`). Page by passing the last report's `reportId` as `startAfter`. " +
     'Every role may read.',
 };
 const UPLOAD = {
@@ -26,7 +26,7 @@ const UPLOAD = {
 const CRITERIA_DOC =
   `Levels: ${LEVEL_NAMES.map((name, i) => `${i + 1} ${name}`).join(', ')}. Every repository starts at level 1 and unlocks level N+1 when it passes at least ` +
   `${UNLOCK_SHARE * 100}% of level N's criteria; a criterion passes when \`numerator\` equals \`denominator\` (every application passes); a criterion ` +
-  'missing from a report fails. The organization\'s level is the floor of the mean of its repositories\' latest levels.\n\n' +
+  "missing from a report fails. The organization's level is the floor of the mean of its repositories' latest levels.\n\n" +
   '| id | level | scope | pillar | checks |\n|---|---|---|---|---|\n' +
   CRITERIA.map((c) => `| \`${c.id}\` | ${c.level} | ${c.scope} | ${PILLARS[c.pillar]} | ${c.title} |`).join('\n');
 
@@ -57,13 +57,16 @@ export class ReadinessController {
   @ApiOperation(UPLOAD)
   @ApiBody({ schema: ref('UploadReadinessReportBody') })
   @ApiCreatedResponse({ schema: ref('ReadinessReport') })
-  upload(@CurrentPrincipal() principal: Principal, @Body(readinessSchemas.pipe('UploadReadinessReportBody')) body: UploadReportInput): Promise<ReadinessReportView> {
+  upload(
+    @CurrentPrincipal() principal: Principal,
+    @Body(readinessSchemas.pipe('UploadReadinessReportBody')) body: UploadReportInput,
+  ): Promise<ReadinessReportView> {
     return this.readiness.upload(principal, body);
   }
 
   @Get('readiness-repositories')
   @ApiOperation({
-    summary: 'List the organization\'s repositories',
+    summary: "List the organization's repositories",
     description:
       'Not in the spec; added. Every repository with a report, newest report first, with its `repoId` (for `?repoId=`) and the level of its latest report. ' +
       'A repository id is `repo_` and 20 hexadecimal digits of the SHA-256 of the normalized URL: host in lower case without credentials or port, path without `.git` or trailing slash, ' +
@@ -76,21 +79,26 @@ export class ReadinessController {
 
   @Get('readiness-repositories/:repoId/levels')
   @ApiOperation({
-    summary: 'A repository\'s level over time',
+    summary: "A repository's level over time",
     description:
-      'Not in the spec; added (the web console draws it). The level each of the repository\'s newest reports gave, oldest first: `limit` of them (default 100, at most 500). ' +
-      'Every role may read. A repository the organization has no report of (another organization\'s included) is 404 `repository_not_found`.',
+      "Not in the spec; added (the web console draws it). The level each of the repository's newest reports gave, oldest first: `limit` of them (default 100, at most 500). " +
+      "Every role may read. A repository the organization has no report of (another organization's included) is 404 `repository_not_found`.",
   })
   @ApiOkResponse({ schema: ref('ReadinessLevelHistory') })
   @ApiNotFoundResponse({ description: '`repository_not_found`.', type: RequestIdErrorSchema })
-  levels(@CurrentPrincipal() principal: Principal, @Param('repoId') repoId: string, @Query() query: LevelHistoryQueryDto): Promise<{ repoId: string; levels: LevelPointView[] }> {
+  levels(
+    @CurrentPrincipal() principal: Principal,
+    @Param('repoId') repoId: string,
+    @Query() query: LevelHistoryQueryDto,
+  ): Promise<{ repoId: string; levels: LevelPointView[] }> {
     return this.readiness.levelHistory(principal, repoId, query.limit === undefined ? undefined : Number(query.limit));
   }
 
   @Get('readiness-criteria')
   @ApiOperation({
     summary: 'The readiness criteria',
-    description: 'Not in the spec; added (the web console groups a report by pillar with it). Every criterion levels are computed from, with its pillar, level and scope; the level names; the unlock share. Every role may read.',
+    description:
+      'Not in the spec; added (the web console groups a report by pillar with it). Every criterion levels are computed from, with its pillar, level and scope; the level names; the unlock share. Every role may read.',
   })
   @ApiOkResponse({ schema: ref('ReadinessCriteria') })
   criteria(): CriteriaCatalogueView {
@@ -99,7 +107,7 @@ export class ReadinessController {
 
   @Get('maturity-level')
   @ApiOperation({
-    summary: 'Read the organization\'s maturity level',
+    summary: "Read the organization's maturity level",
     description: `Not in the spec; added. The floor of the mean of its repositories' latest levels; null before any report.\n\n${CRITERIA_DOC}`,
   })
   @ApiOkResponse({ schema: ref('OrganizationReadiness') })

@@ -18,16 +18,30 @@ export class ReadinessRepository {
          has_local_changes, has_non_remote_commits, model_used, agent_version, level, uploaded_by)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
       [
-        row.id, row.organizationId, row.repoId, row.repoUrl, row.createdAt, JSON.stringify(row.apps), JSON.stringify(row.report),
-        row.commitHash, row.branch, row.hasLocalChanges, row.hasNonRemoteCommits, row.modelUsed === null ? null : JSON.stringify(row.modelUsed),
-        row.agentVersion, row.level, row.uploadedBy,
+        row.id,
+        row.organizationId,
+        row.repoId,
+        row.repoUrl,
+        row.createdAt,
+        JSON.stringify(row.apps),
+        JSON.stringify(row.report),
+        row.commitHash,
+        row.branch,
+        row.hasLocalChanges,
+        row.hasNonRemoteCommits,
+        row.modelUsed === null ? null : JSON.stringify(row.modelUsed),
+        row.agentVersion,
+        row.level,
+        row.uploadedBy,
       ],
     );
   }
 
   /** Where a report sits in the newest-first order, if it is the organization's. */
   position(organizationId: string, reportId: string): Promise<{ createdAt: Date; id: string } | null> {
-    return this.dataSource.manager.getRepository(ReadinessReportEntity).findOne({ where: { organizationId, id: reportId }, select: { id: true, createdAt: true } });
+    return this.dataSource.manager
+      .getRepository(ReadinessReportEntity)
+      .findOne({ where: { organizationId, id: reportId }, select: { id: true, createdAt: true } });
   }
 
   /** Newest first (`createdAt`, then id), strictly after `after`. */
@@ -43,8 +57,9 @@ export class ReadinessRepository {
 
   /** Each repository with reports: its latest report's URL, id, time and level, newest first. */
   async repositories(organizationId: string): Promise<RepositoryView[]> {
-    const rows: Array<{ repoId: string; repoUrl: string; reports: number; latestReportId: string; latestCreatedAt: Date; level: number }> = await this.dataSource.query(
-      `SELECT latest.repo_id AS "repoId", latest.repo_url AS "repoUrl", counts.reports, latest.id AS "latestReportId",
+    const rows: Array<{ repoId: string; repoUrl: string; reports: number; latestReportId: string; latestCreatedAt: Date; level: number }> =
+      await this.dataSource.query(
+        `SELECT latest.repo_id AS "repoId", latest.repo_url AS "repoUrl", counts.reports, latest.id AS "latestReportId",
               latest.created_at AS "latestCreatedAt", latest.level
        FROM (
          SELECT DISTINCT ON (repo_id) repo_id, repo_url, id, created_at, level
@@ -53,8 +68,8 @@ export class ReadinessRepository {
        ) latest
        JOIN (SELECT repo_id, count(*)::int AS reports FROM readiness_reports WHERE organization_id = $1 GROUP BY repo_id) counts USING (repo_id)
        ORDER BY latest.created_at DESC, latest.id DESC`,
-      [organizationId],
-    );
+        [organizationId],
+      );
     return rows.map((row) => ({ ...row, latestCreatedAt: new Date(row.latestCreatedAt).getTime(), level: Number(row.level) }));
   }
 

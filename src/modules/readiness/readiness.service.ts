@@ -68,9 +68,13 @@ export class ReadinessService {
     if (query.startAfter !== undefined) {
       const position = isUuid(query.startAfter) ? await this.repository.position(principal.organizationId, query.startAfter.toLowerCase()) : null;
       if (!position) {
-        throw new ReadinessError(ReadinessErrorCode.UnknownCursor, 'startAfter: is not the reportId of a report of your organization; pass the reportId of the last report of the previous page', {
-          errors: [{ field: 'startAfter', message: 'is not the reportId of a report of your organization' }],
-        });
+        throw new ReadinessError(
+          ReadinessErrorCode.UnknownCursor,
+          'startAfter: is not the reportId of a report of your organization; pass the reportId of the last report of the previous page',
+          {
+            errors: [{ field: 'startAfter', message: 'is not the reportId of a report of your organization' }],
+          },
+        );
       }
       after = position;
     }

@@ -42,7 +42,12 @@ export class AgentPresence {
       for (const [k, at] of this.written) if (now - at >= WRITE_EVERY_MS) this.written.delete(k);
     }
     try {
-      await this.sessions.recordAgentClaim(organizationId, { key, computerId: queue.computerId, ownerId: queue.ownerId ?? null }, new Date(now), FORGET_AFTER_MS);
+      await this.sessions.recordAgentClaim(
+        organizationId,
+        { key, computerId: queue.computerId, ownerId: queue.ownerId ?? null },
+        new Date(now),
+        FORGET_AFTER_MS,
+      );
     } catch (error) {
       this.written.delete(mapKey);
       this.logger.warn(`Could not record an agent's claim: ${(error as Error).message}`);
@@ -66,13 +71,13 @@ export class AgentPresence {
           code: 'no_agent_for_computer',
           message:
             `No agent of computer ${session.workComputerId} asked for work in the last ${seconds} s: the session waits until the computer's agent ` +
-            'connects (start it with the computer\'s agent token), or send the message to another computer with `computerId`.',
+            "connects (start it with the computer's agent token), or send the message to another computer with `computerId`.",
         }
       : {
           code: 'no_agent_for_organization',
           message:
             `The session has no computer and no agent of your organization asked for unrouted work in the last ${seconds} s: it waits until one does. ` +
-            'Create the session with a `computerId`, or send the message with one, to have that computer\'s agent take it.',
+            "Create the session with a `computerId`, or send the message with one, to have that computer's agent take it.",
         };
   }
 }

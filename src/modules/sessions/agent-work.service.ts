@@ -49,7 +49,9 @@ export class AgentWorkService {
       const parents = input.messages.map((message) => message.parentId).filter((id): id is string => id !== undefined);
       const known = await this.repository.existingMessageIds(manager, session.id, parents.filter(isUuid));
       const missing = input.messages.flatMap((message, i) =>
-        message.parentId !== undefined && !known.has(message.parentId) ? [{ field: `messages[${i}].parentId`, message: 'is not a message of this session' }] : [],
+        message.parentId !== undefined && !known.has(message.parentId)
+          ? [{ field: `messages[${i}].parentId`, message: 'is not a message of this session' }]
+          : [],
       );
       if (missing.length > 0) {
         throw new SessionsError(SessionsErrorCode.ParentNotFound, `${missing[0].field}: ${missing[0].message}`, { errors: missing });
@@ -167,7 +169,7 @@ export class AgentWorkService {
       if (from < session.turnBaseSeq) {
         throw new SessionsError(
           SessionsErrorCode.MessageHistoryDisabled,
-          'Reading message history is not enabled for your organization: only the running turn\'s own messages can be read, from the claim\'s messagesCursor on.',
+          "Reading message history is not enabled for your organization: only the running turn's own messages can be read, from the claim's messagesCursor on.",
         );
       }
     }

@@ -51,8 +51,8 @@ export class AgentController {
   @ApiOperation({
     summary: 'Take the next waiting work',
     description:
-      'Takes the session that has waited longest (`pending`), routed to `computerId` or, without it, unrouted; with a computer\'s agent token, ' +
-      'its computer\'s work only (another `computerId` is 404). A turn whose lease ran out ' +
+      "Takes the session that has waited longest (`pending`), routed to `computerId` or, without it, unrouted; with a computer's agent token, " +
+      "its computer's work only (another `computerId` is 404). A turn whose lease ran out " +
       'comes first, restarted with the same messages. The session becomes `running` under a new `turnId` leased for `AGENT_LEASE_MS` ' +
       '(default 5 minutes); every call of the turn renews the lease. Two agents asking at once never get the same work. With `waitMs`, ' +
       'waits up to that long (at most 30 s) for work to arrive; `work` is null when none did. Waiting claims are capped per computer ' +
@@ -83,8 +83,8 @@ export class AgentController {
               type: 'string',
               nullable: true,
               description:
-                'Null when `messages` holds all of the turn\'s user messages. Otherwise read on from this cursor with ' +
-                '`GET /api/v0/agent/sessions/{sessionId}/messages` and take its `user` messages: they are the rest of the turn\'s.',
+                "Null when `messages` holds all of the turn's user messages. Otherwise read on from this cursor with " +
+                "`GET /api/v0/agent/sessions/{sessionId}/messages` and take its `user` messages: they are the rest of the turn's.",
             },
           },
         },
@@ -92,7 +92,10 @@ export class AgentController {
     },
   })
   @ApiNotFoundResponse({ description: 'Unknown `computerId`.', type: V0ErrorSchema })
-  @ApiTooManyRequestsResponse({ description: 'Too many claims waiting (`too_many_long_polls`; `metadata.limit` names the cap, `metadata.max` its value).', type: V0ErrorSchema })
+  @ApiTooManyRequestsResponse({
+    description: 'Too many claims waiting (`too_many_long_polls`; `metadata.limit` names the cap, `metadata.max` its value).',
+    type: V0ErrorSchema,
+  })
   async claim(
     @CurrentPrincipal() principal: Principal,
     @Body(new DefaultBody({}), sessionSchemas.pipe('ClaimWorkBody')) body: { computerId?: string; waitMs?: number },
@@ -111,12 +114,15 @@ export class AgentController {
     summary: 'Read the conversation of a turn',
     description:
       'The messages of the session, oldest first, paged like the session messages list (at most `limit` and `MESSAGE_PAGE_MAX_BYTES` a page), for the agent holding its running turn `turnId`: ' +
-      'how an agent that restarted, or took the session over, picks the conversation up. Where the organization\'s `messageHistory` feature ' +
-      'is off, only the turn\'s own messages may be read (from the claim\'s `messagesCursor` on); earlier pages are 403 `message_history_disabled`. ' +
+      "how an agent that restarted, or took the session over, picks the conversation up. Where the organization's `messageHistory` feature " +
+      "is off, only the turn's own messages may be read (from the claim's `messagesCursor` on); earlier pages are 403 `message_history_disabled`. " +
       'A turn that is over is 409 `turn_not_active`.',
   })
   @ApiOkResponse({ schema: page('messages', 'Message') })
-  @ApiForbiddenResponse({ description: 'Message history is off for the organization and the page starts before the turn (`message_history_disabled`).', type: V0ErrorSchema })
+  @ApiForbiddenResponse({
+    description: 'Message history is off for the organization and the page starts before the turn (`message_history_disabled`).',
+    type: V0ErrorSchema,
+  })
   @ApiNotFoundResponse({ description: 'No such session in your organization (or not one this computer works on).', type: V0ErrorSchema })
   @ApiConflictResponse({ description: TURN_CONFLICT, type: V0ErrorSchema })
   async conversation(
@@ -159,8 +165,8 @@ export class AgentController {
   @ApiOperation({
     summary: 'Report token usage',
     description:
-      'Adds the tokens one model used to the session\'s `sessionSettings.tokenUsage` and to the organization\'s daily totals per user ' +
-      '(the session\'s owner) and model, which analytics reads. Omitted counts are 0.',
+      "Adds the tokens one model used to the session's `sessionSettings.tokenUsage` and to the organization's daily totals per user " +
+      "(the session's owner) and model, which analytics reads. Omitted counts are 0.",
   })
   @ApiBody({ schema: ref('ReportUsageBody') })
   @ApiOkResponse({ schema: sessionResponse })
@@ -180,7 +186,7 @@ export class AgentController {
   @ApiIdempotencyKey()
   @HttpCode(200)
   @ApiOperation({
-    summary: 'Renew the turn\'s lease, and learn whether it was interrupted',
+    summary: "Renew the turn's lease, and learn whether it was interrupted",
     description:
       'For long steps without other calls, and how an agent learns that a user interrupted its turn (`interrupted: true`): ' +
       'beat about every second while working, so an interrupt is seen within 2 s. An interrupted turn may still append messages, ' +
@@ -208,7 +214,7 @@ export class AgentController {
     description:
       'The session becomes `idle` (and `completedAt` is set), or `pending` again when user messages arrived during the turn ' +
       '(an interrupted turn ends `idle` regardless). Tool approvals the turn still waits for are cancelled. ' +
-      '`assistantActiveTimeMs` is added to the session\'s total.',
+      "`assistantActiveTimeMs` is added to the session's total.",
   })
   @ApiBody({ schema: ref('EndTurnBody') })
   @ApiOkResponse({ schema: sessionResponse })

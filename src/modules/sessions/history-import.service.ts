@@ -60,7 +60,9 @@ export class HistoryImportService {
       }),
     );
     const last = messages[messages.length - 1];
-    const tokenUsage = Object.fromEntries(TOKEN_USAGE_FIELDS.map((field) => [field, past.usage.reduce((sum, u) => sum + u.usage[field], 0)])) as unknown as TokenUsage;
+    const tokenUsage = Object.fromEntries(
+      TOKEN_USAGE_FIELDS.map((field) => [field, past.usage.reduce((sum, u) => sum + u.usage[field], 0)]),
+    ) as unknown as TokenUsage;
     const session = Object.assign(new SessionEntity(), {
       id: newId(),
       organizationId: past.organizationId,
@@ -97,7 +99,13 @@ export class HistoryImportService {
       );
       for (const report of past.usage) {
         const day = report.at.toISOString().slice(0, 10);
-        await this.repository.addDailyUsage(manager, { organizationId: session.organizationId, day, userId: session.ownerId, model: report.model, usage: report.usage });
+        await this.repository.addDailyUsage(manager, {
+          organizationId: session.organizationId,
+          day,
+          userId: session.ownerId,
+          model: report.model,
+          usage: report.usage,
+        });
         this.events.raise(manager, {
           ...common,
           type: 'turn.usage_reported',

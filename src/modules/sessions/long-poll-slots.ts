@@ -47,11 +47,7 @@ export class LongPollSlots {
     if (now - (this.lastLogged.get(key) ?? -Infinity) >= LOG_EVERY_MS) {
       for (const [logged, at] of this.lastLogged) if (now - at >= LOG_EVERY_MS) this.lastLogged.delete(logged);
       this.lastLogged.set(key, now);
-      logSecurityEvent(
-        'quota.exceeded',
-        securityActorOf(principal),
-        { quota: setting, limit, [`${scope}Id`]: id },
-      );
+      logSecurityEvent('quota.exceeded', securityActorOf(principal), { quota: setting, limit, [`${scope}Id`]: id });
     }
     const whose = scope === 'computer' ? `Computer ${id} already has` : 'Your organization already has';
     const error = new SessionsError(

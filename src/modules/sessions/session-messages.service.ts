@@ -50,12 +50,7 @@ export class SessionMessages {
    * Stores a user message (text, then images, then files, as content blocks) and moves the
    * session to pending, or keeps it running when an agent is at work.
    */
-  async add(
-    principal: Principal,
-    sessionId: string,
-    input: AddMessageInput,
-    idempotent?: IdempotentRequest,
-  ): Promise<IdempotentResult<AddMessageResult>> {
+  async add(principal: Principal, sessionId: string, input: AddMessageInput, idempotent?: IdempotentRequest): Promise<IdempotentResult<AddMessageResult>> {
     const content = userContent(input);
     if (!isUuid(sessionId)) sessionNotFound(sessionId);
     if (input.computerId !== undefined) await this.access.requireComputer(principal, input.computerId);
@@ -110,10 +105,7 @@ export class SessionMessages {
     query: { cursor?: string; limit: number; computerId?: string; role?: MessageRole; newestFirst?: boolean },
   ): Promise<Page<MessageView>> {
     if (principal.features.messageHistory !== true) {
-      throw new SessionsError(
-        SessionsErrorCode.MessageHistoryDisabled,
-        'Reading message history is not enabled for your organization.',
-      );
+      throw new SessionsError(SessionsErrorCode.MessageHistoryDisabled, 'Reading message history is not enabled for your organization.');
     }
     if (query.computerId !== undefined) await this.access.requireComputer(principal, query.computerId);
     const found = isUuid(sessionId)

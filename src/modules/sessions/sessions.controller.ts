@@ -47,7 +47,10 @@ export function respond<T>(reply: FastifyReply, result: IdempotentResult<T>): T 
 @Controller('api/v0/sessions')
 @Authenticated()
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
-@ApiNotFoundResponse({ description: 'No such session in your organization, or one you may not read (another organization\'s included); or an unknown `computerId`.', type: V0ErrorSchema })
+@ApiNotFoundResponse({
+  description: "No such session in your organization, or one you may not read (another organization's included); or an unknown `computerId`.",
+  type: V0ErrorSchema,
+})
 export class SessionsController {
   constructor(
     private readonly sessions: SessionsService,
@@ -61,7 +64,7 @@ export class SessionsController {
     summary: 'Create a session',
     description:
       'Not in the spec; added so clients can start work. The session starts `idle` with no messages and belongs to the caller. ' +
-      'Its id is a UUIDv7: time-ordered and unguessable. `sessionSettings` are laid over the organization\'s session defaults.',
+      "Its id is a UUIDv7: time-ordered and unguessable. `sessionSettings` are laid over the organization's session defaults.",
   })
   @ApiBody({ schema: ref('CreateSessionBody') })
   @ApiCreatedResponse({ schema: ref('Session') })
@@ -99,11 +102,12 @@ export class SessionsController {
   @Authenticated(...WRITERS)
   @ApiOperation({
     summary: 'Update a session',
-    description: 'Not in the spec; added. Changes the title and settings (archive with `sessionSettings.archivedAt`). Given settings replace those fields; others stay.',
+    description:
+      'Not in the spec; added. Changes the title and settings (archive with `sessionSettings.archivedAt`). Given settings replace those fields; others stay.',
   })
   @ApiBody({ schema: ref('UpdateSessionBody') })
   @ApiOkResponse({ schema: ref('Session') })
-  @ApiForbiddenResponse({ description: 'A member changing someone else\'s session, or a guest.', type: V0ErrorSchema })
+  @ApiForbiddenResponse({ description: "A member changing someone else's session, or a guest.", type: V0ErrorSchema })
   update(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
@@ -117,7 +121,7 @@ export class SessionsController {
   @Authenticated(...WRITERS)
   @ApiOperation({ summary: 'Delete a session', description: 'Not in the spec; added. Deletes the session and all its messages, for good.' })
   @ApiNoContentResponse({ description: 'Deleted.' })
-  @ApiForbiddenResponse({ description: 'A member deleting someone else\'s session, or a guest.', type: V0ErrorSchema })
+  @ApiForbiddenResponse({ description: "A member deleting someone else's session, or a guest.", type: V0ErrorSchema })
   async remove(@CurrentPrincipal() principal: Principal, @Param('sessionId') sessionId: string): Promise<void> {
     await this.sessions.remove(principal, sessionId);
   }
@@ -158,13 +162,13 @@ export class SessionsController {
     description:
       'Stores the text, then the images, then the files as the content blocks of one user message (`userMessageSource: sessions_api`), ' +
       'its `parentId` the previous message. An `idle` session becomes `pending` (work waiting for an agent); a `running` one stays running, ' +
-      'and goes back to `pending` when the agent ends its turn. `status` is the session\'s status after submission. ' +
-      'Base64 must be valid and its bytes must match `mediaType`. The work is routed to `computerId`, else to the session\'s computer. ' +
+      "and goes back to `pending` when the agent ends its turn. `status` is the session's status after submission. " +
+      "Base64 must be valid and its bytes must match `mediaType`. The work is routed to `computerId`, else to the session's computer. " +
       'When no agent will take it (none asked for work in its queue in the last 90 s), the message is stored and `warnings` says so.',
   })
   @ApiBody({ schema: ref('AddMessageBody') })
   @ApiOkResponse({ schema: ref('AddMessageResponse') })
-  @ApiForbiddenResponse({ description: 'A member writing to someone else\'s session, or a guest.', type: V0ErrorSchema })
+  @ApiForbiddenResponse({ description: "A member writing to someone else's session, or a guest.", type: V0ErrorSchema })
   @ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request.', type: V0ErrorSchema })
   async addMessage(
     @CurrentPrincipal() principal: Principal,

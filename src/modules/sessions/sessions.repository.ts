@@ -153,7 +153,15 @@ export interface SessionChange {
 /** A stored message with what its session says about it (see SessionsReader). */
 export interface MessageWithSession {
   session: { id: string; organizationId: string; ownerId: string; settings: StoredSessionSettings };
-  message: { id: string; role: MessageRole; userMessageSource: string | null; authorId: string | null; content: ContentBlock[]; attributes: MessageAttributes; createdAt: Date };
+  message: {
+    id: string;
+    role: MessageRole;
+    userMessageSource: string | null;
+    authorId: string | null;
+    content: ContentBlock[];
+    attributes: MessageAttributes;
+    createdAt: Date;
+  };
 }
 
 /**
@@ -269,7 +277,19 @@ export class SessionsRepository {
   async insertMessages(manager: EntityManager, messages: MessageEntity[]): Promise<void> {
     const params: unknown[] = [];
     const rows = messages.map((m) => {
-      params.push(m.id, m.sessionId, m.seq, m.role, m.parentId, m.userMessageSource, m.authorId, JSON.stringify(m.content), JSON.stringify(m.attributes), m.createdAt, m.updatedAt);
+      params.push(
+        m.id,
+        m.sessionId,
+        m.seq,
+        m.role,
+        m.parentId,
+        m.userMessageSource,
+        m.authorId,
+        JSON.stringify(m.content),
+        JSON.stringify(m.attributes),
+        m.createdAt,
+        m.updatedAt,
+      );
       const at = params.length - 11;
       return `(${Array.from({ length: 11 }, (_, i) => `$${at + i + 1}`).join(', ')})`;
     });
@@ -355,7 +375,16 @@ export class SessionsRepository {
    * command is this one statement.
    */
   async addUserMessage(
-    input: { sessionId: string; organizationId: string; messageId: string; computerId: string | null; authorId: string; source: string; content: ContentBlock[]; actor: EventActor },
+    input: {
+      sessionId: string;
+      organizationId: string;
+      messageId: string;
+      computerId: string | null;
+      authorId: string;
+      source: string;
+      content: ContentBlock[];
+      actor: EventActor;
+    },
     manager: EntityManager,
   ): Promise<SessionChange | null> {
     const events = this.events.statementEvents(
@@ -491,7 +520,11 @@ export class SessionsRepository {
     const { common, params } = workCondition(filter);
     const [row] = await this.sql
       .in(manager)
-      .query<{ at: Date | null }>('sessions.nextLeaseExpiry', `SELECT min(s.lease_expires_at) AS at FROM sessions s WHERE ${common} AND s.status = 'running' AND s.turn_interrupted_at IS NULL`, params);
+      .query<{ at: Date | null }>(
+        'sessions.nextLeaseExpiry',
+        `SELECT min(s.lease_expires_at) AS at FROM sessions s WHERE ${common} AND s.status = 'running' AND s.turn_interrupted_at IS NULL`,
+        params,
+      );
     return row?.at ? new Date(row.at) : null;
   }
 
@@ -575,7 +608,13 @@ export class SessionsRepository {
   }
 
   /** One approval of a session of the organization (locked when asked). */
-  async findToolApproval(sessionId: string, organizationId: string, approvalId: string, manager?: EntityManager, lock = false): Promise<ToolApprovalEntity | null> {
+  async findToolApproval(
+    sessionId: string,
+    organizationId: string,
+    approvalId: string,
+    manager?: EntityManager,
+    lock = false,
+  ): Promise<ToolApprovalEntity | null> {
     const rows = await this.sql
       .in(manager)
       .query<ToolApprovalRow>(
@@ -636,11 +675,7 @@ export class SessionsRepository {
     return toToolApproval(row);
   }
 
-  async endTurn(
-    manager: EntityManager,
-    sessionId: string,
-    end: { status: SessionStatus; now: Date; activeTimeMs: number },
-  ): Promise<SessionEntity> {
+  async endTurn(manager: EntityManager, sessionId: string, end: { status: SessionStatus; now: Date; activeTimeMs: number }): Promise<SessionEntity> {
     const [row] = await this.sql.in(manager).query<SessionRow>(
       'sessions.endTurn',
       `UPDATE sessions s SET status = $2::varchar, turn_id = NULL, turn_computer_id = NULL, lease_expires_at = NULL, updated_at = GREATEST(s.updated_at, $3),
@@ -676,7 +711,13 @@ export class SessionsRepository {
        WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
       [input.session.id, u.inputTokens, u.outputTokens, u.cacheCreationTokens, u.cacheReadTokens, u.thinkingTokens, input.now, input.leaseExpiresAt],
     );
-    await this.addDailyUsage(manager, { organizationId: input.session.organizationId, day: input.day, userId: input.session.ownerId, model: input.model, usage: u });
+    await this.addDailyUsage(manager, {
+      organizationId: input.session.organizationId,
+      day: input.day,
+      userId: input.session.ownerId,
+      model: input.model,
+      usage: u,
+    });
     return toSession(row);
   }
 
@@ -721,7 +762,10 @@ export class SessionsRepository {
   }
 
   async hasSessionsBefore(organizationId: string, before: Date): Promise<boolean> {
-    const rows = await this.sql.query('sessions.anyBefore', `SELECT 1 FROM sessions WHERE organization_id = $1 AND created_at < $2 LIMIT 1`, [organizationId, before]);
+    const rows = await this.sql.query('sessions.anyBefore', `SELECT 1 FROM sessions WHERE organization_id = $1 AND created_at < $2 LIMIT 1`, [
+      organizationId,
+      before,
+    ]);
     return rows.length > 0;
   }
 
@@ -729,17 +773,27 @@ export class SessionsRepository {
   async importSession(manager: EntityManager, session: SessionEntity, messages: MessageEntity[]): Promise<void> {
     await this.insertSession(manager, session);
     if (messages.length > 0) await this.insertMessages(manager, messages);
-    await this.sql.in(manager).query(
-      'sessions.imported',
-      `UPDATE sessions SET message_count = $2, last_message_id = $3, last_user_seq = $4, claimed_seq = $4, completed_at = $5, updated_at = $6 WHERE id = $1`,
-      [session.id, session.messageCount, session.lastMessageId, session.lastUserSeq, session.completedAt, session.updatedAt],
-    );
+    await this.sql
+      .in(manager)
+      .query(
+        'sessions.imported',
+        `UPDATE sessions SET message_count = $2, last_message_id = $3, last_user_seq = $4, claimed_seq = $4, completed_at = $5, updated_at = $6 WHERE id = $1`,
+        [session.id, session.messageCount, session.lastMessageId, session.lastUserSeq, session.completedAt, session.updatedAt],
+      );
   }
 
   async messagesWithSessions(manager: EntityManager, organizationId: string, messageIds: string[]): Promise<MessageWithSession[]> {
     const rows = await this.sql.in(manager).query<{
-      id: string; role: MessageRole; user_message_source: string | null; author_id: string | null; content: ContentBlock[]; attributes: MessageAttributes;
-      created_at: number; session_id: string; owner_id: string; settings: StoredSessionSettings;
+      id: string;
+      role: MessageRole;
+      user_message_source: string | null;
+      author_id: string | null;
+      content: ContentBlock[];
+      attributes: MessageAttributes;
+      created_at: number;
+      session_id: string;
+      owner_id: string;
+      settings: StoredSessionSettings;
     }>(
       'messages.withSessions',
       `SELECT m.id, m.role, m.user_message_source, m.author_id, m.content, m.attributes, ${ms('m.created_at')},
@@ -751,7 +805,15 @@ export class SessionsRepository {
     );
     return rows.map((row) => ({
       session: { id: row.session_id, organizationId, ownerId: row.owner_id, settings: row.settings },
-      message: { id: row.id, role: row.role, userMessageSource: row.user_message_source, authorId: row.author_id, content: row.content, attributes: row.attributes, createdAt: new Date(row.created_at) },
+      message: {
+        id: row.id,
+        role: row.role,
+        userMessageSource: row.user_message_source,
+        authorId: row.author_id,
+        content: row.content,
+        attributes: row.attributes,
+        createdAt: new Date(row.created_at),
+      },
     }));
   }
 
@@ -759,7 +821,12 @@ export class SessionsRepository {
    * An agent asked for work in a queue at `at` (see AgentPresence). The organization's queues no
    * agent asked in for `forgetAfterMs` (a deleted computer's, a gone member's) are dropped at the same time.
    */
-  async recordAgentClaim(organizationId: string, queue: { key: string; computerId: string | null; ownerId: string | null }, at: Date, forgetAfterMs: number): Promise<void> {
+  async recordAgentClaim(
+    organizationId: string,
+    queue: { key: string; computerId: string | null; ownerId: string | null },
+    at: Date,
+    forgetAfterMs: number,
+  ): Promise<void> {
     await this.sql.query(
       'agentPresence.seen',
       `WITH forgotten AS (DELETE FROM agent_presence WHERE organization_id = $1 AND queue <> $2 AND seen_at < $6)

@@ -64,17 +64,22 @@ export class SessionsService {
       updatedAt: now,
       completedAt: null,
     });
-    return this.idempotency.run(principal, idempotent, async (manager) => {
-      await this.repository.insertSession(manager, session);
-      this.events.raise(manager, {
-        type: 'session.created',
-        organizationId: session.organizationId,
-        sessionId: session.id,
-        actor: eventActorOf(principal),
-        data: { sessionId: session.id, ownerId: session.ownerId, computerId: session.computerId, title: session.title },
-      });
-      return toSessionView(session);
-    }, 201);
+    return this.idempotency.run(
+      principal,
+      idempotent,
+      async (manager) => {
+        await this.repository.insertSession(manager, session);
+        this.events.raise(manager, {
+          type: 'session.created',
+          organizationId: session.organizationId,
+          sessionId: session.id,
+          actor: eventActorOf(principal),
+          data: { sessionId: session.id, ownerId: session.ownerId, computerId: session.computerId, title: session.title },
+        });
+        return toSessionView(session);
+      },
+      201,
+    );
   }
 
   async get(principal: Principal, sessionId: string, computerId?: string): Promise<SessionView> {

@@ -72,7 +72,9 @@ export class ToolApprovalWaits {
     }
     if (found.status !== ToolApprovalStatus.Pending) return found;
     if (session.status !== SessionStatus.Running || session.turnId !== found.turnId) {
-      throw new SessionsError(SessionsErrorCode.TurnNotActive, `Turn ${turnId} is not the running turn of session ${sessionId}.`, { sessionStatus: session.status });
+      throw new SessionsError(SessionsErrorCode.TurnNotActive, `Turn ${turnId} is not the running turn of session ${sessionId}.`, {
+        sessionStatus: session.status,
+      });
     }
     if (found.expiresAt.getTime() > Date.now()) return found;
     return this.repository.transaction(async (manager) => {

@@ -26,8 +26,8 @@ import { ToolApprovalWaits } from './tool-approval-waits.service';
 import { TurnControlService } from './turn-control.service';
 
 const WRITERS = [Role.Owner, Role.Manager, Role.Member];
-const NOT_FOUND = 'No such session in your organization, or one you may not read (another organization\'s included).';
-const WRITE_FORBIDDEN = 'A member acting on someone else\'s session (`read_only_role`); guests may not call this route at all.';
+const NOT_FOUND = "No such session in your organization, or one you may not read (another organization's included).";
+const WRITE_FORBIDDEN = "A member acting on someone else's session (`read_only_role`); guests may not call this route at all.";
 
 /** A person in the loop of a session's turn: interrupt it, and answer its agent's requests for approval. */
 @ApiTags('Sessions')
@@ -44,7 +44,7 @@ export class TurnControlController {
   @ApiOperation({
     summary: 'Interrupt the running turn',
     description:
-      'Not in the spec. Stops the agent\'s running turn: the session shows `interruptedAt`, a `turn.interrupted` event names who did it, and ' +
+      "Not in the spec. Stops the agent's running turn: the session shows `interruptedAt`, a `turn.interrupted` event names who did it, and " +
       'the tool approvals the turn waits for are cancelled. The agent learns it at its next heartbeat (it beats every second while it works), ' +
       'stops its model call and tools, appends what it has and ends the turn; the session then becomes `idle`, even when user messages ' +
       'arrived during the turn (they go to the next turn, when a new message starts one). An agent that does not end the turn within ' +
@@ -68,7 +68,7 @@ export class TurnControlController {
   @ApiOperation({
     summary: 'List tool calls waiting for approval',
     description:
-      'Not in the spec. The tool calls of the session\'s running turn waiting for a person\'s decision (`pending`), oldest first; ' +
+      "Not in the spec. The tool calls of the session's running turn waiting for a person's decision (`pending`), oldest first; " +
       'anyone who may read the session may see them. One past its `expiresAt` is not listed: it is denied (`expired`).',
   })
   @ApiOkResponse({ schema: ref('ToolApprovalList') })
@@ -85,7 +85,7 @@ export class TurnControlController {
     summary: 'Allow or deny a tool call',
     description:
       'Not in the spec. A user who may write to the session answers a pending approval: `allow` and the agent runs the call; `deny` and it ' +
-      'does not, the model getting the denial (with `message`, if given) as the call\'s result. A `tool_approval.resolved` event records who ' +
+      "does not, the model getting the denial (with `message`, if given) as the call's result. A `tool_approval.resolved` event records who " +
       'decided. An approval that has its answer already, or timed out, is 409 `tool_approval_not_pending` (`metadata.status` says what it is).',
   })
   @ApiBody({ schema: ref('DecideToolApprovalBody') })
@@ -124,10 +124,10 @@ export class AgentToolApprovalsController {
   @ApiOperation({
     summary: 'Ask a person to approve a tool call',
     description:
-      'Before running a call that the organization\'s or the session\'s `toolApproval` names, the agent holding the running turn asks here. ' +
-      'The approval is `pending` until a user of the session allows or denies it, or until `expiresAt` (the shorter of the organization\'s and the ' +
-      'session\'s `timeoutSeconds`, default 600 s), when it is denied (`expired`); ending the turn cancels it. A `tool_approval.requested` event ' +
-      'tells the session\'s watchers, and the session shows `pendingToolApprovals`. Keep heartbeating while waiting: the lease still runs.',
+      "Before running a call that the organization's or the session's `toolApproval` names, the agent holding the running turn asks here. " +
+      "The approval is `pending` until a user of the session allows or denies it, or until `expiresAt` (the shorter of the organization's and the " +
+      "session's `timeoutSeconds`, default 600 s), when it is denied (`expired`); ending the turn cancels it. A `tool_approval.requested` event " +
+      "tells the session's watchers, and the session shows `pendingToolApprovals`. Keep heartbeating while waiting: the lease still runs.",
   })
   @ApiBody({ schema: ref('RequestToolApprovalBody') })
   @ApiCreatedResponse({ schema: ref('ToolApprovalResponse') })
@@ -151,10 +151,14 @@ export class AgentToolApprovalsController {
       'still `pending`. Run the call only when `status` is `allowed`; `denied`, `expired` and `cancelled` mean it must not run.',
   })
   @ApiOkResponse({ schema: ref('ToolApprovalResponse') })
-  @ApiNotFoundResponse({ description: 'No such session in your organization, or no such approval of this turn (`tool_approval_not_found`).', type: V0ErrorSchema })
+  @ApiNotFoundResponse({
+    description: 'No such session in your organization, or no such approval of this turn (`tool_approval_not_found`).',
+    type: V0ErrorSchema,
+  })
   @ApiConflictResponse({ description: 'The turn is over while the approval was still pending (`turn_not_active`).', type: V0ErrorSchema })
   @ApiTooManyRequestsResponse({
-    description: 'Too many long polls waiting (`too_many_long_polls`): a wait counts against the same caps as waiting claims (`LONG_POLLS_PER_COMPUTER`, `LONG_POLLS_PER_ORGANIZATION`).',
+    description:
+      'Too many long polls waiting (`too_many_long_polls`): a wait counts against the same caps as waiting claims (`LONG_POLLS_PER_COMPUTER`, `LONG_POLLS_PER_ORGANIZATION`).',
     type: V0ErrorSchema,
   })
   async await(

@@ -47,11 +47,17 @@ export class TurnControlService {
       const locked = await this.repository.findSession(session.id, principal.organizationId, manager, true);
       if (!locked) throw notFound(sessionId);
       if (locked.status !== SessionStatus.Running || !locked.turnId) {
-        throw new SessionsError(SessionsErrorCode.NoRunningTurn, `Session ${sessionId} has no running turn to interrupt: it is ${locked.status}.`, { sessionStatus: locked.status });
+        throw new SessionsError(SessionsErrorCode.NoRunningTurn, `Session ${sessionId} has no running turn to interrupt: it is ${locked.status}.`, {
+          sessionStatus: locked.status,
+        });
       }
       if (locked.turnInterruptedAt) return toSessionView(locked);
       const now = new Date();
-      const interrupted = await this.repository.interruptTurn(manager, locked.id, { actor, now, lapsesAt: new Date(now.getTime() + this.config.AGENT_INTERRUPT_GRACE_MS) });
+      const interrupted = await this.repository.interruptTurn(manager, locked.id, {
+        actor,
+        now,
+        lapsesAt: new Date(now.getTime() + this.config.AGENT_INTERRUPT_GRACE_MS),
+      });
       await this.ledger.cancelPending(manager, locked.id, actor);
       this.events.raise(manager, {
         type: 'turn.interrupted',
@@ -84,9 +90,12 @@ export class TurnControlService {
     const actor = eventActorOf(principal);
     return this.idempotency.run(principal, idempotent, async (manager) => {
       await this.repository.findSession(session.id, principal.organizationId, manager, true);
-      const approval = isUuid(approvalId) ? await this.repository.findToolApproval(session.id, principal.organizationId, approvalId.toLowerCase(), manager, true) : null;
+      const approval = isUuid(approvalId)
+        ? await this.repository.findToolApproval(session.id, principal.organizationId, approvalId.toLowerCase(), manager, true)
+        : null;
       if (!approval) throw new SessionsError(SessionsErrorCode.ToolApprovalNotFound, `No tool approval ${approvalId} exists in session ${sessionId}.`);
-      const status = approval.status === ToolApprovalStatus.Pending && approval.expiresAt.getTime() <= Date.now() ? ToolApprovalStatus.Expired : approval.status;
+      const status =
+        approval.status === ToolApprovalStatus.Pending && approval.expiresAt.getTime() <= Date.now() ? ToolApprovalStatus.Expired : approval.status;
       if (status !== ToolApprovalStatus.Pending) {
         throw new SessionsError(SessionsErrorCode.ToolApprovalNotPending, `Tool approval ${approvalId} is ${status}: it can no longer be decided.`, { status });
       }
@@ -104,7 +113,7 @@ export class TurnControlService {
   async sweep(now = new Date()): Promise<{ turnsEnded: number; approvalsExpired: number }> {
     let turnsEnded = 0;
     let approvalsExpired = 0;
-    for (let batch = SWEEP_BATCH; batch === SWEEP_BATCH; ) {
+    for (let batch = SWEEP_BATCH; batch === SWEEP_BATCH;) {
       batch = await this.repository.transaction(async (manager) => {
         const lapsed = await this.repository.lockLapsedInterruptedTurns(manager, now, SWEEP_BATCH);
         for (const session of lapsed) {
@@ -123,7 +132,7 @@ export class TurnControlService {
       });
       turnsEnded += batch;
     }
-    for (let batch = SWEEP_BATCH; batch === SWEEP_BATCH; ) {
+    for (let batch = SWEEP_BATCH; batch === SWEEP_BATCH;) {
       const due = await this.repository.dueToolApprovals(now, SWEEP_BATCH);
       let expiredNow = 0;
       for (const approval of due) {
@@ -143,7 +152,6 @@ export class TurnControlService {
     }
     return { turnsEnded, approvalsExpired };
   }
-
 }
 
 function notFound(sessionId: string): SessionsError {

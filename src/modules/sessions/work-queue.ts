@@ -46,11 +46,7 @@ export class WorkQueue {
     return this.repository.nextLeaseExpiry(manager, scope);
   }
 
-  async take(
-    manager: EntityManager,
-    principal: Principal,
-    scope: WorkFilter,
-  ): Promise<{ work: WorkView } | null> {
+  async take(manager: EntityManager, principal: Principal, scope: WorkFilter): Promise<{ work: WorkView } | null> {
     const now = new Date();
     const computerId = scope.computerId;
     const session = await this.repository.lockNextWork(manager, scope, now);

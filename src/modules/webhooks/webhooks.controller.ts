@@ -3,7 +3,16 @@ import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiNotF
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { eventTypesTable } from '../events';
-import { CreateWebhookDto, DeliveryListView, DeliveryView, ListDeliveriesQueryDto, UpdateWebhookDto, WebhookListView, WebhookView, WebhookWithSecretView } from './dto/webhook.dto';
+import {
+  CreateWebhookDto,
+  DeliveryListView,
+  DeliveryView,
+  ListDeliveriesQueryDto,
+  UpdateWebhookDto,
+  WebhookListView,
+  WebhookView,
+  WebhookWithSecretView,
+} from './dto/webhook.dto';
 import { PageQueryDto } from '../../platform/http/pagination';
 import { DeliveryRow, WebhookRow } from './webhooks.repository';
 import { WebhooksService } from './webhooks.service';
@@ -12,7 +21,7 @@ const NOT_FOUND = { description: '`webhook_not_found`: no such webhook in your o
 const DELIVERY =
   'Each event is POSTed as JSON, the `Event` the streams send (see the event catalogue), with the Standard Webhooks headers `webhook-id` (the event id: ' +
   'the same on every attempt, for de-duplication), `webhook-timestamp` (Unix seconds of the attempt) and `webhook-signature` (`v1,` and the base64 ' +
-  'HMAC-SHA256, keyed with the secret\'s base64-decoded bytes, of `{webhook-id}.{webhook-timestamp}.{body}`). A 2xx answer within `WEBHOOK_TIMEOUT_MS` ' +
+  "HMAC-SHA256, keyed with the secret's base64-decoded bytes, of `{webhook-id}.{webhook-timestamp}.{body}`). A 2xx answer within `WEBHOOK_TIMEOUT_MS` " +
   'delivers it; anything else (another status, a redirect, a timeout, a network error) is retried with exponential backoff and jitter for about a day ' +
   '(`WEBHOOK_RETRY_SCHEDULE_MS`), then the delivery is failed. At least once, in no guaranteed order. A webhook failing without a success for ' +
   '`WEBHOOK_DISABLE_AFTER_MS` (3 days) is disabled, with a `webhook.disabled` event.';
@@ -31,7 +40,10 @@ export class WebhooksController {
     description: `Events committed from now on are sent to \`url\`. The signing secret is in this answer only. ${DELIVERY}\n\nEvent types:\n\n${eventTypesTable()}`,
   })
   @ApiCreatedResponse({ type: WebhookWithSecretView })
-  @ApiBadRequestResponse({ description: '`validation_failed`, or `webhook_url_refused`: the URL breaks the address rules (`metadata.reason` says which).', type: V0ErrorSchema })
+  @ApiBadRequestResponse({
+    description: '`validation_failed`, or `webhook_url_refused`: the URL breaks the address rules (`metadata.reason` says which).',
+    type: V0ErrorSchema,
+  })
   @ApiConflictResponse({ description: '`too_many_webhooks`: the organization has 50.', type: V0ErrorSchema })
   async create(@CurrentPrincipal() principal: Principal, @Body() body: CreateWebhookDto): Promise<WebhookWithSecretView> {
     const { webhook, secret } = await this.webhooks.create(principal, body);
@@ -57,7 +69,8 @@ export class WebhooksController {
   @Patch(':webhookId')
   @ApiOperation({
     summary: 'Change a webhook',
-    description: 'Changes the fields given. `enabled: true` re-enables a webhook the server disabled; deliveries still pending resume, events of the disabled time are not sent.',
+    description:
+      'Changes the fields given. `enabled: true` re-enables a webhook the server disabled; deliveries still pending resume, events of the disabled time are not sent.',
   })
   @ApiOkResponse({ type: WebhookView })
   @ApiBadRequestResponse({ description: '`validation_failed` or `webhook_url_refused`.', type: V0ErrorSchema })
@@ -77,7 +90,7 @@ export class WebhooksController {
 
   @Post(':webhookId/rotate-secret')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Rotate a webhook\'s secret', description: 'A new secret, in this answer only; attempts from now on are signed with it alone.' })
+  @ApiOperation({ summary: "Rotate a webhook's secret", description: 'A new secret, in this answer only; attempts from now on are signed with it alone.' })
   @ApiOkResponse({ type: WebhookWithSecretView })
   @ApiNotFoundResponse(NOT_FOUND)
   async rotate(@CurrentPrincipal() principal: Principal, @Param('webhookId') id: string): Promise<WebhookWithSecretView> {
@@ -87,12 +100,17 @@ export class WebhooksController {
 
   @Get(':webhookId/deliveries')
   @ApiOperation({
-    summary: 'List a webhook\'s deliveries',
-    description: 'Newest first: each event sent or to be sent, with every attempt (status code, duration, error) and the next attempt\'s time. Kept for `EVENT_RETENTION_DAYS`.',
+    summary: "List a webhook's deliveries",
+    description:
+      "Newest first: each event sent or to be sent, with every attempt (status code, duration, error) and the next attempt's time. Kept for `EVENT_RETENTION_DAYS`.",
   })
   @ApiOkResponse({ type: DeliveryListView })
   @ApiNotFoundResponse(NOT_FOUND)
-  async deliveries(@CurrentPrincipal() principal: Principal, @Param('webhookId') id: string, @Query() query: ListDeliveriesQueryDto): Promise<DeliveryListView> {
+  async deliveries(
+    @CurrentPrincipal() principal: Principal,
+    @Param('webhookId') id: string,
+    @Query() query: ListDeliveriesQueryDto,
+  ): Promise<DeliveryListView> {
     const page = await this.webhooks.deliveries(principal, id, query.status, query.cursor, query.pageSize);
     return { deliveries: page.items.map(toDeliveryView), pagination: page.pagination };
   }
@@ -101,7 +119,8 @@ export class WebhooksController {
   @HttpCode(200)
   @ApiOperation({
     summary: 'Send a delivery again',
-    description: 'Queues it now, delivered or failed alike, with a fresh schedule of retries; the same `webhook-id`, so a receiver that de-duplicates ignores it.',
+    description:
+      'Queues it now, delivered or failed alike, with a fresh schedule of retries; the same `webhook-id`, so a receiver that de-duplicates ignores it.',
   })
   @ApiOkResponse({ type: DeliveryView })
   @ApiNotFoundResponse({ description: '`webhook_not_found` or `webhook_delivery_not_found`.', type: V0ErrorSchema })

@@ -96,12 +96,27 @@ export class WebhooksRepository {
       'webhooks.insert',
       `INSERT INTO webhooks (id, organization_id, url, description, event_types, enabled, secret, secret_hint, starts_after_seq, paused_after_seq, created_by, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)`,
-      [row.id, row.organizationId, row.url, row.description, JSON.stringify(row.eventTypes), row.enabled, row.secret, row.secretHint, row.startsAfterSeq, row.pausedAfterSeq, row.createdBy, row.createdAt],
+      [
+        row.id,
+        row.organizationId,
+        row.url,
+        row.description,
+        JSON.stringify(row.eventTypes),
+        row.enabled,
+        row.secret,
+        row.secretHint,
+        row.startsAfterSeq,
+        row.pausedAfterSeq,
+        row.createdBy,
+        row.createdAt,
+      ],
     );
   }
 
   async countWebhooks(manager: EntityManager, organizationId: string): Promise<number> {
-    const [row] = await this.sql.in(manager).query<{ n: number }>('webhooks.count', `SELECT count(*)::int AS n FROM webhooks WHERE organization_id = $1`, [organizationId]);
+    const [row] = await this.sql
+      .in(manager)
+      .query<{ n: number }>('webhooks.count', `SELECT count(*)::int AS n FROM webhooks WHERE organization_id = $1`, [organizationId]);
     return row.n;
   }
 
@@ -109,7 +124,11 @@ export class WebhooksRepository {
   async findWebhook(organizationId: string, id: string, manager?: EntityManager, lock = false): Promise<WebhookRow | null> {
     const [row] = await this.sql
       .in(manager)
-      .query<WebhookRow>(`webhooks.find${lock ? '.lock' : ''}`, `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [organizationId, id]);
+      .query<WebhookRow>(
+        `webhooks.find${lock ? '.lock' : ''}`,
+        `SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE organization_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`,
+        [organizationId, id],
+      );
     return row ? toWebhook(row) : null;
   }
 
@@ -130,7 +149,20 @@ export class WebhooksRepository {
       'webhooks.update',
       `UPDATE webhooks SET url = $2, description = $3, event_types = $4, enabled = $5, secret = $6, secret_hint = $7, failing_since = $8,
          disabled_reason = $9, paused_after_seq = $10, resumed_after_seq = $11, updated_at = $12 WHERE id = $1`,
-      [row.id, row.url, row.description, JSON.stringify(row.eventTypes), row.enabled, row.secret, row.secretHint, row.failingSince, row.disabledReason, row.pausedAfterSeq, row.resumedAfterSeq, row.updatedAt],
+      [
+        row.id,
+        row.url,
+        row.description,
+        JSON.stringify(row.eventTypes),
+        row.enabled,
+        row.secret,
+        row.secretHint,
+        row.failingSince,
+        row.disabledReason,
+        row.pausedAfterSeq,
+        row.resumedAfterSeq,
+        row.updatedAt,
+      ],
     );
   }
 
@@ -225,21 +257,28 @@ export class WebhooksRepository {
   async markFailing(manager: EntityManager, webhookId: string, at: Date): Promise<WebhookRow | null> {
     const [row] = await this.sql
       .in(manager)
-      .query<WebhookRow>('webhooks.markFailing', `UPDATE webhooks SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING ${WEBHOOK_COLUMNS}`, [webhookId, at]);
+      .query<WebhookRow>('webhooks.markFailing', `UPDATE webhooks SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING ${WEBHOOK_COLUMNS}`, [
+        webhookId,
+        at,
+      ]);
     return row ? toWebhook(row) : null;
   }
 
   async markHealthy(manager: EntityManager, webhookId: string): Promise<void> {
-    await this.sql.in(manager).query('webhooks.markHealthy', `UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, [webhookId]);
+    await this.sql
+      .in(manager)
+      .query('webhooks.markHealthy', `UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, [webhookId]);
   }
 
   /** Disables a failing webhook; the events numbered after `lastSeq` are not queued for it. */
   async disableFailing(manager: EntityManager, webhookId: string, lastSeq: number, now: Date): Promise<void> {
-    await this.sql.in(manager).query(
-      'webhooks.disableFailing',
-      `UPDATE webhooks SET enabled = false, disabled_reason = 'endpoint_failing', paused_after_seq = $2, resumed_after_seq = NULL, updated_at = $3 WHERE id = $1`,
-      [webhookId, lastSeq, now],
-    );
+    await this.sql
+      .in(manager)
+      .query(
+        'webhooks.disableFailing',
+        `UPDATE webhooks SET enabled = false, disabled_reason = 'endpoint_failing', paused_after_seq = $2, resumed_after_seq = NULL, updated_at = $3 WHERE id = $1`,
+        [webhookId, lastSeq, now],
+      );
   }
 
   async listDeliveries(webhookId: string, filter: { status?: DeliveryStatus }, cursor: string | undefined, limit: number): Promise<Page<DeliveryRow>> {
@@ -263,7 +302,11 @@ export class WebhooksRepository {
   }
 
   async findDelivery(webhookId: string, id: string): Promise<DeliveryRow | null> {
-    const [row] = await this.sql.query<DeliveryRow>('webhooks.deliveries.find', `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2`, [webhookId, id]);
+    const [row] = await this.sql.query<DeliveryRow>(
+      'webhooks.deliveries.find',
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2`,
+      [webhookId, id],
+    );
     return row ? toDelivery(row) : null;
   }
 

@@ -60,12 +60,21 @@ export class WebhooksService {
     };
     await this.repository.transaction(async (manager) => {
       if ((await this.repository.countWebhooks(manager, principal.organizationId)) >= MAX_WEBHOOKS_PER_ORGANIZATION) {
-        throw new WebhookError(WebhookErrorCode.TooManyWebhooks, `An organization may have at most ${MAX_WEBHOOKS_PER_ORGANIZATION} webhooks; delete one first.`, {
-          limit: MAX_WEBHOOKS_PER_ORGANIZATION,
-        });
+        throw new WebhookError(
+          WebhookErrorCode.TooManyWebhooks,
+          `An organization may have at most ${MAX_WEBHOOKS_PER_ORGANIZATION} webhooks; delete one first.`,
+          {
+            limit: MAX_WEBHOOKS_PER_ORGANIZATION,
+          },
+        );
       }
       await this.repository.insertWebhook(manager, webhook);
-      this.events.raise(manager, { type: 'webhook.created', organizationId: principal.organizationId, actor: actingAs(principal).event, data: summaryOf(webhook) });
+      this.events.raise(manager, {
+        type: 'webhook.created',
+        organizationId: principal.organizationId,
+        actor: actingAs(principal).event,
+        data: summaryOf(webhook),
+      });
     });
     logSecurityEvent('webhook.created', securityActorOf(principal), { webhookId: id, host: new URL(url).host });
     return { webhook, secret };
@@ -105,10 +114,17 @@ export class WebhooksService {
           next.resumedAfterSeq = null;
         }
       }
-      const changes = (['url', 'eventTypes', 'description', 'enabled'] as const).filter((field) => JSON.stringify(next[field]) !== JSON.stringify(webhook[field]));
+      const changes = (['url', 'eventTypes', 'description', 'enabled'] as const).filter(
+        (field) => JSON.stringify(next[field]) !== JSON.stringify(webhook[field]),
+      );
       if (changes.length === 0) return webhook;
       await this.repository.updateWebhook(manager, next);
-      this.events.raise(manager, { type: 'webhook.updated', organizationId: principal.organizationId, actor: actingAs(principal).event, data: { ...summaryOf(next), changes } });
+      this.events.raise(manager, {
+        type: 'webhook.updated',
+        organizationId: principal.organizationId,
+        actor: actingAs(principal).event,
+        data: { ...summaryOf(next), changes },
+      });
       return next;
     });
     logSecurityEvent('webhook.updated', securityActorOf(principal), { webhookId: id });
@@ -143,14 +159,25 @@ export class WebhooksService {
       const webhook = await this.repository.findWebhook(principal.organizationId, id, manager, true);
       if (!webhook) throw notFound(id);
       await this.repository.deleteWebhook(manager, id);
-      this.events.raise(manager, { type: 'webhook.deleted', organizationId: principal.organizationId, actor: actingAs(principal).event, data: summaryOf(webhook) });
+      this.events.raise(manager, {
+        type: 'webhook.deleted',
+        organizationId: principal.organizationId,
+        actor: actingAs(principal).event,
+        data: summaryOf(webhook),
+      });
       return webhook;
     });
     logSecurityEvent('webhook.deleted', securityActorOf(principal), { webhookId: id });
     return deleted;
   }
 
-  async deliveries(principal: Principal, webhookId: string, status: DeliveryStatus | undefined, cursor: string | undefined, limit: number): Promise<Page<DeliveryRow>> {
+  async deliveries(
+    principal: Principal,
+    webhookId: string,
+    status: DeliveryStatus | undefined,
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<Page<DeliveryRow>> {
     const webhook = await this.get(principal, webhookId);
     return this.repository.listDeliveries(webhook.id, { status }, cursor, limit);
   }

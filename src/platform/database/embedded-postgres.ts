@@ -128,8 +128,7 @@ export class EmbeddedPostgres {
         stale: 15_000,
         update: 5_000,
         retries: 0,
-        onCompromised: (error) =>
-          EmbeddedPostgres.logger.error(`Lost the lock on ${dataDir}: ${error.message}`),
+        onCompromised: (error) => EmbeddedPostgres.logger.error(`Lost the lock on ${dataDir}: ${error.message}`),
       });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ELOCKED') throw error;

@@ -11,12 +11,7 @@ const MAX_TIME = 8_640_000_000_000_000;
 export class NewestFirst {
   constructor(private readonly list: string) {}
 
-  apply<T extends ObjectLiteral>(
-    query: SelectQueryBuilder<T>,
-    alias: string,
-    cursor: string | undefined,
-    limit: number,
-  ): SelectQueryBuilder<T> {
+  apply<T extends ObjectLiteral>(query: SelectQueryBuilder<T>, alias: string, cursor: string | undefined, limit: number): SelectQueryBuilder<T> {
     const after = this.positionOf(cursor);
     if (after) {
       query.andWhere(`(${alias}.created_at, ${alias}.id) < (:keysetCreatedAt, :keysetId)`, {
@@ -24,7 +19,10 @@ export class NewestFirst {
         keysetId: after.id,
       });
     }
-    return query.orderBy(`${alias}.created_at`, 'DESC').addOrderBy(`${alias}.id`, 'DESC').limit(limit + 1);
+    return query
+      .orderBy(`${alias}.created_at`, 'DESC')
+      .addOrderBy(`${alias}.id`, 'DESC')
+      .limit(limit + 1);
   }
 
   /** The position a cursor names, for queries written in SQL: rows strictly after it come next. */

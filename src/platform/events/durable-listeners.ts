@@ -95,7 +95,9 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
   async catchUp(name: string, organizationId: string, timeoutMs = 10_000): Promise<void> {
     const listener = this.listeners.get(name);
     if (!listener) return;
-    const [target] = (await this.dataSource.query(`SELECT last_seq FROM event_sequences WHERE organization_id = $1`, [organizationId])) as Array<{ last_seq: string }>;
+    const [target] = (await this.dataSource.query(`SELECT last_seq FROM event_sequences WHERE organization_id = $1`, [organizationId])) as Array<{
+      last_seq: string;
+    }>;
     if (!target) return;
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -175,10 +177,11 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
         if (events.length === 0) return { more: false, handled: false };
         batch = events.filter((event) => listener.types.includes(event.type));
         if (batch.length > 0) await listener.handle(manager, batch);
-        await manager.query(
-          `UPDATE event_checkpoints SET seq = $3, failures = 0, retry_at = NULL WHERE listener = $1 AND organization_id = $2`,
-          [listener.name, organizationId, events[events.length - 1].seq],
-        );
+        await manager.query(`UPDATE event_checkpoints SET seq = $3, failures = 0, retry_at = NULL WHERE listener = $1 AND organization_id = $2`, [
+          listener.name,
+          organizationId,
+          events[events.length - 1].seq,
+        ]);
         return { more: events.length === BATCH, handled: batch.length > 0 };
       });
       if (outcome.handled) listener.afterCommit?.(organizationId);
@@ -204,7 +207,10 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
         'A durable event listener failed; it will retry',
       );
     } catch (inner) {
-      this.logger.error({ err: error, listener: listener.name, organizationId }, `A durable event listener failed, and so did recording it: ${(inner as Error).message}`);
+      this.logger.error(
+        { err: error, listener: listener.name, organizationId },
+        `A durable event listener failed, and so did recording it: ${(inner as Error).message}`,
+      );
     }
   }
 }

@@ -85,7 +85,9 @@ WITH waiting AS (
   UPDATE events e SET seq = counters.last_seq - counts.c + waiting.n
   FROM waiting JOIN counts USING (organization_id) JOIN counters USING (organization_id)
   WHERE e.organization_id = waiting.organization_id AND e.position = waiting.position
-  RETURNING ${COLUMNS.split(', ').map((column) => `e.${column}`).join(', ')}
+  RETURNING ${COLUMNS.split(', ')
+    .map((column) => `e.${column}`)
+    .join(', ')}
 )${announce}
 SELECT ${COLUMNS}${announceAs ? ', (SELECT count(*) FROM announced) AS announced' : ''} FROM numbered;
 COMMIT`;
@@ -176,7 +178,10 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
       const data = Object.entries(event.data as Record<string, string>).map(([field, sql]) => `'${field}', ${sql}`);
       return `SELECT ${event.organizationId}, $${firstParam + params.length - 1}::uuid, '${event.type}', ${event.occurredAt ?? 'clock_timestamp()'}, ${event.sessionId ?? 'NULL'}::uuid, ${actorParam}, jsonb_build_object(${data.join(', ')}) FROM ${event.from}`;
     });
-    return { sql: `events_written AS (INSERT INTO events (organization_id, id, type, occurred_at, session_id, actor, data) ${selects.join(' UNION ALL ')})`, params };
+    return {
+      sql: `events_written AS (INSERT INTO events (organization_id, id, type, occurred_at, session_id, actor, data) ${selects.join(' UNION ALL ')})`,
+      params,
+    };
   }
 
   /** After a statement that wrote events (see `statementEvents`): they are numbered after its transaction commits, or now, before the answer. */
@@ -243,10 +248,9 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     const before = new Date(now.getTime() - this.config.EVENT_RETENTION_DAYS * 86_400_000);
     let total = 0;
     for (;;) {
-      const result = (await this.dataSource.query(
-        `DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE occurred_at < $1 LIMIT 5000)`,
-        [before],
-      )) as [unknown, number];
+      const result = (await this.dataSource.query(`DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE occurred_at < $1 LIMIT 5000)`, [
+        before,
+      ])) as [unknown, number];
       total += result[1];
       if (result[1] < 5000) break;
     }

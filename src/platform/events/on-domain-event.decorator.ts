@@ -12,7 +12,11 @@ const logger = new Logger('DomainEvents');
  */
 export function OnDomainEvent<T extends EventType>(type: T) {
   // Generic in the method's own type, so listeners returning void or a promise both fit.
-  return <Listener extends (event: StoredEvent<T>) => unknown>(target: object, method: string | symbol, descriptor: TypedPropertyDescriptor<Listener>): void => {
+  return <Listener extends (event: StoredEvent<T>) => unknown>(
+    target: object,
+    method: string | symbol,
+    descriptor: TypedPropertyDescriptor<Listener>,
+  ): void => {
     const listener = descriptor.value!;
     const where = `${target.constructor.name}.${String(method)}`;
     const guarded = async function (this: unknown, event: StoredEvent<T>) {

@@ -41,10 +41,7 @@ export class ApiExceptionFilter implements ExceptionFilter {
       this.logger.warn({ requestId: request.id, detail: described.detail, metadata: described.metadata }, 'Server details taken out of an error answer');
     }
     if (status >= 500) {
-      this.logger.error(
-        { err: exception, requestId: request.id, method: request.method, url: request.url },
-        'Unexpected error',
-      );
+      this.logger.error({ err: exception, requestId: request.id, method: request.method, url: request.url }, 'Unexpected error');
     }
     if (status === 405 && metadata?.allowed) void reply.header('allow', (metadata.allowed as string[]).join(', '));
     if (exception instanceof DomainError && exception.retryAfterSeconds !== undefined) {
@@ -132,14 +129,13 @@ function messageOf(exception: HttpException): string {
 }
 
 function codeOf(exception: HttpException): string {
-  return exception.name.replace(/Exception$/, '').replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
+  return exception.name
+    .replace(/Exception$/, '')
+    .replace(/([a-z])([A-Z])/g, '$1_$2')
+    .toLowerCase();
 }
 
 function isBodyParseError(exception: HttpException): boolean {
   const cause = exception.cause as { code?: string; name?: string } | undefined;
-  return (
-    cause?.name === 'SyntaxError' ||
-    (cause?.code?.startsWith('FST_ERR_CTP') ?? false) ||
-    /JSON|body/i.test(exception.message)
-  );
+  return cause?.name === 'SyntaxError' || (cause?.code?.startsWith('FST_ERR_CTP') ?? false) || /JSON|body/i.test(exception.message);
 }

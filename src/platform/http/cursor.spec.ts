@@ -59,7 +59,10 @@ describe('cursor', () => {
 
   describe('rejections', () => {
     const valid = encodeCursor('api-keys', [1_767_225_600_123, ID]);
-    const decode = (cursor: string, list = 'api-keys') => () => decodeCursor(list, cursor, ['number', 'uuid']);
+    const decode =
+      (cursor: string, list = 'api-keys') =>
+      () =>
+        decodeCursor(list, cursor, ['number', 'uuid']);
 
     it('the error is a 400 invalid_cursor naming the cursor field', () => {
       const error = rejection(decode('!!!'));

@@ -44,11 +44,9 @@ export function decodeCursor(list: string, cursor: string, shape: readonly Curso
 }
 
 export function invalidCursor(): RequestError {
-  return new RequestError(
-    RequestErrorCode.InvalidCursor,
-    'cursor: is not a cursor issued by this list; pass the nextCursor of the previous page unchanged',
-    { errors: [{ field: 'cursor', message: 'is not a valid cursor for this list' }] },
-  );
+  return new RequestError(RequestErrorCode.InvalidCursor, 'cursor: is not a cursor issued by this list; pass the nextCursor of the previous page unchanged', {
+    errors: [{ field: 'cursor', message: 'is not a valid cursor for this list' }],
+  });
 }
 
 function checksum(payload: string): string {

@@ -57,7 +57,10 @@ export class SchemaRegistry {
     this.ajv.addVocabulary(['example', 'components']);
     this.ajv.addFormat('uuid', isUuid);
     for (const [name, format] of Object.entries(this.urlFormats)) this.ajv.addFormat(name, (value: string) => format.problem(value) === undefined);
-    this.ajv.addFormat('date-time', (value: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value)));
+    this.ajv.addFormat(
+      'date-time',
+      (value: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value)),
+    );
     this.ajv.addFormat('lowercase-uuid', (value: string) => isUuid(value) && value === value.toLowerCase());
     this.ajv.addFormat('email', (value: string) => EMAIL.test(value));
     this.ajv.addFormat('ip-or-cidr', isIpOrCidr);
@@ -172,7 +175,12 @@ export function ref(name: string): { $ref: string } {
 /** Ajv's errors as `{field, message}` with `a.b[2].c` paths, most specific first, without duplicates. */
 type Resolve = (name: string) => SchemaObject | undefined;
 
-export function toFieldErrors(errors: ErrorObject[], body: unknown, resolve: Resolve = () => undefined, urlFormats: Record<string, UrlFormat> = URL_FORMATS): FieldError[] {
+export function toFieldErrors(
+  errors: ErrorObject[],
+  body: unknown,
+  resolve: Resolve = () => undefined,
+  urlFormats: Record<string, UrlFormat> = URL_FORMATS,
+): FieldError[] {
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
     return [{ field: 'body', message: 'must be a JSON object' }];
   }

@@ -10,22 +10,48 @@ describe('toSchema31', () => {
   });
 
   it('wraps a nullable schema without a type in anyOf with null, annotations outside', () => {
-    expect(toSchema31({ $ref: '#/components/schemas/X', nullable: true, description: 'd' })).toEqual({ description: 'd', anyOf: [{ $ref: '#/components/schemas/X' }, { type: 'null' }] });
+    expect(toSchema31({ $ref: '#/components/schemas/X', nullable: true, description: 'd' })).toEqual({
+      description: 'd',
+      anyOf: [{ $ref: '#/components/schemas/X' }, { type: 'null' }],
+    });
   });
 
   it('turns boolean exclusive bounds into numbers and drops nullable: false', () => {
-    expect(toSchema31({ type: 'integer', minimum: 0, exclusiveMinimum: true, maximum: 9, exclusiveMaximum: false, nullable: false })).toEqual({ type: 'integer', exclusiveMinimum: 0, maximum: 9 });
+    expect(toSchema31({ type: 'integer', minimum: 0, exclusiveMinimum: true, maximum: 9, exclusiveMaximum: false, nullable: false })).toEqual({
+      type: 'integer',
+      exclusiveMinimum: 0,
+      maximum: 9,
+    });
   });
 
   it('accepts exactly what Ajv accepts of the 3.0 schema, nested schemas included', () => {
     const schema = {
       type: 'object',
-      properties: { a: { type: 'integer', nullable: true, minimum: 1, exclusiveMinimum: true }, b: { type: 'array', items: { type: 'string', nullable: true, enum: ['x', null] } }, c: { type: 'object', nullable: true, additionalProperties: { type: 'number', nullable: true } } },
+      properties: {
+        a: { type: 'integer', nullable: true, minimum: 1, exclusiveMinimum: true },
+        b: { type: 'array', items: { type: 'string', nullable: true, enum: ['x', null] } },
+        c: { type: 'object', nullable: true, additionalProperties: { type: 'number', nullable: true } },
+      },
       additionalProperties: false,
     };
-    const before = new Ajv({ strict: false, allowUnionTypes: true }).compile({ ...schema, properties: { ...schema.properties, a: { type: 'integer', nullable: true, exclusiveMinimum: 1 } } });
+    const before = new Ajv({ strict: false, allowUnionTypes: true }).compile({
+      ...schema,
+      properties: { ...schema.properties, a: { type: 'integer', nullable: true, exclusiveMinimum: 1 } },
+    });
     const after = new Ajv2020({ strict: true, allowUnionTypes: true }).compile(toSchema31(schema) as object);
-    const values = [{}, { a: null }, { a: 1 }, { a: 2 }, { a: 'x' }, { b: ['x', null] }, { b: ['y'] }, { c: null }, { c: { k: null, l: 2 } }, { c: { k: 'n' } }, { d: 1 }];
+    const values = [
+      {},
+      { a: null },
+      { a: 1 },
+      { a: 2 },
+      { a: 'x' },
+      { b: ['x', null] },
+      { b: ['y'] },
+      { c: null },
+      { c: { k: null, l: 2 } },
+      { c: { k: 'n' } },
+      { d: 1 },
+    ];
     for (const value of values) expect([value, after(value)]).toEqual([value, before(value)]);
   });
 });

@@ -14,7 +14,19 @@ type Json = { [key: string]: unknown };
 const isObject = (value: unknown): value is Json => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** Keywords whose value is a schema. */
-const SCHEMA_KEYWORDS = ['additionalProperties', 'items', 'not', 'propertyNames', 'contains', 'if', 'then', 'else', 'unevaluatedProperties', 'unevaluatedItems', 'additionalItems'];
+const SCHEMA_KEYWORDS = [
+  'additionalProperties',
+  'items',
+  'not',
+  'propertyNames',
+  'contains',
+  'if',
+  'then',
+  'else',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'additionalItems',
+];
 /** Keywords whose value is a list of schemas. */
 const SCHEMA_LIST_KEYWORDS = ['allOf', 'anyOf', 'oneOf', 'prefixItems'];
 /** Keywords whose value maps names to schemas. */
@@ -26,7 +38,8 @@ export function toSchema31(schema: unknown): unknown {
   for (const [key, value] of Object.entries(schema)) {
     if (SCHEMA_KEYWORDS.includes(key)) out[key] = toSchema31(value);
     else if (SCHEMA_LIST_KEYWORDS.includes(key) && Array.isArray(value)) out[key] = value.map(toSchema31);
-    else if (SCHEMA_MAP_KEYWORDS.includes(key) && isObject(value)) out[key] = Object.fromEntries(Object.entries(value).map(([name, item]) => [name, toSchema31(item)]));
+    else if (SCHEMA_MAP_KEYWORDS.includes(key) && isObject(value))
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, item]) => [name, toSchema31(item)]));
     else out[key] = value;
   }
   if ('example' in out) {
@@ -34,7 +47,10 @@ export function toSchema31(schema: unknown): unknown {
     delete out.example;
     if (!Array.isArray(out.examples)) out.examples = [example];
   }
-  for (const [keyword, bound] of [['exclusiveMinimum', 'minimum'], ['exclusiveMaximum', 'maximum']] as const) {
+  for (const [keyword, bound] of [
+    ['exclusiveMinimum', 'minimum'],
+    ['exclusiveMaximum', 'maximum'],
+  ] as const) {
     if (typeof out[keyword] !== 'boolean') continue;
     if (out[keyword] === true && typeof out[bound] === 'number') out[keyword] = out[bound];
     else delete out[keyword];

@@ -45,7 +45,10 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
     .setVersion(API_VERSION)
     .setDescription(DESCRIPTION.trim())
     .addServer(config.baseUrl, '{base_url}')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key (apk_...) or a JWT (exp, iat, sub, org_id; at most JWT_MAX_AGE_SECONDS old and long-lived).' }, 'bearer');
+    .addBearerAuth(
+      { type: 'http', scheme: 'bearer', description: 'An API key (apk_...) or a JWT (exp, iat, sub, org_id; at most JWT_MAX_AGE_SECONDS old and long-lived).' },
+      'bearer',
+    );
   const document = SwaggerModule.createDocument(app, builder.build());
   // The JSON Schemas that validate request bodies are published as they are.
   document.components ??= {};

@@ -21,13 +21,13 @@ const ERROR_SCHEMAS = /\/(V0ErrorSchema|RequestIdErrorSchema)$/;
 const ID = '0196f1d2-7c3a-7e0b-9f41-3a5c2b8d9e10';
 const COMPUTER_TOKEN_REFUSED = {
   code: 'computer_token_not_accepted',
-  detail: 'A computer\'s agent token works only on the agent channel (/api/v0/agent); use an API key or JWT here.',
+  detail: "A computer's agent token works only on the agent channel (/api/v0/agent); use an API key or JWT here.",
 };
 
 /** The error a status stands for in an example, by the path's resource where the code depends on it. */
 function exampleError(path: string, method: string, status: number, roleBound: boolean): { code: string; detail: string; metadata?: Json } | undefined {
   const notFound: Array<[RegExp, string, string]> = [
-    [/\/history\/\{revision\}$/, 'revision_not_found', 'Your organization\'s controls have no revision 7.'],
+    [/\/history\/\{revision\}$/, 'revision_not_found', "Your organization's controls have no revision 7."],
     [/\/models\/\{customModelId\}/, 'custom_model_not_found', 'There is no custom model "custom:acme-llama" in your organization\'s controls.'],
     [/\/members\/\{userId\}\/api-keys$/, 'service_account_not_found', `No service account ${ID} exists in your organization; people create their own keys.`],
     [/\/members\/\{userId\}$/, 'user_not_found', `No user ${ID} exists in your organization.`],
@@ -41,52 +41,117 @@ function exampleError(path: string, method: string, status: number, roleBound: b
   ];
   switch (status) {
     case 400:
-      return { code: 'validation_failed', detail: 'limit: must be a whole number from 1 to 100', metadata: { errors: [{ field: 'limit', message: 'must be a whole number from 1 to 100' }] } };
+      return {
+        code: 'validation_failed',
+        detail: 'limit: must be a whole number from 1 to 100',
+        metadata: { errors: [{ field: 'limit', message: 'must be a whole number from 1 to 100' }] },
+      };
     case 401:
       return { code: 'missing_credentials', detail: 'Send an API key or JWT as: Authorization: Bearer <token>.' };
     case 403:
       if (path.includes('/chat/completions')) {
-        return { code: 'agent_token_required', detail: 'Only a computer\'s agent token may call this (the agent working on that computer); user API keys and JWTs may not.' };
+        return {
+          code: 'agent_token_required',
+          detail: "Only a computer's agent token may call this (the agent working on that computer); user API keys and JWTs may not.",
+        };
       }
       if (path === '/settings/api-keys/{apiKeyId}' || !roleBound) return COMPUTER_TOKEN_REFUSED;
       if (path === '/settings/api-keys' && method === 'post') {
-        return { code: 'api_key_creation_restricted', detail: 'Your organization restricts API key creation to managers and owners (restrictApiKeyCreationToManagers).' };
+        return {
+          code: 'api_key_creation_restricted',
+          detail: 'Your organization restricts API key creation to managers and owners (restrictApiKeyCreationToManagers).',
+        };
       }
-      return { code: 'insufficient_role', detail: 'This operation requires the owner or manager role; you are a member.', metadata: { requiredRoles: ['owner', 'manager'], role: 'member' } };
+      return {
+        code: 'insufficient_role',
+        detail: 'This operation requires the owner or manager role; you are a member.',
+        metadata: { requiredRoles: ['owner', 'manager'], role: 'member' },
+      };
     case 404: {
       const match = notFound.find(([pattern]) => pattern.test(path));
       return match ? { code: match[1], detail: match[2] } : undefined;
     }
     case 409:
-      if (path.includes('/agent/sessions/')) return { code: 'turn_not_active', detail: `Turn ${ID} is not the running turn of session ${ID}: it ended, or its lease ran out and another agent took the work.`, metadata: { sessionStatus: 'idle' } };
-      if (path.endsWith('/interrupt')) return { code: 'no_running_turn', detail: `Session ${ID} has no running turn to interrupt: it is idle.`, metadata: { sessionStatus: 'idle' } };
-      if (path.endsWith('/tool-approvals/{approvalId}')) return { code: 'tool_approval_not_pending', detail: `Tool approval ${ID} is allowed: it can no longer be decided.`, metadata: { status: 'allowed' } };
-      if (path.endsWith('/retry')) return { code: 'computer_not_failed', detail: `Computer ${ID} is active; only a computer in error can be retried.`, metadata: { computerStatus: 'active' } };
-      if (path === '/api/v0/setup') return { code: 'setup_done', detail: 'This server is set up already: an organization exists. Ask its owner for a key, or use the CLI.' };
-      if (path === '/api/v0/organization/webhooks') return { code: 'too_many_webhooks', detail: 'An organization may have at most 50 webhooks; delete one first.', metadata: { limit: 50 } };
-      if (path.endsWith('/redeliver')) return { code: 'webhook_disabled', detail: `Webhook ${ID} is disabled; enable it (PATCH enabled: true) before redelivering.` };
-      if (path === '/api/v0/organization/members') return { code: 'user_exists', detail: 'ada@example.com is already a user of your organization.', metadata: { userId: ID } };
-      if (path.startsWith('/api/v0/organization/members/')) return { code: 'last_owner', detail: 'This is the organization\'s last owner: make someone else an owner first.' };
-      if (path === '/api/v0/computers') return { code: 'quota_exceeded', detail: 'Your organization has 100 computers, as many as it may have (COMPUTERS_PER_ORGANIZATION); delete one to create another.', metadata: { quota: 'COMPUTERS_PER_ORGANIZATION', limit: 100 } };
+      if (path.includes('/agent/sessions/'))
+        return {
+          code: 'turn_not_active',
+          detail: `Turn ${ID} is not the running turn of session ${ID}: it ended, or its lease ran out and another agent took the work.`,
+          metadata: { sessionStatus: 'idle' },
+        };
+      if (path.endsWith('/interrupt'))
+        return { code: 'no_running_turn', detail: `Session ${ID} has no running turn to interrupt: it is idle.`, metadata: { sessionStatus: 'idle' } };
+      if (path.endsWith('/tool-approvals/{approvalId}'))
+        return { code: 'tool_approval_not_pending', detail: `Tool approval ${ID} is allowed: it can no longer be decided.`, metadata: { status: 'allowed' } };
+      if (path.endsWith('/retry'))
+        return {
+          code: 'computer_not_failed',
+          detail: `Computer ${ID} is active; only a computer in error can be retried.`,
+          metadata: { computerStatus: 'active' },
+        };
+      if (path === '/api/v0/setup')
+        return { code: 'setup_done', detail: 'This server is set up already: an organization exists. Ask its owner for a key, or use the CLI.' };
+      if (path === '/api/v0/organization/webhooks')
+        return { code: 'too_many_webhooks', detail: 'An organization may have at most 50 webhooks; delete one first.', metadata: { limit: 50 } };
+      if (path.endsWith('/redeliver'))
+        return { code: 'webhook_disabled', detail: `Webhook ${ID} is disabled; enable it (PATCH enabled: true) before redelivering.` };
+      if (path === '/api/v0/organization/members')
+        return { code: 'user_exists', detail: 'ada@example.com is already a user of your organization.', metadata: { userId: ID } };
+      if (path.startsWith('/api/v0/organization/members/'))
+        return { code: 'last_owner', detail: "This is the organization's last owner: make someone else an owner first." };
+      if (path === '/api/v0/computers')
+        return {
+          code: 'quota_exceeded',
+          detail: 'Your organization has 100 computers, as many as it may have (COMPUTERS_PER_ORGANIZATION); delete one to create another.',
+          metadata: { quota: 'COMPUTERS_PER_ORGANIZATION', limit: 100 },
+        };
       return undefined;
     case 410:
-      return { code: 'event_expired', detail: 'The events after 42 are no longer kept (EVENT_RETENTION_DAYS): the oldest is 1187. Resume after 1186, or from 0, and reconcile what you missed from the objects themselves.', metadata: { oldestId: 1187 } };
+      return {
+        code: 'event_expired',
+        detail:
+          'The events after 42 are no longer kept (EVENT_RETENTION_DAYS): the oldest is 1187. Resume after 1186, or from 0, and reconcile what you missed from the objects themselves.',
+        metadata: { oldestId: 1187 },
+      };
     case 412:
-      return { code: 'revision_mismatch', detail: 'The controls are at revision 3, not 2 as If-Match expects: someone changed them since you read them. Read them again and reapply your change.', metadata: { currentRevision: 3 } };
+      return {
+        code: 'revision_mismatch',
+        detail: 'The controls are at revision 3, not 2 as If-Match expects: someone changed them since you read them. Read them again and reapply your change.',
+        metadata: { currentRevision: 3 },
+      };
     case 413:
-      return { code: 'payload_too_large', detail: 'The request body is larger than this operation\'s limit of 1048576 bytes.', metadata: { limitBytes: 1048576 } };
+      return {
+        code: 'payload_too_large',
+        detail: "The request body is larger than this operation's limit of 1048576 bytes.",
+        metadata: { limitBytes: 1048576 },
+      };
     case 415:
       return { code: 'unsupported_media_type', detail: 'Request bodies must be JSON: send Content-Type: application/json.' };
     case 422:
-      return { code: 'idempotency_key_reused', detail: 'Idempotency-Key: this key was already used with a different request; use a new key for a new request.' };
+      return {
+        code: 'idempotency_key_reused',
+        detail: 'Idempotency-Key: this key was already used with a different request; use a new key for a new request.',
+      };
     case 429:
-      if (path.endsWith('/events')) return { code: 'too_many_streams', detail: 'This credential has already 10 event streams open on this server (EVENT_STREAMS_PER_CREDENTIAL). Close one, or retry after 5 s.', metadata: { quota: 'EVENT_STREAMS_PER_CREDENTIAL', limit: 10 } };
-      return { code: 'rate_limited', detail: 'Too many requests: the credential limit is 1200 a minute. Retry after 42 s.', metadata: { policy: 'credential', limit: 1200, windowSeconds: 60, retryAfterSeconds: 42 } };
+      if (path.endsWith('/events'))
+        return {
+          code: 'too_many_streams',
+          detail: 'This credential has already 10 event streams open on this server (EVENT_STREAMS_PER_CREDENTIAL). Close one, or retry after 5 s.',
+          metadata: { quota: 'EVENT_STREAMS_PER_CREDENTIAL', limit: 10 },
+        };
+      return {
+        code: 'rate_limited',
+        detail: 'Too many requests: the credential limit is 1200 a minute. Retry after 42 s.',
+        metadata: { policy: 'credential', limit: 1200, windowSeconds: 60, retryAfterSeconds: 42 },
+      };
     case 502:
       return { code: 'model_answer_invalid', detail: 'The model answered something other than JSON.' };
     case 503:
       return path.includes('/chat/completions') || path.includes('enterprise-controls')
-        ? { code: 'secret_unreadable', detail: 'A stored secret of custom model "custom:acme-llama" cannot be decrypted with SECRETS_KEY; an operator must restore the key it was encrypted with.' }
+        ? {
+            code: 'secret_unreadable',
+            detail:
+              'A stored secret of custom model "custom:acme-llama" cannot be decrypted with SECRETS_KEY; an operator must restore the key it was encrypted with.',
+          }
         : { code: 'database_unavailable', detail: 'The database did not answer.' };
     case 504:
       return { code: 'model_timed_out', detail: 'The model did not answer within MODEL_RELAY_TIMEOUT_MS (600000 ms).' };
@@ -97,8 +162,9 @@ function exampleError(path: string, method: string, status: number, roleBound: b
 
 const ADDED: Record<string, string> = {
   '400': 'The body is not well-formed JSON, or nests deeper than `JSON_MAX_DEPTH` (`json_too_deep`).',
-  '403': 'A computer\'s agent token (`cpt_...`): it works only on the agent channel (`computer_token_not_accepted`).',
-  '413': 'The body is larger than this operation accepts (`payload_too_large`, `metadata.limitBytes`): `BODY_LIMIT_BYTES`, or `MESSAGE_BODY_LIMIT_BYTES` for messages and the relay.',
+  '403': "A computer's agent token (`cpt_...`): it works only on the agent channel (`computer_token_not_accepted`).",
+  '413':
+    'The body is larger than this operation accepts (`payload_too_large`, `metadata.limitBytes`): `BODY_LIMIT_BYTES`, or `MESSAGE_BODY_LIMIT_BYTES` for messages and the relay.',
   '415': 'The body is not JSON (`Content-Type: application/json` or `application/merge-patch+json`): `unsupported_media_type`.',
   '429': 'Over a rate limit (`rate_limited`, `metadata.policy`): wait `Retry-After` seconds.',
 };

@@ -2,7 +2,10 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 
 /** The spec's v0 error body, for OpenAPI. */
 export class V0ErrorSchema {
-  @ApiProperty({ description: 'Human-readable message; names the offending field on validation errors.', example: 'limit: must be a whole number from 1 to 100' })
+  @ApiProperty({
+    description: 'Human-readable message; names the offending field on validation errors.',
+    example: 'limit: must be a whole number from 1 to 100',
+  })
   detail: string;
 
   @ApiProperty({ description: 'HTTP status code.', example: 400 })

@@ -20,11 +20,9 @@ export function installRequestBodies(fastify: FastifyInstance, config: AppConfig
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (nestsDeeperThan(text, config.JSON_MAX_DEPTH)) {
       done(
-        new RequestError(
-          RequestErrorCode.JsonTooDeep,
-          `The request body nests arrays and objects deeper than the limit of ${config.JSON_MAX_DEPTH} levels.`,
-          { maxDepth: config.JSON_MAX_DEPTH },
-        ),
+        new RequestError(RequestErrorCode.JsonTooDeep, `The request body nests arrays and objects deeper than the limit of ${config.JSON_MAX_DEPTH} levels.`, {
+          maxDepth: config.JSON_MAX_DEPTH,
+        }),
       );
       return;
     }

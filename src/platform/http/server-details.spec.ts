@@ -4,7 +4,10 @@ describe('ServerDetails', () => {
   const details = new ServerDetails({ computersDir: '/srv/data/computers', dataDir: '/srv/data' }, 'build-7.internal');
 
   it.each([
-    ["fatal: could not create work tree dir '/srv/data/computers/c1/.partial-repo': Permission denied", "fatal: could not create work tree dir '$COMPUTERS_DIR/c1/.partial-repo': Permission denied"],
+    [
+      "fatal: could not create work tree dir '/srv/data/computers/c1/.partial-repo': Permission denied",
+      "fatal: could not create work tree dir '$COMPUTERS_DIR/c1/.partial-repo': Permission denied",
+    ],
     ['EACCES: open /srv/data/secrets.key', 'EACCES: open $DATA_DIR/secrets.key'],
     ['at /srv/data', 'at $DATA_DIR'],
     ['PGlite ready at /srv/data.', 'PGlite ready at $DATA_DIR.'],

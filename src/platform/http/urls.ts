@@ -76,7 +76,8 @@ export function checkUrl(raw: string, rule: UrlRule): UrlVerdict {
     return refuse(`is not a valid URL (WHATWG URL parsing refuses it)`);
   }
   if (!file && url.hostname === '') return refuse('must name a host after //');
-  if (url.hostname.startsWith('-') || url.username.startsWith('-')) return refuse('must not have a host or user name starting with "-" (git would read it as an option)');
+  if (url.hostname.startsWith('-') || url.username.startsWith('-'))
+    return refuse('must not have a host or user name starting with "-" (git would read it as an option)');
   const web = WEB.has(scheme);
   if (url.password !== '' || (web && url.username !== '')) {
     if (rule.credentials === 'refuse') return refuse('must not contain credentials (user:password@): they would be stored and shown to every reader');

@@ -75,18 +75,19 @@ describe('flattenValidationErrors', () => {
   it('lists one entry per broken rule, in order, across the tree', () => {
     const errors = check({ name: 1, a: { b: 2 }, items: [{ c: 1, qty: 1.5 }] });
     expect(errors.map((e) => e.field)).toEqual(['name', 'a.b', 'a.b', 'items[0].c', 'items[0].qty']);
-    expect(errors.filter((e) => e.field === 'a.b').map((e) => e.message).sort()).toEqual(
-      ['must be a string', 'must be shorter than or equal to 5 characters'].sort(),
-    );
+    expect(
+      errors
+        .filter((e) => e.field === 'a.b')
+        .map((e) => e.message)
+        .sort(),
+    ).toEqual(['must be a string', 'must be shorter than or equal to 5 characters'].sort());
     expect(errors.find((e) => e.field === 'items[0].qty')?.message).toBe('must be an integer number');
   });
 
   it('says "is not an accepted field" for a field the whitelist forbids, at any depth', () => {
     expect(check({ ...ok, extra: 1 }, true)).toEqual([{ field: 'extra', message: 'is not an accepted field' }]);
     expect(check({ name: 'n', a: { b: 'x', zip: '1' } }, true)).toEqual([{ field: 'a.zip', message: 'is not an accepted field' }]);
-    expect(check({ ...ok, items: [{ c: 'x' }, { c: 'y', colour: 'red' }] }, true)).toEqual([
-      { field: 'items[1].colour', message: 'is not an accepted field' },
-    ]);
+    expect(check({ ...ok, items: [{ c: 'x' }, { c: 'y', colour: 'red' }] }, true)).toEqual([{ field: 'items[1].colour', message: 'is not an accepted field' }]);
   });
 
   it('flattens hand-built trees: parent prefixes, numeric segments, and messages left alone', () => {
@@ -134,7 +135,12 @@ describe('validationError', () => {
   });
 
   it('counts in the singular and says nothing more for one problem', () => {
-    expect(validationError([{ field: 'x', message: 'm' }, { field: 'y', message: 'n' }]).message).toBe('x: m (and 1 more problem)');
+    expect(
+      validationError([
+        { field: 'x', message: 'm' },
+        { field: 'y', message: 'n' },
+      ]).message,
+    ).toBe('x: m (and 1 more problem)');
     expect(validationError([{ field: 'x', message: 'm' }]).message).toBe('x: m');
     expect(validationError([]).message).toBe('The request is invalid.');
   });

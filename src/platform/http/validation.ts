@@ -32,11 +32,7 @@ function rephrase(message: string, property: string): string {
 export function validationError(errors: FieldError[]): RequestError {
   const first = errors[0];
   const more = errors.length > 1 ? ` (and ${errors.length - 1} more problem${errors.length > 2 ? 's' : ''})` : '';
-  return new RequestError(
-    RequestErrorCode.ValidationFailed,
-    first ? `${first.field}: ${first.message}${more}` : 'The request is invalid.',
-    { errors },
-  );
+  return new RequestError(RequestErrorCode.ValidationFailed, first ? `${first.field}: ${first.message}${more}` : 'The request is invalid.', { errors });
 }
 
 /** A key as it may be quoted back: printable, and short. */

@@ -35,11 +35,11 @@ export const ApiIdempotencyKey = () =>
   applyDecorators(
     ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request (`idempotency_key_reused`).', type: V0ErrorSchema }),
     ApiHeader({
-    name: 'Idempotency-Key',
-    required: false,
-    description:
-      'Makes a retry safe: a request repeating a key you used in the last 24 hours with the same body returns the first response ' +
-      '(with `Idempotent-Replayed: true`) and does nothing again; the same key with a different request answers 422. ' +
-      'Failed requests are not remembered, so their retry runs again. Keys are per user, 1-255 visible ASCII characters.',
+      name: 'Idempotency-Key',
+      required: false,
+      description:
+        'Makes a retry safe: a request repeating a key you used in the last 24 hours with the same body returns the first response ' +
+        '(with `Idempotent-Replayed: true`) and does nothing again; the same key with a different request answers 422. ' +
+        'Failed requests are not remembered, so their retry runs again. Keys are per user, 1-255 visible ASCII characters.',
     }),
   );

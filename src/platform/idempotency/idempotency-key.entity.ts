@@ -11,10 +11,10 @@ export class IdempotencyKeyEntity {
   organizationId: string;
 
   /** The user's id, or the computer's when its agent token made the request. */
-  @PrimaryColumn('uuid', { name: 'user_id' , primaryKeyConstraintName: 'idempotency_keys_pkey' })
+  @PrimaryColumn('uuid', { name: 'user_id', primaryKeyConstraintName: 'idempotency_keys_pkey' })
   userId: string;
 
-  @PrimaryColumn('varchar', { length: 255 , primaryKeyConstraintName: 'idempotency_keys_pkey' })
+  @PrimaryColumn('varchar', { length: 255, primaryKeyConstraintName: 'idempotency_keys_pkey' })
   key: string;
 
   /** SHA-256 of method, route and body: the same key with another request is refused. */

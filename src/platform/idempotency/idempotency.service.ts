@@ -66,19 +66,22 @@ export class IdempotencyService {
       )) as unknown[];
       if (claimed.length === 0) return { body: await this.replay<T>(manager, scope, request), replayed: true };
       const body = await work(manager);
-      await manager.query(
-        `UPDATE idempotency_keys SET response = $4::jsonb WHERE organization_id = $1 AND user_id = $2 AND key = $3`,
-        [scope.organizationId, scope.userId, request.key, JSON.stringify(body)],
-      );
+      await manager.query(`UPDATE idempotency_keys SET response = $4::jsonb WHERE organization_id = $1 AND user_id = $2 AND key = $3`, [
+        scope.organizationId,
+        scope.userId,
+        request.key,
+        JSON.stringify(body),
+      ]);
       return { body, replayed: false };
     });
   }
 
   private async replay<T>(manager: EntityManager, scope: { organizationId: string; userId: string }, request: IdempotentRequest): Promise<T> {
-    const [stored] = (await manager.query(
-      `SELECT request_hash, response FROM idempotency_keys WHERE organization_id = $1 AND user_id = $2 AND key = $3`,
-      [scope.organizationId, scope.userId, request.key],
-    )) as Array<{ request_hash: string; response: T }>;
+    const [stored] = (await manager.query(`SELECT request_hash, response FROM idempotency_keys WHERE organization_id = $1 AND user_id = $2 AND key = $3`, [
+      scope.organizationId,
+      scope.userId,
+      request.key,
+    ])) as Array<{ request_hash: string; response: T }>;
     if (!stored || stored.request_hash !== request.requestHash) {
       throw new IdempotencyError(
         IdempotencyErrorCode.KeyReused,

@@ -180,7 +180,10 @@ describe('JobRunner', () => {
     await runner.beforeApplicationShutdown();
     expect(await run).toBeUndefined();
     expect(errors).not.toHaveBeenCalled();
-    expect(Logger.prototype.warn).toHaveBeenCalledWith(expect.objectContaining({ job: 'test.closing' }), 'Job test.closing failed while stopping: connection closed');
+    expect(Logger.prototype.warn).toHaveBeenCalledWith(
+      expect.objectContaining({ job: 'test.closing' }),
+      'Job test.closing failed while stopping: connection closed',
+    );
     expect(runner.jobStats()['test.closing']).toMatchObject({ runs: 1, failures: 1, running: false });
   });
 

@@ -133,11 +133,14 @@ class ScheduledJob<T> implements JobHandle<T> {
   private arm(): void {
     const { everyMs, jitter } = this.definition;
     if (everyMs <= 0 || this.controller.signal.aborted) return;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      if (!this.inFlight) void this.launch();
-      this.arm();
-    }, jitteredDelay(everyMs, jitter));
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        if (!this.inFlight) void this.launch();
+        this.arm();
+      },
+      jitteredDelay(everyMs, jitter),
+    );
     this.timer.unref();
   }
 

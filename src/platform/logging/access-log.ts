@@ -22,11 +22,7 @@ const levelOf = (status: number | null) => (status === null || status < 400 ? LE
  * method, the route's pattern (never the query string, which may hold cursors and emails), the
  * status, how long it took, the bytes both ways, and who asked. Never a header value or a body.
  */
-export function installAccessLog(
-  fastify: FastifyInstance,
-  logLevel: string,
-  identify: (request: FastifyRequest) => RequestIdentity,
-): void {
+export function installAccessLog(fastify: FastifyInstance, logLevel: string, identify: (request: FastifyRequest) => RequestIdentity): void {
   const threshold = LEVELS[logLevel] ?? LEVELS.info;
   const started = new WeakMap<FastifyRequest, number>();
   const log = (request: FastifyRequest, reply: FastifyReply | null) => {
@@ -69,7 +65,16 @@ export function installAccessLog(
 /** A request Fastify refuses before routing (a malformed percent-escape in its path). */
 export function logUnroutable(request: FastifyRequest, status: number, bytesOut: number): void {
   write(
-    { requestId: request.id, method: request.method, route: null, status, durationMs: null, bytesIn: numberOrNull(request.headers['content-length']), bytesOut, ip: request.ip },
+    {
+      requestId: request.id,
+      method: request.method,
+      route: null,
+      status,
+      durationMs: null,
+      bytesIn: numberOrNull(request.headers['content-length']),
+      bytesOut,
+      ip: request.ip,
+    },
     `${request.method} (unroutable) ${status}`,
   );
 }

@@ -32,7 +32,12 @@ describe('PinoLogger: Nest logger calls as pino lines', () => {
     expect(lines).toEqual([
       expect.objectContaining({ level: 30, context: 'Sessions', msg: 'started' }),
       expect.objectContaining({ level: 40, context: 'Sessions', msg: 'slow turn', sessionId: 's1', count: 2 }),
-      expect.objectContaining({ level: 50, context: 'Sessions', msg: 'it broke', err: expect.objectContaining({ stack: expect.stringContaining('at somewhere') }) }),
+      expect.objectContaining({
+        level: 50,
+        context: 'Sessions',
+        msg: 'it broke',
+        err: expect.objectContaining({ stack: expect.stringContaining('at somewhere') }),
+      }),
       expect.objectContaining({ level: 50, context: 'Sessions', msg: 'thrown', err: expect.objectContaining({ message: 'thrown', type: 'Error' }) }),
       expect.objectContaining({ level: 20, context: 'Sessions', msg: 'details' }),
     ]);

@@ -130,12 +130,22 @@ describe('normalizeHost', () => {
     expect(normalizeHost(host)).toBe(normalized);
   });
 
-  it.each(['', '.', 'a..b', '-a.example', 'a-.example', 'ex ample.com', 'a/b', 'user@host', '[127.0.0.1]', '[fe80::1%eth0]', '[::1', 'x'.repeat(64) + '.example'])(
-    '%j is not a host',
-    (host) => {
-      expect(normalizeHost(host)).toBeNull();
-    },
-  );
+  it.each([
+    '',
+    '.',
+    'a..b',
+    '-a.example',
+    'a-.example',
+    'ex ample.com',
+    'a/b',
+    'user@host',
+    '[127.0.0.1]',
+    '[fe80::1%eth0]',
+    '[::1',
+    'x'.repeat(64) + '.example',
+  ])('%j is not a host', (host) => {
+    expect(normalizeHost(host)).toBeNull();
+  });
 });
 
 describe('parseAllowedHosts', () => {
@@ -192,7 +202,14 @@ describe('AddressPolicy.vet', () => {
   it('lets a public address through to itself, without a lookup', async () => {
     const lookups: string[] = [];
     const policy = new AddressPolicy({ resolve: async (name) => (lookups.push(name), []) });
-    expect(await vetted(policy, '8.8.8.8', 53)).toEqual({ allowed: true, host: '8.8.8.8', port: 53, address: '8.8.8.8', addresses: ['8.8.8.8'], allowedByName: false });
+    expect(await vetted(policy, '8.8.8.8', 53)).toEqual({
+      allowed: true,
+      host: '8.8.8.8',
+      port: 53,
+      address: '8.8.8.8',
+      addresses: ['8.8.8.8'],
+      allowedByName: false,
+    });
     expect(await vetted(policy, '[2606:4700:4700::1111]', 443)).toMatchObject({ address: '2606:4700:4700::1111' });
     expect(lookups).toEqual([]);
   });
@@ -264,9 +281,12 @@ describe('AddressPolicy.vet', () => {
     expect(await refusal(new AddressPolicy({ resolve: async () => [] }), 'empty.example')).toBe('empty.example does not resolve');
   });
 
-  it.each(['', 'a b', 'user@host', 'host/path', '[127.0.0.1]', '[fe80::1%25eth0]', 'fe80::1%eth0', 'exa$mple.com'])('refuses %j, which is not a host', async (host) => {
-    expect(await refusal(new AddressPolicy(), host)).toMatch(/is not a valid host name or IP address$/);
-  });
+  it.each(['', 'a b', 'user@host', 'host/path', '[127.0.0.1]', '[fe80::1%25eth0]', 'fe80::1%eth0', 'exa$mple.com'])(
+    'refuses %j, which is not a host',
+    async (host) => {
+      expect(await refusal(new AddressPolicy(), host)).toMatch(/is not a valid host name or IP address$/);
+    },
+  );
 
   it.each([0, -1, 65536, 1.5, NaN])('refuses port %s', async (port) => {
     expect(await refusal(new AddressPolicy(), '8.8.8.8', port)).toBe(`${port} is not a valid port`);
@@ -314,7 +334,9 @@ describe('AddressPolicy.vet', () => {
     });
 
     it('refuses public addresses outside them', async () => {
-      expect(await refusal(policy, '1.1.1.1')).toBe("1.1.1.1 is outside the organization's allowed IPs (networkPolicy.allowedIps: 8.8.8.0/24, 2001:4860::/32, 127.0.0.1)");
+      expect(await refusal(policy, '1.1.1.1')).toBe(
+        "1.1.1.1 is outside the organization's allowed IPs (networkPolicy.allowedIps: 8.8.8.0/24, 2001:4860::/32, 127.0.0.1)",
+      );
       const resolving = new AddressPolicy({ resolve: async () => ['8.8.8.8', '1.1.1.1'] }).forOrganization(allowedIps);
       expect(await refusal(resolving, 'dns.example')).toMatch(/^dns\.example resolves to 1\.1\.1\.1, outside the organization's allowed IPs/);
     });

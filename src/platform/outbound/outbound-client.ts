@@ -68,7 +68,11 @@ export class OutboundClient {
   }
 
   /** POSTs `body` to `url` at the vetted destination; resolves with the answer's head, rejects with the network error. */
-  post(url: URL, destination: VettedDestination, request: { headers: OutgoingHttpHeaders; body: string | Buffer; signal: AbortSignal }): Promise<IncomingMessage> {
+  post(
+    url: URL,
+    destination: VettedDestination,
+    request: { headers: OutgoingHttpHeaders; body: string | Buffer; signal: AbortSignal },
+  ): Promise<IncomingMessage> {
     const https = url.protocol === 'https:';
     return new Promise((resolve, reject) => {
       const outgoing = (https ? httpsRequest : httpRequest)(

@@ -11,9 +11,7 @@ import { RateLimitError, RateLimitErrorCode } from './rate-limit.errors';
 
 /** Whom a request counts against, decided once its credential is checked (before its body is read). */
 export type RateLimitSubject =
-  | { kind: 'credential'; credentialId: string; organizationId: string; userId: string }
-  | { kind: 'anonymous' }
-  | { kind: 'exempt' };
+  { kind: 'credential'; credentialId: string; organizationId: string; userId: string } | { kind: 'anonymous' } | { kind: 'exempt' };
 
 type PolicyName = 'credential' | 'organization' | 'anonymous';
 
@@ -125,7 +123,8 @@ export class RateLimits {
 
   /** One line per client, policy and window, however many requests it sends over the limit. */
   private logOnce(request: FastifyRequest, subject: RateLimitSubject, outcome: Outcome, retryAfter: number): void {
-    const client = subject.kind === 'credential' ? (outcome.policy.name === 'organization' ? subject.organizationId : subject.credentialId) : normalizeIP(request.ip);
+    const client =
+      subject.kind === 'credential' ? (outcome.policy.name === 'organization' ? subject.organizationId : subject.credentialId) : normalizeIP(request.ip);
     const key = `${outcome.policy.name}:${client}`;
     const now = Date.now();
     if ((this.logged.get(key) ?? 0) > now) return;

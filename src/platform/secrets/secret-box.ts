@@ -35,7 +35,7 @@ export class SecretBox {
     if (config.SECRETS_KEY) return config.SECRETS_KEY.split(',').map((text) => toKey(text.trim()));
     if (config.engine === 'postgres') {
       throw new ConfigError(
-        'SECRETS_KEY is required with DATABASE_URL: it encrypts custom models\' API keys, and every instance needs the same one. ' +
+        "SECRETS_KEY is required with DATABASE_URL: it encrypts custom models' API keys, and every instance needs the same one. " +
           'Make one with `openssl rand -base64 32`.',
       );
     }

@@ -5,9 +5,7 @@ export function ErrorMessage({ error, action }: { error: unknown; action?: strin
   if (!error) return null;
   const problem = error instanceof ApiProblem ? error : null;
   const title = problem ? problem.title : 'Could not reach the server';
-  const detail = problem
-    ? problem.detail
-    : `${error instanceof Error ? error.message : String(error)}. Check your connection and try again.`;
+  const detail = problem ? problem.detail : `${error instanceof Error ? error.message : String(error)}. Check your connection and try again.`;
   return (
     <div className="alert alert-error" role="alert">
       <p className="alert-title">

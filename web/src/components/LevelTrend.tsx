@@ -29,9 +29,7 @@ export function LevelTrend({ points, levelNames, selected }: { points: LevelPoin
   const plotHeight = HEIGHT - PAD.top - PAD.bottom;
   const x = (time: number) => PAD.left + (points.length === 1 ? plotWidth / 2 : ((time - first) / span) * plotWidth);
   const y = (level: number) => PAD.top + ((max - level) / (max - 1)) * plotHeight;
-  const path = points
-    .map((point, i) => (i === 0 ? `M ${x(point.createdAt)} ${y(point.level)}` : `H ${x(point.createdAt)} V ${y(point.level)}`))
-    .join(' ');
+  const path = points.map((point, i) => (i === 0 ? `M ${x(point.createdAt)} ${y(point.level)}` : `H ${x(point.createdAt)} V ${y(point.level)}`)).join(' ');
   const name = (level: number) => levelNames[level - 1] ?? `Level ${level}`;
   const summary =
     points.length === 1
@@ -60,7 +58,13 @@ export function LevelTrend({ points, levelNames, selected }: { points: LevelPoin
         ) : null}
         <path className="line" d={path} />
         {points.map((point) => (
-          <circle key={point.reportId} className={point.reportId === selected ? 'point selected' : 'point'} cx={x(point.createdAt)} cy={y(point.level)} r={point.reportId === selected ? 7 : 4}>
+          <circle
+            key={point.reportId}
+            className={point.reportId === selected ? 'point selected' : 'point'}
+            cx={x(point.createdAt)}
+            cy={y(point.level)}
+            r={point.reportId === selected ? 7 : 4}
+          >
             <title>{`${formatTime(point.createdAt)}: level ${point.level}`}</title>
           </circle>
         ))}

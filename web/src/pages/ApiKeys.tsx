@@ -43,7 +43,9 @@ export default function ApiKeys() {
       ) : me.can.createApiKeys ? (
         <CreateKey onCreated={setCreated} />
       ) : (
-        <p className="alert alert-info">Your organization lets only owners and managers create API keys (enterprise control restrictApiKeyCreationToManagers).</p>
+        <p className="alert alert-info">
+          Your organization lets only owners and managers create API keys (enterprise control restrictApiKeyCreationToManagers).
+        </p>
       )}
       {me.can.manageOrganizationApiKeys ? (
         <fieldset className="segmented">
@@ -70,7 +72,13 @@ function CreateKey({ onCreated }: { onCreated: (key: Schemas['CreatedApiKeyView'
   const create = useMutation({
     mutationFn: () => {
       const expiresAt =
-        expiry === 'never' ? undefined : expiry === 'date' ? (date ? new Date(`${date}T23:59:59`).toISOString() : '') : new Date(Date.now() + Number(expiry) * DAY).toISOString();
+        expiry === 'never'
+          ? undefined
+          : expiry === 'date'
+            ? date
+              ? new Date(`${date}T23:59:59`).toISOString()
+              : ''
+            : new Date(Date.now() + Number(expiry) * DAY).toISOString();
       return unwrap(api.POST('/settings/api-keys', { body: { name: name.trim(), ...(expiresAt !== undefined ? { expiresAt } : {}) } }));
     },
     onSuccess: (key) => {
@@ -144,7 +152,11 @@ function KeyList({ scope }: { scope: Scope }) {
   if (keys.length === 0) {
     return (
       <EmptyState title={scope === 'own' ? 'You have no API keys yet.' : 'Nobody in the organization has an API key yet.'}>
-        {me.can.createApiKeys ? <p>Create one above, give it a name that says where it will be used, and store it somewhere safe.</p> : <p>Ask an owner or manager for one.</p>}
+        {me.can.createApiKeys ? (
+          <p>Create one above, give it a name that says where it will be used, and store it somewhere safe.</p>
+        ) : (
+          <p>Ask an owner or manager for one.</p>
+        )}
       </EmptyState>
     );
   }

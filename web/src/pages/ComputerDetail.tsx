@@ -37,7 +37,8 @@ export default function ComputerDetail() {
   );
 
   const title = computer.data?.name ?? 'Computer';
-  if (computer.isPending) return (
+  if (computer.isPending)
+    return (
       <Page title="Computer">
         <p className="loading">Loading the computer…</p>
       </Page>
@@ -56,7 +57,14 @@ export default function ComputerDetail() {
   }
   const c = computer.data;
   return (
-    <Page title={title} intro={<p><Link to="/computers">Computers</Link> › {c.name}</p>}>
+    <Page
+      title={title}
+      intro={
+        <p>
+          <Link to="/computers">Computers</Link> › {c.name}
+        </p>
+      }
+    >
       {token ? (
         <OneTimeSecret
           label={token.made === 'created' ? `Agent token of “${c.name}”` : `New agent token of “${c.name}”`}
@@ -234,8 +242,8 @@ function Actions({ computer, onToken }: { computer: Computer; onToken: (token: s
         error={<ErrorMessage error={remove.error} action="Deleting" />}
       >
         <p>
-          Its agent token stops working{computer.providerType === 'local' ? ', its agent is stopped and its workspace removed' : ''}. Its sessions stay, without a
-          computer. This cannot be undone.
+          Its agent token stops working{computer.providerType === 'local' ? ', its agent is stopped and its workspace removed' : ''}. Its sessions stay, without
+          a computer. This cannot be undone.
         </p>
       </ConfirmDialog>
     </>
@@ -254,7 +262,8 @@ function RunAgent({ computer, token }: { computer: Computer; token: string | und
         </p>
       ) : (
         <p>
-          On the machine{computer.remoteUser ? (
+          On the machine
+          {computer.remoteUser ? (
             <>
               , as <code>{computer.remoteUser}</code>
             </>
@@ -273,8 +282,8 @@ function RunAgent({ computer, token }: { computer: Computer; token: string | und
           ? 'The command holds the token you were just shown: keep it as safe as the token.'
           : 'Set AGENT_TOKEN to the agent token shown when the computer was made; lost it? Make a new agent token above.'}{' '}
         Without <code>AGENT_MODEL_BASE_URL</code> the agent uses your organization’s custom models through the server; to use a model of your own add{' '}
-        <code>AGENT_MODEL_BASE_URL</code>, <code>AGENT_MODEL</code> and <code>AGENT_MODEL_API_KEY</code> before <code>npm run agent</code>. Once it has connected, Host above
-        names the machine.
+        <code>AGENT_MODEL_BASE_URL</code>, <code>AGENT_MODEL</code> and <code>AGENT_MODEL_API_KEY</code> before <code>npm run agent</code>. Once it has
+        connected, Host above names the machine.
       </p>
     </section>
   );

@@ -126,19 +126,34 @@ function CreateComputer() {
         <legend>Kind</legend>
         {(Object.keys(PROVIDERS) as Provider[]).map((option) => (
           <label key={option}>
-            <input type="radio" name={`${id}-provider`} value={option} checked={provider === option} onChange={() => setProvider(option)} /> {PROVIDERS[option].label}
+            <input type="radio" name={`${id}-provider`} value={option} checked={provider === option} onChange={() => setProvider(option)} />{' '}
+            {PROVIDERS[option].label}
           </label>
         ))}
         <p className="hint">{PROVIDERS[provider].description}</p>
       </fieldset>
       <div className="field">
         <label htmlFor={`${id}-name`}>Name</label>
-        <input id={`${id}-name`} value={name} onChange={(event) => setName(event.target.value)} maxLength={63} required placeholder={provider === 'byom' ? 'My laptop' : 'Web app workspace'} />
+        <input
+          id={`${id}-name`}
+          value={name}
+          onChange={(event) => setName(event.target.value)}
+          maxLength={63}
+          required
+          placeholder={provider === 'byom' ? 'My laptop' : 'Web app workspace'}
+        />
       </div>
       {provider === 'byom' ? (
         <div className="field">
           <label htmlFor={`${id}-host`}>Machine id (hostId)</label>
-          <input id={`${id}-host`} value={hostId} onChange={(event) => setHostId(event.target.value)} required spellCheck={false} aria-describedby={`${id}-host-hint`} />
+          <input
+            id={`${id}-host`}
+            value={hostId}
+            onChange={(event) => setHostId(event.target.value)}
+            required
+            spellCheck={false}
+            aria-describedby={`${id}-host-hint`}
+          />
           <p className="hint" id={`${id}-host-hint`}>
             A UUID naming the machine; a new one is filled in.
           </p>
@@ -160,7 +175,14 @@ function CreateComputer() {
         <>
           <div className="field field-wide">
             <label htmlFor={`${id}-repos`}>Repositories to clone (one a line, optional)</label>
-            <textarea id={`${id}-repos`} value={repos} onChange={(event) => setRepos(event.target.value)} rows={3} spellCheck={false} placeholder="https://github.com/acme/web.git" />
+            <textarea
+              id={`${id}-repos`}
+              value={repos}
+              onChange={(event) => setRepos(event.target.value)}
+              rows={3}
+              spellCheck={false}
+              placeholder="https://github.com/acme/web.git"
+            />
           </div>
           <label className="checkbox">
             <input type="checkbox" checked={autoInstallDeps} onChange={(event) => setAutoInstallDeps(event.target.checked)} /> Install their dependencies

@@ -139,8 +139,20 @@ function MemberList() {
       ))}
     </fieldset>
   );
-  if (list.isPending) return <>{filter}<p className="loading">Loading members…</p></>;
-  if (!list.data) return <>{filter}<ErrorMessage error={list.error} action="Listing the members" /></>;
+  if (list.isPending)
+    return (
+      <>
+        {filter}
+        <p className="loading">Loading members…</p>
+      </>
+    );
+  if (!list.data)
+    return (
+      <>
+        {filter}
+        <ErrorMessage error={list.error} action="Listing the members" />
+      </>
+    );
   const members = list.data.pages.flatMap((page) => page.members);
   return (
     <>
@@ -237,7 +249,13 @@ function MemberRow({ member, onRemove, onNewKey }: { member: Member; onRemove: (
               ))}
             </select>
             {role !== member.role ? (
-              <button type="button" className="small primary" onClick={() => change.mutate(role)} disabled={change.isPending} aria-label={`Save the role of ${member.name}`}>
+              <button
+                type="button"
+                className="small primary"
+                onClick={() => change.mutate(role)}
+                disabled={change.isPending}
+                aria-label={`Save the role of ${member.name}`}
+              >
                 {change.isPending ? 'Saving…' : 'Save'}
               </button>
             ) : null}
@@ -307,7 +325,15 @@ function RemoveDialog({ member, onClose }: { member: Member | null; onClose: () 
 }
 
 /** A key for a service account (people make their own on the API keys page): named here, shown once by the page. */
-function ServiceAccountKeyDialog({ member, onClose, onMade }: { member: Member | null; onClose: () => void; onMade: (member: Member, key: Schemas['CreatedApiKeyView']) => void }) {
+function ServiceAccountKeyDialog({
+  member,
+  onClose,
+  onMade,
+}: {
+  member: Member | null;
+  onClose: () => void;
+  onMade: (member: Member, key: Schemas['CreatedApiKeyView']) => void;
+}) {
   const id = useId();
   const queries = useQueryClient();
   const [name, setName] = useState('');
@@ -347,7 +373,9 @@ function ServiceAccountKeyDialog({ member, onClose, onMade }: { member: Member |
           }}
         >
           <Dialog.Title>New key for {member?.name}</Dialog.Title>
-          <Dialog.Description>The service account acts with its role ({member ? ROLE_LABELS[member.role] : ''}) through this key. It is shown once.</Dialog.Description>
+          <Dialog.Description>
+            The service account acts with its role ({member ? ROLE_LABELS[member.role] : ''}) through this key. It is shown once.
+          </Dialog.Description>
           <form
             onSubmit={(event) => {
               event.preventDefault();

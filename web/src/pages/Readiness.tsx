@@ -21,7 +21,11 @@ const passes = (evaluation: Evaluation | undefined) => evaluation !== undefined 
 export default function Readiness() {
   const [params, setParams] = useSearchParams();
   const repoId = params.get('repo');
-  const catalogue = useQuery({ queryKey: ['readiness', 'criteria'], queryFn: () => unwrap(api.GET('/api/organization/readiness-criteria')), staleTime: Infinity });
+  const catalogue = useQuery({
+    queryKey: ['readiness', 'criteria'],
+    queryFn: () => unwrap(api.GET('/api/organization/readiness-criteria')),
+    staleTime: Infinity,
+  });
   const organization = useQuery({ queryKey: ['readiness', 'level'], queryFn: () => unwrap(api.GET('/api/organization/maturity-level')) });
   const repositories = useQuery({ queryKey: ['readiness', 'repositories'], queryFn: () => unwrap(api.GET('/api/organization/readiness-repositories')) });
   const levelName = (level: number) => catalogue.data?.levels.find((candidate) => candidate.level === level)?.name ?? '';
@@ -32,16 +36,18 @@ export default function Readiness() {
       title="Readiness"
       intro={
         <p>
-          How ready each repository is for agents: the evaluator checks {catalogue.data?.criteria.length ?? 29} criteria over {catalogue.data?.pillars.length ?? 9} pillars
-          and gives a level from 1 to 5. A repository unlocks the next level when it passes {Math.round((catalogue.data?.unlockShare ?? 0.8) * 100)}% of its
-          level’s criteria.
+          How ready each repository is for agents: the evaluator checks {catalogue.data?.criteria.length ?? 29} criteria over{' '}
+          {catalogue.data?.pillars.length ?? 9} pillars and gives a level from 1 to 5. A repository unlocks the next level when it passes{' '}
+          {Math.round((catalogue.data?.unlockShare ?? 0.8) * 100)}% of its level’s criteria.
         </p>
       }
     >
       {organization.data && organization.data.level !== null ? (
         <p className="level-big">
-          {organization.data.repositories === 1 ? 'Its one repository puts the organization' : `Over ${organization.data.repositories} repositories, the organization is`} at level{' '}
-          {organization.data.level} · {organization.data.levelName}
+          {organization.data.repositories === 1
+            ? 'Its one repository puts the organization'
+            : `Over ${organization.data.repositories} repositories, the organization is`}{' '}
+          at level {organization.data.level} · {organization.data.levelName}
         </p>
       ) : null}
       <ErrorMessage error={organization.error} action="Reading the organization's level" />
@@ -59,7 +65,13 @@ export default function Readiness() {
       )}
       {repoId ? (
         repository ? (
-          <RepositoryView key={repository.repoId} repository={repository} catalogue={catalogue.data} reportId={params.get('report')} onReport={(reportId) => setParams({ repo: repository.repoId, report: reportId })} />
+          <RepositoryView
+            key={repository.repoId}
+            repository={repository}
+            catalogue={catalogue.data}
+            reportId={params.get('report')}
+            onReport={(reportId) => setParams({ repo: repository.repoId, report: reportId })}
+          />
         ) : repositories.data ? (
           <p className="alert alert-info">No report of this repository in your organization. Pick one of the list above.</p>
         ) : null
@@ -101,7 +113,17 @@ function RepositoryTable({ repositories, selected, levelName }: { repositories: 
   );
 }
 
-function RepositoryView({ repository, catalogue, reportId, onReport }: { repository: Repository; catalogue: Catalogue | undefined; reportId: string | null; onReport: (reportId: string) => void }) {
+function RepositoryView({
+  repository,
+  catalogue,
+  reportId,
+  onReport,
+}: {
+  repository: Repository;
+  catalogue: Catalogue | undefined;
+  reportId: string | null;
+  onReport: (reportId: string) => void;
+}) {
   const id = useId();
   const history = useQuery({
     queryKey: ['readiness', 'levels', repository.repoId, repository.latestReportId],
@@ -144,10 +166,14 @@ function RepositoryView({ repository, catalogue, reportId, onReport }: { reposit
           </select>
         </div>
       ) : null}
-      {reportId && index < 0 && history.data ? <p className="alert alert-info">That report is not among this repository’s latest {points.length}; showing none.</p> : null}
+      {reportId && index < 0 && history.data ? (
+        <p className="alert alert-info">That report is not among this repository’s latest {points.length}; showing none.</p>
+      ) : null}
       {report.isPending && chosen ? <p className="loading">Loading the report…</p> : null}
       <ErrorMessage error={report.error} action="Reading the report" />
-      {report.data && chosen && report.data.reportId === chosen.reportId ? <ReportView report={report.data} level={chosen.level} catalogue={catalogue} /> : null}
+      {report.data && chosen && report.data.reportId === chosen.reportId ? (
+        <ReportView report={report.data} level={chosen.level} catalogue={catalogue} />
+      ) : null}
     </section>
   );
 }
@@ -173,8 +199,16 @@ function ReportView({ report, level, catalogue }: { report: Report; level: numbe
           <>
             <dt>Evaluated</dt>
             <dd>
-              {report.branch ? <>branch <code>{report.branch}</code> </> : null}
-              {report.commitHash ? <>at <code>{report.commitHash.slice(0, 12)}</code></> : null}
+              {report.branch ? (
+                <>
+                  branch <code>{report.branch}</code>{' '}
+                </>
+              ) : null}
+              {report.commitHash ? (
+                <>
+                  at <code>{report.commitHash.slice(0, 12)}</code>
+                </>
+              ) : null}
               {report.hasLocalChanges ? ' with uncommitted changes' : ''}
               {report.hasNonRemoteCommits ? ' (with commits not pushed)' : ''}
             </dd>
@@ -262,8 +296,8 @@ function EvaluateCommand() {
     <section aria-labelledby="evaluate-locally">
       <h2 id="evaluate-locally">Evaluate a repository locally</h2>
       <p>
-        From a checkout of Agent Platform (<code>npm install</code> done). The evaluator reads the files git sees, with no network and no model, and
-        prints the level and every criterion with its evidence:
+        From a checkout of Agent Platform (<code>npm install</code> done). The evaluator reads the files git sees, with no network and no model, and prints the
+        level and every criterion with its evidence:
       </p>
       <div className="command">
         <pre aria-label="Evaluate">

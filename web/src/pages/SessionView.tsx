@@ -84,7 +84,10 @@ export default function SessionView() {
   }
   const current = session.data;
   const computer = current.computerId ? computers.data?.computers.find((candidate) => candidate.id === current.computerId) : undefined;
-  const messages = (history.data?.pages ?? []).flatMap((page) => page.messages).slice().reverse();
+  const messages = (history.data?.pages ?? [])
+    .flatMap((page) => page.messages)
+    .slice()
+    .reverse();
   const usage = current.sessionSettings?.tokenUsage;
   // Unknown owner (its creation is past the log's retention): the controls show and the server decides.
   const mayWrite = access === 'yes' || access === 'unknown';
@@ -142,7 +145,9 @@ export default function SessionView() {
         ) : null}
         {history.isPending ? <p className="loading">Loading messages…</p> : null}
         {history.error ? <ErrorMessage error={history.error} action="Reading the messages" /> : null}
-        {history.data && messages.length === 0 ? <p className="muted">No messages yet.{mayWrite ? ' Write the first below: an agent takes it from there.' : ''}</p> : null}
+        {history.data && messages.length === 0 ? (
+          <p className="muted">No messages yet.{mayWrite ? ' Write the first below: an agent takes it from there.' : ''}</p>
+        ) : null}
         <Messages messages={messages} />
       </section>
       {mayWrite ? <Composer sessionId={sessionId} /> : access === 'checking' ? null : <ReadOnly role={me.user.role} />}

@@ -81,8 +81,8 @@ function KeySignIn({ reason }: { reason?: string }) {
             aria-describedby={`${id}-hint`}
           />
           <p id={`${id}-hint`} className="hint">
-            No key? An owner or manager of your organization can give you one, or the server's operator can make one with{' '}
-            <code>npm run cli -- key:create</code>.
+            No key? An owner or manager of your organization can give you one, or the server's operator can make one with <code>npm run cli -- key:create</code>
+            .
           </p>
         </div>
         <ErrorMessage error={attempt.error} action="Signing in" />
@@ -122,11 +122,7 @@ function FirstRunSetup({ onDone }: { onDone: (result: Schemas['SetupResultView']
   return (
     <Page
       title="Set up this server"
-      intro={
-        <p>
-          This server has no organization yet. Make the first one and its owner; you will get the owner's first API key and be signed in with it.
-        </p>
-      }
+      intro={<p>This server has no organization yet. Make the first one and its owner; you will get the owner's first API key and be signed in with it.</p>}
     >
       <form onSubmit={submit} className="form" noValidate>
         <div className="field">
@@ -176,9 +172,7 @@ function FirstKey({ result }: { result: Schemas['SetupResultView'] }) {
   const enter = useMutation({ mutationFn: () => signIn(result.apiKey.key), onSuccess: () => navigate('/', { replace: true }) });
   return (
     <Page title={`${result.organization.name} is ready`}>
-      <p>
-        You are its owner, {result.owner.name}. This is your first API key: you sign in with it, and scripts use it to call the API.
-      </p>
+      <p>You are its owner, {result.owner.name}. This is your first API key: you sign in with it, and scripts use it to call the API.</p>
       <OneTimeSecret label="Your owner key" secret={result.apiKey.key} doneLabel="I have stored it: continue" onDone={() => enter.mutate()} />
       <ErrorMessage error={enter.error} action="Signing in" />
     </Page>

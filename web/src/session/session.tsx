@@ -5,10 +5,7 @@ import { api, unwrap, setCredential, type Me } from '../api/client';
 /** sessionStorage only: the key lives as long as the tab, is never written to localStorage, a cookie or a URL. */
 const STORAGE_KEY = 'agent-platform.api-key';
 
-export type SessionState =
-  | { status: 'loading' }
-  | { status: 'signed-out'; reason?: string }
-  | { status: 'signed-in'; me: Me };
+export type SessionState = { status: 'loading' } | { status: 'signed-out'; reason?: string } | { status: 'signed-in'; me: Me };
 
 interface Session {
   state: SessionState;

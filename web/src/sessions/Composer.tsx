@@ -12,7 +12,8 @@ type Attachment =
 
 const MiB = 1024 * 1024;
 const TEXT_LIKE = /^(text\/|application\/(json|xml|yaml|x-yaml|toml|javascript|typescript|x-sh|sql)$)/;
-const TEXT_EXTENSIONS = /\.(txt|md|markdown|csv|tsv|json|ya?ml|toml|xml|html?|css|js|mjs|cjs|ts|tsx|jsx|py|rb|go|rs|java|kt|c|h|cpp|hpp|cs|sh|sql|log|ini|cfg|conf|env|diff|patch)$/i;
+const TEXT_EXTENSIONS =
+  /\.(txt|md|markdown|csv|tsv|json|ya?ml|toml|xml|html?|css|js|mjs|cjs|ts|tsx|jsx|py|rb|go|rs|java|kt|c|h|cpp|hpp|cs|sh|sql|log|ini|cfg|conf|env|diff|patch)$/i;
 
 /** Reads a file into what add-message takes, or says why the server would refuse it. */
 async function attachmentOf(file: File): Promise<Attachment> {
@@ -22,13 +23,24 @@ async function attachmentOf(file: File): Promise<Attachment> {
   }
   if (file.type === 'application/pdf') {
     if (file.size > LIMITS.pdfBytes) throw new Error(`${file.name} is ${(file.size / MiB).toFixed(1)} MiB: PDFs may be up to 10 MiB.`);
-    return { kind: 'pdf', name: file.name, size: file.size, source: { type: 'base64', mediaType: 'application/pdf', data: await base64Of(file), name: file.name } };
+    return {
+      kind: 'pdf',
+      name: file.name,
+      size: file.size,
+      source: { type: 'base64', mediaType: 'application/pdf', data: await base64Of(file), name: file.name },
+    };
   }
   if (TEXT_LIKE.test(file.type) || (file.type === '' && TEXT_EXTENSIONS.test(file.name)) || TEXT_EXTENSIONS.test(file.name)) {
     const text = await file.text();
     if (text.includes('\u0000')) throw new Error(`${file.name} is not a text file.`);
-    if (text.length > LIMITS.textFileChars) throw new Error(`${file.name} has ${text.length.toLocaleString()} characters: text files may have up to 2,000,000.`);
-    return { kind: 'text', name: file.name, size: file.size, source: { type: 'text', mediaType: 'text/plain', data: text, name: file.name, ...(file.type ? { mime: file.type } : {}) } };
+    if (text.length > LIMITS.textFileChars)
+      throw new Error(`${file.name} has ${text.length.toLocaleString()} characters: text files may have up to 2,000,000.`);
+    return {
+      kind: 'text',
+      name: file.name,
+      size: file.size,
+      source: { type: 'text', mediaType: 'text/plain', data: text, name: file.name, ...(file.type ? { mime: file.type } : {}) },
+    };
   }
   throw new Error(`${file.name} (${file.type || 'unknown type'}) cannot be attached: images (JPEG, PNG, GIF, WebP), PDFs and text files only.`);
 }
@@ -81,7 +93,13 @@ export function Composer({ sessionId }: { sessionId: string }) {
     const next = [...attachments, ...added];
     if (next.filter((a) => a.kind === 'image').length > LIMITS.images) problems.push(`At most ${LIMITS.images} images a message.`);
     if (next.filter((a) => a.kind !== 'image').length > LIMITS.files) problems.push(`At most ${LIMITS.files} files a message.`);
-    setAttachments(next.filter((a, i) => (a.kind === 'image' ? next.slice(0, i + 1).filter((b) => b.kind === 'image').length <= LIMITS.images : next.slice(0, i + 1).filter((b) => b.kind !== 'image').length <= LIMITS.files)));
+    setAttachments(
+      next.filter((a, i) =>
+        a.kind === 'image'
+          ? next.slice(0, i + 1).filter((b) => b.kind === 'image').length <= LIMITS.images
+          : next.slice(0, i + 1).filter((b) => b.kind !== 'image').length <= LIMITS.files,
+      ),
+    );
     setRefused(problems);
   };
 
@@ -127,8 +145,8 @@ export function Composer({ sessionId }: { sessionId: string }) {
         />
       </div>
       <p id={`${id}-limits`} className="hint">
-        Up to 200,000 characters; drop files here or choose them: up to {LIMITS.images} images (JPEG, PNG, GIF, WebP; 5 MiB each) and {LIMITS.files} files (PDFs up to
-        10 MiB, text files up to 2,000,000 characters); {LIMITS.bodyBytes / MiB} MiB in all. Ctrl+Enter sends.
+        Up to 200,000 characters; drop files here or choose them: up to {LIMITS.images} images (JPEG, PNG, GIF, WebP; 5 MiB each) and {LIMITS.files} files (PDFs
+        up to 10 MiB, text files up to 2,000,000 characters); {LIMITS.bodyBytes / MiB} MiB in all. Ctrl+Enter sends.
       </p>
       <div className="composer-actions">
         <input
@@ -158,7 +176,12 @@ export function Composer({ sessionId }: { sessionId: string }) {
             <li key={`${attachment.name}-${index}`}>
               {attachment.kind === 'image' ? 'Image' : attachment.kind === 'pdf' ? 'PDF' : 'Text file'} <strong>{attachment.name}</strong>{' '}
               <span className="muted">({Math.max(1, Math.round(attachment.size / 1024)).toLocaleString()} KB)</span>{' '}
-              <button type="button" className="small" onClick={() => setAttachments(attachments.filter((_, i) => i !== index))} aria-label={`Remove ${attachment.name}`}>
+              <button
+                type="button"
+                className="small"
+                onClick={() => setAttachments(attachments.filter((_, i) => i !== index))}
+                aria-label={`Remove ${attachment.name}`}
+              >
                 Remove
               </button>
             </li>

@@ -92,8 +92,8 @@ function DocumentView({ source }: { source: DocumentSource }) {
     return (
       <details className="block document">
         <summary>
-          Text file <strong>{source.name ?? 'untitled'}</strong> {source.mime ? <span className="muted">({source.mime})</span> : null} · {source.data.length.toLocaleString()}{' '}
-          characters
+          Text file <strong>{source.name ?? 'untitled'}</strong> {source.mime ? <span className="muted">({source.mime})</span> : null} ·{' '}
+          {source.data.length.toLocaleString()} characters
         </summary>
         <pre>{source.data}</pre>
       </details>

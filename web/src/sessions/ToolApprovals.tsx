@@ -64,10 +64,22 @@ function ApprovalItem({ approval, mayDecide }: { approval: Approval; mayDecide: 
             <label htmlFor={`${id}-message`}>Message to the agent (optional)</label>
             <input id={`${id}-message`} value={message} onChange={(event) => setMessage(event.target.value)} maxLength={2000} />
           </div>
-          <button type="button" className="primary" disabled={decide.isPending} onClick={() => decide.mutate('allow')} aria-label={`Allow ${approval.toolName}: ${approval.summary}`}>
+          <button
+            type="button"
+            className="primary"
+            disabled={decide.isPending}
+            onClick={() => decide.mutate('allow')}
+            aria-label={`Allow ${approval.toolName}: ${approval.summary}`}
+          >
             Allow
           </button>
-          <button type="button" className="danger" disabled={decide.isPending} onClick={() => decide.mutate('deny')} aria-label={`Deny ${approval.toolName}: ${approval.summary}`}>
+          <button
+            type="button"
+            className="danger"
+            disabled={decide.isPending}
+            onClick={() => decide.mutate('deny')}
+            aria-label={`Deny ${approval.toolName}: ${approval.summary}`}
+          >
             Deny
           </button>
         </div>

@@ -11,7 +11,8 @@ export interface StreamEvent {
   data: Record<string, unknown>;
 }
 
-export type LiveState = { status: 'connecting' } | { status: 'live' } | { status: 'reconnecting'; error?: ApiProblem } | { status: 'stopped'; error: ApiProblem };
+export type LiveState =
+  { status: 'connecting' } | { status: 'live' } | { status: 'reconnecting'; error?: ApiProblem } | { status: 'stopped'; error: ApiProblem };
 
 interface Handlers {
   onEvent(event: StreamEvent): void;

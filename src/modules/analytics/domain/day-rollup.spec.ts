@@ -71,13 +71,34 @@ describe('round2', () => {
 
 describe('shares2', () => {
   it.each([
-    [[1, 1, 2, 4], [0.13, 0.12, 0.25, 0.5]], // one by one: 0.13 + 0.13 + 0.25 + 0.5 = 1.01
-    [[1, 1, 1], [0.34, 0.33, 0.33]], // one by one: 0.99
-    [[2, 1, 0, 0], [0.67, 0.33, 0, 0]],
-    [[1, 2], [0.33, 0.67]],
-    [[0, 0, 0, 0], [0, 0, 0, 0]],
-    [[0, 7, 0, 0], [0, 1, 0, 0]],
-    [[1, 1, 1, 1, 1, 1, 1], [0.15, 0.15, 0.14, 0.14, 0.14, 0.14, 0.14]],
+    [
+      [1, 1, 2, 4],
+      [0.13, 0.12, 0.25, 0.5],
+    ], // one by one: 0.13 + 0.13 + 0.25 + 0.5 = 1.01
+    [
+      [1, 1, 1],
+      [0.34, 0.33, 0.33],
+    ], // one by one: 0.99
+    [
+      [2, 1, 0, 0],
+      [0.67, 0.33, 0, 0],
+    ],
+    [
+      [1, 2],
+      [0.33, 0.67],
+    ],
+    [
+      [0, 0, 0, 0],
+      [0, 0, 0, 0],
+    ],
+    [
+      [0, 7, 0, 0],
+      [0, 1, 0, 0],
+    ],
+    [
+      [1, 1, 1, 1, 1, 1, 1],
+      [0.15, 0.15, 0.14, 0.14, 0.14, 0.14, 0.14],
+    ],
   ])('%j share as %j', (counts, shares) => {
     expect(shares2(counts)).toEqual(shares);
   });
@@ -180,7 +201,7 @@ describe('rollUpDay', () => {
       ]);
     });
 
-    it('counts each user\'s metrics', () => {
+    it("counts each user's metrics", () => {
       expect(metrics('u1')).toEqual({
         tool_calls: 6,
         billable_tokens: 170,
@@ -204,9 +225,35 @@ describe('rollUpDay', () => {
         languages: ['Python', 'TypeScript'],
       });
       // No usage: the primary model is the one that wrote most assistant messages.
-      expect(metrics('u2')).toMatchObject({ tool_calls: 1, billable_tokens: 0, primary_model: 'model-a', primary_model_tier: 'standard', git_prs_created: 2, messages: 2, autonomy_ratio: 1, delegation_level: 'manual', languages: [] });
-      expect(metrics('u3')).toMatchObject({ tool_calls: 0, user_messages: 4, messages: 4, autonomy_ratio: 0, delegation_level: 'auto-low', primary_model: 'unknown', primary_model_tier: 'standard' });
-      expect(metrics('u4')).toMatchObject({ billable_tokens: 16, primary_model: 'model-c', primary_model_tier: 'standard', user_messages: 0, autonomy_ratio: 0, delegation_level: 'manual', sessions: 0 });
+      expect(metrics('u2')).toMatchObject({
+        tool_calls: 1,
+        billable_tokens: 0,
+        primary_model: 'model-a',
+        primary_model_tier: 'standard',
+        git_prs_created: 2,
+        messages: 2,
+        autonomy_ratio: 1,
+        delegation_level: 'manual',
+        languages: [],
+      });
+      expect(metrics('u3')).toMatchObject({
+        tool_calls: 0,
+        user_messages: 4,
+        messages: 4,
+        autonomy_ratio: 0,
+        delegation_level: 'auto-low',
+        primary_model: 'unknown',
+        primary_model_tier: 'standard',
+      });
+      expect(metrics('u4')).toMatchObject({
+        billable_tokens: 16,
+        primary_model: 'model-c',
+        primary_model_tier: 'standard',
+        user_messages: 0,
+        autonomy_ratio: 0,
+        delegation_level: 'manual',
+        sessions: 0,
+      });
       // No turns: the level most tool calls ran at.
       expect(metrics('u5')).toMatchObject({ tool_calls: 4, autonomy_ratio: 0, delegation_level: 'auto-medium', primary_model: 'unknown' });
     });
@@ -259,8 +306,9 @@ describe('rollUpDay', () => {
       });
     });
 
-    it('user rows sum to the day\'s totals', () => {
-      const sum = (field: 'tool_calls' | 'user_messages' | 'messages' | 'files_created' | 'git_prs_created' | 'hooks') => day.users.reduce((total, u) => total + u.metrics[field], 0);
+    it("user rows sum to the day's totals", () => {
+      const sum = (field: 'tool_calls' | 'user_messages' | 'messages' | 'files_created' | 'git_prs_created' | 'hooks') =>
+        day.users.reduce((total, u) => total + u.metrics[field], 0);
       expect(sum('tool_calls')).toBe(day.tools.tool_calls);
       expect(sum('user_messages')).toBe(day.activity.user_messages);
       expect(sum('messages')).toBe(day.activity.messages);
@@ -282,9 +330,15 @@ describe('rollUpDay', () => {
 
     it('is the model with the most billable tokens, counting cache discounts and thinking as output', () => {
       // model-a: 100 + floor(10*1000/100) = 200; model-b: 150 + 60 = 210 (thinking).
-      expect(primary([], [usage('u', 'model-a', { input: 100, cacheRead: 1000 }), usage('u', 'model-b', { output: 150, thinking: 60 })])).toEqual(['model-b', 'thinking']);
+      expect(primary([], [usage('u', 'model-a', { input: 100, cacheRead: 1000 }), usage('u', 'model-b', { output: 150, thinking: 60 })])).toEqual([
+        'model-b',
+        'thinking',
+      ]);
       // model-a: 100 + floor(125*100/100) = 225 beats model-b's 210.
-      expect(primary([], [usage('u', 'model-a', { input: 100, cacheWrite: 100 }), usage('u', 'model-b', { output: 150, thinking: 60 })])).toEqual(['model-a', 'standard']);
+      expect(primary([], [usage('u', 'model-a', { input: 100, cacheWrite: 100 }), usage('u', 'model-b', { output: 150, thinking: 60 })])).toEqual([
+        'model-a',
+        'standard',
+      ]);
     });
 
     it('by tokens even when another model wrote more messages', () => {
@@ -299,7 +353,10 @@ describe('rollUpDay', () => {
 
     it('ties go to the first name', () => {
       expect(primary([], [usage('u', 'zeta', { input: 10 }), usage('u', 'alpha', { output: 10 })])).toEqual(['alpha', 'standard']);
-      expect(primary([fact('u', FactKind.AssistantMessage, 2, { name: 'zeta' }), fact('u', FactKind.AssistantMessage, 2, { name: 'alpha' })], [])).toEqual(['alpha', 'standard']);
+      expect(primary([fact('u', FactKind.AssistantMessage, 2, { name: 'zeta' }), fact('u', FactKind.AssistantMessage, 2, { name: 'alpha' })], [])).toEqual([
+        'alpha',
+        'standard',
+      ]);
     });
 
     it('is thinking only when the primary model itself thought', () => {
@@ -388,7 +445,7 @@ describe('rollUpDay', () => {
     expect(day.tools.tool_calls_per_session_avg).toBe(4.5);
   });
 
-  it('takes p50 and p90 of the users\' autonomy ratios by nearest rank', () => {
+  it("takes p50 and p90 of the users' autonomy ratios by nearest rank", () => {
     // Ten users, user i with i tool calls per turn (1 turn), one user with 3 turns and 1 call (0.33).
     const facts = Array.from({ length: 10 }, (_, i) => [
       fact(`u${String(i).padStart(2, '0')}`, FactKind.UserMessage, 1, { client: 'web', level: 'auto-low' }),

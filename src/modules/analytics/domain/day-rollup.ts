@@ -239,7 +239,10 @@ export function rollUpDay(facts: FactCount[], usage: ModelUsage[], sessionsWithM
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([userId, u]) => ({ userId, active: (u.counts.get(FactKind.UserMessage) ?? 0) > 0, clients: [...u.clients].sort(), metrics: userMetrics(u) }));
   const total = (kind: FactKind) => userDays.reduce((sum, day) => sum + countOf(day.metrics, kind), 0);
-  const ratios = userDays.filter((day) => day.metrics.user_messages > 0).map((day) => day.metrics.tool_calls / day.metrics.user_messages).sort((a, b) => a - b);
+  const ratios = userDays
+    .filter((day) => day.metrics.user_messages > 0)
+    .map((day) => day.metrics.tool_calls / day.metrics.user_messages)
+    .sort((a, b) => a - b);
   const toolCalls = total(FactKind.ToolCall);
   const userTurns = total(FactKind.UserMessage);
 
@@ -349,8 +352,14 @@ function userMetrics(u: UserTally): UserDayMetrics {
  * the level most tool calls ran at; with neither, `manual`.
  */
 function delegationOf(u: UserTally): DelegationLevel {
-  const byTurns = DELEGATION_LEVELS.reduce<DelegationLevel | null>((best, level) => ((u.delegation.get(level) ?? 0) > (best ? u.delegation.get(best)! : 0) ? level : best), null);
+  const byTurns = DELEGATION_LEVELS.reduce<DelegationLevel | null>(
+    (best, level) => ((u.delegation.get(level) ?? 0) > (best ? u.delegation.get(best)! : 0) ? level : best),
+    null,
+  );
   if (byTurns) return byTurns;
-  const byCalls = AUTONOMY_LEVELS.reduce<AutonomyLevel | null>((best, level) => ((u.autonomy.get(level) ?? 0) > (best ? u.autonomy.get(best)! : 0) ? level : best), null);
+  const byCalls = AUTONOMY_LEVELS.reduce<AutonomyLevel | null>(
+    (best, level) => ((u.autonomy.get(level) ?? 0) > (best ? u.autonomy.get(best)! : 0) ? level : best),
+    null,
+  );
   return byCalls ? (byCalls.replace('_', '-') as DelegationLevel) : 'manual';
 }

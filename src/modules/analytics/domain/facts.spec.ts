@@ -1,11 +1,30 @@
 import { USER_MESSAGE_SOURCES } from '../../sessions';
-import { agentMessageFacts, autonomyLevelOf, clientOf, delegationLevelOf, Fact, FactKind, MessageFacts, normalizeToolName, SessionFacts, userMessageFacts } from './facts';
+import {
+  agentMessageFacts,
+  autonomyLevelOf,
+  clientOf,
+  delegationLevelOf,
+  Fact,
+  FactKind,
+  MessageFacts,
+  normalizeToolName,
+  SessionFacts,
+  userMessageFacts,
+} from './facts';
 import { fileKind } from './languages';
 
 const AT = new Date('2026-03-02T10:00:00Z');
 const SESSION: SessionFacts = { id: 'session-1', ownerId: 'owner-1', settings: {} };
 
-const message = (fields: Partial<MessageFacts>): MessageFacts => ({ role: 'assistant', userMessageSource: null, authorId: null, content: [], attributes: {}, createdAt: AT, ...fields });
+const message = (fields: Partial<MessageFacts>): MessageFacts => ({
+  role: 'assistant',
+  userMessageSource: null,
+  authorId: null,
+  content: [],
+  attributes: {},
+  createdAt: AT,
+  ...fields,
+});
 const toolUse = (name: unknown, input?: unknown) => ({ type: 'tool_use', id: `t-${String(name)}`, name, ...(input === undefined ? {} : { input }) });
 /** The facts of one assistant message, without the assistant-message fact itself. */
 const effects = (...content: MessageFacts['content']): Fact[] => agentMessageFacts(SESSION, message({ content })).slice(1);
@@ -56,7 +75,14 @@ describe('clientOf', () => {
 describe('delegationLevelOf and autonomyLevelOf', () => {
   const MODES = [undefined, 'auto', 'spec', 'ask', 'other'];
   const LEVELS = [undefined, 'off', 'low', 'medium', 'high', 'other'];
-  const autonomyByLevel: Record<string, string> = { off: 'manual', low: 'auto_low', medium: 'auto_medium', high: 'auto_high', undefined: 'auto_low', other: 'auto_low' };
+  const autonomyByLevel: Record<string, string> = {
+    off: 'manual',
+    low: 'auto_low',
+    medium: 'auto_medium',
+    high: 'auto_high',
+    undefined: 'auto_low',
+    other: 'auto_low',
+  };
   const cases = MODES.flatMap((interactionMode) => LEVELS.map((autonomyLevel) => [interactionMode, autonomyLevel] as const));
 
   it.each(cases)('interactionMode %s, autonomyLevel %s', (interactionMode, autonomyLevel) => {
@@ -152,7 +178,10 @@ describe('normalizeToolName', () => {
 
 describe('userMessageFacts', () => {
   const facts = (text: string | undefined, fields: Partial<MessageFacts> = {}, settings: SessionFacts['settings'] = {}) =>
-    userMessageFacts({ ...SESSION, settings }, message({ role: 'user', userMessageSource: 'cli_tui', content: text === undefined ? [] : [{ type: 'text', text }], ...fields }));
+    userMessageFacts(
+      { ...SESSION, settings },
+      message({ role: 'user', userMessageSource: 'cli_tui', content: text === undefined ? [] : [{ type: 'text', text }], ...fields }),
+    );
   const command = (text: string | undefined, fields: Partial<MessageFacts> = {}) => facts(text, fields).find((f) => f.kind === FactKind.SlashCommand)?.name;
 
   it('records the message with its client, delegation level and author', () => {
@@ -196,8 +225,22 @@ describe('userMessageFacts', () => {
   });
 
   it('looks only at the first text block, wherever it is', () => {
-    expect(command(undefined, { content: [{ type: 'image', source: {} }, { type: 'text', text: '/review' }] })).toBe('/review');
-    expect(command(undefined, { content: [{ type: 'text', text: 'look' }, { type: 'text', text: '/review' }] })).toBeUndefined();
+    expect(
+      command(undefined, {
+        content: [
+          { type: 'image', source: {} },
+          { type: 'text', text: '/review' },
+        ],
+      }),
+    ).toBe('/review');
+    expect(
+      command(undefined, {
+        content: [
+          { type: 'text', text: 'look' },
+          { type: 'text', text: '/review' },
+        ],
+      }),
+    ).toBeUndefined();
     expect(command(undefined, { content: [] })).toBeUndefined();
     expect(command(undefined, { content: [{ type: 'text', text: 42 }] })).toBeUndefined();
   });
@@ -208,7 +251,7 @@ describe('userMessageFacts', () => {
 });
 
 describe('agentMessageFacts', () => {
-  it('records an assistant message with its model, and its tool calls at the autonomy level, all the owner\'s', () => {
+  it("records an assistant message with its model, and its tool calls at the autonomy level, all the owner's", () => {
     const facts = agentMessageFacts(
       { ...SESSION, settings: { interactionMode: 'spec', autonomyLevel: 'medium' } },
       message({
@@ -227,13 +270,22 @@ describe('agentMessageFacts', () => {
 
   it('an assistant message without a (string, non-empty) model has no name', () => {
     for (const attributes of [{}, { modelId: '' }, { modelId: 42 }]) {
-      expect(agentMessageFacts(SESSION, message({ attributes }))).toEqual([{ kind: FactKind.AssistantMessage, at: AT, userId: 'owner-1', sessionId: 'session-1' }]);
+      expect(agentMessageFacts(SESSION, message({ attributes }))).toEqual([
+        { kind: FactKind.AssistantMessage, at: AT, userId: 'owner-1', sessionId: 'session-1' },
+      ]);
     }
     expect(agentMessageFacts(SESSION, message({ attributes: { modelId: 'm'.repeat(300) } }))[0].name).toBe('m'.repeat(200));
   });
 
   it('ignores tool_use blocks without a string name, and blocks of other types', () => {
-    const facts = effects(toolUse(undefined, {}), toolUse(42, {}), toolUse(null), { type: 'tool_result', name: 'Bash' }, { type: 'text', name: 'Bash' }, toolUse('', {}));
+    const facts = effects(
+      toolUse(undefined, {}),
+      toolUse(42, {}),
+      toolUse(null),
+      { type: 'tool_result', name: 'Bash' },
+      { type: 'text', name: 'Bash' },
+      toolUse('', {}),
+    );
     // An empty name is still a tool call, of `unknown`.
     expect(facts.map((f) => [f.kind, f.name])).toEqual([[FactKind.ToolCall, 'unknown']]);
   });
@@ -362,7 +414,8 @@ describe('agentMessageFacts', () => {
   });
 
   it('reads commands only from shell tools, in command or cmd', () => {
-    for (const tool of ['Bash', 'bash', 'shell', 'execute', 'exec', 'run', 'run_command', 'terminal', 'PowerShell']) expect(shell('git commit -m x', tool)).toEqual(['git_commit']);
+    for (const tool of ['Bash', 'bash', 'shell', 'execute', 'exec', 'run', 'run_command', 'terminal', 'PowerShell'])
+      expect(shell('git commit -m x', tool)).toEqual(['git_commit']);
     expect(toolEffects('shell', { cmd: 'git commit' })).toEqual(['git_commit']);
     expect(toolEffects('Bash', { command: '', cmd: 'git commit' })).toEqual(['git_commit']);
     expect(toolEffects('Bash', { command: 42 })).toEqual([]);
@@ -393,13 +446,22 @@ describe('agentMessageFacts', () => {
   });
 
   it.each(['system', 'tool'])('records hooks on a %s message, with an empty matcher when none, and nothing else', (role) => {
-    const facts = agentMessageFacts(SESSION, message({ role, attributes: { hookEventName: 'Stop', hookCommands: [{ command: 'notify-send done' }] }, content: [toolUse('Bash', { command: 'git commit' })] }));
+    const facts = agentMessageFacts(
+      SESSION,
+      message({
+        role,
+        attributes: { hookEventName: 'Stop', hookCommands: [{ command: 'notify-send done' }] },
+        content: [toolUse('Bash', { command: 'git commit' })],
+      }),
+    );
     expect(facts).toEqual([{ kind: FactKind.Hook, at: AT, userId: 'owner-1', sessionId: 'session-1', name: 'Stop', detail: '', command: 'notify-send done' }]);
   });
 
   it('skips hook entries without a command, and hooks without an event or a command list', () => {
     const hooks = (attributes: Record<string, unknown>) => agentMessageFacts(SESSION, message({ role: 'system', attributes })).map((f) => f.command);
-    expect(hooks({ hookEventName: 'Stop', hookMatcher: 42, hookCommands: [{ command: 'a' }, {}, null, { command: '' }, { command: 7 }, 'b', { command: 'c' }] })).toEqual(['a', 'c']);
+    expect(
+      hooks({ hookEventName: 'Stop', hookMatcher: 42, hookCommands: [{ command: 'a' }, {}, null, { command: '' }, { command: 7 }, 'b', { command: 'c' }] }),
+    ).toEqual(['a', 'c']);
     expect(hooks({ hookCommands: [{ command: 'a' }] })).toEqual([]);
     expect(hooks({ hookEventName: '', hookCommands: [{ command: 'a' }] })).toEqual([]);
     expect(hooks({ hookEventName: 'Stop', hookCommands: { command: 'a' } })).toEqual([]);
@@ -411,7 +473,10 @@ describe('agentMessageFacts', () => {
   });
 
   it('clips a hook command to 1000 characters and its event and matcher to 200', () => {
-    const [hook] = agentMessageFacts(SESSION, message({ role: 'system', attributes: { hookEventName: 'E'.repeat(300), hookMatcher: 'M'.repeat(300), hookCommands: [{ command: 'c'.repeat(1500) }] } }));
+    const [hook] = agentMessageFacts(
+      SESSION,
+      message({ role: 'system', attributes: { hookEventName: 'E'.repeat(300), hookMatcher: 'M'.repeat(300), hookCommands: [{ command: 'c'.repeat(1500) }] } }),
+    );
     expect(hook).toMatchObject({ name: 'E'.repeat(200), detail: 'M'.repeat(200), command: 'c'.repeat(1000) });
   });
 

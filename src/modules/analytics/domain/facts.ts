@@ -143,9 +143,7 @@ const clip = (value: string, max: number) => (value.length > max ? value.slice(0
 /** A user message: the message (with its client and delegation level) and a leading slash command. */
 export function userMessageFacts(session: SessionFacts, message: MessageFacts): Fact[] {
   const base = { at: message.createdAt, userId: message.authorId ?? session.ownerId, sessionId: session.id };
-  const facts: Fact[] = [
-    { ...base, kind: FactKind.UserMessage, client: clientOf(message.userMessageSource), level: delegationLevelOf(session.settings) },
-  ];
+  const facts: Fact[] = [{ ...base, kind: FactKind.UserMessage, client: clientOf(message.userMessageSource), level: delegationLevelOf(session.settings) }];
   const first = message.content.find((block) => block.type === 'text');
   // `/review the diff` is a command; `/usr/local/bin` is a path.
   const command = /^\s*(\/[A-Za-z][\w:-]*)(?=$|\s|[.,;!?)])/.exec(text(first?.text) ?? '');
@@ -180,7 +178,8 @@ export function agentMessageFacts(session: SessionFacts, message: MessageFacts):
     const matcher = typeof message.attributes.hookMatcher === 'string' ? message.attributes.hookMatcher : '';
     for (const entry of commands as Array<{ command?: unknown }>) {
       const command = text(entry?.command);
-      if (command) facts.push({ ...base, kind: FactKind.Hook, name: clip(event, MAX_NAME), detail: clip(matcher, MAX_NAME), command: clip(command, MAX_COMMAND) });
+      if (command)
+        facts.push({ ...base, kind: FactKind.Hook, name: clip(event, MAX_NAME), detail: clip(matcher, MAX_NAME), command: clip(command, MAX_COMMAND) });
     }
   }
   return facts;
@@ -200,15 +199,19 @@ function toolEffects(base: Pick<Fact, 'at' | 'userId' | 'sessionId'>, tool: stri
   }
   const path = text(input.file_path) ?? text(input.filePath) ?? text(input.path) ?? text(input.target_file);
   const editorCommand = name === EDITOR_TOOL ? text(input.command) : undefined;
-  const file = path && (CREATE_TOOLS.has(name) || editorCommand === 'create') ? FactKind.FileCreated
-    : path && (EDIT_TOOLS.has(name) || editorCommand === 'str_replace' || editorCommand === 'insert') ? FactKind.FileEdited
-    : undefined;
+  const file =
+    path && (CREATE_TOOLS.has(name) || editorCommand === 'create')
+      ? FactKind.FileCreated
+      : path && (EDIT_TOOLS.has(name) || editorCommand === 'str_replace' || editorCommand === 'insert')
+        ? FactKind.FileEdited
+        : undefined;
   if (file && path) facts.push(fileFact(base, file, path));
-  const patch = name === 'apply_patch' || name === 'applypatch' ? text(input.input) ?? text(input.patch) : undefined;
+  const patch = name === 'apply_patch' || name === 'applypatch' ? (text(input.input) ?? text(input.patch)) : undefined;
   if (patch && !path) {
-    for (const [, action, patched] of patch.matchAll(PATCH_FILE)) facts.push(fileFact(base, action === 'Add' ? FactKind.FileCreated : FactKind.FileEdited, patched.trim()));
+    for (const [, action, patched] of patch.matchAll(PATCH_FILE))
+      facts.push(fileFact(base, action === 'Add' ? FactKind.FileCreated : FactKind.FileEdited, patched.trim()));
   }
-  const shell = SHELL_TOOLS.has(name) ? text(input.command) ?? text(input.cmd) : undefined;
+  const shell = SHELL_TOOLS.has(name) ? (text(input.command) ?? text(input.cmd)) : undefined;
   if (shell) {
     const { commits, pullRequests } = gitEffects(shell);
     for (let i = commits; i > 0; i--) facts.push({ ...base, kind: FactKind.GitCommit });
@@ -238,7 +241,11 @@ export function gitEffects(line: string): { commits: number; pullRequests: numbe
     const args = unwrapped(words);
     const program = (args[0] ?? '').split('/').pop();
     if (program === 'git' && subcommandOfGit(args) === 'commit') commits += 1;
-    if ((program === 'gh' && args[1] === 'pr' && args[2] === 'create') || (program === 'glab' && args[1] === 'mr' && args[2] === 'create') || (program === 'hub' && args[1] === 'pull-request')) {
+    if (
+      (program === 'gh' && args[1] === 'pr' && args[2] === 'create') ||
+      (program === 'glab' && args[1] === 'mr' && args[2] === 'create') ||
+      (program === 'hub' && args[1] === 'pull-request')
+    ) {
       pullRequests += 1;
     }
   }

@@ -13,10 +13,38 @@ type LanguageEntry = { type?: string; extensions?: string[]; filenames?: string[
 // Not XML: it also claims .tsx, .csproj-like and dozens of other extensions that belong to their own languages.
 const WELL_KNOWN = new Set([
   // popular.yml
-  'C', 'C#', 'C++', 'CoffeeScript', 'CSS', 'Dart', 'DM', 'Elixir', 'Go', 'Groovy', 'HTML', 'Java', 'JavaScript', 'Kotlin',
-  'Objective-C', 'Perl', 'PHP', 'PowerShell', 'Python', 'Ruby', 'Rust', 'Scala', 'Shell', 'Swift', 'TypeScript',
+  'C',
+  'C#',
+  'C++',
+  'CoffeeScript',
+  'CSS',
+  'Dart',
+  'DM',
+  'Elixir',
+  'Go',
+  'Groovy',
+  'HTML',
+  'Java',
+  'JavaScript',
+  'Kotlin',
+  'Objective-C',
+  'Perl',
+  'PHP',
+  'PowerShell',
+  'Python',
+  'Ruby',
+  'Rust',
+  'Scala',
+  'Shell',
+  'Swift',
+  'TypeScript',
   // everyday formats
-  'JSON', 'Markdown', 'SQL', 'Text', 'TOML', 'YAML',
+  'JSON',
+  'Markdown',
+  'SQL',
+  'Text',
+  'TOML',
+  'YAML',
 ]);
 
 /**

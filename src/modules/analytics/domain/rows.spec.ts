@@ -101,7 +101,12 @@ describe('activityRows', () => {
       messages: 5,
       user_messages: 3,
     });
-    expect(rows[0]).toMatchObject({ sessions: 0, messages: 0, user_messages: 0, daily_active_users_by_client: { 'terminal-ui': 0, web: 0, 'non-interactive-cli': 0 } });
+    expect(rows[0]).toMatchObject({
+      sessions: 0,
+      messages: 0,
+      user_messages: 0,
+      daily_active_users_by_client: { 'terminal-ui': 0, web: 0, 'non-interactive-cli': 0 },
+    });
   });
 
   it('counts daily active users', () => {
@@ -120,11 +125,11 @@ describe('activityRows', () => {
   });
 
   it('windows cross a year boundary, and end exactly 7 and 30 days after', () => {
-    const rows = activityRows(
-      range('2026-01-01', '2026-01-03'),
-      new Map(),
-      [active('old', '2025-12-03'), active('week', '2025-12-26'), active('gone', '2025-12-02')],
-    );
+    const rows = activityRows(range('2026-01-01', '2026-01-03'), new Map(), [
+      active('old', '2025-12-03'),
+      active('week', '2025-12-26'),
+      active('gone', '2025-12-02'),
+    ]);
     expect(rows.map((row) => [row.date, row.daily_active_users, row.weekly_active_users, row.monthly_active_users])).toEqual([
       ['2026-01-01', 0, 1, 2],
       ['2026-01-02', 0, 0, 1],

@@ -63,7 +63,11 @@ export function toolsByName(rows: ToolsRow[]): ToolsByNameRow[] {
  * each day (a user counts once however many clients): DAU that day, WAU over the 7 days ending on
  * it, MAU over the 30 days. `active` must cover the 29 days before the first day.
  */
-export function activityRows(days: string[], stored: Map<string, ActivityDay>, active: Array<{ day: string; userId: string; clients: string[] }>): ActivityRow[] {
+export function activityRows(
+  days: string[],
+  stored: Map<string, ActivityDay>,
+  active: Array<{ day: string; userId: string; clients: string[] }>,
+): ActivityRow[] {
   const byDay = new Map<string, Array<{ userId: string; clients: string[] }>>();
   for (const row of active) (byDay.get(row.day) ?? byDay.set(row.day, []).get(row.day)!).push(row);
   const windowCount = (window: number) => {
@@ -90,7 +94,10 @@ export function activityRows(days: string[], stored: Map<string, ActivityDay>, a
   const monthly = windowCount(30);
   return days.map((date) => {
     const users = byDay.get(date) ?? [];
-    const byClient = Object.fromEntries(CLIENT_TYPES.map((client) => [client, users.filter((u) => u.clients.includes(client)).length])) as Record<ClientType, number>;
+    const byClient = Object.fromEntries(CLIENT_TYPES.map((client) => [client, users.filter((u) => u.clients.includes(client)).length])) as Record<
+      ClientType,
+      number
+    >;
     return {
       date,
       daily_active_users: users.length,

@@ -51,7 +51,13 @@ function add(totals: Totals, row: TokenUsageRow): void {
 
 function breakdown(byModel: Map<string, Totals>): ModelBreakdown[] {
   return [...byModel.entries()]
-    .map(([model, t]) => ({ model_id: model, model_tier: (t.thinking > 0 ? 'thinking' : 'standard') as ModelTier, billable_tokens: t.billable, input_tokens: t.input, output_tokens: t.output }))
+    .map(([model, t]) => ({
+      model_id: model,
+      model_tier: (t.thinking > 0 ? 'thinking' : 'standard') as ModelTier,
+      billable_tokens: t.billable,
+      input_tokens: t.input,
+      output_tokens: t.output,
+    }))
     .sort((a, b) => b.billable_tokens - a.billable_tokens || (a.model_id < b.model_id ? -1 : 1));
 }
 
@@ -91,6 +97,12 @@ export function tokensRows(days: string[], facts: TokenUsageRow[]): TokensRow[] 
 /** `group_by=model`: the `by_model` arrays flattened into rows, days in order, models by billable tokens. */
 export function tokensByModel(rows: TokensRow[]): TokensByModelRow[] {
   return rows.flatMap((row) =>
-    row.by_model.map((model) => ({ date: row.date, group_key: model.model_id, billable_tokens: model.billable_tokens, input_tokens: model.input_tokens, output_tokens: model.output_tokens })),
+    row.by_model.map((model) => ({
+      date: row.date,
+      group_key: model.model_id,
+      billable_tokens: model.billable_tokens,
+      input_tokens: model.input_tokens,
+      output_tokens: model.output_tokens,
+    })),
   );
 }

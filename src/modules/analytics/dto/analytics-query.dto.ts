@@ -11,7 +11,11 @@ export class DateRangeQueryDto {
   @MaxLength(32)
   startDate?: string;
 
-  @ApiProperty({ format: 'date', example: '2026-01-28', description: `YYYY-MM-DD, UTC, before today (data covers closed days). At most ${MAX_RANGE_DAYS} days after startDate.` })
+  @ApiProperty({
+    format: 'date',
+    example: '2026-01-28',
+    description: `YYYY-MM-DD, UTC, before today (data covers closed days). At most ${MAX_RANGE_DAYS} days after startDate.`,
+  })
   @IsOptional()
   @IsString()
   @MaxLength(32)
@@ -40,7 +44,13 @@ export class ActivityQueryDto extends DateRangeQueryDto {
 }
 
 export class UsersQueryDto extends DateRangeQueryDto {
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT, description: 'Users per page (each with a row per day it was active). 1-100; anything else answers 400.' })
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    maximum: MAX_PAGE_LIMIT,
+    default: DEFAULT_PAGE_LIMIT,
+    description: 'Users per page (each with a row per day it was active). 1-100; anything else answers 400.',
+  })
   @IsOptional()
   @IsString()
   @Matches(/^(100|[1-9][0-9]?)$/, { message: 'must be a whole number from 1 to 100' })

@@ -19,7 +19,11 @@ export class AddMemberDto {
   @IsIn(ROLES)
   role: Role;
 
-  @ApiPropertyOptional({ enum: USER_KINDS, default: UserKind.Human, description: '`service_account`: a user automation acts as; computers may be created for it (`serviceAccountId`).' })
+  @ApiPropertyOptional({
+    enum: USER_KINDS,
+    default: UserKind.Human,
+    description: '`service_account`: a user automation acts as; computers may be created for it (`serviceAccountId`).',
+  })
   @IsOptional()
   @IsIn(USER_KINDS)
   kind?: UserKind;

@@ -67,6 +67,6 @@ export class SetupResultView {
   @ApiProperty({ type: MemberView })
   owner: MemberView;
 
-  @ApiProperty({ type: CreatedApiKeyView, description: 'The owner\'s first key: in this response only.' })
+  @ApiProperty({ type: CreatedApiKeyView, description: "The owner's first key: in this response only." })
   apiKey: CreatedApiKeyView;
 }

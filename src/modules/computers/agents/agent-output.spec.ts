@@ -11,7 +11,10 @@ describe('agent output', () => {
 
   it('emits whole lines only, so a token split across chunks is still masked', () => {
     const lines: string[] = [];
-    const output = new OutputLines((text) => redactTokens(text, TOKEN), (line) => lines.push(line));
+    const output = new OutputLines(
+      (text) => redactTokens(text, TOKEN),
+      (line) => lines.push(line),
+    );
     output.push(`first\r\nsecond ${TOKEN.slice(0, 10)}`);
     output.push(`${TOKEN.slice(10)} end\n\nlast`);
     expect(lines).toEqual(['first', 'second [agent token] end']);
@@ -21,7 +24,10 @@ describe('agent output', () => {
 
   it('cuts a line without end into pieces, never through a token', () => {
     const lines: string[] = [];
-    const output = new OutputLines((text) => redactTokens(text, TOKEN), (line) => lines.push(line));
+    const output = new OutputLines(
+      (text) => redactTokens(text, TOKEN),
+      (line) => lines.push(line),
+    );
     const filler = 'x'.repeat(8 * 1024 - 20);
     output.push(filler + TOKEN.slice(0, 30));
     output.push(TOKEN.slice(30) + ' tail');
@@ -32,7 +38,10 @@ describe('agent output', () => {
 
   it('moves the cut of a long line back to before a token that would straddle it', () => {
     const lines: string[] = [];
-    const output = new OutputLines((text) => redactTokens(text, TOKEN), (line) => lines.push(line));
+    const output = new OutputLines(
+      (text) => redactTokens(text, TOKEN),
+      (line) => lines.push(line),
+    );
     // 8,100 + 47 + 100 characters: the cut 128 from the end would fall 19 characters into the token.
     output.push(`${'x'.repeat(8_100)}${TOKEN}${'y'.repeat(100)}`);
     output.end();

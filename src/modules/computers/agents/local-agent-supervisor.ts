@@ -164,7 +164,9 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
       for (const row of over) {
         if (this.overQuota.has(row.id)) continue;
         this.overQuota.add(row.id);
-        this.logger.warn(`The agent of computer ${row.id} does not start: its organization has ${limit} local computers with agents (LOCAL_AGENTS_PER_ORGANIZATION)`);
+        this.logger.warn(
+          `The agent of computer ${row.id} does not start: its organization has ${limit} local computers with agents (LOCAL_AGENTS_PER_ORGANIZATION)`,
+        );
         logSecurityEvent('quota.exceeded', { organizationId: row.organizationId }, { quota: 'LOCAL_AGENTS_PER_ORGANIZATION', limit, computerId: row.id });
       }
       for (const computerId of this.overQuota) if (!over.some((row) => row.id === computerId)) this.overQuota.delete(computerId);
@@ -202,7 +204,9 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     const unavailable = await this.sandbox.unavailable(computerId);
     if (unavailable) {
       if (this.unsandboxable.get(computerId) !== unavailable) {
-        this.logger.error(`The agent of computer ${computerId} does not start: this host cannot sandbox it (${unavailable}); LOCAL_SANDBOX=off would run it unsandboxed`);
+        this.logger.error(
+          `The agent of computer ${computerId} does not start: this host cannot sandbox it (${unavailable}); LOCAL_SANDBOX=off would run it unsandboxed`,
+        );
         this.unsandboxable.set(computerId, unavailable);
       }
       return false;
@@ -213,7 +217,9 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
       token = this.box.decrypt(envelope, agentTokenContext(computerId));
     } catch (error) {
       if (this.unreadable.get(computerId) !== envelope) {
-        this.logger.error(`The agent of computer ${computerId} cannot start: its stored token cannot be decrypted (${(error as Error).message}); rotating the token gives it a new one`);
+        this.logger.error(
+          `The agent of computer ${computerId} cannot start: its stored token cannot be decrypted (${(error as Error).message}); rotating the token gives it a new one`,
+        );
         this.unreadable.set(computerId, envelope);
       }
       return false;
@@ -354,7 +360,9 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
   /** The connection holding the locks is gone, and the locks with it: another instance may start these agents now. */
   private locksLost(error: Error): void {
     if (this.stopping) return;
-    this.logger.error(`Lost the database connection that holds the local agents' locks (${error.message}): stopping this instance's agents; they start again once it is back`);
+    this.logger.error(
+      `Lost the database connection that holds the local agents' locks (${error.message}): stopping this instance's agents; they start again once it is back`,
+    );
     void this.exclusive(() => this.retireAll('SIGTERM'));
   }
 

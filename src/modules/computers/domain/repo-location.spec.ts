@@ -23,7 +23,17 @@ describe('locateRepo', () => {
   });
 
   it('refuses a password in the URL, other transports, relative paths and option-like strings', () => {
-    for (const repo of ['https://user:secret@github.com/acme/app.git', 'https://token@github.com/acme/app.git', 'http:\\\\host/app', 'ext::sh -c touch% /tmp/pwned', 'relative/path', '-oProxyCommand=x', 'ftp://host/app', 'https://', 'a b']) {
+    for (const repo of [
+      'https://user:secret@github.com/acme/app.git',
+      'https://token@github.com/acme/app.git',
+      'http:\\\\host/app',
+      'ext::sh -c touch% /tmp/pwned',
+      'relative/path',
+      '-oProxyCommand=x',
+      'ftp://host/app',
+      'https://',
+      'a b',
+    ]) {
       expect(locateRepo(repo, root)).toHaveProperty('error');
     }
   });
@@ -49,7 +59,13 @@ describe('cloneDirectoryNames', () => {
 
   it('bounds a long name: its readable beginning and a hash of the whole, unique, and a directory the file system accepts', () => {
     const long = 'a'.repeat(300);
-    const repos = [`https://h/acme/${long}.git`, `https://h/acme/${long}b.git`, `https://h/other/${long}.git`, `https://h/acme/${'%C3%A9'.repeat(100)}`, `https://h/${'x'.repeat(60)}`];
+    const repos = [
+      `https://h/acme/${long}.git`,
+      `https://h/acme/${long}b.git`,
+      `https://h/other/${long}.git`,
+      `https://h/acme/${'%C3%A9'.repeat(100)}`,
+      `https://h/${'x'.repeat(60)}`,
+    ];
     const names = cloneDirectoryNames(repos);
     expect(new Set(names).size).toBe(names.length);
     for (const name of names) {

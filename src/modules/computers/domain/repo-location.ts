@@ -11,7 +11,13 @@ export type RepoLocation = { kind: 'remote'; url: string } | { kind: 'local'; pa
 /** `user@host:path`; neither user nor host may start with `-` (it would read as an ssh option). */
 const SCP_LIKE = /^[A-Za-z0-9._][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:[^\s]+$/;
 /** Remote URLs: the shared URL rules (src/platform/http/urls.ts), stored in their normalized form. */
-const REMOTE_URL: UrlRule = { schemes: ['https:', 'http:', 'ssh:', 'git:'], maxLength: REPO_LIMITS.maxLength, credentials: 'refuse', query: true, fragment: false };
+const REMOTE_URL: UrlRule = {
+  schemes: ['https:', 'http:', 'ssh:', 'git:'],
+  maxLength: REPO_LIMITS.maxLength,
+  credentials: 'refuse',
+  query: true,
+  fragment: false,
+};
 
 /**
  * Reads a repo string, or says which rule it breaks. Remote URLs are https, http, ssh or git
@@ -77,7 +83,10 @@ export function cloneDirectoryNames(repos: readonly string[]): string[] {
     const last = basename(repo.replace(/[/\\]+$/, '').replace(/^.*:/, '')).replace(/\.git$/, '');
     const safe = last.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[.-]+/, '') || 'repo';
     // Room for the hash and a `-n` that makes it unique.
-    const name = safe.length <= MAX_CLONE_DIRECTORY_NAME - 4 ? safe : `${safe.slice(0, MAX_CLONE_DIRECTORY_NAME - 4 - 9)}-${createHash('sha256').update(last).digest('hex').slice(0, 8)}`;
+    const name =
+      safe.length <= MAX_CLONE_DIRECTORY_NAME - 4
+        ? safe
+        : `${safe.slice(0, MAX_CLONE_DIRECTORY_NAME - 4 - 9)}-${createHash('sha256').update(last).digest('hex').slice(0, 8)}`;
     let candidate = name;
     for (let n = 2; used.has(candidate); n++) candidate = `${name}-${n}`;
     used.set(candidate, 1);

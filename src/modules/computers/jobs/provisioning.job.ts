@@ -110,12 +110,15 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
     const fence = { computerId: step.computerId, position: step.position, claimId: step.claimId! };
     const timeoutMs = this.config.PROVISIONING_STEP_TIMEOUT_MS;
     const timer = setTimeout(() => controller.abort(new StepTimedOut()), timeoutMs);
-    const renewal = setInterval(() => {
-      this.repository.renewClaim(fence, this.config.PROVISIONING_LEASE_MS).then(
-        (held) => held || controller.abort(new ClaimLost()),
-        (error: Error) => this.logger.warn(`Could not renew the claim on ${step.stepId} of computer ${computer.id}: ${error.message}`),
-      );
-    }, Math.max(100, Math.floor(this.config.PROVISIONING_LEASE_MS / 3)));
+    const renewal = setInterval(
+      () => {
+        this.repository.renewClaim(fence, this.config.PROVISIONING_LEASE_MS).then(
+          (held) => held || controller.abort(new ClaimLost()),
+          (error: Error) => this.logger.warn(`Could not renew the claim on ${step.stepId} of computer ${computer.id}: ${error.message}`),
+        );
+      },
+      Math.max(100, Math.floor(this.config.PROVISIONING_LEASE_MS / 3)),
+    );
     const log = async (text: string) => {
       if (step.installSessionId) await this.logs.append(computer.organizationId, step.installSessionId, this.details.redact(text));
     };
@@ -127,7 +130,11 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
         log,
       });
       controller.signal.throwIfAborted();
-      const finished = await this.repository.finish(fence, { status: StepStatus.Completed, clonedRepoDirectories: result.clonedRepoDirectories }, this.stepMoved);
+      const finished = await this.repository.finish(
+        fence,
+        { status: StepStatus.Completed, clonedRepoDirectories: result.clonedRepoDirectories },
+        this.stepMoved,
+      );
       this.afterFinish(claim, finished);
     } catch (caught) {
       const reason = controller.signal.aborted ? (controller.signal.reason as Error) : (caught as Error);
@@ -163,16 +170,23 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
       type: 'computer.status_changed',
       organizationId: computer.organizationId,
       actor: { kind: 'system' },
-      data: { computerId: computer.id, provider: computer.provider, from, to: computer.status, step: { stepId: step.stepId, status: step.status, error: step.error ?? null } },
+      data: {
+        computerId: computer.id,
+        provider: computer.provider,
+        from,
+        to: computer.status,
+        step: { stepId: step.stepId, status: step.status, error: step.error ?? null },
+      },
     });
   };
 
   private afterFinish(claim: ClaimedStep, finished: Awaited<ReturnType<ComputersRepository['finish']>>): void {
     if (finished.lost) {
-      this.tearDownIfDeleted(claim.computer).catch((error: Error) => this.logger.error(`Could not remove the workspace of deleted computer ${claim.computer.id}: ${error.message}`));
+      this.tearDownIfDeleted(claim.computer).catch((error: Error) =>
+        this.logger.error(`Could not remove the workspace of deleted computer ${claim.computer.id}: ${error.message}`),
+      );
     }
   }
-
 
   /** A computer deleted while its step ran: the step may have written files after the delete removed them. */
   private async tearDownIfDeleted(computer: ClaimedStep['computer']): Promise<void> {

@@ -65,7 +65,9 @@ export class LocalProvider extends ComputeProvider {
           );
         }
         await mkdir(this.workspaceOf(context.computer.id), { recursive: true, mode: 0o700 });
-        await context.log(`Workspace ready at ${this.workspaceOf(context.computer.id)}${this.sandbox.enabled ? ', sandboxed' : ' (LOCAL_SANDBOX is off: not sandboxed)'}.`);
+        await context.log(
+          `Workspace ready at ${this.workspaceOf(context.computer.id)}${this.sandbox.enabled ? ', sandboxed' : ' (LOCAL_SANDBOX is off: not sandboxed)'}.`,
+        );
         return {};
       }
       case StepId.CloneRepos:
@@ -81,7 +83,8 @@ export class LocalProvider extends ComputeProvider {
     await rm(`${this.runningCommandFile(computerId)}.gitconfig`, { force: true });
     for (const directory of [this.workspaceOf(computerId), this.agentStateOf(computerId)]) {
       const inside = relative(this.config.computersDir, directory);
-      if (!inside || inside.startsWith('..') || inside === AGENT_STATE_DIR || inside === RUNNING_COMMANDS_DIR) throw new Error(`Refusing to remove ${directory}: not a computer's folder in ${this.config.computersDir}`);
+      if (!inside || inside.startsWith('..') || inside === AGENT_STATE_DIR || inside === RUNNING_COMMANDS_DIR)
+        throw new Error(`Refusing to remove ${directory}: not a computer's folder in ${this.config.computersDir}`);
       await rm(directory, { recursive: true, force: true });
     }
   }
@@ -161,7 +164,16 @@ export class LocalProvider extends ComputeProvider {
     const workspace = this.workspaceOf(id);
     const home = join(workspace, COMPUTER_HOME);
     await this.sandbox.prepare(id, [workspace, home, join(home, 'tmp')]);
-    const sandboxed = await this.sandbox.enter({ computerId: id, organizationId: context.computer.organizationId, workspace, command, args, cwd, env: computerEnvironment(home, env), readOnly });
+    const sandboxed = await this.sandbox.enter({
+      computerId: id,
+      organizationId: context.computer.organizationId,
+      workspace,
+      command,
+      args,
+      cwd,
+      env: computerEnvironment(home, env),
+      readOnly,
+    });
     let result;
     let disk: QuotaWatch | null = null;
     try {
@@ -175,7 +187,8 @@ export class LocalProvider extends ComputeProvider {
         },
       });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new StepFailure(`${sandboxed.file} is not installed on the server's host, so this step cannot run.`);
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+        throw new StepFailure(`${sandboxed.file} is not installed on the server's host, so this step cannot run.`);
       throw error;
     } finally {
       (disk as QuotaWatch | null)?.stop();
@@ -185,7 +198,9 @@ export class LocalProvider extends ComputeProvider {
     const over = (disk as QuotaWatch | null)?.exceeded();
     if (over) {
       await context.log(`${line}  (in ${cwd})\n${result.output.trimEnd()}\n[stopped: the workspace reached ${Math.round(over / 1024 / 1024)} MiB]`);
-      throw new StepFailure(`${command} ${args[0]} was stopped: the workspace grew past its limit of ${this.config.LOCAL_WORKSPACE_MAX_MB} MiB (LOCAL_WORKSPACE_MAX_MB).`);
+      throw new StepFailure(
+        `${command} ${args[0]} was stopped: the workspace grew past its limit of ${this.config.LOCAL_WORKSPACE_MAX_MB} MiB (LOCAL_WORKSPACE_MAX_MB).`,
+      );
     }
     const outcome = result.exitCode === 0 ? 'exit 0' : result.signal ? `killed by ${result.signal}` : `exit ${result.exitCode}`;
     await context.log(`${line}  (in ${cwd})\n${result.output.trimEnd()}\n[${outcome} after ${(result.durationMs / 1000).toFixed(1)} s]`);

@@ -13,7 +13,12 @@ const NPM_NO_SCRIPTS = { env: { npm_config_ignore_scripts: 'true' } };
 const BY_LOCKFILE: ReadonlyArray<InstallCommand> = [
   { lockfile: 'pnpm-lock.yaml', command: 'pnpm', args: ['install', '--frozen-lockfile'], withoutScripts: NPM_NO_SCRIPTS },
   // Yarn 1 reads the npm setting; Yarn 2+ its own.
-  { lockfile: 'yarn.lock', command: 'yarn', args: ['install', '--frozen-lockfile'], withoutScripts: { env: { ...NPM_NO_SCRIPTS.env, YARN_ENABLE_SCRIPTS: 'false' } } },
+  {
+    lockfile: 'yarn.lock',
+    command: 'yarn',
+    args: ['install', '--frozen-lockfile'],
+    withoutScripts: { env: { ...NPM_NO_SCRIPTS.env, YARN_ENABLE_SCRIPTS: 'false' } },
+  },
   { lockfile: 'bun.lock', command: 'bun', args: ['install', '--frozen-lockfile'], withoutScripts: { args: ['--ignore-scripts'] } },
   { lockfile: 'bun.lockb', command: 'bun', args: ['install', '--frozen-lockfile'], withoutScripts: { args: ['--ignore-scripts'] } },
   { lockfile: 'package-lock.json', command: 'npm', args: ['ci', '--no-audit', '--no-fund'], withoutScripts: NPM_NO_SCRIPTS },

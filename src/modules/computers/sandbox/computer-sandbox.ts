@@ -28,9 +28,34 @@ const SANDBOX_PROGRAMS = [
 const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
 /** Of `/etc`, what programs need to run, resolve users, speak TLS and find their alternatives; nothing else. */
 const ETC_ENTRIES = [
-  'alternatives', 'ca-certificates', 'ca-certificates.conf', 'ssl', 'pki', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'timezone',
-  'nsswitch.conf', 'passwd', 'group', 'hosts', 'host.conf', 'resolv.conf', 'gai.conf', 'os-release', 'debian_version', 'mime.types', 'protocols',
-  'services', 'inputrc', 'terminfo', 'locale.alias', 'bash.bashrc', 'profile', 'shells',
+  'alternatives',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'ssl',
+  'pki',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'localtime',
+  'timezone',
+  'nsswitch.conf',
+  'passwd',
+  'group',
+  'hosts',
+  'host.conf',
+  'resolv.conf',
+  'gai.conf',
+  'os-release',
+  'debian_version',
+  'mime.types',
+  'protocols',
+  'services',
+  'inputrc',
+  'terminfo',
+  'locale.alias',
+  'bash.bashrc',
+  'profile',
+  'shells',
 ];
 
 /** Where a run's sockets to the outside appear inside its sandbox. */
@@ -248,7 +273,14 @@ export class ComputerSandbox {
       const proxyPort = network.apiPort === PROXY_PORT ? PROXY_PORT + 1 : PROXY_PORT;
       const proxy = `http://127.0.0.1:${proxyPort}`;
       apiUrl = `http://127.0.0.1:${network.apiPort}`;
-      Object.assign(env, { HTTP_PROXY: proxy, HTTPS_PROXY: proxy, http_proxy: proxy, https_proxy: proxy, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost' });
+      Object.assign(env, {
+        HTTP_PROXY: proxy,
+        HTTPS_PROXY: proxy,
+        http_proxy: proxy,
+        https_proxy: proxy,
+        NO_PROXY: '127.0.0.1,localhost',
+        no_proxy: '127.0.0.1,localhost',
+      });
       args.push('/bin/sh', '-c', BRIDGE_SCRIPT, 'bridge', String(network.apiPort), String(proxyPort), SANDBOX_RUN_DIR, run.command, ...run.args);
     } else {
       args.push(run.command, ...run.args);
@@ -264,8 +296,14 @@ export class ComputerSandbox {
     if (!this.enabled) return null;
     const limit = this.config.LOCAL_WORKSPACE_MAX_MB * 1024 * 1024;
     return watchWorkspace(run.workspace, limit, pid, (bytes) => {
-      this.logger.warn(`Computer ${run.computerId}: its workspace reached ${Math.round(bytes / 1024 / 1024)} MiB, past LOCAL_WORKSPACE_MAX_MB; its command was stopped`);
-      logSecurityEvent('sandbox.limit_exceeded', { organizationId: run.organizationId }, { computerId: run.computerId, limit: 'LOCAL_WORKSPACE_MAX_MB', bytes });
+      this.logger.warn(
+        `Computer ${run.computerId}: its workspace reached ${Math.round(bytes / 1024 / 1024)} MiB, past LOCAL_WORKSPACE_MAX_MB; its command was stopped`,
+      );
+      logSecurityEvent(
+        'sandbox.limit_exceeded',
+        { organizationId: run.organizationId },
+        { computerId: run.computerId, limit: 'LOCAL_WORKSPACE_MAX_MB', bytes },
+      );
     });
   }
 
@@ -314,7 +352,6 @@ const MOUNTED = new Set(['/tmp', '/etc', '/proc', '/dev']);
 function isSystemPath(path: string): boolean {
   return SYSTEM_DIRS.some((dir) => path === dir || path.startsWith(`${dir}/`));
 }
-
 
 /** chown -R without following links (a computer's links point where it likes). */
 async function chownTree(path: string, uid: number, gid: number): Promise<void> {

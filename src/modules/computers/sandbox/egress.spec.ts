@@ -115,7 +115,7 @@ function parseResponse(text: string): { status: number; headers: Record<string, 
   let body = text.slice(end + 4);
   if (headers['transfer-encoding'] === 'chunked') {
     const chunks: string[] = [];
-    for (let at = 0; ; ) {
+    for (let at = 0; ;) {
       const lineEnd = body.indexOf('\r\n', at);
       if (lineEnd < 0) return null;
       const size = parseInt(body.slice(at, lineEnd), 16);
@@ -219,7 +219,9 @@ describe('a sandbox egress', () => {
     it("answers 403 to node's own HTTP client asked to go through the proxy", async () => {
       const egress = await open();
       const response = await new Promise<IncomingMessage>((resolve, reject) =>
-        request({ socketPath: egress.proxySocket, path: `http://127.0.0.1:${target.port}/`, headers: { host: `127.0.0.1:${target.port}` } }, resolve).on('error', reject).end(),
+        request({ socketPath: egress.proxySocket, path: `http://127.0.0.1:${target.port}/`, headers: { host: `127.0.0.1:${target.port}` } }, resolve)
+          .on('error', reject)
+          .end(),
       );
       const body = await readBody(response);
       expect(response.statusCode).toBe(403);
@@ -260,7 +262,9 @@ describe('a sandbox egress', () => {
     it('answers 431 to oversized headers', async () => {
       const egress = await open();
       const client = await RawClient.open(egress.proxySocket);
-      const response = parseResponse(await client.exchange(`GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, complete));
+      const response = parseResponse(
+        await client.exchange(`GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, complete),
+      );
       expect(response?.status).toBe(431);
     });
   });
@@ -269,7 +273,9 @@ describe('a sandbox egress', () => {
     it('tunnels CONNECT 127.0.0.1 when 127.0.0.1 is allowed: 200 Connection Established, then bytes both ways', async () => {
       const egress = await open({ policy: new AddressPolicy({ allowedHosts: ['127.0.0.1'] }) });
       const client = await RawClient.open(egress.proxySocket);
-      const established = await client.exchange(`CONNECT 127.0.0.1:${target.port} HTTP/1.1\r\nHost: 127.0.0.1:${target.port}\r\n\r\n`, (text) => text.includes('\r\n\r\n'));
+      const established = await client.exchange(`CONNECT 127.0.0.1:${target.port} HTTP/1.1\r\nHost: 127.0.0.1:${target.port}\r\n\r\n`, (text) =>
+        text.includes('\r\n\r\n'),
+      );
       expect(established).toBe('HTTP/1.1 200 Connection Established\r\n\r\n');
       const response = parseResponse(await client.exchange(`GET /through-the-tunnel HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`, complete));
       expect(response).toMatchObject({ status: 200, body: 'hello from target' });
@@ -309,11 +315,14 @@ describe('a sandbox egress', () => {
     it('forwards a request body', async () => {
       const egress = await open({ policy: new AddressPolicy({ allowedHosts: ['127.0.0.1'] }) });
       const client = await RawClient.open(egress.proxySocket);
-      const fixed = parseResponse(await client.exchange(`POST http://127.0.0.1:${target.port}/in HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nping`, complete));
+      const fixed = parseResponse(
+        await client.exchange(`POST http://127.0.0.1:${target.port}/in HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nping`, complete),
+      );
       expect(fixed).toMatchObject({ status: 200 });
       expect(fixed?.body).toContain('target got ping');
-      const chunked = await client.exchange(`POST http://127.0.0.1:${target.port}/in HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\npong\r\n0\r\n\r\n`, (text) =>
-        text.includes('target got pong'),
+      const chunked = await client.exchange(
+        `POST http://127.0.0.1:${target.port}/in HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\npong\r\n0\r\n\r\n`,
+        (text) => text.includes('target got pong'),
       );
       expect(chunked).toMatch(/^HTTP\/1\.1 200 OK/);
     });
@@ -331,11 +340,18 @@ describe('a sandbox egress', () => {
     it('with localhost allowed: CONNECT localhost and GET http://localhost/ both work, 127.0.0.1 stays refused', async () => {
       const egress = await open({ policy: new AddressPolicy({ allowedHosts: ['localhost'] }) });
       const tunnel = await RawClient.open(egress.proxySocket);
-      expect(await tunnel.exchange(`CONNECT localhost:${target.port} HTTP/1.1\r\n\r\n`, (text) => text.includes('\r\n\r\n'))).toBe('HTTP/1.1 200 Connection Established\r\n\r\n');
-      expect(parseResponse(await tunnel.exchange(`GET /via-localhost HTTP/1.1\r\nHost: localhost\r\n\r\n`, complete))).toMatchObject({ status: 200, body: 'hello from target' });
+      expect(await tunnel.exchange(`CONNECT localhost:${target.port} HTTP/1.1\r\n\r\n`, (text) => text.includes('\r\n\r\n'))).toBe(
+        'HTTP/1.1 200 Connection Established\r\n\r\n',
+      );
+      expect(parseResponse(await tunnel.exchange(`GET /via-localhost HTTP/1.1\r\nHost: localhost\r\n\r\n`, complete))).toMatchObject({
+        status: 200,
+        body: 'hello from target',
+      });
 
       const response = await new Promise<IncomingMessage>((resolve, reject) =>
-        request({ socketPath: egress.proxySocket, path: `http://localhost:${target.port}/by-name`, headers: { host: `localhost:${target.port}` } }, resolve).on('error', reject).end(),
+        request({ socketPath: egress.proxySocket, path: `http://localhost:${target.port}/by-name`, headers: { host: `localhost:${target.port}` } }, resolve)
+          .on('error', reject)
+          .end(),
       );
       expect(response.statusCode).toBe(200);
       expect(await readBody(response)).toBe('hello from target');
@@ -357,7 +373,9 @@ describe('a sandbox egress', () => {
       const policy = new AddressPolicy({ allowedHosts: ['app.test'], resolve: async () => ['127.0.0.1'] });
       const egress = await open({ policy });
       const client = await RawClient.open(egress.proxySocket);
-      expect(parseResponse(await client.exchange(`GET http://app.test:${target.port}/vetted HTTP/1.1\r\nHost: app.test\r\n\r\n`, complete))).toMatchObject({ status: 200 });
+      expect(parseResponse(await client.exchange(`GET http://app.test:${target.port}/vetted HTTP/1.1\r\nHost: app.test\r\n\r\n`, complete))).toMatchObject({
+        status: 200,
+      });
       expect(target.requests.at(-1)).toMatchObject({ url: '/vetted', headers: { host: `app.test:${target.port}` } });
     });
 
@@ -386,7 +404,9 @@ describe('a sandbox egress', () => {
       const egress = await open();
       const before = api.requests.length;
       const absolute = await RawClient.open(egress.apiSocket);
-      expect(parseResponse(await absolute.exchange(`GET http://127.0.0.1:${target.port}/ HTTP/1.1\r\nHost: 127.0.0.1:${target.port}\r\n\r\n`, complete))).toMatchObject({
+      expect(
+        parseResponse(await absolute.exchange(`GET http://127.0.0.1:${target.port}/ HTTP/1.1\r\nHost: 127.0.0.1:${target.port}\r\n\r\n`, complete)),
+      ).toMatchObject({
         status: 200,
         body: 'hello from api',
       });
@@ -522,7 +542,10 @@ describe('a sandbox egress', () => {
     it('replace sockets a crashed run left behind, and nothing else', async () => {
       const folder = mkdtempSync(join(dir, 's-'));
       // A process that dies listening leaves its socket file behind.
-      const crashed = spawnSync(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(join(folder, 'proxy.sock'))}, () => process.kill(process.pid, 'SIGKILL'))`]);
+      const crashed = spawnSync(process.execPath, [
+        '-e',
+        `require('net').createServer().listen(${JSON.stringify(join(folder, 'proxy.sock'))}, () => process.kill(process.pid, 'SIGKILL'))`,
+      ]);
       expect(crashed.signal).toBe('SIGKILL');
       expect(statSync(join(folder, 'proxy.sock')).isSocket()).toBe(true);
       const egress = await open({ dir: folder });

@@ -39,7 +39,18 @@ export const EGRESS_DEFAULTS = { maxConnections: 64, idleTimeoutMs: 300_000, con
 const MAX_SOCKET_PATH = 107;
 
 /** Headers that describe one hop (RFC 9110 7.6.1), never passed on. */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'expect',
+]);
 
 /**
  * A sandbox's way out, two unix sockets in `dir` that `socat` inside the sandbox forwards loopback
@@ -109,18 +120,29 @@ export async function openEgress(options: EgressOptions): Promise<Egress> {
     socket.end(rawResponse(tooLarge ? 431 : 400, tooLarge ? 'Request header fields too large' : 'Malformed HTTP request'));
   });
 
-  const proxyFront = frontServer(limits.maxConnections, track, (socket) => proxy.emit('connection', socket), (socket) =>
-    socket.end(rawResponse(503, `Too many connections through this sandbox's proxy (at most ${limits.maxConnections})`)),
+  const proxyFront = frontServer(
+    limits.maxConnections,
+    track,
+    (socket) => proxy.emit('connection', socket),
+    (socket) => socket.end(rawResponse(503, `Too many connections through this sandbox's proxy (at most ${limits.maxConnections})`)),
   );
-  const apiFront = frontServer(limits.maxConnections, track, (client) => {
-    const upstream = connect({ host: options.apiHost ?? '127.0.0.1', port: options.apiPort });
-    track(upstream);
-    splice(client, upstream);
-  }, (socket) => socket.destroy());
+  const apiFront = frontServer(
+    limits.maxConnections,
+    track,
+    (client) => {
+      const upstream = connect({ host: options.apiHost ?? '127.0.0.1', port: options.apiPort });
+      track(upstream);
+      splice(client, upstream);
+    },
+    (socket) => socket.destroy(),
+  );
 
   const servers: Server[] = [];
   try {
-    for (const [server, path] of [[apiFront, apiSocket], [proxyFront, proxySocket]] as const) {
+    for (const [server, path] of [
+      [apiFront, apiSocket],
+      [proxyFront, proxySocket],
+    ] as const) {
       await removeStaleSocket(path);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
@@ -298,7 +320,12 @@ function splice(a: Socket, b: Socket): void {
 
 /** A message's headers as sent (names' case, repeats, order), less the hop-by-hop ones, those its Connection names and `drop`. */
 function endToEnd(message: IncomingMessage, drop: string[] = []): string[] {
-  const named = new Set([...drop, ...String(message.headers.connection ?? '').split(',').map((token) => token.trim().toLowerCase())]);
+  const named = new Set([
+    ...drop,
+    ...String(message.headers.connection ?? '')
+      .split(',')
+      .map((token) => token.trim().toLowerCase()),
+  ]);
   const out: string[] = [];
   for (let i = 0; i < message.rawHeaders.length; i += 2) {
     const name = message.rawHeaders[i].toLowerCase();
@@ -313,7 +340,13 @@ function reply(res: ServerResponse, status: number, line: string): void {
   res.end(body);
 }
 
-const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidden', 431: 'Request Header Fields Too Large', 502: 'Bad Gateway', 503: 'Service Unavailable' };
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  403: 'Forbidden',
+  431: 'Request Header Fields Too Large',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+};
 
 /** A whole response written on a socket the HTTP server no longer answers on (CONNECT, a parse error, a full proxy). */
 function rawResponse(status: number, line: string): string {

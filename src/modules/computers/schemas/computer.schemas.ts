@@ -34,53 +34,91 @@ const uuid = (description: string): SchemaObject => ({ type: 'string', format: '
  */
 export const computerSchemas = new SchemaRegistry('computers').add({
   ProvisioningStep: closed(['id', 'name', 'status'], {
-    id: { type: 'string', enum: [...STEP_IDS], description: 'The phase: `create-computer`, then `clone-repos` (with repos), then `install-dependencies` (with `autoInstallDeps`).' },
+    id: {
+      type: 'string',
+      enum: [...STEP_IDS],
+      description: 'The phase: `create-computer`, then `clone-repos` (with repos), then `install-dependencies` (with `autoInstallDeps`).',
+    },
     name: { type: 'string' },
     status: { type: 'string', enum: [...STEP_STATUSES], description: '`pending` → `running` → `completed` or `failed`.' },
     error: { type: 'string', description: 'Why the step failed.' },
     startedAt: unixMs,
     completedAt: unixMs,
-    installSessionId: { type: 'string', description: 'The session recording the step\'s commands and output (create, get and retry responses).' },
+    installSessionId: { type: 'string', description: "The session recording the step's commands and output (create, get and retry responses)." },
   }),
-  TemplateSource: closed(['kind', 'templateId'], {
-    kind: { type: 'string', enum: ['template'] },
-    templateId: { type: 'string', minLength: 1, maxLength: 200, description: `A template of the provider. \`${LOCAL_PROVIDER}\` offers: ${LOCAL_TEMPLATES.map((t) => `\`${t}\``).join(', ')} (an empty workspace).` },
-  }, 'Start from one of the provider\'s templates.'),
-  ComputerCopySource: closed(['kind', 'computerId'], {
-    kind: { type: 'string', enum: ['computer'] },
-    computerId: uuid('A computer you can see. Its `repos` and `autoInstallDeps` are used where the body gives none.'),
-  }, 'Our second variant: start from the set-up of an existing computer.'),
+  TemplateSource: closed(
+    ['kind', 'templateId'],
+    {
+      kind: { type: 'string', enum: ['template'] },
+      templateId: {
+        type: 'string',
+        minLength: 1,
+        maxLength: 200,
+        description: `A template of the provider. \`${LOCAL_PROVIDER}\` offers: ${LOCAL_TEMPLATES.map((t) => `\`${t}\``).join(', ')} (an empty workspace).`,
+      },
+    },
+    "Start from one of the provider's templates.",
+  ),
+  ComputerCopySource: closed(
+    ['kind', 'computerId'],
+    {
+      kind: { type: 'string', enum: ['computer'] },
+      computerId: uuid('A computer you can see. Its `repos` and `autoInstallDeps` are used where the body gives none.'),
+    },
+    'Our second variant: start from the set-up of an existing computer.',
+  ),
   ComputerSource: {
     type: 'object',
     oneOf: [ref('TemplateSource'), ref('ComputerCopySource')],
     discriminator: { propertyName: 'kind' },
     description: 'Where a managed computer starts from: `{kind: "template", templateId}` or `{kind: "computer", computerId}`.',
   },
-  Computer: closed(['id', 'name', 'providerType', 'createdAt'], {
-    id: { type: 'string' },
-    name: { type: 'string' },
-    providerType: { type: 'string', enum: [...PROVIDERS], description: `\`${BYOM}\`, or the managed provider \`${LOCAL_PROVIDER}\`.` },
-    createdAt: unixMs,
-    hostname: { type: 'string', description: 'Reported by the computer\'s agent when it connects (list, update, get).' },
-    hostId: { type: 'string', format: 'uuid', description: 'The machine\'s id: given for `byom`, assigned by a managed provider (create, get).' },
-    status: { type: 'string', enum: [...COMPUTER_STATUSES] },
-    provisioningSteps: { type: 'array', items: ref('ProvisioningStep'), description: 'A managed computer\'s steps, in order.' },
-    relayClientUrl: { type: 'string', format: 'uri', description: 'Where clients reach the computer\'s sessions: `{base_url}/api/v0/sessions?computerId={id}`.' },
-    relayAgentUrl: { type: 'string', format: 'uri', description: 'Where the computer\'s agent connects with its agent token: `{base_url}/api/v0/agent`.' },
-    remoteUser: { type: 'string' },
-    clonedRepoDirectories: { type: 'array', items: { type: 'string' }, description: 'Where each repo was cloned, in `repos` order, once `clone-repos` completed (create, get).' },
-    ownerPrincipalKind: { type: 'string', enum: Object.values(OwnerPrincipalKind), description: '`user`, or `service_account` when created with `serviceAccountId` (create, get).' },
-    ownerId: { type: 'string', description: 'The owning user or service account (create, get).' },
-    computerSource: ref('ComputerSource'),
-    agentToken: {
-      type: 'string',
-      description: 'Not in the spec. The computer\'s agent token (`cpt_…`), in the create response only and never again; rotate it to get a new one.',
+  Computer: closed(
+    ['id', 'name', 'providerType', 'createdAt'],
+    {
+      id: { type: 'string' },
+      name: { type: 'string' },
+      providerType: { type: 'string', enum: [...PROVIDERS], description: `\`${BYOM}\`, or the managed provider \`${LOCAL_PROVIDER}\`.` },
+      createdAt: unixMs,
+      hostname: { type: 'string', description: "Reported by the computer's agent when it connects (list, update, get)." },
+      hostId: { type: 'string', format: 'uuid', description: "The machine's id: given for `byom`, assigned by a managed provider (create, get)." },
+      status: { type: 'string', enum: [...COMPUTER_STATUSES] },
+      provisioningSteps: { type: 'array', items: ref('ProvisioningStep'), description: "A managed computer's steps, in order." },
+      relayClientUrl: {
+        type: 'string',
+        format: 'uri',
+        description: "Where clients reach the computer's sessions: `{base_url}/api/v0/sessions?computerId={id}`.",
+      },
+      relayAgentUrl: { type: 'string', format: 'uri', description: "Where the computer's agent connects with its agent token: `{base_url}/api/v0/agent`." },
+      remoteUser: { type: 'string' },
+      clonedRepoDirectories: {
+        type: 'array',
+        items: { type: 'string' },
+        description: 'Where each repo was cloned, in `repos` order, once `clone-repos` completed (create, get).',
+      },
+      ownerPrincipalKind: {
+        type: 'string',
+        enum: Object.values(OwnerPrincipalKind),
+        description: '`user`, or `service_account` when created with `serviceAccountId` (create, get).',
+      },
+      ownerId: { type: 'string', description: 'The owning user or service account (create, get).' },
+      computerSource: ref('ComputerSource'),
+      agentToken: {
+        type: 'string',
+        description: "Not in the spec. The computer's agent token (`cpt_…`), in the create response only and never again; rotate it to get a new one.",
+      },
     },
-  }, 'A computer. Accepts and carries no other properties.'),
+    'A computer. Accepts and carries no other properties.',
+  ),
   CreateComputerBody: closed(['name', 'provider'], {
-    name: shortName('The computer\'s name.'),
-    provider: { type: 'string', minLength: 1, enum: [...PROVIDERS], description: `\`${BYOM}\` registers an existing machine (active at once); \`${LOCAL_PROVIDER}\` prepares a workspace on the server's host (provisioning).` },
-    hostId: uuid('Required for `byom`: the machine\'s id. Not accepted for a managed provider, which assigns one.'),
+    name: shortName("The computer's name."),
+    provider: {
+      type: 'string',
+      minLength: 1,
+      enum: [...PROVIDERS],
+      description: `\`${BYOM}\` registers an existing machine (active at once); \`${LOCAL_PROVIDER}\` prepares a workspace on the server's host (provisioning).`,
+    },
+    hostId: uuid("Required for `byom`: the machine's id. Not accepted for a managed provider, which assigns one."),
     remoteUser,
     repos: {
       type: 'array',
@@ -93,11 +131,12 @@ export const computerSchemas = new SchemaRegistry('computers').add({
         'with no credentials (`user:password@`; an ssh or git user name alone is fine) and no fragment; no repo may hold whitespace or control characters, ' +
         'and URLs and scp-style addresses none of `<>"\'{}|\\^`` unencoded. Paths and scp-style addresses are stored as given.',
     },
-    autoInstallDeps: { type: 'boolean', description: 'Managed only. Install each repo\'s dependencies with the package manager its lockfile names.' },
+    autoInstallDeps: { type: 'boolean', description: "Managed only. Install each repo's dependencies with the package manager its lockfile names." },
     serviceAccountId: {
       type: 'string',
       minLength: 1,
-      description: 'Owners and managers only: create the computer for this service account of your organization instead of yourself. A person\'s id, or another organization\'s, is 404 `service_account_not_found`.',
+      description:
+        "Owners and managers only: create the computer for this service account of your organization instead of yourself. A person's id, or another organization's, is 404 `service_account_not_found`.",
     },
     source: ref('ComputerSource'),
   }),
@@ -112,7 +151,7 @@ export const computerSchemas = new SchemaRegistry('computers').add({
       minLength: 1,
       maxLength: 253,
       pattern: '^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$',
-      description: 'The machine\'s host name (RFC 1123).',
+      description: "The machine's host name (RFC 1123).",
     },
   }),
 });

@@ -29,5 +29,8 @@ export const AGENT_POLICY_FIELDS = [
 ] as const satisfies ReadonlyArray<keyof EnterpriseSettings>;
 
 /** `modelPolicy` is the caller's effective one: the organization's with their `userModelPolicies` entry over it. */
-export type AgentPolicyView = { revision: number; modelPolicy: EnterpriseSettings['modelPolicy'] } & Pick<EnterpriseSettings, (typeof AGENT_POLICY_FIELDS)[number]> &
+export type AgentPolicyView = { revision: number; modelPolicy: EnterpriseSettings['modelPolicy'] } & Pick<
+  EnterpriseSettings,
+  (typeof AGENT_POLICY_FIELDS)[number]
+> &
   Pick<EnterpriseSettings, 'toolApproval'>;

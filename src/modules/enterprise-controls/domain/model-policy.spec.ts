@@ -12,8 +12,20 @@ function settings(change: (s: EnterpriseSettings) => void): EnterpriseSettings {
 
 describe('checkModel', () => {
   it('allows every model under the defaults', () => {
-    expect(checkModel(settings(() => undefined), USER, 'any-model')).toBeNull();
-    expect(checkModel(settings(() => undefined), USER, 'custom:llama')).toBeNull();
+    expect(
+      checkModel(
+        settings(() => undefined),
+        USER,
+        'any-model',
+      ),
+    ).toBeNull();
+    expect(
+      checkModel(
+        settings(() => undefined),
+        USER,
+        'custom:llama',
+      ),
+    ).toBeNull();
   });
 
   it('refuses a blocked model, custom or not, naming the rule', () => {
@@ -37,9 +49,27 @@ describe('checkModel', () => {
   });
 
   it('gates custom models on allowCustomModels and allowedBaseUrls', () => {
-    expect(checkModel(settings((x) => (x.modelPolicy.allowCustomModels = false)), USER, 'custom:llama')?.rule).toBe('modelPolicy.allowCustomModels');
-    expect(checkModel(settings((x) => (x.modelPolicy.allowedBaseUrls = ['https://llm.example.co'])), USER, 'custom:llama')?.rule).toBe('modelPolicy.allowedBaseUrls');
-    expect(checkModel(settings((x) => (x.modelPolicy.allowedBaseUrls = ['https://llm.example.com/'])), USER, 'custom:llama')).toBeNull();
+    expect(
+      checkModel(
+        settings((x) => (x.modelPolicy.allowCustomModels = false)),
+        USER,
+        'custom:llama',
+      )?.rule,
+    ).toBe('modelPolicy.allowCustomModels');
+    expect(
+      checkModel(
+        settings((x) => (x.modelPolicy.allowedBaseUrls = ['https://llm.example.co'])),
+        USER,
+        'custom:llama',
+      )?.rule,
+    ).toBe('modelPolicy.allowedBaseUrls');
+    expect(
+      checkModel(
+        settings((x) => (x.modelPolicy.allowedBaseUrls = ['https://llm.example.com/'])),
+        USER,
+        'custom:llama',
+      ),
+    ).toBeNull();
   });
 
   it('compares base URLs as parsed URLs: scheme, host and port equal, path by whole segments', () => {
@@ -64,7 +94,7 @@ describe('checkModel', () => {
     expect(underBase('https://llm.example.com/v1', 'https://llm.example.com/v1?x')).toBe(false);
   });
 
-  it('lays a user\'s policy over the organization\'s', () => {
+  it("lays a user's policy over the organization's", () => {
     const s = settings((x) => {
       x.modelPolicy.blockedModelIds = ['model-b'];
       x.userModelPolicies = { [USER]: { blockedModelIds: [] } };

@@ -23,17 +23,23 @@ export function effectiveModelPolicy(settings: EnterpriseSettings, userId: strin
  */
 export function checkModel(settings: EnterpriseSettings, userId: string, model: string): ModelRefusal | null {
   const policy = effectiveModelPolicy(settings, userId);
-  const scope = settings.userModelPolicies[userId] ? 'your model policy' : 'your organization\'s model policy';
+  const scope = settings.userModelPolicies[userId] ? 'your model policy' : "your organization's model policy";
   if (policy.blockedModelIds.includes(model)) {
     return { rule: 'modelPolicy.blockedModelIds', detail: `Model "${model}" is blocked by ${scope} (modelPolicy.blockedModelIds).` };
   }
   const custom = settings.customModels.find((candidate) => candidate.id === model);
   if (custom) {
     if (!policy.allowCustomModels) {
-      return { rule: 'modelPolicy.allowCustomModels', detail: `Model "${model}" is a custom model, and ${scope} does not allow custom models (modelPolicy.allowCustomModels).` };
+      return {
+        rule: 'modelPolicy.allowCustomModels',
+        detail: `Model "${model}" is a custom model, and ${scope} does not allow custom models (modelPolicy.allowCustomModels).`,
+      };
     }
     if (policy.allowedBaseUrls.length > 0 && !policy.allowedBaseUrls.some((base) => underBase(custom.baseUrl, base))) {
-      return { rule: 'modelPolicy.allowedBaseUrls', detail: `Custom model "${model}" calls ${custom.baseUrl}, which is not under any of modelPolicy.allowedBaseUrls.` };
+      return {
+        rule: 'modelPolicy.allowedBaseUrls',
+        detail: `Custom model "${model}" calls ${custom.baseUrl}, which is not under any of modelPolicy.allowedBaseUrls.`,
+      };
     }
     return null;
   }

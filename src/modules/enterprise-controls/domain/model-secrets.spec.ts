@@ -32,7 +32,11 @@ describe('restoreMaskedSecrets', () => {
   });
 
   it('counts a port or scheme change as a move, and a cloudBaseUrl change too', () => {
-    for (const change of [{ baseUrl: 'https://llm.example.com:8443/v1' }, { baseUrl: 'http://llm.example.com/v1' }, { cloudModelConfig: { ...maskModel(stored()).cloudModelConfig, cloudBaseUrl: 'https://x.example' } }]) {
+    for (const change of [
+      { baseUrl: 'https://llm.example.com:8443/v1' },
+      { baseUrl: 'http://llm.example.com/v1' },
+      { cloudModelConfig: { ...maskModel(stored()).cloudModelConfig, cloudBaseUrl: 'https://x.example' } },
+    ]) {
       const after = [{ ...maskModel(stored()), ...change }];
       expect(restoreMaskedSecrets(after, [stored()]).length).toBeGreaterThan(0);
     }
@@ -56,9 +60,28 @@ describe('restoreMaskedSecrets', () => {
 
 describe('extraHeaderProblems', () => {
   it('refuses headers that steer the request or that the relay sets', () => {
-    const headers = { Host: 'x', Cookie: 'a=b', 'X-Forwarded-For': '1.2.3.4', 'Transfer-Encoding': 'chunked', 'Proxy-Authorization': 'x', Connection: 'close', Authorization: 'Bearer x', 'x-ok': 'y', 'X-OK': 'z' };
+    const headers = {
+      Host: 'x',
+      Cookie: 'a=b',
+      'X-Forwarded-For': '1.2.3.4',
+      'Transfer-Encoding': 'chunked',
+      'Proxy-Authorization': 'x',
+      Connection: 'close',
+      Authorization: 'Bearer x',
+      'x-ok': 'y',
+      'X-OK': 'z',
+    };
     const problems = extraHeaderProblems([{ ...stored(), extraHeaders: headers }]);
-    expect(problems.map((problem) => problem.field.split('.').pop())).toEqual(['Host', 'Cookie', 'X-Forwarded-For', 'Transfer-Encoding', 'Proxy-Authorization', 'Connection', 'Authorization', 'X-OK']);
+    expect(problems.map((problem) => problem.field.split('.').pop())).toEqual([
+      'Host',
+      'Cookie',
+      'X-Forwarded-For',
+      'Transfer-Encoding',
+      'Proxy-Authorization',
+      'Connection',
+      'Authorization',
+      'X-OK',
+    ]);
   });
 
   it('lets Authorization through when the model has no apiKey', () => {

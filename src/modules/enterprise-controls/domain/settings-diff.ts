@@ -19,14 +19,19 @@ export function diffSettings(before: EnterpriseSettings, after: EnterpriseSettin
     if (operation.op !== 'add' && operation.op !== 'remove' && operation.op !== 'replace') {
       throw new Error(`diffSettings: unexpected operation ${operation.op}`);
     }
-    return 'value' in operation ? { op: operation.op, path: operation.path, value: maskedValue(operation.path, operation.value) } : { op: operation.op, path: operation.path };
+    return 'value' in operation
+      ? { op: operation.op, path: operation.path, value: maskedValue(operation.path, operation.value) }
+      : { op: operation.op, path: operation.path };
   });
 }
 
 /** The value at a JSON Pointer of the settings, with whatever secrets it holds masked. */
 function maskedValue(path: string, value: unknown): unknown {
   if (path === '') return maskSettings(value as EnterpriseSettings);
-  const [top, , field, name] = path.slice(1).split('/').map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const [top, , field, name] = path
+    .slice(1)
+    .split('/')
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (top !== 'customModels') return value;
   const depth = path.split('/').length - 1;
   if (depth === 1) return (value as CustomModel[]).map(maskModel);
@@ -38,7 +43,8 @@ function maskedValue(path: string, value: unknown): unknown {
   }
   if (field === 'cloudModelConfig') {
     const secret = (key: string) => (CLOUD_SECRET_FIELDS as readonly string[]).includes(key);
-    if (depth === 3) return Object.fromEntries(Object.entries(value as Record<string, string>).map(([key, text]) => [key, secret(key) ? maskSecret(text) : text]));
+    if (depth === 3)
+      return Object.fromEntries(Object.entries(value as Record<string, string>).map(([key, text]) => [key, secret(key) ? maskSecret(text) : text]));
     return secret(name) ? maskSecret(value as string) : value;
   }
   return value;

@@ -23,8 +23,7 @@ export interface RelayCall {
 }
 
 export type RelayAnswer =
-  | { status: number; headers: Record<string, string>; json: string }
-  | { status: number; headers: Record<string, string>; stream: Readable };
+  { status: number; headers: Record<string, string>; json: string } | { status: number; headers: Record<string, string>; stream: Readable };
 
 export type RelayFailureReason = 'refused' | 'unreachable' | 'redirected' | 'invalid_answer' | 'timed_out';
 
@@ -60,7 +59,10 @@ export class ModelRelay {
     private readonly config: AppConfig,
     adapterHost: HttpAdapterHost,
   ) {
-    this.client = new OutboundClient({ config, adapterHost }, { allowedHosts: config.modelRelayAllowedHosts, allowedHostsVariable: 'MODEL_RELAY_ALLOWED_HOSTS', maxSockets: 256 });
+    this.client = new OutboundClient(
+      { config, adapterHost },
+      { allowedHosts: config.modelRelayAllowedHosts, allowedHostsVariable: 'MODEL_RELAY_ALLOWED_HOSTS', maxSockets: 256 },
+    );
   }
 
   async send(call: RelayCall): Promise<RelayAnswer> {
@@ -78,7 +80,11 @@ export class ModelRelay {
     const status = response.statusCode ?? 502;
     if (status >= 300 && status < 400) {
       response.destroy();
-      throw new RelayFailure('redirected', `answered ${status}, a redirect; the relay does not follow redirects, so baseUrl must be the address that answers`, status);
+      throw new RelayFailure(
+        'redirected',
+        `answered ${status}, a redirect; the relay does not follow redirects, so baseUrl must be the address that answers`,
+        status,
+      );
     }
     const headers = answerHeaders(response.headers);
     const max = this.config.MODEL_RELAY_MAX_RESPONSE_BYTES;
@@ -97,7 +103,11 @@ export class ModelRelay {
     try {
       JSON.parse(text);
     } catch {
-      throw new RelayFailure('invalid_answer', `answered ${status} with ${headers['content-type'] ?? 'no content type'}, not JSON; the relay passes on JSON answers only`, status);
+      throw new RelayFailure(
+        'invalid_answer',
+        `answered ${status} with ${headers['content-type'] ?? 'no content type'}, not JSON; the relay passes on JSON answers only`,
+        status,
+      );
     }
     return { status, headers: { ...headers, 'content-type': 'application/json; charset=utf-8' }, json: text };
   }

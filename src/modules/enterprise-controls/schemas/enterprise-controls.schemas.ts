@@ -55,10 +55,10 @@ const changeUser = closed(
 const modelPolicyProperties: Record<string, SchemaObject> = {
   allowedModelIds: list(text(256), 'Models allowed when `allowAllServiceModels` is off, and opted-in models.'),
   blockedModelIds: list(text(256), 'Models nobody may use, custom ones included; checked first.'),
-  allowCustomModels: bool('Whether sessions may use the organization\'s `customModels`.'),
+  allowCustomModels: bool("Whether sessions may use the organization's `customModels`."),
   allowedBaseUrls: list(
     httpUrl('A base URL custom models may call.'),
-    'When not empty, a custom model\'s `baseUrl` must be under one of these: the same scheme, host and port, and a path equal to or below the base\'s path.',
+    "When not empty, a custom model's `baseUrl` must be under one of these: the same scheme, host and port, and a path equal to or below the base's path.",
   ),
   allowAllServiceModels: bool('Whether every model that is not custom is allowed (except blocked and opt-in ones).'),
   isFastModelsAllowed: bool('Served to agents, which enforce it (the server keeps no model catalogue).'),
@@ -68,69 +68,84 @@ const modelPolicyProperties: Record<string, SchemaObject> = {
 
 /** The settings' fields; every one but `sessionRetentionDays` is required. */
 const settingsProperties: Record<string, SchemaObject> = {
-    sessionDefaultSettings: closed(['runInWorktree'], {
-      model: text(256, 'Filled into new sessions that name no model; absent: none.'),
-      specModeModel: text(256, 'Filled into new sessions that name no spec-mode model; absent: none.'),
-      runInWorktree: bool('Served to agents.'),
+  sessionDefaultSettings: closed(['runInWorktree'], {
+    model: text(256, 'Filled into new sessions that name no model; absent: none.'),
+    specModeModel: text(256, 'Filled into new sessions that name no spec-mode model; absent: none.'),
+    runInWorktree: bool('Served to agents.'),
+  }),
+  mcpAutonomyOverrides: map({ type: 'string', enum: [...MCP_AUTONOMY_LEVELS] }, 'MCP server name → the autonomy level its tools run at.'),
+  mcpAutonomyUrlOverrides: list(closed(['urlPattern'], { urlPattern: text() }), 'MCP servers, by URL pattern, whose autonomy is overridden.'),
+  cloudSessionSync: bool(),
+  wikiCloudSync: bool(),
+  includeCoAuthoredByAgent: bool(),
+  enableAgentShield: bool(),
+  ideAutoConnect: bool(),
+  commandAllowlist: list(text(), 'Commands the agent may run without asking.'),
+  commandDenylist: list(text(), 'Commands the agent must ask before running.'),
+  commandBlocklist: list(text(), 'Commands the agent may never run.'),
+  customModels: list(ref('CustomModel'), "The organization's own models; ids are unique.", L.customModels),
+  modelPolicy: ref('ModelPolicy'),
+  mcpPolicy: closed(['enabled', 'allowlist'], {
+    enabled: bool('Whether agents may use MCP servers at all.'),
+    allowlist: list(text(), 'When not empty, the only MCP servers agents may use.'),
+  }),
+  missionPolicy: closed(['restrictedAccess', 'allowedUserIds'], {
+    restrictedAccess: bool(),
+    allowedUserIds: list(userId, 'Users of the organization who may run missions when access is restricted.'),
+  }),
+  userModelPolicies: map(
+    closed([], modelPolicyProperties, "Any fields of `modelPolicy`; they replace the organization's for this user."),
+    'User id (a user of the organization) → a partial model policy laid over `modelPolicy` for that user.',
+    { format: 'lowercase-uuid' },
+  ),
+  enabledPlugins: map({ type: 'boolean' }, '`plugin@marketplace` → whether agents load it.'),
+  extraKnownMarketplaces: map(
+    closed(['source', 'repo'], { source: { type: 'string', enum: [...CODE_HOSTS] }, repo: text(), ref: text(255) }),
+    'Marketplace name → where its plugins come from.',
+  ),
+  strictKnownMarketplaces: list(
+    closed(['source', 'repo', 'ref', 'sha'], {
+      source: { type: 'string', enum: [...CODE_HOSTS], description: 'The code host: `github`, `gitlab`, `bitbucket`, or `git` (any URL).' },
+      repo: text(),
+      ref: text(255),
+      sha: { type: 'string', pattern: '^([0-9a-f]{40}|[0-9a-f]{64})$', description: 'The full commit id (40 or 64 hexadecimal digits).' },
     }),
-    mcpAutonomyOverrides: map({ type: 'string', enum: [...MCP_AUTONOMY_LEVELS] }, 'MCP server name → the autonomy level its tools run at.'),
-    mcpAutonomyUrlOverrides: list(closed(['urlPattern'], { urlPattern: text() }), 'MCP servers, by URL pattern, whose autonomy is overridden.'),
-    cloudSessionSync: bool(),
-    wikiCloudSync: bool(),
-    includeCoAuthoredByAgent: bool(),
-    enableAgentShield: bool(),
-    ideAutoConnect: bool(),
-    commandAllowlist: list(text(), 'Commands the agent may run without asking.'),
-    commandDenylist: list(text(), 'Commands the agent must ask before running.'),
-    commandBlocklist: list(text(), 'Commands the agent may never run.'),
-    customModels: list(ref('CustomModel'), 'The organization\'s own models; ids are unique.', L.customModels),
-    modelPolicy: ref('ModelPolicy'),
-    mcpPolicy: closed(['enabled', 'allowlist'], {
-      enabled: bool('Whether agents may use MCP servers at all.'),
-      allowlist: list(text(), 'When not empty, the only MCP servers agents may use.'),
-    }),
-    missionPolicy: closed(['restrictedAccess', 'allowedUserIds'], {
-      restrictedAccess: bool(),
-      allowedUserIds: list(userId, 'Users of the organization who may run missions when access is restricted.'),
-    }),
-    userModelPolicies: map(
-      closed([], modelPolicyProperties, 'Any fields of `modelPolicy`; they replace the organization\'s for this user.'),
-      'User id (a user of the organization) → a partial model policy laid over `modelPolicy` for that user.',
-      { format: 'lowercase-uuid' },
+    'When not empty, the only marketplaces agents may use, pinned to a commit.',
+  ),
+  networkPolicy: closed(['allowedIps'], {
+    allowedIps: list(
+      { type: 'string', format: 'ip-or-cidr' },
+      'When not empty, the only IP addresses or CIDR blocks agents may connect to (the platform itself excepted). Agents check their model endpoint and the addresses a command names before it runs; in the sandbox, its proxies refuse every other address.',
     ),
-    enabledPlugins: map({ type: 'boolean' }, '`plugin@marketplace` → whether agents load it.'),
-    extraKnownMarketplaces: map(
-      closed(['source', 'repo'], { source: { type: 'string', enum: [...CODE_HOSTS] }, repo: text(), ref: text(255) }),
-      'Marketplace name → where its plugins come from.',
-    ),
-    strictKnownMarketplaces: list(
-      closed(['source', 'repo', 'ref', 'sha'], {
-        source: { type: 'string', enum: [...CODE_HOSTS], description: 'The code host: `github`, `gitlab`, `bitbucket`, or `git` (any URL).' },
-        repo: text(),
-        ref: text(255),
-        sha: { type: 'string', pattern: '^([0-9a-f]{40}|[0-9a-f]{64})$', description: 'The full commit id (40 or 64 hexadecimal digits).' },
-      }),
-      'When not empty, the only marketplaces agents may use, pinned to a commit.',
-    ),
-    networkPolicy: closed(['allowedIps'], { allowedIps: list({ type: 'string', format: 'ip-or-cidr' }, 'When not empty, the only IP addresses or CIDR blocks agents may connect to (the platform itself excepted). Agents check their model endpoint and the addresses a command names before it runs; in the sandbox, its proxies refuse every other address.') }),
-    sandbox: ref('Sandbox'),
-    restrictMemberVisibility: bool('Members see only their own sessions.'),
-    restrictApiKeyCreationToManagers: bool('Only owners and managers may create API keys.'),
-    managedComputersEnabled: bool(),
-    managedComputersAllowedEmails: list(email, 'When not empty, only these people may create managed computers.'),
-    byomComputersEnabled: bool(),
-    byomComputersAllowedEmails: list(email, 'When not empty, only these people may register BYOM computers.'),
-    disableAutoUpdate: bool(),
-    sessionRetentionDays: {
-      type: 'integer',
-      minimum: L.retentionDays.min,
-      maximum: L.retentionDays.max,
-      description: 'Sessions with no activity for this many days are deleted with their messages. Absent (null in a change): kept forever.',
-    },
-    serviceRouterGuidance: prose('Guidance for the model router; may be empty.'),
-    serviceRouterRules: list(closed(['guidance', 'when'], { guidance: prose('What the router should do.'), when: text() }), 'Routing rules.', L.serviceRouterRules),
-    toolApproval: closed([], {
-      tools: list(text(128), 'Tools every call of which an agent must have a person approve, by name as the agent knows them (the reference agent\'s `Execute`, `Create`, `Edit`, `ApplyPatch`, `Task`...).', 100),
+  }),
+  sandbox: ref('Sandbox'),
+  restrictMemberVisibility: bool('Members see only their own sessions.'),
+  restrictApiKeyCreationToManagers: bool('Only owners and managers may create API keys.'),
+  managedComputersEnabled: bool(),
+  managedComputersAllowedEmails: list(email, 'When not empty, only these people may create managed computers.'),
+  byomComputersEnabled: bool(),
+  byomComputersAllowedEmails: list(email, 'When not empty, only these people may register BYOM computers.'),
+  disableAutoUpdate: bool(),
+  sessionRetentionDays: {
+    type: 'integer',
+    minimum: L.retentionDays.min,
+    maximum: L.retentionDays.max,
+    description: 'Sessions with no activity for this many days are deleted with their messages. Absent (null in a change): kept forever.',
+  },
+  serviceRouterGuidance: prose('Guidance for the model router; may be empty.'),
+  serviceRouterRules: list(
+    closed(['guidance', 'when'], { guidance: prose('What the router should do.'), when: text() }),
+    'Routing rules.',
+    L.serviceRouterRules,
+  ),
+  toolApproval: closed(
+    [],
+    {
+      tools: list(
+        text(128),
+        "Tools every call of which an agent must have a person approve, by name as the agent knows them (the reference agent's `Execute`, `Create`, `Edit`, `ApplyPatch`, `Task`...).",
+        100,
+      ),
       commandPatterns: list(
         text(),
         'Commands (the `Execute` tool) an agent must have a person approve, matched as `commandDenylist` matches (`git push*`, `rm -rf*`); a command line that cannot be checked needs approval too.',
@@ -142,17 +157,43 @@ const settingsProperties: Record<string, SchemaObject> = {
         maximum: 86_400,
         description: 'How long a request waits for a user of the session before the call is denied (`expired`). Default 600.',
       },
-    }, 'Not in the spec. Tool calls agents must have a person approve before running them (see `/docs` § Tool approval); a session\'s own `toolApproval` can only add to it. Absent: none.'),
-  };
+    },
+    "Not in the spec. Tool calls agents must have a person approve before running them (see `/docs` § Tool approval); a session's own `toolApproval` can only add to it. Absent: none.",
+  ),
+};
 
 const REQUIRED_SETTINGS = [
-    'sessionDefaultSettings', 'mcpAutonomyOverrides', 'mcpAutonomyUrlOverrides', 'cloudSessionSync', 'wikiCloudSync',
-    'includeCoAuthoredByAgent', 'enableAgentShield', 'ideAutoConnect', 'commandAllowlist', 'commandDenylist', 'commandBlocklist',
-    'customModels', 'modelPolicy', 'mcpPolicy', 'missionPolicy', 'userModelPolicies', 'enabledPlugins', 'extraKnownMarketplaces',
-    'strictKnownMarketplaces', 'networkPolicy', 'sandbox', 'restrictMemberVisibility', 'restrictApiKeyCreationToManagers',
-    'managedComputersEnabled', 'managedComputersAllowedEmails', 'byomComputersEnabled', 'byomComputersAllowedEmails',
-    'disableAutoUpdate', 'serviceRouterGuidance', 'serviceRouterRules',
-  ];
+  'sessionDefaultSettings',
+  'mcpAutonomyOverrides',
+  'mcpAutonomyUrlOverrides',
+  'cloudSessionSync',
+  'wikiCloudSync',
+  'includeCoAuthoredByAgent',
+  'enableAgentShield',
+  'ideAutoConnect',
+  'commandAllowlist',
+  'commandDenylist',
+  'commandBlocklist',
+  'customModels',
+  'modelPolicy',
+  'mcpPolicy',
+  'missionPolicy',
+  'userModelPolicies',
+  'enabledPlugins',
+  'extraKnownMarketplaces',
+  'strictKnownMarketplaces',
+  'networkPolicy',
+  'sandbox',
+  'restrictMemberVisibility',
+  'restrictApiKeyCreationToManagers',
+  'managedComputersEnabled',
+  'managedComputersAllowedEmails',
+  'byomComputersEnabled',
+  'byomComputersAllowedEmails',
+  'disableAutoUpdate',
+  'serviceRouterGuidance',
+  'serviceRouterRules',
+];
 
 /**
  * The enterprise settings as JSON Schemas: the spec's fields, every one typed and bounded, closed
@@ -164,9 +205,9 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
     ['id', 'model', 'baseUrl'],
     {
       id: text(256, 'What sessions name as their `model` to use this one; unique within `customModels`.'),
-      model: text(256, 'The model name the vendor\'s API expects.'),
+      model: text(256, "The model name the vendor's API expects."),
       index: { type: 'integer', minimum: 0, maximum: 10_000, description: 'Display order.' },
-      baseUrl: httpUrl('The vendor API\'s address.'),
+      baseUrl: httpUrl("The vendor API's address."),
       apiKey: {
         type: 'string',
         minLength: 1,
@@ -192,16 +233,22 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
       noImageSupport: bool(),
       cloudModelConfig: closed([], {
         ...Object.fromEntries(CLOUD_MODEL_CONFIG_FIELDS.map((field) => [field, text()])),
-        cloudBaseUrl: httpUrl('The cloud provider\'s endpoint, served to agents.'),
+        cloudBaseUrl: httpUrl("The cloud provider's endpoint, served to agents."),
       }),
       baseModelId: text(256, 'The model this one derives from (the spec leaves its type open; a string here).'),
       useInRouter: bool(),
     },
     'A model the organization adds, served by its own vendor endpoint.',
   ),
-  ModelPolicy: closed(Object.keys(modelPolicyProperties), modelPolicyProperties, 'Which models sessions may use; see the rules in `/docs` § Enterprise controls.'),
+  ModelPolicy: closed(
+    Object.keys(modelPolicyProperties),
+    modelPolicyProperties,
+    'Which models sessions may use; see the rules in `/docs` § Enterprise controls.',
+  ),
   Sandbox: closed(['enabled', 'filesystem', 'network'], {
-    enabled: bool('Agents run every command inside the OS sandbox (@anthropic-ai/sandbox-runtime) configured by these settings, and refuse commands where it cannot run. The workspace and a private $TMPDIR are always writable.'),
+    enabled: bool(
+      'Agents run every command inside the OS sandbox (@anthropic-ai/sandbox-runtime) configured by these settings, and refuse commands where it cannot run. The workspace and a private $TMPDIR are always writable.',
+    ),
     filesystem: closed(['allowWrite', 'allowRead', 'denyWrite', 'denyRead'], {
       allowWrite: list(text(), 'Paths the agent may write.'),
       allowRead: list(text(), 'Paths the agent may read.'),
@@ -217,16 +264,24 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
       allowUnixSockets: list(text(), 'Unix socket paths the agent may use.'),
       allowAllUnixSockets: bool(),
       allowLocalBinding: bool(),
-      httpProxyPort: { ...port, description: 'An HTTP proxy already listening on the computer that sandboxed commands use instead of the sandbox\'s own. Absent: the sandbox runs its own filtering proxy.' },
-      socksProxyPort: { ...port, description: 'A SOCKS proxy already listening on the computer that sandboxed commands use instead of the sandbox\'s own. Absent: the sandbox runs its own.' },
+      httpProxyPort: {
+        ...port,
+        description:
+          "An HTTP proxy already listening on the computer that sandboxed commands use instead of the sandbox's own. Absent: the sandbox runs its own filtering proxy.",
+      },
+      socksProxyPort: {
+        ...port,
+        description:
+          "A SOCKS proxy already listening on the computer that sandboxed commands use instead of the sandbox's own. Absent: the sandbox runs its own.",
+      },
     }),
   }),
   EnterpriseSettings: {
     ...closed(
       REQUIRED_SETTINGS,
       settingsProperties,
-      'A snapshot of the organization\'s settings: every field is present except `sessionRetentionDays`, `toolApproval`, `sessionDefaultSettings.model`/`specModeModel` and the sandbox proxy ports. ' +
-        '`default`: a new organization\'s settings (revision 0), which revision 1\'s `diff` starts from.',
+      "A snapshot of the organization's settings: every field is present except `sessionRetentionDays`, `toolApproval`, `sessionDefaultSettings.model`/`specModeModel` and the sandbox proxy ports. " +
+        "`default`: a new organization's settings (revision 0), which revision 1's `diff` starts from.",
     ),
     // Published so that clients (the console's history) can show what revision 1 changed from; Ajv ignores it (useDefaults: false).
     default: defaultSettings(),
@@ -259,7 +314,7 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
     diff: {
       type: 'array',
       items: ref('JsonPatchOperation'),
-      description: 'What this revision changed: RFC 6902 operations that turn the previous revision\'s settings (the defaults, for revision 1) into these.',
+      description: "What this revision changed: RFC 6902 operations that turn the previous revision's settings (the defaults, for revision 1) into these.",
     },
   }),
   EnterpriseControls: closed(['revision', 'settings', 'user', 'updatedAt'], {
@@ -272,10 +327,13 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
     ['revision', 'modelPolicy', ...AGENT_POLICY_FIELDS],
     {
       revision: { type: 'integer', minimum: 0, description: 'The revision of the controls this policy comes from.' },
-      modelPolicy: { ...ref('ModelPolicy'), description: 'The caller\'s effective model policy: the organization\'s, with the caller\'s `userModelPolicies` entry laid over it.' },
+      modelPolicy: {
+        ...ref('ModelPolicy'),
+        description: "The caller's effective model policy: the organization's, with the caller's `userModelPolicies` entry laid over it.",
+      },
       ...Object.fromEntries(AGENT_POLICY_FIELDS.map((field) => [field, settingsProperties[field]])),
       toolApproval: settingsProperties.toolApproval,
     },
-    'The controls an agent obeys, as one document (custom models\' keys masked).',
+    "The controls an agent obeys, as one document (custom models' keys masked).",
   ),
 });

@@ -21,7 +21,9 @@ export class EventStreamQueryDto extends PageQueryDto {
   @Matches(SEQ, { message: SEQ_MESSAGE })
   after?: string;
 
-  @ApiPropertyOptional({ description: 'Only events of these types, comma-separated (e.g. `message.added,session.status_changed`). An unknown type answers 400.' })
+  @ApiPropertyOptional({
+    description: 'Only events of these types, comma-separated (e.g. `message.added,session.status_changed`). An unknown type answers 400.',
+  })
   @IsOptional()
   @IsString()
   @Matches(TYPE_LIST, { message: 'must be event types separated by commas' })
@@ -37,13 +39,16 @@ export class AuditLogQueryDto extends PageQueryDto {
   @Matches(TYPE_LIST, { message: 'must be event types separated by commas' })
   type?: string;
 
-  @ApiPropertyOptional({ description: 'Only what this user did (`actor.userId`; for an agent token, the computer\'s owner).', format: 'uuid' })
+  @ApiPropertyOptional({ description: "Only what this user did (`actor.userId`; for an agent token, the computer's owner).", format: 'uuid' })
   @IsOptional()
   @IsString()
   @Matches(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, { message: 'must be a user id (a UUID)' })
   actorUserId?: string;
 
-  @ApiPropertyOptional({ description: 'Only entries at or after this time: Unix ms, or an ISO 8601 date-time with its offset.', example: '2026-01-01T00:00:00Z' })
+  @ApiPropertyOptional({
+    description: 'Only entries at or after this time: Unix ms, or an ISO 8601 date-time with its offset.',
+    example: '2026-01-01T00:00:00Z',
+  })
   @IsOptional()
   @IsString()
   @MaxLength(40)
@@ -57,7 +62,8 @@ export class AuditLogQueryDto extends PageQueryDto {
 
   @ApiPropertyOptional({
     enum: AUDIT_FORMATS,
-    description: '`ndjson`: every matching entry, one JSON object a line, newest first, streamed (as `Accept: application/x-ndjson`); `limit` and `cursor` then do not apply.',
+    description:
+      '`ndjson`: every matching entry, one JSON object a line, newest first, streamed (as `Accept: application/x-ndjson`); `limit` and `cursor` then do not apply.',
   })
   @IsOptional()
   @IsIn(AUDIT_FORMATS)

@@ -24,7 +24,9 @@ const SESSION_STATUSES = Object.values(SessionStatus);
 const COMPUTER_STATUSES = Object.values(ComputerStatus);
 const TOKEN_USAGE: SchemaObject = object(
   'Tokens one model used.',
-  Object.fromEntries(['inputTokens', 'outputTokens', 'cacheCreationTokens', 'cacheReadTokens', 'thinkingTokens'].map((field) => [field, { type: 'integer', minimum: 0 }])),
+  Object.fromEntries(
+    ['inputTokens', 'outputTokens', 'cacheCreationTokens', 'cacheReadTokens', 'thinkingTokens'].map((field) => [field, { type: 'integer', minimum: 0 }]),
+  ),
 );
 
 /** A webhook as its events show it: never its secret, only its URL's origin (a path often holds the receiver's token). */
@@ -71,7 +73,7 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     data: object('', { sessionId: uuid('The session.'), from: oneOf(SESSION_STATUSES, 'Its status before.'), to: oneOf(SESSION_STATUSES, 'Its status now.') }),
   },
   'message.added': {
-    summary: 'A message was stored in a session: a user\'s, an agent\'s or the server\'s own (provisioning output).',
+    summary: "A message was stored in a session: a user's, an agent's or the server's own (provisioning output).",
     target: { kind: 'message', field: 'messageId' },
     data: object(
       '',
@@ -80,8 +82,11 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
         messageId: uuid('The message.'),
         role: oneOf(Object.values(MessageRole), 'Its role.'),
         authorId: nullableUuid('Who wrote a user message; null for the others.'),
-        computerId: nullableUuid('For a user message: the computer whose agent is to take it, or null for any of the organization\'s agents.'),
-        message: { ...ref('Message'), description: 'The message itself, when your organization keeps message history (`messageHistory`); absent otherwise, or when it was deleted since.' },
+        computerId: nullableUuid("For a user message: the computer whose agent is to take it, or null for any of the organization's agents."),
+        message: {
+          ...ref('Message'),
+          description: 'The message itself, when your organization keeps message history (`messageHistory`); absent otherwise, or when it was deleted since.',
+        },
       },
       ['message'],
     ),
@@ -89,7 +94,12 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
   'turn.usage_reported': {
     summary: 'An agent reported the tokens one model used in a turn.',
     target: { kind: 'session', field: 'sessionId' },
-    data: object('', { sessionId: uuid('The session.'), userId: uuid('The session\'s owner, whom the usage is counted for.'), model: text('The model.'), usage: TOKEN_USAGE }),
+    data: object('', {
+      sessionId: uuid('The session.'),
+      userId: uuid("The session's owner, whom the usage is counted for."),
+      model: text('The model.'),
+      usage: TOKEN_USAGE,
+    }),
   },
   'turn.interrupted': {
     summary: 'A user interrupted the running turn: its agent stops, writes what it has and ends the turn, and the session becomes `idle`.',
@@ -104,7 +114,7 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
       approvalId: uuid('The approval to decide (POST /api/v0/sessions/{sessionId}/tool-approvals/{approvalId}).'),
       turnId: uuid('The turn.'),
       toolName: text('The tool.'),
-      toolCallId: text('The model\'s id of the call.', { nullable: true }),
+      toolCallId: text("The model's id of the call.", { nullable: true }),
       summary: text('What the call does, in one line (the command line, for a command).'),
       expiresAt: { type: 'integer', description: 'Unix ms: unanswered by then, the call is denied (`expired`).' },
     }),
@@ -117,9 +127,12 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
       approvalId: uuid('The approval.'),
       turnId: uuid('The turn.'),
       toolName: text('The tool.'),
-      status: oneOf(TOOL_APPROVAL_STATUSES.filter((status) => status !== 'pending'), 'How it ended.'),
+      status: oneOf(
+        TOOL_APPROVAL_STATUSES.filter((status) => status !== 'pending'),
+        'How it ended.',
+      ),
       allowed: { type: 'boolean', description: 'Whether the call may run: true only for `allowed`.' },
-      message: text('The person\'s message to the agent, if any.', { nullable: true }),
+      message: text("The person's message to the agent, if any.", { nullable: true }),
     }),
   },
   'computer.created': {
@@ -128,7 +141,7 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     data: object('', { ...computerNamed(), status: oneOf(COMPUTER_STATUSES, 'Its status.') }),
   },
   'computer.status_changed': {
-    summary: 'A computer\'s status or one of its provisioning steps changed; `from` equals `to` when only a step moved.',
+    summary: "A computer's status or one of its provisioning steps changed; `from` equals `to` when only a step moved.",
     target: { kind: 'computer', field: 'computerId' },
     data: object('', {
       computerId: uuid('The computer.'),
@@ -138,7 +151,7 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
       step: {
         ...object('The provisioning step that moved, with its error when it failed; null when none did.', {
           stepId: text('`create-computer`, `clone-repos` or `install-dependencies`.'),
-          status: text('The step\'s status now.'),
+          status: text("The step's status now."),
           error: text('Why it failed.', { nullable: true }),
         }),
         nullable: true,
@@ -165,7 +178,7 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     data: object('', {
       reportId: text('The report.'),
       repoId: text('Its repository.'),
-      repoUrl: text('The repository\'s URL.'),
+      repoUrl: text("The repository's URL."),
       level: { type: 'integer', description: 'The level the repository reached.' },
       uploadedBy: text('Who uploaded it.'),
     }),
@@ -182,7 +195,7 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     }),
   },
   'api_key.revoked': {
-    summary: 'An API key was revoked: by its user, an owner or manager, the operator, or with its user\'s removal.',
+    summary: "An API key was revoked: by its user, an owner or manager, the operator, or with its user's removal.",
     target: { kind: 'api_key', field: 'apiKeyId' },
     data: object('', { apiKeyId: uuid('The key.'), userId: uuid('Whose key it was.'), name: text('Its name.'), prefix: text('Its prefix.') }),
   },
@@ -219,7 +232,7 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     data: webhook({
       reason: oneOf(['endpoint_failing'], 'Why.'),
       failingSince: { type: 'integer', description: 'Unix ms of the first failed attempt since its last success.' },
-      lastError: text('The last attempt\'s outcome: a status code, or the network error.'),
+      lastError: text("The last attempt's outcome: a status code, or the network error."),
     }),
   },
 };
@@ -253,15 +266,18 @@ const ACTOR: SchemaObject = {
     '(`email`, `role`, `credential`, `credentialId`, `ip`, `requestId`).',
   required: ['kind'],
   properties: {
-    kind: oneOf(['user', 'computer', 'operator', 'system'], '`user` (a person or service account, by API key or JWT), `computer` (its agent token), `operator` (the CLI), `system` (the server\'s own work).'),
-    userId: uuid('The user (for a computer: the computer\'s owner, whom its agent acts for).'),
+    kind: oneOf(
+      ['user', 'computer', 'operator', 'system'],
+      "`user` (a person or service account, by API key or JWT), `computer` (its agent token), `operator` (the CLI), `system` (the server's own work).",
+    ),
+    userId: uuid("The user (for a computer: the computer's owner, whom its agent acts for)."),
     computerId: uuid('The computer whose agent token was used.'),
-    email: text('Audit log only: the user\'s address at the time.'),
-    role: oneOf(ROLES, 'Audit log only: the user\'s role at the time.'),
+    email: text("Audit log only: the user's address at the time."),
+    role: oneOf(ROLES, "Audit log only: the user's role at the time."),
     credential: oneOf(['api_key', 'jwt', 'agent_token'], 'Audit log only: how the caller authenticated.'),
     credentialId: uuid('Audit log only: the API key used.'),
-    ip: text('Audit log only: the client\'s address.'),
-    requestId: text('Audit log only: the request\'s `x-request-id`.'),
+    ip: text("Audit log only: the client's address."),
+    requestId: text("Audit log only: the request's `x-request-id`."),
   },
 };
 
@@ -272,7 +288,11 @@ function envelope(type: EventType, doc: EventTypeDoc): SchemaObject {
     required: ['id', 'seq', 'type', 'occurredAt', 'organizationId', 'sessionId', 'target', 'actor', 'data'],
     properties: {
       id: uuid('Unique: de-duplicate on it.'),
-      seq: { type: 'integer', minimum: 1, description: 'The organization\'s sequence number: 1, 2, 3... in commit order. The SSE `id`, `Last-Event-ID` and `after` use it.' },
+      seq: {
+        type: 'integer',
+        minimum: 1,
+        description: "The organization's sequence number: 1, 2, 3... in commit order. The SSE `id`, `Last-Event-ID` and `after` use it.",
+      },
       type: { type: 'string', enum: [type] },
       occurredAt: { type: 'integer', description: 'When it happened (Unix ms).' },
       organizationId: uuid('Your organization.'),
@@ -296,7 +316,7 @@ for (const type of EVENT_TYPES) {
   schemas[`${eventSchemaName(type)}Data`] = { ...doc.data, description: doc.summary };
 }
 schemas.Event = {
-  description: 'One event of the log, as streams, lists, the audit log and webhooks give it; `type` says which (see each type\'s schema).',
+  description: "One event of the log, as streams, lists, the audit log and webhooks give it; `type` says which (see each type's schema).",
   oneOf: EVENT_TYPES.map((type) => ref(eventSchemaName(type))),
   discriminator: { propertyName: 'type', mapping: Object.fromEntries(EVENT_TYPES.map((type) => [type, ref(eventSchemaName(type)).$ref])) },
 };

@@ -29,7 +29,7 @@ describe('maturityLevel', () => {
     expect(maturityLevel(reportPassing({ 1: 0.5 }))).toBe(1);
   });
 
-  it('unlocks the next level at 80% of a level\'s criteria, not below', () => {
+  it("unlocks the next level at 80% of a level's criteria, not below", () => {
     expect(maturityLevel(reportPassing({ 1: 1 }))).toBe(2);
     expect(maturityLevel(reportPassing({ 1: 6 / 7 }))).toBe(2);
     expect(maturityLevel(reportPassing({ 1: 5 / 7 }))).toBe(1);
@@ -50,7 +50,7 @@ describe('maturityLevel', () => {
 });
 
 describe('organizationLevel', () => {
-  it('is the floor of the mean of the repositories\' levels', () => {
+  it("is the floor of the mean of the repositories' levels", () => {
     expect(organizationLevel([2, 3])).toBe(2);
     expect(organizationLevel([3, 3, 4])).toBe(3);
     expect(organizationLevel([5])).toBe(5);

@@ -41,7 +41,17 @@ describe('repository ids', () => {
   });
 
   it('refuses what WHATWG parsing would strip or rewrite', () => {
-    for (const bad of [' https://github.com/a/b', 'https://github.com/a/b\t', 'https://github.com/a b', 'http:\\\\github.com/a/b', 'http:///github.com/a/b', 'https://github.com/<script>', 'git@github.com:a/<b>', 'https://github.com', 'file:///']) {
+    for (const bad of [
+      ' https://github.com/a/b',
+      'https://github.com/a/b\t',
+      'https://github.com/a b',
+      'http:\\\\github.com/a/b',
+      'http:///github.com/a/b',
+      'https://github.com/<script>',
+      'git@github.com:a/<b>',
+      'https://github.com',
+      'file:///',
+    ]) {
       expect(checkRepoUrl(bad)).toMatchObject({ ok: false });
     }
   });

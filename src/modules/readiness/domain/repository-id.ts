@@ -8,7 +8,13 @@ import { REPORT_LIMITS } from './report';
  * reads the remote of a CI checkout, which often carries a token (`https://x-access-token:…@`),
  * and the report only needs to say which repository it was.
  */
-const REPOSITORY_URL: UrlRule = { schemes: ['https:', 'http:', 'ssh:', 'git:', 'file:'], maxLength: REPORT_LIMITS.repoUrl, credentials: 'drop', query: true, fragment: true };
+const REPOSITORY_URL: UrlRule = {
+  schemes: ['https:', 'http:', 'ssh:', 'git:', 'file:'],
+  maxLength: REPORT_LIMITS.repoUrl,
+  credentials: 'drop',
+  query: true,
+  fragment: true,
+};
 
 /** `user@host:path` (git's scp-like syntax), which is not a URL. */
 const SCP_LIKE = /^(?:([^@/\s]+)@)?([^:/\s]+):(?!\/\/)(.+)$/;
@@ -70,7 +76,10 @@ function canonical(repoUrl: string): string | undefined {
   } catch {
     return undefined;
   }
-  path = path.replace(/\/+$/, '').replace(/\.git$/, '').replace(/\/+$/, '');
+  path = path
+    .replace(/\/+$/, '')
+    .replace(/\.git$/, '')
+    .replace(/\/+$/, '');
   if (url.protocol === 'file:') return path ? `file://${path}` : undefined;
   return url.hostname && path ? `${url.hostname.toLowerCase()}${path}` : undefined;
 }

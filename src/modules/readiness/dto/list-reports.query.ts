@@ -4,7 +4,9 @@ import { DEFAULT_HISTORY, DEFAULT_PAGE, MAX_HISTORY, MAX_PAGE } from '../domain/
 
 /** The spec's query of the readiness list. `limit` is any positive integer; pages hold at most MAX_PAGE. */
 export class ListReportsQueryDto {
-  @ApiPropertyOptional({ description: 'Only this repository\'s reports (a `repoId` from `GET /api/organization/readiness-repositories`). An unknown id lists nothing.' })
+  @ApiPropertyOptional({
+    description: "Only this repository's reports (a `repoId` from `GET /api/organization/readiness-repositories`). An unknown id lists nothing.",
+  })
   @IsOptional()
   @IsString()
   @MaxLength(256)
@@ -20,7 +22,10 @@ export class ListReportsQueryDto {
   @Matches(/^[1-9][0-9]{0,99}$/, { message: 'must be a positive integer' })
   limit?: string;
 
-  @ApiPropertyOptional({ format: 'uuid', description: 'The `reportId` of the last report of the previous page. Unknown, another organization\'s or malformed: 400.' })
+  @ApiPropertyOptional({
+    format: 'uuid',
+    description: "The `reportId` of the last report of the previous page. Unknown, another organization's or malformed: 400.",
+  })
   @IsOptional()
   @IsString()
   @MaxLength(64)

@@ -46,7 +46,10 @@ function dependencies(app: Application): string[] {
 function dependencyLines(text: string): string {
   return text
     .split('\n')
-    .filter((line) => !/^\s*(#|\/\/)/.test(line) && !/^\s*(description|summary|name|keywords|authors|readme|license|homepage|documentation|repository)\s*=/.test(line))
+    .filter(
+      (line) =>
+        !/^\s*(#|\/\/)/.test(line) && !/^\s*(description|summary|name|keywords|authors|readme|license|homepage|documentation|repository)\s*=/.test(line),
+    )
     .join('\n');
 }
 
@@ -68,12 +71,21 @@ const has = (app: Application, ...ecosystems: Ecosystem[]) => ecosystems.some((e
  * An application check: the first source of evidence that answers wins — a file of the
  * application (or of the repository root, shared by all), a package it uses, or its language.
  */
-function appCheck(what: string, spec: { files?: RegExp[]; exclude?: RegExp; packages?: RegExp; script?: RegExp; builtIn?: Partial<Record<Ecosystem, string>>; manifest?: RegExp }): ApplicationCheck {
+function appCheck(
+  what: string,
+  spec: { files?: RegExp[]; exclude?: RegExp; packages?: RegExp; script?: RegExp; builtIn?: Partial<Record<Ecosystem, string>>; manifest?: RegExp },
+): ApplicationCheck {
   return (app, workspace) => {
     if (spec.files) {
-      const own = first(app.files.filter((file) => !spec.exclude?.test(file)), spec.files);
+      const own = first(
+        app.files.filter((file) => !spec.exclude?.test(file)),
+        spec.files,
+      );
       if (own) return found(app.path === '.' ? own : `${app.path}/${own}`);
-      const shared = first(workspace.files.filter((file) => !file.includes('/')), spec.files);
+      const shared = first(
+        workspace.files.filter((file) => !file.includes('/')),
+        spec.files,
+      );
       if (shared) return found(`${shared} (repository root)`);
     }
     if (spec.script && app.packageJson?.scripts) {
@@ -110,8 +122,14 @@ export const REPOSITORY_CHECKS: Record<string, RepositoryCheck> = {
   gitignore: fileCheck('.gitignore at the root', [atRoot('\\.gitignore')]),
   agents_md: fileCheck('AGENTS.md at the root', [atRoot('agents\\.md')]),
   contributing_guide: fileCheck('CONTRIBUTING guide (root, .github/ or docs/)', [/^(\.github\/|docs\/)?contributing(\.(md|rst|txt))?$/i]),
-  devcontainer: fileCheck('dev container (.devcontainer/devcontainer.json or .devcontainer.json)', [/^\.devcontainer(\/[^/]+)?\/devcontainer\.json$/, /^\.devcontainer\.json$/]),
-  env_example: fileCheck('example environment file (.env.example, .env.sample, .env.template)', [anywhere('\\.env\\.(example|sample|template|dist)'), anywhere('example\\.env')]),
+  devcontainer: fileCheck('dev container (.devcontainer/devcontainer.json or .devcontainer.json)', [
+    /^\.devcontainer(\/[^/]+)?\/devcontainer\.json$/,
+    /^\.devcontainer\.json$/,
+  ]),
+  env_example: fileCheck('example environment file (.env.example, .env.sample, .env.template)', [
+    anywhere('\\.env\\.(example|sample|template|dist)'),
+    anywhere('example\\.env'),
+  ]),
   pre_commit_hooks: fileCheck('pre-commit hooks (.pre-commit-config.yaml, .husky/, lefthook, lint-staged)', [
     atRoot('\\.pre-commit-config\\.ya?ml'),
     /^\.husky\/[^/]+$/,
@@ -136,9 +154,16 @@ export const REPOSITORY_CHECKS: Record<string, RepositoryCheck> = {
     /^\.ci\/[^/]+$/,
   ]),
   secret_scanning: async (workspace) => {
-    const config = first(workspace.files, [atRoot('\\.gitleaks\\.toml'), atRoot('\\.secrets\\.baseline'), atRoot('\\.trufflehog[^/]*'), atRoot('\\.talismanrc')]);
+    const config = first(workspace.files, [
+      atRoot('\\.gitleaks\\.toml'),
+      atRoot('\\.secrets\\.baseline'),
+      atRoot('\\.trufflehog[^/]*'),
+      atRoot('\\.talismanrc'),
+    ]);
     if (config) return found(`${config} found`);
-    const ci = workspace.files.filter((file) => /^(\.github\/workflows\/[^/]+|\.gitlab-ci\.ya?ml|\.pre-commit-config\.ya?ml|\.circleci\/config\.ya?ml)$/.test(file));
+    const ci = workspace.files.filter((file) =>
+      /^(\.github\/workflows\/[^/]+|\.gitlab-ci\.ya?ml|\.pre-commit-config\.ya?ml|\.circleci\/config\.ya?ml)$/.test(file),
+    );
     for (const file of ci) {
       const tool = /gitleaks|trufflehog|detect-secrets|ggshield|talisman/i.exec(await workspace.read(file));
       if (tool) return found(`${tool[0]} in ${file}`);
@@ -155,15 +180,33 @@ export const REPOSITORY_CHECKS: Record<string, RepositoryCheck> = {
     /^\.github\/PULL_REQUEST_TEMPLATE\/[^/]+$/i,
     /^\.gitlab\/merge_request_templates\/[^/]+$/,
   ]),
-  containerized: fileCheck('container build (Dockerfile, Containerfile, compose file)', [anywhere('(Dockerfile|Containerfile)(\\.[a-z0-9-]+)?'), anywhere('(docker-)?compose\\.ya?ml')]),
-  api_docs: fileCheck('documentation beyond the README (docs/ with Markdown, an OpenAPI document)', [/^docs?\/.+\.(md|mdx|rst|adoc)$/i, anywhere('(openapi|swagger)\\.(json|ya?ml)')]),
+  containerized: fileCheck('container build (Dockerfile, Containerfile, compose file)', [
+    anywhere('(Dockerfile|Containerfile)(\\.[a-z0-9-]+)?'),
+    anywhere('(docker-)?compose\\.ya?ml'),
+  ]),
+  api_docs: fileCheck('documentation beyond the README (docs/ with Markdown, an OpenAPI document)', [
+    /^docs?\/.+\.(md|mdx|rst|adoc)$/i,
+    anywhere('(openapi|swagger)\\.(json|ya?ml)'),
+  ]),
   changelog: fileCheck('changelog at the root (CHANGELOG, HISTORY, CHANGES)', [/^(changelog|history|changes)(\.(md|rst|txt))?$/i]),
   runbooks: fileCheck('runbooks (a file or folder named runbook, docs/operations/)', [/(^|\/)runbooks?(\/|\.|$)/i, /^docs\/(operations|ops)\//i]),
 };
 
 export const APPLICATION_CHECKS: Record<string, ApplicationCheck> = {
   linter: appCheck('linter (ESLint, Biome, Ruff, Flake8, Pylint, golangci-lint, RuboCop, PHPStan, Checkstyle)', {
-    files: [/^eslint\.config\.[cm]?[jt]s$/, /^\.eslintrc(\.[a-z]+)?$/, /^biome\.jsonc?$/, /^\.?ruff\.toml$/, /^\.flake8$/, /^\.pylintrc$/, /^\.golangci\.ya?ml$/, /^\.rubocop\.yml$/, /^phpstan\.neon(\.dist)?$/, /^phpcs\.xml(\.dist)?$/, /^checkstyle\.xml$/],
+    files: [
+      /^eslint\.config\.[cm]?[jt]s$/,
+      /^\.eslintrc(\.[a-z]+)?$/,
+      /^biome\.jsonc?$/,
+      /^\.?ruff\.toml$/,
+      /^\.flake8$/,
+      /^\.pylintrc$/,
+      /^\.golangci\.ya?ml$/,
+      /^\.rubocop\.yml$/,
+      /^phpstan\.neon(\.dist)?$/,
+      /^phpcs\.xml(\.dist)?$/,
+      /^checkstyle\.xml$/,
+    ],
     manifest: /^\[tool\.(ruff|pylint|flake8)[\].]/m,
     packages: /^(eslint|@biomejs\/biome|oxlint|ruff|flake8|pylint|rubocop|golangci-lint)$|\b(ruff|flake8|pylint|rubocop)\b/,
     builtIn: { rust: 'Rust ships cargo clippy', go: 'Go ships go vet' },
@@ -175,7 +218,14 @@ export const APPLICATION_CHECKS: Record<string, ApplicationCheck> = {
     builtIn: { go: 'Go is statically typed', rust: 'Rust is statically typed', java: 'Java/Kotlin is statically typed' },
   }),
   unit_tests: appCheck('unit tests (*.test.*, *.spec.*, test_*.py, *_test.go, tests/ or __tests__/)', {
-    files: [/\.(test|spec)\.[cm]?[jt]sx?$/, /(^|\/)test_[^/]+\.py$/, /_test\.(py|go)$/, /_spec\.rb$/, /(^|\/)(__tests__|tests?|spec)\/.+\.[a-z]+$/, /Test\.(java|kt)$/],
+    files: [
+      /\.(test|spec)\.[cm]?[jt]sx?$/,
+      /(^|\/)test_[^/]+\.py$/,
+      /_test\.(py|go)$/,
+      /_spec\.rb$/,
+      /(^|\/)(__tests__|tests?|spec)\/.+\.[a-z]+$/,
+      /Test\.(java|kt)$/,
+    ],
     exclude: /(^|\/)(e2e|integration|acceptance)(\/|[-.])|\.e2e-spec\./i,
   }),
   build_command: appCheck('build command (a "build" script, Makefile, or a build tool of the language)', {
@@ -204,10 +254,12 @@ export const APPLICATION_CHECKS: Record<string, ApplicationCheck> = {
     packages: /^(@playwright\/test|cypress|supertest|testcontainers)$/,
   }),
   structured_logging: appCheck('structured logging library (pino, winston, bunyan, structlog, zap, zerolog, logrus, tracing, logback)', {
-    packages: /^(pino|nestjs-pino|winston|bunyan|@nestjs\/pino)$|\b(structlog|go\.uber\.org\/zap|zerolog|logrus|tracing-subscriber|logstash-logback-encoder|monolog)\b/,
+    packages:
+      /^(pino|nestjs-pino|winston|bunyan|@nestjs\/pino)$|\b(structlog|go\.uber\.org\/zap|zerolog|logrus|tracing-subscriber|logstash-logback-encoder|monolog)\b/,
   }),
   tracing_metrics: appCheck('tracing or metrics (OpenTelemetry, Prometheus client, StatsD, Datadog)', {
-    packages: /^(@opentelemetry\/[a-z-]+|prom-client|dd-trace|hot-shots|newrelic)$|\b(opentelemetry[a-z_-]*|prometheus[_-]client|prometheus\/client_golang|micrometer|ddtrace)\b/,
+    packages:
+      /^(@opentelemetry\/[a-z-]+|prom-client|dd-trace|hot-shots|newrelic)$|\b(opentelemetry[a-z_-]*|prometheus[_-]client|prometheus\/client_golang|micrometer|ddtrace)\b/,
   }),
   test_coverage: appCheck('coverage measurement (coverage thresholds, nyc/c8, codecov, pytest-cov, .coveragerc)', {
     files: [/^\.nycrc(\.[a-z]+)?$/, /^\.c8rc(\.json)?$/, /^\.?codecov\.ya?ml$/, /^\.coveragerc$/, /^tarpaulin\.toml$/],

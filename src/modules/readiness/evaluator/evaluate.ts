@@ -64,5 +64,3 @@ export async function evaluateRepository(path: string): Promise<RepositoryEvalua
     elapsedMs: Date.now() - started,
   };
 }
-
-

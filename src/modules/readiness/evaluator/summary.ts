@@ -6,7 +6,14 @@ import { MAX_APPLICATIONS } from './workspace';
 export function summarize(result: RepositoryEvaluation): string {
   const { report } = result;
   const lines: string[] = [];
-  const state = [report.branch, report.commitHash?.slice(0, 12), report.hasLocalChanges ? 'local changes' : undefined, report.hasNonRemoteCommits ? 'unpushed commits' : undefined].filter(Boolean).join(', ');
+  const state = [
+    report.branch,
+    report.commitHash?.slice(0, 12),
+    report.hasLocalChanges ? 'local changes' : undefined,
+    report.hasNonRemoteCommits ? 'unpushed commits' : undefined,
+  ]
+    .filter(Boolean)
+    .join(', ');
   lines.push(`Readiness of ${report.repoUrl}${state ? ` (${state})` : ''}`);
   lines.push(`Level ${result.level}: ${LEVEL_NAMES[result.level - 1]}${nextLevel(result)}`);
   const apps = Object.entries(report.apps);
@@ -17,11 +24,14 @@ export function summarize(result: RepositoryEvaluation): string {
     for (const criterion of CRITERIA.filter((candidate) => candidate.pillar === pillar)) {
       const evaluation = report.report[criterion.id];
       const mark = passes(evaluation) ? 'PASS' : 'FAIL';
-      lines.push(`  ${mark}  L${criterion.level} ${criterion.id.padEnd(20)} ${`${evaluation.numerator}/${evaluation.denominator}`.padEnd(6)} ${evaluation.rationale}`);
+      lines.push(
+        `  ${mark}  L${criterion.level} ${criterion.id.padEnd(20)} ${`${evaluation.numerator}/${evaluation.denominator}`.padEnd(6)} ${evaluation.rationale}`,
+      );
     }
   }
   lines.push('', `${result.files} files in ${result.elapsedMs} ms; agentVersion ${report.agentVersion}`);
-  if (result.unreadable.length > 0) lines.push(`Unreadable (counted as missing): ${result.unreadable.slice(0, 10).join(', ')}${result.unreadable.length > 10 ? ', ...' : ''}`);
+  if (result.unreadable.length > 0)
+    lines.push(`Unreadable (counted as missing): ${result.unreadable.slice(0, 10).join(', ')}${result.unreadable.length > 10 ? ', ...' : ''}`);
   return lines.join('\n');
 }
 

@@ -130,7 +130,10 @@ function describe(dir: string, manifests: Map<string, string>, packageJson?: Pac
     const match = /^\s*description\s*=\s*"([^"\n]*)"/m.exec(text);
     if (match?.[1]) return match[1].slice(0, 500);
   }
-  const name = packageJson?.name ?? /^\s*name\s*=\s*"([^"\n]*)"/m.exec([...manifests.values()].join('\n'))?.[1] ?? /^module\s+(\S+)/m.exec(manifests.get('go.mod') ?? '')?.[1];
+  const name =
+    packageJson?.name ??
+    /^\s*name\s*=\s*"([^"\n]*)"/m.exec([...manifests.values()].join('\n'))?.[1] ??
+    /^module\s+(\S+)/m.exec(manifests.get('go.mod') ?? '')?.[1];
   const kinds = [...manifests.keys()].join(', ');
   if (name) return `${String(name)} (${kinds})`;
   return manifests.size > 0 ? `${dir === '.' ? 'the repository root' : dir} (${kinds})` : 'the repository (no manifest found)';

@@ -5,7 +5,13 @@ import { REPOSITORY_URL_FORMAT } from '../domain/repository-id';
 
 const closed = closedObject;
 const L = REPORT_LIMITS;
-const line = (max: number, description?: string): SchemaObject => ({ type: 'string', minLength: 1, maxLength: max, pattern: NO_CONTROL_CHARACTERS, ...(description ? { description } : {}) });
+const line = (max: number, description?: string): SchemaObject => ({
+  type: 'string',
+  minLength: 1,
+  maxLength: max,
+  pattern: NO_CONTROL_CHARACTERS,
+  ...(description ? { description } : {}),
+});
 
 const reportFields = (forUpload: boolean): Record<string, SchemaObject> => ({
   repoUrl: forUpload
@@ -47,7 +53,11 @@ const reportFields = (forUpload: boolean): Record<string, SchemaObject> => ({
 export const readinessSchemas = new SchemaRegistry('readiness', { 'repository-url': REPOSITORY_URL_FORMAT }).add({
   CriterionEvaluation: closed(['numerator', 'denominator', 'rationale'], {
     numerator: { type: 'number', minimum: 0, description: 'Places that pass; at most `denominator`.' },
-    denominator: { type: 'number', minimum: 1, description: 'Places the criterion applies to (1 for a repository criterion, the applications for an application criterion).' },
+    denominator: {
+      type: 'number',
+      minimum: 1,
+      description: 'Places the criterion applies to (1 for a repository criterion, the applications for an application criterion).',
+    },
     rationale: { type: 'string', maxLength: L.rationale, description: 'The evidence: files found or missing.' },
   }),
   ReadinessReport: closed(['reportId', 'createdAt', 'repoUrl', 'apps', 'report'], {
@@ -64,21 +74,36 @@ export const readinessSchemas = new SchemaRegistry('readiness', { 'repository-ur
     latestCreatedAt: { type: 'integer', description: 'Unix ms.' },
     level: { type: 'integer', minimum: 1, maximum: 5, description: 'The maturity level of its latest report.' },
   }),
-  ReadinessCriteria: closed(['levels', 'unlockShare', 'pillars', 'criteria'], {
-    levels: { type: 'array', items: closed(['level', 'name'], { level: { type: 'integer', minimum: 1, maximum: 5 }, name: { type: 'string', enum: [...LEVEL_NAMES] } }) },
-    unlockShare: { type: 'number', description: 'A repository unlocks level N+1 when it passes at least this share of level N\'s criteria.' },
-    pillars: { type: 'array', items: closed(['id', 'name'], { id: { type: 'string' }, name: { type: 'string' } }), description: 'The nine pillars, in the order to show them.' },
-    criteria: {
-      type: 'array',
-      items: closed(['id', 'title', 'pillar', 'level', 'scope'], {
-        id: { type: 'string', description: 'The key of the criterion in a report\'s `report`.' },
-        title: { type: 'string', description: 'What it checks.' },
-        pillar: { type: 'string', description: 'A pillar\'s `id`.' },
-        level: { type: 'integer', minimum: 1, maximum: 5, description: 'The level whose unlocking it counts towards.' },
-        scope: { type: 'string', enum: ['repository', 'application'], description: 'Evaluated once for the repository, or for each application (`numerator` of `denominator` pass).' },
-      }),
+  ReadinessCriteria: closed(
+    ['levels', 'unlockShare', 'pillars', 'criteria'],
+    {
+      levels: {
+        type: 'array',
+        items: closed(['level', 'name'], { level: { type: 'integer', minimum: 1, maximum: 5 }, name: { type: 'string', enum: [...LEVEL_NAMES] } }),
+      },
+      unlockShare: { type: 'number', description: "A repository unlocks level N+1 when it passes at least this share of level N's criteria." },
+      pillars: {
+        type: 'array',
+        items: closed(['id', 'name'], { id: { type: 'string' }, name: { type: 'string' } }),
+        description: 'The nine pillars, in the order to show them.',
+      },
+      criteria: {
+        type: 'array',
+        items: closed(['id', 'title', 'pillar', 'level', 'scope'], {
+          id: { type: 'string', description: "The key of the criterion in a report's `report`." },
+          title: { type: 'string', description: 'What it checks.' },
+          pillar: { type: 'string', description: "A pillar's `id`." },
+          level: { type: 'integer', minimum: 1, maximum: 5, description: 'The level whose unlocking it counts towards.' },
+          scope: {
+            type: 'string',
+            enum: ['repository', 'application'],
+            description: 'Evaluated once for the repository, or for each application (`numerator` of `denominator` pass).',
+          },
+        }),
+      },
     },
-  }, 'The criteria levels are computed from. A report may carry other ids: they are kept and do not count.'),
+    'The criteria levels are computed from. A report may carry other ids: they are kept and do not count.',
+  ),
   ReadinessLevelHistory: closed(['repoId', 'levels'], {
     repoId: { type: 'string' },
     levels: {
@@ -92,7 +117,13 @@ export const readinessSchemas = new SchemaRegistry('readiness', { 'repository-ur
     },
   }),
   OrganizationReadiness: closed(['level', 'levelName', 'repositories'], {
-    level: { type: 'integer', minimum: 1, maximum: 5, nullable: true, description: 'The floor of the mean of the repositories\' latest levels; null without any report.' },
+    level: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 5,
+      nullable: true,
+      description: "The floor of the mean of the repositories' latest levels; null without any report.",
+    },
     levelName: { type: 'string', enum: [...LEVEL_NAMES, null], nullable: true },
     repositories: { type: 'integer', minimum: 0, description: 'Repositories with at least one report.' },
   }),

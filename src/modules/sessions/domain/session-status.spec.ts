@@ -10,7 +10,9 @@ describe('session status', () => {
   });
 
   it('the statement adding a message moves the status as the machine says, and a trigger with two outcomes has no SQL form', () => {
-    expect(statusAfterSql(SessionTrigger.UserMessageAdded, 's.status')).toBe("(CASE s.status WHEN 'idle' THEN 'pending' WHEN 'pending' THEN 'pending' WHEN 'running' THEN 'running' END)");
+    expect(statusAfterSql(SessionTrigger.UserMessageAdded, 's.status')).toBe(
+      "(CASE s.status WHEN 'idle' THEN 'pending' WHEN 'pending' THEN 'pending' WHEN 'running' THEN 'running' END)",
+    );
     expect(() => statusAfterSql(SessionTrigger.AgentEndedTurn, 's.status')).toThrow(/2 outcomes/);
   });
 

@@ -1,7 +1,7 @@
 import { approvalTimeoutSeconds, DEFAULT_APPROVAL_TIMEOUT_SECONDS } from './tool-approval';
 
 describe('approvalTimeoutSeconds', () => {
-  it('is the shorter of the organization\'s and the session\'s, else the default', () => {
+  it("is the shorter of the organization's and the session's, else the default", () => {
     expect(approvalTimeoutSeconds(undefined, undefined)).toBe(DEFAULT_APPROVAL_TIMEOUT_SECONDS);
     expect(approvalTimeoutSeconds({ timeoutSeconds: 60 }, undefined)).toBe(60);
     expect(approvalTimeoutSeconds({ timeoutSeconds: 60 }, { timeoutSeconds: 5 })).toBe(5);

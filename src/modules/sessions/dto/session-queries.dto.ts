@@ -2,8 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { PageQueryDto } from '../../../platform/http/pagination';
 
-const COMPUTER_ID_DESCRIPTION =
-  'Ask this computer directly: only sessions connected to it are answered. It must be a computer of your organization, else 404.';
+const COMPUTER_ID_DESCRIPTION = 'Ask this computer directly: only sessions connected to it are answered. It must be a computer of your organization, else 404.';
 
 export class ListSessionsQueryDto extends PageQueryDto {
   @ApiPropertyOptional({ description: COMPUTER_ID_DESCRIPTION })

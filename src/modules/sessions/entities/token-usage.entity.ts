@@ -10,10 +10,10 @@ export class TokenUsageDailyEntity {
   @PrimaryColumn('date', { primaryKeyConstraintName: 'token_usage_daily_pkey' })
   day: string;
 
-  @PrimaryColumn('uuid', { name: 'user_id' , primaryKeyConstraintName: 'token_usage_daily_pkey' })
+  @PrimaryColumn('uuid', { name: 'user_id', primaryKeyConstraintName: 'token_usage_daily_pkey' })
   userId: string;
 
-  @PrimaryColumn('varchar', { length: 200 , primaryKeyConstraintName: 'token_usage_daily_pkey' })
+  @PrimaryColumn('varchar', { length: 200, primaryKeyConstraintName: 'token_usage_daily_pkey' })
   model: string;
 
   @Column({ name: 'input_tokens', type: 'bigint', default: 0, transformer: bigintToNumber })

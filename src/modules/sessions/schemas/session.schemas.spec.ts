@@ -24,16 +24,23 @@ describe('session schemas', () => {
       { type: 'redacted_thinking', data: 'xx' },
       { type: 'tool_use', id: 't1', name: 'bash', input: { anything: [1, { deep: true }] }, thoughtSignature: 'ts' },
       { type: 'tool_result', toolUseId: 't1', isError: false, content: 'text output' },
-      { type: 'tool_result', toolUseId: 't1', content: [{ type: 'text', text: 'a' }, { type: 'document', source: { type: 'text', mediaType: 'text/plain', data: 'd' } }] },
+      {
+        type: 'tool_result',
+        toolUseId: 't1',
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'document', source: { type: 'text', mediaType: 'text/plain', data: 'd' } },
+        ],
+      },
       { type: 'document', source: { type: 'base64', mediaType: 'application/pdf', data: 'AAAA', parsedData: 'p', name: 'n', path: '/p' } },
     ];
     expect(problems('AgentMessageInput', { role: 'assistant', content })).toEqual([]);
   });
 
   it('name the exact path of an unknown property in a nested block', () => {
-    expect(problems('AgentMessageInput', { role: 'tool', content: [{ type: 'tool_result', toolUseId: 't', content: [{ type: 'text', text: 'a', extra: 1 }] }] })).toEqual([
-      { field: 'content[0].content[0].extra', message: 'is not an accepted field' },
-    ]);
+    expect(
+      problems('AgentMessageInput', { role: 'tool', content: [{ type: 'tool_result', toolUseId: 't', content: [{ type: 'text', text: 'a', extra: 1 }] }] }),
+    ).toEqual([{ field: 'content[0].content[0].extra', message: 'is not an accepted field' }]);
   });
 
   it('name an unknown block type and list the known ones', () => {

@@ -93,9 +93,9 @@ const contentBlocks: Record<string, SchemaObject> = {
     {
       type: tag('text'),
       mediaType: tag('text/plain'),
-      data: str('The file\'s text itself (not base64).', { maxLength: ATTACHMENT_LIMITS.textFileChars }),
+      data: str("The file's text itself (not base64).", { maxLength: ATTACHMENT_LIMITS.textFileChars }),
       name: str(),
-      mime: str('The file\'s own media type, e.g. `text/markdown` or `application/json`.'),
+      mime: str("The file's own media type, e.g. `text/markdown` or `application/json`."),
     },
     'A text file.',
   ),
@@ -119,7 +119,7 @@ const optionalMessageFields: Record<string, SchemaObject> = {
   vendorAEncryptedContent: str(),
   vendorAReasoningId: str(),
   vendorAReasoningSummary: str(),
-  vendorBThoughtSignature: str('Deprecated: use a thinking block\'s `signature` with `signatureProvider`.', { deprecated: true }),
+  vendorBThoughtSignature: str("Deprecated: use a thinking block's `signature` with `signatureProvider`.", { deprecated: true }),
   chatCompletionReasoningField: { type: 'string', enum: ['reasoning', 'reasoning_content'] },
   chatCompletionReasoningContent: str(),
   isUserVisible: { type: 'boolean' },
@@ -161,12 +161,15 @@ const content = (minItems: number): SchemaObject => ({
   items: ref('ContentBlock'),
 });
 
-const toolApprovalRules: SchemaObject = closed([], {
+const toolApprovalRules: SchemaObject = closed(
+  [],
+  {
     tools: {
       type: 'array',
       maxItems: 100,
       items: str(undefined, { minLength: 1, maxLength: 128 }),
-      description: 'Tools every call of which needs approval, by name as the agent knows them (the reference agent\'s: `Execute`, `Create`, `Edit`, `ApplyPatch`, `Task`...).',
+      description:
+        "Tools every call of which needs approval, by name as the agent knows them (the reference agent's: `Execute`, `Create`, `Edit`, `ApplyPatch`, `Task`...).",
     },
     commandPatterns: {
       type: 'array',
@@ -180,9 +183,12 @@ const toolApprovalRules: SchemaObject = closed([], {
       type: 'integer',
       minimum: 1,
       maximum: 86_400,
-      description: 'How long a request waits for an answer before the call is denied (`expired`). Default 600 (10 minutes); the shorter of the organization\'s and the session\'s applies.',
+      description:
+        "How long a request waits for an answer before the call is denied (`expired`). Default 600 (10 minutes); the shorter of the organization's and the session's applies.",
     },
-  }, 'Which tool calls an agent must have a person approve before running them.');
+  },
+  'Which tool calls an agent must have a person approve before running them.',
+);
 
 const sessionSettingsFields: Record<string, SchemaObject> = {
   model: str(undefined, { maxLength: 200 }),
@@ -206,7 +212,7 @@ const sessionSettingsFields: Record<string, SchemaObject> = {
   toolApproval: {
     ...toolApprovalRules,
     description:
-      'Not in the spec. Tool calls that wait for a person\'s approval in this session, on top of the organization\'s `toolApproval` control: ' +
+      "Not in the spec. Tool calls that wait for a person's approval in this session, on top of the organization's `toolApproval` control: " +
       'a session can ask for more approvals, never fewer, and only shorten the timeout.',
   } as SchemaObject,
 };
@@ -226,21 +232,29 @@ const tokenCount: SchemaObject = { type: 'integer', minimum: 0, maximum: 1_000_0
 
 export const sessionSchemas = new SchemaRegistry('sessions').add({
   ...contentBlocks,
-  Message: closed(['id', 'role', 'content', 'createdAt', 'updatedAt'], {
-    id: str(),
-    role: { type: 'string', enum: [...MESSAGE_ROLES] },
-    content: { type: 'array', items: ref('ContentBlock') },
-    createdAt: { type: 'number', description: 'Unix ms.' },
-    updatedAt: { type: 'number', description: 'Unix ms.' },
-    userMessageSource: { type: 'string', enum: [...USER_MESSAGE_SOURCES], description: 'Where a user message came from.' },
-    ...optionalMessageFields,
-  }, 'A message of a session. Accepts and carries no other properties.'),
+  Message: closed(
+    ['id', 'role', 'content', 'createdAt', 'updatedAt'],
+    {
+      id: str(),
+      role: { type: 'string', enum: [...MESSAGE_ROLES] },
+      content: { type: 'array', items: ref('ContentBlock') },
+      createdAt: { type: 'number', description: 'Unix ms.' },
+      updatedAt: { type: 'number', description: 'Unix ms.' },
+      userMessageSource: { type: 'string', enum: [...USER_MESSAGE_SOURCES], description: 'Where a user message came from.' },
+      ...optionalMessageFields,
+    },
+    'A message of a session. Accepts and carries no other properties.',
+  ),
   TokenUsage: closed(tokenUsageFields, Object.fromEntries(tokenUsageFields.map((field) => [field, { type: 'number' }]))),
-  SessionSettings: closed([], {
-    ...sessionSettingsFields,
-    assistantActiveTimeMs: { type: 'number', description: 'Time agents spent working on the session, in ms (from the agent channel).' },
-    tokenUsage: { ...ref('TokenUsage'), description: 'Tokens used by the session, all models together (from the agent channel).' } as SchemaObject,
-  }, 'Every field is optional. `assistantActiveTimeMs` and `tokenUsage` are kept by the server from agent reports.'),
+  SessionSettings: closed(
+    [],
+    {
+      ...sessionSettingsFields,
+      assistantActiveTimeMs: { type: 'number', description: 'Time agents spent working on the session, in ms (from the agent channel).' },
+      tokenUsage: { ...ref('TokenUsage'), description: 'Tokens used by the session, all models together (from the agent channel).' } as SchemaObject,
+    },
+    'Every field is optional. `assistantActiveTimeMs` and `tokenUsage` are kept by the server from agent reports.',
+  ),
   Session: closed(['sessionId', 'status', 'messageCount', 'createdAt', 'updatedAt'], {
     sessionId: str(),
     status: { type: 'string', enum: [...SESSION_STATUSES], description: 'Current session execution status.' },
@@ -258,48 +272,65 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
     pendingToolApprovals: {
       type: 'integer',
       minimum: 1,
-      description: 'Not in the spec. How many tool calls of the running turn wait for a person\'s approval (`GET .../tool-approvals`). Absent when none.',
+      description: "Not in the spec. How many tool calls of the running turn wait for a person's approval (`GET .../tool-approvals`). Absent when none.",
     },
     statusReason: {
       ...ref('StatusReason'),
       description:
         'Not in the spec. Only on a `pending` session that no agent will take for now: no agent asked for work in its queue ' +
-        '(its computer\'s, or the unrouted one) in the last 90 s. Absent otherwise.',
+        "(its computer's, or the unrouted one) in the last 90 s. Absent otherwise.",
     } as SchemaObject,
   }),
-  StatusReason: closed(['code', 'message'], {
-    code: {
-      type: 'string',
-      enum: ['no_agent_for_computer', 'no_agent_for_organization'],
-      description:
-        '`no_agent_for_computer`: the work is routed to a computer whose agent has not asked for work lately. ' +
-        '`no_agent_for_organization`: the work has no computer and no agent of the organization (an API key or JWT claiming unrouted work) asked lately.',
+  StatusReason: closed(
+    ['code', 'message'],
+    {
+      code: {
+        type: 'string',
+        enum: ['no_agent_for_computer', 'no_agent_for_organization'],
+        description:
+          '`no_agent_for_computer`: the work is routed to a computer whose agent has not asked for work lately. ' +
+          '`no_agent_for_organization`: the work has no computer and no agent of the organization (an API key or JWT claiming unrouted work) asked lately.',
+      },
+      message: str('What is missing and what to do, in words.'),
     },
-    message: str('What is missing and what to do, in words.'),
-  }, 'Why a session may wait forever, and what to do about it.'),
+    'Why a session may wait forever, and what to do about it.',
+  ),
   AddMessageResponse: closed(['messageId', 'status'], {
     messageId: str('The id of the created user message.'),
-    status: { type: 'string', enum: ['idle', 'pending', 'running'], description: 'The session\'s status after submission.' },
+    status: { type: 'string', enum: ['idle', 'pending', 'running'], description: "The session's status after submission." },
     warnings: {
       type: 'array',
       items: ref('StatusReason'),
       description:
         'Not in the spec. Present only when something will keep the message from being answered: today, that no agent will take the ' +
-        'session (the same as the session\'s `statusReason`). The message is stored all the same.',
+        "session (the same as the session's `statusReason`). The message is stored all the same.",
     },
   }),
   CreateSessionBody: closed([], {
     title: str('Must contain a non-blank character.', { minLength: 1, maxLength: 500, pattern: '\\S' }),
-    computerId: str('The computer to connect the session to; it must be one of your organization\'s (else 404).'),
-    sessionSettings: closed([], sessionSettingsFields, 'Settings for the session; `assistantActiveTimeMs` and `tokenUsage` are kept by the server and cannot be set.'),
+    computerId: str("The computer to connect the session to; it must be one of your organization's (else 404)."),
+    sessionSettings: closed(
+      [],
+      sessionSettingsFields,
+      'Settings for the session; `assistantActiveTimeMs` and `tokenUsage` are kept by the server and cannot be set.',
+    ),
   }),
   UpdateSessionBody: closed([], {
     title: { type: 'string', nullable: true, minLength: 1, maxLength: 500, pattern: '\\S', description: 'A new title, or null to remove it.' },
-    sessionSettings: closed([], nullable(sessionSettingsFields), 'Settings to change; fields not given keep their value, null removes one (`archivedAt: null` unarchives).'),
+    sessionSettings: closed(
+      [],
+      nullable(sessionSettingsFields),
+      'Settings to change; fields not given keep their value, null removes one (`archivedAt: null` unarchives).',
+    ),
   }),
   AddMessageBody: closed(['text'], {
     text: str('The message text; must contain a non-blank character.', { minLength: 1, maxLength: ATTACHMENT_LIMITS.textChars }),
-    images: { type: 'array', maxItems: ATTACHMENT_LIMITS.images, items: ref('ImageSource'), description: 'Base64 images, stored as image blocks after the text.' },
+    images: {
+      type: 'array',
+      maxItems: ATTACHMENT_LIMITS.images,
+      items: ref('ImageSource'),
+      description: 'Base64 images, stored as image blocks after the text.',
+    },
     files: {
       type: 'array',
       maxItems: ATTACHMENT_LIMITS.files,
@@ -308,15 +339,19 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
         'text files as the document text source `{type: "text", mediaType: "text/plain", data: <the text>, name?, mime?}`.',
       items: { type: 'object', oneOf: [ref('PdfDocumentSource'), ref('TextDocumentSource')], discriminator: { propertyName: 'type' } },
     },
-    computerId: str('The computer to route the message to; when omitted, the session\'s computerId is used.'),
+    computerId: str("The computer to route the message to; when omitted, the session's computerId is used."),
   }),
-  AgentMessageInput: closed(['role', 'content'], {
-    role: { type: 'string', enum: [...AGENT_MESSAGE_ROLES] },
-    content: content(0),
-    ...optionalMessageFields,
-  }, 'A message written by an agent: the Message schema without the server-assigned `id`, `createdAt` and `updatedAt`, and without `userMessageSource`.'),
+  AgentMessageInput: closed(
+    ['role', 'content'],
+    {
+      role: { type: 'string', enum: [...AGENT_MESSAGE_ROLES] },
+      content: content(0),
+      ...optionalMessageFields,
+    },
+    'A message written by an agent: the Message schema without the server-assigned `id`, `createdAt` and `updatedAt`, and without `userMessageSource`.',
+  ),
   ClaimWorkBody: closed([], {
-    computerId: str('Take work routed to this computer. Omitted: the organization\'s unrouted work.'),
+    computerId: str("Take work routed to this computer. Omitted: the organization's unrouted work."),
     waitMs: { type: 'integer', minimum: 0, maximum: 30_000, description: 'Wait up to this long for work when there is none (long poll). Default 0.' },
   }),
   AppendMessagesBody: closed(['turnId', 'messages'], {
@@ -330,45 +365,54 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
   }),
   EndTurnBody: closed(['turnId'], {
     turnId: str(),
-    assistantActiveTimeMs: { type: 'integer', minimum: 0, maximum: 86_400_000, description: 'Time the agent worked in this turn, added to the session\'s total.' },
+    assistantActiveTimeMs: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 86_400_000,
+      description: "Time the agent worked in this turn, added to the session's total.",
+    },
   }),
   TurnBody: closed(['turnId'], { turnId: str() }),
   ToolApprovalRules: toolApprovalRules,
-  ToolApproval: closed(['approvalId', 'sessionId', 'turnId', 'toolName', 'summary', 'input', 'status', 'requestedAt', 'expiresAt'], {
-    approvalId: str(),
-    sessionId: str(),
-    turnId: str('The turn that asked.'),
-    toolName: str(),
-    toolCallId: str('The model\'s id of the call.'),
-    summary: str('What the call does, in one line (the command line, for a command).'),
-    input: { type: 'object', description: 'The call\'s arguments.' },
-    status: {
-      type: 'string',
-      enum: [...TOOL_APPROVAL_STATUSES],
-      description:
-        '`pending` waits for a user of the session; `allowed` and `denied` are their answers; `expired`: nobody answered before `expiresAt`, so the call is denied; ' +
-        '`cancelled`: the turn ended or was interrupted first.',
+  ToolApproval: closed(
+    ['approvalId', 'sessionId', 'turnId', 'toolName', 'summary', 'input', 'status', 'requestedAt', 'expiresAt'],
+    {
+      approvalId: str(),
+      sessionId: str(),
+      turnId: str('The turn that asked.'),
+      toolName: str(),
+      toolCallId: str("The model's id of the call."),
+      summary: str('What the call does, in one line (the command line, for a command).'),
+      input: { type: 'object', description: "The call's arguments." },
+      status: {
+        type: 'string',
+        enum: [...TOOL_APPROVAL_STATUSES],
+        description:
+          '`pending` waits for a user of the session; `allowed` and `denied` are their answers; `expired`: nobody answered before `expiresAt`, so the call is denied; ' +
+          '`cancelled`: the turn ended or was interrupted first.',
+      },
+      requestedAt: { type: 'integer', description: 'Unix ms.' },
+      expiresAt: { type: 'integer', description: 'Unix ms: unanswered by then, the call is denied.' },
+      resolvedAt: { type: 'integer', description: 'Unix ms.' },
+      message: str('The words that came with the decision; the model gets them with a denial.'),
+      resolvedBy: closed(['userId'], { userId: str() }, 'The user who allowed or denied the call.'),
     },
-    requestedAt: { type: 'integer', description: 'Unix ms.' },
-    expiresAt: { type: 'integer', description: 'Unix ms: unanswered by then, the call is denied.' },
-    resolvedAt: { type: 'integer', description: 'Unix ms.' },
-    message: str('The words that came with the decision; the model gets them with a denial.'),
-    resolvedBy: closed(['userId'], { userId: str() }, 'The user who allowed or denied the call.'),
-  }, 'A tool call waiting for, or having had, a person\'s decision.'),
+    "A tool call waiting for, or having had, a person's decision.",
+  ),
   ToolApprovalResponse: closed(['toolApproval'], { toolApproval: ref('ToolApproval') }),
   ToolApprovalList: closed(['toolApprovals'], {
     toolApprovals: { type: 'array', items: ref('ToolApproval'), description: 'Oldest first.' },
   }),
   DecideToolApprovalBody: closed(['decision'], {
     decision: { type: 'string', enum: ['allow', 'deny'] },
-    message: str('Optional words for the agent; with a denial, the model reads them as the call\'s result.', { minLength: 1, maxLength: 4000 }),
+    message: str("Optional words for the agent; with a denial, the model reads them as the call's result.", { minLength: 1, maxLength: 4000 }),
   }),
   RequestToolApprovalBody: closed(['turnId', 'toolName', 'summary'], {
     turnId: str(),
     toolName: str(undefined, { minLength: 1, maxLength: 128 }),
     toolCallId: str(undefined, { minLength: 1, maxLength: 256 }),
     summary: str('What the call does, in one line a person can judge.', { minLength: 1, maxLength: 2000 }),
-    input: { type: 'object', maxProperties: 100, description: 'The call\'s arguments, shown to the person deciding. Default {}.' },
+    input: { type: 'object', maxProperties: 100, description: "The call's arguments, shown to the person deciding. Default {}." },
   }),
   HeartbeatResponse: closed(['leaseExpiresAt', 'interrupted'], {
     leaseExpiresAt: { type: 'integer', description: 'Unix ms.' },

@@ -45,11 +45,19 @@ export class WebhookAttempts {
         body: await this.bodyOf(delivery),
       });
       if (outcome.refused) {
-        logSecurityEvent('webhook.destination_refused', { organizationId: delivery.organizationId }, { webhookId: delivery.webhookId, reason: outcome.error ?? '' });
+        logSecurityEvent(
+          'webhook.destination_refused',
+          { organizationId: delivery.organizationId },
+          { webhookId: delivery.webhookId, reason: outcome.error ?? '' },
+        );
       }
       const attempt = { at: started.getTime(), statusCode: outcome.statusCode, durationMs: outcome.durationMs, error: outcome.error };
       const retryInMs = outcome.ok ? null : nextRetryDelay(this.config.webhookRetrySchedule, delivery.retries);
-      const next = outcome.ok ? ({ status: 'delivered' } as const) : retryInMs === null ? ({ status: 'failed' } as const) : ({ status: 'pending', retryInMs } as const);
+      const next = outcome.ok
+        ? ({ status: 'delivered' } as const)
+        : retryInMs === null
+          ? ({ status: 'failed' } as const)
+          : ({ status: 'pending', retryInMs } as const);
       await this.repository.transaction(async (manager) => {
         if (!(await this.repository.recordAttempt(manager, delivery, attempt, next))) return;
         if (outcome.ok) return this.repository.markHealthy(manager, delivery.webhookId);

@@ -99,7 +99,10 @@ export class WebhookView {
   })
   disabledReason: string | null;
 
-  @ApiProperty({ example: 'whsec_…Qk8=', description: 'The signing secret, masked: only its last four characters. The secret itself is shown once, on create and rotate.' })
+  @ApiProperty({
+    example: 'whsec_…Qk8=',
+    description: 'The signing secret, masked: only its last four characters. The secret itself is shown once, on create and rotate.',
+  })
   secretHint: string;
 
   @ApiProperty({ type: Number, nullable: true, description: 'Unix ms of the first failed attempt since the last success; null while healthy.' })
@@ -132,13 +135,17 @@ export class AttemptView {
   @ApiProperty({ description: 'Unix ms when it started.' })
   at: number;
 
-  @ApiProperty({ type: Number, nullable: true, description: 'The receiver\'s status code; null when none came (refused, unreachable, timed out).' })
+  @ApiProperty({ type: Number, nullable: true, description: "The receiver's status code; null when none came (refused, unreachable, timed out)." })
   statusCode: number | null;
 
   @ApiProperty({ description: 'How long it took, in ms.' })
   durationMs: number;
 
-  @ApiProperty({ type: String, nullable: true, description: 'Why it failed (`answered 500`, `did not answer within ...`, `refused: ...`); null when delivered.' })
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description: 'Why it failed (`answered 500`, `did not answer within ...`, `refused: ...`); null when delivered.',
+  })
   error: string | null;
 }
 
@@ -149,10 +156,10 @@ export class DeliveryView {
   @ApiProperty({ format: 'uuid' })
   webhookId: string;
 
-  @ApiProperty({ format: 'uuid', description: 'The event\'s id, sent as `webhook-id`: the same on every attempt, for de-duplication.' })
+  @ApiProperty({ format: 'uuid', description: "The event's id, sent as `webhook-id`: the same on every attempt, for de-duplication." })
   eventId: string;
 
-  @ApiProperty({ description: 'The event\'s number in the organization\'s log.' })
+  @ApiProperty({ description: "The event's number in the organization's log." })
   eventSeq: number;
 
   @ApiProperty({ enum: EVENT_TYPES })

@@ -31,7 +31,12 @@ export class WebhookDeliveryJob implements OnApplicationBootstrap, BeforeApplica
 
   onApplicationBootstrap(): void {
     if (this.config.WEBHOOK_CONCURRENCY === 0) return;
-    this.delivery = this.jobs.register({ name: 'webhooks.delivery', everyMs: this.config.WEBHOOK_POLL_MS, runAtStart: true, run: (signal) => this.claim(signal) });
+    this.delivery = this.jobs.register({
+      name: 'webhooks.delivery',
+      everyMs: this.config.WEBHOOK_POLL_MS,
+      runAtStart: true,
+      run: (signal) => this.claim(signal),
+    });
     this.forgetting = this.jobs.register({ name: 'webhooks.forget-finished', everyMs: FORGET_EVERY_MS, run: () => this.forgetFinished() });
   }
 

@@ -30,6 +30,10 @@ export class DeliveryQueueListener implements OnModuleInit {
   }
 
   private async queue(manager: EntityManager, events: AnyStoredEvent[]): Promise<void> {
-    await this.repository.queueDeliveries(manager, events[0].organizationId, events.map((event) => ({ ...event, payload: storedPayload(event) })));
+    await this.repository.queueDeliveries(
+      manager,
+      events[0].organizationId,
+      events.map((event) => ({ ...event, payload: storedPayload(event) })),
+    );
   }
 }

@@ -25,7 +25,8 @@ export default function Analytics() {
       title="Analytics"
       intro={
         <p>
-          What the organization&apos;s people and agents did, per UTC day, from the platform&apos;s own activity (definitions in <code>docs/analytics.md</code>).
+          What the organization&apos;s people and agents did, per UTC day, from the platform&apos;s own activity (definitions in <code>docs/analytics.md</code>
+          ).
         </p>
       }
     >
@@ -50,11 +51,27 @@ function RangePicker({ initial, onApply }: { initial: { start: string; end: stri
       <h2 id={`${id}-title`}>Days (UTC)</h2>
       <div className="field">
         <label htmlFor={`${id}-start`}>From</label>
-        <input id={`${id}-start`} type="date" value={start} max={yesterday} onChange={(event) => setStart(event.target.value)} aria-invalid={problem?.field === 'start' || undefined} aria-describedby={`${id}-rules${problem ? ` ${id}-problem` : ''}`} />
+        <input
+          id={`${id}-start`}
+          type="date"
+          value={start}
+          max={yesterday}
+          onChange={(event) => setStart(event.target.value)}
+          aria-invalid={problem?.field === 'start' || undefined}
+          aria-describedby={`${id}-rules${problem ? ` ${id}-problem` : ''}`}
+        />
       </div>
       <div className="field">
         <label htmlFor={`${id}-end`}>To</label>
-        <input id={`${id}-end`} type="date" value={end} max={yesterday} onChange={(event) => setEnd(event.target.value)} aria-invalid={problem?.field === 'end' || undefined} aria-describedby={`${id}-rules${problem ? ` ${id}-problem` : ''}`} />
+        <input
+          id={`${id}-end`}
+          type="date"
+          value={end}
+          max={yesterday}
+          onChange={(event) => setEnd(event.target.value)}
+          aria-invalid={problem?.field === 'end' || undefined}
+          aria-describedby={`${id}-rules${problem ? ` ${id}-problem` : ''}`}
+        />
       </div>
       <button type="submit" className="primary" disabled={problem !== null}>
         Show
@@ -84,10 +101,22 @@ const dates = (range: Range) => ({ ...query, startDate: range.start, endDate: ra
 
 function Report({ range }: { range: Range }) {
   const key = [range.start, range.end];
-  const tokens = useQuery({ queryKey: ['analytics', 'tokens', ...key], queryFn: () => unwrap(api.GET('/api/v1/analytics/tokens', { params: { query: dates(range) } })) });
-  const activity = useQuery({ queryKey: ['analytics', 'activity', ...key], queryFn: () => unwrap(api.GET('/api/v1/analytics/activity', { params: { query: dates(range) } })) });
-  const tools = useQuery({ queryKey: ['analytics', 'tools', ...key], queryFn: () => unwrap(api.GET('/api/v1/analytics/tools', { params: { query: dates(range) } })) });
-  const productivity = useQuery({ queryKey: ['analytics', 'productivity', ...key], queryFn: () => unwrap(api.GET('/api/v1/analytics/productivity', { params: { query: dates(range) } })) });
+  const tokens = useQuery({
+    queryKey: ['analytics', 'tokens', ...key],
+    queryFn: () => unwrap(api.GET('/api/v1/analytics/tokens', { params: { query: dates(range) } })),
+  });
+  const activity = useQuery({
+    queryKey: ['analytics', 'activity', ...key],
+    queryFn: () => unwrap(api.GET('/api/v1/analytics/activity', { params: { query: dates(range) } })),
+  });
+  const tools = useQuery({
+    queryKey: ['analytics', 'tools', ...key],
+    queryFn: () => unwrap(api.GET('/api/v1/analytics/tools', { params: { query: dates(range) } })),
+  });
+  const productivity = useQuery({
+    queryKey: ['analytics', 'productivity', ...key],
+    queryFn: () => unwrap(api.GET('/api/v1/analytics/productivity', { params: { query: dates(range) } })),
+  });
   const suffix = `${range.start}_${range.end}`;
 
   const tokenChart = useMemo(() => {
@@ -96,10 +125,21 @@ function Report({ range }: { range: Range }) {
     for (const row of rows) for (const model of row.by_model) totals.set(model.model_id, (totals.get(model.model_id) ?? 0) + model.billable_tokens);
     const models = [...totals].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([model]) => model);
     const shown = models.slice(0, TOP);
-    const series: Series[] = shown.map((model) => ({ label: model, values: rows.map((row) => row.by_model.find((m) => m.model_id === model)?.billable_tokens ?? 0) }));
-    if (models.length > TOP) series.push({ label: 'Other models', values: rows.map((row) => row.by_model.filter((m) => !shown.includes(m.model_id)).reduce((sum, m) => sum + m.billable_tokens, 0)) });
+    const series: Series[] = shown.map((model) => ({
+      label: model,
+      values: rows.map((row) => row.by_model.find((m) => m.model_id === model)?.billable_tokens ?? 0),
+    }));
+    if (models.length > TOP)
+      series.push({
+        label: 'Other models',
+        values: rows.map((row) => row.by_model.filter((m) => !shown.includes(m.model_id)).reduce((sum, m) => sum + m.billable_tokens, 0)),
+      });
     const total = rows.reduce((sum, row) => sum + row.billable_tokens, 0);
-    return { x: rows.map((row) => row.date), series, summary: `${compact(total)} billable tokens over ${rows.length} days${models.length ? `, most by ${models[0]}` : ''}.` };
+    return {
+      x: rows.map((row) => row.date),
+      series,
+      summary: `${compact(total)} billable tokens over ${rows.length} days${models.length ? `, most by ${models[0]}` : ''}.`,
+    };
   }, [tokens.data]);
 
   const activityChart = useMemo(() => {
@@ -112,29 +152,74 @@ function Report({ range }: { range: Range }) {
         { label: 'Weekly active users', values: rows.map((row) => row.weekly_active_users) },
         { label: 'Monthly active users', values: rows.map((row) => row.monthly_active_users) },
       ],
-      summary: last ? `On ${last.date}: ${last.daily_active_users} daily, ${last.weekly_active_users} weekly and ${last.monthly_active_users} monthly active users.` : '',
+      summary: last
+        ? `On ${last.date}: ${last.daily_active_users} daily, ${last.weekly_active_users} weekly and ${last.monthly_active_users} monthly active users.`
+        : '',
     };
   }, [activity.data]);
 
-  const toolChart = useMemo(() => ranked((tools.data?.data ?? []).flatMap((row) => ('by_tool' in row ? row.by_tool.map((t) => [t.tool, t.invocations] as const) : [])), 'Tool calls'), [tools.data]);
+  const toolChart = useMemo(
+    () =>
+      ranked(
+        (tools.data?.data ?? []).flatMap((row) => ('by_tool' in row ? row.by_tool.map((t) => [t.tool, t.invocations] as const) : [])),
+        'Tool calls',
+      ),
+    [tools.data],
+  );
   const languageChart = useMemo(
-    () => ranked((productivity.data?.data ?? []).flatMap((row) => row.by_language.map((l) => [l.language, l.count] as const)), 'Files created or edited'),
+    () =>
+      ranked(
+        (productivity.data?.data ?? []).flatMap((row) => row.by_language.map((l) => [l.language, l.count] as const)),
+        'Files created or edited',
+      ),
     [productivity.data],
   );
 
   return (
     <div className="report">
       <Section query={tokens} what="token usage">
-        <Chart title="Tokens by model" summary={tokenChart.summary} x={tokenChart.x} xLabel="Date" series={tokenChart.series} kind="stacked" csvName={`tokens-by-model_${suffix}.csv`} />
+        <Chart
+          title="Tokens by model"
+          summary={tokenChart.summary}
+          x={tokenChart.x}
+          xLabel="Date"
+          series={tokenChart.series}
+          kind="stacked"
+          csvName={`tokens-by-model_${suffix}.csv`}
+        />
       </Section>
       <Section query={activity} what="active users">
-        <Chart title="Active users" summary={activityChart.summary} x={activityChart.x} xLabel="Date" series={activityChart.series} kind="lines" csvName={`active-users_${suffix}.csv`} />
+        <Chart
+          title="Active users"
+          summary={activityChart.summary}
+          x={activityChart.x}
+          xLabel="Date"
+          series={activityChart.series}
+          kind="lines"
+          csvName={`active-users_${suffix}.csv`}
+        />
       </Section>
       <Section query={tools} what="tool usage">
-        <Chart title="Tool usage" summary={toolChart.summary} x={toolChart.x} xLabel="Tool" series={toolChart.series} kind="bars" csvName={`tool-usage_${suffix}.csv`} />
+        <Chart
+          title="Tool usage"
+          summary={toolChart.summary}
+          x={toolChart.x}
+          xLabel="Tool"
+          series={toolChart.series}
+          kind="bars"
+          csvName={`tool-usage_${suffix}.csv`}
+        />
       </Section>
       <Section query={productivity} what="productivity">
-        <Chart title="Productivity by language" summary={languageChart.summary} x={languageChart.x} xLabel="Language" series={languageChart.series} kind="bars" csvName={`productivity-by-language_${suffix}.csv`} />
+        <Chart
+          title="Productivity by language"
+          summary={languageChart.summary}
+          x={languageChart.x}
+          xLabel="Language"
+          series={languageChart.series}
+          kind="bars"
+          csvName={`productivity-by-language_${suffix}.csv`}
+        />
       </Section>
       <UsersTable range={range} />
     </div>
@@ -190,7 +275,9 @@ function UsersTable({ range }: { range: Range }) {
   });
   const page = cursors.length + 1;
   const cells = (row: NonNullable<typeof users.data>['data'][number]) =>
-    USER_COLUMNS.map(([field]) => (field === 'user_email' ? (row.user_email ?? `(removed user ${row.user_id.slice(0, 8)})`) : field === 'languages' ? row.languages.join(' ') : row[field]));
+    USER_COLUMNS.map(([field]) =>
+      field === 'user_email' ? (row.user_email ?? `(removed user ${row.user_id.slice(0, 8)})`) : field === 'languages' ? row.languages.join(' ') : row[field],
+    );
   return (
     <section className="chart-card" aria-labelledby="users-title">
       <h2 id="users-title">Users</h2>
@@ -240,13 +327,26 @@ function UsersTable({ range }: { range: Range }) {
             <button type="button" className="small" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>
               Previous users
             </button>
-            <button type="button" className="small" disabled={!users.data.meta.has_more || !users.data.meta.next_cursor} onClick={() => setCursors([...cursors, users.data!.meta.next_cursor!])}>
+            <button
+              type="button"
+              className="small"
+              disabled={!users.data.meta.has_more || !users.data.meta.next_cursor}
+              onClick={() => setCursors([...cursors, users.data!.meta.next_cursor!])}
+            >
               Next users
             </button>
             <button
               type="button"
               className="small"
-              onClick={() => downloadCsv(`users_${range.start}_${range.end}_page-${page}.csv`, toCsv(USER_COLUMNS.map(([, label]) => label), users.data!.data.map(cells)))}
+              onClick={() =>
+                downloadCsv(
+                  `users_${range.start}_${range.end}_page-${page}.csv`,
+                  toCsv(
+                    USER_COLUMNS.map(([, label]) => label),
+                    users.data!.data.map(cells),
+                  ),
+                )
+              }
             >
               Download CSV<span className="visually-hidden"> (users, page {page})</span>
             </button>

@@ -28,7 +28,15 @@ const themeKey = () => `${document.documentElement.dataset.theme ?? ''}:${window
  * numbers as a table (shown on request) that a CSV download gives as they are shown.
  * `stacked`: bars stacked per x (each series drawn as the running total, the largest behind).
  */
-export function Chart(props: { title: string; summary: string; x: string[]; xLabel: string; series: Series[]; kind: 'lines' | 'bars' | 'stacked'; csvName: string }) {
+export function Chart(props: {
+  title: string;
+  summary: string;
+  x: string[];
+  xLabel: string;
+  series: Series[];
+  kind: 'lines' | 'bars' | 'stacked';
+  csvName: string;
+}) {
   const box = useRef<HTMLDivElement>(null);
   const [showTable, setShowTable] = useState(false);
   const theme = useSyncExternalStore(subscribeTheme, themeKey);
@@ -41,7 +49,10 @@ export function Chart(props: { title: string; summary: string; x: string[]; xLab
     const grid = style.getPropertyValue('--border').trim() || '#ccc';
     const bars = props.kind !== 'lines';
     // Stacked: running totals, drawn from the top series down so each bar shows its own share.
-    const drawn = props.kind === 'stacked' ? props.series.map((_, i) => props.x.map((__, j) => props.series.slice(0, i + 1).reduce((sum, s) => sum + (s.values[j] ?? 0), 0))) : props.series.map((s) => s.values);
+    const drawn =
+      props.kind === 'stacked'
+        ? props.series.map((_, i) => props.x.map((__, j) => props.series.slice(0, i + 1).reduce((sum, s) => sum + (s.values[j] ?? 0), 0)))
+        : props.series.map((s) => s.values);
     const order = props.kind === 'stacked' ? [...props.series.keys()].reverse() : [...props.series.keys()];
     const data: AlignedData = [props.x.map((_, i) => i), ...order.map((i) => drawn[i])];
     const options: Options = {
@@ -51,7 +62,13 @@ export function Chart(props: { title: string; summary: string; x: string[]; xLab
       cursor: { show: true, points: { show: !bars } },
       scales: { x: { time: false, range: (_, min, max) => [min - 0.5, max + 0.5] }, y: { range: (_, __, max) => [0, max > 0 ? max * 1.05 : 1] } },
       axes: [
-        { stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, values: (_, ticks) => ticks.map((t) => (Number.isInteger(t) ? (props.x[t] ?? '') : '')), space: 70 },
+        {
+          stroke: text,
+          grid: { stroke: grid, width: 1 },
+          ticks: { stroke: grid },
+          values: (_, ticks) => ticks.map((t) => (Number.isInteger(t) ? (props.x[t] ?? '') : '')),
+          space: 70,
+        },
         { stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid }, size: 60, values: (_, ticks) => ticks.map(compact) },
       ],
       series: [

@@ -43,7 +43,10 @@ export function ConflictScreen(props: { base: Snapshot; theirs: Snapshot; patch:
           </thead>
           <tbody>
             {rows.map((path) => {
-              const both = theirPaths.some((p) => keyOf(p) === keyOf(path)) && ourPaths.some((p) => keyOf(p) === keyOf(path)) && !equal(getAt(theirs, path), getAt(mine, path));
+              const both =
+                theirPaths.some((p) => keyOf(p) === keyOf(path)) &&
+                ourPaths.some((p) => keyOf(p) === keyOf(path)) &&
+                !equal(getAt(theirs, path), getAt(mine, path));
               return (
                 <tr key={keyOf(path)} className={both ? 'both-changed' : undefined}>
                   <th scope="row" data-label="Field">
@@ -66,8 +69,8 @@ export function ConflictScreen(props: { base: Snapshot; theirs: Snapshot; patch:
         </table>
       </div>
       <p>
-        Re-applying puts your changes on top of revision {props.theirs.controls.revision} (where you both changed a field, yours) and takes you back to the form to
-        review them; nothing is saved until you save again.
+        Re-applying puts your changes on top of revision {props.theirs.controls.revision} (where you both changed a field, yours) and takes you back to the form
+        to review them; nothing is saved until you save again.
       </p>
       <div className="conflict-actions">
         <button type="button" className="primary" onClick={() => props.onReapply(applyMergePatch(theirs, props.patch) as JsonObject)}>

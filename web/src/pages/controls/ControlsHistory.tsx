@@ -20,7 +20,11 @@ export default function ControlsHistory() {
     queryKey: ['enterprise-controls-history'],
     initialPageParam: undefined as string | undefined,
     queryFn: ({ pageParam }) =>
-      unwrap(api.GET('/api/v0/organization/enterprise-controls/history', { params: { query: { limit: String(PAGE_SIZE), ...(pageParam ? { cursor: pageParam } : {}) } } })),
+      unwrap(
+        api.GET('/api/v0/organization/enterprise-controls/history', {
+          params: { query: { limit: String(PAGE_SIZE), ...(pageParam ? { cursor: pageParam } : {}) } },
+        }),
+      ),
     getNextPageParam: (page) => page.pagination.nextCursor ?? undefined,
   });
   const [open, setOpen] = useState<number | null>(null);
@@ -51,9 +55,15 @@ export default function ControlsHistory() {
               <div className="revision-head">
                 <h2>Revision {change.revision}</h2>
                 <p>
-                  by <strong>{change.user.name}</strong> <span className="muted">({change.user.email})</span> on <time dateTime={change.updatedAt}>{formatTime(Date.parse(change.updatedAt))}</time>
+                  by <strong>{change.user.name}</strong> <span className="muted">({change.user.email})</span> on{' '}
+                  <time dateTime={change.updatedAt}>{formatTime(Date.parse(change.updatedAt))}</time>
                 </p>
-                <button type="button" className="small" aria-expanded={open === change.revision} onClick={() => setOpen(open === change.revision ? null : change.revision)}>
+                <button
+                  type="button"
+                  className="small"
+                  aria-expanded={open === change.revision}
+                  onClick={() => setOpen(open === change.revision ? null : change.revision)}
+                >
                   {open === change.revision ? 'Hide changes' : 'Show changes'}
                   <span className="visually-hidden"> of revision {change.revision}</span>
                 </button>
@@ -100,7 +110,12 @@ function RevisionDiff({ change }: { change: Change }) {
           </li>
         ))}
       </ul>
-      <SideBySide before={stableJson(before)} after={stableJson(current.data.settings as Json)} beforeLabel={beforeLabel} afterLabel={`Revision ${change.revision}`} />
+      <SideBySide
+        before={stableJson(before)}
+        after={stableJson(current.data.settings as Json)}
+        beforeLabel={beforeLabel}
+        afterLabel={`Revision ${change.revision}`}
+      />
     </div>
   );
 }
@@ -183,13 +198,21 @@ function SideBySide({ before, after, beforeLabel, afterLabel }: { before: string
                 <td className="diff-n">{row.left?.n ?? ''}</td>
                 <td className={row.left?.removed ? 'diff-removed' : row.left ? '' : 'diff-empty'}>
                   {row.left?.removed ? <span className="visually-hidden">removed: </span> : null}
-                  {row.left ? <span className="diff-mark" aria-hidden="true">{row.left.removed ? '−' : ' '}</span> : null}
+                  {row.left ? (
+                    <span className="diff-mark" aria-hidden="true">
+                      {row.left.removed ? '−' : ' '}
+                    </span>
+                  ) : null}
                   <code>{row.left?.text ?? ''}</code>
                 </td>
                 <td className="diff-n">{row.right?.n ?? ''}</td>
                 <td className={row.right?.added ? 'diff-added' : row.right ? '' : 'diff-empty'}>
                   {row.right?.added ? <span className="visually-hidden">added: </span> : null}
-                  {row.right ? <span className="diff-mark" aria-hidden="true">{row.right.added ? '+' : ' '}</span> : null}
+                  {row.right ? (
+                    <span className="diff-mark" aria-hidden="true">
+                      {row.right.added ? '+' : ' '}
+                    </span>
+                  ) : null}
                   <code>{row.right?.text ?? ''}</code>
                 </td>
               </tr>

@@ -26,7 +26,14 @@ export async function readControls(): Promise<Snapshot> {
 
 function problem(response: Response, body: unknown): ApiProblem {
   const b = (typeof body === 'object' && body !== null ? body : {}) as { title?: string; detail?: string; metadata?: Record<string, unknown> };
-  return new ApiProblem(response.status, b.title ?? `HTTP ${response.status}`, b.detail ?? '', response.headers.get('x-request-id'), b.metadata?.code as string | undefined, b.metadata ?? {});
+  return new ApiProblem(
+    response.status,
+    b.title ?? `HTTP ${response.status}`,
+    b.detail ?? '',
+    response.headers.get('x-request-id'),
+    b.metadata?.code as string | undefined,
+    b.metadata ?? {},
+  );
 }
 
 const settingsOf = (controls: Controls) => controls.settings as unknown as JsonObject;
@@ -44,7 +51,13 @@ export default function EnterpriseControls() {
         </p>
       }
     >
-      {read.isPending ? <p className="loading">Loading the controls…</p> : read.data ? <ControlsEditor initial={read.data} /> : <ErrorMessage error={read.error} action="Reading the controls" />}
+      {read.isPending ? (
+        <p className="loading">Loading the controls…</p>
+      ) : read.data ? (
+        <ControlsEditor initial={read.data} />
+      ) : (
+        <ErrorMessage error={read.error} action="Reading the controls" />
+      )}
     </Page>
   );
 }
@@ -152,12 +165,15 @@ function ControlsEditor({ initial }: { initial: Snapshot }) {
           <>Revision 0: the defaults, never changed.</>
         ) : (
           <>
-            Revision {base.controls.revision}, saved by {base.controls.user?.name} ({base.controls.user?.email}) on {formatTime(base.controls.updatedAt ? Date.parse(base.controls.updatedAt) : null)}.
+            Revision {base.controls.revision}, saved by {base.controls.user?.name} ({base.controls.user?.email}) on{' '}
+            {formatTime(base.controls.updatedAt ? Date.parse(base.controls.updatedAt) : null)}.
           </>
         )}
       </p>
       <div ref={summary} tabIndex={-1} className="error-summary-anchor">
-        {save.error && !(save.error instanceof ApiProblem && (save.error.status === 412 || save.error.status === 409)) ? <ErrorMessage error={save.error} action="Saving the controls" /> : null}
+        {save.error && !(save.error instanceof ApiProblem && (save.error.status === 412 || save.error.status === 409)) ? (
+          <ErrorMessage error={save.error} action="Saving the controls" />
+        ) : null}
         {errors.size > 0 ? (
           <div className="alert alert-error">
             <p className="alert-title">Fix {errors.size === 1 ? 'this field' : `these ${errors.size} fields`}:</p>
@@ -183,19 +199,31 @@ function ControlsEditor({ initial }: { initial: Snapshot }) {
         <summary>JSON view (read-only)</summary>
         <p className="hint">The settings as they will be after saving (secrets masked), and the JSON Merge Patch the save sends.</p>
         <h2 className="small-heading">Settings</h2>
-        <pre tabIndex={0} aria-label="Settings as JSON">{stableJson(maskSecrets(draft))}</pre>
+        <pre tabIndex={0} aria-label="Settings as JSON">
+          {stableJson(maskSecrets(draft))}
+        </pre>
         <h2 className="small-heading">Change to send</h2>
-        <pre tabIndex={0} aria-label="Change to send as JSON">{changed ? stableJson(maskSecrets(patch)) : '(no change)'}</pre>
+        <pre tabIndex={0} aria-label="Change to send as JSON">
+          {changed ? stableJson(maskSecrets(patch)) : '(no change)'}
+        </pre>
       </details>
       <div className="save-bar">
         <button type="submit" className="primary" disabled={!changed || save.isPending}>
           {save.isPending ? 'Saving…' : 'Save controls'}
         </button>
-        <button type="button" disabled={!changed || save.isPending} onClick={() => (setDraft(settingsOf(base.controls)), setGeneration((n) => n + 1), save.reset())}>
+        <button
+          type="button"
+          disabled={!changed || save.isPending}
+          onClick={() => (setDraft(settingsOf(base.controls)), setGeneration((n) => n + 1), save.reset())}
+        >
           Undo my changes
         </button>
         <p role="status" aria-live="polite" className="save-status">
-          {saved !== null ? `Saved: revision ${saved} is in force.` : changed ? `${countLeaves(patch)} unsaved change${countLeaves(patch) === 1 ? '' : 's'}.` : 'No unsaved changes.'}
+          {saved !== null
+            ? `Saved: revision ${saved} is in force.`
+            : changed
+              ? `${countLeaves(patch)} unsaved change${countLeaves(patch) === 1 ? '' : 's'}.`
+              : 'No unsaved changes.'}
         </p>
       </div>
     </form>
@@ -203,7 +231,10 @@ function ControlsEditor({ initial }: { initial: Snapshot }) {
 }
 
 function countLeaves(patch: JsonObject): number {
-  return Object.values(patch).reduce<number>((sum, value) => sum + (typeof value === 'object' && value !== null && !Array.isArray(value) ? countLeaves(value) : 1), 0);
+  return Object.values(patch).reduce<number>(
+    (sum, value) => sum + (typeof value === 'object' && value !== null && !Array.isArray(value) ? countLeaves(value) : 1),
+    0,
+  );
 }
 
 /** The element of the field the API names, or of the closest enclosing field that is on the page. */

@@ -21,7 +21,6 @@ export function fieldId(path: Path): string {
   return `ctl-${pathName(path).replace(/[^A-Za-z0-9]/g, (c) => `_${c.charCodeAt(0).toString(16)}`)}`;
 }
 
-
 /** What an empty new value of a schema is: required members filled, lists and maps empty. */
 export function emptyOf(schema: JsonSchema, schemas: Record<string, JsonSchema>): Json {
   const s = resolveSchema(schema, schemas);
@@ -45,7 +44,8 @@ function errorsAt(ctx: FormContext, path: Path, deep: boolean): string[] {
   const found: string[] = [];
   for (const [field, messages] of ctx.errors) {
     if (field === name) found.push(...messages);
-    else if (deep && (field.startsWith(`${name}.`) || field.startsWith(`${name}[`))) found.push(...messages.map((message) => `${field.slice(name.length).replace(/^\./, '')}: ${message}`));
+    else if (deep && (field.startsWith(`${name}.`) || field.startsWith(`${name}[`)))
+      found.push(...messages.map((message) => `${field.slice(name.length).replace(/^\./, '')}: ${message}`));
   }
   return found;
 }
@@ -62,7 +62,14 @@ function FieldErrors({ id, messages }: { id: string; messages: string[] }) {
 }
 
 /** The label, description and errors around one control. */
-function Labelled(props: { path: Path; label: string; description?: string; errors: string[]; children: (describedBy: string | undefined) => ReactNode; inline?: boolean }) {
+function Labelled(props: {
+  path: Path;
+  label: string;
+  description?: string;
+  errors: string[];
+  children: (describedBy: string | undefined) => ReactNode;
+  inline?: boolean;
+}) {
   const id = fieldId(props.path);
   const described = [props.description ? `${id}-help` : '', props.errors.length > 0 ? `${id}-errors` : ''].filter(Boolean).join(' ') || undefined;
   const name = props.path[props.path.length - 1];
@@ -95,13 +102,16 @@ export function SchemaField(props: { ctx: FormContext; schema: JsonSchema; path:
   const id = fieldId(path);
   const set = (next: Json | undefined) => ctx.onChange(path, next);
 
-  if (isSecret(path) && schema.type === 'string' && (value === undefined || typeof value === 'string')) return <SecretField {...props} label={label} description={schema.description} />;
+  if (isSecret(path) && schema.type === 'string' && (value === undefined || typeof value === 'string'))
+    return <SecretField {...props} label={label} description={schema.description} />;
 
   switch (schema.type) {
     case 'boolean':
       return (
         <Labelled path={path} label={label} description={schema.description} errors={errorsAt(ctx, path, false)} inline>
-          {(describedBy) => <input id={id} type="checkbox" checked={value === true} onChange={(event) => set(event.target.checked)} aria-describedby={describedBy} />}
+          {(describedBy) => (
+            <input id={id} type="checkbox" checked={value === true} onChange={(event) => set(event.target.checked)} aria-describedby={describedBy} />
+          )}
         </Labelled>
       );
     case 'integer':
@@ -128,7 +138,12 @@ export function SchemaField(props: { ctx: FormContext; schema: JsonSchema; path:
         return (
           <Labelled path={path} label={label} description={schema.description} errors={errorsAt(ctx, path, false)}>
             {(describedBy) => (
-              <select id={id} value={typeof value === 'string' ? value : ''} onChange={(event) => set(event.target.value === '' ? undefined : event.target.value)} aria-describedby={describedBy}>
+              <select
+                id={id}
+                value={typeof value === 'string' ? value : ''}
+                onChange={(event) => set(event.target.value === '' ? undefined : event.target.value)}
+                aria-describedby={describedBy}
+              >
                 {props.required ? null : <option value="">(not set)</option>}
                 {schema.enum!.map((option) => (
                   <option key={String(option)} value={String(option)}>
@@ -144,7 +159,13 @@ export function SchemaField(props: { ctx: FormContext; schema: JsonSchema; path:
         <Labelled path={path} label={label} description={schema.description} errors={errorsAt(ctx, path, false)}>
           {(describedBy) =>
             (schema.maxLength ?? 0) > 2048 ? (
-              <textarea id={id} rows={4} value={typeof value === 'string' ? value : ''} onChange={(event) => set(event.target.value)} aria-describedby={describedBy} />
+              <textarea
+                id={id}
+                rows={4}
+                value={typeof value === 'string' ? value : ''}
+                onChange={(event) => set(event.target.value)}
+                aria-describedby={describedBy}
+              />
             ) : (
               <input
                 id={id}
@@ -207,7 +228,11 @@ function LinesField(props: { ctx: FormContext; path: Path; value: Json | undefin
     </Labelled>
   );
 }
-const linesOf = (text: string) => text.split('\n').map((line) => line.trim()).filter((line) => line !== '');
+const linesOf = (text: string) =>
+  text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
 
 /** Any JSON (objects whose members the schema leaves open, e.g. a custom model's `extraArgs`). */
 function JsonField(props: { ctx: FormContext; path: Path; value: Json | undefined; label: string; description?: string }) {
@@ -347,7 +372,16 @@ function ListField(props: { ctx: FormContext; path: Path; value: Json | undefine
       {items.map((item, index) => (
         <div className="schema-item" key={index}>
           <SchemaField ctx={ctx} schema={props.itemSchema} path={[...path, index]} value={item} label={`${props.label} ${index + 1}`} required />
-          <button type="button" className="small" onClick={() => ctx.onChange(path, items.filter((_, i) => i !== index))}>
+          <button
+            type="button"
+            className="small"
+            onClick={() =>
+              ctx.onChange(
+                path,
+                items.filter((_, i) => i !== index),
+              )
+            }
+          >
             Remove {props.label.toLowerCase()} {index + 1}
           </button>
         </div>
@@ -393,7 +427,13 @@ function MapField(props: { ctx: FormContext; schema: JsonSchema; path: Path; val
         <label htmlFor={`${id}-new`} className="visually-hidden">
           New key for {props.label.toLowerCase()}
         </label>
-        <input id={`${id}-new`} value={newKey} placeholder="New key" onChange={(event) => setNewKey(event.target.value)} onKeyDown={(event) => event.key === 'Enter' && (event.preventDefault(), add())} />
+        <input
+          id={`${id}-new`}
+          value={newKey}
+          placeholder="New key"
+          onChange={(event) => setNewKey(event.target.value)}
+          onKeyDown={(event) => event.key === 'Enter' && (event.preventDefault(), add())}
+        />
         <button type="button" className="small" onClick={add} disabled={!newKey.trim()}>
           Add to {props.label.toLowerCase()}
         </button>

@@ -17,7 +17,10 @@ export function pointerName(pointer: string): string {
     .slice(1)
     .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'));
   // `-` is RFC 6901's "after the last element" (an entry appended).
-  return segments.reduce((name, segment) => (/^\d+$/.test(segment) ? `${name}[${segment}]` : segment === '-' ? `${name}[new entry]` : name ? `${name}.${segment}` : segment), '');
+  return segments.reduce(
+    (name, segment) => (/^\d+$/.test(segment) ? `${name}[${segment}]` : segment === '-' ? `${name}[new entry]` : name ? `${name}.${segment}` : segment),
+    '',
+  );
 }
 
 export function getAt(value: Json | undefined, path: Path): Json | undefined {
@@ -82,13 +85,23 @@ export function applyMergePatch(target: Json | undefined, patch: Json): Json {
 
 /** Every leaf a merge patch sets or removes, as paths (for "your changes"). */
 export function patchedPaths(patch: JsonObject, prefix: Path = []): Path[] {
-  return Object.entries(patch).flatMap(([key, value]) => (isObject(value) && Object.keys(value).length > 0 ? patchedPaths(value, [...prefix, key]) : [[...prefix, key]]));
+  return Object.entries(patch).flatMap(([key, value]) =>
+    isObject(value) && Object.keys(value).length > 0 ? patchedPaths(value, [...prefix, key]) : [[...prefix, key]],
+  );
 }
 
 /** Pretty JSON with object members sorted, so two snapshots line up line by line. */
 export function stableJson(value: Json | undefined): string {
   const sort = (item: Json): Json =>
-    Array.isArray(item) ? item.map(sort) : isObject(item) ? Object.fromEntries(Object.keys(item).sort().map((key) => [key, sort(item[key])])) : item;
+    Array.isArray(item)
+      ? item.map(sort)
+      : isObject(item)
+        ? Object.fromEntries(
+            Object.keys(item)
+              .sort()
+              .map((key) => [key, sort(item[key])]),
+          )
+        : item;
   return value === undefined ? '(not set)' : JSON.stringify(sort(value), null, 2);
 }
 
@@ -102,7 +115,19 @@ export function humanize(key: string): string {
   const named = words.replace(/\b(api|url|urls|mcp|ide|ids|ips|byom|sha|http|socks)\b/g, (word) => ACRONYMS[word] ?? word);
   return named.charAt(0).toUpperCase() + named.slice(1);
 }
-const ACRONYMS: Record<string, string> = { api: 'API', url: 'URL', urls: 'URLs', mcp: 'MCP', ide: 'IDE', ids: 'IDs', ips: 'IPs', byom: 'BYOM', sha: 'SHA', http: 'HTTP', socks: 'SOCKS' };
+const ACRONYMS: Record<string, string> = {
+  api: 'API',
+  url: 'URL',
+  urls: 'URLs',
+  mcp: 'MCP',
+  ide: 'IDE',
+  ids: 'IDs',
+  ips: 'IPs',
+  byom: 'BYOM',
+  sha: 'SHA',
+  http: 'HTTP',
+  socks: 'SOCKS',
+};
 
 const SECRET_KEYS = new Set(['apiKey', 'cloudAuthRefresh', 'cloudCredentialExport']);
 /** Whether the value at `path` is a secret (custom models' keys, header values, cloud credentials). */
