@@ -305,8 +305,9 @@ describe('Long polls in numbers', () => {
     expect(winner.at - addedAt).toBeLessThan(1_000);
     expect(await settledAmong(polls)).toBe(1);
     // The add-message itself, plus the winner's look and the one poll it passed the turn on to, about 3: not one look per
-    // waiting poll (20). The margin takes the odd extra look seen under CI's load on PostgreSQL.
-    expect(checkouts.count() - baseline.count()).toBeLessThanOrEqual(6);
+    // waiting poll (20). The margin takes the odd extra look seen under CI's load (7 once on PGlite: a periodic job's
+    // tick, such as the rate-limit sweep, can land in one window and not the other).
+    expect(checkouts.count() - baseline.count()).toBeLessThanOrEqual(8);
     for (const poll of polls) poll.cut();
   });
 
