@@ -1,3 +1,5 @@
+const { availableParallelism } = require('node:os');
+
 /** Jest on SWC. NestJS 12 and a few of its dependencies ship ES modules only: SWC turns them into CommonJS. */
 const swc = (syntax) => [
   '@swc/jest',
@@ -34,9 +36,41 @@ const ESM_ONLY = [
   'uuid',
 ];
 
+/**
+ * Files whose outcome cannot depend on the database engine: unit tests (they open no database), checks of the tree
+ * and its documents, the readiness evaluator (a CLI on a repository), the fresh clone (always the embedded engine),
+ * and the browser tests (the console is a client of the HTTP API, which the end-to-end files test on both engines).
+ * CI's second pass, on PostgreSQL, sets TEST_ENGINE_ONLY=1 and leaves them out: they ran in the first.
+ */
+const ENGINE_NEUTRAL = [
+  '<rootDir>/src/',
+  '<rootDir>/test/browser/',
+  ...[
+    'computer-sandbox-user',
+    'console-contract',
+    'demo-readiness-samples',
+    'docker-image',
+    'engines',
+    'fresh-clone',
+    'module-boundaries',
+    'readiness-evaluator-cli',
+    'readiness-evaluator-criteria',
+    'readiness-evaluator-repositories',
+    'service-collaborators',
+  ].map((name) => `<rootDir>/test/e2e/${name}\\.e2e-spec\\.ts$`),
+];
+
 module.exports = {
   testEnvironment: 'node',
   testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
+  testPathIgnorePatterns: ['/node_modules/', ...(process.env.TEST_ENGINE_ONLY === '1' ? ENGINE_NEUTRAL : [])],
+  // A file spends much of its time waiting (on a database, a child process, a browser): two workers keep a 2-core
+  // machine busy, where Jest's default (cores - 1) runs one file at a time.
+  maxWorkers: Math.max(2, availableParallelism() - 1),
+  // A worker still holding more than this after a file is replaced by a fresh one. What each file's apps leave behind
+  // (PGlite's WebAssembly memory, a module registry) otherwise piles up in one long-lived process: the whole suite in
+  // one process took twice the CPU time it takes in recycled workers.
+  workerIdleMemoryLimit: '1GB',
   transform: {
     '^.+\\.ts$': swc('typescript'),
     '^.+\\.m?js$': swc('ecmascript'),

@@ -28,6 +28,12 @@ const onPostgres = serverUrl() !== undefined;
 // No background work that touches the database while polls wait (the durable listeners' sweep, the webhooks' and turns' safety nets).
 const QUIET = { PROVISIONING_CONCURRENCY: '0', AUTH_CACHE_MS: '0', EVENT_LISTENER_SWEEP_MS: '600000', WEBHOOK_POLL_MS: '600000', TURN_SWEEP_MS: '600000' };
 const postgresOnly = onPostgres ? it : it.skip;
+/**
+ * "At once": a woken poll answers, and a request beside waiting polls is served, within this. A poll that is not woken
+ * answers only at its deadline, and a request stuck behind one waits for it (10 s here), so the bound tells the two
+ * apart with room for a loaded machine (CI runs two test files at once on two cores).
+ */
+const PROMPT_MS = 1_000;
 
 /** The app's connection pool: every statement and transaction checks a connection out of it. */
 const poolOf = (t: TestApp): Pool => poolOfDataSource(t.app.get(DataSource));
@@ -104,7 +110,7 @@ describe('Long polls', () => {
   });
 
   describe('waking', () => {
-    it('a waiting claim gets a user message’s work within 100 ms of it being added', async () => {
+    it('a waiting claim gets a user message’s work as soon as it is added', async () => {
       const owner = await createUser(t, Role.Owner);
       const sessionId = await api.session(owner);
       const claim = openClaim(t, owner.auth, { waitMs: 10_000 });
@@ -113,7 +119,7 @@ describe('Long polls', () => {
       const res = await answered(claim);
       expect(res.status).toBe(200);
       expect(res.body.work).toMatchObject({ sessionId });
-      expect(res.at - addedAt).toBeLessThan(100);
+      expect(res.at - addedAt).toBeLessThan(PROMPT_MS);
     });
 
     it('a computer’s poll is woken by work routed to it, not by work routed to another computer', async () => {
@@ -126,13 +132,13 @@ describe('Long polls', () => {
       const addedAt = await api.say(owner, forA, 'for a', a.id);
       const resA = await answered(pollA);
       expect(resA.body.work).toMatchObject({ sessionId: forA });
-      expect(resA.at - addedAt).toBeLessThan(100);
+      expect(resA.at - addedAt).toBeLessThan(PROMPT_MS);
       // b waits on, to its own deadline, and then has nothing: a's work is not b's.
       expect((await answered(pollB)).body).toEqual({ work: null });
       const sentB = await api.say(owner, forB, 'for b', b.id);
       const resB = await answered(openClaim(t, b.auth, { waitMs: 5_000 }));
       expect(resB.body.work).toMatchObject({ sessionId: forB });
-      expect(resB.at - sentB).toBeLessThan(200);
+      expect(resB.at - sentB).toBeLessThan(PROMPT_MS);
     });
 
     it('two pieces of work arriving together go to two of the waiting polls at once', async () => {
@@ -169,7 +175,7 @@ describe('Long polls', () => {
       // On PGlite the pool has one connection: a poll holding it would block this read.
       const started = Date.now();
       expect((await t.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth)).status).toBe(200);
-      expect(Date.now() - started).toBeLessThan(200);
+      expect(Date.now() - started).toBeLessThan(PROMPT_MS);
       for (const poll of polls) poll.cut();
     });
   });
@@ -356,7 +362,7 @@ describe('Long polls in numbers', () => {
   });
 
   describe('across instances (PostgreSQL)', () => {
-    postgresOnly('a poll waiting on one instance is woken within 100 ms by a message added through another', async () => {
+    postgresOnly('a poll waiting on one instance is woken at once by a message added through another', async () => {
       const other = await startTestApp(QUIET, t.database);
       try {
         const owner = await createUser(t, Role.Owner);
@@ -367,14 +373,14 @@ describe('Long polls in numbers', () => {
         const addedAt = await api.say(owner, routed, 'through the first instance', computer.id);
         const res = await answered(poll);
         expect(res.body.work).toMatchObject({ sessionId: routed });
-        expect(res.at - addedAt).toBeLessThan(100);
+        expect(res.at - addedAt).toBeLessThan(PROMPT_MS);
 
         const poll2 = openClaim(other, owner.auth, { waitMs: 10_000 });
         await sleep(200);
         const addedAt2 = await api.say(owner, unrouted, 'unrouted');
         const res2 = await answered(poll2);
         expect(res2.body.work).toMatchObject({ sessionId: unrouted });
-        expect(res2.at - addedAt2).toBeLessThan(100);
+        expect(res2.at - addedAt2).toBeLessThan(PROMPT_MS);
       } finally {
         await other.close();
       }
@@ -403,7 +409,7 @@ describe('Long polls in numbers', () => {
         const addedAt = await api.say(owner, sessionId, 'after the outage');
         const res = await answered(poll);
         expect(res.body.work).toMatchObject({ sessionId });
-        expect(res.at - addedAt).toBeLessThan(100);
+        expect(res.at - addedAt).toBeLessThan(PROMPT_MS);
       } finally {
         await other.close();
       }
