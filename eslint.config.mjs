@@ -63,6 +63,27 @@ export default tseslint.config(
     },
   },
   { files: ['src/**/*.ts'], plugins: { architecture: { rules: { boundaries } } }, rules: { 'architecture/boundaries': 'error' } },
+  // One data-access style (docs/architecture.md, "Data access"): hand-written SQL goes through Sql as named statements,
+  // TypeORM does one entity's plain reads and writes; no query builders, no raw TypeORM queries. src/platform/database
+  // is the plumbing under both (connection set-up, LISTEN, the migrations' lock).
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/platform/database/**', 'src/**/*.spec.ts', 'src/migrations/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.property.name='createQueryBuilder']",
+          message: 'A statement with a name through Sql (docs/architecture.md, "Data access"), not a query builder.',
+        },
+        {
+          selector:
+            "CallExpression[callee.property.name='query']:matches([callee.object.name=/^(manager|dataSource|runner|queryRunner)$/], [callee.object.property.name=/^(manager|dataSource)$/])",
+          message: 'A statement with a name through Sql (`sql.query(name, text, values)`, `sql.in(manager)`), not a raw TypeORM query.',
+        },
+      ],
+    },
+  },
   { files: ['**/*.mjs', '**/*.mts'], ...tseslint.configs.disableTypeChecked },
   // Plain CommonJS run with Node alone: the launcher (bin/), and what tests copy into a computer and run there.
   {

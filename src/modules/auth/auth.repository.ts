@@ -27,6 +27,13 @@ export interface CallerRow {
   user_removed_at?: Date | null;
 }
 
+/** An API key row under its entity's property names. */
+const API_KEY_COLUMNS = `id, organization_id AS "organizationId", user_id AS "userId", name, prefix, key_hash AS "keyHash", created_at AS "createdAt",
+  last_used_at AS "lastUsedAt", expires_at AS "expiresAt", revoked_at AS "revokedAt"`;
+
+/** A user row under its entity's property names. */
+const USER_COLUMNS = `id, organization_id AS "organizationId", email, name, role, kind, created_at AS "createdAt", removed_at AS "removedAt"`;
+
 /** API keys are touched at most once a minute, so authentication rarely writes. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
@@ -89,13 +96,11 @@ export class AuthRepository {
   /** Records use of a key at most once a minute; true when it wrote. */
   async touchApiKey(key: { id: string; lastUsedAt: Date | null }, now: Date): Promise<boolean> {
     if (key.lastUsedAt && now.getTime() - key.lastUsedAt.getTime() < LAST_USED_RESOLUTION_MS) return false;
-    await this.dataSource
-      .createQueryBuilder()
-      .update(ApiKeyEntity)
-      .set({ lastUsedAt: now })
-      .where('id = :id', { id: key.id })
-      .andWhere('(last_used_at IS NULL OR last_used_at < :stale)', { stale: new Date(now.getTime() - LAST_USED_RESOLUTION_MS) })
-      .execute();
+    await this.sql.query('auth.touchApiKey', 'UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)', [
+      key.id,
+      now,
+      new Date(now.getTime() - LAST_USED_RESOLUTION_MS),
+    ]);
     return true;
   }
 
@@ -138,12 +143,16 @@ export class AuthRepository {
   }
 
   async listApiKeys(filter: { organizationId: string; userId?: string }, cursor: string | undefined, limit: number): Promise<Page<ApiKeyEntity>> {
-    const query = this.dataSource
-      .getRepository(ApiKeyEntity)
-      .createQueryBuilder('k')
-      .where('k.organization_id = :organizationId', { organizationId: filter.organizationId });
-    if (filter.userId) query.andWhere('k.user_id = :userId', { userId: filter.userId });
-    const rows = await AuthRepository.apiKeysOrder.apply(query, 'k', cursor, limit).getMany();
+    const after = AuthRepository.apiKeysOrder.positionOf(cursor);
+    const values: unknown[] = [filter.organizationId, limit + 1];
+    const conditions = ['organization_id = $1'];
+    if (filter.userId) conditions.push(`user_id = $${values.push(filter.userId)}`);
+    if (after) conditions.push(`(created_at, id) < ($${values.push(after.createdAt)}, $${values.push(after.id)})`);
+    const rows = await this.sql.query<ApiKeyEntity>(
+      `auth.apiKeys.list${filter.userId ? '.user' : ''}${after ? '.after' : ''}`,
+      `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE ${conditions.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $2`,
+      values,
+    );
     return toPage(rows, limit, (row) => AuthRepository.apiKeysOrder.cursorOf(row));
   }
 
@@ -158,23 +167,29 @@ export class AuthRepository {
   }
 
   async listMembers(organizationId: string, kind: UserKind | undefined, cursor: string | undefined, limit: number): Promise<Page<UserEntity>> {
-    const query = this.dataSource
-      .getRepository(UserEntity)
-      .createQueryBuilder('u')
-      .where('u.organization_id = :organizationId AND u.removed_at IS NULL', { organizationId });
-    if (kind) query.andWhere('u.kind = :kind', { kind });
-    const rows = await AuthRepository.membersOrder.apply(query, 'u', cursor, limit).getMany();
+    const after = AuthRepository.membersOrder.positionOf(cursor);
+    const values: unknown[] = [organizationId, limit + 1];
+    const conditions = ['organization_id = $1', 'removed_at IS NULL'];
+    if (kind) conditions.push(`kind = $${values.push(kind)}`);
+    if (after) conditions.push(`(created_at, id) < ($${values.push(after.createdAt)}, $${values.push(after.id)})`);
+    const rows = await this.sql.query<UserEntity>(
+      `auth.members.list${kind ? '.kind' : ''}${after ? '.after' : ''}`,
+      `SELECT ${USER_COLUMNS} FROM users WHERE ${conditions.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $2`,
+      values,
+    );
     return toPage(rows, limit, (row) => AuthRepository.membersOrder.cursorOf(row));
   }
 
   /** A user of the organization who has not been removed; with `manager`, locked for the transaction. */
-  findMember(organizationId: string, userId: string, manager: EntityManager = this.dataSource.manager): Promise<UserEntity | null> {
-    const query = manager
-      .getRepository(UserEntity)
-      .createQueryBuilder('u')
-      .where('u.id = :userId AND u.organization_id = :organizationId AND u.removed_at IS NULL', { userId, organizationId });
-    if (manager !== this.dataSource.manager) query.setLock('pessimistic_write');
-    return query.getOne();
+  async findMember(organizationId: string, userId: string, manager?: EntityManager): Promise<UserEntity | null> {
+    const [row] = await this.sql
+      .in(manager)
+      .query<UserEntity>(
+        manager ? 'auth.members.findForUpdate' : 'auth.members.find',
+        `SELECT ${USER_COLUMNS} FROM users WHERE id = $1 AND organization_id = $2 AND removed_at IS NULL${manager ? ' FOR UPDATE' : ''}`,
+        [userId, organizationId],
+      );
+    return row ?? null;
   }
 
   /** Serializes changes to one organization's members until the transaction ends (the last owner stays). */
@@ -197,8 +212,13 @@ export class AuthRepository {
     return keys.map((key) => key.keyHash);
   }
 
-  async organizationCount(): Promise<number> {
-    return this.dataSource.getRepository(OrganizationEntity).count();
+  async organizationCount(manager: EntityManager = this.dataSource.manager): Promise<number> {
+    return manager.getRepository(OrganizationEntity).count();
+  }
+
+  /** Serializes first-run setups until the transaction ends: only one of two at once creates the first organization. */
+  async lockFirstRun(manager: EntityManager): Promise<void> {
+    await this.sql.in(manager).query('auth.lockFirstRun', 'SELECT pg_advisory_xact_lock($1)', [AdvisoryLock.FirstRun]);
   }
 
   listOrganizations(): Promise<OrganizationEntity[]> {

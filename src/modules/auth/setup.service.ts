@@ -1,7 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { AppConfig } from '../../config/app-config';
-import { AdvisoryLock } from '../../platform/database/advisory-locks';
 import { newId } from '../../platform/database/ids';
 import { EventLog } from '../../platform/events';
 import { logSecurityEvent } from '../../platform/logging/security-log';
@@ -79,8 +78,8 @@ export class SetupService {
     // The setup token is printed for the operator: whoever uses it acts as the operator.
     const acting: ActingAs = { security: { credentialId: by }, event: { kind: 'operator', credential: by === 'operator' ? 'cli' : 'setup_token' } };
     const { organization, owner } = await this.repository.transaction(async (manager) => {
-      await manager.query('SELECT pg_advisory_xact_lock($1)', [AdvisoryLock.FirstRun]);
-      if ((await manager.getRepository(OrganizationEntity).count()) > 0) {
+      await this.repository.lockFirstRun(manager);
+      if ((await this.repository.organizationCount(manager)) > 0) {
         throw new AuthError(AuthErrorCode.SetupDone, 'This server is set up already: an organization exists. Ask its owner for a key, or use the CLI.');
       }
       const organization = await this.repository.insertOrganization(

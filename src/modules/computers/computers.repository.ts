@@ -78,16 +78,16 @@ export class ComputersRepository {
   }
 
   /** Each computer's steps, in order. */
-  async stepsOf(computerIds: string[], manager: EntityManager = this.dataSource.manager): Promise<Map<string, ProvisioningStepEntity[]>> {
+  async stepsOf(computerIds: string[], manager?: EntityManager): Promise<Map<string, ProvisioningStepEntity[]>> {
     const steps = new Map<string, ProvisioningStepEntity[]>(computerIds.map((id) => [id, []]));
     if (computerIds.length === 0) return steps;
-    const rows = await manager
-      .getRepository(ProvisioningStepEntity)
-      .createQueryBuilder('s')
-      .where('s.computer_id IN (:...ids)', { ids: computerIds })
-      .orderBy('s.computer_id')
-      .addOrderBy('s.position')
-      .getMany();
+    const rows = await this.sql
+      .in(manager)
+      .query<ProvisioningStepEntity>(
+        'computers.stepsOf',
+        `SELECT ${STEP_COLUMNS} FROM provisioning_steps s WHERE s.computer_id = ANY($1::uuid[]) ORDER BY s.computer_id, s.position`,
+        [computerIds],
+      );
     for (const row of rows) steps.get(row.computerId)!.push(row);
     return steps;
   }

@@ -1,4 +1,3 @@
-import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { decodeCursor, encodeCursor, invalidCursor } from '../http/cursor';
 
 /** The last instant a JavaScript Date can hold. */
@@ -11,21 +10,7 @@ const MAX_TIME = 8_640_000_000_000_000;
 export class NewestFirst {
   constructor(private readonly list: string) {}
 
-  apply<T extends ObjectLiteral>(query: SelectQueryBuilder<T>, alias: string, cursor: string | undefined, limit: number): SelectQueryBuilder<T> {
-    const after = this.positionOf(cursor);
-    if (after) {
-      query.andWhere(`(${alias}.created_at, ${alias}.id) < (:keysetCreatedAt, :keysetId)`, {
-        keysetCreatedAt: after.createdAt,
-        keysetId: after.id,
-      });
-    }
-    return query
-      .orderBy(`${alias}.created_at`, 'DESC')
-      .addOrderBy(`${alias}.id`, 'DESC')
-      .limit(limit + 1);
-  }
-
-  /** The position a cursor names, for queries written in SQL: rows strictly after it come next. */
+  /** The position a cursor names: rows strictly after it come next (`(created_at, id) < ($n, $m)`). */
   positionOf(cursor: string | undefined): { createdAt: Date; id: string } | undefined {
     if (cursor === undefined) return undefined;
     const [createdAt, id] = decodeCursor(this.list, cursor, ['number', 'uuid']);

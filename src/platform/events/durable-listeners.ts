@@ -1,6 +1,7 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
+import { Sql } from '../database/sql';
 import { JobHandle, JobRunner } from '../jobs';
 import { AnyStoredEvent, EventType } from './event';
 import { EventLog } from './event-log';
@@ -51,6 +52,7 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
 
   constructor(
     private readonly dataSource: DataSource,
+    private readonly sql: Sql,
     private readonly log: EventLog,
     config: AppConfig,
     jobs: JobRunner,
@@ -95,17 +97,18 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
   async catchUp(name: string, organizationId: string, timeoutMs = 10_000): Promise<void> {
     const listener = this.listeners.get(name);
     if (!listener) return;
-    const [target] = (await this.dataSource.query(`SELECT last_seq FROM event_sequences WHERE organization_id = $1`, [organizationId])) as Array<{
-      last_seq: string;
-    }>;
+    const [target] = await this.sql.query<{ last_seq: string }>('listeners.target', `SELECT last_seq FROM event_sequences WHERE organization_id = $1`, [
+      organizationId,
+    ]);
     if (!target) return;
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       while (await this.runBatch(listener, organizationId));
-      const [checkpoint] = (await this.dataSource.query(`SELECT seq, retry_at FROM event_checkpoints WHERE listener = $1 AND organization_id = $2`, [
-        name,
-        organizationId,
-      ])) as Array<{ seq: string; retry_at: Date | null }>;
+      const [checkpoint] = await this.sql.query<{ seq: string; retry_at: Date | null }>(
+        'listeners.checkpoint',
+        `SELECT seq, retry_at FROM event_checkpoints WHERE listener = $1 AND organization_id = $2`,
+        [name, organizationId],
+      );
       if (checkpoint && (Number(checkpoint.seq) >= Number(target.last_seq) || checkpoint.retry_at !== null)) return;
       if (Date.now() > deadline) return;
       await new Promise((resolve) => setTimeout(resolve, 10));
@@ -125,13 +128,14 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
     if (this.closing) return;
     await this.log.numberPending();
     if (this.listeners.size === 0) return;
-    const rows = (await this.dataSource.query(
+    const rows = await this.sql.query<{ name: string; organization_id: string }>(
+      'listeners.sweep',
       `SELECT l.name, s.organization_id FROM event_sequences s CROSS JOIN unnest($1::text[]) AS l(name)
        LEFT JOIN event_checkpoints c ON c.listener = l.name AND c.organization_id = s.organization_id
        WHERE s.last_seq > COALESCE(c.seq, 0) AND (c.retry_at IS NULL OR c.retry_at <= now())
        LIMIT 1000`,
       [[...this.listeners.keys()]],
-    )) as Array<{ name: string; organization_id: string }>;
+    );
     for (const row of rows) this.due.add(`${row.name}|${row.organization_id}`);
     this.kick();
   }
@@ -162,26 +166,29 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
     let batch: AnyStoredEvent[] = [];
     try {
       const outcome = await this.dataSource.transaction(async (manager) => {
-        await manager.query(`INSERT INTO event_checkpoints (listener, organization_id, seq) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING`, [
-          listener.name,
-          organizationId,
-        ]);
-        const [checkpoint] = (await manager.query(
+        const sql = this.sql.in(manager);
+        await sql.query(
+          'listeners.ensureCheckpoint',
+          `INSERT INTO event_checkpoints (listener, organization_id, seq) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING`,
+          [listener.name, organizationId],
+        );
+        const [checkpoint] = await sql.query<{ seq: string }>(
+          'listeners.claimCheckpoint',
           `SELECT seq FROM event_checkpoints WHERE listener = $1 AND organization_id = $2 AND (retry_at IS NULL OR retry_at <= now())
            FOR UPDATE SKIP LOCKED`,
           [listener.name, organizationId],
-        )) as Array<{ seq: string }>;
+        );
         // Another instance is on it, or it waits to retry after a failure.
         if (!checkpoint) return { more: false, handled: false };
         const events = await this.log.readIn(manager, organizationId, Number(checkpoint.seq), BATCH);
         if (events.length === 0) return { more: false, handled: false };
         batch = events.filter((event) => listener.types.includes(event.type));
         if (batch.length > 0) await listener.handle(manager, batch);
-        await manager.query(`UPDATE event_checkpoints SET seq = $3, failures = 0, retry_at = NULL WHERE listener = $1 AND organization_id = $2`, [
-          listener.name,
-          organizationId,
-          events[events.length - 1].seq,
-        ]);
+        await sql.query(
+          'listeners.advance',
+          `UPDATE event_checkpoints SET seq = $3, failures = 0, retry_at = NULL WHERE listener = $1 AND organization_id = $2`,
+          [listener.name, organizationId, events[events.length - 1].seq],
+        );
         return { more: events.length === BATCH, handled: batch.length > 0 };
       });
       if (outcome.handled) listener.afterCommit?.(organizationId);
@@ -195,13 +202,14 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
   private async backOff(listener: DurableListener, organizationId: string, events: AnyStoredEvent[], error: Error): Promise<void> {
     try {
       // An upsert: the failed transaction may have been the one that made the checkpoint.
-      const rows = (await this.dataSource.query(
+      const rows = await this.sql.query<{ failures: number }>(
+        'listeners.backOff',
         `INSERT INTO event_checkpoints (listener, organization_id, seq, failures, retry_at) VALUES ($1, $2, 0, 1, now() + interval '1 second')
          ON CONFLICT (listener, organization_id) DO UPDATE SET failures = event_checkpoints.failures + 1,
            retry_at = now() + make_interval(secs => LEAST($3::float8, 2 ^ LEAST(event_checkpoints.failures, 20)))
          RETURNING failures`,
         [listener.name, organizationId, MAX_BACKOFF_MS / 1000],
-      )) as Array<{ failures: number }>;
+      );
       this.logger.error(
         { err: error, listener: listener.name, organizationId, fromSeq: events[0]?.seq, toSeq: events.at(-1)?.seq, failures: rows[0]?.failures },
         'A durable event listener failed; it will retry',

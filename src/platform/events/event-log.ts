@@ -8,6 +8,7 @@ import { AppConfig } from '../../config/app-config';
 import { AdvisoryLock } from '../database/advisory-locks';
 import { PgListener } from '../database/pg-listener';
 import { newId } from '../database/ids';
+import { Sql } from '../database/sql';
 import { answerAfter, currentRequest } from '../http/request-context';
 import { JobRunner } from '../jobs';
 import { AnyStatementEvent, AnyStoredEvent, EventActor, EventType, NewEvent, StoredEvent } from './event';
@@ -122,6 +123,7 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
 
   constructor(
     private readonly dataSource: DataSource,
+    private readonly sql: Sql,
     private readonly emitter: EventEmitter2,
     private readonly config: AppConfig,
     private readonly jobs: JobRunner,
@@ -204,41 +206,48 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
   async read(organizationId: string, query: EventQuery): Promise<AnyStoredEvent[]> {
     const where = ['organization_id = $1', 'seq > $2'];
     const values: unknown[] = [organizationId, query.after];
-    const add = (clause: string, value: unknown) => {
+    // The statement's name says which filters it has (a prepared statement stands for one text; names stay short).
+    let shape = '';
+    const add = (flag: string, clause: string, value: unknown) => {
       values.push(value);
       where.push(clause.replace('?', `$${values.length}`));
+      shape += flag;
     };
-    if (query.before !== undefined) add('seq < ?', query.before);
-    if (query.sessionId) add('session_id = ?', query.sessionId);
-    if (query.types?.length) add('type = ANY(?)', query.types);
-    if (query.since) add('occurred_at >= ?', query.since);
-    if (query.until) add('occurred_at < ?', query.until);
-    if (query.actorUserId) add(`actor->>'userId' = ?`, query.actorUserId);
+    if (query.before !== undefined) add('b', 'seq < ?', query.before);
+    if (query.sessionId) add('s', 'session_id = ?', query.sessionId);
+    if (query.types?.length) add('t', 'type = ANY(?)', query.types);
+    if (query.since) add('f', 'occurred_at >= ?', query.since);
+    if (query.until) add('u', 'occurred_at < ?', query.until);
+    if (query.actorUserId) add('a', `actor->>'userId' = ?`, query.actorUserId);
     values.push(query.limit);
-    const rows = (await this.dataSource.query(
+    const rows = await this.sql.query<EventRow>(
+      `events.read.${shape}${query.newestFirst ? '.newest' : ''}`,
       `SELECT ${COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY seq${query.newestFirst ? ' DESC' : ''} LIMIT $${values.length}`,
       values,
-    )) as EventRow[];
+    );
     return rows.map(toStoredEvent);
   }
 
   /** The organization's next `limit` events after `after`, in the caller's transaction. */
   async readIn(manager: EntityManager, organizationId: string, after: number, limit: number): Promise<AnyStoredEvent[]> {
-    const rows = (await manager.query(`SELECT ${COLUMNS} FROM events WHERE organization_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [
-      organizationId,
-      after,
-      limit,
-    ])) as EventRow[];
+    const rows = await this.sql
+      .in(manager)
+      .query<EventRow>('events.readIn', `SELECT ${COLUMNS} FROM events WHERE organization_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [
+        organizationId,
+        after,
+        limit,
+      ]);
     return rows.map(toStoredEvent);
   }
 
   /** The oldest kept and the last sequence numbers of the organization (0 and 0 before its first event). */
-  async bounds(organizationId: string, manager: EntityManager = this.dataSource.manager): Promise<{ oldest: number; last: number }> {
-    const [row] = (await manager.query(
+  async bounds(organizationId: string, manager?: EntityManager): Promise<{ oldest: number; last: number }> {
+    const [row] = await this.sql.in(manager).query<{ last: string | null; oldest: string | null }>(
+      'events.bounds',
       `SELECT (SELECT last_seq FROM event_sequences WHERE organization_id = $1) AS last,
               (SELECT min(seq) FROM events WHERE organization_id = $1) AS oldest`,
       [organizationId],
-    )) as Array<{ last: string | null; oldest: string | null }>;
+    );
     const last = Number(row?.last ?? 0);
     return { oldest: row?.oldest === null || row?.oldest === undefined ? last + 1 : Number(row.oldest), last };
   }
@@ -248,11 +257,14 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     const before = new Date(now.getTime() - this.config.EVENT_RETENTION_DAYS * 86_400_000);
     let total = 0;
     for (;;) {
-      const result = (await this.dataSource.query(`DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE occurred_at < $1 LIMIT 5000)`, [
-        before,
-      ])) as [unknown, number];
-      total += result[1];
-      if (result[1] < 5000) break;
+      const [{ deleted }] = await this.sql.query<{ deleted: number }>(
+        'events.forgetExpired',
+        `WITH gone AS (DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE occurred_at < $1 LIMIT 5000) RETURNING 1)
+         SELECT count(*)::int AS deleted FROM gone`,
+        [before],
+      );
+      total += deleted;
+      if (deleted < 5000) break;
     }
     if (total > 0) this.logger.log({ deleted: total }, 'Forgot events past EVENT_RETENTION_DAYS');
     return total;
@@ -273,7 +285,8 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     }));
     pending.raised = [];
     pending.written = true;
-    await runner.query(
+    await this.sql.in(runner.manager).query(
+      'events.flush',
       `INSERT INTO events (organization_id, id, type, occurred_at, session_id, actor, data)
        SELECT (e->>'organization_id')::uuid, (e->>'id')::uuid, e->>'type', (e->>'occurred_at')::timestamptz, (e->>'session_id')::uuid, e->'actor', e->'data'
        FROM jsonb_array_elements($1::jsonb) AS e`,
@@ -351,11 +364,11 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     }
     if (note.i === this.instanceId || typeof note.o !== 'string' || typeof note.f !== 'number' || typeof note.t !== 'number') return;
     try {
-      const rows = (await this.dataSource.query(`SELECT ${COLUMNS} FROM events WHERE organization_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`, [
-        note.o,
-        note.f,
-        note.t,
-      ])) as EventRow[];
+      const rows = await this.sql.query<EventRow>(
+        'events.announced',
+        `SELECT ${COLUMNS} FROM events WHERE organization_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`,
+        [note.o, note.f, note.t],
+      );
       this.emitLocally(rows.map(toStoredEvent));
     } catch (error) {
       this.logger.warn(`Could not read events announced by another instance: ${(error as Error).message}`);

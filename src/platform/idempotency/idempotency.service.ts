@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
+import { Sql } from '../database/sql';
 import { JobRunner } from '../jobs';
 import { IdempotentRequest } from './idempotency-key.decorator';
 import { IdempotencyError, IdempotencyErrorCode } from './idempotency.errors';
@@ -42,6 +43,7 @@ export class IdempotencyService {
 
   constructor(
     private readonly dataSource: DataSource,
+    private readonly sql: Sql,
     jobs: JobRunner,
   ) {
     jobs.register({ name: 'idempotency.forget-expired', everyMs: FORGET_EVERY_MS, run: () => this.forgetExpiredKeys() });
@@ -58,15 +60,17 @@ export class IdempotencyService {
     if (!request) return { body: oneStatement ? await work(this.dataSource.manager) : await this.dataSource.transaction(work), replayed: false };
     const scope = scopeOf(caller);
     return this.dataSource.transaction(async (manager) => {
-      const claimed = (await manager.query(
+      const sql = this.sql.in(manager);
+      const claimed = await sql.query(
+        'idempotency.claim',
         `INSERT INTO idempotency_keys (organization_id, user_id, key, request_hash, status_code, response, created_at)
          VALUES ($1, $2, $3, $4, $5, 'null'::jsonb, now())
          ON CONFLICT DO NOTHING RETURNING key`,
         [scope.organizationId, scope.userId, request.key, request.requestHash, statusCode],
-      )) as unknown[];
+      );
       if (claimed.length === 0) return { body: await this.replay<T>(manager, scope, request), replayed: true };
       const body = await work(manager);
-      await manager.query(`UPDATE idempotency_keys SET response = $4::jsonb WHERE organization_id = $1 AND user_id = $2 AND key = $3`, [
+      await sql.query('idempotency.answer', `UPDATE idempotency_keys SET response = $4::jsonb WHERE organization_id = $1 AND user_id = $2 AND key = $3`, [
         scope.organizationId,
         scope.userId,
         request.key,
@@ -77,11 +81,13 @@ export class IdempotencyService {
   }
 
   private async replay<T>(manager: EntityManager, scope: { organizationId: string; userId: string }, request: IdempotentRequest): Promise<T> {
-    const [stored] = (await manager.query(`SELECT request_hash, response FROM idempotency_keys WHERE organization_id = $1 AND user_id = $2 AND key = $3`, [
-      scope.organizationId,
-      scope.userId,
-      request.key,
-    ])) as Array<{ request_hash: string; response: T }>;
+    const [stored] = await this.sql
+      .in(manager)
+      .query<{ request_hash: string; response: T }>(
+        'idempotency.replay',
+        `SELECT request_hash, response FROM idempotency_keys WHERE organization_id = $1 AND user_id = $2 AND key = $3`,
+        [scope.organizationId, scope.userId, request.key],
+      );
     if (!stored || stored.request_hash !== request.requestHash) {
       throw new IdempotencyError(
         IdempotencyErrorCode.KeyReused,
@@ -93,10 +99,12 @@ export class IdempotencyService {
 
   /** Forgets keys past retention (the `idempotency.forget-expired` job). Safe on every instance at once: a plain DELETE. */
   async forgetExpiredKeys(now = new Date()): Promise<number> {
-    const result = (await this.dataSource.query(`DELETE FROM idempotency_keys WHERE created_at < $1`, [
-      new Date(now.getTime() - IDEMPOTENCY_RETENTION_MS),
-    ])) as [unknown, number];
-    if (result[1] > 0) this.logger.log({ deleted: result[1] }, 'Forgot expired idempotency keys');
-    return result[1];
+    const [{ deleted }] = await this.sql.query<{ deleted: number }>(
+      'idempotency.forgetExpired',
+      `WITH gone AS (DELETE FROM idempotency_keys WHERE created_at < $1 RETURNING 1) SELECT count(*)::int AS deleted FROM gone`,
+      [new Date(now.getTime() - IDEMPOTENCY_RETENTION_MS)],
+    );
+    if (deleted > 0) this.logger.log({ deleted }, 'Forgot expired idempotency keys');
+    return deleted;
   }
 }

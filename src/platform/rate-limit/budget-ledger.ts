@@ -1,4 +1,4 @@
-import { DataSource } from 'typeorm';
+import type { SqlExecutor } from '../database/sql';
 
 /** What a ledger answers when asked for part of a window's budget. */
 export interface Grant {
@@ -42,19 +42,20 @@ export const BLOCK_SHARE = 0.05;
  * while the budget lasts; the part of it past the limit is not granted.
  */
 export class PostgresLedger implements BudgetLedger {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(private readonly sql: SqlExecutor) {}
 
   blockOf(max: number): number {
     return Math.max(1, Math.ceil(max * BLOCK_SHARE));
   }
 
   async take(key: string, windowStart: number, wanted: number, max: number): Promise<Grant> {
-    const rows = (await this.dataSource.query(
+    const rows = await this.sql.query<{ used: number }>(
+      'rateLimits.take',
       `INSERT INTO rate_limit_windows AS w (key, window_start, used) VALUES ($1, $2, $3)
        ON CONFLICT (key, window_start) DO UPDATE SET used = w.used + EXCLUDED.used WHERE w.used < $4
        RETURNING used`,
       [key, new Date(windowStart), wanted, max],
-    )) as Array<{ used: number }>;
+    );
     if (rows.length === 0) return { granted: 0, taken: max };
     const taken = Number(rows[0].used);
     const granted = wanted - Math.max(0, taken - max);
@@ -62,6 +63,6 @@ export class PostgresLedger implements BudgetLedger {
   }
 
   async forget(before: number): Promise<void> {
-    await this.dataSource.query(`DELETE FROM rate_limit_windows WHERE window_start < $1`, [new Date(before)]);
+    await this.sql.query('rateLimits.forget', `DELETE FROM rate_limit_windows WHERE window_start < $1`, [new Date(before)]);
   }
 }

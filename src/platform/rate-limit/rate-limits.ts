@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import fastifyRateLimit, { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DataSource } from 'typeorm';
+import { Sql } from '../database/sql';
 import { AppConfig } from '../../config/app-config';
 import { JobRunner } from '../jobs';
 import { logSecurityEvent } from '../logging/security-log';
@@ -51,10 +51,10 @@ export class RateLimits {
 
   constructor(
     private readonly config: AppConfig,
-    dataSource: DataSource,
+    sql: Sql,
     private readonly jobs: JobRunner,
   ) {
-    this.ledger = config.engine === 'postgres' ? new PostgresLedger(dataSource) : new MemoryLedger();
+    this.ledger = config.engine === 'postgres' ? new PostgresLedger(sql) : new MemoryLedger();
     this.counter = new LeasedCounter(this.ledger);
   }
 
