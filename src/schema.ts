@@ -29,6 +29,7 @@ import { HumanInTheLoop1764752400000 } from './migrations/1764752400000-HumanInT
 import { EventSequencer1764838800000 } from './migrations/1764838800000-EventSequencer';
 import { AuditActorIndex1764846000000 } from './migrations/1764846000000-AuditActorIndex';
 import { WebhookPauses1764932400000 } from './migrations/1764932400000-WebhookPauses';
+import { ListIndexes1765018800000 } from './migrations/1765018800000-ListIndexes';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
@@ -72,4 +73,5 @@ export const migrations = [
   EventSequencer1764838800000,
   AuditActorIndex1764846000000,
   WebhookPauses1764932400000,
+  ListIndexes1765018800000,
 ];

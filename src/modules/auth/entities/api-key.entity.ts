@@ -4,6 +4,7 @@ import { UserEntity } from './user.entity';
 /** An API key is kept only as its SHA-256 hash; the key itself is shown once, at creation. */
 @Entity({ name: 'api_keys' })
 @Index('api_keys_user_created_idx', ['userId', 'createdAt', 'id'])
+@Index('api_keys_organization_created_idx', ['organizationId', 'createdAt', 'id'])
 export class ApiKeyEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'api_keys_pkey' })
   id: string;
