@@ -81,6 +81,10 @@ export default tseslint.config(
             "CallExpression[callee.property.name='query']:matches([callee.object.name=/^(manager|dataSource|runner|queryRunner)$/], [callee.object.property.name=/^(manager|dataSource)$/])",
           message: 'A statement with a name through Sql (`sql.query(name, text, values)`, `sql.in(manager)`), not a raw TypeORM query.',
         },
+        {
+          selector: 'Decorator > CallExpression[callee.name=/^(Body|Query)$/][arguments.length=0]',
+          message: 'Every body and query string is checked by its JSON Schema: `@Body(registry.pipe(name))`, `@QuerySchema(registry, name)`.',
+        },
       ],
     },
   },

@@ -15,7 +15,7 @@ import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
 import { ALWAYS, installSecurityHeaders } from './platform/http/security-headers';
 import { ServerDetails } from './platform/http/server-details';
 import { WebConsole } from './platform/http/web-console';
-import { createValidationPipe, NoUndeclaredQueryInterceptor } from './platform/http/validation';
+import { NoUndeclaredQueryInterceptor } from './platform/http/validation';
 import { answerClientError, installAccessLog, logUnroutable } from './platform/logging/access-log';
 import { createPino, PinoLogger, QuietStartLogger } from './platform/logging/logging';
 import { RateLimits, RateLimitSubject } from './platform/rate-limit';
@@ -91,7 +91,6 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     }
   });
   app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES, new ServerDetails(config), (path) => allowedMethods.of(path)));
-  app.useGlobalPipes(createValidationPipe());
   app.useGlobalInterceptors(new NoUndeclaredQueryInterceptor());
   setupOpenApi(app, config);
   await app.init();

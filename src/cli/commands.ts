@@ -1,7 +1,7 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { isEmail } from 'class-validator';
 import { ApiKeysService, MembersActor, MembersService, OPERATOR, OrganizationsService, Role, ROLES, SetupService, UserKind } from '../modules/auth';
 import type { UserEntity } from '../modules/auth/entities';
+import { isEmailAddress } from '../platform/http/json-schema';
 import { OrganizationFeatures } from '../modules/auth/entities/organization.entity';
 
 export class UsageError extends Error {}
@@ -62,7 +62,7 @@ function slug(value: string): string {
 }
 
 function email(value: string): string {
-  if (!isEmail(value)) throw new UsageError(`"${value}" is not an email address.`);
+  if (!isEmailAddress(value)) throw new UsageError(`"${value}" is not an email address.`);
   return value.toLowerCase();
 }
 

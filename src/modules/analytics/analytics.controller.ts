@@ -1,11 +1,13 @@
-import { Controller, Get, HttpCode, Post, Query } from '@nestjs/common';
+import { Controller, Get, HttpCode, Post } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { RequestIdErrorSchema } from '../../platform/http/openapi';
 import { AnalyticsService } from './analytics.service';
 import { parseRange } from './domain/date-range';
-import { ActivityQueryDto, DateRangeQueryDto, TokensQueryDto, ToolsQueryDto, UsersQueryDto } from './dto/analytics-query.dto';
+import { analyticsSchemas, DateRangeQuery, GroupedQuery, UsersQuery } from './analytics-queries';
 import { ANALYTICS_SCHEMAS } from './analytics.schemas';
+import { pageSize } from '../../platform/http/pagination';
+import { QuerySchema } from '../../platform/http/json-schema';
 
 const ROLLUP_NOTE = 'Rows come from the daily rollup of closed days (see POST /api/v1/analytics/rollup); definitions in docs/analytics.md.';
 
@@ -30,7 +32,7 @@ export class AnalyticsController {
       'for each model used that day; they sum to the ungrouped totals. Read from the per-day usage totals written with each usage report.',
   })
   @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.tokensResponse })
-  tokens(@CurrentPrincipal() principal: Principal, @Query() query: TokensQueryDto) {
+  tokens(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'TokensQuery') query: GroupedQuery<'model'>) {
     return this.analytics.tokens(principal, parseRange(query.startDate, query.endDate), query.group_by);
   }
 
@@ -45,7 +47,7 @@ export class AnalyticsController {
       ROLLUP_NOTE,
   })
   @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.toolsResponse })
-  tools(@CurrentPrincipal() principal: Principal, @Query() query: ToolsQueryDto) {
+  tools(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'ToolsQuery') query: GroupedQuery<'tool_name'>) {
     return this.analytics.tools(principal, parseRange(query.startDate, query.endDate), query.group_by);
   }
 
@@ -60,7 +62,7 @@ export class AnalyticsController {
       ROLLUP_NOTE,
   })
   @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.activityResponse })
-  activity(@CurrentPrincipal() principal: Principal, @Query() query: ActivityQueryDto) {
+  activity(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'ActivityQuery') query: GroupedQuery<'client'>) {
     return this.analytics.activity(principal, parseRange(query.startDate, query.endDate), query.group_by);
   }
 
@@ -73,7 +75,7 @@ export class AnalyticsController {
       ROLLUP_NOTE,
   })
   @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.productivityResponse })
-  productivity(@CurrentPrincipal() principal: Principal, @Query() query: DateRangeQueryDto) {
+  productivity(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'DateRangeQuery') query: DateRangeQuery) {
     return this.analytics.productivity(principal, parseRange(query.startDate, query.endDate));
   }
 
@@ -87,8 +89,8 @@ export class AnalyticsController {
       ROLLUP_NOTE,
   })
   @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.usersResponse })
-  users(@CurrentPrincipal() principal: Principal, @Query() query: UsersQueryDto) {
-    return this.analytics.users(principal, parseRange(query.startDate, query.endDate), { limit: query.pageSize, cursor: query.cursor });
+  users(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'UsersQuery') query: UsersQuery) {
+    return this.analytics.users(principal, parseRange(query.startDate, query.endDate), { limit: pageSize(query), cursor: query.cursor });
   }
 
   @Post('rollup')

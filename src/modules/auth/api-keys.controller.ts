@@ -1,11 +1,23 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiCreatedResponse, ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiBody,
+  ApiCreatedResponse,
+  ApiForbiddenResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { ApiKeysService } from './api-keys.service';
 import { Authenticated, CurrentPrincipal } from './auth.decorators';
 import { Principal } from './domain/principal';
-import { ApiKeyListView, ApiKeyView, CreateApiKeyDto, CreatedApiKeyView, ListApiKeysQueryDto } from './dto/api-key.dto';
+import { ApiKeyListView, ApiKeyView, CreatedApiKeyView } from './dto/api-key.dto';
+import { authSchemas, CreateApiKeyInput, ListApiKeysQuery } from './schemas/auth.schemas';
 import { ApiKeyEntity } from './entities';
+import { pageSize } from '../../platform/http/pagination';
+import { QuerySchema, ref } from '../../platform/http/json-schema';
 
 /** The web application's `{app_url}/settings/api-keys`, where users manage their API keys. */
 @ApiTags('API keys')
@@ -28,7 +40,8 @@ export class ApiKeysController {
       "A member or guest while `restrictApiKeyCreationToManagers` is on (`api_key_creation_restricted`); a computer's agent token (`computer_token_not_accepted`).",
     type: V0ErrorSchema,
   })
-  async create(@CurrentPrincipal() principal: Principal, @Body() body: CreateApiKeyDto): Promise<CreatedApiKeyView> {
+  @ApiBody({ schema: ref('CreateApiKeyBody') })
+  async create(@CurrentPrincipal() principal: Principal, @Body(authSchemas.pipe('CreateApiKeyBody')) body: CreateApiKeyInput): Promise<CreatedApiKeyView> {
     const { entity, key } = await this.apiKeys.createForCaller(principal, {
       name: body.name,
       expiresAt: body.expiresAt ? new Date(body.expiresAt) : undefined,
@@ -49,8 +62,8 @@ export class ApiKeysController {
     description: "`scope=organization` by a member or guest (`insufficient_role`); a computer's agent token (`computer_token_not_accepted`).",
     type: V0ErrorSchema,
   })
-  async list(@CurrentPrincipal() principal: Principal, @Query() query: ListApiKeysQueryDto): Promise<ApiKeyListView> {
-    const page = await this.apiKeys.list(principal, query.scope ?? 'own', query.cursor, query.pageSize);
+  async list(@CurrentPrincipal() principal: Principal, @QuerySchema(authSchemas, 'ListApiKeysQuery') query: ListApiKeysQuery): Promise<ApiKeyListView> {
+    const page = await this.apiKeys.list(principal, query.scope ?? 'own', query.cursor, pageSize(query));
     return { apiKeys: page.items.map(toApiKeyView), pagination: page.pagination };
   }
 

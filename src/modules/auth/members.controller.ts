@@ -1,6 +1,7 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
+  ApiBody,
   ApiConflictResponse,
   ApiCreatedResponse,
   ApiForbiddenResponse,
@@ -16,10 +17,13 @@ import { Authenticated, CurrentPrincipal } from './auth.decorators';
 import { Principal } from './domain/principal';
 import { Role } from './domain/role';
 import { UserKind } from './domain/user-kind';
-import { CreateApiKeyDto, CreatedApiKeyView } from './dto/api-key.dto';
-import { AddMemberDto, ChangeMemberDto, ListMembersQueryDto, MemberListView, MemberView, RemovedMemberView } from './dto/member.dto';
+import { CreatedApiKeyView } from './dto/api-key.dto';
+import { MemberListView, MemberView, RemovedMemberView } from './dto/member.dto';
+import { AddMemberInput, authSchemas, ChangeMemberInput, CreateApiKeyInput, ListMembersQuery } from './schemas/auth.schemas';
 import { UserEntity } from './entities';
 import { actorOf, MembersService } from './members.service';
+import { pageSize } from '../../platform/http/pagination';
+import { QuerySchema, ref } from '../../platform/http/json-schema';
 
 /** The organization's users and service accounts, for its owners and managers (added; the spec has no members API). */
 @ApiTags('Members')
@@ -32,8 +36,8 @@ export class MembersController {
   @Get()
   @ApiOperation({ summary: 'List members', description: 'Users and service accounts of your organization, newest first; removed users are not listed.' })
   @ApiOkResponse({ type: MemberListView })
-  async list(@CurrentPrincipal() principal: Principal, @Query() query: ListMembersQueryDto): Promise<MemberListView> {
-    const page = await this.members.list(principal.organizationId, query.kind, query.cursor, query.pageSize);
+  async list(@CurrentPrincipal() principal: Principal, @QuerySchema(authSchemas, 'ListMembersQuery') query: ListMembersQuery): Promise<MemberListView> {
+    const page = await this.members.list(principal.organizationId, query.kind, query.cursor, pageSize(query));
     return { members: page.items.map(toMemberView), pagination: page.pagination };
   }
 
@@ -47,7 +51,8 @@ export class MembersController {
   @ApiCreatedResponse({ type: MemberView })
   @ApiForbiddenResponse({ description: '`role_above_yours`: the role is higher than yours.', type: V0ErrorSchema })
   @ApiConflictResponse({ description: '`user_exists`: the address is already a member.', type: V0ErrorSchema })
-  async add(@CurrentPrincipal() principal: Principal, @Body() body: AddMemberDto): Promise<MemberView> {
+  @ApiBody({ schema: ref('AddMemberBody') })
+  async add(@CurrentPrincipal() principal: Principal, @Body(authSchemas.pipe('AddMemberBody')) body: AddMemberInput): Promise<MemberView> {
     return toMemberView(await this.members.add(actorOf(principal), { email: body.email, name: body.name, role: body.role, kind: body.kind ?? UserKind.Human }));
   }
 
@@ -61,7 +66,12 @@ export class MembersController {
   @ApiForbiddenResponse({ description: '`role_above_yours`.', type: V0ErrorSchema })
   @ApiNotFoundResponse({ description: '`user_not_found`: no such member of your organization.', type: V0ErrorSchema })
   @ApiConflictResponse({ description: '`last_owner`.', type: V0ErrorSchema })
-  async change(@CurrentPrincipal() principal: Principal, @Param('userId') userId: string, @Body() body: ChangeMemberDto): Promise<MemberView> {
+  @ApiBody({ schema: ref('ChangeMemberBody') })
+  async change(
+    @CurrentPrincipal() principal: Principal,
+    @Param('userId') userId: string,
+    @Body(authSchemas.pipe('ChangeMemberBody')) body: ChangeMemberInput,
+  ): Promise<MemberView> {
     if (body.role === undefined && body.name === undefined) throw validationError([{ field: 'body', message: 'must change role or name' }]);
     return toMemberView(
       await this.members.change(actorOf(principal), userId, { ...(body.role ? { role: body.role } : {}), ...(body.name ? { name: body.name } : {}) }),
@@ -93,7 +103,12 @@ export class MembersController {
   @ApiCreatedResponse({ type: CreatedApiKeyView })
   @ApiForbiddenResponse({ description: "`role_above_yours`: the service account's role is higher than yours.", type: V0ErrorSchema })
   @ApiNotFoundResponse({ description: '`service_account_not_found`: no service account with that id in your organization.', type: V0ErrorSchema })
-  async createKey(@CurrentPrincipal() principal: Principal, @Param('userId') userId: string, @Body() body: CreateApiKeyDto): Promise<CreatedApiKeyView> {
+  @ApiBody({ schema: ref('CreateApiKeyBody') })
+  async createKey(
+    @CurrentPrincipal() principal: Principal,
+    @Param('userId') userId: string,
+    @Body(authSchemas.pipe('CreateApiKeyBody')) body: CreateApiKeyInput,
+  ): Promise<CreatedApiKeyView> {
     const { entity, key } = await this.members.createServiceAccountKey(actorOf(principal), userId, {
       name: body.name,
       expiresAt: body.expiresAt ? new Date(body.expiresAt) : undefined,

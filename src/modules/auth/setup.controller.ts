@@ -1,11 +1,22 @@
 import { Body, Controller, Get, Post } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import {
+  ApiBadRequestResponse,
+  ApiBody,
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { toApiKeyView } from './api-keys.controller';
 import { Public } from './auth.decorators';
-import { SetupDto, SetupResultView, SetupStatusView } from './dto/setup.dto';
+import { SetupResultView, SetupStatusView } from './dto/setup.dto';
+import { authSchemas, SetupInput } from './schemas/auth.schemas';
 import { toMemberView } from './members.controller';
 import { SetupService } from './setup.service';
+import { ref } from '../../platform/http/json-schema';
 
 /** The first run of a fresh server (added). */
 @ApiTags('Setup')
@@ -32,7 +43,8 @@ export class SetupController {
   @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field.', type: V0ErrorSchema })
   @ApiUnauthorizedResponse({ description: '`setup_invalid_token`: not the token the server printed.', type: V0ErrorSchema })
   @ApiConflictResponse({ description: '`setup_done`: an organization exists already.', type: V0ErrorSchema })
-  async complete(@Body() body: SetupDto): Promise<SetupResultView> {
+  @ApiBody({ schema: ref('SetupBody') })
+  async complete(@Body(authSchemas.pipe('SetupBody')) body: SetupInput): Promise<SetupResultView> {
     const { organization, owner, apiKey } = await this.setup.completeWithToken(body.setupToken, { organization: body.organization, owner: body.owner });
     return {
       organization: { id: organization.id, slug: organization.slug, name: organization.name },

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Param, Patch, Post, Res } from '@nestjs/common';
 import {
   ApiBadGatewayResponse,
   ApiBadRequestResponse,
@@ -17,10 +17,9 @@ import {
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, AgentTokensOnly, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
-import { ref } from '../../platform/http/json-schema';
-import { validationError } from '../../platform/http/validation';
+import { QuerySchema, ref } from '../../platform/http/json-schema';
 import { V0ErrorSchema } from '../../platform/http/openapi';
-import { PageQueryDto, PaginationDto } from '../../platform/http/pagination';
+import { PageQuery, pageSize, PaginationDto } from '../../platform/http/pagination';
 import { MessageSizedBody } from '../../platform/http/route-config';
 import { AgentPolicyView } from './domain/agent-policy';
 import { etagOf, parseIfMatch } from './domain/if-match';
@@ -89,8 +88,11 @@ export class EnterpriseControlsController {
     },
   })
   @ApiBadRequestResponse({ description: 'Invalid `limit` or `cursor`.', type: V0ErrorSchema })
-  async history(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto): Promise<{ changes: ControlChangeView[]; pagination: PaginationDto }> {
-    const page = await this.controls.history(principal, query.cursor, query.pageSize);
+  async history(
+    @CurrentPrincipal() principal: Principal,
+    @QuerySchema(enterpriseControlsSchemas, 'ControlHistoryQuery') query: PageQuery,
+  ): Promise<{ changes: ControlChangeView[]; pagination: PaginationDto }> {
+    const page = await this.controls.history(principal, query.cursor, pageSize(query));
     return { changes: page.items, pagination: page.pagination };
   }
 
@@ -150,7 +152,7 @@ export class AgentPolicyController {
       '`model_answer_invalid`; no answer within `MODEL_RELAY_TIMEOUT_MS` is 504 `model_timed_out`; an unreachable model is 503 `model_unreachable`.\n\n' +
       'This is how agents use custom models: point an OpenAI-compatible client at `{base_url}/api/v0/agent/models/{customModelId}` with the agent token as its key.',
   })
-  @ApiBody({ schema: { type: 'object', description: 'A Chat Completions request body (`messages`, `tools`, `stream`, ...); `model` is replaced.' } })
+  @ApiBody({ schema: ref('ModelRelayBody') })
   @ApiOkResponse({
     description: "The model's answer (its own status, passed on), as JSON or as `text/event-stream` when streamed.",
     content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
@@ -166,15 +168,13 @@ export class AgentPolicyController {
   async relay(
     @CurrentPrincipal() principal: Principal,
     @Param('customModelId') customModelId: string,
-    @Body() body: unknown,
+    @Body(enterpriseControlsSchemas.pipe('ModelRelayBody')) body: Record<string, unknown>,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<unknown> {
-    if (typeof body !== 'object' || body === null || Array.isArray(body))
-      throw validationError([{ field: 'body', message: 'must be a JSON object (a Chat Completions request)' }]);
     // The call to the model ends when the caller goes away.
     const caller = new AbortController();
     reply.raw.once('close', () => caller.abort());
-    const answer = await this.controls.relayChatCompletion(principal, customModelId, body as Record<string, unknown>, caller.signal);
+    const answer = await this.controls.relayChatCompletion(principal, customModelId, body, caller.signal);
     void reply.status(answer.status).headers(answer.headers);
     if ('stream' in answer) {
       // Proxies in between must not hold events back.

@@ -1,13 +1,14 @@
 import { PassThrough } from 'node:stream';
-import { Controller, Get, Headers, Logger, Query, Res } from '@nestjs/common';
+import { Controller, Get, Headers, Logger, Res } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { ref } from '../../platform/http/json-schema';
+import { QuerySchema, ref } from '../../platform/http/json-schema';
 import { V0ErrorSchema } from '../../platform/http/openapi';
-import { PaginationDto } from '../../platform/http/pagination';
+import { pageSize, PaginationDto } from '../../platform/http/pagination';
 import { validationError } from '../../platform/http/validation';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
-import { AuditLogQueryDto } from './dto/event-queries.dto';
+import { AuditLogQuery } from './schemas/event-queries';
+import { eventSchemas } from './schemas/event.schemas';
 import { AuditQuery, EventsService } from './events.service';
 
 export const NDJSON_TYPE = 'application/x-ndjson';
@@ -46,7 +47,7 @@ export class AuditLogController {
   @ApiBadRequestResponse({ description: 'Invalid filter or page parameter.', type: V0ErrorSchema })
   async list(
     @CurrentPrincipal() principal: Principal,
-    @Query() query: AuditLogQueryDto,
+    @QuerySchema(eventSchemas, 'AuditLogQuery') query: AuditLogQuery,
     @Headers('accept') accept: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
@@ -66,7 +67,7 @@ export class AuditLogController {
       });
       return;
     }
-    const page = await this.events.audit(principal, filter, { cursor: query.cursor, limit: query.pageSize });
+    const page = await this.events.audit(principal, filter, { cursor: query.cursor, limit: pageSize(query) });
     await reply.send({ entries: page.items, pagination: page.pagination });
   }
 }

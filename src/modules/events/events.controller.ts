@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import { Controller, Get, Headers, Param, Query, Res } from '@nestjs/common';
+import { Controller, Get, Headers, Param, Res } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiExtraModels,
@@ -13,12 +13,13 @@ import {
   getSchemaPath,
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { ref } from '../../platform/http/json-schema';
+import { QuerySchema, ref } from '../../platform/http/json-schema';
 import { V0ErrorSchema } from '../../platform/http/openapi';
-import { PaginationDto } from '../../platform/http/pagination';
+import { pageSize, PaginationDto } from '../../platform/http/pagination';
 import { Authenticated, CurrentPrincipal, Principal } from '../auth';
 import { EventsError, EventsErrorCode } from './domain/events.errors';
-import { EventStreamQueryDto } from './dto/event-queries.dto';
+import { EventStreamQuery } from './schemas/event-queries';
+import { eventSchemas } from './schemas/event.schemas';
 import { PublicEvent } from './event-presenter';
 import { EventsService } from './events.service';
 
@@ -87,7 +88,7 @@ export class EventsController {
   })
   async organization(
     @CurrentPrincipal() principal: Principal,
-    @Query() query: EventStreamQueryDto,
+    @QuerySchema(eventSchemas, 'EventStreamQuery') query: EventStreamQuery,
     @Headers('accept') accept: string | undefined,
     @Headers('last-event-id') lastId: string | undefined,
     @Res() reply: FastifyReply,
@@ -107,7 +108,7 @@ export class EventsController {
   async session(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
-    @Query() query: EventStreamQueryDto,
+    @QuerySchema(eventSchemas, 'EventStreamQuery') query: EventStreamQuery,
     @Headers('accept') accept: string | undefined,
     @Headers('last-event-id') lastId: string | undefined,
     @Res() reply: FastifyReply,
@@ -118,7 +119,7 @@ export class EventsController {
   private async answer(
     principal: Principal,
     scope: { sessionId?: string },
-    query: EventStreamQueryDto,
+    query: EventStreamQuery,
     accept: string | undefined,
     lastId: string | undefined,
     reply: FastifyReply,
@@ -135,7 +136,7 @@ export class EventsController {
       });
       return;
     }
-    const page = await this.events.list(principal, { ...scope, types }, { after, cursor: query.cursor, limit: query.pageSize });
+    const page = await this.events.list(principal, { ...scope, types }, { after, cursor: query.cursor, limit: pageSize(query) });
     const body: { events: PublicEvent[]; pagination: PaginationDto } = { events: page.items, pagination: page.pagination };
     await reply.send(body);
   }

@@ -1,11 +1,11 @@
-import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Param, Post } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiBody, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
-import { ref } from '../../platform/http/json-schema';
+import { QuerySchema, ref } from '../../platform/http/json-schema';
 import { RequestIdErrorSchema } from '../../platform/http/openapi';
 import { CRITERIA, LEVEL_NAMES, PILLARS, UNLOCK_SHARE } from './domain/criteria';
 import { criteriaCatalogue, CriteriaCatalogueView, LevelPointView, RepositoryView, ReadinessReportView } from './domain/views';
-import { LevelHistoryQueryDto, ListReportsQueryDto } from './dto/list-reports.query';
+import { LevelHistoryQuery, ListReportsQuery } from './schemas/readiness-queries';
 import { ReadinessService, UploadReportInput } from './readiness.service';
 import { readinessSchemas } from './schemas/readiness.schemas';
 
@@ -43,7 +43,10 @@ export class ReadinessController {
   @Get(['maturity-level-reports', 'agent-readiness-reports'])
   @ApiOperation(LIST)
   @ApiOkResponse({ schema: reportsSchema })
-  async list(@CurrentPrincipal() principal: Principal, @Query() query: ListReportsQueryDto): Promise<{ reports: ReadinessReportView[] }> {
+  async list(
+    @CurrentPrincipal() principal: Principal,
+    @QuerySchema(readinessSchemas, 'ListReportsQuery') query: ListReportsQuery,
+  ): Promise<{ reports: ReadinessReportView[] }> {
     const reports = await this.readiness.list(principal, {
       repoId: query.repoId,
       limit: query.limit === undefined ? undefined : Number(query.limit),
@@ -89,7 +92,7 @@ export class ReadinessController {
   levels(
     @CurrentPrincipal() principal: Principal,
     @Param('repoId') repoId: string,
-    @Query() query: LevelHistoryQueryDto,
+    @QuerySchema(readinessSchemas, 'LevelHistoryQuery') query: LevelHistoryQuery,
   ): Promise<{ repoId: string; levels: LevelPointView[] }> {
     return this.readiness.levelHistory(principal, repoId, query.limit === undefined ? undefined : Number(query.limit));
   }

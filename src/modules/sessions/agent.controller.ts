@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiBody,
@@ -12,9 +12,9 @@ import {
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
-import { DefaultBody, ref } from '../../platform/http/json-schema';
+import { DefaultBody, QuerySchema, ref } from '../../platform/http/json-schema';
 import { V0ErrorSchema } from '../../platform/http/openapi';
-import { PaginationDto } from '../../platform/http/pagination';
+import { pageSize, PaginationDto } from '../../platform/http/pagination';
 import { MessageSizedBody } from '../../platform/http/route-config';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
 import { AgentMessageInput, AgentWorkService } from './agent-work.service';
@@ -22,7 +22,7 @@ import { WorkClaims } from './work-claims.service';
 import { WorkView } from './work-queue';
 import { TokenUsage } from './domain/session-settings';
 import { MessageView, SessionView } from './domain/views';
-import { TurnConversationQueryDto } from './dto/session-queries.dto';
+import { TurnConversationQuery } from './schemas/session-queries';
 import { sessionSchemas } from './schemas/session.schemas';
 import { page, respond } from './sessions.controller';
 
@@ -128,9 +128,9 @@ export class AgentController {
   async conversation(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
-    @Query() query: TurnConversationQueryDto,
+    @QuerySchema(sessionSchemas, 'TurnConversationQuery') query: TurnConversationQuery,
   ): Promise<{ messages: MessageView[]; pagination: PaginationDto }> {
-    const result = await this.work.conversation(principal, sessionId, { turnId: query.turnId, cursor: query.cursor, limit: query.pageSize });
+    const result = await this.work.conversation(principal, sessionId, { turnId: query.turnId, cursor: query.cursor, limit: pageSize(query) });
     return { messages: result.items, pagination: result.pagination };
   }
 

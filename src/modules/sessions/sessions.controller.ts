@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Res } from '@nestjs/common';
 import {
   ApiBody,
   ApiCreatedResponse,
@@ -15,14 +15,14 @@ import {
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
-import { DefaultBody, ref } from '../../platform/http/json-schema';
+import { DefaultBody, QuerySchema, ref } from '../../platform/http/json-schema';
 import { V0ErrorSchema } from '../../platform/http/openapi';
-import { PaginationDto } from '../../platform/http/pagination';
+import { pageSize, PaginationDto } from '../../platform/http/pagination';
 import { MessageSizedBody } from '../../platform/http/route-config';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest, IdempotentResult, REPLAYED_HEADER } from '../../platform/idempotency';
 import { MessageRole } from './domain/message';
 import { MessageView, SessionView } from './domain/views';
-import { GetSessionQueryDto, ListMessagesQueryDto, ListSessionsQueryDto } from './dto/session-queries.dto';
+import { GetSessionQuery, ListMessagesQuery, ListSessionsQuery } from './schemas/session-queries';
 import { sessionSchemas } from './schemas/session.schemas';
 import { AddMessageInput, AddMessageResult, SessionMessages } from './session-messages.service';
 import { CreateSessionInput, SessionsService, UpdateSessionInput } from './sessions.service';
@@ -86,15 +86,22 @@ export class SessionsController {
       'members see them all unless `restrictMemberVisibility` is on, then only their own; guests see their own.',
   })
   @ApiOkResponse({ schema: page('sessions', 'Session') })
-  async list(@CurrentPrincipal() principal: Principal, @Query() query: ListSessionsQueryDto): Promise<{ sessions: SessionView[]; pagination: PaginationDto }> {
-    const result = await this.sessions.list(principal, { cursor: query.cursor, limit: query.pageSize, computerId: query.computerId });
+  async list(
+    @CurrentPrincipal() principal: Principal,
+    @QuerySchema(sessionSchemas, 'ListSessionsQuery') query: ListSessionsQuery,
+  ): Promise<{ sessions: SessionView[]; pagination: PaginationDto }> {
+    const result = await this.sessions.list(principal, { cursor: query.cursor, limit: pageSize(query), computerId: query.computerId });
     return { sessions: result.items, pagination: result.pagination };
   }
 
   @Get(':sessionId')
   @ApiOperation({ summary: 'Get a session' })
   @ApiOkResponse({ schema: ref('Session') })
-  get(@CurrentPrincipal() principal: Principal, @Param('sessionId') sessionId: string, @Query() query: GetSessionQueryDto): Promise<SessionView> {
+  get(
+    @CurrentPrincipal() principal: Principal,
+    @Param('sessionId') sessionId: string,
+    @QuerySchema(sessionSchemas, 'GetSessionQuery') query: GetSessionQuery,
+  ): Promise<SessionView> {
     return this.sessions.get(principal, sessionId, query.computerId);
   }
 
@@ -140,11 +147,11 @@ export class SessionsController {
   async listMessages(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
-    @Query() query: ListMessagesQueryDto,
+    @QuerySchema(sessionSchemas, 'ListMessagesQuery') query: ListMessagesQuery,
   ): Promise<{ messages: MessageView[]; pagination: PaginationDto }> {
     const result = await this.messages.list(principal, sessionId, {
       cursor: query.cursor,
-      limit: query.pageSize,
+      limit: pageSize(query),
       computerId: query.computerId,
       role: query.role as MessageRole | undefined,
       newestFirst: query.order === 'newest',

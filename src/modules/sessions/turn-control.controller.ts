@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiBody,
@@ -13,12 +13,12 @@ import {
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
-import { ref } from '../../platform/http/json-schema';
+import { QuerySchema, ref } from '../../platform/http/json-schema';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
 import { ToolApprovalDecision, ToolApprovalView } from './domain/tool-approval';
 import { SessionView } from './domain/views';
-import { AwaitToolApprovalQueryDto } from './dto/session-queries.dto';
+import { AwaitToolApprovalQuery } from './schemas/session-queries';
 import { sessionSchemas } from './schemas/session.schemas';
 import { respond } from './sessions.controller';
 import { ToolApprovalRequest, ToolApprovalRequests } from './tool-approval-requests.service';
@@ -165,13 +165,13 @@ export class AgentToolApprovalsController {
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
     @Param('approvalId') approvalId: string,
-    @Query() query: AwaitToolApprovalQueryDto,
+    @QuerySchema(sessionSchemas, 'AwaitToolApprovalQuery') query: AwaitToolApprovalQuery,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<{ toolApproval: ToolApprovalView }> {
     const abandoned = new AbortController();
     reply.raw.once('close', () => {
       if (!reply.raw.writableEnded) abandoned.abort();
     });
-    return this.waits.await(principal, sessionId, approvalId, { turnId: query.turnId, waitMs: query.waitMilliseconds }, abandoned.signal);
+    return this.waits.await(principal, sessionId, approvalId, { turnId: query.turnId, waitMs: Number(query.waitMs ?? 0) }, abandoned.signal);
   }
 }

@@ -1,21 +1,23 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiBody,
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
 import { V0ErrorSchema } from '../../platform/http/openapi';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { eventTypesTable } from '../events';
-import {
-  CreateWebhookDto,
-  DeliveryListView,
-  DeliveryView,
-  ListDeliveriesQueryDto,
-  UpdateWebhookDto,
-  WebhookListView,
-  WebhookView,
-  WebhookWithSecretView,
-} from './dto/webhook.dto';
-import { PageQueryDto } from '../../platform/http/pagination';
+import { DeliveryListView, DeliveryView, WebhookListView, WebhookView, WebhookWithSecretView } from './dto/webhook.dto';
+import { PageQuery, pageSize } from '../../platform/http/pagination';
+import { CreateWebhookInput, ListDeliveriesQuery, UpdateWebhookInput, webhookSchemas } from './schemas/webhook.schemas';
 import { DeliveryRow, WebhookRow } from './webhooks.repository';
 import { WebhooksService } from './webhooks.service';
+import { QuerySchema, ref } from '../../platform/http/json-schema';
 
 const NOT_FOUND = { description: '`webhook_not_found`: no such webhook in your organization.', type: V0ErrorSchema };
 const DELIVERY =
@@ -45,7 +47,11 @@ export class WebhooksController {
     type: V0ErrorSchema,
   })
   @ApiConflictResponse({ description: '`too_many_webhooks`: the organization has 50.', type: V0ErrorSchema })
-  async create(@CurrentPrincipal() principal: Principal, @Body() body: CreateWebhookDto): Promise<WebhookWithSecretView> {
+  @ApiBody({ schema: ref('CreateWebhookBody') })
+  async create(
+    @CurrentPrincipal() principal: Principal,
+    @Body(webhookSchemas.pipe('CreateWebhookBody')) body: CreateWebhookInput,
+  ): Promise<WebhookWithSecretView> {
     const { webhook, secret } = await this.webhooks.create(principal, body);
     return { ...toWebhookView(webhook), secret };
   }
@@ -53,8 +59,8 @@ export class WebhooksController {
   @Get()
   @ApiOperation({ summary: 'List webhooks', description: 'Newest first. Secrets are masked (`secretHint`).' })
   @ApiOkResponse({ type: WebhookListView })
-  async list(@CurrentPrincipal() principal: Principal, @Query() query: PageQueryDto): Promise<WebhookListView> {
-    const page = await this.webhooks.list(principal, query.cursor, query.pageSize);
+  async list(@CurrentPrincipal() principal: Principal, @QuerySchema(webhookSchemas, 'ListWebhooksQuery') query: PageQuery): Promise<WebhookListView> {
+    const page = await this.webhooks.list(principal, query.cursor, pageSize(query));
     return { webhooks: page.items.map(toWebhookView), pagination: page.pagination };
   }
 
@@ -75,7 +81,12 @@ export class WebhooksController {
   @ApiOkResponse({ type: WebhookView })
   @ApiBadRequestResponse({ description: '`validation_failed` or `webhook_url_refused`.', type: V0ErrorSchema })
   @ApiNotFoundResponse(NOT_FOUND)
-  async update(@CurrentPrincipal() principal: Principal, @Param('webhookId') id: string, @Body() body: UpdateWebhookDto): Promise<WebhookView> {
+  @ApiBody({ schema: ref('UpdateWebhookBody') })
+  async update(
+    @CurrentPrincipal() principal: Principal,
+    @Param('webhookId') id: string,
+    @Body(webhookSchemas.pipe('UpdateWebhookBody')) body: UpdateWebhookInput,
+  ): Promise<WebhookView> {
     return toWebhookView(await this.webhooks.update(principal, id, body));
   }
 
@@ -109,9 +120,9 @@ export class WebhooksController {
   async deliveries(
     @CurrentPrincipal() principal: Principal,
     @Param('webhookId') id: string,
-    @Query() query: ListDeliveriesQueryDto,
+    @QuerySchema(webhookSchemas, 'ListDeliveriesQuery') query: ListDeliveriesQuery,
   ): Promise<DeliveryListView> {
-    const page = await this.webhooks.deliveries(principal, id, query.status, query.cursor, query.pageSize);
+    const page = await this.webhooks.deliveries(principal, id, query.status, query.cursor, pageSize(query));
     return { deliveries: page.items.map(toDeliveryView), pagination: page.pagination };
   }
 

@@ -1,15 +1,21 @@
-import { PipeTransform } from '@nestjs/common';
+import { PipeTransform, Query } from '@nestjs/common';
+import { ApiQuery } from '@nestjs/swagger';
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import { isIP } from 'node:net';
 import { isUuid } from '../database/ids';
 import { URL_FORMATS, UrlFormat } from './urls';
-import { FieldError, validationError } from './validation';
+import { checkQueryKeys, FieldError, validationError } from './validation';
 
 /** A pattern for one-line text: no C0 or C1 control characters (nor DEL). Linear to check, whatever the input. */
 export const NO_CONTROL_CHARACTERS = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
 
 /** An address with one `@`, no spaces, and a dot in the domain: what mail systems accept, roughly. */
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
+
+/** The `email` format, for the command line too: one rule for an address wherever it is given. */
+export function isEmailAddress(value: string): boolean {
+  return value.length <= 254 && EMAIL.test(value);
+}
 
 /** An IPv4 or IPv6 address, or a CIDR block of either (`10.0.0.0/8`, `2001:db8::/32`). */
 export function isIpOrCidr(value: string): boolean {
@@ -20,14 +26,21 @@ export function isIpOrCidr(value: string): boolean {
   return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128);
 }
 
-/** A JSON Schema in OpenAPI 3.0's dialect. */
+/**
+ * A JSON Schema in OpenAPI 3.0's dialect, with two extensions of ours that shape error messages:
+ * `x-problem` (what a value that breaks its pattern, format, length or enum is told, instead of the
+ * rule itself) and `x-required` (what a missing property is told after "is required: ").
+ */
 export type SchemaObject = { [keyword: string]: unknown };
 
+/** The keywords that shape our error messages; the published document leaves them out. */
+export const MESSAGE_KEYWORDS = ['x-problem', 'x-required'];
+
 /**
- * Request bodies whose shape is a closed JSON Schema (messages and their content blocks) are
- * validated with Ajv against the same schemas the OpenAPI document publishes, so the docs and
- * the checks cannot drift. Schemas are OpenAPI 3.0 flavoured: `nullable`, `discriminator`,
- * single-value `enum` for tags, refs as `#/components/schemas/<Name>`.
+ * Every request body and query string is a closed JSON Schema, validated with Ajv against the same
+ * schemas the OpenAPI document publishes, so the docs and the checks cannot drift. Schemas are
+ * OpenAPI 3.0 flavoured: `nullable`, `discriminator`, single-value `enum` for tags, refs as
+ * `#/components/schemas/<Name>`.
  */
 export class SchemaRegistry {
   /** Every registry, so the OpenAPI document can publish all their schemas. */
@@ -54,15 +67,17 @@ export class SchemaRegistry {
     urlFormats: Record<string, UrlFormat> = {},
   ) {
     this.urlFormats = { ...URL_FORMATS, ...urlFormats };
-    this.ajv.addVocabulary(['example', 'components']);
+    this.ajv.addVocabulary(['example', 'components', ...MESSAGE_KEYWORDS]);
     this.ajv.addFormat('uuid', isUuid);
     for (const [name, format] of Object.entries(this.urlFormats)) this.ajv.addFormat(name, (value: string) => format.problem(value) === undefined);
     this.ajv.addFormat(
       'date-time',
       (value: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value)),
     );
+    // The shape only: whether it is a real day is the caller's to say (February 30 has the shape).
+    this.ajv.addFormat('date', /^\d{4}-\d{2}-\d{2}$/);
     this.ajv.addFormat('lowercase-uuid', (value: string) => isUuid(value) && value === value.toLowerCase());
-    this.ajv.addFormat('email', (value: string) => EMAIL.test(value));
+    this.ajv.addFormat('email', isEmailAddress);
     this.ajv.addFormat('ip-or-cidr', isIpOrCidr);
     SchemaRegistry.all.push(this);
   }
@@ -100,6 +115,27 @@ export class SchemaRegistry {
   /** A pipe for `@Body(...)` that answers 400 naming every offending field. */
   pipe(name: string): PipeTransform {
     return { transform: (value: unknown) => this.check(name, value) };
+  }
+
+  /**
+   * A pipe for `@Query()`: the keys first (an unknown or repeated one is a 400 naming it, before
+   * anything reads the object), then the values, as bodies are checked. Query values are strings.
+   */
+  queryPipe(name: string): PipeTransform {
+    return {
+      transform: (value: unknown) => {
+        const query = value ?? {};
+        checkQueryKeys(query, Object.keys(this.propertiesOf(name)));
+        return this.check(name, { ...query });
+      },
+    };
+  }
+
+  /** The properties of a named object schema, as OpenAPI lists a query's parameters. */
+  propertiesOf(name: string): Record<string, SchemaObject> {
+    const schema = this.schemas[name];
+    if (!schema) throw new Error(`SchemaRegistry ${this.documentId}: no schema named ${name}`);
+    return (schema.properties ?? {}) as Record<string, SchemaObject>;
   }
 
   check<T>(name: string, value: unknown): T {
@@ -163,6 +199,43 @@ export class DefaultBody implements PipeTransform {
   }
 }
 
+/**
+ * `@Query()` for a route whose query string is the named schema: validated by the registry like a
+ * body, and each property published as a query parameter of the operation.
+ */
+export function QuerySchema(registry: SchemaRegistry, name: string): ParameterDecorator {
+  return (target, key, index) => {
+    Query(registry.queryPipe(name))(target, key, index);
+    const method = key === undefined ? undefined : Object.getOwnPropertyDescriptor(target, key);
+    if (!method) return;
+    const required = new Set((registry.components()[name]?.required as string[] | undefined) ?? []);
+    for (const [parameter, schema] of Object.entries(registry.propertiesOf(name))) {
+      const { description, example, ...rest } = schema;
+      ApiQuery({
+        name: parameter,
+        required: required.has(parameter),
+        schema: rest,
+        ...(description ? { description: String(description) } : {}),
+        ...(example !== undefined ? { example } : {}),
+      })(target, key!, method);
+    }
+  };
+}
+
+/**
+ * A name people read in lists (a key's, a member's, an organization's): a string of one line, not
+ * blank, at most `maxLength` characters. `what` and `example` make the message when it is missing.
+ */
+export function displayName(what: string, maxLength: number, example?: string): SchemaObject {
+  return {
+    type: 'string',
+    maxLength,
+    allOf: [{ pattern: NO_CONTROL_CHARACTERS }, { pattern: '\\S' }],
+    'x-required': `${what}, 1 to ${maxLength} characters${example ? ` (e.g. "${example}")` : ''}`,
+    ...(example ? { example } : {}),
+  };
+}
+
 /** An object schema that accepts no property it does not name. */
 export function closedObject(required: string[], properties: Record<string, SchemaObject>, description?: string): SchemaObject {
   return { type: 'object', additionalProperties: false, required, properties, ...(description ? { description } : {}) };
@@ -209,21 +282,35 @@ function describe(error: ErrorObject, resolve: Resolve, urlFormats: Record<strin
   const path = pathOf(error.instancePath);
   const child = (name: string) => (path ? `${path}.${name}` : name);
   const params = error.params as Record<string, unknown>;
+  const problem = (error.parentSchema as SchemaObject | undefined)?.['x-problem'];
+  if (typeof problem === 'string' && ['pattern', 'format', 'maxLength', 'minLength', 'enum'].includes(error.keyword)) return { field: path, message: problem };
   switch (error.keyword) {
-    case 'required':
-      return { field: child(String(params.missingProperty)), message: 'is required' };
+    case 'required': {
+      const missing = String(params.missingProperty);
+      const properties = (error.parentSchema as { properties?: Record<string, SchemaObject> } | undefined)?.properties;
+      const hint = properties?.[missing]?.['x-required'];
+      return { field: child(missing), message: typeof hint === 'string' ? `is required: ${hint}` : 'is required' };
+    }
     case 'additionalProperties':
       return { field: child(String(params.additionalProperty)), message: 'is not an accepted field' };
     case 'enum':
       return { field: path, message: `must be one of: ${(params.allowedValues as unknown[]).map(String).join(', ')}` };
     case 'pattern':
-      if (params.pattern === '\\S') return { field: path, message: 'must contain a non-blank character' };
-      if (params.pattern === NO_CONTROL_CHARACTERS) return { field: path, message: 'must not contain control characters' };
+      if (params.pattern === '\\S') return { field: path, message: 'must not be blank' };
+      if (params.pattern === NO_CONTROL_CHARACTERS) return { field: path, message: 'must be one line without control characters' };
       return { field: path, message: `must match ${String(params.pattern)}` };
+    case 'maxLength':
+      return { field: path, message: `must be shorter than or equal to ${String(params.limit)} characters` };
+    case 'minLength':
+      return { field: path, message: `must be longer than or equal to ${String(params.limit)} characters` };
     case 'const':
       return { field: path, message: `must be ${JSON.stringify(params.allowedValue)}` };
-    case 'type':
+    case 'type': {
+      // null for a property that says what it needs is as good as missing.
+      const hint = (error.parentSchema as SchemaObject | undefined)?.['x-required'];
+      if (error.data === null && typeof hint === 'string') return { field: path, message: `is required: ${hint}` };
       return { field: path || 'body', message: `must be ${article(String(params.type))}` };
+    }
     case 'format': {
       // A URL format says which of its rules the value breaks (Ajv's verbose errors carry the value).
       const url = urlFormats[String(params.format)];

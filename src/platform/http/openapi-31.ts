@@ -1,3 +1,5 @@
+import { MESSAGE_KEYWORDS } from './json-schema';
+
 /**
  * The document is published as OpenAPI 3.1, whose Schema Object is JSON Schema 2020-12. Our schemas are
  * written once, in the 3.0 flavour that the Ajv validators read (`nullable`, `example`), so that what is
@@ -36,6 +38,8 @@ export function toSchema31(schema: unknown): unknown {
   if (!isObject(schema)) return schema;
   const out: Json = {};
   for (const [key, value] of Object.entries(schema)) {
+    // What our validator says when a value breaks a rule is not part of the contract.
+    if (MESSAGE_KEYWORDS.includes(key)) continue;
     if (SCHEMA_KEYWORDS.includes(key)) out[key] = toSchema31(value);
     else if (SCHEMA_LIST_KEYWORDS.includes(key) && Array.isArray(value)) out[key] = value.map(toSchema31);
     else if (SCHEMA_MAP_KEYWORDS.includes(key) && isObject(value))

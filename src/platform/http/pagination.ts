@@ -1,33 +1,37 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { ApiProperty } from '@nestjs/swagger';
+import { closedObject, SchemaObject } from './json-schema';
 
 export const DEFAULT_PAGE_LIMIT = 20;
 export const MAX_PAGE_LIMIT = 100;
 
-/** `limit` and `cursor` of every paged v0 list. The spec types limit as a string. */
-export class PageQueryDto {
-  @ApiPropertyOptional({
-    type: String,
-    pattern: '^(100|[1-9][0-9]?)$',
-    default: String(DEFAULT_PAGE_LIMIT),
-    description: 'Page size, a whole number from 1 to 100 written as a string. Anything else answers 400.',
-  })
-  @IsOptional()
-  @IsString()
-  @Matches(/^(100|[1-9][0-9]?)$/, { message: 'must be a whole number from 1 to 100' })
+/** `limit` and `cursor` of every paged v0 list, as their query string gives them. */
+export interface PageQuery {
   limit?: string;
-
-  @ApiPropertyOptional({
-    description: 'The `nextCursor` of the previous page, unchanged. A cursor from another list, or altered, answers 400.',
-  })
-  @IsOptional()
-  @IsString()
-  @MaxLength(1024)
   cursor?: string;
+}
 
-  get pageSize(): number {
-    return this.limit === undefined ? DEFAULT_PAGE_LIMIT : Number(this.limit);
-  }
+/** The schema of a paged list's query string: `limit` and `cursor`, beside the list's own filters. */
+export function pageQuery(filters: Record<string, SchemaObject> = {}, required: string[] = []): SchemaObject {
+  return closedObject(required, {
+    ...filters,
+    limit: {
+      type: 'string',
+      pattern: '^(100|[1-9][0-9]?)$',
+      'x-problem': 'must be a whole number from 1 to 100',
+      default: String(DEFAULT_PAGE_LIMIT),
+      description: 'Page size, a whole number from 1 to 100 written as a string. Anything else answers 400.',
+    },
+    cursor: {
+      type: 'string',
+      maxLength: 1024,
+      description: 'The `nextCursor` of the previous page, unchanged. A cursor from another list, or altered, answers 400.',
+    },
+  });
+}
+
+/** The page size a valid `limit` asks for. */
+export function pageSize(query: { limit?: string }): number {
+  return query.limit === undefined ? DEFAULT_PAGE_LIMIT : Number(query.limit);
 }
 
 export class PaginationDto {

@@ -1,122 +1,7 @@
-import 'reflect-metadata';
-import { ValidationError } from '@nestjs/common';
-import { plainToInstance, Type } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Max, MaxLength, ValidateNested, validateSync } from 'class-validator';
 import { ErrorKind, RequestError, RequestErrorCode, statusOf } from './domain-error';
-import { createValidationPipe, flattenValidationErrors, validationError } from './validation';
-
-class Line {
-  @IsString()
-  c: string;
-
-  @IsOptional()
-  @IsInt()
-  @Max(10)
-  qty?: number;
-}
-
-class Address {
-  @IsString()
-  @MaxLength(5)
-  b: string;
-
-  @IsOptional()
-  @ValidateNested({ each: true })
-  @Type(() => Line)
-  lines?: Line[];
-}
-
-class Order {
-  @IsString()
-  name: string;
-
-  @ValidateNested()
-  @Type(() => Address)
-  a: Address;
-
-  @IsOptional()
-  @ValidateNested({ each: true })
-  @Type(() => Line)
-  items?: Line[];
-}
-
-/** Validates a plain object the way the global pipe does. */
-function check(plain: object, whitelist = false) {
-  const errors = validateSync(plainToInstance(Order, plain), {
-    whitelist,
-    forbidNonWhitelisted: whitelist,
-    validationError: { target: false, value: false },
-  });
-  return flattenValidationErrors(errors);
-}
-
-const ok = { name: 'n', a: { b: 'x' } };
-
-describe('flattenValidationErrors', () => {
-  it('gives nothing for a valid object', () => {
-    expect(check({ ...ok, items: [{ c: 'x', qty: 1 }] }, true)).toEqual([]);
-  });
-
-  it('names a top-level field and drops the property name from the message', () => {
-    expect(check({ ...ok, name: 3 })).toEqual([{ field: 'name', message: 'must be a string' }]);
-  });
-
-  it('names a nested field a.b', () => {
-    expect(check({ name: 'n', a: { b: 'too long' } })).toEqual([{ field: 'a.b', message: 'must be shorter than or equal to 5 characters' }]);
-  });
-
-  it('names an array element a[2].c, and deeper a.lines[1].qty', () => {
-    expect(check({ ...ok, items: [{ c: 'x' }, { c: 'y' }, { c: 4 }] })).toEqual([{ field: 'items[2].c', message: 'must be a string' }]);
-    expect(check({ name: 'n', a: { b: 'x', lines: [{ c: 'x' }, { c: 'y', qty: 11 }] } })).toEqual([
-      { field: 'a.lines[1].qty', message: 'must not be greater than 10' },
-    ]);
-  });
-
-  it('lists one entry per broken rule, in order, across the tree', () => {
-    const errors = check({ name: 1, a: { b: 2 }, items: [{ c: 1, qty: 1.5 }] });
-    expect(errors.map((e) => e.field)).toEqual(['name', 'a.b', 'a.b', 'items[0].c', 'items[0].qty']);
-    expect(
-      errors
-        .filter((e) => e.field === 'a.b')
-        .map((e) => e.message)
-        .sort(),
-    ).toEqual(['must be a string', 'must be shorter than or equal to 5 characters'].sort());
-    expect(errors.find((e) => e.field === 'items[0].qty')?.message).toBe('must be an integer number');
-  });
-
-  it('says "is not an accepted field" for a field the whitelist forbids, at any depth', () => {
-    expect(check({ ...ok, extra: 1 }, true)).toEqual([{ field: 'extra', message: 'is not an accepted field' }]);
-    expect(check({ name: 'n', a: { b: 'x', zip: '1' } }, true)).toEqual([{ field: 'a.zip', message: 'is not an accepted field' }]);
-    expect(check({ ...ok, items: [{ c: 'x' }, { c: 'y', colour: 'red' }] }, true)).toEqual([{ field: 'items[1].colour', message: 'is not an accepted field' }]);
-  });
-
-  it('flattens hand-built trees: parent prefixes, numeric segments, and messages left alone', () => {
-    const tree: ValidationError[] = [
-      {
-        property: 'a',
-        children: [
-          {
-            property: '2',
-            children: [{ property: 'c', constraints: { isString: 'c must be a string' }, children: [] }],
-          },
-          { property: 'b', constraints: { custom: 'something else entirely' }, children: [] },
-        ],
-      },
-      { property: '0', constraints: { x: 'property 0 should not exist' } },
-    ];
-    expect(flattenValidationErrors(tree)).toEqual([
-      { field: 'a[2].c', message: 'must be a string' },
-      { field: 'a.b', message: 'something else entirely' },
-      { field: '[0]', message: 'is not an accepted field' },
-    ]);
-    expect(flattenValidationErrors(tree, 'body')[0]).toEqual({ field: 'body.a[2].c', message: 'must be a string' });
-  });
-
-  it('only strips the property name when it is a whole word at the start', () => {
-    const tree: ValidationError[] = [{ property: 'name', constraints: { x: 'names must differ' } }];
-    expect(flattenValidationErrors(tree)).toEqual([{ field: 'name', message: 'names must differ' }]);
-  });
-});
+import { closedObject, displayName, SchemaRegistry } from './json-schema';
+import { pageQuery } from './pagination';
+import { checkQueryKeys, FieldError, validationError } from './validation';
 
 describe('validationError', () => {
   it('is a 400 validation_failed naming the first field, listing every problem', () => {
@@ -146,37 +31,73 @@ describe('validationError', () => {
   });
 });
 
-describe('createValidationPipe', () => {
-  const pipe = createValidationPipe();
-  const body = { type: 'body' as const, metatype: Order, data: undefined };
+const registry = new SchemaRegistry('validation-spec').add({
+  ListThingsQuery: pageQuery({ colour: { type: 'string', enum: ['red', 'blue'], 'x-problem': 'must be red or blue' } }, ['colour']),
+  NameBody: closedObject(['name'], { name: displayName('a name for the thing', 10, 'Widget') }),
+});
 
-  async function failure(value: unknown): Promise<RequestError> {
-    const error = await pipe.transform(value, body).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+/** The problems a query pipe or a body check reports, or none. */
+function problems(run: () => unknown): FieldError[] {
+  try {
+    run();
+    return [];
+  } catch (error) {
     expect(error).toBeInstanceOf(RequestError);
-    return error as RequestError;
+    return (error as RequestError).metadata.errors as FieldError[];
   }
+}
+const query = (value: unknown) => problems(() => registry.queryPipe('ListThingsQuery').transform(value, { type: 'query' }));
+const name = (value: unknown) => problems(() => registry.check('NameBody', value));
 
-  it('turns a valid body into a DTO instance', async () => {
-    const result = await pipe.transform({ name: 'n', a: { b: 'x' }, items: [{ c: 'k' }] }, body);
-    expect(result).toBeInstanceOf(Order);
-    expect(result.a).toBeInstanceOf(Address);
-    expect(result.items[0]).toBeInstanceOf(Line);
+describe('a query string, checked by its schema', () => {
+  it('passes a valid query through as a plain copy', () => {
+    const value = Object.assign(Object.create(null) as object, { colour: 'red', limit: '5' });
+    const result = registry.queryPipe('ListThingsQuery').transform(value, { type: 'query' }) as object;
+    expect(result).toEqual({ colour: 'red', limit: '5' });
+    expect(Object.getPrototypeOf(result)).toBe(Object.prototype);
   });
 
-  it('rejects unknown fields and nested problems with paths, without echoing values', async () => {
-    const error = await failure({ name: 'n', a: { b: 'secret-value-xyz' }, items: [{ c: 'k' }, { c: 1 }], extra: 'hidden-value-abc' });
-    expect(error.code).toBe(RequestErrorCode.ValidationFailed);
-    const errors = (error.metadata as { errors: Array<{ field: string; message: string }> }).errors;
-    expect(new Set(errors.map((e) => e.field))).toEqual(new Set(['extra', 'a.b', 'items[1].c']));
-    expect(errors.find((e) => e.field === 'extra')?.message).toBe('is not an accepted field');
-    expect(error.message).toMatch(/^(extra|name|a\.b|items\[1\]\.c): .+ \(and 2 more problems\)$/);
-    expect(JSON.stringify(error.metadata)).not.toMatch(/secret-value-xyz|hidden-value-abc/);
+  it('names an unknown key, prototype keys included, and lists the accepted ones', () => {
+    for (const key of ['constructor', '__proto__', 'prototype', 'colur']) {
+      const value = JSON.parse(`{"colour":"red",${JSON.stringify(key)}:"x"}`) as object;
+      expect(query(value)).toEqual([{ field: key, message: 'is not an accepted query parameter (accepted: colour, limit, cursor)' }]);
+    }
   });
 
-  it('rejects a body that is not an object at all', async () => {
-    expect((await failure('just a string')).code).toBe(RequestErrorCode.ValidationFailed);
+  it('refuses a repeated key before reading its values', () => {
+    expect(query({ colour: ['red', 'blue'] })).toEqual([{ field: 'colour', message: 'is repeated: give each query parameter once' }]);
+  });
+
+  it('names missing and broken values with the messages the schema gives', () => {
+    expect(query({})).toEqual([{ field: 'colour', message: 'is required' }]);
+    expect(query({ colour: 'green', limit: '0' })).toEqual([
+      { field: 'colour', message: 'must be red or blue' },
+      { field: 'limit', message: 'must be a whole number from 1 to 100' },
+    ]);
+  });
+
+  it('answers for no query string at all as for an empty one', () => {
+    expect(query(undefined)).toEqual([{ field: 'colour', message: 'is required' }]);
+  });
+
+  it('lets a route without parameters refuse every key', () => {
+    expect(problems(() => checkQueryKeys({ a: '1' }, []))).toEqual([
+      { field: 'a', message: 'is not an accepted query parameter (this operation takes no query parameters)' },
+    ]);
+  });
+});
+
+describe('a display name', () => {
+  it('says what is missing, with an example', () => {
+    expect(name({})).toEqual([{ field: 'name', message: 'is required: a name for the thing, 1 to 10 characters (e.g. "Widget")' }]);
+  });
+
+  it('is one line, not blank, not too long, a string', () => {
+    expect(name({ name: 'Widget' })).toEqual([]);
+    expect(name({ name: '' })).toEqual([{ field: 'name', message: 'must not be blank' }]);
+    expect(name({ name: '   ' })).toEqual([{ field: 'name', message: 'must not be blank' }]);
+    expect(name({ name: 'a\nb' })).toEqual([{ field: 'name', message: 'must be one line without control characters' }]);
+    expect(name({ name: 'x'.repeat(11) })).toEqual([{ field: 'name', message: 'must be shorter than or equal to 10 characters' }]);
+    expect(name({ name: 7 })).toEqual([{ field: 'name', message: 'must be a string' }]);
   });
 });

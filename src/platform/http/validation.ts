@@ -1,7 +1,6 @@
-import { ArgumentMetadata, CallHandler, ExecutionContext, NestInterceptor, ValidationError, ValidationPipe } from '@nestjs/common';
+import { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
-import { getMetadataStorage } from 'class-validator';
 import type { FastifyRequest } from 'fastify';
 import type { Observable } from 'rxjs';
 import { RequestError, RequestErrorCode } from './domain-error';
@@ -9,24 +8,6 @@ import { RequestError, RequestErrorCode } from './domain-error';
 export interface FieldError {
   field: string;
   message: string;
-}
-
-/** Flattens class-validator's tree into `a.b[2].c`-style paths, one entry per broken rule. */
-export function flattenValidationErrors(errors: ValidationError[], parent = ''): FieldError[] {
-  return errors.flatMap((error) => {
-    const segment = /^\d+$/.test(error.property) ? `[${error.property}]` : error.property;
-    const field = parent ? (segment.startsWith('[') ? `${parent}${segment}` : `${parent}.${segment}`) : segment;
-    // The same message twice (two rules saying one thing) is one problem.
-    const messages = [...new Set(Object.values(error.constraints ?? {}).map((message) => rephrase(message, error.property)))];
-    const own = messages.map((message) => ({ field, message }));
-    return [...own, ...flattenValidationErrors(error.children ?? [], field)];
-  });
-}
-
-/** class-validator starts messages with the bare property name; we name the full path instead. */
-function rephrase(message: string, property: string): string {
-  if (message.startsWith(`property ${property} should not exist`)) return 'is not an accepted field';
-  return message.startsWith(`${property} `) ? message.slice(property.length + 1) : message;
 }
 
 export function validationError(errors: FieldError[]): RequestError {
@@ -41,19 +22,10 @@ const quoted = (key: string) => {
   return clean.length > 64 ? `${clean.slice(0, 64)}...` : clean;
 };
 
-/** The query parameters a DTO declares (its validated properties, inherited ones included). */
-function acceptedKeys(dto: ArgumentMetadata['metatype']): string[] {
-  if (!dto) return [];
-  const names = getMetadataStorage()
-    .getTargetValidationMetadatas(dto, '', true, false)
-    .map((rule) => rule.propertyName);
-  return [...new Set(names)];
-}
-
 /**
  * The query string against the parameters the route declares: an unknown key (`constructor` and
- * `__proto__` included, which class-transformer would drop before validation sees them) or a
- * repeated one is a 400 naming it. Checked on the parsed query as Fastify gives it.
+ * `__proto__` included) or a repeated one is a 400 naming it. Checked on the parsed query as
+ * Fastify gives it, before anything copies or reads it.
  */
 export function checkQueryKeys(query: object, accepted: string[]): void {
   const errors: FieldError[] = [];
@@ -64,16 +36,6 @@ export function checkQueryKeys(query: object, accepted: string[]): void {
     else if (Array.isArray((query as Record<string, unknown>)[key])) errors.push({ field: key, message: 'is repeated: give each query parameter once' });
   }
   if (errors.length > 0) throw validationError(errors);
-}
-
-/** The validation pipe, with the query string's keys checked before class-transformer reads it. */
-export class AppValidationPipe extends ValidationPipe {
-  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    if (metadata.type === 'query' && metadata.data === undefined && value !== null && typeof value === 'object') {
-      checkQueryKeys(value, acceptedKeys(metadata.metatype));
-    }
-    return super.transform(value, metadata);
-  }
 }
 
 /** Routes that declare no query parameters refuse any, as the others refuse unknown ones. */
@@ -94,19 +56,4 @@ export class NoUndeclaredQueryInterceptor implements NestInterceptor {
     }
     return next.handle();
   }
-}
-
-/**
- * Global validation: unknown properties are rejected (the spec closes its objects), values are
- * transformed into DTO instances, and every problem is listed in `metadata.errors`.
- */
-export function createValidationPipe(): ValidationPipe {
-  return new AppValidationPipe({
-    whitelist: true,
-    forbidNonWhitelisted: true,
-    forbidUnknownValues: true,
-    transform: true,
-    validationError: { target: false, value: false },
-    exceptionFactory: (errors) => validationError(flattenValidationErrors(errors)),
-  });
 }

@@ -140,7 +140,7 @@ function RepositoryView({
       const newer = points[index + 1];
       const page = await unwrap(
         api.GET('/api/organization/maturity-level-reports', {
-          params: { query: { repoId: repository.repoId, limit: 1, ...(newer ? { startAfter: newer.reportId } : {}) } },
+          params: { query: { repoId: repository.repoId, limit: '1', ...(newer ? { startAfter: newer.reportId } : {}) } },
         }),
       );
       return page.reports[0] ?? null;

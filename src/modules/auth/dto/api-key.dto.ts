@@ -1,33 +1,5 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsISO8601, IsOptional } from 'class-validator';
-import { IsDisplayName } from '../../../platform/http/display-name';
-import { PageQueryDto, PaginationDto } from '../../../platform/http/pagination';
-
-export class CreateApiKeyDto {
-  @ApiProperty({ minLength: 1, maxLength: 100, example: 'CI pipeline' })
-  @IsDisplayName('a name for the key', 100, 'CI pipeline')
-  name: string;
-
-  @ApiPropertyOptional({
-    format: 'date-time',
-    description: 'When the key stops working (ISO 8601, in the future). Omit for a key that lasts until revoked.',
-    example: '2027-01-01T00:00:00Z',
-  })
-  @IsOptional()
-  @IsISO8601({ strict: true })
-  expiresAt?: string;
-}
-
-export class ListApiKeysQueryDto extends PageQueryDto {
-  @ApiPropertyOptional({
-    enum: ['own', 'organization'],
-    default: 'own',
-    description: '`organization` lists every key of the organization: owners and managers only (403 otherwise).',
-  })
-  @IsOptional()
-  @IsIn(['own', 'organization'])
-  scope?: 'own' | 'organization';
-}
+import { ApiProperty } from '@nestjs/swagger';
+import { PaginationDto } from '../../../platform/http/pagination';
 
 export class ApiKeyView {
   @ApiProperty({ format: 'uuid' })

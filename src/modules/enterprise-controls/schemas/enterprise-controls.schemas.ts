@@ -1,6 +1,7 @@
 import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
 import { AGENT_POLICY_FIELDS } from '../domain/agent-policy';
 import { CLOUD_MODEL_CONFIG_FIELDS, CODE_HOSTS, defaultSettings, MCP_AUTONOMY_LEVELS, SETTINGS_LIMITS } from '../domain/settings';
+import { pageQuery } from '../../../platform/http/pagination';
 
 const L = SETTINGS_LIMITS;
 const closed = closedObject;
@@ -201,6 +202,9 @@ const REQUIRED_SETTINGS = [
  * schemas the OpenAPI document publishes.
  */
 export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls').add({
+  ControlHistoryQuery: pageQuery(),
+  // Open on purpose: the model says what it accepts; the relay only needs an object to set `model` in.
+  ModelRelayBody: { type: 'object', description: 'A Chat Completions request body (`messages`, `tools`, `stream`, ...); `model` is replaced.' },
   CustomModel: closed(
     ['id', 'model', 'baseUrl'],
     {

@@ -3,6 +3,7 @@ import type { EventType } from '../../../platform/events';
 import { ROLES, USER_KINDS } from '../../auth';
 import { ComputerStatus } from '../../computers';
 import { MessageRole, SessionStatus, TOOL_APPROVAL_STATUSES } from '../../sessions';
+import { EVENT_QUERIES } from './event-queries';
 
 /**
  * The public catalogue of event types: each type's `data` as a JSON Schema, published in the
@@ -321,5 +322,5 @@ schemas.Event = {
   discriminator: { propertyName: 'type', mapping: Object.fromEntries(EVENT_TYPES.map((type) => [type, ref(eventSchemaName(type)).$ref])) },
 };
 
-/** Published only (requests never carry events): not compiled. */
-export const eventSchemas = new SchemaRegistry('events').add(schemas);
+/** The events are published only (requests never carry events); the query strings are validated. */
+export const eventSchemas = new SchemaRegistry('events').add({ ...schemas, ...EVENT_QUERIES });

@@ -2,6 +2,7 @@ import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry 
 import { CRITERION_ID_PATTERN, LEVEL_NAMES } from '../domain/criteria';
 import { REASONING_EFFORTS, REPORT_LIMITS } from '../domain/report';
 import { REPOSITORY_URL_FORMAT } from '../domain/repository-id';
+import { READINESS_QUERIES } from './readiness-queries';
 
 const closed = closedObject;
 const L = REPORT_LIMITS;
@@ -51,6 +52,7 @@ const reportFields = (forUpload: boolean): Record<string, SchemaObject> => ({
 
 /** The Readiness module's JSON Schemas: the spec's report (closed) and the upload body. */
 export const readinessSchemas = new SchemaRegistry('readiness', { 'repository-url': REPOSITORY_URL_FORMAT }).add({
+  ...READINESS_QUERIES,
   CriterionEvaluation: closed(['numerator', 'denominator', 'rationale'], {
     numerator: { type: 'number', minimum: 0, description: 'Places that pass; at most `denominator`.' },
     denominator: {

@@ -12,6 +12,7 @@ import {
 import { SESSION_STATUSES } from '../domain/session-status';
 import { TOOL_APPROVAL_STATUSES } from '../domain/tool-approval';
 import { ATTACHMENT_LIMITS, THINKING_SIGNATURE_PROVIDERS } from '../domain/limits';
+import { SESSION_QUERIES } from './session-queries';
 
 /**
  * The Sessions module's JSON Schemas: the spec's Session, Message and content blocks (closed
@@ -232,6 +233,7 @@ const tokenCount: SchemaObject = { type: 'integer', minimum: 0, maximum: 1_000_0
 
 export const sessionSchemas = new SchemaRegistry('sessions').add({
   ...contentBlocks,
+  ...SESSION_QUERIES,
   Message: closed(
     ['id', 'role', 'content', 'createdAt', 'updatedAt'],
     {

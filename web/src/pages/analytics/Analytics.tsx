@@ -270,7 +270,8 @@ function UsersTable({ range }: { range: Range }) {
   const cursor = cursors[cursors.length - 1];
   const users = useQuery({
     queryKey: ['analytics', 'users', range.start, range.end, cursor ?? ''],
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/users', { params: { query: { ...dates(range), limit: USERS_PER_PAGE, ...(cursor ? { cursor } : {}) } } })),
+    queryFn: () =>
+      unwrap(api.GET('/api/v1/analytics/users', { params: { query: { ...dates(range), limit: String(USERS_PER_PAGE), ...(cursor ? { cursor } : {}) } } })),
     placeholderData: (previous) => previous,
   });
   const page = cursors.length + 1;
