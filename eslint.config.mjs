@@ -88,6 +88,28 @@ export default tseslint.config(
       ],
     },
   },
+  // One schema language (docs/architecture.md, "Adding an endpoint"): every request and answer shape is a JSON Schema
+  // in its module's registry. The configuration (src/config) still reads the environment with class-validator.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/config/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: '@nestjs/swagger',
+              importNames: ['ApiProperty', 'ApiPropertyOptional', 'ApiExtraModels', 'PickType'],
+              message: 'Describe shapes as JSON Schemas in the module registry.',
+            },
+            { name: 'class-validator', message: 'Requests are checked by their JSON Schema (SchemaRegistry), not class-validator.' },
+            { name: 'class-transformer', message: 'Requests are checked by their JSON Schema (SchemaRegistry), not class-transformer.' },
+          ],
+        },
+      ],
+    },
+  },
   { files: ['**/*.mjs', '**/*.mts'], ...tseslint.configs.disableTypeChecked },
   // Plain CommonJS run with Node alone: the launcher (bin/), and what tests copy into a computer and run there.
   {

@@ -9,11 +9,11 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { V0ErrorSchema } from '../../platform/http/openapi';
+import { V0_ERROR } from '../../platform/http/openapi';
 import { ApiKeysService } from './api-keys.service';
 import { Authenticated, CurrentPrincipal } from './auth.decorators';
 import { Principal } from './domain/principal';
-import { ApiKeyListView, ApiKeyView, CreatedApiKeyView } from './dto/api-key.dto';
+import { ApiKeyListView, ApiKeyView, CreatedApiKeyView } from './schemas/auth-views';
 import { authSchemas, CreateApiKeyInput, ListApiKeysQuery } from './schemas/auth.schemas';
 import { ApiKeyEntity } from './entities';
 import { pageSize } from '../../platform/http/pagination';
@@ -23,7 +23,7 @@ import { QuerySchema, ref } from '../../platform/http/json-schema';
 @ApiTags('API keys')
 @Controller('settings/api-keys')
 @Authenticated()
-@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
+@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 export class ApiKeysController {
   constructor(private readonly apiKeys: ApiKeysService) {}
 
@@ -34,11 +34,11 @@ export class ApiKeysController {
       "Creates a key acting as the caller, with the caller's role. The key is in the response only once; the server keeps only its hash. " +
       'Any role may create keys, unless the enterprise control `restrictApiKeyCreationToManagers` is on: then members and guests receive 403.',
   })
-  @ApiCreatedResponse({ type: CreatedApiKeyView })
+  @ApiCreatedResponse({ schema: ref('CreatedApiKeyView') })
   @ApiForbiddenResponse({
     description:
       "A member or guest while `restrictApiKeyCreationToManagers` is on (`api_key_creation_restricted`); a computer's agent token (`computer_token_not_accepted`).",
-    type: V0ErrorSchema,
+    schema: V0_ERROR,
   })
   @ApiBody({ schema: ref('CreateApiKeyBody') })
   async create(@CurrentPrincipal() principal: Principal, @Body(authSchemas.pipe('CreateApiKeyBody')) body: CreateApiKeyInput): Promise<CreatedApiKeyView> {
@@ -57,10 +57,10 @@ export class ApiKeysController {
       "This path is also the web console's page: a browser navigation (`Accept` naming `text/html` at least as preferred as `application/json`) gets the console's HTML instead; " +
       'send `Accept: application/json`, `*/*` or no `Accept` for this operation (docs/api.md, "The web console on the same paths").',
   })
-  @ApiOkResponse({ type: ApiKeyListView })
+  @ApiOkResponse({ schema: ref('ApiKeyListView') })
   @ApiForbiddenResponse({
     description: "`scope=organization` by a member or guest (`insufficient_role`); a computer's agent token (`computer_token_not_accepted`).",
-    type: V0ErrorSchema,
+    schema: V0_ERROR,
   })
   async list(@CurrentPrincipal() principal: Principal, @QuerySchema(authSchemas, 'ListApiKeysQuery') query: ListApiKeysQuery): Promise<ApiKeyListView> {
     const page = await this.apiKeys.list(principal, query.scope ?? 'own', query.cursor, pageSize(query));
@@ -74,9 +74,9 @@ export class ApiKeysController {
     description:
       'The key answers 401 from the next request on. Your own keys; owners and managers may revoke any key of the organization. Revoking twice is harmless.',
   })
-  @ApiOkResponse({ type: ApiKeyView })
-  @ApiForbiddenResponse({ description: "A computer's agent token (`computer_token_not_accepted`).", type: V0ErrorSchema })
-  @ApiNotFoundResponse({ description: 'No such key in your organization (or not yours, for members and guests).', type: V0ErrorSchema })
+  @ApiOkResponse({ schema: ref('ApiKeyView') })
+  @ApiForbiddenResponse({ description: "A computer's agent token (`computer_token_not_accepted`).", schema: V0_ERROR })
+  @ApiNotFoundResponse({ description: 'No such key in your organization (or not yours, for members and guests).', schema: V0_ERROR })
   async revoke(@CurrentPrincipal() principal: Principal, @Param('apiKeyId') id: string): Promise<ApiKeyView> {
     return toApiKeyView(await this.apiKeys.revoke(principal, id));
   }

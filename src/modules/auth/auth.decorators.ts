@@ -1,7 +1,7 @@
 import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
 import { ApiBearerAuth, ApiForbiddenResponse, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { V0ErrorSchema } from '../../platform/http/openapi';
+import { V0_ERROR } from '../../platform/http/openapi';
 import { EdgeConfig } from '../../platform/http/route-config';
 import { Principal } from './domain/principal';
 import { Role, ROLES } from './domain/role';
@@ -33,10 +33,10 @@ export function Authenticated(...roles: Role[]) {
   const decorators = [
     SetMetadata(ALLOWED_ROLES, allowed),
     ApiBearerAuth(BEARER_SCHEME),
-    ApiUnauthorizedResponse({ description: 'Credentials missing, malformed, unknown, revoked or expired.', type: V0ErrorSchema }),
+    ApiUnauthorizedResponse({ description: 'Credentials missing, malformed, unknown, revoked or expired.', schema: V0_ERROR }),
   ];
   if (roles.length > 0) {
-    decorators.push(ApiForbiddenResponse({ description: `Only ${roles.join(' and ')} may call this.`, type: V0ErrorSchema }));
+    decorators.push(ApiForbiddenResponse({ description: `Only ${roles.join(' and ')} may call this.`, schema: V0_ERROR }));
   }
   return applyDecorators(...decorators);
 }
@@ -51,7 +51,7 @@ export const AcceptsComputerTokens = () => SetMetadata(ACCEPTS_COMPUTER_TOKENS, 
 export const AgentTokensOnly = () =>
   applyDecorators(
     SetMetadata(ACCEPTS_COMPUTER_TOKENS, 'only'),
-    ApiForbiddenResponse({ description: "The credential is a user's API key or JWT: only a computer's agent token may call this.", type: V0ErrorSchema }),
+    ApiForbiddenResponse({ description: "The credential is a user's API key or JWT: only a computer's agent token may call this.", schema: V0_ERROR }),
   );
 
 /** The authenticated caller of the current request. */

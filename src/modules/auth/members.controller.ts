@@ -10,15 +10,14 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { V0ErrorSchema } from '../../platform/http/openapi';
+import { V0_ERROR } from '../../platform/http/openapi';
 import { validationError } from '../../platform/http/validation';
 import { toApiKeyView } from './api-keys.controller';
 import { Authenticated, CurrentPrincipal } from './auth.decorators';
 import { Principal } from './domain/principal';
 import { Role } from './domain/role';
 import { UserKind } from './domain/user-kind';
-import { CreatedApiKeyView } from './dto/api-key.dto';
-import { MemberListView, MemberView, RemovedMemberView } from './dto/member.dto';
+import { CreatedApiKeyView, MemberListView, MemberView, RemovedMemberView } from './schemas/auth-views';
 import { AddMemberInput, authSchemas, ChangeMemberInput, CreateApiKeyInput, ListMembersQuery } from './schemas/auth.schemas';
 import { UserEntity } from './entities';
 import { actorOf, MembersService } from './members.service';
@@ -29,13 +28,13 @@ import { QuerySchema, ref } from '../../platform/http/json-schema';
 @ApiTags('Members')
 @Controller('api/v0/organization/members')
 @Authenticated(Role.Owner, Role.Manager)
-@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
+@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 export class MembersController {
   constructor(private readonly members: MembersService) {}
 
   @Get()
   @ApiOperation({ summary: 'List members', description: 'Users and service accounts of your organization, newest first; removed users are not listed.' })
-  @ApiOkResponse({ type: MemberListView })
+  @ApiOkResponse({ schema: ref('MemberListView') })
   async list(@CurrentPrincipal() principal: Principal, @QuerySchema(authSchemas, 'ListMembersQuery') query: ListMembersQuery): Promise<MemberListView> {
     const page = await this.members.list(principal.organizationId, query.kind, query.cursor, pageSize(query));
     return { members: page.items.map(toMemberView), pagination: page.pagination };
@@ -48,9 +47,9 @@ export class MembersController {
       'Adds a person or a service account with a role no higher than yours. Nobody is emailed: a person signs in with a key they are given or through your identity provider (JWT); ' +
       'a service account gets keys from `POST /api/v0/organization/members/{userId}/api-keys`. The address of a removed user brings that user back, with the role given.',
   })
-  @ApiCreatedResponse({ type: MemberView })
-  @ApiForbiddenResponse({ description: '`role_above_yours`: the role is higher than yours.', type: V0ErrorSchema })
-  @ApiConflictResponse({ description: '`user_exists`: the address is already a member.', type: V0ErrorSchema })
+  @ApiCreatedResponse({ schema: ref('MemberView') })
+  @ApiForbiddenResponse({ description: '`role_above_yours`: the role is higher than yours.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: '`user_exists`: the address is already a member.', schema: V0_ERROR })
   @ApiBody({ schema: ref('AddMemberBody') })
   async add(@CurrentPrincipal() principal: Principal, @Body(authSchemas.pipe('AddMemberBody')) body: AddMemberInput): Promise<MemberView> {
     return toMemberView(await this.members.add(actorOf(principal), { email: body.email, name: body.name, role: body.role, kind: body.kind ?? UserKind.Human }));
@@ -62,10 +61,10 @@ export class MembersController {
     description:
       'Changes the role or name of a member ranked no higher than you, to a role no higher than yours. The last owner cannot stop being one. A new role applies within `AUTH_CACHE_MS`.',
   })
-  @ApiOkResponse({ type: MemberView })
-  @ApiForbiddenResponse({ description: '`role_above_yours`.', type: V0ErrorSchema })
-  @ApiNotFoundResponse({ description: '`user_not_found`: no such member of your organization.', type: V0ErrorSchema })
-  @ApiConflictResponse({ description: '`last_owner`.', type: V0ErrorSchema })
+  @ApiOkResponse({ schema: ref('MemberView') })
+  @ApiForbiddenResponse({ description: '`role_above_yours`.', schema: V0_ERROR })
+  @ApiNotFoundResponse({ description: '`user_not_found`: no such member of your organization.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: '`last_owner`.', schema: V0_ERROR })
   @ApiBody({ schema: ref('ChangeMemberBody') })
   async change(
     @CurrentPrincipal() principal: Principal,
@@ -86,10 +85,10 @@ export class MembersController {
       'Removes a member ranked no higher than you, yourself included, but never the last owner. Every key of theirs is revoked at once and none of their credentials works again; ' +
       'what they made (sessions, computers, control revisions) stays.',
   })
-  @ApiOkResponse({ type: RemovedMemberView })
-  @ApiForbiddenResponse({ description: '`role_above_yours`.', type: V0ErrorSchema })
-  @ApiNotFoundResponse({ description: '`user_not_found`.', type: V0ErrorSchema })
-  @ApiConflictResponse({ description: '`last_owner`.', type: V0ErrorSchema })
+  @ApiOkResponse({ schema: ref('RemovedMemberView') })
+  @ApiForbiddenResponse({ description: '`role_above_yours`.', schema: V0_ERROR })
+  @ApiNotFoundResponse({ description: '`user_not_found`.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: '`last_owner`.', schema: V0_ERROR })
   async remove(@CurrentPrincipal() principal: Principal, @Param('userId') userId: string): Promise<RemovedMemberView> {
     const user = await this.members.remove(actorOf(principal), userId);
     return { ...toMemberView(user), removedAt: user.removedAt!.getTime() };
@@ -100,9 +99,9 @@ export class MembersController {
     summary: 'Create a key for a service account',
     description: 'The key is in this response only. People create their own keys (`POST /settings/api-keys`).',
   })
-  @ApiCreatedResponse({ type: CreatedApiKeyView })
-  @ApiForbiddenResponse({ description: "`role_above_yours`: the service account's role is higher than yours.", type: V0ErrorSchema })
-  @ApiNotFoundResponse({ description: '`service_account_not_found`: no service account with that id in your organization.', type: V0ErrorSchema })
+  @ApiCreatedResponse({ schema: ref('CreatedApiKeyView') })
+  @ApiForbiddenResponse({ description: "`role_above_yours`: the service account's role is higher than yours.", schema: V0_ERROR })
+  @ApiNotFoundResponse({ description: '`service_account_not_found`: no service account with that id in your organization.', schema: V0_ERROR })
   @ApiBody({ schema: ref('CreateApiKeyBody') })
   async createKey(
     @CurrentPrincipal() principal: Principal,

@@ -9,10 +9,10 @@ import {
   ApiTags,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
-import { V0ErrorSchema } from '../../platform/http/openapi';
+import { V0_ERROR } from '../../platform/http/openapi';
 import { toApiKeyView } from './api-keys.controller';
 import { Public } from './auth.decorators';
-import { SetupResultView, SetupStatusView } from './dto/setup.dto';
+import { SetupResultView, SetupStatusView } from './schemas/auth-views';
 import { authSchemas, SetupInput } from './schemas/auth.schemas';
 import { toMemberView } from './members.controller';
 import { SetupService } from './setup.service';
@@ -27,7 +27,7 @@ export class SetupController {
 
   @Get()
   @ApiOperation({ summary: 'Whether the server needs its first organization', description: 'No credentials needed.' })
-  @ApiOkResponse({ type: SetupStatusView })
+  @ApiOkResponse({ schema: ref('SetupStatusView') })
   async status(): Promise<SetupStatusView> {
     return { needed: await this.setup.needed() };
   }
@@ -39,10 +39,10 @@ export class SetupController {
       'On a server with no organization, with the setup token it printed at start (derived from `SECRETS_KEY`: every instance prints the same one). ' +
       "Makes the organization, its owner, and the owner's first API key, shown in this response only. Once any organization exists, the token stops working (409).",
   })
-  @ApiCreatedResponse({ type: SetupResultView })
-  @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field.', type: V0ErrorSchema })
-  @ApiUnauthorizedResponse({ description: '`setup_invalid_token`: not the token the server printed.', type: V0ErrorSchema })
-  @ApiConflictResponse({ description: '`setup_done`: an organization exists already.', type: V0ErrorSchema })
+  @ApiCreatedResponse({ schema: ref('SetupResultView') })
+  @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field.', schema: V0_ERROR })
+  @ApiUnauthorizedResponse({ description: '`setup_invalid_token`: not the token the server printed.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: '`setup_done`: an organization exists already.', schema: V0_ERROR })
   @ApiBody({ schema: ref('SetupBody') })
   async complete(@Body(authSchemas.pipe('SetupBody')) body: SetupInput): Promise<SetupResultView> {
     const { organization, owner, apiKey } = await this.setup.completeWithToken(body.setupToken, { organization: body.organization, owner: body.owner });

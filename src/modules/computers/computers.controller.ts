@@ -14,7 +14,7 @@ import {
 } from '@nestjs/swagger';
 import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { ref } from '../../platform/http/json-schema';
-import { V0ErrorSchema } from '../../platform/http/openapi';
+import { V0_ERROR } from '../../platform/http/openapi';
 import { ComputerView } from './domain/views';
 import { AgentTokens, RotatedAgentToken } from './agent-tokens.service';
 import { ComputerCreation } from './computer-creation.service';
@@ -34,7 +34,7 @@ const NOT_FOUND = "No such computer in your organization, or one you may not see
 @ApiTags('Computers')
 @Controller('api/v0/computers')
 @Authenticated(Role.Owner, Role.Manager, Role.Member)
-@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
+@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 export class ComputersController {
   constructor(
     private readonly creation: ComputerCreation,
@@ -65,17 +65,17 @@ export class ComputersController {
     description:
       'A quota of the organization is full: `metadata` is `{code: "quota_exceeded", quota, limit}`, `quota` being `COMPUTERS_PER_ORGANIZATION` ' +
       'or (for `local`) `LOCAL_AGENTS_PER_ORGANIZATION`. Nothing is stored. Waiting does not help (so 409, not 429): deleting a computer frees a slot.',
-    type: V0ErrorSchema,
+    schema: V0_ERROR,
   })
-  @ApiTooManyRequestsResponse({ description: PROVISIONING_QUOTA, type: V0ErrorSchema })
+  @ApiTooManyRequestsResponse({ description: PROVISIONING_QUOTA, schema: V0_ERROR })
   @ApiForbiddenResponse({
     description: 'Guests; `serviceAccountId` from a member; or enterprise controls turn this kind of computer off or limit it to other people.',
-    type: V0ErrorSchema,
+    schema: V0_ERROR,
   })
   @ApiNotFoundResponse({
     description:
       "`serviceAccountId` naming no service account of your organization (unknown, a person, or another organization's user), or unknown `source.computerId`.",
-    type: V0ErrorSchema,
+    schema: V0_ERROR,
   })
   create(@CurrentPrincipal() principal: Principal, @Body(computerSchemas.pipe('CreateComputerBody')) body: CreateComputerInput): Promise<ComputerView> {
     return this.creation.create(principal, body);
@@ -91,7 +91,7 @@ export class ComputersController {
   @Get(':computerId')
   @ApiOperation({ summary: 'Get a computer', description: "Not in the spec; added. Every field, the create response's additions included (not `agentToken`)." })
   @ApiOkResponse({ schema: ref('Computer') })
-  @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: NOT_FOUND, schema: V0_ERROR })
   get(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<ComputerView> {
     return this.views.get(principal, computerId);
   }
@@ -100,7 +100,7 @@ export class ComputersController {
   @ApiOperation({ summary: 'Update a computer', description: 'Renames it or changes its `remoteUser`; at least one of the two.' })
   @ApiBody({ schema: ref('UpdateComputerBody') })
   @ApiOkResponse({ schema: ref('Computer') })
-  @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: NOT_FOUND, schema: V0_ERROR })
   update(
     @CurrentPrincipal() principal: Principal,
     @Param('computerId') computerId: string,
@@ -118,7 +118,7 @@ export class ComputersController {
       '(a step running at that moment is stopped). Its sessions stay, disconnected (`computerId` removed); work routed to it becomes unrouted.',
   })
   @ApiNoContentResponse({ description: 'Deleted.' })
-  @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: NOT_FOUND, schema: V0_ERROR })
   async remove(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<void> {
     await this.deletion.remove(principal, computerId);
   }
@@ -131,9 +131,9 @@ export class ComputersController {
       'Not in the spec; added. A computer in `error` goes back to `provisioning`: its failed step is `pending` again (its `error` cleared), then the rest run.',
   })
   @ApiOkResponse({ schema: ref('Computer') })
-  @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
-  @ApiConflictResponse({ description: 'The computer is not in `error` (`computer_not_failed`, with `computerStatus`).', type: V0ErrorSchema })
-  @ApiTooManyRequestsResponse({ description: `${PROVISIONING_QUOTA} The computer stays in \`error\`.`, type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: NOT_FOUND, schema: V0_ERROR })
+  @ApiConflictResponse({ description: 'The computer is not in `error` (`computer_not_failed`, with `computerStatus`).', schema: V0_ERROR })
+  @ApiTooManyRequestsResponse({ description: `${PROVISIONING_QUOTA} The computer stays in \`error\`.`, schema: V0_ERROR })
   retry(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<ComputerView> {
     return this.provisioning.retry(principal, computerId);
   }
@@ -151,7 +151,7 @@ export class ComputersController {
       properties: { computerId: { type: 'string' }, agentToken: { type: 'string' }, createdAt: { type: 'integer', description: 'Unix ms.' } },
     },
   })
-  @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: NOT_FOUND, schema: V0_ERROR })
   rotateToken(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<RotatedAgentToken> {
     return this.tokens.rotate(principal, computerId);
   }
@@ -175,8 +175,8 @@ export class AgentConnectController {
   })
   @ApiBody({ schema: ref('ConnectAgentBody') })
   @ApiOkResponse({ schema: ref('Computer') })
-  @ApiBadRequestResponse({ description: 'Invalid `hostname`.', type: V0ErrorSchema })
-  @ApiForbiddenResponse({ description: "Not a computer's agent token.", type: V0ErrorSchema })
+  @ApiBadRequestResponse({ description: 'Invalid `hostname`.', schema: V0_ERROR })
+  @ApiForbiddenResponse({ description: "Not a computer's agent token.", schema: V0_ERROR })
   connect(@CurrentPrincipal() principal: Principal, @Body(computerSchemas.pipe('ConnectAgentBody')) body: { hostname: string }): Promise<ComputerView> {
     return this.updates.connectAgent(principal, body);
   }

@@ -3,7 +3,6 @@ import {
   ApiBadGatewayResponse,
   ApiBadRequestResponse,
   ApiBody,
-  ApiExtraModels,
   ApiForbiddenResponse,
   ApiGatewayTimeoutResponse,
   ApiHeader,
@@ -13,13 +12,12 @@ import {
   ApiPreconditionFailedResponse,
   ApiServiceUnavailableResponse,
   ApiTags,
-  getSchemaPath,
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, AgentTokensOnly, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
-import { V0ErrorSchema } from '../../platform/http/openapi';
-import { PageQuery, pageSize, PaginationDto } from '../../platform/http/pagination';
+import { V0_ERROR } from '../../platform/http/openapi';
+import { PageQuery, pageSize, Pagination } from '../../platform/http/pagination';
 import { MessageSizedBody } from '../../platform/http/route-config';
 import { AgentPolicyView } from './domain/agent-policy';
 import { etagOf, parseIfMatch } from './domain/if-match';
@@ -30,7 +28,6 @@ import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas
 const ADMINS = [Role.Owner, Role.Manager];
 
 @ApiTags('Enterprise controls')
-@ApiExtraModels(PaginationDto)
 @Controller('api/v0/organization/enterprise-controls')
 @Authenticated(...ADMINS)
 export class EnterpriseControlsController {
@@ -62,8 +59,8 @@ export class EnterpriseControlsController {
   @ApiHeader({ name: 'If-Match', required: false, description: 'The revision the change is based on, as `ETag` gave it (`"3"`), or `*`.' })
   @ApiBody({ schema: ref('ChangeEnterpriseControlsBody') })
   @ApiOkResponse({ schema: ref('EnterpriseControls'), headers: { ETag: { description: 'The revision now in force.', schema: { type: 'string' } } } })
-  @ApiBadRequestResponse({ description: 'Invalid settings; `detail` names the first problem, `metadata.errors` lists all.', type: V0ErrorSchema })
-  @ApiPreconditionFailedResponse({ description: '`If-Match` names another revision than the one in force (`metadata.currentRevision`).', type: V0ErrorSchema })
+  @ApiBadRequestResponse({ description: 'Invalid settings; `detail` names the first problem, `metadata.errors` lists all.', schema: V0_ERROR })
+  @ApiPreconditionFailedResponse({ description: '`If-Match` names another revision than the one in force (`metadata.currentRevision`).', schema: V0_ERROR })
   async change(
     @CurrentPrincipal() principal: Principal,
     @Body(enterpriseControlsSchemas.pipe('ChangeEnterpriseControlsBody')) body: { settings: Record<string, unknown> },
@@ -84,14 +81,14 @@ export class EnterpriseControlsController {
     schema: {
       type: 'object',
       required: ['changes', 'pagination'],
-      properties: { changes: { type: 'array', items: ref('EnterpriseControlChange') }, pagination: { $ref: getSchemaPath(PaginationDto) } },
+      properties: { changes: { type: 'array', items: ref('EnterpriseControlChange') }, pagination: ref('Pagination') },
     },
   })
-  @ApiBadRequestResponse({ description: 'Invalid `limit` or `cursor`.', type: V0ErrorSchema })
+  @ApiBadRequestResponse({ description: 'Invalid `limit` or `cursor`.', schema: V0_ERROR })
   async history(
     @CurrentPrincipal() principal: Principal,
     @QuerySchema(enterpriseControlsSchemas, 'ControlHistoryQuery') query: PageQuery,
-  ): Promise<{ changes: ControlChangeView[]; pagination: PaginationDto }> {
+  ): Promise<{ changes: ControlChangeView[]; pagination: Pagination }> {
     const page = await this.controls.history(principal, query.cursor, pageSize(query));
     return { changes: page.items, pagination: page.pagination };
   }
@@ -102,7 +99,7 @@ export class EnterpriseControlsController {
     description: 'Not in the spec; added. The change, and `diff`: the RFC 6902 operations from the revision before it (the defaults, for revision 1).',
   })
   @ApiOkResponse({ schema: ref('EnterpriseControlRevision') })
-  @ApiNotFoundResponse({ description: 'No such revision.', type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: 'No such revision.', schema: V0_ERROR })
   revision(@CurrentPrincipal() principal: Principal, @Param('revision') revision: string): Promise<ControlRevisionView> {
     return this.controls.revision(principal, revision);
   }
@@ -159,12 +156,12 @@ export class AgentPolicyController {
   })
   @ApiForbiddenResponse({
     description: "Not an agent token; the caller's model policy refuses the model; or the model's address is refused.",
-    type: V0ErrorSchema,
+    schema: V0_ERROR,
   })
-  @ApiNotFoundResponse({ description: 'No custom model with that id.', type: V0ErrorSchema })
-  @ApiBadGatewayResponse({ description: 'The model redirected, or answered something other than JSON, or more than the relay passes on.', type: V0ErrorSchema })
-  @ApiServiceUnavailableResponse({ description: 'The model cannot be reached, or its secrets cannot be decrypted.', type: V0ErrorSchema })
-  @ApiGatewayTimeoutResponse({ description: 'The model did not answer within `MODEL_RELAY_TIMEOUT_MS`.', type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: 'No custom model with that id.', schema: V0_ERROR })
+  @ApiBadGatewayResponse({ description: 'The model redirected, or answered something other than JSON, or more than the relay passes on.', schema: V0_ERROR })
+  @ApiServiceUnavailableResponse({ description: 'The model cannot be reached, or its secrets cannot be decrypted.', schema: V0_ERROR })
+  @ApiGatewayTimeoutResponse({ description: 'The model did not answer within `MODEL_RELAY_TIMEOUT_MS`.', schema: V0_ERROR })
   async relay(
     @CurrentPrincipal() principal: Principal,
     @Param('customModelId') customModelId: string,

@@ -1,10 +1,10 @@
 import { PassThrough } from 'node:stream';
 import { Controller, Get, Headers, Logger, Res } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
-import { V0ErrorSchema } from '../../platform/http/openapi';
-import { pageSize, PaginationDto } from '../../platform/http/pagination';
+import { V0_ERROR } from '../../platform/http/openapi';
+import { pageSize } from '../../platform/http/pagination';
 import { validationError } from '../../platform/http/validation';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { AuditLogQuery } from './schemas/event-queries';
@@ -14,7 +14,6 @@ import { AuditQuery, EventsService } from './events.service';
 export const NDJSON_TYPE = 'application/x-ndjson';
 
 @ApiTags('Events')
-@ApiExtraModels(PaginationDto)
 @Controller('api/v0/organization/audit-log')
 @Authenticated(Role.Owner, Role.Manager)
 export class AuditLogController {
@@ -38,13 +37,13 @@ export class AuditLogController {
         schema: {
           type: 'object',
           required: ['entries', 'pagination'],
-          properties: { entries: { type: 'array', items: ref('Event') }, pagination: { $ref: getSchemaPath(PaginationDto) } },
+          properties: { entries: { type: 'array', items: ref('Event') }, pagination: ref('Pagination') },
         },
       },
       [NDJSON_TYPE]: { schema: { type: 'string', description: 'One `Event` as JSON a line, newest first.' } },
     },
   })
-  @ApiBadRequestResponse({ description: 'Invalid filter or page parameter.', type: V0ErrorSchema })
+  @ApiBadRequestResponse({ description: 'Invalid filter or page parameter.', schema: V0_ERROR })
   async list(
     @CurrentPrincipal() principal: Principal,
     @QuerySchema(eventSchemas, 'AuditLogQuery') query: AuditLogQuery,

@@ -2,7 +2,6 @@ import { PassThrough } from 'node:stream';
 import { Controller, Get, Headers, Param, Res } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
-  ApiExtraModels,
   ApiGoneResponse,
   ApiHeader,
   ApiNotFoundResponse,
@@ -10,12 +9,11 @@ import {
   ApiOperation,
   ApiTags,
   ApiTooManyRequestsResponse,
-  getSchemaPath,
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
-import { V0ErrorSchema } from '../../platform/http/openapi';
-import { pageSize, PaginationDto } from '../../platform/http/pagination';
+import { V0_ERROR } from '../../platform/http/openapi';
+import { pageSize, Pagination } from '../../platform/http/pagination';
 import { Authenticated, CurrentPrincipal, Principal } from '../auth';
 import { EventsError, EventsErrorCode } from './domain/events.errors';
 import { EventStreamQuery } from './schemas/event-queries';
@@ -41,7 +39,7 @@ const streamOk = (description: string) =>
         schema: {
           type: 'object',
           required: ['events', 'pagination'],
-          properties: { events: { type: 'array', items: ref('Event') }, pagination: { $ref: getSchemaPath(PaginationDto) } },
+          properties: { events: { type: 'array', items: ref('Event') }, pagination: ref('Pagination') },
         },
       },
       [EVENT_STREAM_TYPE]: {
@@ -59,16 +57,15 @@ const lastEventId = ApiHeader({
 });
 
 @ApiTags('Events')
-@ApiExtraModels(PaginationDto)
 @Controller('api/v0')
 @Authenticated()
 @ApiBadRequestResponse({
   description: 'Invalid query (`after`, `types`, `limit`, `cursor`), or a `Last-Event-ID` that is not a sequence number of the log (`invalid_event_id`).',
-  type: V0ErrorSchema,
+  schema: V0_ERROR,
 })
 @ApiGoneResponse({
   description: 'The resume point is older than the oldest event kept (`EVENT_RETENTION_DAYS`): `event_expired`, with `metadata.oldestId`.',
-  type: V0ErrorSchema,
+  schema: V0_ERROR,
 })
 export class EventsController {
   constructor(private readonly events: EventsService) {}
@@ -84,7 +81,7 @@ export class EventsController {
   @streamOk("The organization's events: a stream, or a page.")
   @ApiTooManyRequestsResponse({
     description: 'Streams: too many open at once for your credential or organization (`too_many_streams`, `EVENT_STREAMS_PER_*`); or a rate limit.',
-    type: V0ErrorSchema,
+    schema: V0_ERROR,
   })
   async organization(
     @CurrentPrincipal() principal: Principal,
@@ -100,10 +97,10 @@ export class EventsController {
   @ApiOperation({ summary: "Stream or list a session's events", description: `${STREAM_DESCRIPTION} Anyone who may read the session may read its events.` })
   @lastEventId
   @streamOk("The session's events: a stream, or a page.")
-  @ApiNotFoundResponse({ description: "No such session in your organization, or one you may not read (another organization's included).", type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: "No such session in your organization, or one you may not read (another organization's included).", schema: V0_ERROR })
   @ApiTooManyRequestsResponse({
     description: 'Streams: too many open at once for your credential or organization (`too_many_streams`, `EVENT_STREAMS_PER_*`); or a rate limit.',
-    type: V0ErrorSchema,
+    schema: V0_ERROR,
   })
   async session(
     @CurrentPrincipal() principal: Principal,
@@ -137,7 +134,7 @@ export class EventsController {
       return;
     }
     const page = await this.events.list(principal, { ...scope, types }, { after, cursor: query.cursor, limit: pageSize(query) });
-    const body: { events: PublicEvent[]; pagination: PaginationDto } = { events: page.items, pagination: page.pagination };
+    const body: { events: PublicEvent[]; pagination: Pagination } = { events: page.items, pagination: page.pagination };
     await reply.send(body);
   }
 }

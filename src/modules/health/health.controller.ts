@@ -1,26 +1,27 @@
 import { Controller, Get } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiProperty, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { AppConfig } from '../../config/app-config';
 import { DomainError, ErrorKind } from '../../platform/http/domain-error';
-import { V0ErrorSchema } from '../../platform/http/openapi';
+import { answerObject, SchemaObject } from '../../platform/http/json-schema';
+import { V0_ERROR } from '../../platform/http/openapi';
 import { Sql } from '../../platform/database/sql';
 import { Public } from '../auth';
 
 /** Past this, the database counts as not answering: a request would wait as long. */
 const READINESS_TIMEOUT_MS = 2_000;
 
-class HealthView {
-  @ApiProperty({ example: 'ok' })
+interface HealthView {
   status: 'ok';
-
-  @ApiProperty({ enum: ['postgres', 'pglite'] })
   database: string;
 }
 
-class LivenessView {
-  @ApiProperty({ example: 'ok' })
+interface LivenessView {
   status: 'ok';
 }
+
+const ok: SchemaObject = { type: 'string', enum: ['ok'], example: 'ok' };
+const HEALTH = answerObject({ status: ok, database: { type: 'string', enum: ['postgres', 'pglite'] } });
+const LIVENESS = answerObject({ status: ok });
 
 class DatabaseUnavailableError extends DomainError<'database_unavailable'> {
   readonly kind = ErrorKind.Unavailable;
@@ -47,8 +48,8 @@ export class HealthController {
       `200 when it answers, 503 (\`database_unavailable\`) when it fails or takes longer than ${READINESS_TIMEOUT_MS} ms. ` +
       'Point a load balancer here.',
   })
-  @ApiOkResponse({ type: HealthView })
-  @ApiServiceUnavailableResponse({ type: V0ErrorSchema })
+  @ApiOkResponse({ schema: HEALTH })
+  @ApiServiceUnavailableResponse({ schema: V0_ERROR })
   async ready(): Promise<HealthView> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -71,7 +72,7 @@ export class HealthController {
     summary: 'Liveness: whether the process serves HTTP',
     description: 'No authentication, no database: 200 as long as the process answers. Restart the process when this fails; ' + 'route traffic by `/healthz`.',
   })
-  @ApiOkResponse({ type: LivenessView })
+  @ApiOkResponse({ schema: LIVENESS })
   live(): LivenessView {
     return { status: 'ok' };
   }

@@ -13,8 +13,8 @@ import {
 import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { DefaultBody, QuerySchema, ref } from '../../platform/http/json-schema';
-import { V0ErrorSchema } from '../../platform/http/openapi';
-import { pageSize, PaginationDto } from '../../platform/http/pagination';
+import { V0_ERROR } from '../../platform/http/openapi';
+import { pageOf, pageSize, Pagination } from '../../platform/http/pagination';
 import { MessageSizedBody } from '../../platform/http/route-config';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
 import { AgentMessageInput, AgentWorkService } from './agent-work.service';
@@ -24,7 +24,7 @@ import { TokenUsage } from './domain/session-settings';
 import { MessageView, SessionView } from './domain/views';
 import { TurnConversationQuery } from './schemas/session-queries';
 import { sessionSchemas } from './schemas/session.schemas';
-import { page, respond } from './sessions.controller';
+import { respond } from './sessions.controller';
 
 const sessionResponse = { type: 'object', required: ['session'], properties: { session: ref('Session') } };
 const TURN_CONFLICT = 'The turn is over: it ended, or its lease ran out and another agent took the work (`turn_not_active`).';
@@ -38,7 +38,7 @@ const TURN_CONFLICT = 'The turn is over: it ended, or its lease ran out and anot
 @Controller('api/v0/agent')
 @Authenticated(Role.Owner, Role.Manager, Role.Member)
 @AcceptsComputerTokens()
-@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
+@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 export class AgentController {
   constructor(
     private readonly claims: WorkClaims,
@@ -91,10 +91,10 @@ export class AgentController {
       },
     },
   })
-  @ApiNotFoundResponse({ description: 'Unknown `computerId`.', type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: 'Unknown `computerId`.', schema: V0_ERROR })
   @ApiTooManyRequestsResponse({
     description: 'Too many claims waiting (`too_many_long_polls`; `metadata.limit` names the cap, `metadata.max` its value).',
-    type: V0ErrorSchema,
+    schema: V0_ERROR,
   })
   async claim(
     @CurrentPrincipal() principal: Principal,
@@ -118,18 +118,18 @@ export class AgentController {
       "is off, only the turn's own messages may be read (from the claim's `messagesCursor` on); earlier pages are 403 `message_history_disabled`. " +
       'A turn that is over is 409 `turn_not_active`.',
   })
-  @ApiOkResponse({ schema: page('messages', 'Message') })
+  @ApiOkResponse({ schema: pageOf('messages', 'Message') })
   @ApiForbiddenResponse({
     description: 'Message history is off for the organization and the page starts before the turn (`message_history_disabled`).',
-    type: V0ErrorSchema,
+    schema: V0_ERROR,
   })
-  @ApiNotFoundResponse({ description: 'No such session in your organization (or not one this computer works on).', type: V0ErrorSchema })
-  @ApiConflictResponse({ description: TURN_CONFLICT, type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: 'No such session in your organization (or not one this computer works on).', schema: V0_ERROR })
+  @ApiConflictResponse({ description: TURN_CONFLICT, schema: V0_ERROR })
   async conversation(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
     @QuerySchema(sessionSchemas, 'TurnConversationQuery') query: TurnConversationQuery,
-  ): Promise<{ messages: MessageView[]; pagination: PaginationDto }> {
+  ): Promise<{ messages: MessageView[]; pagination: Pagination }> {
     const result = await this.work.conversation(principal, sessionId, { turnId: query.turnId, cursor: query.cursor, limit: pageSize(query) });
     return { messages: result.items, pagination: result.pagination };
   }
@@ -147,8 +147,8 @@ export class AgentController {
   })
   @ApiBody({ schema: ref('AppendMessagesBody') })
   @ApiOkResponse({ schema: { type: 'object', required: ['messages'], properties: { messages: { type: 'array', items: ref('Message') } } } })
-  @ApiNotFoundResponse({ description: 'No such session in your organization.', type: V0ErrorSchema })
-  @ApiConflictResponse({ description: TURN_CONFLICT, type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: 'No such session in your organization.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: TURN_CONFLICT, schema: V0_ERROR })
   async append(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
@@ -170,8 +170,8 @@ export class AgentController {
   })
   @ApiBody({ schema: ref('ReportUsageBody') })
   @ApiOkResponse({ schema: sessionResponse })
-  @ApiNotFoundResponse({ description: 'No such session in your organization.', type: V0ErrorSchema })
-  @ApiConflictResponse({ description: TURN_CONFLICT, type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: 'No such session in your organization.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: TURN_CONFLICT, schema: V0_ERROR })
   async usage(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
@@ -194,8 +194,8 @@ export class AgentController {
   })
   @ApiBody({ schema: ref('TurnBody') })
   @ApiOkResponse({ schema: ref('HeartbeatResponse') })
-  @ApiNotFoundResponse({ description: 'No such session in your organization.', type: V0ErrorSchema })
-  @ApiConflictResponse({ description: TURN_CONFLICT, type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: 'No such session in your organization.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: TURN_CONFLICT, schema: V0_ERROR })
   async heartbeat(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
@@ -218,8 +218,8 @@ export class AgentController {
   })
   @ApiBody({ schema: ref('EndTurnBody') })
   @ApiOkResponse({ schema: sessionResponse })
-  @ApiNotFoundResponse({ description: 'No such session in your organization.', type: V0ErrorSchema })
-  @ApiConflictResponse({ description: TURN_CONFLICT, type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: 'No such session in your organization.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: TURN_CONFLICT, schema: V0_ERROR })
   async endTurn(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,

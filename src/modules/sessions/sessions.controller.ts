@@ -2,7 +2,6 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Res } from
 import {
   ApiBody,
   ApiCreatedResponse,
-  ApiExtraModels,
   ApiForbiddenResponse,
   ApiNoContentResponse,
   ApiNotFoundResponse,
@@ -11,13 +10,12 @@ import {
   ApiBadRequestResponse,
   ApiTags,
   ApiUnprocessableEntityResponse,
-  getSchemaPath,
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { DefaultBody, QuerySchema, ref } from '../../platform/http/json-schema';
-import { V0ErrorSchema } from '../../platform/http/openapi';
-import { pageSize, PaginationDto } from '../../platform/http/pagination';
+import { V0_ERROR } from '../../platform/http/openapi';
+import { pageOf, pageSize, Pagination } from '../../platform/http/pagination';
 import { MessageSizedBody } from '../../platform/http/route-config';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest, IdempotentResult, REPLAYED_HEADER } from '../../platform/idempotency';
 import { MessageRole } from './domain/message';
@@ -29,13 +27,6 @@ import { CreateSessionInput, SessionsService, UpdateSessionInput } from './sessi
 
 const WRITERS = [Role.Owner, Role.Manager, Role.Member];
 
-/** The OpenAPI schema of a page of `schema` items under `items`. */
-export const page = (items: string, schema: string) => ({
-  type: 'object',
-  required: [items, 'pagination'],
-  properties: { [items]: { type: 'array', items: ref(schema) }, pagination: { $ref: getSchemaPath(PaginationDto) } },
-});
-
 /** Sets `Idempotent-Replayed` on a replayed answer and returns the body. */
 export function respond<T>(reply: FastifyReply, result: IdempotentResult<T>): T {
   if (result.replayed) void reply.header(REPLAYED_HEADER, 'true');
@@ -43,13 +34,12 @@ export function respond<T>(reply: FastifyReply, result: IdempotentResult<T>): T 
 }
 
 @ApiTags('Sessions')
-@ApiExtraModels(PaginationDto)
 @Controller('api/v0/sessions')
 @Authenticated()
-@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
+@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 @ApiNotFoundResponse({
   description: "No such session in your organization, or one you may not read (another organization's included); or an unknown `computerId`.",
-  type: V0ErrorSchema,
+  schema: V0_ERROR,
 })
 export class SessionsController {
   constructor(
@@ -68,7 +58,7 @@ export class SessionsController {
   })
   @ApiBody({ schema: ref('CreateSessionBody') })
   @ApiCreatedResponse({ schema: ref('Session') })
-  @ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request.', type: V0ErrorSchema })
+  @ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request.', schema: V0_ERROR })
   async create(
     @CurrentPrincipal() principal: Principal,
     @Body(new DefaultBody({}), sessionSchemas.pipe('CreateSessionBody')) body: CreateSessionInput,
@@ -85,11 +75,11 @@ export class SessionsController {
       'Newest first (by `createdAt`, then `sessionId`, both descending). Owners and managers see every session of the organization; ' +
       'members see them all unless `restrictMemberVisibility` is on, then only their own; guests see their own.',
   })
-  @ApiOkResponse({ schema: page('sessions', 'Session') })
+  @ApiOkResponse({ schema: pageOf('sessions', 'Session') })
   async list(
     @CurrentPrincipal() principal: Principal,
     @QuerySchema(sessionSchemas, 'ListSessionsQuery') query: ListSessionsQuery,
-  ): Promise<{ sessions: SessionView[]; pagination: PaginationDto }> {
+  ): Promise<{ sessions: SessionView[]; pagination: Pagination }> {
     const result = await this.sessions.list(principal, { cursor: query.cursor, limit: pageSize(query), computerId: query.computerId });
     return { sessions: result.items, pagination: result.pagination };
   }
@@ -114,7 +104,7 @@ export class SessionsController {
   })
   @ApiBody({ schema: ref('UpdateSessionBody') })
   @ApiOkResponse({ schema: ref('Session') })
-  @ApiForbiddenResponse({ description: "A member changing someone else's session, or a guest.", type: V0ErrorSchema })
+  @ApiForbiddenResponse({ description: "A member changing someone else's session, or a guest.", schema: V0_ERROR })
   update(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
@@ -128,7 +118,7 @@ export class SessionsController {
   @Authenticated(...WRITERS)
   @ApiOperation({ summary: 'Delete a session', description: 'Not in the spec; added. Deletes the session and all its messages, for good.' })
   @ApiNoContentResponse({ description: 'Deleted.' })
-  @ApiForbiddenResponse({ description: "A member deleting someone else's session, or a guest.", type: V0ErrorSchema })
+  @ApiForbiddenResponse({ description: "A member deleting someone else's session, or a guest.", schema: V0_ERROR })
   async remove(@CurrentPrincipal() principal: Principal, @Param('sessionId') sessionId: string): Promise<void> {
     await this.sessions.remove(principal, sessionId);
   }
@@ -142,13 +132,13 @@ export class SessionsController {
       'A page holds at most `limit` messages and at most `MESSAGE_PAGE_MAX_BYTES` (default 16 MiB) of them: it stops before the message ' +
       'that would pass the budget (`hasMore: true`, and `nextCursor` continues at that message), though a larger message still comes, alone.',
   })
-  @ApiOkResponse({ schema: page('messages', 'Message') })
-  @ApiForbiddenResponse({ description: 'Message history is not enabled for your organization.', type: V0ErrorSchema })
+  @ApiOkResponse({ schema: pageOf('messages', 'Message') })
+  @ApiForbiddenResponse({ description: 'Message history is not enabled for your organization.', schema: V0_ERROR })
   async listMessages(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
     @QuerySchema(sessionSchemas, 'ListMessagesQuery') query: ListMessagesQuery,
-  ): Promise<{ messages: MessageView[]; pagination: PaginationDto }> {
+  ): Promise<{ messages: MessageView[]; pagination: Pagination }> {
     const result = await this.messages.list(principal, sessionId, {
       cursor: query.cursor,
       limit: pageSize(query),
@@ -175,8 +165,8 @@ export class SessionsController {
   })
   @ApiBody({ schema: ref('AddMessageBody') })
   @ApiOkResponse({ schema: ref('AddMessageResponse') })
-  @ApiForbiddenResponse({ description: "A member writing to someone else's session, or a guest.", type: V0ErrorSchema })
-  @ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request.', type: V0ErrorSchema })
+  @ApiForbiddenResponse({ description: "A member writing to someone else's session, or a guest.", schema: V0_ERROR })
+  @ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request.', schema: V0_ERROR })
   async addMessage(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,

@@ -14,7 +14,7 @@ import {
 import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
-import { V0ErrorSchema } from '../../platform/http/openapi';
+import { V0_ERROR } from '../../platform/http/openapi';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
 import { ToolApprovalDecision, ToolApprovalView } from './domain/tool-approval';
 import { SessionView } from './domain/views';
@@ -33,7 +33,7 @@ const WRITE_FORBIDDEN = "A member acting on someone else's session (`read_only_r
 @ApiTags('Sessions')
 @Controller('api/v0/sessions')
 @Authenticated()
-@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
+@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 export class TurnControlController {
   constructor(private readonly turns: TurnControlService) {}
 
@@ -52,9 +52,9 @@ export class TurnControlController {
       'the same and changes nothing; a session with no running turn is 409 `no_running_turn`. The body may be omitted.',
   })
   @ApiOkResponse({ schema: ref('Session') })
-  @ApiForbiddenResponse({ description: WRITE_FORBIDDEN, type: V0ErrorSchema })
-  @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
-  @ApiConflictResponse({ description: 'The session has no running turn (`no_running_turn`; `metadata.sessionStatus` says its status).', type: V0ErrorSchema })
+  @ApiForbiddenResponse({ description: WRITE_FORBIDDEN, schema: V0_ERROR })
+  @ApiNotFoundResponse({ description: NOT_FOUND, schema: V0_ERROR })
+  @ApiConflictResponse({ description: 'The session has no running turn (`no_running_turn`; `metadata.sessionStatus` says its status).', schema: V0_ERROR })
   async interrupt(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
@@ -72,7 +72,7 @@ export class TurnControlController {
       'anyone who may read the session may see them. One past its `expiresAt` is not listed: it is denied (`expired`).',
   })
   @ApiOkResponse({ schema: ref('ToolApprovalList') })
-  @ApiNotFoundResponse({ description: NOT_FOUND, type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: NOT_FOUND, schema: V0_ERROR })
   async list(@CurrentPrincipal() principal: Principal, @Param('sessionId') sessionId: string): Promise<{ toolApprovals: ToolApprovalView[] }> {
     return { toolApprovals: await this.turns.pending(principal, sessionId) };
   }
@@ -90,9 +90,9 @@ export class TurnControlController {
   })
   @ApiBody({ schema: ref('DecideToolApprovalBody') })
   @ApiOkResponse({ schema: ref('ToolApprovalResponse') })
-  @ApiForbiddenResponse({ description: WRITE_FORBIDDEN, type: V0ErrorSchema })
-  @ApiNotFoundResponse({ description: `${NOT_FOUND} Or no such approval in the session (\`tool_approval_not_found\`).`, type: V0ErrorSchema })
-  @ApiConflictResponse({ description: 'The approval is not pending any more (`tool_approval_not_pending`).', type: V0ErrorSchema })
+  @ApiForbiddenResponse({ description: WRITE_FORBIDDEN, schema: V0_ERROR })
+  @ApiNotFoundResponse({ description: `${NOT_FOUND} Or no such approval in the session (\`tool_approval_not_found\`).`, schema: V0_ERROR })
+  @ApiConflictResponse({ description: 'The approval is not pending any more (`tool_approval_not_pending`).', schema: V0_ERROR })
   async decide(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
@@ -112,7 +112,7 @@ const TURN_CONFLICT = 'The turn is over (`turn_not_active`), or a user interrupt
 @Controller('api/v0/agent')
 @Authenticated(Role.Owner, Role.Manager, Role.Member)
 @AcceptsComputerTokens()
-@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
+@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 export class AgentToolApprovalsController {
   constructor(
     private readonly requests: ToolApprovalRequests,
@@ -131,8 +131,8 @@ export class AgentToolApprovalsController {
   })
   @ApiBody({ schema: ref('RequestToolApprovalBody') })
   @ApiCreatedResponse({ schema: ref('ToolApprovalResponse') })
-  @ApiNotFoundResponse({ description: 'No such session in your organization.', type: V0ErrorSchema })
-  @ApiConflictResponse({ description: TURN_CONFLICT, type: V0ErrorSchema })
+  @ApiNotFoundResponse({ description: 'No such session in your organization.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: TURN_CONFLICT, schema: V0_ERROR })
   async request(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
@@ -153,13 +153,13 @@ export class AgentToolApprovalsController {
   @ApiOkResponse({ schema: ref('ToolApprovalResponse') })
   @ApiNotFoundResponse({
     description: 'No such session in your organization, or no such approval of this turn (`tool_approval_not_found`).',
-    type: V0ErrorSchema,
+    schema: V0_ERROR,
   })
-  @ApiConflictResponse({ description: 'The turn is over while the approval was still pending (`turn_not_active`).', type: V0ErrorSchema })
+  @ApiConflictResponse({ description: 'The turn is over while the approval was still pending (`turn_not_active`).', schema: V0_ERROR })
   @ApiTooManyRequestsResponse({
     description:
       'Too many long polls waiting (`too_many_long_polls`): a wait counts against the same caps as waiting claims (`LONG_POLLS_PER_COMPUTER`, `LONG_POLLS_PER_ORGANIZATION`).',
-    type: V0ErrorSchema,
+    schema: V0_ERROR,
   })
   async await(
     @CurrentPrincipal() principal: Principal,

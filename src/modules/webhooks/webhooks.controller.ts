@@ -9,17 +9,17 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { V0ErrorSchema } from '../../platform/http/openapi';
+import { V0_ERROR } from '../../platform/http/openapi';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { eventTypesTable } from '../events';
-import { DeliveryListView, DeliveryView, WebhookListView, WebhookView, WebhookWithSecretView } from './dto/webhook.dto';
+import { DeliveryListView, DeliveryView, WebhookListView, WebhookView, WebhookWithSecretView } from './schemas/webhook-views';
 import { PageQuery, pageSize } from '../../platform/http/pagination';
 import { CreateWebhookInput, ListDeliveriesQuery, UpdateWebhookInput, webhookSchemas } from './schemas/webhook.schemas';
 import { DeliveryRow, WebhookRow } from './webhooks.repository';
 import { WebhooksService } from './webhooks.service';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
 
-const NOT_FOUND = { description: '`webhook_not_found`: no such webhook in your organization.', type: V0ErrorSchema };
+const NOT_FOUND = { description: '`webhook_not_found`: no such webhook in your organization.', schema: V0_ERROR };
 const DELIVERY =
   'Each event is POSTed as JSON, the `Event` the streams send (see the event catalogue), with the Standard Webhooks headers `webhook-id` (the event id: ' +
   'the same on every attempt, for de-duplication), `webhook-timestamp` (Unix seconds of the attempt) and `webhook-signature` (`v1,` and the base64 ' +
@@ -32,7 +32,7 @@ const DELIVERY =
 @ApiTags('Webhooks')
 @Controller('api/v0/organization/webhooks')
 @Authenticated(Role.Owner, Role.Manager)
-@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', type: V0ErrorSchema })
+@ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 export class WebhooksController {
   constructor(private readonly webhooks: WebhooksService) {}
 
@@ -41,12 +41,12 @@ export class WebhooksController {
     summary: 'Create a webhook',
     description: `Events committed from now on are sent to \`url\`. The signing secret is in this answer only. ${DELIVERY}\n\nEvent types:\n\n${eventTypesTable()}`,
   })
-  @ApiCreatedResponse({ type: WebhookWithSecretView })
+  @ApiCreatedResponse({ schema: ref('WebhookWithSecretView') })
   @ApiBadRequestResponse({
     description: '`validation_failed`, or `webhook_url_refused`: the URL breaks the address rules (`metadata.reason` says which).',
-    type: V0ErrorSchema,
+    schema: V0_ERROR,
   })
-  @ApiConflictResponse({ description: '`too_many_webhooks`: the organization has 50.', type: V0ErrorSchema })
+  @ApiConflictResponse({ description: '`too_many_webhooks`: the organization has 50.', schema: V0_ERROR })
   @ApiBody({ schema: ref('CreateWebhookBody') })
   async create(
     @CurrentPrincipal() principal: Principal,
@@ -58,7 +58,7 @@ export class WebhooksController {
 
   @Get()
   @ApiOperation({ summary: 'List webhooks', description: 'Newest first. Secrets are masked (`secretHint`).' })
-  @ApiOkResponse({ type: WebhookListView })
+  @ApiOkResponse({ schema: ref('WebhookListView') })
   async list(@CurrentPrincipal() principal: Principal, @QuerySchema(webhookSchemas, 'ListWebhooksQuery') query: PageQuery): Promise<WebhookListView> {
     const page = await this.webhooks.list(principal, query.cursor, pageSize(query));
     return { webhooks: page.items.map(toWebhookView), pagination: page.pagination };
@@ -66,7 +66,7 @@ export class WebhooksController {
 
   @Get(':webhookId')
   @ApiOperation({ summary: 'Read a webhook', description: 'Its secret is masked (`secretHint`): it is shown only on create and rotate.' })
-  @ApiOkResponse({ type: WebhookView })
+  @ApiOkResponse({ schema: ref('WebhookView') })
   @ApiNotFoundResponse(NOT_FOUND)
   async get(@CurrentPrincipal() principal: Principal, @Param('webhookId') id: string): Promise<WebhookView> {
     return toWebhookView(await this.webhooks.get(principal, id));
@@ -78,8 +78,8 @@ export class WebhooksController {
     description:
       'Changes the fields given. `enabled: true` re-enables a webhook the server disabled; deliveries still pending resume, events of the disabled time are not sent.',
   })
-  @ApiOkResponse({ type: WebhookView })
-  @ApiBadRequestResponse({ description: '`validation_failed` or `webhook_url_refused`.', type: V0ErrorSchema })
+  @ApiOkResponse({ schema: ref('WebhookView') })
+  @ApiBadRequestResponse({ description: '`validation_failed` or `webhook_url_refused`.', schema: V0_ERROR })
   @ApiNotFoundResponse(NOT_FOUND)
   @ApiBody({ schema: ref('UpdateWebhookBody') })
   async update(
@@ -93,7 +93,7 @@ export class WebhooksController {
   @Delete(':webhookId')
   @HttpCode(200)
   @ApiOperation({ summary: 'Delete a webhook', description: 'Nothing more is sent to it, pending retries included; its delivery log goes with it.' })
-  @ApiOkResponse({ type: WebhookView })
+  @ApiOkResponse({ schema: ref('WebhookView') })
   @ApiNotFoundResponse(NOT_FOUND)
   async delete(@CurrentPrincipal() principal: Principal, @Param('webhookId') id: string): Promise<WebhookView> {
     return toWebhookView(await this.webhooks.delete(principal, id));
@@ -102,7 +102,7 @@ export class WebhooksController {
   @Post(':webhookId/rotate-secret')
   @HttpCode(200)
   @ApiOperation({ summary: "Rotate a webhook's secret", description: 'A new secret, in this answer only; attempts from now on are signed with it alone.' })
-  @ApiOkResponse({ type: WebhookWithSecretView })
+  @ApiOkResponse({ schema: ref('WebhookWithSecretView') })
   @ApiNotFoundResponse(NOT_FOUND)
   async rotate(@CurrentPrincipal() principal: Principal, @Param('webhookId') id: string): Promise<WebhookWithSecretView> {
     const { webhook, secret } = await this.webhooks.rotateSecret(principal, id);
@@ -115,7 +115,7 @@ export class WebhooksController {
     description:
       "Newest first: each event sent or to be sent, with every attempt (status code, duration, error) and the next attempt's time. Kept for `EVENT_RETENTION_DAYS`.",
   })
-  @ApiOkResponse({ type: DeliveryListView })
+  @ApiOkResponse({ schema: ref('DeliveryListView') })
   @ApiNotFoundResponse(NOT_FOUND)
   async deliveries(
     @CurrentPrincipal() principal: Principal,
@@ -133,9 +133,9 @@ export class WebhooksController {
     description:
       'Queues it now, delivered or failed alike, with a fresh schedule of retries; the same `webhook-id`, so a receiver that de-duplicates ignores it.',
   })
-  @ApiOkResponse({ type: DeliveryView })
-  @ApiNotFoundResponse({ description: '`webhook_not_found` or `webhook_delivery_not_found`.', type: V0ErrorSchema })
-  @ApiConflictResponse({ description: '`webhook_disabled`: enable the webhook first.', type: V0ErrorSchema })
+  @ApiOkResponse({ schema: ref('DeliveryView') })
+  @ApiNotFoundResponse({ description: '`webhook_not_found` or `webhook_delivery_not_found`.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: '`webhook_disabled`: enable the webhook first.', schema: V0_ERROR })
   async redeliver(@CurrentPrincipal() principal: Principal, @Param('webhookId') id: string, @Param('deliveryId') deliveryId: string): Promise<DeliveryView> {
     return toDeliveryView(await this.webhooks.redeliver(principal, id, deliveryId));
   }

@@ -236,6 +236,16 @@ export function displayName(what: string, maxLength: number, example?: string): 
   };
 }
 
+/** An answer's shape: every property is always there, except the `optional` ones. */
+export function answerObject(properties: Record<string, SchemaObject>, optional: string[] = [], description?: string): SchemaObject {
+  return {
+    type: 'object',
+    required: Object.keys(properties).filter((name) => !optional.includes(name)),
+    properties,
+    ...(description ? { description } : {}),
+  };
+}
+
 /** An object schema that accepts no property it does not name. */
 export function closedObject(required: string[], properties: Record<string, SchemaObject>, description?: string): SchemaObject {
   return { type: 'object', additionalProperties: false, required, properties, ...(description ? { description } : {}) };

@@ -1,40 +1,55 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ref, SchemaRegistry } from './json-schema';
 
-/** The spec's v0 error body, for OpenAPI. */
-export class V0ErrorSchema {
-  @ApiProperty({
-    description: 'Human-readable message; names the offending field on validation errors.',
-    example: 'limit: must be a whole number from 1 to 100',
-  })
-  detail: string;
+/**
+ * The shapes every module answers with: the two error bodies and a page's `pagination`. Published only
+ * (nothing validates a request against them); modules point at them with `V0_ERROR`, `REQUEST_ID_ERROR`
+ * and `ref('Pagination')`.
+ */
+export const httpSchemas = new SchemaRegistry('http').add({
+  V0ErrorSchema: {
+    type: 'object',
+    description: "The spec's v0 error body.",
+    required: ['detail', 'status', 'title'],
+    properties: {
+      detail: {
+        type: 'string',
+        description: 'Human-readable message; names the offending field on validation errors.',
+        example: 'limit: must be a whole number from 1 to 100',
+      },
+      status: { type: 'number', description: 'HTTP status code.', example: 400 },
+      title: { type: 'string', description: 'HTTP status title.', example: 'Bad Request' },
+      metadata: {
+        type: 'object',
+        description:
+          '`code`: a stable snake_case error code (e.g. `validation_failed`, `invalid_cursor`, `revoked_api_key`, `insufficient_role`). ' +
+          'Validation errors add `errors: [{field, message}]` listing every problem.',
+        example: { code: 'validation_failed', errors: [{ field: 'limit', message: 'must be a whole number from 1 to 100' }] },
+      },
+    },
+  },
+  RequestIdErrorSchema: {
+    type: 'object',
+    description: 'The analytics error body (readiness answers the same, satisfying both documents).',
+    required: ['title', 'detail', 'status', 'requestId'],
+    properties: {
+      title: { type: 'string', example: 'Bad Request' },
+      detail: { type: 'string', example: 'startDate: must be a date in YYYY-MM-DD format' },
+      status: { type: 'number', example: 400 },
+      requestId: { type: 'string', example: 'req_4f0c2d1e9b7a4c55a1d3e2f1a0b9c8d7' },
+    },
+  },
+  Pagination: {
+    type: 'object',
+    required: ['hasMore', 'nextCursor'],
+    properties: {
+      hasMore: { type: 'boolean', description: 'Whether more items follow this page.' },
+      nextCursor: { type: 'string', nullable: true, description: 'Cursor for the next page; null on the last page.' },
+    },
+  },
+});
 
-  @ApiProperty({ description: 'HTTP status code.', example: 400 })
-  status: number;
+/** The v0 error body, for `@Api...Response({ description, schema: V0_ERROR })`. */
+export const V0_ERROR = ref('V0ErrorSchema');
 
-  @ApiProperty({ description: 'HTTP status title.', example: 'Bad Request' })
-  title: string;
-
-  @ApiPropertyOptional({
-    type: Object,
-    description:
-      '`code`: a stable snake_case error code (e.g. `validation_failed`, `invalid_cursor`, `revoked_api_key`, `insufficient_role`). ' +
-      'Validation errors add `errors: [{field, message}]` listing every problem.',
-    example: { code: 'validation_failed', errors: [{ field: 'limit', message: 'must be a whole number from 1 to 100' }] },
-  })
-  metadata?: Record<string, unknown>;
-}
-
-/** The analytics error body (readiness answers the same, satisfying both documents). */
-export class RequestIdErrorSchema {
-  @ApiProperty({ example: 'Bad Request' })
-  title: string;
-
-  @ApiProperty({ example: 'startDate: must be a date in YYYY-MM-DD format' })
-  detail: string;
-
-  @ApiProperty({ example: 400 })
-  status: number;
-
-  @ApiProperty({ example: 'req_4f0c2d1e9b7a4c55a1d3e2f1a0b9c8d7' })
-  requestId: string;
-}
+/** The analytics and readiness error body. */
+export const REQUEST_ID_ERROR = ref('RequestIdErrorSchema');

@@ -1,5 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
-import { closedObject, SchemaObject } from './json-schema';
+import { closedObject, ref, SchemaObject } from './json-schema';
 
 export const DEFAULT_PAGE_LIMIT = 20;
 export const MAX_PAGE_LIMIT = 100;
@@ -34,17 +33,24 @@ export function pageSize(query: { limit?: string }): number {
   return query.limit === undefined ? DEFAULT_PAGE_LIMIT : Number(query.limit);
 }
 
-export class PaginationDto {
-  @ApiProperty({ description: 'Whether more items follow this page.' })
+/** A page's `pagination` (the `Pagination` schema). */
+export interface Pagination {
   hasMore: boolean;
-
-  @ApiProperty({ type: String, nullable: true, description: 'Cursor for the next page; null on the last page.' })
   nextCursor: string | null;
+}
+
+/** The OpenAPI schema of a page of `schema` items under `items`. */
+export function pageOf(items: string, schema: string): SchemaObject {
+  return {
+    type: 'object',
+    required: [items, 'pagination'],
+    properties: { [items]: { type: 'array', items: ref(schema) }, pagination: ref('Pagination') },
+  };
 }
 
 export interface Page<T> {
   items: T[];
-  pagination: PaginationDto;
+  pagination: Pagination;
 }
 
 /**

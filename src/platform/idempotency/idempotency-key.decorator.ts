@@ -3,7 +3,7 @@ import { applyDecorators, createParamDecorator, ExecutionContext } from '@nestjs
 import { ApiHeader, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { stringify } from 'safe-stable-stringify';
-import { V0ErrorSchema } from '../http/openapi';
+import { V0_ERROR } from '../http/openapi';
 import { validationError } from '../http/validation';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -33,7 +33,7 @@ export const IdempotencyKey = createParamDecorator((_: unknown, context: Executi
 /** OpenAPI for the header, and for the 422 it can answer, on every POST that honours it. */
 export const ApiIdempotencyKey = () =>
   applyDecorators(
-    ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request (`idempotency_key_reused`).', type: V0ErrorSchema }),
+    ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request (`idempotency_key_reused`).', schema: V0_ERROR }),
     ApiHeader({
       name: 'Idempotency-Key',
       required: false,

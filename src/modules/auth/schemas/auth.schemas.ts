@@ -2,9 +2,10 @@ import { closedObject, displayName, SchemaObject, SchemaRegistry } from '../../.
 import { PageQuery, pageQuery } from '../../../platform/http/pagination';
 import { Role, ROLES } from '../domain/role';
 import { UserKind, USER_KINDS } from '../domain/user-kind';
+import { AUTH_VIEWS } from './auth-views';
 
 /**
- * The Auth module's request bodies and query strings: first-run setup, members and API keys.
+ * The Auth module's request bodies, query strings and answers: first-run setup, members and API keys.
  * Ajv validates requests against them and the OpenAPI document publishes the very same schemas.
  */
 const email = (example: string, description?: string): SchemaObject => ({
@@ -18,6 +19,7 @@ const role = (description: string): SchemaObject => ({ type: 'string', enum: [..
 const kind: SchemaObject = { type: 'string', enum: [...USER_KINDS] };
 
 export const authSchemas = new SchemaRegistry('auth').add({
+  ...AUTH_VIEWS,
   SetupBody: closedObject(['setupToken', 'organization', 'owner'], {
     setupToken: {
       type: 'string',

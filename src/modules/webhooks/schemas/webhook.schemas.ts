@@ -1,8 +1,7 @@
 import { closedObject, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
 import { PageQuery, pageQuery } from '../../../platform/http/pagination';
 import { EVENT_TYPES } from '../../events';
-
-export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+import { DELIVERY_STATUSES, WEBHOOK_VIEWS } from './webhook-views';
 
 const URL_RULES =
   'An `https` URL (`http` only for a host the operator lists in `WEBHOOK_ALLOWED_HOSTS`), without credentials or fragment. ' +
@@ -18,8 +17,9 @@ const eventTypes = (description: string): SchemaObject => ({
 });
 const description: SchemaObject = { type: 'string', nullable: true, maxLength: 500 };
 
-/** The webhooks' request bodies and query strings, validated by Ajv and published as they are. */
+/** The webhooks' request bodies, query strings (validated by Ajv) and answers, published as they are. */
 export const webhookSchemas = new SchemaRegistry('webhooks').add({
+  ...WEBHOOK_VIEWS,
   CreateWebhookBody: closedObject(['url'], {
     url: url({ example: 'https://hooks.example.com/agent-platform' }),
     eventTypes: eventTypes('The event types to send. Omitted or empty: every type, including types added later.'),
