@@ -144,14 +144,15 @@ describe('Long polls', () => {
     it('two pieces of work arriving together go to two of the waiting polls at once', async () => {
       const owner = await createUser(t, Role.Owner);
       const [one, two] = [await api.session(owner), await api.session(owner)];
-      const polls = [0, 1, 2].map(() => openClaim(t, owner.auth, { waitMs: 1_000 }));
+      // The poll left without work answers at its 3 s deadline: the woken two answer well before.
+      const polls = [0, 1, 2].map(() => openClaim(t, owner.auth, { waitMs: 3_000 }));
       await sleep(200);
       const started = Date.now();
       await Promise.all([api.say(owner, one, 'one'), api.say(owner, two, 'two')]);
       const answers = await Promise.all(polls.map((p) => answered(p)));
       const got = answers.filter((a) => a.body.work).map((a) => a.body.work!.sessionId);
       expect(got.sort()).toEqual([one, two].sort());
-      for (const a of answers.filter((a) => a.body.work)) expect(a.at - started).toBeLessThan(300);
+      for (const a of answers.filter((a) => a.body.work)) expect(a.at - started).toBeLessThan(PROMPT_MS);
     });
   });
 
@@ -198,7 +199,7 @@ describe('Long polls', () => {
       const third = await answered(openClaim(t, computer.auth, { waitMs: 10_000 }));
       expectTooMany(third, 'LONG_POLLS_PER_COMPUTER', 2);
       expect(third.body.metadata).toMatchObject({ computerId: computer.id });
-      expect(third.at - started).toBeLessThan(500);
+      expect(third.at - started).toBeLessThan(PROMPT_MS);
       // Not waiting, not capped.
       const immediate = await t.http().post('/api/v0/agent/claims').set(computer.auth).send({});
       expect({ status: immediate.status, body: immediate.body }).toEqual({ status: 200, body: { work: null } });
@@ -308,7 +309,7 @@ describe('Long polls in numbers', () => {
     checkouts.stop();
     expect(winner.body.work).toMatchObject({ sessionId });
     // Woken by the arrival, not by a recheck (30 s) or the end of the wait (10 s); speed itself is the bench's to measure.
-    expect(winner.at - addedAt).toBeLessThan(1_000);
+    expect(winner.at - addedAt).toBeLessThan(PROMPT_MS);
     expect(await settledAmong(polls)).toBe(1);
     // The add-message itself, plus the winner's look and the one poll it passed the turn on to, about 3: not one look per
     // waiting poll (20). The margin takes the odd extra look seen under CI's load (7 once on PGlite: a periodic job's
@@ -331,7 +332,7 @@ describe('Long polls in numbers', () => {
     checkouts.stop();
     expect(res.body.work).toMatchObject({ sessionId });
     expect(res.at).toBeGreaterThanOrEqual(expiresAt);
-    expect(res.at - expiresAt).toBeLessThan(300);
+    expect(res.at - expiresAt).toBeLessThan(PROMPT_MS);
     // About one look at the expiry, not a poll spinning on it every 50 ms (which would be 16 looks or more).
     expect(checkouts.count()).toBeLessThanOrEqual(6);
   });
