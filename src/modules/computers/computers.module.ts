@@ -4,6 +4,7 @@ import { EnterpriseControlsModule } from '../enterprise-controls';
 import { ComputerDirectory, SessionsModule } from '../sessions';
 import { ComputerTokens, ComputerVisibility } from './computers.contracts';
 import { SecretBox } from '../../platform/secrets/secret-box';
+import { LocalAgentLauncher } from './agents/local-agent-launcher';
 import { LocalAgentSupervisor } from './agents/local-agent-supervisor';
 import { AgentConnectController, ComputersController } from './computers.controller';
 import { ComputersRepository } from './computers.repository';
@@ -46,6 +47,7 @@ import { computerSchemas } from './schemas/computer.schemas';
     LocalProvider,
     ComputerSandbox,
     { provide: ComputeProvider, useExisting: LocalProvider },
+    LocalAgentLauncher,
     LocalAgentSupervisor,
     SecretBox,
     { provide: ComputerDirectory, useClass: ComputerVisibility },

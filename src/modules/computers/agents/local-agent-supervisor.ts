@@ -1,10 +1,8 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { ChildProcess, spawn } from 'node:child_process';
+import { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
-import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../../../config/app-config';
 import { AdvisoryLock } from '../../../platform/database/advisory-locks';
@@ -13,13 +11,9 @@ import { OnDomainEvent, StoredEvent } from '../../../platform/events';
 import { JobHandle, JobRunner } from '../../../platform/jobs';
 import { ComputerStatus } from '../domain/computer-status';
 import { logSecurityEvent } from '../../../platform/logging/security-log';
-import { SecretBox } from '../../../platform/secrets/secret-box';
 import { ComputersRepository } from '../computers.repository';
-import { agentTokenContext, LOCAL_PROVIDER } from '../domain/computer';
-import { COMPUTER_HOME, computerEnvironment } from '../providers/computer-environment';
-import { LocalProvider } from '../providers/local.provider';
-import { ComputerSandbox } from '../sandbox/computer-sandbox';
-import { OutputLines, redactTokens } from './agent-output';
+import { LOCAL_PROVIDER } from '../domain/computer';
+import { AGENT_MAIN, AGENT_MODEL_SETTINGS, LocalAgentLauncher, ORPHAN_GUARD } from './local-agent-launcher';
 
 const JOB_NAME = 'computers.local-agents';
 
@@ -30,18 +24,6 @@ const FIRST_RESTART_MS = 1_000;
 const MAX_RESTART_MS = 60_000;
 /** An agent asked to stop (SIGTERM) that still runs after this long is killed. */
 const STOP_GRACE_MS = 5_000;
-
-/** The reference agent and the guard preloaded into it, as compiled beside this file (`dist/`). */
-const AGENT_MAIN = join(__dirname, '../../../agent/main.js');
-const ORPHAN_GUARD = join(__dirname, 'orphan-guard.js');
-
-/**
- * The operator's agent settings the agent takes from the server's environment. The model's (`AGENT_MODEL*`, its key
- * among them) only when the agent is not sandboxed: inside, the member's commands could read the agent's own
- * environment, and a sandboxed agent uses its organization's custom models through the platform's relay instead.
- */
-const AGENT_SETTINGS = /^AGENT_CONTEXT_CHARS$/;
-const AGENT_MODEL_SETTINGS = /^AGENT_MODEL(_[A-Z_]+)?$/;
 
 interface SupervisedAgent {
   computerId: string;
@@ -74,10 +56,6 @@ interface SupervisedAgent {
 export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(LocalAgentSupervisor.name);
   private readonly agents = new Map<string, SupervisedAgent>();
-  /** Computers whose token cannot be decrypted, by the envelope that failed: said once, not at every look. */
-  private readonly unreadable = new Map<string, string>();
-  /** Computers whose sandbox cannot start, by the reason: said once, not at every look. */
-  private readonly unsandboxable = new Map<string, string>();
   /** Computers left without an agent by their organization's LOCAL_AGENTS_PER_ORGANIZATION: said once, not at every look. */
   private readonly overQuota = new Set<string>();
   private locks: SessionLocks | null = null;
@@ -90,13 +68,11 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
 
   constructor(
     private readonly repository: ComputersRepository,
-    private readonly provider: LocalProvider,
-    private readonly box: SecretBox,
+    private readonly launcher: LocalAgentLauncher,
     private readonly dataSource: DataSource,
     private readonly adapterHost: HttpAdapterHost,
     private readonly jobs: JobRunner,
     private readonly config: AppConfig,
-    private readonly sandbox: ComputerSandbox,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -173,10 +149,10 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
       // A computer provisioned on another host (COMPUTERS_DIR not shared) is that host's to run.
       const wanted = new Map(
         rows
-          .filter((row) => row.place <= limit && existsSync(this.provider.workspaceOf(row.id)))
+          .filter((row) => row.place <= limit && this.launcher.isHere(row.id))
           .map((row) => [row.id, { envelope: row.agentTokenEncrypted, organizationId: row.organizationId }]),
       );
-      for (const computerId of this.unreadable.keys()) if (!wanted.has(computerId)) this.unreadable.delete(computerId);
+      this.launcher.forgetAllBut(new Set(wanted.keys()));
       for (const agent of [...this.agents.values()]) {
         const envelope = wanted.get(agent.computerId)?.envelope;
         if (envelope === undefined) {
@@ -201,30 +177,8 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
 
   /** Starts supervising the computer's agent (its lock is held); false when its token cannot be read or its sandbox cannot start. */
   private async launch(computerId: string, organizationId: string, envelope: string): Promise<boolean> {
-    const unavailable = await this.sandbox.unavailable(computerId);
-    if (unavailable) {
-      if (this.unsandboxable.get(computerId) !== unavailable) {
-        this.logger.error(
-          `The agent of computer ${computerId} does not start: this host cannot sandbox it (${unavailable}); LOCAL_SANDBOX=off would run it unsandboxed`,
-        );
-        this.unsandboxable.set(computerId, unavailable);
-      }
-      return false;
-    }
-    this.unsandboxable.delete(computerId);
-    let token: string;
-    try {
-      token = this.box.decrypt(envelope, agentTokenContext(computerId));
-    } catch (error) {
-      if (this.unreadable.get(computerId) !== envelope) {
-        this.logger.error(
-          `The agent of computer ${computerId} cannot start: its stored token cannot be decrypted (${(error as Error).message}); rotating the token gives it a new one`,
-        );
-        this.unreadable.set(computerId, envelope);
-      }
-      return false;
-    }
-    this.unreadable.delete(computerId);
+    const token = await this.launcher.tokenFor(computerId, envelope);
+    if (token === null) return false;
     const agent: SupervisedAgent = {
       computerId,
       organizationId,
@@ -242,50 +196,14 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     return true;
   }
 
-  /** Starts the agent's process; the token goes in its environment, never on its command line (which `ps` shows). */
+  /** Starts the agent's process and watches it end. */
   private async start(agent: SupervisedAgent): Promise<void> {
-    const { computerId } = agent;
-    const workspace = this.provider.workspaceOf(computerId);
     const url = this.serverUrl();
     // Gone meanwhile: the next look retires the agent.
-    if (!url || !existsSync(workspace)) return;
-    const stateDir = this.provider.agentStateOf(computerId);
-    await mkdir(stateDir, { recursive: true, mode: 0o700 });
-    const home = join(workspace, COMPUTER_HOME);
-    await this.sandbox.prepare(computerId, [workspace, home, join(home, 'tmp'), stateDir]);
-    if (agent.retired || this.stopping) return;
-    const sandboxed = await this.sandbox.enter({
-      computerId,
-      organizationId: agent.organizationId,
-      workspace,
-      command: process.execPath,
-      args: ['--require', ORPHAN_GUARD, AGENT_MAIN, '--computer', computerId, '--workspace', workspace],
-      cwd: workspace,
-      // Hooks come from the computer's own home (~/.agent-platform/settings.json), never from a file organizations share.
-      env: computerEnvironment(home, {
-        ...agentSettings(!this.sandbox.enabled),
-        AGENT_TOKEN: agent.token,
-        AGENT_STATE_DIR: stateDir,
-        // The organization's sandbox (sandbox.enabled) then nests in the computer's.
-        ...(this.sandbox.enabled ? { AGENT_NESTED_SANDBOX: '1' } : {}),
-      }),
-      writable: [stateDir],
-      agent: true,
-    });
-    sandboxed.env.AGENT_URL = sandboxed.apiUrl ?? url;
-    const child = spawn(sandboxed.file, sandboxed.args, {
-      cwd: this.sandbox.enabled ? '/' : workspace,
-      env: sandboxed.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // A process group of its own: what is meant for the server's group (a terminal's Ctrl-C) does not reach it,
-      // the server stops it in order; and stopping it reaches whatever it started in its group.
-      detached: true,
-    });
-    const disk = child.pid !== undefined ? this.sandbox.watchDisk({ computerId, organizationId: agent.organizationId, workspace }, child.pid) : null;
-    child.once('close', () => {
-      disk?.stop();
-      void sandboxed.close();
-    });
+    if (!url) return;
+    const { computerId, organizationId, token } = agent;
+    const child = await this.launcher.spawn({ computerId, organizationId, token, url }, () => agent.retired || this.stopping);
+    if (!child) return;
     agent.child = child;
     agent.startedAt = Date.now();
     agent.exited = new Promise((resolve) => {
@@ -299,17 +217,6 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
       child.once('exit', (code, signal) => settle(code !== null ? `exit ${code}` : `killed by ${signal}`));
       child.once('error', (error) => settle(`could not run: ${error.message}`));
     });
-    const redact = (text: string) => redactTokens(text, agent.token);
-    for (const [stream, level] of [
-      [child.stdout!, 'log'],
-      [child.stderr!, 'warn'],
-    ] as const) {
-      const lines = new OutputLines(redact, (line) => this.logger[level](`[computer ${computerId}] ${line}`));
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk: string) => lines.push(chunk));
-      stream.on('end', () => lines.end());
-    }
-    this.logger.log(`The agent of computer ${computerId} started (pid ${child.pid}), for ${url} in ${workspace}`);
   }
 
   /** A child ended: unless it was stopped on purpose, it is started again after its backoff. */
@@ -379,14 +286,6 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     const host = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
     return `http://${host}:${address.port}`;
   }
-}
-
-/** The operator's agent settings from the server's environment (the model's only when `withModel`). */
-function agentSettings(withModel: boolean): Record<string, string> {
-  const passed = Object.entries(process.env).filter(
-    (entry): entry is [string, string] => entry[1] !== undefined && (AGENT_SETTINGS.test(entry[0]) || (withModel && AGENT_MODEL_SETTINGS.test(entry[0]))),
-  );
-  return Object.fromEntries(passed);
 }
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
