@@ -208,6 +208,8 @@ function build(reason) {
     console.error('agent-platform: TypeScript or openapi-typescript is not installed (npm install without --omit=dev), so src/ cannot be compiled.');
     return 1;
   }
+  // Made before the build's start: adding it to src/contract changes that folder's mtime, a source change otherwise.
+  mkdirSync(CONTRACT_GENERATED, { recursive: true });
   const startedAt = Date.now();
   if (reason) process.stderr.write(`agent-platform: ${reason}; compiling (tsc -b)... `);
   // Its errors are shown only if they stand once the contract is current (a fresh clone's missing contract is not one).
