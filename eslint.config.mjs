@@ -50,7 +50,7 @@ const boundaries = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', 'test-artifacts/', 'web/src/api/generated/', 'jest.config.js'] },
+  { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', 'test-artifacts/', 'web/src/api/generated/', 'src/contract/generated/', 'jest.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -126,6 +126,7 @@ export default tseslint.config(
         setTimeout: 'readonly',
         URL: 'readonly',
         __dirname: 'readonly',
+        __filename: 'readonly',
       },
     },
     rules: { ...tseslint.configs.disableTypeChecked.rules, '@typescript-eslint/no-require-imports': 'off' },

@@ -46,6 +46,7 @@ const ENGINE_NEUTRAL = [
   '<rootDir>/src/',
   '<rootDir>/test/browser/',
   ...[
+    'agent-contract',
     'computer-sandbox-user',
     'console-contract',
     'demo-readiness-samples',

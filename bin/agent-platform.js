@@ -9,10 +9,15 @@
  * The program runs in this process (no second Node start-up); compiler output goes to stderr, so the CLI's
  * stdout stays the command's JSON.
  *
- * Then the web console (web/), the same way: when a file under web/ changed, or the server's OpenAPI document did,
- * since its last build. The document is written without a database (Nest's preview mode, ~2.5 s, only when src/
- * changed since it was last written), the console's API types are generated from it, the console is type-checked against them
- * (a contract change fails the build here) and Vite bundles it into dist/web, which the server serves.
+ * The agent's contract (src/contract) takes the agent channel's types from the server's OpenAPI document, which is
+ * exported from the compiled server: after the compile, the document is written without a database (Nest's preview
+ * mode, ~2.5 s, only when src/ changed since it was last written) and the contract's types are generated from it
+ * (src/contract/generated, never committed) when it changed; then the compile is checked again against them (see
+ * build()).
+ *
+ * Then the web console (web/), the same way: when a file under web/ changed, or the document did, since its last
+ * build: the console's API types are generated from the document, the console is type-checked against them (a
+ * contract change fails the build here) and Vite bundles it into dist/web, which the server serves.
  */
 const { existsSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, utimesSync, mkdirSync } = require('node:fs');
 const { join, resolve } = require('node:path');
@@ -25,9 +30,17 @@ const SRC = join(ROOT, 'src');
 const STAMP = join(DIST, '.build-stamp');
 const TSCONFIGS = ['tsconfig.json', 'tsconfig.build.json'];
 const WEB = join(ROOT, 'web');
-/** Generated at build time, never committed: the OpenAPI document and the TypeScript types made from it. */
+/** Generated at build time, never committed: the OpenAPI document and the console's TypeScript types made from it. */
 const WEB_GENERATED = join(WEB, 'src', 'api', 'generated');
 const OPENAPI = join(WEB_GENERATED, 'openapi.json');
+/** Generated at build time from the same document, never committed: the agent contract's types. */
+const CONTRACT_GENERATED = join(SRC, 'contract', 'generated');
+const CONTRACT_TYPES = join(CONTRACT_GENERATED, 'openapi.d.ts');
+/**
+ * openapi-typescript reads `{type: "object"}` without properties as an empty object (`Record<string, never>`);
+ * JSON Schema, and the server, read it as any object (a tool call's `input`).
+ */
+const CONTRACT_TYPE_OPTIONS = ['--empty-objects-unknown'];
 /** Outside dist/web, which Vite empties: mtime = the start of the console's last successful build. */
 const WEB_STAMP = join(DIST, '.web-build-stamp');
 /** mtime = when the OpenAPI document was last exported from the built server (rewritten only when it changed). */
@@ -71,9 +84,9 @@ function newestMtime(root, skip = []) {
   return newest;
 }
 
-/** Newest mtime (ms) among src/**, its folders and the tsconfigs. */
+/** Newest mtime (ms) among src/**, its folders and the tsconfigs; the contract's generated types are the build's own output. */
 function newestSourceMtime() {
-  let newest = newestMtime(SRC);
+  let newest = newestMtime(SRC, [CONTRACT_GENERATED]);
   for (const file of TSCONFIGS) if (existsSync(join(ROOT, file))) newest = Math.max(newest, statSync(join(ROOT, file)).mtimeMs);
   return newest;
 }
@@ -121,6 +134,20 @@ function run(label, args) {
   return result.status || 1;
 }
 
+/** The OpenAPI document from the built server, when src/ changed since it was last written; rewritten only when it changed. */
+function exportOpenApi() {
+  const startedAt = Date.now();
+  if (existsSync(OPENAPI) && mtimeOf(OPENAPI_STAMP) >= newestSourceMtime()) return 0;
+  const fresh = `${OPENAPI}.tmp`;
+  const code = run('exporting the OpenAPI document', [join(DIST, 'tools', 'export-openapi.js'), fresh]);
+  if (code !== 0) return code;
+  const same = existsSync(OPENAPI) && readFileSync(OPENAPI).equals(readFileSync(fresh));
+  if (same) unlinkSync(fresh);
+  else renameSync(fresh, OPENAPI);
+  writeStamp(OPENAPI_STAMP, startedAt);
+  return 0;
+}
+
 /**
  * The web console: (1) after a server build, the OpenAPI document, rewritten only when it changed; (2) when
  * web/ or the document changed since the console's last build: its API types, a type check, the Vite build.
@@ -137,15 +164,8 @@ function buildWeb(announce) {
     return 0;
   }
   const startedAt = Date.now();
-  if (!existsSync(OPENAPI) || mtimeOf(OPENAPI_STAMP) < newestSourceMtime()) {
-    const fresh = `${OPENAPI}.tmp`;
-    const code = run('exporting the OpenAPI document', [join(DIST, 'tools', 'export-openapi.js'), fresh]);
-    if (code !== 0) return code;
-    const same = existsSync(OPENAPI) && readFileSync(OPENAPI).equals(readFileSync(fresh));
-    if (same) unlinkSync(fresh);
-    else renameSync(fresh, OPENAPI);
-    writeStamp(OPENAPI_STAMP, startedAt);
-  }
+  const exported = exportOpenApi();
+  if (exported !== 0) return exported;
   // The console's stamp dates from after the export: the document just written is not newer than its build.
   const webStartedAt = Date.now();
   const webStamp = mtimeOf(WEB_STAMP);
@@ -171,20 +191,46 @@ function buildWeb(announce) {
   return 0;
 }
 
-/** `tsc -b` (incremental: unchanged files are not compiled again), then the stamp. Returns an exit code. */
+/**
+ * `tsc -b` (incremental: unchanged files are not compiled again), the OpenAPI document, the contract's types when the
+ * document changed, then the stamp. Returns an exit code.
+ *
+ * The contract's types come from the compiled server, which the compile itself needs: `tsc -b` writes its JavaScript
+ * even when it reports type errors, and types leave nothing in it, so a contract missing (a fresh clone) or stale
+ * does not stop the server being compiled and its document exported. When the types were (re)generated, `tsc -b`
+ * checks again (only the files the change reaches) and its verdict stands; otherwise the first compile's does. With
+ * nothing changed: one up-to-date `tsc -b` and a few stats, as before.
+ */
 function build(reason) {
   const tsc = typescriptCompiler();
-  if (!tsc) {
-    console.error('agent-platform: TypeScript is not installed (npm install without --omit=dev), so src/ cannot be compiled.');
+  const generate = installedFile('openapi-typescript', 'bin/cli.js');
+  if (!tsc || !generate) {
+    console.error('agent-platform: TypeScript or openapi-typescript is not installed (npm install without --omit=dev), so src/ cannot be compiled.');
     return 1;
   }
+  // Made before the build's start: adding it to src/contract changes that folder's mtime, a source change otherwise.
+  mkdirSync(CONTRACT_GENERATED, { recursive: true });
   const startedAt = Date.now();
   if (reason) process.stderr.write(`agent-platform: ${reason}; compiling (tsc -b)... `);
-  const result = spawnSync(process.execPath, [tsc, '-b', 'tsconfig.build.json'], { cwd: ROOT, stdio: ['ignore', 2, 2] });
-  if (result.status !== 0) {
-    console.error(`\nagent-platform: the build failed (${result.error?.message ?? `tsc exited with ${result.status}`}); fix the errors above.`);
-    return result.status || 1;
+  // Its errors are shown only if they stand once the contract is current (a fresh clone's missing contract is not one).
+  const compiled = spawnSync(process.execPath, [tsc, '-b', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const compileErrors = () => process.stderr.write(`\n${compiled.stdout ?? ''}${compiled.stderr ?? ''}`);
+  let code = exportOpenApi();
+  if (code !== 0) {
+    if (compiled.status !== 0) compileErrors();
+    return code;
   }
+  // Made again when the document, this launcher (its options) or the installed generator changed.
+  const stale = mtimeOf(CONTRACT_TYPES) < Math.max(mtimeOf(OPENAPI), mtimeOf(__filename), mtimeOf(join(ROOT, 'package-lock.json')));
+  if (stale) {
+    code = run("generating the agent contract's types", [generate, OPENAPI, ...CONTRACT_TYPE_OPTIONS, '--output', CONTRACT_TYPES]);
+    if (code === 0) code = run('the build (tsc -b)', [tsc, '-b', 'tsconfig.build.json']);
+  } else if (compiled.status !== 0) {
+    compileErrors();
+    console.error(`\nagent-platform: the build failed (${compiled.error?.message ?? `tsc exited with ${compiled.status}`}); fix the errors above.`);
+    code = compiled.status || 1;
+  }
+  if (code !== 0) return code;
   writeStamp(STAMP, startedAt);
   if (reason) process.stderr.write(`done in ${((Date.now() - startedAt) / 1000).toFixed(1)} s\n`);
   return 0;

@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HookEvent, HooksConfig, HooksConfigError, loadHooks } from './hooks/hooks-config';
 import { HookRun, runHooks, selectCommands } from './hooks/hook-runner';
-import { ChatMessage, ModelClient, ModelError, ToolCall, ToolSpec } from './model-client';
-import { AgentPolicy, ChannelMessage, ChannelRefusal, PlatformClient, Work } from './platform-client';
+import type { AgentMessage, AgentPolicy, ContentBlock, Message, SessionSettings, Work } from '../contract/agent-channel';
+import { ChatMessage, ModelAnswer, ModelClient, ModelError, ToolCall, ToolSpec } from './model-client';
+import { ChannelRefusal, PlatformClient } from './platform-client';
 import { AllowedIps } from './sandbox/network-policy';
 import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
 import { ApprovalRules, approvalNeeded, callSummary } from './tools/approval';
@@ -145,7 +146,7 @@ export class Agent {
         if (prompts > 0) await this.say(work, refusal ?? NO_MODEL);
         await hooks.fire('Notification', { message: refusal ?? NO_MODEL });
       } else {
-        const approvalRules = [policy.toolApproval as ApprovalRules | undefined, settings.toolApproval as ApprovalRules | undefined];
+        const approvalRules = [policy.toolApproval, settings.toolApproval];
         const ending = await this.work(
           { work, signal: abort.signal, hooks, model, policy, spec, autonomyLevel: settings.autonomyLevel, approvalRules },
           history,
@@ -344,7 +345,7 @@ export class Agent {
    */
   private async earlierConversation(work: Work): Promise<ChatMessage[]> {
     const own = new Set(work.messages.map((m) => m.id));
-    const earlier: ChannelMessage[] = [];
+    const earlier: Message[] = [];
     let cursor: string | undefined;
     do {
       let page;
@@ -376,7 +377,7 @@ export class Agent {
   }
 
   /** Records a hook run on the session (through the `hook*` message fields). */
-  async record(work: Work, message: ChannelMessage): Promise<void> {
+  async record(work: Work, message: AgentMessage): Promise<void> {
     await this.options.client.append(work.sessionId, work.turnId, [message]);
   }
 
@@ -394,10 +395,10 @@ export class Agent {
    * custom model (`AGENT_MODEL` when it names one, else the first by `index` the policy does not block).
    * A session naming a model this agent has no way to reach gets the agent's model.
    */
-  private modelFor(policy: AgentPolicy, sessionModel: unknown): ModelClient | null {
+  private modelFor(policy: AgentPolicy, sessionModel: string | undefined): ModelClient | null {
     const relay = this.options.relay;
-    const models = [...((policy.customModels ?? []) as Array<{ id: string; index?: number }>)].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
-    const named = typeof sessionModel === 'string' ? models.find((m) => m.id === sessionModel) : undefined;
+    const models = [...policy.customModels].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+    const named = sessionModel === undefined ? undefined : models.find((m) => m.id === sessionModel);
     const chosen =
       named ?? (this.options.model ? undefined : (models.find((m) => m.id === relay?.preferred) ?? models.find((m) => refusalOf(m.id, policy) === null)));
     if (!relay || !chosen) return this.options.model;
@@ -426,10 +427,14 @@ export class Agent {
 function parseArguments(call: ToolCall): Record<string, unknown> | null {
   try {
     const input = JSON.parse(call.function.arguments || '{}') as unknown;
-    return typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Record<string, unknown>) : null;
+    return isJsonObject(input) ? input : null;
   } catch {
     return null;
   }
+}
+
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Why the model may not be used under the policy (a sentence naming the rule), or null. */
@@ -547,7 +552,7 @@ interface TurnContext {
   /** The session's `interactionMode` is `spec`: plan, change nothing. */
   spec: boolean;
   /** The session's `autonomyLevel`: what the agent may do without a person confirming it. */
-  autonomyLevel: unknown;
+  autonomyLevel: SessionSettings['autonomyLevel'];
   /** The organization's and the session's `toolApproval`: the calls a person must approve first. */
   approvalRules: Array<ApprovalRules | undefined>;
 }
@@ -586,30 +591,27 @@ const TASK_TOOL = {
  * Stored messages as the model's conversation. System messages (notes and hook records) are for people,
  * and what subagents did (hidden from user views) came back to the agent as their Task results.
  */
-export function toChatHistory(stored: ChannelMessage[]): ChatMessage[] {
+export function toChatHistory(stored: Message[]): ChatMessage[] {
   const messages = stored.filter((m) => m.hiddenFromUserViews !== true);
 
-  const answered = new Set(
-    messages.flatMap((m) => (m.role === 'tool' ? m.content.filter((b) => b.type === 'tool_result').map((b) => String(b.toolUseId)) : [])),
-  );
+  const answered = new Set(messages.flatMap((m) => (m.role === 'tool' ? m.content.flatMap((b) => (b.type === 'tool_result' ? [b.toolUseId] : [])) : [])));
   const called = new Set<string>();
   const history: ChatMessage[] = [];
   for (const message of messages) {
     if (message.role === 'user') history.push({ role: 'user', content: userText(message) });
     else if (message.role === 'assistant') {
-      const text = message.content
-        .filter((b) => b.type === 'text')
-        .map((b) => String(b.text))
-        .join('\n');
-      const calls: ToolCall[] = message.content
-        .filter((b) => b.type === 'tool_use' && answered.has(String(b.id)))
-        .map((b) => ({ id: String(b.id), type: 'function' as const, function: { name: String(b.name), arguments: JSON.stringify(b.input ?? {}) } }));
+      const text = message.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
+      const calls: ToolCall[] = message.content.flatMap((b) =>
+        b.type === 'tool_use' && answered.has(b.id)
+          ? [{ id: b.id, type: 'function' as const, function: { name: b.name, arguments: JSON.stringify(b.input) } }]
+          : [],
+      );
       calls.forEach((c) => called.add(c.id));
       if (text || calls.length) history.push({ role: 'assistant', content: text || null, ...(calls.length ? { tool_calls: calls } : {}) });
     } else if (message.role === 'tool') {
       for (const block of message.content) {
-        if (block.type === 'tool_result' && called.has(String(block.toolUseId)))
-          history.push({ role: 'tool', tool_call_id: String(block.toolUseId), content: resultText(block.content) });
+        if (block.type === 'tool_result' && called.has(block.toolUseId))
+          history.push({ role: 'tool', tool_call_id: block.toolUseId, content: resultText(block.content) });
       }
     }
   }
@@ -617,22 +619,21 @@ export function toChatHistory(stored: ChannelMessage[]): ChatMessage[] {
 }
 
 /** A tool result's content, as the text the model gets. */
-function resultText(content: unknown): string {
+function resultText(content: Extract<ContentBlock, { type: 'tool_result' }>['content']): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((b: { text?: unknown }) => (typeof b?.text === 'string' ? b.text : '')).join('\n');
-  return '';
+  return (content ?? []).map((b) => (b.type === 'text' ? b.text : '')).join('\n');
 }
 
 /** What the model reads of a user message: its text, and a line for each attachment it cannot see. */
-function userText(message: ChannelMessage): string {
+function userText(message: Message): string {
   return message.content
     .map((block) => {
-      if (block.type === 'text') return String(block.text);
+      if (block.type === 'text') return block.text;
       if (block.type === 'image') return '[an image is attached; this agent cannot see images]';
       if (block.type === 'document') {
-        const source = block.source as { type?: string; data?: string; name?: string };
+        const { source } = block;
         return source.type === 'text'
-          ? `[attached file ${source.name ?? ''}]\n${source.data ?? ''}`
+          ? `[attached file ${source.name ?? ''}]\n${source.data}`
           : `[a PDF is attached${source.name ? `: ${source.name}` : ''}; this agent cannot read PDFs]`;
       }
       return '';
@@ -641,8 +642,8 @@ function userText(message: ChannelMessage): string {
     .join('\n\n');
 }
 
-function assistantMessage(model: string, text: string, calls: ToolCall[], reasoning?: { field: string; content: string }): ChannelMessage {
-  const content: ChannelMessage['content'] = [];
+function assistantMessage(model: string, text: string, calls: ToolCall[], reasoning?: ModelAnswer['reasoning']): AgentMessage {
+  const content: AgentMessage['content'] = [];
   if (reasoning) content.push({ type: 'thinking', thinking: reasoning.content, signature: '', signatureProvider: 'generic-chat-completion-api' });
   if (text) content.push({ type: 'text', text });
   for (const call of calls) {
@@ -656,7 +657,7 @@ function assistantMessage(model: string, text: string, calls: ToolCall[], reason
       type: 'tool_use',
       id: call.id,
       name: call.function.name,
-      input: typeof input === 'object' && input !== null && !Array.isArray(input) ? input : { value: input },
+      input: isJsonObject(input) ? input : { value: input },
     });
   }
   if (content.length === 0) content.push({ type: 'text', text: '(no answer)' });
@@ -683,5 +684,3 @@ function systemPrompt(workspace: string): string {
     'answer with a short summary of what you did, without tool calls.'
   );
 }
-
-export type { AgentPolicy };

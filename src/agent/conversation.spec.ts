@@ -1,29 +1,33 @@
+import type { ContentBlock, Message } from '../contract/agent-channel';
 import { toChatHistory } from './agent';
-import { ChannelMessage } from './platform-client';
 
-const text = (role: ChannelMessage['role'], value: string, extra: Record<string, unknown> = {}): ChannelMessage => ({
-  role,
-  content: [{ type: 'text', text: value }],
-  ...extra,
+let made = 0;
+/** A message as the channel hands it out, with the id and times the server gives it. */
+const stored = (role: Message['role'], content: ContentBlock[], extra: Partial<Message> = {}): Message => {
+  made++;
+  return { id: `m${made}`, role, content, createdAt: made, updatedAt: made, ...extra };
+};
+const text = (role: Message['role'], value: string, extra: Partial<Message> = {}) => stored(role, [{ type: 'text', text: value }], extra);
+const use = (id: string, name = 'Read', input: Record<string, unknown> = { file_path: 'a' }): ContentBlock => ({ type: 'tool_use', id, name, input });
+const result = (toolUseId: string, content: Extract<ContentBlock, { type: 'tool_result' }>['content'] = 'ok'): ContentBlock => ({
+  type: 'tool_result',
+  toolUseId,
+  content,
+  isError: false,
 });
-const use = (id: string, name = 'Read', input: unknown = { file_path: 'a' }) => ({ type: 'tool_use', id, name, input });
-const result = (toolUseId: string, content: unknown = 'ok') => ({ type: 'tool_result', toolUseId, content, isError: false });
 
 describe('toChatHistory: stored messages back into the model conversation', () => {
   it('keeps user messages, answers with their tool calls, and the tool results, in order', () => {
     const history = toChatHistory([
       text('user', 'Fix it'),
-      { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm' }, { type: 'text', text: 'Looking.' }, use('c1'), use('c2', 'LS', {})] },
-      {
-        role: 'tool',
-        content: [
-          result('c1', 'line 1'),
-          result('c2', [
-            { type: 'text', text: 'a.ts' },
-            { type: 'text', text: 'b.ts' },
-          ]),
-        ],
-      },
+      stored('assistant', [{ type: 'thinking', thinking: 'hm', signature: '' }, { type: 'text', text: 'Looking.' }, use('c1'), use('c2', 'LS', {})]),
+      stored('tool', [
+        result('c1', 'line 1'),
+        result('c2', [
+          { type: 'text', text: 'a.ts' },
+          { type: 'text', text: 'b.ts' },
+        ]),
+      ]),
       text('assistant', 'Fixed.'),
     ]);
     expect(history).toEqual([
@@ -46,10 +50,10 @@ describe('toChatHistory: stored messages back into the model conversation', () =
     const history = toChatHistory([
       text('user', 'Go'),
       text('system', 'PreToolUse hook completed', { hookEventName: 'PreToolUse' }),
-      { role: 'assistant', content: [use('task'), use('lost')] },
-      { role: 'assistant', content: [use('inner', 'Create')], hiddenFromUserViews: true },
-      { role: 'tool', content: [result('inner')], hiddenFromUserViews: true },
-      { role: 'tool', content: [result('task', 'the report'), result('stray')] },
+      stored('assistant', [use('task'), use('lost')]),
+      stored('assistant', [use('inner', 'Create')], { hiddenFromUserViews: true }),
+      stored('tool', [result('inner')], { hiddenFromUserViews: true }),
+      stored('tool', [result('task', 'the report'), result('stray')]),
     ]);
     expect(history).toEqual([
       { role: 'user', content: 'Go' },
@@ -60,14 +64,11 @@ describe('toChatHistory: stored messages back into the model conversation', () =
 
   it('turns attachments into the lines the model can read', () => {
     const history = toChatHistory([
-      {
-        role: 'user',
-        content: [
-          { type: 'text', text: 'See' },
-          { type: 'image', source: {} },
-          { type: 'document', source: { type: 'text', name: 'n.md', data: '# N' } },
-        ],
-      },
+      stored('user', [
+        { type: 'text', text: 'See' },
+        { type: 'image', source: { type: 'base64', mediaType: 'image/png', data: 'iVBORw0KGgo=' } },
+        { type: 'document', source: { type: 'text', mediaType: 'text/plain', name: 'n.md', data: '# N' } },
+      ]),
     ]);
     expect(history).toEqual([{ role: 'user', content: 'See\n\n[an image is attached; this agent cannot see images]\n\n[attached file n.md]\n# N' }]);
   });

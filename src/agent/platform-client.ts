@@ -1,49 +1,37 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { SandboxSettings } from './sandbox/sandbox';
-
-/** A message as the agent channel hands it out and takes it. */
-export interface ChannelMessage {
-  id?: string;
-  role: 'user' | 'assistant' | 'tool' | 'system';
-  content: Array<{ type: string; [field: string]: unknown }>;
-  [attribute: string]: unknown;
-}
-
-export interface Work {
-  turnId: string;
-  sessionId: string;
-  leaseExpiresAt: number;
-  session: { sessionId: string; title?: string | null; sessionSettings?: Record<string, unknown> };
-  messages: ChannelMessage[];
-  /** Set when the turn's user messages did not all fit in the claim: the conversation goes on from it. */
-  messagesCursor?: string | null;
-}
-
-export interface AgentPolicy {
-  revision: number;
-  commandAllowlist: string[];
-  commandDenylist: string[];
-  commandBlocklist: string[];
-  modelPolicy: { allowedModelIds: string[]; blockedModelIds: string[] };
-  sandbox?: SandboxSettings;
-  networkPolicy?: { allowedIps: string[] };
-  [field: string]: unknown;
-}
-
-/** A tool call waiting for, or having had, a person's decision. */
-export interface ToolApproval {
-  approvalId: string;
-  status: 'pending' | 'allowed' | 'denied' | 'expired' | 'cancelled';
-  expiresAt: number;
-  message?: string;
-}
+import type {
+  AgentMessage,
+  AgentPolicy,
+  AppendAnswer,
+  AppendRequest,
+  ChannelError,
+  ClaimAnswer,
+  ClaimRequest,
+  ConnectAnswer,
+  ConnectRequest,
+  ConversationPage,
+  ConversationQuery,
+  EndTurnAnswer,
+  EndTurnRequest,
+  Heartbeat,
+  HeartbeatRequest,
+  Message,
+  ToolApproval,
+  ToolApprovalAnswer,
+  ToolApprovalQuery,
+  ToolApprovalRequest,
+  UsageAnswer,
+  UsageReport,
+  Work,
+} from '../contract/agent-channel';
 
 /** An answer the server gave on purpose (4xx): retrying would not change it. */
 export class ChannelRefusal extends Error {
+  /** The body as it came: the channel's error body, unless something between the two (a proxy) answered instead. */
   constructor(
     readonly status: number,
-    readonly body: { detail?: string; metadata?: { code?: string } },
+    readonly body: Partial<ChannelError>,
   ) {
     super(`${status}: ${body.detail ?? 'refused'}`);
   }
@@ -72,17 +60,17 @@ export class PlatformClient {
     this.attempts = options.attempts ?? 10;
   }
 
-  connect(hostname: string): Promise<unknown> {
-    return this.post('/api/v0/agent/connect', { hostname });
+  connect(hostname: string): Promise<ConnectAnswer> {
+    return this.post<ConnectAnswer>('/api/v0/agent/connect', { hostname } satisfies ConnectRequest);
   }
 
   policy(): Promise<AgentPolicy> {
-    return this.request('GET', '/api/v0/agent/policy') as Promise<AgentPolicy>;
+    return this.request<AgentPolicy>('GET', '/api/v0/agent/policy');
   }
 
   /** Waits up to `waitMs` for work; `signal` ends the wait (a claim the server granted meanwhile is taken back when its lease runs out). */
   async claim(waitMs: number, signal?: AbortSignal): Promise<Work | null> {
-    const { work } = (await this.request('POST', '/api/v0/agent/claims', { waitMs }, randomUUID(), signal)) as { work: Work | null };
+    const { work } = await this.request<ClaimAnswer>('POST', '/api/v0/agent/claims', { waitMs } satisfies ClaimRequest, randomUUID(), signal);
     // The rest of a turn too large for one answer: the user messages after the cursor, page by page.
     for (let cursor = work?.messagesCursor; work && cursor;) {
       const page = await this.conversation(work.sessionId, work.turnId, cursor);
@@ -93,58 +81,52 @@ export class PlatformClient {
   }
 
   /** One page of the session's messages, oldest first, for the holder of its running turn. */
-  async conversation(sessionId: string, turnId: string, cursor?: string): Promise<{ messages: ChannelMessage[]; nextCursor: string | null }> {
-    const query = new URLSearchParams({ turnId, limit: '100', ...(cursor ? { cursor } : {}) });
-    const page = (await this.request('GET', `/api/v0/agent/sessions/${sessionId}/messages?${query}`)) as {
-      messages: ChannelMessage[];
-      pagination: { nextCursor?: string | null };
-    };
-    return { messages: page.messages, nextCursor: page.pagination.nextCursor ?? null };
+  async conversation(sessionId: string, turnId: string, cursor?: string): Promise<{ messages: Message[]; nextCursor: string | null }> {
+    const query: ConversationQuery = { turnId, limit: '100', ...(cursor ? { cursor } : {}) };
+    const page = await this.request<ConversationPage>('GET', `/api/v0/agent/sessions/${sessionId}/messages?${searchParams(query)}`);
+    return { messages: page.messages, nextCursor: page.pagination.nextCursor };
   }
 
-  append(sessionId: string, turnId: string, messages: ChannelMessage[]): Promise<unknown> {
-    return this.post(`/api/v0/agent/sessions/${sessionId}/messages`, { turnId, messages });
+  append(sessionId: string, turnId: string, messages: AgentMessage[]): Promise<AppendAnswer> {
+    return this.post<AppendAnswer>(`/api/v0/agent/sessions/${sessionId}/messages`, { turnId, messages } satisfies AppendRequest);
   }
 
-  usage(
-    sessionId: string,
-    body: { turnId: string; model: string; inputTokens: number; outputTokens: number; cacheReadTokens: number; thinkingTokens: number },
-  ): Promise<unknown> {
-    return this.post(`/api/v0/agent/sessions/${sessionId}/usage`, body);
+  usage(sessionId: string, body: UsageReport): Promise<UsageAnswer> {
+    return this.post<UsageAnswer>(`/api/v0/agent/sessions/${sessionId}/usage`, body);
   }
 
   /** Renews the turn's lease; `interrupted` says a user interrupted the turn. */
-  heartbeat(sessionId: string, turnId: string): Promise<{ leaseExpiresAt: number; interrupted?: boolean }> {
+  heartbeat(sessionId: string, turnId: string): Promise<Heartbeat> {
     // No Idempotency-Key: a heartbeat done twice does no harm, and one a second would fill the server's key store.
-    return this.request('POST', `/api/v0/agent/sessions/${sessionId}/heartbeat`, { turnId }) as Promise<{ leaseExpiresAt: number; interrupted?: boolean }>;
+    return this.request<Heartbeat>('POST', `/api/v0/agent/sessions/${sessionId}/heartbeat`, { turnId } satisfies HeartbeatRequest);
   }
 
   /** Asks a person of the session to approve a tool call. */
-  async requestApproval(
-    sessionId: string,
-    body: { turnId: string; toolName: string; toolCallId?: string; summary: string; input: Record<string, unknown> },
-  ): Promise<ToolApproval> {
-    return ((await this.post(`/api/v0/agent/sessions/${sessionId}/tool-approvals`, body)) as { toolApproval: ToolApproval }).toolApproval;
+  async requestApproval(sessionId: string, body: ToolApprovalRequest): Promise<ToolApproval> {
+    return (await this.post<ToolApprovalAnswer>(`/api/v0/agent/sessions/${sessionId}/tool-approvals`, body)).toolApproval;
   }
 
   /** The approval once decided, or still pending after `waitMs`; `signal` ends the wait. */
   async awaitApproval(sessionId: string, approvalId: string, turnId: string, waitMs: number, signal?: AbortSignal): Promise<ToolApproval> {
-    const query = new URLSearchParams({ turnId, waitMs: String(waitMs) });
-    const answer = (await this.request('GET', `/api/v0/agent/sessions/${sessionId}/tool-approvals/${approvalId}?${query}`, undefined, undefined, signal)) as {
-      toolApproval: ToolApproval;
-    };
-    return answer.toolApproval;
+    const query: ToolApprovalQuery = { turnId, waitMs: String(waitMs) };
+    const path = `/api/v0/agent/sessions/${sessionId}/tool-approvals/${approvalId}?${searchParams(query)}`;
+    return (await this.request<ToolApprovalAnswer>('GET', path, undefined, undefined, signal)).toolApproval;
   }
 
-  endTurn(sessionId: string, turnId: string, assistantActiveTimeMs: number): Promise<unknown> {
-    return this.post(`/api/v0/agent/sessions/${sessionId}/end-turn`, { turnId, assistantActiveTimeMs: Math.round(assistantActiveTimeMs) });
+  endTurn(sessionId: string, turnId: string, assistantActiveTimeMs: number): Promise<EndTurnAnswer> {
+    const body: EndTurnRequest = { turnId, assistantActiveTimeMs: Math.round(assistantActiveTimeMs) };
+    return this.post<EndTurnAnswer>(`/api/v0/agent/sessions/${sessionId}/end-turn`, body);
   }
 
-  private post(path: string, body: unknown): Promise<unknown> {
-    return this.request('POST', path, body, randomUUID());
+  private post<Answer>(path: string, body: unknown): Promise<Answer> {
+    return this.request<Answer>('POST', path, body, randomUUID());
   }
 
-  private async request(method: string, path: string, body?: unknown, idempotencyKey?: string, signal?: AbortSignal): Promise<unknown> {
+  /**
+   * The answer's JSON, as the contract types it for the operation called: the agent trusts the server it was given
+   * (its answers are not validated again here), as it trusts it with the work.
+   */
+  private async request<Answer>(method: string, path: string, body?: unknown, idempotencyKey?: string, signal?: AbortSignal): Promise<Answer> {
     let lastError: unknown;
     for (let attempt = 1; attempt <= this.attempts; attempt++) {
       signal?.throwIfAborted();
@@ -161,7 +143,7 @@ export class PlatformClient {
         });
         const text = await res.text();
         const parsed = text ? (JSON.parse(text) as unknown) : null;
-        if (res.ok) return parsed;
+        if (res.ok) return parsed as Answer;
         if (res.status < 500 && res.status !== 429) throw new ChannelRefusal(res.status, (parsed ?? {}) as ChannelRefusal['body']);
         lastError = new Error(`${method} ${path}: ${res.status}`);
       } catch (error) {
@@ -175,6 +157,11 @@ export class PlatformClient {
     }
     throw lastError instanceof Error ? lastError : new Error(String(lastError));
   }
+}
+
+/** A query string of the parameters that are set. */
+function searchParams(query: Record<string, string | undefined>): URLSearchParams {
+  return new URLSearchParams(Object.entries(query).filter((entry): entry is [string, string] => entry[1] !== undefined));
 }
 
 function describe(error: unknown): string {

@@ -25,7 +25,7 @@ describe('Module boundaries (lint)', () => {
     ['the same from a deeper folder', 'src/modules/sessions/domain/message.ts', "export { Role } from '../../auth/domain/role';", /through its index\.ts/],
     ['the agent importing a server module', 'src/agent/agent.ts', "import type { Role } from '../modules/auth';", /imports only src\/agent and src\/contract/],
     ['the agent importing the platform', 'src/agent/agent.ts', "import type { AppConfig } from '../config/app-config';", /never the server/],
-    ['the contract importing the server', 'src/contract/sandbox.ts', "import type { Role } from '../modules/auth';", /imports nothing else/],
+    ['the contract importing the server', 'src/contract/agent-channel.ts', "import type { Role } from '../modules/auth';", /imports nothing else/],
     ['the platform importing a module', 'src/platform/http/web-console.ts', "import type { Role } from '../../modules/auth';", /imports none/],
   ])('refuses %s', async (_, file, code, why) => {
     const found = await complaints(file, `${code}\nexport const unused = 1;\n`);
@@ -37,7 +37,8 @@ describe('Module boundaries (lint)', () => {
     ['a module through its index', 'src/modules/sessions/sessions.service.ts', "import { Role } from '../auth';"],
     ['a module through index by name', 'src/modules/sessions/sessions.service.ts', "import { Role } from '../auth/index';"],
     ["a module's own insides", 'src/modules/sessions/sessions.service.ts', "import { SessionStatus } from './domain/session-status';"],
-    ['the agent importing the contract', 'src/agent/agent.ts', "import type { Sandbox } from '../contract/sandbox';"],
+    ['the agent importing the contract', 'src/agent/agent.ts', "import type { Work } from '../contract/agent-channel';"],
+    ['the contract importing its generated types', 'src/contract/agent-channel.ts', "import type { paths } from './generated/openapi';"],
     ['a module importing the platform', 'src/modules/sessions/sessions.service.ts', "import { isUuid } from '../../platform/database/ids';"],
   ])('lets through %s', async (_, file, code) => {
     expect(await complaints(file, `${code}\nexport const unused = 1;\n`)).toEqual([]);

@@ -164,6 +164,32 @@ describe('OpenAPI document', () => {
     expect(Object.keys(doc.paths['/api/v0/organization/audit-log'].get.responses['200'].content!).sort()).toEqual(['application/json', 'application/x-ndjson']);
   });
 
+  it('maps the tag of every union with a discriminator to its branches, as the server reads it (`text`, not the schema name `TextBlock`)', () => {
+    const schemas = (doc.components as unknown as { schemas: Record<string, Json> }).schemas;
+    const unions: Array<{ where: string; tags: Record<string, string>; mapping: unknown }> = [];
+    const walk = (value: unknown, where: string): void => {
+      if (Array.isArray(value)) return value.forEach((item, i) => walk(item, `${where}/${i}`));
+      if (value === null || typeof value !== 'object') return;
+      const node = value as { discriminator?: { propertyName: string; mapping?: unknown }; oneOf?: Array<{ $ref: string }> };
+      if (node.discriminator && node.oneOf) {
+        const property = node.discriminator.propertyName;
+        // What Ajv selects a branch by: the branch's own one-value enum for the property.
+        const tags = node.oneOf.map((branch) => [
+          (schemas[branch.$ref.split('/').pop()!] as { properties: Record<string, { enum: string[] }> }).properties[property].enum[0],
+          branch.$ref,
+        ]);
+        unions.push({ where, tags: Object.fromEntries(tags), mapping: node.discriminator.mapping });
+      }
+      for (const [key, item] of Object.entries(value)) walk(item, `${where}/${key}`);
+    };
+    walk(doc.components, '#/components');
+    walk(doc.paths, '#/paths');
+    expect(unions.map(({ where, mapping }) => ({ where, mapping }))).toEqual(unions.map(({ where, tags }) => ({ where, mapping: tags })));
+    const blocks = unions.find(({ where }) => where === '#/components/schemas/ContentBlock');
+    expect(Object.keys(blocks!.tags).sort()).toEqual(['document', 'image', 'redacted_thinking', 'text', 'thinking', 'tool_result', 'tool_use']);
+    expect(unions.length).toBeGreaterThan(3);
+  });
+
   it('documents every status an operation can answer: 401, 403 and 429 wherever a credential is needed, and the table', () => {
     const missing: string[] = [];
     for (const [path, item] of Object.entries(doc.paths)) {

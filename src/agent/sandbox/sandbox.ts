@@ -3,11 +3,11 @@ import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, statSync } from 
 import { rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import type { Sandbox as OrganizationSandbox } from '../../contract/sandbox';
+import type { AgentPolicy } from '../../contract/agent-channel';
 import { AllowedIps } from './network-policy';
 
-/** The organization's `sandbox` settings, as the agent policy gives them (a type only: the agent runs apart from the server). */
-export type SandboxSettings = OrganizationSandbox;
+/** The organization's `sandbox` settings, as the agent policy gives them. */
+export type SandboxSettings = AgentPolicy['sandbox'];
 
 /** What `@anthropic-ai/sandbox-runtime` needs of the system to sandbox a command on Linux, with Debian's package names. */
 export const SANDBOX_PROGRAMS = [

@@ -1,11 +1,8 @@
+import type { AgentPolicy, SessionSettings } from '../../contract/agent-channel';
 import { checkCommand } from './command-policy';
 
 /** The `toolApproval` rules of the organization's controls or of a session. */
-export interface ApprovalRules {
-  tools?: string[];
-  commandPatterns?: string[];
-  timeoutSeconds?: number;
-}
+export type ApprovalRules = NonNullable<AgentPolicy['toolApproval']> | NonNullable<SessionSettings['toolApproval']>;
 
 /** Characters of a call's summary a person is shown (the server's limit). */
 const SUMMARY_CHARS = 2000;

@@ -1,9 +1,6 @@
 import { analyzeCommand, checkCommand, CONSTRUCT_RISKS, evaluatedNames, fileWrites } from './command-policy';
 import { ShellWord, SimpleCommand } from './shell-syntax';
 
-/** The session's `autonomyLevel`: how much the agent does without a person confirming it. */
-export type AutonomyLevel = 'off' | 'low' | 'medium' | 'high';
-
 /** Tools that change nothing: every level allows them. */
 const READING_TOOLS = new Set(['Read', 'LS', 'Glob', 'Grep', 'Task']);
 const EDITING_TOOLS = new Set(['Create', 'Edit', 'ApplyPatch']);

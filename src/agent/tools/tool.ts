@@ -1,15 +1,8 @@
-import type { SandboxSettings } from '../sandbox/sandbox';
+import type { AgentPolicy } from '../../contract/agent-channel';
 
-export interface CommandPolicy {
-  commandAllowlist: string[];
-  commandDenylist: string[];
-  commandBlocklist: string[];
-}
-/** The parts of the organization's agent policy the tools obey. */
-export interface ToolPolicy extends CommandPolicy {
-  sandbox?: SandboxSettings;
-  networkPolicy?: { allowedIps: string[] };
-}
+export type CommandPolicy = Pick<AgentPolicy, 'commandAllowlist' | 'commandDenylist' | 'commandBlocklist'>;
+/** The parts of the organization's agent policy the tools obey; without a sandbox or a network policy, none applies. */
+export type ToolPolicy = CommandPolicy & Partial<Pick<AgentPolicy, 'sandbox' | 'networkPolicy'>>;
 export interface ToolContext {
   workspace: string;
   policy: ToolPolicy;

@@ -74,4 +74,30 @@ describe('toOpenApi31', () => {
     expect(JSON.stringify(converted)).not.toContain('nullable');
     expect(JSON.stringify(converted).match(/\["string","null"\]/g)).toHaveLength(5);
   });
+
+  it("writes the mapping a discriminator implies (each branch's one-value enum), where Ajv reads it and OpenAPI would read schema names", () => {
+    const union = { oneOf: [{ $ref: '#/components/schemas/Text' }, { $ref: '#/components/schemas/Image' }], discriminator: { propertyName: 'type' } };
+    const input = {
+      components: {
+        schemas: {
+          Text: { type: 'object', properties: { type: { type: 'string', enum: ['text'] } } },
+          Image: { type: 'object', properties: { type: { type: 'string', enum: ['image'] } } },
+          Block: union,
+          Message: { type: 'object', properties: { content: { type: 'array', items: union } } },
+          Untagged: { oneOf: [{ $ref: '#/components/schemas/Text' }, { type: 'object' }], discriminator: { propertyName: 'type' } },
+          Mapped: { ...union, discriminator: { propertyName: 'type', mapping: { t: '#/components/schemas/Text' } } },
+        },
+      },
+      paths: { '/x': { post: { requestBody: { content: { 'application/json': { schema: union } } } } } },
+    };
+    const converted = toOpenApi31(input);
+    const mapping = { text: '#/components/schemas/Text', image: '#/components/schemas/Image' };
+    expect(converted.components.schemas.Block.discriminator).toEqual({ propertyName: 'type', mapping });
+    expect(converted.components.schemas.Message.properties.content.items.discriminator).toEqual({ propertyName: 'type', mapping });
+    expect(converted.paths['/x'].post.requestBody.content['application/json'].schema.discriminator).toEqual({ propertyName: 'type', mapping });
+    // A branch without a tag of its own leaves the union as it was; a mapping already written is kept.
+    expect(converted.components.schemas.Untagged.discriminator).toEqual({ propertyName: 'type' });
+    expect(converted.components.schemas.Mapped.discriminator).toEqual({ propertyName: 'type', mapping: { t: '#/components/schemas/Text' } });
+    expect(input.components.schemas.Block.discriminator).toEqual({ propertyName: 'type' });
+  });
 });

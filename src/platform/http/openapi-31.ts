@@ -8,7 +8,10 @@ import { MESSAGE_KEYWORDS } from './json-schema';
  * - `nullable: true` beside `type` adds `"null"` to the type (Ajv's reading: `enum`, if any, still applies);
  *   without `type` (a `$ref`, `allOf`, ...) the schema becomes `anyOf: [schema, {type: "null"}]`;
  * - a schema's `example` becomes `examples: [example]` (`example` is deprecated in 3.1 schemas);
- * - boolean `exclusiveMinimum`/`exclusiveMaximum` (3.0) become the number they qualify.
+ * - boolean `exclusiveMinimum`/`exclusiveMaximum` (3.0) become the number they qualify;
+ * - a `discriminator` without `mapping` gets one, from the one-value `enum` each `oneOf` branch gives its property.
+ *   OpenAPI reads a missing mapping as the branches' schema names (`type: "TextBlock"`), Ajv as their enums
+ *   (`type: "text"`, what the server accepts and sends), and Ajv refuses a written `mapping`: so it is written here.
  * Nothing else changes; the input is not modified.
  */
 type Json = { [key: string]: unknown };
@@ -108,5 +111,30 @@ export function toOpenApi31<T extends object>(document: T): T {
       if (isObject(operation.responses)) Object.values(operation.responses).forEach(response);
     }
   }
+  const schemas = components && isObject(components.schemas) ? components.schemas : {};
+  const mapDiscriminators = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(mapDiscriminators);
+    if (!isObject(node)) return;
+    const mapping = isObject(node.discriminator) && !('mapping' in node.discriminator) ? mappingOf(node.discriminator, node.oneOf, schemas) : undefined;
+    if (mapping) node.discriminator = { ...(node.discriminator as Json), mapping };
+    Object.values(node).forEach(mapDiscriminators);
+  };
+  mapDiscriminators(doc.components);
+  mapDiscriminators(doc.paths);
   return doc as T;
+}
+
+/** Tag value → `$ref`, read from each branch's one-value `enum` for the property; undefined when a branch has none. */
+function mappingOf(discriminator: Json, oneOf: unknown, schemas: Json): Record<string, string> | undefined {
+  if (typeof discriminator.propertyName !== 'string' || !Array.isArray(oneOf)) return undefined;
+  const mapping: Record<string, string> = {};
+  for (const branch of oneOf) {
+    const $ref = isObject(branch) && typeof branch.$ref === 'string' ? branch.$ref : undefined;
+    const target = $ref?.startsWith('#/components/schemas/') ? schemas[$ref.slice('#/components/schemas/'.length)] : undefined;
+    const tag = isObject(target) && isObject(target.properties) ? target.properties[discriminator.propertyName] : undefined;
+    const values = isObject(tag) && Array.isArray(tag.enum) ? tag.enum : [];
+    if (!$ref || values.length !== 1 || typeof values[0] !== 'string') return undefined;
+    mapping[values[0]] = $ref;
+  }
+  return mapping;
 }

@@ -20,9 +20,20 @@ export const httpSchemas = new SchemaRegistry('http').add({
       title: { type: 'string', description: 'HTTP status title.', example: 'Bad Request' },
       metadata: {
         type: 'object',
-        description:
-          '`code`: a stable snake_case error code (e.g. `validation_failed`, `invalid_cursor`, `revoked_api_key`, `insufficient_role`). ' +
-          'Validation errors add `errors: [{field, message}]` listing every problem.',
+        properties: {
+          code: {
+            type: 'string',
+            description: 'A stable snake_case error code (e.g. `validation_failed`, `invalid_cursor`, `revoked_api_key`, `insufficient_role`).',
+          },
+          errors: {
+            type: 'array',
+            items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } },
+            description: 'On validation errors: every problem.',
+          },
+        },
+        // Some codes add details of their own (`too_many_long_polls`: `limit` and `max`).
+        additionalProperties: true,
+        description: 'What a program reads of the error: its `code`, and the details some codes add.',
         example: { code: 'validation_failed', errors: [{ field: 'limit', message: 'must be a whole number from 1 to 100' }] },
       },
     },

@@ -1,5 +1,3 @@
-import type { Sandbox } from '../../../contract/sandbox';
-
 /**
  * An organization's enterprise settings, as the spec lists them. The spec leaves out which fields
  * are required and the inner shape of the map-valued settings; our decisions are published in the
@@ -84,7 +82,19 @@ export interface CustomModel {
   useInRouter?: boolean;
 }
 
-export type { Sandbox };
+/** The organization's sandbox settings, as enterprise controls store them (the agent policy hands them to agents). */
+export interface Sandbox {
+  enabled: boolean;
+  filesystem: { allowWrite: string[]; allowRead: string[]; denyWrite: string[]; denyRead: string[] };
+  network: {
+    allowedDomains: string[];
+    allowUnixSockets: string[];
+    allowAllUnixSockets: boolean;
+    allowLocalBinding: boolean;
+    httpProxyPort?: number;
+    socksProxyPort?: number;
+  };
+}
 
 export const MCP_AUTONOMY_LEVELS = ['off', 'low', 'medium', 'high'] as const;
 export type McpAutonomyLevel = (typeof MCP_AUTONOMY_LEVELS)[number];
