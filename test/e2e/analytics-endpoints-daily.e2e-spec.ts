@@ -1,6 +1,7 @@
 import { TestUser } from '../utils/factories';
 import { TestApp } from '../utils/test-app';
-import { analyticsFixture, BASE, D1, D2, D3, D4, D5, D6, Json } from '../utils/fixtures/analytics';
+import { analyticsFixture, BASE } from '../utils/fixtures/analytics';
+import { D1, D2, D3, D4, D5, D6, Json } from '../utils/fixtures/analytics-history';
 
 /** The owner's rollup trigger and the per-day analytics endpoints (tokens, tools, productivity), every value computed by hand. */
 

@@ -3,7 +3,8 @@ import { HistoryImportService } from '../../src/modules/sessions';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { TestApp } from '../utils/test-app';
 import { byDate, CLIENTS, generate, GENERATED_DAYS, nearestRank, Oracle, round2, sum } from '../utils/fixtures/analytics-generated';
-import { agent, analyticsFixture, at, billable, D1, D3, D6, day, DAY_MS, daysOf, Json, MEDIUM, said, tool, usage } from '../utils/fixtures/analytics';
+import { analyticsFixture } from '../utils/fixtures/analytics';
+import { agent, at, billable, D1, D3, D6, day, DAY_MS, daysOf, Json, MEDIUM, said, tool, usage } from '../utils/fixtures/analytics-history';
 
 /**
  * The invariants that tie the analytics endpoints together, on the hand-built scenario and on a larger seeded

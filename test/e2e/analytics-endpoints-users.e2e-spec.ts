@@ -1,5 +1,6 @@
 import { TestUser } from '../utils/factories';
-import { analyticsFixture, D1, D2, D3, D4, D5, D6, daysOf, ENDPOINTS, GROUP_BY, Json } from '../utils/fixtures/analytics';
+import { analyticsFixture, ENDPOINTS, GROUP_BY } from '../utils/fixtures/analytics';
+import { D1, D2, D3, D4, D5, D6, daysOf, Json } from '../utils/fixtures/analytics-history';
 
 /** The analytics endpoints about people (activity, users) and how ranges of dates are answered, every value computed by hand. */
 

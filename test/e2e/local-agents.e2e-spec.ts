@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/app-config';
@@ -8,72 +8,15 @@ import { SecretBox } from '../../src/platform/secrets/secret-box';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { api, Body, sleep, until } from '../utils/polling';
 import { createGitRepo, reposRoot } from '../utils/git-fixtures';
-import { gone, running } from '../utils/process-state';
+import { agentPids, ancestorsOf, commandLineOf, environmentOf, gone, pidNamespaceOf, running, theAgent, uidOf } from '../utils/process-state';
 import { ServerProcess, startServer } from '../utils/processes';
 import { startTestApp } from '../utils/test-app';
 import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
 
-const AGENT_MAIN = join(__dirname, '..', '..', 'dist', 'agent', 'main.js');
 const TOKEN_SHAPE = /^cpt_[A-Za-z0-9_-]{43}$/;
 
 /** A hook that holds each turn for a moment, so the session is seen running; it also shows the computer's own hooks file reaches its agent. */
 const QUICK_HOOKS = JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: 'sleep 1.5' }] }] } });
-
-/** The running agent processes of a computer, found as `ps` would: by their command line. */
-function agentPids(computerId: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let args: string[];
-    try {
-      args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-    } catch {
-      continue;
-    }
-    const at = args.indexOf('--computer');
-    // The agent itself, not the sandbox (bwrap) that runs it with the same arguments.
-    if (args[0] === 'bwrap') continue;
-    if (args.includes(AGENT_MAIN) && at >= 0 && args[at + 1] === computerId && running(Number(entry))) pids.push(Number(entry));
-  }
-  return pids;
-}
-
-const commandLineOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-
-function environmentOf(pid: number): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const pair of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
-    const at = pair.indexOf('=');
-    if (at > 0) env[pair.slice(0, at)] = pair.slice(at + 1);
-  }
-  return env;
-}
-
-function parentOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-}
-
-/** A process's parent, its parent's parent ... up to init. */
-function ancestorsOf(pid: number): number[] {
-  const ancestors: number[] = [];
-  for (let parent = parentOf(pid); parent > 1; parent = parentOf(parent)) ancestors.push(parent);
-  return ancestors;
-}
-
-/** The uid a process runs as, and its PID namespace. */
-const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
-const pidNamespaceOf = (pid: number) => readlinkSync(`/proc/${pid}/ns/pid`);
-
-/** The one agent process of the computer, once there is exactly one. */
-async function theAgent(computerId: string, what = `the agent of ${computerId}`): Promise<number> {
-  const [pid] = await until(
-    () => agentPids(computerId),
-    (pids) => pids.length === 1,
-    what,
-  );
-  return pid;
-}
 
 /**
  * The server runs the reference agent of its managed `local` computers: the real server (from

@@ -10,7 +10,7 @@ import { expectStatus, expectV0Error } from '../utils/v0-errors';
 /**
  * Interrupting a turn and approving tool calls, at the level of the HTTP channel: a user's routes
  * (interrupt, list, decide) and the agent's (heartbeat, ask, wait), with an agent played by the
- * test. The real agent process is in agent-process.e2e-spec.ts.
+ * test. The real agent process is in agent-process-*.e2e-spec.ts.
  */
 describe('Turn control over the channel', () => {
   let t: TestApp;

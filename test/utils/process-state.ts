@@ -1,4 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { until } from './polling';
+
+/** The built agent, as the server starts it for a managed `local` computer. */
+const AGENT_MAIN = join(__dirname, '..', '..', 'dist', 'agent', 'main.js');
 
 /** True while the process runs (a zombie, dead but not reaped yet, counts as gone). */
 export function running(pid: number): boolean {
@@ -18,4 +23,60 @@ export function running(pid: number): boolean {
 export async function gone(pid: number): Promise<boolean> {
   for (let i = 0; i < 20 && running(pid); i++) await new Promise((resolve) => setTimeout(resolve, 50));
   return !running(pid);
+}
+
+/** The running agent processes of a computer, found as `ps` would: by their command line. */
+export function agentPids(computerId: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let args: string[];
+    try {
+      args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    const at = args.indexOf('--computer');
+    // The agent itself, not the sandbox (bwrap) that runs it with the same arguments.
+    if (args[0] === 'bwrap') continue;
+    if (args.includes(AGENT_MAIN) && at >= 0 && args[at + 1] === computerId && running(Number(entry))) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+export const commandLineOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+
+export function environmentOf(pid: number): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+    const at = pair.indexOf('=');
+    if (at > 0) env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return env;
+}
+
+export function parentOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+/** A process's parent, its parent's parent ... up to init. */
+export function ancestorsOf(pid: number): number[] {
+  const ancestors: number[] = [];
+  for (let parent = parentOf(pid); parent > 1; parent = parentOf(parent)) ancestors.push(parent);
+  return ancestors;
+}
+
+/** The uid a process runs as, and its PID namespace. */
+export const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
+export const pidNamespaceOf = (pid: number) => readlinkSync(`/proc/${pid}/ns/pid`);
+
+/** The one agent process of the computer, once there is exactly one. */
+export async function theAgent(computerId: string, what = `the agent of ${computerId}`): Promise<number> {
+  const [pid] = await until(
+    () => agentPids(computerId),
+    (pids) => pids.length === 1,
+    what,
+  );
+  return pid;
 }

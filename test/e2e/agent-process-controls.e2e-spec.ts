@@ -1,0 +1,292 @@
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TestApp } from '../utils/test-app';
+import { itInSandbox } from '../utils/sandbox';
+import { agentProcessFixture, call, completion, Json, ScriptedModel } from '../utils/fixtures/agent-process';
+
+/**
+ * The reference agent as a real process, against the real server and a scripted model on loopback: what the
+ * organization's controls and the session's settings let it do (custom models through the relay, spec mode,
+ * autonomyLevel, the OS sandbox and networkPolicy).
+ */
+describe('The agent process', () => {
+  const fixture = agentProcessFixture();
+  const { computerWithAgent, say, untilIdle, messages, folders } = fixture;
+  let t: TestApp;
+  beforeAll(() => (t = fixture.t));
+
+  it("uses the organization's custom model through the server's relay; its key never reaches the agent", async () => {
+    const model: ScriptedModel = new ScriptedModel((request) =>
+      // A vendor that quotes the key back in an error, as some do.
+      request.echo
+        ? { error: { message: `Incorrect API key provided: ${String(model.headers[model.headers.length - 1].authorization)}` } }
+        : completion({ content: 'Hi from the team model.' }),
+    );
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, token, output } = await computerWithAgent({});
+      const secret = 'sk-team-secret-1234567890';
+      const customModels = [
+        {
+          id: 'team-model',
+          model: 'vendor-x',
+          baseUrl: modelUrl,
+          apiKey: secret,
+          extraHeaders: { 'x-team': 'blue' },
+          extraArgs: { temperature: 0.2 },
+          maxOutputTokens: 256,
+        },
+      ];
+      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+      const sessionId = await say(computerId, 'Hello');
+      const session = await untilIdle(sessionId, output);
+      const all = await messages(sessionId);
+      expect(all.map((m) => [m.role, m.modelId ?? null])).toEqual([
+        ['user', null],
+        ['assistant', 'team-model'],
+      ]);
+      expect(all[1].content).toEqual([{ type: 'text', text: 'Hi from the team model.' }]);
+      expect(session.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 120, outputTokens: 30 });
+      expect(model.requests[0]).toMatchObject({ model: 'vendor-x', temperature: 0.2, max_tokens: 256 });
+      expect(model.requests[0].tools).toHaveLength(9);
+      expect(model.headers[0]).toMatchObject({ authorization: `Bearer ${secret}`, 'x-team': 'blue' });
+      expect(output()).not.toContain(secret);
+
+      // The relay itself: the caller's model policy applies, unknown models are 404, and the vendor's answer passes through.
+      const relay = (id: string) =>
+        t
+          .http()
+          .post(`/api/v0/agent/models/${id}/chat/completions`)
+          .set({ Authorization: `Bearer ${token}` });
+      const ok = await relay('team-model')
+        .send({ messages: [{ role: 'user', content: 'hi' }] })
+        .expect(200);
+      expect(ok.body.choices[0].message.content).toBe('Hi from the team model.');
+      expect(JSON.stringify(ok.body)).not.toContain(secret);
+      const quoted = await relay('team-model').send({ echo: true, messages: [] }).expect(200);
+      expect(quoted.body.error.message).toBe('Incorrect API key provided: Bearer ****7890');
+      expect((await relay('no-such-model').send({ messages: [] }).expect(404)).body.metadata.code).toBe('custom_model_not_found');
+      expect((await relay('team-model').send([1, 2]).expect(400)).body.detail).toMatch(/body: must be a JSON object/);
+      await t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { modelPolicy: { blockedModelIds: ['team-model'] } } })
+        .expect(200);
+      const blocked = await relay('team-model').send({ messages: [] }).expect(403);
+      expect(blocked.body.metadata).toMatchObject({ code: 'model_not_allowed', rule: 'modelPolicy.blockedModelIds' });
+      await model.stop();
+      await t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { modelPolicy: { blockedModelIds: [] } } })
+        .expect(200);
+      expect((await relay('team-model').send({ messages: [] }).expect(503)).body.metadata.code).toBe('model_unreachable');
+    } finally {
+      await model.stop().catch(() => undefined);
+    }
+  });
+
+  it("follows the session's settings: the custom model it names, and in spec mode only the tools that change nothing", async () => {
+    const planner = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role === 'user') return completion({ tool_calls: [call('p1', 'Create', { file_path: 'plan.txt', content: 'x' }), call('p2', 'LS', {})] });
+      return completion({ content: 'SPEC: add plan.txt.' });
+    });
+    const coder = new ScriptedModel(() => completion({ content: 'Coded.' }));
+    const [plannerUrl, coderUrl] = [await planner.start(), await coder.start()];
+    try {
+      const { owner, computerId, workspace, output } = await computerWithAgent({});
+      const customModels = [
+        { id: 'coder', model: 'vendor-c', baseUrl: coderUrl, apiKey: 'sk-coder-0000000000' },
+        { id: 'planner', model: 'vendor-p', baseUrl: plannerUrl, apiKey: 'sk-planner-000000000' },
+      ];
+      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+      const session = await t
+        .http()
+        .post('/api/v0/sessions')
+        .set(owner.auth)
+        .send({ computerId, sessionSettings: { model: 'coder', specModeModel: 'planner', interactionMode: 'spec' } })
+        .expect(201);
+      const sessionId = session.body.sessionId as string;
+      await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Plan a plan.txt' }).expect(200);
+      await untilIdle(sessionId, output);
+
+      // Spec mode: the spec model, told to plan, offered the read-only tools (and Task); a change it asks for anyway is refused.
+      expect(coder.requests).toHaveLength(0);
+      expect(planner.requests[0].tools.map((tool: Json) => tool.function.name)).toEqual(['Read', 'LS', 'Glob', 'Grep', 'Task']);
+      expect(planner.requests[0].messages[0].content).toMatch(/spec mode/);
+      const results = (await messages(sessionId)).find((m) => m.role === 'tool')!;
+      expect(results.content[0]).toMatchObject({ toolUseId: 'p1', isError: true, content: expect.stringMatching(/^Create is not available in spec mode/) });
+      expect(results.content[1]).toMatchObject({ toolUseId: 'p2', isError: false });
+      expect(existsSync(join(workspace, 'plan.txt'))).toBe(false);
+
+      // Out of spec mode: the session's model, with every tool.
+      await t
+        .http()
+        .patch(`/api/v0/sessions/${sessionId}`)
+        .set(owner.auth)
+        .send({ sessionSettings: { interactionMode: 'auto' } })
+        .expect(200);
+      await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Go ahead' }).expect(200);
+      await untilIdle(sessionId, output);
+      expect(coder.requests).toHaveLength(1);
+      expect(coder.requests[0]).toMatchObject({ model: 'vendor-c' });
+      expect(coder.requests[0].tools).toHaveLength(9);
+      expect(coder.requests[0].messages[0].content).not.toMatch(/spec mode/);
+      const last = (await messages(sessionId)).pop()!;
+      expect(last).toMatchObject({ role: 'assistant', modelId: 'coder', content: [{ type: 'text', text: 'Coded.' }] });
+    } finally {
+      await planner.stop();
+      await coder.stop();
+    }
+  });
+
+  it("keeps to the session's autonomyLevel: at low, file edits and commands that read, not a command that changes things", async () => {
+    const model = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role !== 'user') return completion({ content: 'Done.' });
+      return completion({
+        tool_calls: [
+          call('c1', 'Create', { file_path: 'a.txt', content: 'a\n' }),
+          call('c2', 'Execute', { command: 'ls' }),
+          call('c3', 'Execute', { command: 'touch b.txt' }),
+        ],
+      });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const session = await t
+        .http()
+        .post('/api/v0/sessions')
+        .set(owner.auth)
+        .send({ computerId, sessionSettings: { autonomyLevel: 'low' } })
+        .expect(201);
+      const sessionId = session.body.sessionId as string;
+      await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Write and touch' }).expect(200);
+      await untilIdle(sessionId, output);
+      const [created, listed, touched] = (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
+      expect(created).toMatchObject({ isError: false });
+      expect(listed).toMatchObject({ isError: false, content: 'a.txt\n[exit code 0]' });
+      expect(touched).toMatchObject({
+        isError: true,
+        content: expect.stringMatching(/^Refused by the session's autonomyLevel low: it runs only commands that read/),
+      });
+      expect(existsSync(join(workspace, 'b.txt'))).toBe(false);
+    } finally {
+      await model.stop();
+    }
+  });
+
+  describe('under the sandbox settings', () => {
+    /** A model that runs each of `commands` with Execute, then answers. */
+    const executing = (commands: string[]) =>
+      new ScriptedModel((request) => {
+        const last = request.messages[request.messages.length - 1] as Json;
+        if (last.role === 'user') return completion({ tool_calls: commands.map((command, i) => call(`call_${i + 1}`, 'Execute', { command })) });
+        return completion({ content: 'Done.' });
+      });
+
+    itInSandbox('runs commands in the OS sandbox: they write in the workspace, but not outside it, and cannot read a denied file', async () => {
+      const home = mkdtempSync(join(tmpdir(), 'ap-outside-'));
+      folders.push(home);
+      writeFileSync(join(home, 'secret.txt'), 'the secret\n');
+      const model = executing(['echo inside > made.txt && cat made.txt', `echo out > ${home}/escaped.txt`, `cat ${home}/secret.txt`]);
+      const modelUrl = await model.start();
+      try {
+        const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+        await t
+          .http()
+          .patch('/api/v0/organization/enterprise-controls')
+          .set(owner.auth)
+          .send({ settings: { sandbox: { enabled: true, filesystem: { denyRead: [join(home, 'secret.txt')] } } } })
+          .expect(200);
+        const sessionId = await say(computerId, 'Write files and read the secret.');
+        await untilIdle(sessionId, output);
+        const [inside, outside, secret] = (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
+        expect(inside).toMatchObject({ isError: false, content: 'inside\n[exit code 0]' });
+        expect(readFileSync(join(workspace, 'made.txt'), 'utf8')).toBe('inside\n');
+        expect(outside).toMatchObject({ isError: true, content: expect.stringMatching(/Read-only file system/) });
+        expect(existsSync(join(home, 'escaped.txt'))).toBe(false);
+        expect(secret).toMatchObject({ isError: true, content: expect.stringMatching(/Permission denied/) });
+        expect(secret.content).not.toContain('the secret');
+      } finally {
+        await model.stop();
+      }
+    });
+
+    it('refuses commands, rather than running them unsandboxed, when the sandbox programs are missing', async () => {
+      const model = executing(['touch escaped.txt']);
+      const modelUrl = await model.start();
+      try {
+        // A PATH without bubblewrap, socat and ripgrep: the agent itself needs none of them.
+        const { owner, computerId, workspace, output } = await computerWithAgent({
+          AGENT_MODEL_BASE_URL: modelUrl,
+          AGENT_MODEL: 'scripted-1',
+          PATH: '/nonexistent',
+        });
+        await t
+          .http()
+          .patch('/api/v0/organization/enterprise-controls')
+          .set(owner.auth)
+          .send({ settings: { sandbox: { enabled: true } } })
+          .expect(200);
+        const sessionId = await say(computerId, 'Touch a file.');
+        await untilIdle(sessionId, output);
+        const results = (await messages(sessionId)).find((m) => m.role === 'tool')!;
+        expect(results.content[0]).toMatchObject({
+          toolUseId: 'call_1',
+          isError: true,
+          content: expect.stringMatching(/sandbox\.enabled.*bubblewrap, socat, ripgrep are not installed.*Nothing ran/),
+        });
+        expect(existsSync(join(workspace, 'escaped.txt'))).toBe(false);
+      } finally {
+        await model.stop();
+      }
+    });
+
+    it('keeps to networkPolicy: a command naming an address outside it, and a model endpoint outside it, are refused', async () => {
+      const model = executing(['curl -sS http://10.20.30.40/ > fetched.txt']);
+      const modelUrl = await model.start();
+      try {
+        const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+        await t
+          .http()
+          .patch('/api/v0/organization/enterprise-controls')
+          .set(owner.auth)
+          .send({ settings: { networkPolicy: { allowedIps: ['127.0.0.0/8', '192.168.0.0/16'] } } })
+          .expect(200);
+        const sessionId = await say(computerId, 'Fetch a page.');
+        await untilIdle(sessionId, output);
+        const results = (await messages(sessionId)).find((m) => m.role === 'tool')!;
+        expect(results.content[0]).toMatchObject({
+          isError: true,
+          content: expect.stringMatching(/networkPolicy\.allowedIps: 10\.20\.30\.40 is not among.*nothing ran/),
+        });
+        expect(existsSync(join(workspace, 'fetched.txt'))).toBe(false);
+
+        // The model itself (on loopback) leaves the allowed addresses: the turn is refused before any request.
+        await t
+          .http()
+          .patch('/api/v0/organization/enterprise-controls')
+          .set(owner.auth)
+          .send({ settings: { networkPolicy: { allowedIps: ['10.0.0.0/8'] } } })
+          .expect(200);
+        const asked = model.requests.length;
+        const second = await say(computerId, 'Try again.');
+        await untilIdle(second, output);
+        const [, refusal] = await messages(second);
+        expect(refusal).toMatchObject({
+          role: 'system',
+          content: [{ type: 'text', text: expect.stringMatching(/networkPolicy\.allowedIps: 127\.0\.0\.1 is not among.*cannot reach its model scripted-1/) }],
+        });
+        expect(model.requests.length).toBe(asked);
+      } finally {
+        await model.stop();
+      }
+    });
+  });
+});
