@@ -41,6 +41,12 @@ describeSandbox('Execute in the sandbox (sandbox.enabled)', () => {
   };
   /** The command's output up to `[exit code N]`, as curl's -w prints it. */
   const status = (content: string) => content.replace(/\n\[exit code \d+\]$/, '');
+  /**
+   * The proxy refusing an address outside networkPolicy.allowedIps: 403, or, now and then on a loaded machine, the
+   * connection closed without an answer (curl's 000). Either way the host must never see the request, which each
+   * test counts right after.
+   */
+  const REFUSED = /^(403|000)$/;
 
   beforeAll(async () => {
     if (missing.length > 0) throw new Error(`The sandbox programs are missing: ${missing.join(', ')} (apt-get install bubblewrap socat ripgrep)`);
@@ -130,7 +136,7 @@ describeSandbox('Execute in the sandbox (sandbox.enabled)', () => {
     const before = requests;
     expect(status((await execute(command, { network })).content)).toBe('200');
     expect(requests).toBe(before + 1);
-    expect(status((await execute(command, { network, allowedIps: ['10.0.0.0/8'] })).content)).toBe('403');
+    expect(status((await execute(command, { network, allowedIps: ['10.0.0.0/8'] })).content)).toMatch(REFUSED);
     expect(requests).toBe(before + 1);
     expect(status((await execute(command, { network: { allowedDomains: [] } })).content)).toBe('403');
     expect(requests).toBe(before + 1);
@@ -142,7 +148,7 @@ describeSandbox('Execute in the sandbox (sandbox.enabled)', () => {
     const before = requests;
     expect(status((await execute(command, { network })).content)).toBe('200');
     expect(requests).toBe(before + 1);
-    expect(status((await execute(command, { network, allowedIps: ['10.0.0.0/8'] })).content)).toBe('403');
+    expect(status((await execute(command, { network, allowedIps: ['10.0.0.0/8'] })).content)).toMatch(REFUSED);
     expect(requests).toBe(before + 1);
   });
 
