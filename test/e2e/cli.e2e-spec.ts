@@ -92,6 +92,14 @@ describe('npm run cli', () => {
     expect(result.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it('exits 64 on a bad variable, naming it', async () => {
+    const result = await runNode('dist/cli/main.js', ['org:list'], { ...database.env, JWT_JWKS_URL: 'keys.example.com/jwks.json' });
+    expect(result.code).toBe(64);
+    expect(result.stderr).toBe(
+      'Invalid configuration:\n  JWT_JWKS_URL: JWT_JWKS_URL must be an http, https or ftp URL with a host (e.g. https://agents.example.com)\n',
+    );
+  });
+
   (serverUrl() ? it.skip : it)('refuses, changing nothing, while the server holds the PGlite data directory', async () => {
     const t = await startTestApp({}, database);
     try {

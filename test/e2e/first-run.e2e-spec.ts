@@ -75,6 +75,14 @@ describe('First run (e2e, real processes)', () => {
     expect(tokenIn((await start()).output())).toBeUndefined();
   });
 
+  it('does not start with a bad variable: it names each one, and prints no stack', async () => {
+    const result = await runNode('dist/main.js', [], { ...database.env, PORT: '', LOCAL_SANDBOX: 'sometimes' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      'Invalid configuration:\n  PORT: PORT must be a whole number from 0 to 65535\n  LOCAL_SANDBOX: LOCAL_SANDBOX must be on or off\n',
+    );
+  });
+
   (serverUrl() ? it : it.skip)('gives every instance the same token, and one setup for all of them (PostgreSQL)', async () => {
     const [a, b] = await Promise.all([start(), start()]);
     expect(tokenIn(a.output())).toBe(tokenIn(b.output()));
