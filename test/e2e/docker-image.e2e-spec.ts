@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SETTING_NAMES } from '../../src/config/settings';
 
 // js-yaml comes with @nestjs/swagger (the server serves /docs-yaml with it).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -24,12 +25,8 @@ interface Compose {
   volumes?: Record<string, { name?: string } | null>;
 }
 
-/** Every setting the server reads, from the list src/config/app-config.ts validates. */
-const envKeys = (): string[] =>
-  /const ENV_KEYS = \[([\s\S]*?)\]/
-    .exec(read('src', 'config', 'app-config.ts'))![1]
-    .match(/'[A-Z_]+'/g)!
-    .map((key) => key.slice(1, -1));
+/** Every setting the server reads: the schema src/config/settings.ts validates them with. */
+const envKeys = (): string[] => [...SETTING_NAMES];
 
 /**
  * The image and compose files give the computers' sandbox what it needs and keep what must survive a container (no
