@@ -97,6 +97,9 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
   async catchUp(name: string, organizationId: string, timeoutMs = 10_000): Promise<void> {
     const listener = this.listeners.get(name);
     if (!listener) return;
+    // Committed is not yet numbered: events written outside a request (the history import, jobs) get their
+    // numbers after their commit, and a target read before that would leave them out.
+    await this.log.numberPending();
     const [target] = await this.sql.query<{ last_seq: string }>('listeners.target', `SELECT last_seq FROM event_sequences WHERE organization_id = $1`, [
       organizationId,
     ]);
