@@ -44,7 +44,8 @@ describeSandbox('Execute in the sandbox (sandbox.enabled)', () => {
   /**
    * The sandbox runtime's proxy refusing a connection (outside allowedDomains or networkPolicy.allowedIps): 403, or,
    * now and then, the connection closed without an answer (curl's 000; seen in CI for both rules). Either way the
-   * host must never see the request, which each test counts right after.
+   * host must never see the request, which each test counts right after. The allowed request is retried (curl
+   * --retry-all-errors) when its connection to the proxy fails that way, never once answered.
    */
   const REFUSED = /^(403|000)$/;
 
@@ -131,7 +132,7 @@ describeSandbox('Execute in the sandbox (sandbox.enabled)', () => {
 
   it('reaches, through its proxy, an address allowedDomains names, unless networkPolicy.allowedIps leaves it out', async () => {
     // The host is computed so that the pre-check, which reads the command, cannot see it: this is the sandbox's doing.
-    const command = `curl -s -o /dev/null -w '%{http_code}' --noproxy '' --max-time 10 http://$(printf 127.0.0.%s 1):${port}/`;
+    const command = `curl -s -o /dev/null -w '%{http_code}' --noproxy '' --retry 3 --retry-all-errors --retry-delay 1 --max-time 10 http://$(printf 127.0.0.%s 1):${port}/`;
     const network = { allowedDomains: [`127.0.0.1:${port}`] };
     const before = requests;
     expect(status((await execute(command, { network })).content)).toBe('200');
@@ -143,7 +144,7 @@ describeSandbox('Execute in the sandbox (sandbox.enabled)', () => {
   });
 
   it('reaches by the name localhost only what networkPolicy.allowedIps allows', async () => {
-    const command = `curl -s -o /dev/null -w '%{http_code}' --noproxy '' --max-time 10 http://$(printf local%s host):${port}/`;
+    const command = `curl -s -o /dev/null -w '%{http_code}' --noproxy '' --retry 3 --retry-all-errors --retry-delay 1 --max-time 10 http://$(printf local%s host):${port}/`;
     const network = { allowedDomains: [`localhost:${port}`] };
     const before = requests;
     expect(status((await execute(command, { network })).content)).toBe('200');

@@ -1,4 +1,4 @@
-import { Global, Module, OnModuleInit } from '@nestjs/common';
+import { Global, Module } from '@nestjs/common';
 import { AuthModule, ComputerTokenLookup } from '../auth';
 import { EnterpriseControlsModule } from '../enterprise-controls';
 import { ComputerDirectory, SessionsModule } from '../sessions';
@@ -23,7 +23,6 @@ import { ProvisioningJob } from './jobs/provisioning.job';
 import { ComputeProvider } from './providers/compute-provider';
 import { LocalProvider } from './providers/local.provider';
 import { ComputerSandbox } from './sandbox/computer-sandbox';
-import { computerSchemas } from './schemas/computer.schemas';
 
 /** Global for the contracts it fulfils: Sessions' ComputerDirectory and Auth's ComputerTokenLookup. */
 @Global()
@@ -55,8 +54,4 @@ import { computerSchemas } from './schemas/computer.schemas';
   ],
   exports: [ComputerViews, ComputerCreation, ComputerUpdates, FailedProvisioningRecorder, ComputerDirectory, ComputerTokenLookup],
 })
-export class ComputersModule implements OnModuleInit {
-  onModuleInit(): void {
-    computerSchemas.compileAll();
-  }
-}
+export class ComputersModule {}

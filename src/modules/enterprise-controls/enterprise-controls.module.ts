@@ -7,7 +7,6 @@ import { AgentPolicyController, EnterpriseControlsController } from './enterpris
 import { EnterpriseControlsRepository } from './enterprise-controls.repository';
 import { EnterpriseControlsService } from './enterprise-controls.service';
 import { ModelRelay } from './relay/model-relay';
-import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
 
 /**
  * Global for the contracts it fulfils: Auth's OrganizationControlsReader and Sessions' SessionRules
@@ -31,7 +30,6 @@ export class EnterpriseControlsModule implements OnModuleInit {
   constructor(private readonly controls: EnterpriseControlsService) {}
 
   async onModuleInit(): Promise<void> {
-    enterpriseControlsSchemas.compileAll();
     await this.controls.sealPlainSecrets();
   }
 }

@@ -1,4 +1,4 @@
-import { Module, OnModuleInit } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth';
 import { AgentController } from './agent.controller';
 import { AgentPresence } from './agent-presence';
@@ -8,7 +8,6 @@ import { WorkQueue } from './work-queue';
 import { HistoryImportService } from './history-import.service';
 import { LongPollSlots } from './long-poll-slots';
 import { SessionPolicy } from './ports/session-policy';
-import { sessionSchemas } from './schemas/session.schemas';
 import { SessionsController } from './sessions.controller';
 import { SessionsRepository } from './sessions.repository';
 import { SessionReader } from './session-reader';
@@ -52,8 +51,4 @@ import { ToolApprovalWaits } from './tool-approval-waits.service';
   ],
   exports: [SessionsService, SessionMessages, ServerLogs, SessionReader, AgentWorkService, WorkClaims, HistoryImportService],
 })
-export class SessionsModule implements OnModuleInit {
-  onModuleInit(): void {
-    sessionSchemas.compileAll();
-  }
-}
+export class SessionsModule {}

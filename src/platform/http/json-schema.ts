@@ -94,10 +94,13 @@ export class SchemaRegistry {
     return this.schemas;
   }
 
-  /** Compiles every schema now, so a broken schema stops the boot instead of failing a request. */
+  /** Compiles every schema now (validators otherwise compile on first use, which keeps them off the start). */
   compileAll(): void {
     for (const name of Object.keys(this.schemas)) this.validator(name);
   }
+
+  /** The schemas a route's `pipe` or `queryPipe` checks requests against, compiled by a test instead of at start. */
+  readonly piped = new Set<string>();
 
   validator(name: string): ValidateFunction {
     if (!this.sealed) {
@@ -114,6 +117,7 @@ export class SchemaRegistry {
 
   /** A pipe for `@Body(...)` that answers 400 naming every offending field. */
   pipe(name: string): PipeTransform {
+    this.piped.add(name);
     return { transform: (value: unknown) => this.check(name, value) };
   }
 
@@ -122,6 +126,7 @@ export class SchemaRegistry {
    * anything reads the object), then the values, as bodies are checked. Query values are strings.
    */
   queryPipe(name: string): PipeTransform {
+    this.piped.add(name);
     return {
       transform: (value: unknown) => {
         const query = value ?? {};
