@@ -30,6 +30,7 @@ import { EventSequencer1764838800000 } from './migrations/1764838800000-EventSeq
 import { AuditActorIndex1764846000000 } from './migrations/1764846000000-AuditActorIndex';
 import { WebhookPauses1764932400000 } from './migrations/1764932400000-WebhookPauses';
 import { ListIndexes1765018800000 } from './migrations/1765018800000-ListIndexes';
+import { RollupSnapshot1765105200000 } from './migrations/1765105200000-RollupSnapshot';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
@@ -74,4 +75,5 @@ export const migrations = [
   AuditActorIndex1764846000000,
   WebhookPauses1764932400000,
   ListIndexes1765018800000,
+  RollupSnapshot1765105200000,
 ];

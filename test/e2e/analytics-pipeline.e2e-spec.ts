@@ -1,9 +1,11 @@
 import { ACTIVITY_FACTS_LISTENER } from '../../src/modules/analytics/activity-facts.listener';
 import { DurableListeners } from '../../src/platform/events';
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
 import { AnalyticsRollupService } from '../../src/modules/analytics/analytics-rollup.service';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { serverUrl } from '../utils/test-database';
 import { startTestApp, TestApp } from '../utils/test-app';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- response bodies are checked field by field
@@ -159,5 +161,28 @@ describe('Analytics: facts from live activity', () => {
     expect(again.days).toEqual([{ organizationId: owner.organizationId, day: today() }]);
     const [after] = (await db.query(`SELECT activity FROM analytics_days WHERE organization_id = $1`, [owner.organizationId])) as Json[];
     expect(after.activity).toEqual({ sessions: 2, messages: 2, user_messages: 1 });
+  });
+
+  // Only PostgreSQL runs transactions beside one another (PGlite has one connection).
+  (serverUrl() ? it : it.skip)('rolls a day up once when another transaction was open during the look', async () => {
+    const rollup = t.app.get(AnalyticsRollupService);
+    await rollup.run({ now: tomorrow() });
+    // Another client's transaction, begun before the fact and still open when the rollup looks: the look's xmin.
+    const other = new Client({ connectionString: t.database.env.DATABASE_URL });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT pg_current_xact_id()');
+      await post('/api/v0/sessions', {}).expect(201);
+      await caughtUp(owner.organizationId);
+      expect((await rollup.run({ organizationId: owner.organizationId, now: tomorrow() })).days).toEqual([
+        { organizationId: owner.organizationId, day: today() },
+      ]);
+      await other.query('COMMIT');
+    } finally {
+      await other.end();
+    }
+    // The fact was seen by that look: the next one must not mark its day again.
+    expect((await rollup.run({ organizationId: owner.organizationId, now: tomorrow() })).days).toEqual([]);
   });
 });

@@ -71,20 +71,23 @@ export class AnalyticsRepository {
   /**
    * Marks the days of facts written since the last look as dirty and moves the watermark, in one
    * statement (one snapshot): every transaction older than the snapshot's xmin has ended, so its
-   * facts were seen now or before; younger ones are looked at next time. Returns how many days.
+   * facts were seen now or before; of the younger ones, those the snapshot saw committed are not
+   * looked at again (`seen`), the rest are next time. Returns how many days.
    */
   async markDirtyDays(): Promise<number> {
     return this.dataSource.transaction(async (manager) => {
       await this.sql.in(manager).query('analytics.lockWatermark', 'SELECT pg_advisory_xact_lock($1)', [AdvisoryLock.AnalyticsWatermark]);
       const rows = await this.sql.in(manager).query<{ marked: number }>(
         'analytics.markDirtyDays',
-        `WITH state AS (SELECT watermark FROM analytics_rollup_state WHERE id = 1),
+        `WITH state AS (SELECT watermark, seen FROM analytics_rollup_state WHERE id = 1),
          marked AS (
            INSERT INTO analytics_dirty_days (organization_id, day)
-           SELECT DISTINCT f.organization_id, f.day FROM analytics_facts f, state WHERE f.txid >= state.watermark
+           SELECT DISTINCT f.organization_id, f.day FROM analytics_facts f, state
+           WHERE f.txid >= state.watermark AND (state.seen IS NULL OR NOT pg_visible_in_snapshot(f.txid::text::xid8, state.seen::pg_snapshot))
            ON CONFLICT DO NOTHING RETURNING 1
          ), moved AS (
-           UPDATE analytics_rollup_state SET watermark = pg_snapshot_xmin(pg_current_snapshot())::text::bigint WHERE id = 1
+           UPDATE analytics_rollup_state
+           SET watermark = pg_snapshot_xmin(pg_current_snapshot())::text::bigint, seen = pg_current_snapshot()::text WHERE id = 1
          )
          SELECT count(*)::int AS marked FROM marked`,
         [],

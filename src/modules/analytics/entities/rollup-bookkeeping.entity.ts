@@ -12,7 +12,7 @@ export class AnalyticsDirtyDayEntity {
 
 /**
  * How far the rollup has looked: every fact written by a transaction older than `watermark` (a
- * transaction id) has had its day marked dirty. One row.
+ * transaction id), or visible in the snapshot `seen` (the last look's, as text), has had its day marked dirty. One row.
  */
 @Entity({ name: 'analytics_rollup_state' })
 export class AnalyticsRollupStateEntity {
@@ -21,4 +21,7 @@ export class AnalyticsRollupStateEntity {
 
   @Column({ type: 'bigint' })
   watermark: string;
+
+  @Column({ type: 'text', nullable: true })
+  seen: string | null;
 }
