@@ -49,6 +49,23 @@ const boundaries = {
   },
 };
 
+/** One data-access style, and one way in for a request (see the blocks below). */
+const ONE_WAY = [
+  {
+    selector: "CallExpression[callee.property.name='createQueryBuilder']",
+    message: 'A statement with a name through Sql (docs/architecture.md, "Data access"), not a query builder.',
+  },
+  {
+    selector:
+      "CallExpression[callee.property.name='query']:matches([callee.object.name=/^(manager|dataSource|runner|queryRunner)$/], [callee.object.property.name=/^(manager|dataSource)$/])",
+    message: 'A statement with a name through Sql (`sql.query(name, text, values)`, `sql.in(manager)`), not a raw TypeORM query.',
+  },
+  {
+    selector: 'Decorator > CallExpression[callee.name=/^(Body|Query)$/][arguments.length=0]',
+    message: 'Every body and query string is checked by its JSON Schema: `@Body(registry.pipe(name))`, `@QuerySchema(registry, name)`.',
+  },
+];
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', 'test-artifacts/', 'web/src/api/generated/', 'src/contract/generated/', 'jest.config.js'] },
   js.configs.recommended,
@@ -70,22 +87,7 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: ['src/platform/database/**', 'src/**/*.spec.ts', 'src/migrations/**'],
     rules: {
-      'no-restricted-syntax': [
-        'error',
-        {
-          selector: "CallExpression[callee.property.name='createQueryBuilder']",
-          message: 'A statement with a name through Sql (docs/architecture.md, "Data access"), not a query builder.',
-        },
-        {
-          selector:
-            "CallExpression[callee.property.name='query']:matches([callee.object.name=/^(manager|dataSource|runner|queryRunner)$/], [callee.object.property.name=/^(manager|dataSource)$/])",
-          message: 'A statement with a name through Sql (`sql.query(name, text, values)`, `sql.in(manager)`), not a raw TypeORM query.',
-        },
-        {
-          selector: 'Decorator > CallExpression[callee.name=/^(Body|Query)$/][arguments.length=0]',
-          message: 'Every body and query string is checked by its JSON Schema: `@Body(registry.pipe(name))`, `@QuerySchema(registry, name)`.',
-        },
-      ],
+      'no-restricted-syntax': ['error', ...ONE_WAY],
     },
   },
   // One schema language (docs/architecture.md, "Adding an endpoint"): every request and answer shape is a JSON Schema
@@ -105,6 +107,22 @@ export default tseslint.config(
             { name: 'class-validator', message: 'Requests and settings are checked by their JSON Schema (SchemaRegistry, SETTINGS), not class-validator.' },
             { name: 'class-transformer', message: 'Requests and settings are checked by their JSON Schema (SchemaRegistry, SETTINGS), not class-transformer.' },
           ],
+        },
+      ],
+    },
+  },
+  // ...and a request's or an answer's TypeScript type is its schema's, generated, never written again.
+  {
+    files: ['src/modules/**/*.ts'],
+    ignores: ['src/**/*.spec.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        ...ONE_WAY,
+        {
+          selector:
+            'TSInterfaceDeclaration[id.name=/(Body|Query|Input|View|Response)$/], TSTypeAliasDeclaration[id.name=/(Body|Query|Input|View|Response)$/] > TSTypeLiteral',
+          message: "A request's or an answer's type is the one generated from its schema: `ApiSchema<'Name'>` (src/platform/http/api-schema.ts).",
         },
       ],
     },

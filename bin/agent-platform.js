@@ -38,9 +38,10 @@ const CONTRACT_GENERATED = join(SRC, 'contract', 'generated');
 const CONTRACT_TYPES = join(CONTRACT_GENERATED, 'openapi.d.ts');
 /**
  * openapi-typescript reads `{type: "object"}` without properties as an empty object (`Record<string, never>`);
- * JSON Schema, and the server, read it as any object (a tool call's `input`).
+ * JSON Schema, and the server, read it as any object (a tool call's `input`). And it makes a property with a `default`
+ * required, which a request may leave out (the server's request types come from these schemas too).
  */
-const CONTRACT_TYPE_OPTIONS = ['--empty-objects-unknown'];
+const CONTRACT_TYPE_OPTIONS = ['--empty-objects-unknown', '--default-non-nullable', 'false'];
 /** Outside dist/web, which Vite empties: mtime = the start of the console's last successful build. */
 const WEB_STAMP = join(DIST, '.web-build-stamp');
 /** mtime = when the OpenAPI document was last exported from the built server (rewritten only when it changed). */

@@ -27,7 +27,8 @@ interface Persona {
   model: string;
 }
 
-type Block = { type: string; [field: string]: unknown };
+/** A tool call of a past assistant message, as the history import takes it. */
+type ToolUse = Extract<PastSession['messages'][number]['content'][number], { type: 'tool_use' }>;
 
 const FILES = [
   'src/orders/orders.service.ts',
@@ -121,7 +122,7 @@ export class DemoHistory {
                 : `${turn === 0 ? past.title : 'Looks good, now also cover the edge cases'}.`;
             past.messages.push({ role: MessageRole.User, content: [{ type: 'text', text }], createdAt: new Date(tick(2)), userMessageSource: source });
             const calls = 1 + Math.floor(rand() * 6);
-            const toolUses: Block[] = [];
+            const toolUses: ToolUse[] = [];
             for (let c = 0; c < calls; c++) toolUses.push(toolUse(`toolu_${sessions}_${turn}_${c}`, rand, pick));
             past.messages.push({
               role: MessageRole.Assistant,
@@ -131,7 +132,7 @@ export class DemoHistory {
             });
             past.messages.push({
               role: MessageRole.Tool,
-              content: toolUses.map((use) => ({ type: 'tool_result', toolUseId: use.id, content: 'ok' })),
+              content: toolUses.map((use) => ({ type: 'tool_result' as const, toolUseId: use.id, content: 'ok' })),
               createdAt: new Date(tick(1)),
             });
             if (rand() < 0.3) {
@@ -175,7 +176,7 @@ export class DemoHistory {
   }
 }
 
-function toolUse(id: string, rand: () => number, pick: <T>(list: T[]) => T): Block {
+function toolUse(id: string, rand: () => number, pick: <T>(list: T[]) => T): ToolUse {
   const roll = rand();
   if (roll < 0.25) return { type: 'tool_use', id, name: 'Read', input: { file_path: pick(FILES) } };
   if (roll < 0.45) return { type: 'tool_use', id, name: 'Edit', input: { file_path: pick(FILES), old_string: 'a', new_string: 'b' } };

@@ -8,7 +8,7 @@ const DOCUMENT = join(ROOT, 'web', 'src', 'api', 'generated', 'openapi.json');
 const CONTRACT_TYPES = join(ROOT, 'src', 'contract', 'generated', 'openapi.d.ts');
 const GENERATOR = join(ROOT, 'node_modules', 'openapi-typescript', 'bin', 'cli.js');
 /** As bin/agent-platform.js generates the contract's types. */
-const GENERATOR_OPTIONS = ['--empty-objects-unknown'];
+const GENERATOR_OPTIONS = ['--empty-objects-unknown', '--default-non-nullable', 'false'];
 
 type OpenApi = {
   paths: Record<string, Record<string, unknown>>;

@@ -46,7 +46,7 @@ describe('Pagination (GET /settings/api-keys)', () => {
   }
 
   /** A user holding `count` keys (the factory's own first), with their ids newest first. */
-  async function userWithKeys(count: number, role = Role.Member, org?: { id: string; slug: string }) {
+  async function userWithKeys(count: number, role: Role = Role.Member, org?: { id: string; slug: string }) {
     const user = await createUser(t, role, org);
     const ids = [user.apiKeyId, ...(await addKeys(user, count - 1))];
     return { user, newestFirst: ids.reverse() };

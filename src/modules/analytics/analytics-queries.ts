@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
 import { closedObject, SchemaObject, SchemaRegistry } from '../../platform/http/json-schema';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../../platform/http/pagination';
 import { HISTORY_START, MAX_RANGE_DAYS } from './domain/date-range';
@@ -54,16 +55,8 @@ export const analyticsSchemas = new SchemaRegistry('analytics').add({
   }),
 });
 
-export interface DateRangeQuery {
-  startDate: string;
-  endDate: string;
-}
-
-export interface GroupedQuery<G extends string> extends DateRangeQuery {
-  group_by?: G;
-}
-
-export interface UsersQuery extends DateRangeQuery {
-  limit?: string;
-  cursor?: string;
-}
+export type DateRangeQuery = ApiSchema<'DateRangeQuery'>;
+export type TokensQuery = ApiSchema<'TokensQuery'>;
+export type ToolsQuery = ApiSchema<'ToolsQuery'>;
+export type ActivityQuery = ApiSchema<'ActivityQuery'>;
+export type UsersQuery = ApiSchema<'UsersQuery'>;

@@ -4,7 +4,7 @@ import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { REQUEST_ID_ERROR } from '../../platform/http/openapi';
 import { AnalyticsService } from './analytics.service';
 import { parseRange } from './domain/date-range';
-import { analyticsSchemas, DateRangeQuery, GroupedQuery, UsersQuery } from './analytics-queries';
+import { ActivityQuery, analyticsSchemas, DateRangeQuery, TokensQuery, ToolsQuery, UsersQuery } from './analytics-queries';
 import { ANALYTICS_SCHEMAS } from './analytics.schemas';
 import { pageSize } from '../../platform/http/pagination';
 import { QuerySchema } from '../../platform/http/json-schema';
@@ -32,7 +32,7 @@ export class AnalyticsController {
       'for each model used that day; they sum to the ungrouped totals. Read from the per-day usage totals written with each usage report.',
   })
   @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.tokensResponse })
-  tokens(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'TokensQuery') query: GroupedQuery<'model'>) {
+  tokens(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'TokensQuery') query: TokensQuery) {
     return this.analytics.tokens(principal, parseRange(query.startDate, query.endDate), query.group_by);
   }
 
@@ -47,7 +47,7 @@ export class AnalyticsController {
       ROLLUP_NOTE,
   })
   @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.toolsResponse })
-  tools(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'ToolsQuery') query: GroupedQuery<'tool_name'>) {
+  tools(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'ToolsQuery') query: ToolsQuery) {
     return this.analytics.tools(principal, parseRange(query.startDate, query.endDate), query.group_by);
   }
 
@@ -62,7 +62,7 @@ export class AnalyticsController {
       ROLLUP_NOTE,
   })
   @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.activityResponse })
-  activity(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'ActivityQuery') query: GroupedQuery<'client'>) {
+  activity(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'ActivityQuery') query: ActivityQuery) {
     return this.analytics.activity(principal, parseRange(query.startDate, query.endDate), query.group_by);
   }
 

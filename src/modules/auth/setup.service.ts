@@ -11,12 +11,11 @@ import { AuthError, AuthErrorCode } from './domain/auth.errors';
 import { ActingAs } from './domain/principal';
 import { Role } from './domain/role';
 import { UserKind } from './domain/user-kind';
+import { SetupInput } from './schemas/auth.schemas';
 import { OrganizationEntity, UserEntity } from './entities';
 
-export interface FirstRunInput {
-  organization: { slug: string; name: string };
-  owner: { email: string; name: string };
-}
+/** The first run's organization and owner, from `POST /api/v0/setup` (SetupBody) or the operator's CLI. */
+export type FirstRunInput = Omit<SetupInput, 'setupToken'>;
 
 export interface FirstRun {
   organization: OrganizationEntity;

@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
 import { Injectable } from '@nestjs/common';
 import { Principal } from '../auth';
 import { ComputerAccess } from './computer-access.service';
@@ -6,10 +7,7 @@ import { ComputersRepository } from './computers.repository';
 import { computerNotFound, ComputersError, ComputersErrorCode } from './domain/computers.errors';
 import { ComputerView } from './domain/views';
 
-export interface UpdateComputerInput {
-  name?: string;
-  remoteUser?: string;
-}
+export type UpdateComputerInput = ApiSchema<'UpdateComputerBody'>;
 
 /** Changes to a computer's own fields: a person renames it, its agent reports where it runs. */
 @Injectable()

@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
@@ -177,7 +178,10 @@ export class AgentConnectController {
   @ApiOkResponse({ schema: ref('Computer') })
   @ApiBadRequestResponse({ description: 'Invalid `hostname`.', schema: V0_ERROR })
   @ApiForbiddenResponse({ description: "Not a computer's agent token.", schema: V0_ERROR })
-  connect(@CurrentPrincipal() principal: Principal, @Body(computerSchemas.pipe('ConnectAgentBody')) body: { hostname: string }): Promise<ComputerView> {
+  connect(
+    @CurrentPrincipal() principal: Principal,
+    @Body(computerSchemas.pipe('ConnectAgentBody')) body: ApiSchema<'ConnectAgentBody'>,
+  ): Promise<ComputerView> {
     return this.updates.connectAgent(principal, body);
   }
 }

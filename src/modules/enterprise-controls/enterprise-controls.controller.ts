@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
 import { Body, Controller, Get, Headers, HttpCode, Param, Patch, Post, Res } from '@nestjs/common';
 import {
   ApiBadGatewayResponse,
@@ -17,7 +18,7 @@ import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, AgentTokensOnly, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
 import { V0_ERROR } from '../../platform/http/openapi';
-import { PageQuery, pageSize, Pagination } from '../../platform/http/pagination';
+import { pageSize, Pagination } from '../../platform/http/pagination';
 import { MessageSizedBody } from '../../platform/http/route-config';
 import { AgentPolicyView } from './domain/agent-policy';
 import { etagOf, parseIfMatch } from './domain/if-match';
@@ -63,7 +64,7 @@ export class EnterpriseControlsController {
   @ApiPreconditionFailedResponse({ description: '`If-Match` names another revision than the one in force (`metadata.currentRevision`).', schema: V0_ERROR })
   async change(
     @CurrentPrincipal() principal: Principal,
-    @Body(enterpriseControlsSchemas.pipe('ChangeEnterpriseControlsBody')) body: { settings: Record<string, unknown> },
+    @Body(enterpriseControlsSchemas.pipe('ChangeEnterpriseControlsBody')) body: ApiSchema<'ChangeEnterpriseControlsBody'>,
     @Headers('if-match') ifMatch: string | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<ControlsView> {
@@ -87,7 +88,7 @@ export class EnterpriseControlsController {
   @ApiBadRequestResponse({ description: 'Invalid `limit` or `cursor`.', schema: V0_ERROR })
   async history(
     @CurrentPrincipal() principal: Principal,
-    @QuerySchema(enterpriseControlsSchemas, 'ControlHistoryQuery') query: PageQuery,
+    @QuerySchema(enterpriseControlsSchemas, 'ControlHistoryQuery') query: ApiSchema<'ControlHistoryQuery'>,
   ): Promise<{ changes: ControlChangeView[]; pagination: Pagination }> {
     const page = await this.controls.history(principal, query.cursor, pageSize(query));
     return { changes: page.items, pagination: page.pagination };
@@ -165,7 +166,7 @@ export class AgentPolicyController {
   async relay(
     @CurrentPrincipal() principal: Principal,
     @Param('customModelId') customModelId: string,
-    @Body(enterpriseControlsSchemas.pipe('ModelRelayBody')) body: Record<string, unknown>,
+    @Body(enterpriseControlsSchemas.pipe('ModelRelayBody')) body: ApiSchema<'ModelRelayBody'>,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<unknown> {
     // The call to the model ends when the caller goes away.

@@ -9,7 +9,7 @@ import { validationError } from '../../platform/http/validation';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { AuditLogQuery } from './schemas/event-queries';
 import { eventSchemas } from './schemas/event.schemas';
-import { AuditQuery, EventsService } from './events.service';
+import { AuditFilter, EventsService } from './events.service';
 
 export const NDJSON_TYPE = 'application/x-ndjson';
 
@@ -50,7 +50,7 @@ export class AuditLogController {
     @Headers('accept') accept: string | undefined,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const filter: AuditQuery = {
+    const filter: AuditFilter = {
       types: EventsService.types('type', query.type),
       actorUserId: query.actorUserId?.toLowerCase(),
       since: query.since === undefined ? undefined : parseTime('since', query.since),

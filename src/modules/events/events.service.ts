@@ -19,7 +19,7 @@ const SCAN_MAX = 5_000;
 /** Audit entries exported at a time. */
 const EXPORT_BATCH = 500;
 
-export interface AuditQuery {
+export interface AuditFilter {
   types?: EventType[];
   actorUserId?: string;
   since?: Date;
@@ -95,7 +95,7 @@ export class EventsService {
   }
 
   /** A page of the audit log, newest first. */
-  async audit(principal: Principal, query: AuditQuery, page: { cursor?: string; limit: number }): Promise<Page<PublicEvent>> {
+  async audit(principal: Principal, query: AuditFilter, page: { cursor?: string; limit: number }): Promise<Page<PublicEvent>> {
     const before = page.cursor !== undefined ? (decodeCursor('audit-log', page.cursor, ['number'])[0] as number) : undefined;
     const rows = await this.log.read(principal.organizationId, { ...this.auditFilter(query), after: 0, before, newestFirst: true, limit: page.limit + 1 });
     const items = rows.slice(0, page.limit);
@@ -105,7 +105,7 @@ export class EventsService {
   }
 
   /** Every matching audit entry, newest first, one JSON line each, a batch at a time (memory stays bounded for any size). */
-  async exportAudit(principal: Principal, query: AuditQuery, out: Writable): Promise<void> {
+  async exportAudit(principal: Principal, query: AuditFilter, out: Writable): Promise<void> {
     let before: number | undefined;
     const gone = new Promise<void>((resolve) => out.once('close', resolve));
     let open = true;
@@ -133,7 +133,7 @@ export class EventsService {
     return names as EventType[];
   }
 
-  private auditFilter(query: AuditQuery) {
+  private auditFilter(query: AuditFilter) {
     return { types: query.types, actorUserId: query.actorUserId, since: query.since, until: query.until };
   }
 

@@ -2,7 +2,8 @@ import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { AppConfig } from '../../config/app-config';
 import { DomainError, ErrorKind } from '../../platform/http/domain-error';
-import { answerObject, SchemaObject } from '../../platform/http/json-schema';
+import type { ApiSchema } from '../../platform/http/api-schema';
+import { answerObject, ref, SchemaObject, SchemaRegistry } from '../../platform/http/json-schema';
 import { V0_ERROR } from '../../platform/http/openapi';
 import { Sql } from '../../platform/database/sql';
 import { Public } from '../auth';
@@ -10,18 +11,12 @@ import { Public } from '../auth';
 /** Past this, the database counts as not answering: a request would wait as long. */
 const READINESS_TIMEOUT_MS = 2_000;
 
-interface HealthView {
-  status: 'ok';
-  database: string;
-}
-
-interface LivenessView {
-  status: 'ok';
-}
-
 const ok: SchemaObject = { type: 'string', enum: ['ok'], example: 'ok' };
-const HEALTH = answerObject({ status: ok, database: { type: 'string', enum: ['postgres', 'pglite'] } });
-const LIVENESS = answerObject({ status: ok });
+/** What the probes answer, published as they are. */
+new SchemaRegistry('health').add({
+  HealthStatus: answerObject({ status: ok, database: { type: 'string', enum: ['postgres', 'pglite'] } }),
+  LivenessStatus: answerObject({ status: ok }),
+});
 
 class DatabaseUnavailableError extends DomainError<'database_unavailable'> {
   readonly kind = ErrorKind.Unavailable;
@@ -48,9 +43,9 @@ export class HealthController {
       `200 when it answers, 503 (\`database_unavailable\`) when it fails or takes longer than ${READINESS_TIMEOUT_MS} ms. ` +
       'Point a load balancer here.',
   })
-  @ApiOkResponse({ schema: HEALTH })
+  @ApiOkResponse({ schema: ref('HealthStatus') })
   @ApiServiceUnavailableResponse({ schema: V0_ERROR })
-  async ready(): Promise<HealthView> {
+  async ready(): Promise<ApiSchema<'HealthStatus'>> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error('timeout')), READINESS_TIMEOUT_MS);
@@ -72,8 +67,8 @@ export class HealthController {
     summary: 'Liveness: whether the process serves HTTP',
     description: 'No authentication, no database: 200 as long as the process answers. Restart the process when this fails; ' + 'route traffic by `/healthz`.',
   })
-  @ApiOkResponse({ schema: LIVENESS })
-  live(): LivenessView {
+  @ApiOkResponse({ schema: ref('LivenessStatus') })
+  live(): ApiSchema<'LivenessStatus'> {
     return { status: 'ok' };
   }
 }

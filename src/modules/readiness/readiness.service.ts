@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
 import { Injectable } from '@nestjs/common';
 import { EventLog } from '../../platform/events';
 import { newId, isUuid } from '../../platform/database/ids';
@@ -12,7 +13,7 @@ import { ReadinessReportEntity } from './entities';
 import { ReadinessRepository } from './readiness.repository';
 
 /** A report as uploaded: the spec's fields but the two the server assigns. */
-export type UploadReportInput = Omit<ReadinessReportView, 'reportId' | 'createdAt'>;
+export type UploadReportInput = ApiSchema<'UploadReadinessReportBody'>;
 
 /** Readiness reports: stored as uploaded, listed newest first, rolled up into levels. */
 @Injectable()

@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
@@ -10,7 +11,6 @@ import { decodeCursor } from '../../platform/http/cursor';
 import { Page } from '../../platform/http/pagination';
 import { MessageEntity, SessionEntity } from './entities';
 import { checkContentPayloads } from './domain/attachments';
-import { ContentBlock, MessageRole } from './domain/message';
 import { TokenUsage } from './domain/session-settings';
 import { assertTransition, SessionStatus, SessionTrigger, statusAfterTurn } from './domain/session-status';
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
@@ -19,7 +19,8 @@ import { MESSAGE_ATTRIBUTE_FIELDS } from './schemas/session.schemas';
 import { SessionsRepository } from './sessions.repository';
 import { ToolApprovalLedger } from './tool-approval-ledger';
 
-export type AgentMessageInput = { role: MessageRole; content: ContentBlock[]; parentId?: string } & Record<string, unknown>;
+/** A message as the agent appends it (AppendMessagesBody). */
+export type AgentMessageInput = ApiSchema<'AppendMessagesBody'>['messages'][number];
 
 /**
  * The agent channel, once an agent took work (WorkClaims): it writes its messages, reads the
@@ -237,6 +238,7 @@ export function mayWorkOn(principal: Principal, session: SessionEntity): boolean
 
 function attributesOf(message: AgentMessageInput): Record<string, unknown> {
   const attributes: Record<string, unknown> = {};
-  for (const field of MESSAGE_ATTRIBUTE_FIELDS) if (message[field] !== undefined) attributes[field] = message[field];
+  const fields: Record<string, unknown> = message;
+  for (const field of MESSAGE_ATTRIBUTE_FIELDS) if (fields[field] !== undefined) attributes[field] = fields[field];
   return attributes;
 }

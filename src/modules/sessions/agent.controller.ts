@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
 import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
@@ -17,10 +18,8 @@ import { V0_ERROR } from '../../platform/http/openapi';
 import { pageOf, pageSize, Pagination } from '../../platform/http/pagination';
 import { MessageSizedBody } from '../../platform/http/route-config';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
-import { AgentMessageInput, AgentWorkService } from './agent-work.service';
+import { AgentWorkService } from './agent-work.service';
 import { WorkClaims } from './work-claims.service';
-import { WorkView } from './work-queue';
-import { TokenUsage } from './domain/session-settings';
 import { MessageView, SessionView } from './domain/views';
 import { TurnConversationQuery } from './schemas/session-queries';
 import { sessionSchemas } from './schemas/session.schemas';
@@ -60,37 +59,7 @@ export class AgentController {
       'more answer 429 `too_many_long_polls` with `Retry-After`; a claim that finds work at once, or does not wait, is not counted. The body may be omitted.',
   })
   @ApiBody({ schema: ref('ClaimWorkBody') })
-  @ApiOkResponse({
-    schema: {
-      type: 'object',
-      required: ['work'],
-      properties: {
-        work: {
-          type: 'object',
-          nullable: true,
-          required: ['turnId', 'sessionId', 'leaseExpiresAt', 'session', 'messages', 'messagesCursor'],
-          properties: {
-            turnId: { type: 'string' },
-            sessionId: { type: 'string' },
-            leaseExpiresAt: { type: 'integer', description: 'Unix ms.' },
-            session: ref('Session'),
-            messages: {
-              type: 'array',
-              items: ref('Message'),
-              description: 'The user messages this turn answers, in order, as many as fit in `MESSAGE_PAGE_MAX_BYTES` (the first always comes).',
-            },
-            messagesCursor: {
-              type: 'string',
-              nullable: true,
-              description:
-                "Null when `messages` holds all of the turn's user messages. Otherwise read on from this cursor with " +
-                "`GET /api/v0/agent/sessions/{sessionId}/messages` and take its `user` messages: they are the rest of the turn's.",
-            },
-          },
-        },
-      },
-    },
-  })
+  @ApiOkResponse({ schema: ref('ClaimWorkResponse') })
   @ApiNotFoundResponse({ description: 'Unknown `computerId`.', schema: V0_ERROR })
   @ApiTooManyRequestsResponse({
     description: 'Too many claims waiting (`too_many_long_polls`; `metadata.limit` names the cap, `metadata.max` its value).',
@@ -98,10 +67,10 @@ export class AgentController {
   })
   async claim(
     @CurrentPrincipal() principal: Principal,
-    @Body(new DefaultBody({}), sessionSchemas.pipe('ClaimWorkBody')) body: { computerId?: string; waitMs?: number },
+    @Body(new DefaultBody({}), sessionSchemas.pipe('ClaimWorkBody')) body: ApiSchema<'ClaimWorkBody'>,
     @IdempotencyKey() idempotent: IdempotentRequest | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
-  ): Promise<{ work: WorkView | null }> {
+  ): Promise<ApiSchema<'ClaimWorkResponse'>> {
     const abandoned = new AbortController();
     reply.raw.once('close', () => {
       if (!reply.raw.writableEnded) abandoned.abort();
@@ -152,7 +121,7 @@ export class AgentController {
   async append(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
-    @Body(sessionSchemas.pipe('AppendMessagesBody')) body: { turnId: string; messages: AgentMessageInput[] },
+    @Body(sessionSchemas.pipe('AppendMessagesBody')) body: ApiSchema<'AppendMessagesBody'>,
     @IdempotencyKey() idempotent: IdempotentRequest | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<{ messages: MessageView[] }> {
@@ -175,7 +144,7 @@ export class AgentController {
   async usage(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
-    @Body(sessionSchemas.pipe('ReportUsageBody')) body: { turnId: string; model: string } & Partial<TokenUsage>,
+    @Body(sessionSchemas.pipe('ReportUsageBody')) body: ApiSchema<'ReportUsageBody'>,
     @IdempotencyKey() idempotent: IdempotentRequest | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<{ session: SessionView }> {
@@ -199,7 +168,7 @@ export class AgentController {
   async heartbeat(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
-    @Body(sessionSchemas.pipe('TurnBody')) body: { turnId: string },
+    @Body(sessionSchemas.pipe('TurnBody')) body: ApiSchema<'TurnBody'>,
     @IdempotencyKey() idempotent: IdempotentRequest | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<{ leaseExpiresAt: number; interrupted: boolean }> {
@@ -223,7 +192,7 @@ export class AgentController {
   async endTurn(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
-    @Body(sessionSchemas.pipe('EndTurnBody')) body: { turnId: string; assistantActiveTimeMs?: number },
+    @Body(sessionSchemas.pipe('EndTurnBody')) body: ApiSchema<'EndTurnBody'>,
     @IdempotencyKey() idempotent: IdempotentRequest | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<{ session: SessionView }> {

@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
@@ -17,12 +18,7 @@ import { SessionPolicy } from './ports/session-policy';
 import { SessionAccess, sessionNotFound } from './session-access.service';
 import { SessionChange, SessionsRepository } from './sessions.repository';
 
-export interface AddMessageInput {
-  text: string;
-  images?: Array<{ type: 'base64'; data: string; mediaType: string }>;
-  files?: Array<Record<string, unknown> & { type: string; mediaType: string; data: string }>;
-  computerId?: string;
-}
+export type AddMessageInput = ApiSchema<'AddMessageBody'>;
 
 export interface AddMessageResult {
   messageId: string;
@@ -136,7 +132,7 @@ function userContent(input: AddMessageInput): ContentBlock[] {
   if (errors.length > 0) throw validationError(errors);
   return [
     { type: 'text', text: input.text },
-    ...(input.images ?? []).map((source) => ({ type: 'image', source })),
-    ...(input.files ?? []).map((source) => ({ type: 'document', source })),
+    ...(input.images ?? []).map((source) => ({ type: 'image' as const, source })),
+    ...(input.files ?? []).map((source) => ({ type: 'document' as const, source })),
   ];
 }

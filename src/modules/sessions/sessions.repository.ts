@@ -7,7 +7,7 @@ import { Sql } from '../../platform/database/sql';
 import { EventActor, EventLog } from '../../platform/events';
 import { MessageEntity, SessionEntity, ToolApprovalEntity } from './entities';
 import { ToolApprovalStatus } from './domain/tool-approval';
-import { ContentBlock, MessageAttributes, MessageRole } from './domain/message';
+import { ContentBlock, MessageAttributes, MessageRole, UserMessageSource } from './domain/message';
 import { StoredSessionSettings, TokenUsage } from './domain/session-settings';
 import { SessionStatus, SessionTrigger, statusAfterSql } from './domain/session-status';
 
@@ -127,7 +127,7 @@ interface MessageRow {
   seq: number;
   role: MessageRole;
   parent_id: string | null;
-  user_message_source: string | null;
+  user_message_source: UserMessageSource | null;
   author_id: string | null;
   content: ContentBlock[];
   attributes: MessageAttributes;

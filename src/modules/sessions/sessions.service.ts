@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
 import { Injectable } from '@nestjs/common';
 import { eventActorOf, Principal } from '../auth';
 import { EventLog } from '../../platform/events';
@@ -13,16 +14,8 @@ import { SessionPolicy } from './ports/session-policy';
 import { SessionAccess, sessionNotFound } from './session-access.service';
 import { SessionsRepository } from './sessions.repository';
 
-export interface CreateSessionInput {
-  title?: string;
-  computerId?: string;
-  sessionSettings?: StoredSessionSettings;
-}
-
-export interface UpdateSessionInput {
-  title?: string | null;
-  sessionSettings?: StoredSessionSettings;
-}
+export type CreateSessionInput = ApiSchema<'CreateSessionBody'>;
+export type UpdateSessionInput = ApiSchema<'UpdateSessionBody'>;
 
 /** The public v0 sessions API's sessions: create, read, list, update and delete them, under the role matrix. */
 @Injectable()
@@ -114,9 +107,10 @@ export class SessionsService {
       const locked = await this.repository.findSession(sessionId, principal.organizationId, manager, true);
       if (!locked || !canRead(locked)) sessionNotFound(sessionId);
       this.access.writable(principal, locked);
-      const settings: StoredSessionSettings = { ...locked.settings, ...input.sessionSettings };
-      // A null setting removes it (e.g. `archivedAt: null` unarchives).
-      for (const [field, value] of Object.entries(settings)) if (value === null) delete settings[field as keyof StoredSessionSettings];
+      const merged: Record<string, unknown> = { ...locked.settings, ...input.sessionSettings };
+      // A null setting removes it (e.g. `archivedAt: null` unarchives); what is left is the schema's, checked.
+      for (const [field, value] of Object.entries(merged)) if (value === null) delete merged[field];
+      const settings = merged as StoredSessionSettings;
       const changes = { ...(input.title !== undefined ? { title: input.title } : {}), settings, updatedAt: new Date() };
       changes.updatedAt = await this.repository.updateSession(manager, locked.id, changes);
       return toSessionView(Object.assign(locked, changes));

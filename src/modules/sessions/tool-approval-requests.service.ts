@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
 import { Injectable } from '@nestjs/common';
 import { eventActorOf, Principal } from '../auth';
 import { EventLog } from '../../platform/events';
@@ -10,13 +11,7 @@ import { approvalTimeoutSeconds, ToolApprovalStatus, ToolApprovalView, toToolApp
 import { SessionPolicy } from './ports/session-policy';
 import { SessionsRepository } from './sessions.repository';
 
-export interface ToolApprovalRequest {
-  turnId: string;
-  toolName: string;
-  toolCallId?: string;
-  summary: string;
-  input?: Record<string, unknown>;
-}
+export type ToolApprovalRequest = ApiSchema<'RequestToolApprovalBody'>;
 
 /** The agent's side of a person in the loop: it asks a person to approve a tool call of its running turn. */
 @Injectable()

@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
 import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
@@ -16,7 +17,7 @@ import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role
 import { QuerySchema, ref } from '../../platform/http/json-schema';
 import { V0_ERROR } from '../../platform/http/openapi';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
-import { ToolApprovalDecision, ToolApprovalView } from './domain/tool-approval';
+import { ToolApprovalView } from './domain/tool-approval';
 import { SessionView } from './domain/views';
 import { AwaitToolApprovalQuery } from './schemas/session-queries';
 import { sessionSchemas } from './schemas/session.schemas';
@@ -97,7 +98,7 @@ export class TurnControlController {
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
     @Param('approvalId') approvalId: string,
-    @Body(sessionSchemas.pipe('DecideToolApprovalBody')) body: { decision: ToolApprovalDecision; message?: string },
+    @Body(sessionSchemas.pipe('DecideToolApprovalBody')) body: ApiSchema<'DecideToolApprovalBody'>,
     @IdempotencyKey() idempotent: IdempotentRequest | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<{ toolApproval: ToolApprovalView }> {

@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
 import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
@@ -6,21 +7,13 @@ import { EventLog } from '../../platform/events';
 import { isUuid, newId } from '../../platform/database/ids';
 import { assertTransition, SessionStatus, SessionTrigger } from './domain/session-status';
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
-import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
+import { toMessageView, toSessionView } from './domain/views';
 import { ComputerDirectory } from './ports/computer-directory';
 import { SessionsRepository, WorkFilter } from './sessions.repository';
 import { ToolApprovalLedger } from './tool-approval-ledger';
 
-export interface WorkView {
-  turnId: string;
-  sessionId: string;
-  leaseExpiresAt: number;
-  session: SessionView;
-  /** The user messages this turn is to answer, in order, within MESSAGE_PAGE_MAX_BYTES. */
-  messages: MessageView[];
-  /** Where the conversation list continues when the turn has more user messages than fit (else null). */
-  messagesCursor: string | null;
-}
+/** A turn to work on, as `POST /api/v0/agent/claims` answers it (ClaimWorkResponse). */
+export type WorkView = NonNullable<ApiSchema<'ClaimWorkResponse'>['work']>;
 
 /**
  * The waiting work of a queue (a computer's, or the unrouted work): which queue a caller takes

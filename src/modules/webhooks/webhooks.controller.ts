@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
@@ -13,7 +14,7 @@ import { V0_ERROR } from '../../platform/http/openapi';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { eventTypesTable } from '../events';
 import { DeliveryListView, DeliveryView, WebhookListView, WebhookView, WebhookWithSecretView } from './schemas/webhook-views';
-import { PageQuery, pageSize } from '../../platform/http/pagination';
+import { pageSize } from '../../platform/http/pagination';
 import { CreateWebhookInput, ListDeliveriesQuery, UpdateWebhookInput, webhookSchemas } from './schemas/webhook.schemas';
 import { DeliveryRow, WebhookRow } from './webhooks.repository';
 import { WebhooksService } from './webhooks.service';
@@ -59,7 +60,10 @@ export class WebhooksController {
   @Get()
   @ApiOperation({ summary: 'List webhooks', description: 'Newest first. Secrets are masked (`secretHint`).' })
   @ApiOkResponse({ schema: ref('WebhookListView') })
-  async list(@CurrentPrincipal() principal: Principal, @QuerySchema(webhookSchemas, 'ListWebhooksQuery') query: PageQuery): Promise<WebhookListView> {
+  async list(
+    @CurrentPrincipal() principal: Principal,
+    @QuerySchema(webhookSchemas, 'ListWebhooksQuery') query: ApiSchema<'ListWebhooksQuery'>,
+  ): Promise<WebhookListView> {
     const page = await this.webhooks.list(principal, query.cursor, pageSize(query));
     return { webhooks: page.items.map(toWebhookView), pagination: page.pagination };
   }

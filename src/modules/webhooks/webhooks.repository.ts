@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { EventType } from '../../platform/events';
 import { DataSource, EntityManager } from 'typeorm';
 import { NewestFirst } from '../../platform/database/keyset';
 import { Sql } from '../../platform/database/sql';
@@ -9,7 +10,7 @@ export interface WebhookRow {
   organizationId: string;
   url: string;
   description: string | null;
-  eventTypes: string[];
+  eventTypes: EventType[];
   enabled: boolean;
   /** The SecretBox envelope of the signing secret, bound to the webhook's id. */
   secret: string;
@@ -20,13 +21,15 @@ export interface WebhookRow {
   pausedAfterSeq: number | null;
   resumedAfterSeq: number | null;
   failingSince: Date | null;
-  disabledReason: string | null;
+  disabledReason: DisabledReason | null;
   createdBy: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+/** Why the server disabled a webhook; a person's disabling leaves none. */
+export type DisabledReason = 'endpoint_failing';
 
 /** One try at sending a delivery, as the delivery log shows it. */
 export interface Attempt {
@@ -45,7 +48,7 @@ export interface DeliveryRow {
   organizationId: string;
   eventId: string;
   eventSeq: number;
-  eventType: string;
+  eventType: EventType;
   status: DeliveryStatus;
   retries: number;
   nextAttemptAt: Date | null;

@@ -10,18 +10,12 @@ import { WebhookSender } from './delivery/webhook-sender';
 import { generateSecret, secretHint } from './domain/signing';
 import { WebhookError, WebhookErrorCode } from './domain/webhook.errors';
 import { WebhookSummary } from './events';
+import { CreateWebhookInput, UpdateWebhookInput } from './schemas/webhook.schemas';
 import { DeliveryRow, DeliveryStatus, WebhookRow, WebhooksRepository } from './webhooks.repository';
 
 /** Webhooks one organization may have. */
 export const MAX_WEBHOOKS_PER_ORGANIZATION = 50;
 const MAX_URL_LENGTH = 2048;
-
-export interface WebhookInput {
-  url: string;
-  eventTypes?: string[];
-  enabled?: boolean;
-  description?: string | null;
-}
 
 /** Owners' and managers' webhooks: configuration, secrets, and the delivery log. */
 @Injectable()
@@ -34,7 +28,7 @@ export class WebhooksService {
   ) {}
 
   /** Creates a webhook; its secret is in the answer only. It receives the events committed after it. */
-  async create(principal: Principal, input: WebhookInput): Promise<{ webhook: WebhookRow; secret: string }> {
+  async create(principal: Principal, input: CreateWebhookInput): Promise<{ webhook: WebhookRow; secret: string }> {
     const url = this.checkUrl(principal, input.url);
     const secret = generateSecret();
     const id = newId();
@@ -91,7 +85,7 @@ export class WebhooksService {
   }
 
   /** Changes the fields given. Enabling a webhook clears what the server knew of its failures. */
-  async update(principal: Principal, id: string, input: Partial<WebhookInput>): Promise<WebhookRow> {
+  async update(principal: Principal, id: string, input: UpdateWebhookInput): Promise<WebhookRow> {
     const url = input.url === undefined ? undefined : this.checkUrl(principal, input.url);
     if (!isUuid(id)) throw notFound(id);
     const updated = await this.repository.transaction(async (manager) => {

@@ -1,10 +1,9 @@
-/** The four roles of an organization member; each user holds exactly one. */
-export enum Role {
-  Owner = 'owner',
-  Manager = 'manager',
-  Member = 'member',
-  Guest = 'guest',
-}
+/**
+ * The four roles of an organization member; each user holds exactly one. A union of its strings rather than an enum,
+ * so the request types generated from the API's schemas (plain string literals) are Roles as they are.
+ */
+export const Role = { Owner: 'owner', Manager: 'manager', Member: 'member', Guest: 'guest' } as const;
+export type Role = (typeof Role)[keyof typeof Role];
 
 export const ROLES: readonly Role[] = [Role.Owner, Role.Manager, Role.Member, Role.Guest];
 

@@ -1,7 +1,8 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { answerObject as object, ref, SchemaObject } from '../../../platform/http/json-schema';
-import { pageOf, Pagination } from '../../../platform/http/pagination';
-import { Role, ROLES } from '../domain/role';
-import { UserKind, USER_KINDS } from '../domain/user-kind';
+import { pageOf } from '../../../platform/http/pagination';
+import { ROLES } from '../domain/role';
+import { USER_KINDS } from '../domain/user-kind';
 
 /** What the Auth module answers: members, API keys, the first run and `GET /api/v0/me`. */
 const uuid = (description?: string): SchemaObject => ({ type: 'string', format: 'uuid', ...(description ? { description } : {}) });
@@ -80,63 +81,22 @@ export const AUTH_VIEWS: Record<string, SchemaObject> = {
   }),
 };
 
-export interface MemberView {
-  id: string;
-  email: string;
-  name: string;
-  role: Role;
-  kind: UserKind;
-  createdAt: number;
-}
+export type MemberView = ApiSchema<'MemberView'>;
 
-export interface RemovedMemberView extends MemberView {
-  removedAt: number;
-}
+export type RemovedMemberView = ApiSchema<'RemovedMemberView'>;
 
-export interface MemberListView {
-  members: MemberView[];
-  pagination: Pagination;
-}
+export type MemberListView = ApiSchema<'MemberListView'>;
 
-export interface ApiKeyView {
-  id: string;
-  name: string;
-  prefix: string;
-  userId: string;
-  createdAt: number;
-  lastUsedAt: number | null;
-  expiresAt: number | null;
-  revokedAt: number | null;
-}
+export type ApiKeyView = ApiSchema<'ApiKeyView'>;
 
-export interface CreatedApiKeyView extends ApiKeyView {
-  key: string;
-}
+export type CreatedApiKeyView = ApiSchema<'CreatedApiKeyView'>;
 
-export interface ApiKeyListView {
-  apiKeys: ApiKeyView[];
-  pagination: Pagination;
-}
+export type ApiKeyListView = ApiSchema<'ApiKeyListView'>;
 
-export interface SetupStatusView {
-  needed: boolean;
-}
+export type SetupStatusView = ApiSchema<'SetupStatusView'>;
 
-export interface SetupOrganizationView {
-  id: string;
-  slug: string;
-  name: string;
-}
+export type SetupOrganizationView = ApiSchema<'SetupOrganizationView'>;
 
-export interface SetupResultView {
-  organization: SetupOrganizationView;
-  owner: MemberView;
-  apiKey: CreatedApiKeyView;
-}
+export type SetupResultView = ApiSchema<'SetupResultView'>;
 
-export interface MeView {
-  user: Pick<MemberView, 'id' | 'email' | 'name' | 'role'>;
-  organization: SetupOrganizationView;
-  credential: { kind: 'api_key' | 'jwt'; apiKeyId?: string };
-  can: { createApiKeys: boolean; manageOrganizationApiKeys: boolean };
-}
+export type MeView = ApiSchema<'MeView'>;

@@ -1,6 +1,7 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { closedObject, displayName, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
-import { PageQuery, pageQuery } from '../../../platform/http/pagination';
-import { Role, ROLES } from '../domain/role';
+import { pageQuery } from '../../../platform/http/pagination';
+import { ROLES } from '../domain/role';
 import { UserKind, USER_KINDS } from '../domain/user-kind';
 import { AUTH_VIEWS } from './auth-views';
 
@@ -77,33 +78,9 @@ export const authSchemas = new SchemaRegistry('auth').add({
   }),
 });
 
-export interface SetupInput {
-  setupToken: string;
-  organization: { slug: string; name: string };
-  owner: { email: string; name: string };
-}
-
-export interface AddMemberInput {
-  email: string;
-  name: string;
-  role: Role;
-  kind?: UserKind;
-}
-
-export interface ChangeMemberInput {
-  role?: Role;
-  name?: string;
-}
-
-export interface CreateApiKeyInput {
-  name: string;
-  expiresAt?: string;
-}
-
-export interface ListMembersQuery extends PageQuery {
-  kind?: UserKind;
-}
-
-export interface ListApiKeysQuery extends PageQuery {
-  scope?: 'own' | 'organization';
-}
+export type SetupInput = ApiSchema<'SetupBody'>;
+export type AddMemberInput = ApiSchema<'AddMemberBody'>;
+export type ChangeMemberInput = ApiSchema<'ChangeMemberBody'>;
+export type CreateApiKeyInput = ApiSchema<'CreateApiKeyBody'>;
+export type ListMembersQuery = ApiSchema<'ListMembersQuery'>;
+export type ListApiKeysQuery = ApiSchema<'ListApiKeysQuery'>;

@@ -3,6 +3,7 @@ export const BYOM = 'byom';
 /** The managed provider this server ships: a workspace prepared on the server's own host. */
 export const LOCAL_PROVIDER = 'local';
 export const PROVIDERS = [BYOM, LOCAL_PROVIDER] as const;
+export type Provider = (typeof PROVIDERS)[number];
 
 export enum OwnerPrincipalKind {
   User = 'user',

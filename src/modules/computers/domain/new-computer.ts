@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { userInfo } from 'node:os';
 import { Principal } from '../../auth';
 import { newId } from '../../../platform/database/ids';
@@ -5,16 +6,7 @@ import { ComputerSource, OwnerPrincipalKind } from './computer';
 import { ComputerEntity, ProvisioningStepEntity } from '../entities';
 import { STEP_NAMES, StepId, StepStatus } from './provisioning-step';
 
-export interface CreateComputerInput {
-  name: string;
-  provider: string;
-  hostId?: string;
-  remoteUser?: string;
-  repos?: string[];
-  autoInstallDeps?: boolean;
-  serviceAccountId?: string;
-  source?: ComputerSource;
-}
+export type CreateComputerInput = ApiSchema<'CreateComputerBody'>;
 
 export interface ComputerOwner {
   id: string;

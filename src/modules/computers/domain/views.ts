@@ -1,41 +1,15 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { ComputerEntity, ProvisioningStepEntity } from '../entities';
-import { ComputerStatus } from './computer-status';
-import { ComputerSource } from './computer';
 
 /** The spec's provisioning step; optional fields omitted when unset. */
-export interface StepView {
-  id: string;
-  name: string;
-  status: string;
-  error?: string;
-  startedAt?: number;
-  completedAt?: number;
-  installSessionId?: string;
-}
+export type StepView = ApiSchema<'ProvisioningStep'>;
 
 /**
  * The spec's Computer. List and update responses carry the list shape (with `hostname`); the
  * create response adds `hostId`, `clonedRepoDirectories`, `ownerPrincipalKind`, `ownerId` and
  * `computerSource` (and our `agentToken`, shown once); our get-one and retry answer every field.
  */
-export interface ComputerView {
-  id: string;
-  name: string;
-  providerType: string;
-  createdAt: number;
-  hostname?: string;
-  hostId?: string;
-  status?: ComputerStatus;
-  provisioningSteps?: StepView[];
-  relayClientUrl?: string;
-  relayAgentUrl?: string;
-  remoteUser?: string;
-  clonedRepoDirectories?: string[];
-  ownerPrincipalKind?: string;
-  ownerId?: string;
-  computerSource?: ComputerSource;
-  agentToken?: string;
-}
+export type ComputerView = ApiSchema<'Computer'>;
 
 export type ComputerShape = 'list' | 'create' | 'full';
 

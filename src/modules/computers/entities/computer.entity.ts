@@ -1,6 +1,6 @@
 import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import { ComputerStatus } from '../domain/computer-status';
-import { ComputerSource, OwnerPrincipalKind } from '../domain/computer';
+import { ComputerSource, OwnerPrincipalKind, Provider } from '../domain/computer';
 
 /** A machine that hosts an agent: a registered BYOM machine or one a provider prepares. */
 @Entity({ name: 'computers' })
@@ -27,7 +27,7 @@ export class ComputerEntity {
 
   /** `byom` or a managed provider's type. */
   @Column({ type: 'varchar', length: 32 })
-  provider: string;
+  provider: Provider;
 
   @Column({ name: 'host_id', type: 'uuid', nullable: true })
   hostId: string | null;

@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { EnterpriseSettings } from './settings';
 
 /**
@@ -29,8 +30,4 @@ export const AGENT_POLICY_FIELDS = [
 ] as const satisfies ReadonlyArray<keyof EnterpriseSettings>;
 
 /** `modelPolicy` is the caller's effective one: the organization's with their `userModelPolicies` entry over it. */
-export type AgentPolicyView = { revision: number; modelPolicy: EnterpriseSettings['modelPolicy'] } & Pick<
-  EnterpriseSettings,
-  (typeof AGENT_POLICY_FIELDS)[number]
-> &
-  Pick<EnterpriseSettings, 'toolApproval'>;
+export type AgentPolicyView = ApiSchema<'AgentPolicy'>;

@@ -1,33 +1,17 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { ControlRevisionEntity } from '../entities';
 import { EnterpriseSettings } from './settings';
-import { PatchOperation } from './settings-diff';
 
-export interface ChangeUserView {
-  id: string;
-  email: string;
-  name: string;
-}
+export type ChangeUserView = ApiSchema<'EnterpriseControlUser'>;
 
 /** The spec's Enterprise control change. */
-export interface ControlChangeView {
-  revision: number;
-  settings: EnterpriseSettings;
-  user: ChangeUserView;
-  updatedAt: string;
-}
+export type ControlChangeView = ApiSchema<'EnterpriseControlChange'>;
 
 /** One revision read alone: the change and what it changed. */
-export interface ControlRevisionView extends ControlChangeView {
-  diff: PatchOperation[];
-}
+export type ControlRevisionView = ApiSchema<'EnterpriseControlRevision'>;
 
 /** The controls in force: the latest revision, or revision 0 (the defaults) before any change. */
-export interface ControlsView {
-  revision: number;
-  settings: EnterpriseSettings;
-  user: ChangeUserView | null;
-  updatedAt: string | null;
-}
+export type ControlsView = ApiSchema<'EnterpriseControls'>;
 
 /** `settings` must already be masked. */
 export function toChangeView(row: ControlRevisionEntity, settings: EnterpriseSettings): ControlChangeView {

@@ -1,5 +1,6 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { SchemaObject } from '../../../platform/http/json-schema';
-import { PageQuery, pageQuery } from '../../../platform/http/pagination';
+import { pageQuery } from '../../../platform/http/pagination';
 
 /** A comma-separated list of event types, e.g. `message.added,session.status_changed`. */
 const TYPE_LIST = '^[a-z_.]{1,64}(,[a-z_.]{1,64}){0,31}$';
@@ -61,15 +62,5 @@ export const EVENT_QUERIES: Record<string, SchemaObject> = {
   }),
 };
 
-export interface EventStreamQuery extends PageQuery {
-  after?: string;
-  types?: string;
-}
-
-export interface AuditLogQuery extends PageQuery {
-  type?: string;
-  actorUserId?: string;
-  since?: string;
-  until?: string;
-  format?: (typeof AUDIT_FORMATS)[number];
-}
+export type EventStreamQuery = ApiSchema<'EventStreamQuery'>;
+export type AuditLogQuery = ApiSchema<'AuditLogQuery'>;

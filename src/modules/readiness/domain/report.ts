@@ -1,5 +1,6 @@
 /** The spec's `modelUsed.reasoningEffort` values. */
 export const REASONING_EFFORTS = ['low', 'medium', 'high', 'off'] as const;
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
 
 /** What one uploaded report may hold (our decision; the spec shows none). */
 export const REPORT_LIMITS = {

@@ -1,20 +1,9 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { ReadinessReportEntity } from '../entities';
-import { CRITERIA, LEVEL_NAMES, PILLARS, UNLOCK_SHARE, type CriterionScope, type Evaluation, type Pillar } from './criteria';
+import { CRITERIA, LEVEL_NAMES, PILLARS, UNLOCK_SHARE, type Pillar } from './criteria';
 
 /** The spec's Readiness report; optional fields are absent rather than null. */
-export interface ReadinessReportView {
-  reportId: string;
-  createdAt: number;
-  repoUrl: string;
-  apps: Record<string, { description: string }>;
-  report: Record<string, Evaluation>;
-  commitHash?: string;
-  branch?: string;
-  hasLocalChanges?: boolean;
-  hasNonRemoteCommits?: boolean;
-  modelUsed?: { id: string; reasoningEffort: string };
-  agentVersion?: string;
-}
+export type ReadinessReportView = ApiSchema<'ReadinessReport'>;
 
 export function toReportView(row: ReadinessReportEntity): ReadinessReportView {
   return {
@@ -32,22 +21,10 @@ export function toReportView(row: ReadinessReportEntity): ReadinessReportView {
   };
 }
 
-export interface RepositoryView {
-  repoId: string;
-  repoUrl: string;
-  reports: number;
-  latestReportId: string;
-  latestCreatedAt: number;
-  level: number;
-}
+export type RepositoryView = ApiSchema<'ReadinessRepository'>;
 
 /** The criteria catalogue, as the console shows a report: every criterion with its pillar, level and scope. */
-export interface CriteriaCatalogueView {
-  levels: { level: number; name: string }[];
-  unlockShare: number;
-  pillars: { id: Pillar; name: string }[];
-  criteria: { id: string; title: string; pillar: Pillar; level: number; scope: CriterionScope }[];
-}
+export type CriteriaCatalogueView = ApiSchema<'ReadinessCriteria'>;
 
 export function criteriaCatalogue(): CriteriaCatalogueView {
   return {
@@ -59,8 +36,4 @@ export function criteriaCatalogue(): CriteriaCatalogueView {
 }
 
 /** One point of a repository's level over time: a report and the level it gave. */
-export interface LevelPointView {
-  reportId: string;
-  createdAt: number;
-  level: number;
-}
+export type LevelPointView = ApiSchema<'ReadinessLevelHistory'>['levels'][number];

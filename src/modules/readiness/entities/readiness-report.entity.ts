@@ -1,5 +1,6 @@
 import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import type { Evaluation } from '../domain/criteria';
+import type { ReasoningEffort } from '../domain/report';
 
 /** One readiness report of one repository, as uploaded; `level` is computed from it on upload. */
 @Entity({ name: 'readiness_reports' })
@@ -42,7 +43,7 @@ export class ReadinessReportEntity {
   hasNonRemoteCommits: boolean | null;
 
   @Column({ name: 'model_used', type: 'json', nullable: true })
-  modelUsed: { id: string; reasoningEffort: string } | null;
+  modelUsed: { id: string; reasoningEffort: ReasoningEffort } | null;
 
   @Column({ name: 'agent_version', type: 'varchar', length: 64, nullable: true })
   agentVersion: string | null;

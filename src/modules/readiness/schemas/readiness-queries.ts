@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { closedObject, SchemaObject } from '../../../platform/http/json-schema';
 import { DEFAULT_HISTORY, DEFAULT_PAGE, MAX_HISTORY, MAX_PAGE } from '../domain/report';
 
@@ -33,12 +34,5 @@ export const READINESS_QUERIES: Record<string, SchemaObject> = {
   }),
 };
 
-export interface ListReportsQuery {
-  repoId?: string;
-  limit?: string;
-  startAfter?: string;
-}
-
-export interface LevelHistoryQuery {
-  limit?: string;
-}
+export type ListReportsQuery = ApiSchema<'ListReportsQuery'>;
+export type LevelHistoryQuery = ApiSchema<'LevelHistoryQuery'>;

@@ -29,9 +29,8 @@ export function checkContentPayloads(blocks: ContentBlock[], path: string): Fiel
   const errors: FieldError[] = [];
   blocks.forEach((block, i) => {
     const at = `${path}[${i}]`;
-    const source = block.source as { type?: string; data?: string; mediaType?: string } | undefined;
-    if ((block.type === 'image' || block.type === 'document') && source?.type === 'base64') {
-      const error = checkBase64Payload(`${at}.source`, source.data ?? '', source.mediaType ?? '');
+    if ((block.type === 'image' || block.type === 'document') && block.source.type === 'base64') {
+      const error = checkBase64Payload(`${at}.source`, block.source.data, block.source.mediaType);
       if (error) errors.push(error);
     }
     if (block.type === 'tool_result' && Array.isArray(block.content)) {

@@ -1,9 +1,7 @@
-export enum MessageRole {
-  User = 'user',
-  Assistant = 'assistant',
-  Tool = 'tool',
-  System = 'system',
-}
+import type { ApiSchema } from '../../../platform/http/api-schema';
+/** A union of strings, not an enum: the agent channel's generated request types carry these literals. */
+export const MessageRole = { User: 'user', Assistant: 'assistant', Tool: 'tool', System: 'system' } as const;
+export type MessageRole = (typeof MessageRole)[keyof typeof MessageRole];
 
 export const MESSAGE_ROLES = Object.values(MessageRole);
 /** Roles agents write through the agent channel; user messages come only from add-message. */
@@ -29,10 +27,12 @@ export const USER_MESSAGE_SOURCES = [
   'issue_tracker_b',
 ] as const;
 
+export type UserMessageSource = (typeof USER_MESSAGE_SOURCES)[number];
+
 export const IMAGE_MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const;
 
 /** A content block as stored: exactly the fields the spec lists for its type. */
-export type ContentBlock = { type: string; [field: string]: unknown };
+export type ContentBlock = ApiSchema<'ContentBlock'>;
 
 /** The spec's optional Message fields other than parentId and userMessageSource. */
 export type MessageAttributes = Record<string, unknown>;

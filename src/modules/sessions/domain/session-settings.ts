@@ -1,4 +1,4 @@
-import type { ToolApprovalRules } from './tool-approval';
+import type { ApiSchema } from '../../../platform/http/api-schema';
 
 /**
  * Value sets the spec leaves out ("not shown"), decided here and published in OpenAPI.
@@ -24,26 +24,7 @@ export interface TokenUsage {
 export const TOKEN_USAGE_FIELDS = ['inputTokens', 'outputTokens', 'cacheCreationTokens', 'cacheReadTokens', 'thinkingTokens'] as const;
 
 /** `sessionSettings` as stored and returned; every field is optional (spec: required fields not shown). */
-export interface StoredSessionSettings {
-  model?: string;
-  reasoningEffort?: string;
-  interactionMode?: string;
-  autonomyLevel?: string;
-  autonomyMode?: string;
-  specModeModel?: string;
-  specModeReasoningEffort?: string;
-  providerLock?: string;
-  providerLockTimestamp?: string;
-  apiProviderLock?: string;
-  assistantActiveTimeMs?: number;
-  tokenUsage?: TokenUsage;
-  archivedAt?: string;
-  tags?: Array<{ name: string; metadata: Record<string, unknown> }>;
-  enabledToolIds?: string[];
-  disabledToolIds?: string[];
-  /** Tool calls that wait for a person's approval, on top of the organization's (see tool-approval.ts). */
-  toolApproval?: ToolApprovalRules;
-}
+export type StoredSessionSettings = ApiSchema<'SessionSettings'>;
 
 /** Fields the server keeps up to date from agent reports; clients cannot set them. */
 export const SERVER_MAINTAINED_SETTINGS = ['assistantActiveTimeMs', 'tokenUsage'] as const;

@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import type { ToolApprovalEntity } from '../entities/tool-approval.entity';
 
 /** Where a tool approval stands; every status but `pending` is final. */
@@ -40,22 +41,7 @@ export function approvalTimeoutSeconds(controls: ToolApprovalRules | undefined, 
   return given.length > 0 ? Math.min(...given) : DEFAULT_APPROVAL_TIMEOUT_SECONDS;
 }
 
-export interface ToolApprovalView {
-  approvalId: string;
-  sessionId: string;
-  turnId: string;
-  toolName: string;
-  toolCallId?: string;
-  summary: string;
-  input: Record<string, unknown>;
-  status: ToolApprovalStatus;
-  requestedAt: number;
-  expiresAt: number;
-  resolvedAt?: number;
-  message?: string;
-  /** The user who allowed or denied the call. */
-  resolvedBy?: { userId: string };
-}
+export type ToolApprovalView = ApiSchema<'ToolApproval'>;
 
 export function toToolApprovalView(a: ToolApprovalEntity): ToolApprovalView {
   const view: ToolApprovalView = {

@@ -1,44 +1,15 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { MessageEntity, SessionEntity } from '../entities';
-import { ContentBlock } from './message';
-import { StoredSessionSettings } from './session-settings';
 import { SessionStatus } from './session-status';
 
 /** The spec's Session: optional fields are omitted when unset, never null. */
-export interface SessionView {
-  sessionId: string;
-  status: SessionStatus;
-  messageCount: number;
-  createdAt: number;
-  updatedAt: number;
-  title?: string;
-  completedAt?: number;
-  computerId?: string;
-  sessionSettings?: StoredSessionSettings;
-  /** Not in the spec: when a user interrupted the running turn (absent otherwise). */
-  interruptedAt?: number;
-  /** Not in the spec: tool calls waiting for a person's approval (absent when none). */
-  pendingToolApprovals?: number;
-  /** Not in the spec: why a `pending` session may wait forever (no agent asked for its work lately). */
-  statusReason?: StatusReason;
-}
+export type SessionView = ApiSchema<'Session'>;
 
 /** Why a session is in its status, when the status alone would leave the user guessing. */
-export interface StatusReason {
-  code: 'no_agent_for_computer' | 'no_agent_for_organization';
-  message: string;
-}
+export type StatusReason = ApiSchema<'StatusReason'>;
 
 /** The spec's Message: exactly its fields, optional ones omitted when unset. */
-export interface MessageView {
-  id: string;
-  role: string;
-  content: ContentBlock[];
-  createdAt: number;
-  updatedAt: number;
-  parentId?: string;
-  userMessageSource?: string;
-  [optional: string]: unknown;
-}
+export type MessageView = ApiSchema<'Message'>;
 
 export function toSessionView(
   session: Pick<SessionEntity, 'id' | 'status' | 'messageCount' | 'title' | 'computerId' | 'settings' | 'createdAt' | 'updatedAt' | 'completedAt'> &

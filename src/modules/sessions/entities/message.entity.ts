@@ -1,5 +1,5 @@
 import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
-import { ContentBlock, MessageAttributes, MessageRole } from '../domain/message';
+import { ContentBlock, MessageAttributes, MessageRole, UserMessageSource } from '../domain/message';
 
 /**
  * One message of a session. `seq` is its place in the conversation (1, 2, 3, ...), given under
@@ -27,7 +27,7 @@ export class MessageEntity {
   parentId: string | null;
 
   @Column({ name: 'user_message_source', type: 'varchar', length: 40, nullable: true })
-  userMessageSource: string | null;
+  userMessageSource: UserMessageSource | null;
 
   /** The user who wrote a user message; null for agent messages. */
   @Column({ name: 'author_id', type: 'uuid', nullable: true })

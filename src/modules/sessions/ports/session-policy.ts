@@ -39,7 +39,7 @@ export class SessionPolicy {
   }
 
   /** 403 naming the rule when a model the settings name may not be used by the caller. */
-  async requireModels(principal: Principal, settings: Pick<StoredSessionSettings, 'model' | 'specModeModel'>): Promise<void> {
+  async requireModels(principal: Principal, settings: { model?: string | null; specModeModel?: string | null }): Promise<void> {
     for (const field of ['model', 'specModeModel'] as const) {
       const model = settings[field];
       if (typeof model !== 'string') continue;

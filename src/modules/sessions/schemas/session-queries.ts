@@ -1,5 +1,6 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { closedObject, SchemaObject } from '../../../platform/http/json-schema';
-import { PageQuery, pageQuery } from '../../../platform/http/pagination';
+import { pageQuery } from '../../../platform/http/pagination';
 
 /** The query strings of the Sessions module's routes: validated like bodies, published as parameters. */
 const computerId: SchemaObject = {
@@ -41,25 +42,8 @@ export const SESSION_QUERIES: Record<string, SchemaObject> = {
   }),
 };
 
-export interface ListSessionsQuery extends PageQuery {
-  computerId?: string;
-}
-
-export interface GetSessionQuery {
-  computerId?: string;
-}
-
-export interface ListMessagesQuery extends PageQuery {
-  computerId?: string;
-  role?: (typeof MESSAGE_ROLE_FILTERS)[number];
-  order?: (typeof MESSAGE_ORDERS)[number];
-}
-
-export interface TurnConversationQuery extends PageQuery {
-  turnId: string;
-}
-
-export interface AwaitToolApprovalQuery {
-  turnId: string;
-  waitMs?: string;
-}
+export type ListSessionsQuery = ApiSchema<'ListSessionsQuery'>;
+export type GetSessionQuery = ApiSchema<'GetSessionQuery'>;
+export type ListMessagesQuery = ApiSchema<'ListMessagesQuery'>;
+export type TurnConversationQuery = ApiSchema<'TurnConversationQuery'>;
+export type AwaitToolApprovalQuery = ApiSchema<'AwaitToolApprovalQuery'>;

@@ -416,6 +416,35 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
     summary: str('What the call does, in one line a person can judge.', { minLength: 1, maxLength: 2000 }),
     input: { type: 'object', maxProperties: 100, description: "The call's arguments, shown to the person deciding. Default {}." },
   }),
+  ClaimWorkResponse: {
+    type: 'object',
+    required: ['work'],
+    properties: {
+      work: {
+        type: 'object',
+        nullable: true,
+        required: ['turnId', 'sessionId', 'leaseExpiresAt', 'session', 'messages', 'messagesCursor'],
+        properties: {
+          turnId: { type: 'string' },
+          sessionId: { type: 'string' },
+          leaseExpiresAt: { type: 'integer', description: 'Unix ms.' },
+          session: ref('Session'),
+          messages: {
+            type: 'array',
+            items: ref('Message'),
+            description: 'The user messages this turn answers, in order, as many as fit in `MESSAGE_PAGE_MAX_BYTES` (the first always comes).',
+          },
+          messagesCursor: {
+            type: 'string',
+            nullable: true,
+            description:
+              "Null when `messages` holds all of the turn's user messages. Otherwise read on from this cursor with " +
+              "`GET /api/v0/agent/sessions/{sessionId}/messages` and take its `user` messages: they are the rest of the turn's.",
+          },
+        },
+      },
+    },
+  },
   HeartbeatResponse: closed(['leaseExpiresAt', 'interrupted'], {
     leaseExpiresAt: { type: 'integer', description: 'Unix ms.' },
     interrupted: {

@@ -1,5 +1,6 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { answerObject, SchemaObject } from '../../../platform/http/json-schema';
-import { pageOf, Pagination } from '../../../platform/http/pagination';
+import { pageOf } from '../../../platform/http/pagination';
 import { EVENT_TYPES } from '../../events';
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
@@ -70,49 +71,14 @@ export const WEBHOOK_VIEWS: Record<string, SchemaObject> = {
   DeliveryListView: pageOf('deliveries', 'DeliveryView'),
 };
 
-export interface WebhookView {
-  id: string;
-  url: string;
-  description: string | null;
-  eventTypes: string[];
-  enabled: boolean;
-  disabledReason: string | null;
-  secretHint: string;
-  failingSince: number | null;
-  createdAt: number;
-  updatedAt: number;
-}
+export type WebhookView = ApiSchema<'WebhookView'>;
 
-export interface WebhookWithSecretView extends WebhookView {
-  secret: string;
-}
+export type WebhookWithSecretView = ApiSchema<'WebhookWithSecretView'>;
 
-export interface WebhookListView {
-  webhooks: WebhookView[];
-  pagination: Pagination;
-}
+export type WebhookListView = ApiSchema<'WebhookListView'>;
 
-export interface AttemptView {
-  at: number;
-  statusCode: number | null;
-  durationMs: number;
-  error: string | null;
-}
+export type AttemptView = ApiSchema<'AttemptView'>;
 
-export interface DeliveryView {
-  id: string;
-  webhookId: string;
-  eventId: string;
-  eventSeq: number;
-  eventType: string;
-  status: string;
-  attempts: AttemptView[];
-  nextAttemptAt: number | null;
-  createdAt: number;
-  deliveredAt: number | null;
-}
+export type DeliveryView = ApiSchema<'DeliveryView'>;
 
-export interface DeliveryListView {
-  deliveries: DeliveryView[];
-  pagination: Pagination;
-}
+export type DeliveryListView = ApiSchema<'DeliveryListView'>;

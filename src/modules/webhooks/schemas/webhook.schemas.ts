@@ -1,5 +1,6 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { closedObject, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
-import { PageQuery, pageQuery } from '../../../platform/http/pagination';
+import { pageQuery } from '../../../platform/http/pagination';
 import { EVENT_TYPES } from '../../events';
 import { DELIVERY_STATUSES, WEBHOOK_VIEWS } from './webhook-views';
 
@@ -36,15 +37,6 @@ export const webhookSchemas = new SchemaRegistry('webhooks').add({
   ListDeliveriesQuery: pageQuery({ status: { type: 'string', enum: [...DELIVERY_STATUSES], description: 'Only deliveries in this state.' } }),
 });
 
-export interface CreateWebhookInput {
-  url: string;
-  eventTypes?: string[];
-  enabled?: boolean;
-  description?: string | null;
-}
-
-export type UpdateWebhookInput = Partial<CreateWebhookInput>;
-
-export interface ListDeliveriesQuery extends PageQuery {
-  status?: (typeof DELIVERY_STATUSES)[number];
-}
+export type CreateWebhookInput = ApiSchema<'CreateWebhookBody'>;
+export type UpdateWebhookInput = ApiSchema<'UpdateWebhookBody'>;
+export type ListDeliveriesQuery = ApiSchema<'ListDeliveriesQuery'>;

@@ -1,0 +1,8 @@
+import type { components } from '../../contract/generated/openapi';
+
+/**
+ * A shape of the API as the OpenAPI document publishes it: the TypeScript type openapi-typescript generates at build
+ * time (src/contract/generated/, never committed) from the JSON Schema a route validates with. A request's type is
+ * therefore the schema its pipe checks, never a second description of it. Change the schema, then `npm run build`.
+ */
+export type ApiSchema<Name extends keyof components['schemas']> = components['schemas'][Name];
