@@ -5,9 +5,10 @@ import { REQUEST_ID_ERROR } from '../../platform/http/openapi';
 import { AnalyticsService } from './analytics.service';
 import { parseRange } from './domain/date-range';
 import { ActivityQuery, analyticsSchemas, DateRangeQuery, TokensQuery, ToolsQuery, UsersQuery } from './analytics-queries';
-import { ANALYTICS_SCHEMAS } from './analytics.schemas';
+// Registers the answers' schemas (AnalyticsTokensResponse...) the routes below publish.
+import './analytics.schemas';
 import { pageSize } from '../../platform/http/pagination';
-import { QuerySchema } from '../../platform/http/json-schema';
+import { QuerySchema, ref } from '../../platform/http/json-schema';
 
 const ROLLUP_NOTE = 'Rows come from the daily rollup of closed days (see POST /api/v1/analytics/rollup); definitions in docs/analytics.md.';
 
@@ -31,7 +32,7 @@ export class AnalyticsController {
       "A model's `model_tier` is `thinking` on days it spent thinking tokens, else `standard`. With `group_by=model`, rows `{date, group_key, billable_tokens, input_tokens, output_tokens}` " +
       'for each model used that day; they sum to the ungrouped totals. Read from the per-day usage totals written with each usage report.',
   })
-  @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.tokensResponse })
+  @ApiOkResponse({ schema: ref('AnalyticsTokensResponse') })
   tokens(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'TokensQuery') query: TokensQuery) {
     return this.analytics.tokens(principal, parseRange(query.startDate, query.endDate), query.group_by);
   }
@@ -46,7 +47,7 @@ export class AnalyticsController {
       'With `group_by=tool_name`, rows `{date, group_key, tool_calls}` for each tool used that day. ' +
       ROLLUP_NOTE,
   })
-  @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.toolsResponse })
+  @ApiOkResponse({ schema: ref('AnalyticsToolsResponse') })
   tools(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'ToolsQuery') query: ToolsQuery) {
     return this.analytics.tools(principal, parseRange(query.startDate, query.endDate), query.group_by);
   }
@@ -61,7 +62,7 @@ export class AnalyticsController {
       '`sessions`: sessions started; `messages`: user plus assistant messages. With `group_by=client`, rows `{date, group_key, daily_active_users}` per client with active users. ' +
       ROLLUP_NOTE,
   })
-  @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.activityResponse })
+  @ApiOkResponse({ schema: ref('AnalyticsActivityResponse') })
   activity(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'ActivityQuery') query: ActivityQuery) {
     return this.analytics.activity(principal, parseRange(query.startDate, query.endDate), query.group_by);
   }
@@ -74,7 +75,7 @@ export class AnalyticsController {
       'commits and pull requests made through agent tools. ' +
       ROLLUP_NOTE,
   })
-  @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.productivityResponse })
+  @ApiOkResponse({ schema: ref('AnalyticsProductivityResponse') })
   productivity(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'DateRangeQuery') query: DateRangeQuery) {
     return this.analytics.productivity(principal, parseRange(query.startDate, query.endDate));
   }
@@ -88,7 +89,7 @@ export class AnalyticsController {
       "Rows of one day sum to that day's totals on the other endpoints once the day is rolled up (`/tokens` reads the per-day usage totals directly, so it shows a just-closed day first). " +
       ROLLUP_NOTE,
   })
-  @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.usersResponse })
+  @ApiOkResponse({ schema: ref('AnalyticsUsersResponse') })
   users(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'UsersQuery') query: UsersQuery) {
     return this.analytics.users(principal, parseRange(query.startDate, query.endDate), { limit: pageSize(query), cursor: query.cursor });
   }
@@ -102,7 +103,7 @@ export class AnalyticsController {
       "Rolls up the organization's closed days (before today, UTC) that have facts not yet rolled up, including late facts for days rolled up before, " +
       'and answers the dates it rolled up. The rollup also runs at start-up and every ANALYTICS_ROLLUP_MS (10 minutes by default). Idempotent: a second call rolls up nothing new.',
   })
-  @ApiOkResponse({ schema: ANALYTICS_SCHEMAS.rollupResponse })
+  @ApiOkResponse({ schema: ref('AnalyticsRollupResponse') })
   rollUp(@CurrentPrincipal() principal: Principal) {
     return this.analytics.rollUp(principal);
   }

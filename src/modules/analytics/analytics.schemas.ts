@@ -1,8 +1,10 @@
-import type { ApiResponseSchemaHost } from '@nestjs/swagger';
+import { ref, SchemaObject } from '../../platform/http/json-schema';
+import { analyticsSchemas } from './analytics-queries';
 
-type SchemaObject = ApiResponseSchemaHost['schema'];
-
-/** Response shapes for the OpenAPI document, as the reference service publishes them. */
+/**
+ * The answers' shapes, as the reference service publishes them, in the module's registry: published under these names,
+ * and the rows' TypeScript types generated from them (domain/rows.ts, domain/token-rows.ts).
+ */
 const modelBreakdown = {
   type: 'object',
   required: ['model_id', 'model_tier', 'billable_tokens', 'input_tokens', 'output_tokens'],
@@ -147,17 +149,24 @@ const usersMeta: SchemaObject = {
 const envelope = (...rows: SchemaObject[]): SchemaObject => ({
   type: 'object',
   required: ['data', 'meta'],
-  properties: { data: list(rows.length === 1 ? rows[0] : { oneOf: rows }), meta },
+  properties: { data: list(rows.length === 1 ? rows[0] : { oneOf: rows }), meta: ref('AnalyticsMeta') },
 });
 
-export const ANALYTICS_SCHEMAS = {
-  tokensResponse: envelope(tokensRow, tokensByModelRow),
-  toolsResponse: envelope(toolsRow, object({ date, group_key: str, tool_calls: num })),
-  activityResponse: envelope(
-    activityRow,
-    object({ date, group_key: { type: 'string', enum: ['terminal-ui', 'web', 'non-interactive-cli'] }, daily_active_users: num }),
-  ),
-  productivityResponse: envelope(productivityRow),
-  usersResponse: { type: 'object', required: ['data', 'meta'], properties: { data: list(userRow), meta: usersMeta } },
-  rollupResponse: object({ data: object({ rolled_up_days: list(date) }), meta: object({ org_id: str }) }),
-};
+analyticsSchemas.add({
+  AnalyticsMeta: meta,
+  AnalyticsUsersMeta: usersMeta,
+  AnalyticsTokensRow: tokensRow,
+  AnalyticsTokensByModelRow: tokensByModelRow,
+  AnalyticsToolsRow: toolsRow,
+  AnalyticsToolsByNameRow: object({ date, group_key: str, tool_calls: num }),
+  AnalyticsActivityRow: activityRow,
+  AnalyticsActivityByClientRow: object({ date, group_key: { type: 'string', enum: ['terminal-ui', 'web', 'non-interactive-cli'] }, daily_active_users: num }),
+  AnalyticsProductivityRow: productivityRow,
+  AnalyticsUserRow: userRow,
+  AnalyticsTokensResponse: envelope(ref('AnalyticsTokensRow'), ref('AnalyticsTokensByModelRow')),
+  AnalyticsToolsResponse: envelope(ref('AnalyticsToolsRow'), ref('AnalyticsToolsByNameRow')),
+  AnalyticsActivityResponse: envelope(ref('AnalyticsActivityRow'), ref('AnalyticsActivityByClientRow')),
+  AnalyticsProductivityResponse: envelope(ref('AnalyticsProductivityRow')),
+  AnalyticsUsersResponse: { type: 'object', required: ['data', 'meta'], properties: { data: list(ref('AnalyticsUserRow')), meta: ref('AnalyticsUsersMeta') } },
+  AnalyticsRollupResponse: object({ data: object({ rolled_up_days: list(date) }), meta: object({ org_id: str }) }),
+});

@@ -1,4 +1,5 @@
-import { billableTokens, ModelTier } from './billing';
+import type { ApiSchema } from '../../../platform/http/api-schema';
+import { billableTokens } from './billing';
 import { AUTONOMY_LEVELS, AutonomyLevel, ClientType, DELEGATION_LEVELS, DelegationLevel, FactKind } from './facts';
 
 /** Facts of one organization's day, counted per distinct combination (what the rollup reads). */
@@ -25,27 +26,7 @@ export interface ModelUsage {
 }
 
 /** A user's row of the users endpoint, without `user_id`, `user_email` and `date`. */
-export interface UserDayMetrics {
-  tool_calls: number;
-  billable_tokens: number;
-  primary_model: string;
-  primary_model_tier: ModelTier;
-  files_created: number;
-  files_edited: number;
-  git_commits: number;
-  git_prs_created: number;
-  mcp_calls: number;
-  skill_calls: number;
-  slash_commands: number;
-  hooks: number;
-  sessions: number;
-  messages: number;
-  user_messages: number;
-  assistant_messages: number;
-  autonomy_ratio: number;
-  delegation_level: DelegationLevel;
-  languages: string[];
-}
+export type UserDayMetrics = Omit<ApiSchema<'AnalyticsUserRow'>, 'user_id' | 'user_email' | 'date'>;
 
 export interface UserDay {
   userId: string;
@@ -60,40 +41,14 @@ export interface Named {
   count: number;
 }
 
-export interface ToolsDay {
-  tool_calls: number;
-  by_tool: Array<{ tool: string; invocations: number }>;
-  mcp_users_with_mcp: number;
-  mcp_by_server: Array<{ server: string; invocations: number }>;
-  skills_invocations: number;
-  skills_by_name: Named[];
-  slash_commands_invocations: number;
-  slash_commands_by_name: Named[];
-  hooks_invocations: number;
-  hooks_by_event: Array<{ event: string; matcher: string; command: string; count: number }>;
-  web_users: number;
-  autonomy_ratio_avg: number;
-  autonomy_ratio_p50: number;
-  autonomy_ratio_p90: number;
-  tool_calls_per_session_avg: number;
-  user_turns_per_session_avg: number;
-  tool_autonomy_level_ratio: Record<AutonomyLevel, number>;
-}
+/** A day of the tools endpoint, as stored: its row without `date`. */
+export type ToolsDay = Omit<ApiSchema<'AnalyticsToolsRow'>, 'date'>;
 
-export interface ActivityDay {
-  sessions: number;
-  messages: number;
-  user_messages: number;
-}
+/** What a day adds to the activity endpoint's row (the active users are counted over the range). */
+export type ActivityDay = Pick<ApiSchema<'AnalyticsActivityRow'>, 'sessions' | 'messages' | 'user_messages'>;
 
-export interface ProductivityDay {
-  files_created: number;
-  files_edited: number;
-  by_extension: Array<{ extension: string; count: number }>;
-  by_language: Array<{ language: string; count: number }>;
-  git_commits: number;
-  git_prs_created: number;
-}
+/** A day of the productivity endpoint, as stored: its row without `date`. */
+export type ProductivityDay = Omit<ApiSchema<'AnalyticsProductivityRow'>, 'date'>;
 
 export interface DayRollup {
   users: UserDay[];

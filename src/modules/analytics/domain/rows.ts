@@ -1,5 +1,6 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { AUTONOMY_LEVELS, CLIENT_TYPES, ClientType } from './facts';
-import { ActivityDay, ProductivityDay, ToolsDay, UserDayMetrics } from './day-rollup';
+import { ActivityDay, ProductivityDay, ToolsDay } from './day-rollup';
 
 const DAY_MS = 86_400_000;
 
@@ -32,21 +33,13 @@ export const EMPTY_ACTIVITY: ActivityDay = { sessions: 0, messages: 0, user_mess
 
 export const EMPTY_PRODUCTIVITY: ProductivityDay = { files_created: 0, files_edited: 0, by_extension: [], by_language: [], git_commits: 0, git_prs_created: 0 };
 
-export type ToolsRow = { date: string } & ToolsDay;
-export type ToolsByNameRow = { date: string; group_key: string; tool_calls: number };
-
-export interface ActivityRow extends ActivityDay {
-  date: string;
-  daily_active_users: number;
-  weekly_active_users: number;
-  monthly_active_users: number;
-  daily_active_users_by_client: Record<ClientType, number>;
-}
-export type ActivityByClientRow = { date: string; group_key: ClientType; daily_active_users: number };
-
-export type ProductivityRow = { date: string } & ProductivityDay;
-
-export type UserRow = { user_id: string; user_email: string | null; date: string } & UserDayMetrics;
+/** The endpoints' rows, as their published schemas describe them (analytics.schemas.ts). */
+export type ToolsRow = ApiSchema<'AnalyticsToolsRow'>;
+export type ToolsByNameRow = ApiSchema<'AnalyticsToolsByNameRow'>;
+export type ActivityRow = ApiSchema<'AnalyticsActivityRow'>;
+export type ActivityByClientRow = ApiSchema<'AnalyticsActivityByClientRow'>;
+export type ProductivityRow = ApiSchema<'AnalyticsProductivityRow'>;
+export type UserRow = ApiSchema<'AnalyticsUserRow'>;
 
 /** Every day of the range, the stored rollup or the quiet-day row. */
 export function perDay<T>(days: string[], stored: Map<string, T>, empty: T): Array<{ date: string } & T> {

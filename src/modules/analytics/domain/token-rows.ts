@@ -1,32 +1,11 @@
+import type { ApiSchema } from '../../../platform/http/api-schema';
 import { billableTokens, ModelTier } from './billing';
 import type { TokenUsageRow } from '../analytics.repository';
 
-export interface ModelBreakdown {
-  model_id: string;
-  model_tier: ModelTier;
-  billable_tokens: number;
-  input_tokens: number;
-  output_tokens: number;
-}
-
-export interface TokensRow {
-  date: string;
-  billable_tokens: number;
-  input_tokens: number;
-  output_tokens: number;
-  cache_read_tokens: number;
-  cache_write_tokens: number;
-  by_model: ModelBreakdown[];
-  by_user: Array<{ user_id: string; user_email: string | null; billable_tokens: number; by_model: ModelBreakdown[] }>;
-}
-
-export interface TokensByModelRow {
-  date: string;
-  group_key: string;
-  billable_tokens: number;
-  input_tokens: number;
-  output_tokens: number;
-}
+/** The tokens endpoint's rows, as its published schemas describe them. */
+export type TokensRow = ApiSchema<'AnalyticsTokensRow'>;
+export type TokensByModelRow = ApiSchema<'AnalyticsTokensByModelRow'>;
+export type ModelBreakdown = TokensRow['by_model'][number];
 
 interface Totals {
   billable: number;
