@@ -211,6 +211,14 @@ function build(reason) {
   }
   // Made before the build's start: adding it to src/contract changes that folder's mtime, a source change otherwise.
   mkdirSync(CONTRACT_GENERATED, { recursive: true });
+  // The server's request and answer types are the contract's too (ApiSchema): without the file, they name nothing, and
+  // the decorator metadata of what they type (an entity's column, a route's body) would refer to an import the compile
+  // dropped, so the first compile could not run to export the document. Until the document's types are generated, they
+  // are `any`; dated 1970, so always older than the document.
+  if (!existsSync(CONTRACT_TYPES)) {
+    writeFileSync(CONTRACT_TYPES, 'export type components = any;\nexport type paths = any;\n');
+    utimesSync(CONTRACT_TYPES, 0, 0);
+  }
   const startedAt = Date.now();
   if (reason) process.stderr.write(`agent-platform: ${reason}; compiling (tsc -b)... `);
   // Its errors are shown only if they stand once the contract is current (a fresh clone's missing contract is not one).

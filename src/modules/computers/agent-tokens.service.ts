@@ -1,3 +1,4 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
 import { Injectable } from '@nestjs/common';
 import { Authenticator, generateComputerToken, Principal, securityActorOf } from '../auth';
 import { logSecurityEvent } from '../../platform/logging/security-log';
@@ -8,11 +9,7 @@ import { ComputersRepository } from './computers.repository';
 import { agentTokenContext, LOCAL_PROVIDER } from './domain/computer';
 import { IssuedAgentToken } from './domain/new-computer';
 
-export interface RotatedAgentToken {
-  computerId: string;
-  agentToken: string;
-  createdAt: number;
-}
+export type RotatedAgentToken = ApiSchema<'RotatedAgentToken'>;
 
 /** A computer's agent token: issued with the computer, replaced on request, shown once each time. */
 @Injectable()

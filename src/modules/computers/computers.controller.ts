@@ -145,13 +145,7 @@ export class ComputersController {
     summary: 'Rotate the agent token',
     description: 'Not in the spec; added. Issues a new agent token, shown this once; the old one stops working (on other instances within `AUTH_CACHE_MS`).',
   })
-  @ApiOkResponse({
-    schema: {
-      type: 'object',
-      required: ['computerId', 'agentToken', 'createdAt'],
-      properties: { computerId: { type: 'string' }, agentToken: { type: 'string' }, createdAt: { type: 'integer', description: 'Unix ms.' } },
-    },
-  })
+  @ApiOkResponse({ schema: ref('RotatedAgentToken') })
   @ApiNotFoundResponse({ description: NOT_FOUND, schema: V0_ERROR })
   rotateToken(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<RotatedAgentToken> {
     return this.tokens.rotate(principal, computerId);

@@ -18,11 +18,11 @@ import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, AgentTokensOnly, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
 import { V0_ERROR } from '../../platform/http/openapi';
-import { pageSize, Pagination } from '../../platform/http/pagination';
+import { pageSize } from '../../platform/http/pagination';
 import { MessageSizedBody } from '../../platform/http/route-config';
 import { AgentPolicyView } from './domain/agent-policy';
 import { etagOf, parseIfMatch } from './domain/if-match';
-import { ControlChangeView, ControlRevisionView, ControlsView } from './domain/views';
+import { ControlRevisionView, ControlsView } from './domain/views';
 import { EnterpriseControlsService } from './enterprise-controls.service';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
 
@@ -78,18 +78,12 @@ export class EnterpriseControlsController {
     summary: 'List enterprise control changes',
     description: 'Every revision of the controls, newest first, each with the whole settings snapshot (keys masked) and the user who made it.',
   })
-  @ApiOkResponse({
-    schema: {
-      type: 'object',
-      required: ['changes', 'pagination'],
-      properties: { changes: { type: 'array', items: ref('EnterpriseControlChange') }, pagination: ref('Pagination') },
-    },
-  })
+  @ApiOkResponse({ schema: ref('EnterpriseControlChangeList') })
   @ApiBadRequestResponse({ description: 'Invalid `limit` or `cursor`.', schema: V0_ERROR })
   async history(
     @CurrentPrincipal() principal: Principal,
     @QuerySchema(enterpriseControlsSchemas, 'ControlHistoryQuery') query: ApiSchema<'ControlHistoryQuery'>,
-  ): Promise<{ changes: ControlChangeView[]; pagination: Pagination }> {
+  ): Promise<ApiSchema<'EnterpriseControlChangeList'>> {
     const page = await this.controls.history(principal, query.cursor, pageSize(query));
     return { changes: page.items, pagination: page.pagination };
   }

@@ -145,6 +145,11 @@ export const computerSchemas = new SchemaRegistry('computers').add({
     minProperties: 1,
     description: 'At least one of `name` and `remoteUser`.',
   },
+  RotatedAgentToken: closed(['computerId', 'agentToken', 'createdAt'], {
+    computerId: { type: 'string' },
+    agentToken: { type: 'string', description: 'The new token, shown this once.' },
+    createdAt: unixMs,
+  }),
   ConnectAgentBody: closed(['hostname'], {
     hostname: {
       type: 'string',

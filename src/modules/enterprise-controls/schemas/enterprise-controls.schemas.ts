@@ -1,7 +1,7 @@
 import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
 import { AGENT_POLICY_FIELDS } from '../domain/agent-policy';
 import { CLOUD_MODEL_CONFIG_FIELDS, CODE_HOSTS, defaultSettings, MCP_AUTONOMY_LEVELS, SETTINGS_LIMITS } from '../domain/settings';
-import { pageQuery } from '../../../platform/http/pagination';
+import { pageOf, pageQuery } from '../../../platform/http/pagination';
 
 const L = SETTINGS_LIMITS;
 const closed = closedObject;
@@ -299,6 +299,7 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
     },
   }),
   EnterpriseControlUser: changeUser,
+  EnterpriseControlChangeList: pageOf('changes', 'EnterpriseControlChange'),
   EnterpriseControlChange: closed(['revision', 'settings', 'user', 'updatedAt'], {
     revision: { type: 'integer', minimum: 1 },
     settings: ref('EnterpriseSettings'),
