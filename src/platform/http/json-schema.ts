@@ -256,6 +256,16 @@ export function closedObject(required: string[], properties: Record<string, Sche
   return { type: 'object', additionalProperties: false, required, properties, ...(description ? { description } : {}) };
 }
 
+/** A UUID string, saying what it names when given. */
+export function uuidString(description?: string): SchemaObject {
+  return { type: 'string', format: 'uuid', ...(description ? { description } : {}) };
+}
+
+/** A time as Unix milliseconds in an answer; `nullable` when it may not have happened yet. */
+export function unixMs(description = 'Unix ms.', nullable = false): SchemaObject {
+  return { type: 'number', description, ...(nullable ? { nullable: true } : {}) };
+}
+
 export function ref(name: string): { $ref: string } {
   return { $ref: `#/components/schemas/${name}` };
 }

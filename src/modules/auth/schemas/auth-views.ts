@@ -1,15 +1,13 @@
 import type { ApiSchema } from '../../../platform/http/api-schema';
-import { answerObject as object, ref, SchemaObject } from '../../../platform/http/json-schema';
+import { answerObject as object, ref, SchemaObject, unixMs, uuidString } from '../../../platform/http/json-schema';
 import { pageOf } from '../../../platform/http/pagination';
 import { ROLES } from '../domain/role';
 import { USER_KINDS } from '../domain/user-kind';
 
 /** What the Auth module answers: members, API keys, the first run and `GET /api/v0/me`. */
-const uuid = (description?: string): SchemaObject => ({ type: 'string', format: 'uuid', ...(description ? { description } : {}) });
-const unixMs = (description = 'Unix ms.', nullable = false): SchemaObject => ({ type: 'number', description, ...(nullable ? { nullable: true } : {}) });
 
 const member = {
-  id: uuid(),
+  id: uuidString(),
   email: { type: 'string', format: 'email' },
   name: { type: 'string' },
   role: { type: 'string', enum: [...ROLES] },
@@ -17,10 +15,10 @@ const member = {
   createdAt: unixMs(),
 };
 const apiKey = {
-  id: uuid(),
+  id: uuidString(),
   name: { type: 'string' },
   prefix: { type: 'string', description: 'The first characters of the key, to recognise it.', example: 'apk_Xk3r9QaZ' },
-  userId: uuid('The user the key acts as.'),
+  userId: uuidString('The user the key acts as.'),
   createdAt: unixMs(),
   lastUsedAt: unixMs('Unix ms; updated at most once a minute.', true),
   expiresAt: unixMs('Unix ms.', true),
@@ -30,7 +28,7 @@ const createdApiKey = {
   ...apiKey,
   key: { type: 'string', description: 'The key itself. Shown only in this response: store it now.', example: 'apk_Xk3r9QaZ...' },
 };
-const organization = { id: uuid(), slug: { type: 'string' }, name: { type: 'string' } };
+const organization = { id: uuidString(), slug: { type: 'string' }, name: { type: 'string' } };
 
 export const AUTH_VIEWS: Record<string, SchemaObject> = {
   MemberView: object(member),
@@ -59,7 +57,7 @@ export const AUTH_VIEWS: Record<string, SchemaObject> = {
   MeCredentialView: object(
     {
       kind: { type: 'string', enum: ['api_key', 'jwt'], description: 'How this request proved who you are.' },
-      apiKeyId: uuid('The API key this request used (`kind: api_key`).'),
+      apiKeyId: uuidString('The API key this request used (`kind: api_key`).'),
     },
     ['apiKeyId'],
   ),

@@ -1,4 +1,4 @@
-import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
+import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry, uuidString } from '../../../platform/http/json-schema';
 import { BYOM, LOCAL_PROVIDER, LOCAL_TEMPLATES, NAME_LIMITS, OwnerPrincipalKind, PROVIDERS, REPO_LIMITS } from '../domain/computer';
 import { COMPUTER_STATUSES } from '../domain/computer-status';
 import { STEP_IDS, STEP_STATUSES } from '../domain/provisioning-step';
@@ -26,7 +26,6 @@ const remoteUser: SchemaObject = {
     'The operating-system user the agent runs as: 1-63 characters, a POSIX user name (letters, digits, `.`, `_`, `-`; not starting with `.` or `-`). ' +
     'Required for `byom`; for `local`, defaults to the user the server runs as.',
 };
-const uuid = (description: string): SchemaObject => ({ type: 'string', format: 'uuid', description });
 
 /**
  * The Computers module's JSON Schemas: the spec's Computer and provisioning step (closed), and the
@@ -63,7 +62,7 @@ export const computerSchemas = new SchemaRegistry('computers').add({
     ['kind', 'computerId'],
     {
       kind: { type: 'string', enum: ['computer'] },
-      computerId: uuid('A computer you can see. Its `repos` and `autoInstallDeps` are used where the body gives none.'),
+      computerId: uuidString('A computer you can see. Its `repos` and `autoInstallDeps` are used where the body gives none.'),
     },
     'Our second variant: start from the set-up of an existing computer.',
   ),
@@ -118,7 +117,7 @@ export const computerSchemas = new SchemaRegistry('computers').add({
       enum: [...PROVIDERS],
       description: `\`${BYOM}\` registers an existing machine (active at once); \`${LOCAL_PROVIDER}\` prepares a workspace on the server's host (provisioning).`,
     },
-    hostId: uuid("Required for `byom`: the machine's id. Not accepted for a managed provider, which assigns one."),
+    hostId: uuidString("Required for `byom`: the machine's id. Not accepted for a managed provider, which assigns one."),
     remoteUser,
     repos: {
       type: 'array',

@@ -1,4 +1,4 @@
-import { ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
+import { ref, SchemaObject, SchemaRegistry, uuidString } from '../../../platform/http/json-schema';
 import type { EventType } from '../../../platform/events';
 import { ROLES, USER_KINDS } from '../../auth';
 import { ComputerStatus } from '../../computers';
@@ -10,7 +10,6 @@ import { EVENT_QUERIES } from './event-queries';
  * OpenAPI document with the envelope every stream, list, audit entry and webhook uses. Typed by
  * the event map, so a type raised anywhere in the server without a schema here does not compile.
  */
-const uuid = (description: string): SchemaObject => ({ type: 'string', format: 'uuid', description });
 const nullableUuid = (description: string): SchemaObject => ({ type: 'string', format: 'uuid', nullable: true, description });
 const text = (description: string, extra: SchemaObject = {}): SchemaObject => ({ type: 'string', description, ...extra });
 const oneOf = (values: readonly string[], description: string): SchemaObject => ({ type: 'string', enum: [...values], description });
@@ -33,7 +32,7 @@ const TOKEN_USAGE: SchemaObject = object(
 /** A webhook as its events show it: never its secret, only its URL's origin (a path often holds the receiver's token). */
 const webhook = (more: Record<string, SchemaObject> = {}): SchemaObject =>
   object('', {
-    webhookId: uuid('The webhook.'),
+    webhookId: uuidString('The webhook.'),
     origin: text('`https://host:port` of its URL.'),
     eventTypes: { type: 'array', items: { type: 'string' }, description: 'The types it receives; empty: every type.' },
     enabled: { type: 'boolean' },
@@ -42,10 +41,10 @@ const webhook = (more: Record<string, SchemaObject> = {}): SchemaObject =>
 
 /** A computer as its created and deleted events name it. */
 const computerNamed = (): Record<string, SchemaObject> => ({
-  computerId: uuid('The computer.'),
+  computerId: uuidString('The computer.'),
   name: text('Its name.'),
   provider: text('`byom` or `local`.'),
-  ownerId: uuid('Its owner.'),
+  ownerId: uuidString('Its owner.'),
 });
 
 export interface EventTypeDoc {
@@ -62,8 +61,8 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     summary: 'A session was created.',
     target: { kind: 'session', field: 'sessionId' },
     data: object('', {
-      sessionId: uuid('The new session.'),
-      ownerId: uuid('Its owner.'),
+      sessionId: uuidString('The new session.'),
+      ownerId: uuidString('Its owner.'),
       computerId: nullableUuid('The computer it is connected to, if any.'),
       title: text('Its title.', { nullable: true }),
     }),
@@ -71,7 +70,11 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
   'session.status_changed': {
     summary: 'A session moved from one status to another (`idle`, `pending`, `running`).',
     target: { kind: 'session', field: 'sessionId' },
-    data: object('', { sessionId: uuid('The session.'), from: oneOf(SESSION_STATUSES, 'Its status before.'), to: oneOf(SESSION_STATUSES, 'Its status now.') }),
+    data: object('', {
+      sessionId: uuidString('The session.'),
+      from: oneOf(SESSION_STATUSES, 'Its status before.'),
+      to: oneOf(SESSION_STATUSES, 'Its status now.'),
+    }),
   },
   'message.added': {
     summary: "A message was stored in a session: a user's, an agent's or the server's own (provisioning output).",
@@ -79,8 +82,8 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     data: object(
       '',
       {
-        sessionId: uuid('The session.'),
-        messageId: uuid('The message.'),
+        sessionId: uuidString('The session.'),
+        messageId: uuidString('The message.'),
         role: oneOf(Object.values(MessageRole), 'Its role.'),
         authorId: nullableUuid('Who wrote a user message; null for the others.'),
         computerId: nullableUuid("For a user message: the computer whose agent is to take it, or null for any of the organization's agents."),
@@ -96,8 +99,8 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     summary: 'An agent reported the tokens one model used in a turn.',
     target: { kind: 'session', field: 'sessionId' },
     data: object('', {
-      sessionId: uuid('The session.'),
-      userId: uuid("The session's owner, whom the usage is counted for."),
+      sessionId: uuidString('The session.'),
+      userId: uuidString("The session's owner, whom the usage is counted for."),
       model: text('The model.'),
       usage: TOKEN_USAGE,
     }),
@@ -105,15 +108,15 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
   'turn.interrupted': {
     summary: 'A user interrupted the running turn: its agent stops, writes what it has and ends the turn, and the session becomes `idle`.',
     target: { kind: 'session', field: 'sessionId' },
-    data: object('', { sessionId: uuid('The session.'), turnId: uuid('The turn interrupted.') }),
+    data: object('', { sessionId: uuidString('The session.'), turnId: uuidString('The turn interrupted.') }),
   },
   'tool_approval.requested': {
     summary: 'An agent asks a person to approve a tool call the controls or the session name; the call waits.',
     target: { kind: 'tool_approval', field: 'approvalId' },
     data: object('', {
-      sessionId: uuid('The session.'),
-      approvalId: uuid('The approval to decide (POST /api/v0/sessions/{sessionId}/tool-approvals/{approvalId}).'),
-      turnId: uuid('The turn.'),
+      sessionId: uuidString('The session.'),
+      approvalId: uuidString('The approval to decide (POST /api/v0/sessions/{sessionId}/tool-approvals/{approvalId}).'),
+      turnId: uuidString('The turn.'),
       toolName: text('The tool.'),
       toolCallId: text("The model's id of the call.", { nullable: true }),
       summary: text('What the call does, in one line (the command line, for a command).'),
@@ -124,9 +127,9 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     summary: 'A tool approval was decided: allowed or denied by a person, expired, or cancelled with its turn.',
     target: { kind: 'tool_approval', field: 'approvalId' },
     data: object('', {
-      sessionId: uuid('The session.'),
-      approvalId: uuid('The approval.'),
-      turnId: uuid('The turn.'),
+      sessionId: uuidString('The session.'),
+      approvalId: uuidString('The approval.'),
+      turnId: uuidString('The turn.'),
       toolName: text('The tool.'),
       status: oneOf(
         TOOL_APPROVAL_STATUSES.filter((status) => status !== 'pending'),
@@ -145,7 +148,7 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     summary: "A computer's status or one of its provisioning steps changed; `from` equals `to` when only a step moved.",
     target: { kind: 'computer', field: 'computerId' },
     data: object('', {
-      computerId: uuid('The computer.'),
+      computerId: uuidString('The computer.'),
       provider: text('`byom` or `local`.'),
       from: oneOf(COMPUTER_STATUSES, 'Its status before.'),
       to: oneOf(COMPUTER_STATUSES, 'Its status now.'),
@@ -169,7 +172,7 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     target: { kind: 'enterprise_controls', field: 'revision' },
     data: object('', {
       revision: { type: 'integer', minimum: 1, description: 'The revision now in force.' },
-      userId: uuid('Who changed them.'),
+      userId: uuidString('Who changed them.'),
       changedSettings: { type: 'array', items: { type: 'string' }, description: 'The top-level settings the revision changed.' },
     }),
   },
@@ -188,8 +191,8 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     summary: 'An API key was created (its secret is never in an event).',
     target: { kind: 'api_key', field: 'apiKeyId' },
     data: object('', {
-      apiKeyId: uuid('The key.'),
-      userId: uuid('Whose key it is.'),
+      apiKeyId: uuidString('The key.'),
+      userId: uuidString('Whose key it is.'),
       name: text('Its name.'),
       prefix: text('The first characters of the key, as the keys list shows them.'),
       expiresAt: { type: 'integer', nullable: true, description: 'When it expires (Unix ms), or null.' },
@@ -198,13 +201,13 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
   'api_key.revoked': {
     summary: "An API key was revoked: by its user, an owner or manager, the operator, or with its user's removal.",
     target: { kind: 'api_key', field: 'apiKeyId' },
-    data: object('', { apiKeyId: uuid('The key.'), userId: uuid('Whose key it was.'), name: text('Its name.'), prefix: text('Its prefix.') }),
+    data: object('', { apiKeyId: uuidString('The key.'), userId: uuidString('Whose key it was.'), name: text('Its name.'), prefix: text('Its prefix.') }),
   },
   'member.changed': {
     summary: 'A user or service account was added to the organization, changed (role, name) or removed.',
     target: { kind: 'user', field: 'userId' },
     data: object('', {
-      userId: uuid('The user.'),
+      userId: uuidString('The user.'),
       email: text('Their address.'),
       name: text('Their name.'),
       role: oneOf(ROLES, 'Their role (after the change).'),
@@ -271,12 +274,12 @@ const ACTOR: SchemaObject = {
       ['user', 'computer', 'operator', 'system'],
       "`user` (a person or service account, by API key or JWT), `computer` (its agent token), `operator` (the CLI), `system` (the server's own work).",
     ),
-    userId: uuid("The user (for a computer: the computer's owner, whom its agent acts for)."),
-    computerId: uuid('The computer whose agent token was used.'),
+    userId: uuidString("The user (for a computer: the computer's owner, whom its agent acts for)."),
+    computerId: uuidString('The computer whose agent token was used.'),
     email: text("Audit log only: the user's address at the time."),
     role: oneOf(ROLES, "Audit log only: the user's role at the time."),
     credential: oneOf(['api_key', 'jwt', 'agent_token'], 'Audit log only: how the caller authenticated.'),
-    credentialId: uuid('Audit log only: the API key used.'),
+    credentialId: uuidString('Audit log only: the API key used.'),
     ip: text("Audit log only: the client's address."),
     requestId: text("Audit log only: the request's `x-request-id`."),
   },
@@ -288,7 +291,7 @@ function envelope(type: EventType, doc: EventTypeDoc): SchemaObject {
     description: doc.summary,
     required: ['id', 'seq', 'type', 'occurredAt', 'organizationId', 'sessionId', 'target', 'actor', 'data'],
     properties: {
-      id: uuid('Unique: de-duplicate on it.'),
+      id: uuidString('Unique: de-duplicate on it.'),
       seq: {
         type: 'integer',
         minimum: 1,
@@ -296,7 +299,7 @@ function envelope(type: EventType, doc: EventTypeDoc): SchemaObject {
       },
       type: { type: 'string', enum: [type] },
       occurredAt: { type: 'integer', description: 'When it happened (Unix ms).' },
-      organizationId: uuid('Your organization.'),
+      organizationId: uuidString('Your organization.'),
       sessionId: nullableUuid('The session it belongs to (its stream carries it), or null.'),
       target: {
         type: 'object',

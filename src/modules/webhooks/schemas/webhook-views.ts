@@ -1,15 +1,12 @@
 import type { ApiSchema } from '../../../platform/http/api-schema';
-import { answerObject, SchemaObject } from '../../../platform/http/json-schema';
+import { answerObject, SchemaObject, unixMs, uuidString } from '../../../platform/http/json-schema';
 import { pageOf } from '../../../platform/http/pagination';
 import { EVENT_TYPES } from '../../events';
 
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
 
-const unixMs = (description = 'Unix ms.', nullable = false): SchemaObject => ({ type: 'number', description, ...(nullable ? { nullable: true } : {}) });
-const uuid = (description?: string): SchemaObject => ({ type: 'string', format: 'uuid', ...(description ? { description } : {}) });
-
 const webhook = {
-  id: uuid(),
+  id: uuidString(),
   url: { type: 'string' },
   description: { type: 'string', nullable: true },
   eventTypes: { type: 'array', items: { type: 'string', enum: [...EVENT_TYPES] }, description: 'Empty: every type.' },
@@ -53,9 +50,9 @@ export const WEBHOOK_VIEWS: Record<string, SchemaObject> = {
     },
   }),
   DeliveryView: answerObject({
-    id: uuid(),
-    webhookId: uuid(),
-    eventId: uuid("The event's id, sent as `webhook-id`: the same on every attempt, for de-duplication."),
+    id: uuidString(),
+    webhookId: uuidString(),
+    eventId: uuidString("The event's id, sent as `webhook-id`: the same on every attempt, for de-duplication."),
     eventSeq: { type: 'number', description: "The event's number in the organization's log." },
     eventType: { type: 'string', enum: [...EVENT_TYPES] },
     status: {
