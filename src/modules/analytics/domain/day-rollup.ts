@@ -36,11 +36,6 @@ export interface UserDay {
   metrics: UserDayMetrics;
 }
 
-export interface Named {
-  name: string;
-  count: number;
-}
-
 /** A day of the tools endpoint, as stored: its row without `date`. */
 export type ToolsDay = Omit<ApiSchema<'AnalyticsToolsRow'>, 'date'>;
 
