@@ -11,6 +11,7 @@ import { errorBody, errorFlavourOf } from './platform/http/error-body';
 import { docsArePublic, setupOpenApi } from './platform/http/openapi-document';
 import { installRequestBodies } from './platform/http/request-bodies';
 import { installRequestContext } from './platform/http/request-context';
+import { installHttpMetrics, Metrics } from './platform/metrics';
 import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
 import { ALWAYS, installSecurityHeaders } from './platform/http/security-headers';
 import { ServerDetails } from './platform/http/server-details';
@@ -66,6 +67,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   installAccessLog(fastify, config.LOG_LEVEL, (request) =>
     request.principal ? { organizationId: request.principal.organizationId, credentialId: credentialIdOf(request.principal) } : {},
   );
+  installHttpMetrics(fastify, app.get(Metrics));
   // The web console: a browser navigation gets its index.html before any credential is asked for.
   WebConsole.load(config)?.install(fastify);
   // A known path asked with another method: 405 before its body is read (a bad body would answer 400 or 415).

@@ -15,6 +15,7 @@ import { DatabaseModule } from './platform/database/database.module';
 import { EventsModule } from './platform/events';
 import { IdempotencyModule } from './platform/idempotency';
 import { JobsModule } from './platform/jobs';
+import { MetricsModule } from './platform/metrics';
 import { RateLimitModule } from './platform/rate-limit';
 
 /** The modular monolith: platform modules first, then one module per part of the spec. */
@@ -25,6 +26,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         ConfigModule.register(config),
+        MetricsModule,
         DatabaseModule,
         EventsModule,
         JobsModule,

@@ -1,3 +1,5 @@
+// First: traces (when asked for) must see http, pg and fastify load.
+import { tracing } from './platform/telemetry/start-tracing';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory';
@@ -30,6 +32,7 @@ async function main(): Promise<void> {
     }, config.SHUTDOWN_TIMEOUT_MS).unref();
     await closeOperatorChannel();
     await app.close();
+    await tracing?.shutdown().catch(() => undefined);
     process.exit(0);
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));

@@ -151,7 +151,7 @@ describe('describe()', () => {
     expect(Object.keys(described)).toEqual(SETTING_NAMES);
     expect(described).toMatchObject({ JWT_SECRET: '***', DATABASE_URL: '***', SECRETS_KEY: '***', PORT: 8080 });
     expect(JSON.stringify(described)).not.toMatch(/sss|pw@|"k"/);
-    expect([...AppConfig.secrets].sort()).toEqual(['DATABASE_URL', 'JWT_SECRET', 'SECRETS_KEY']);
+    expect([...AppConfig.secrets].sort()).toEqual(['DATABASE_URL', 'JWT_SECRET', 'METRICS_TOKEN', 'SECRETS_KEY']);
   });
 
   it('leaves unset secrets unset', () => {

@@ -158,6 +158,12 @@ export const SETTINGS = {
    */
   LOG_FORMAT: { type: 'string', enum: ['pretty', 'json'] },
 
+  /**
+   * The bearer token Prometheus sends to read `/metrics`; unset, `/metrics` answers 404 (nothing is exposed). At least
+   * 32 characters: it is compared in constant time, but only its length stands between a guesser and the metrics.
+   */
+  METRICS_TOKEN: { type: 'string', minLength: 32, 'x-secret': true, 'x-must-be': 'at least 32 characters' },
+
   /** Where the `local` provider prepares computers' workspaces (default: DATA_DIR/computers). */
   COMPUTERS_DIR: { type: 'string' },
 

@@ -96,6 +96,12 @@ export class AnalyticsRepository {
     });
   }
 
+  /** Days (of all organizations) waiting for the rollup: dirty and before `today`. */
+  async pendingDays(today: string): Promise<number> {
+    const [row] = await this.sql.query<{ n: number }>('analytics.pendingDays', 'SELECT count(*)::int AS n FROM analytics_dirty_days WHERE day < $1', [today]);
+    return row.n;
+  }
+
   /**
    * Claims one dirty day before `today` (of one organization, or any), skipping days another
    * instance is rolling up; the claim is undone if the transaction fails.

@@ -20,6 +20,7 @@ import { FailedProvisioningRecorder } from './failed-provisioning-recorder.servi
 import { NewComputerStore } from './new-computer-store.service';
 import { ProvisioningRetry } from './provisioning-retry.service';
 import { ProvisioningJob } from './jobs/provisioning.job';
+import { ProvisioningMetrics } from './jobs/provisioning-metrics';
 import { ComputeProvider } from './providers/compute-provider';
 import { LocalProvider } from './providers/local.provider';
 import { ComputerSandbox } from './sandbox/computer-sandbox';
@@ -43,6 +44,7 @@ import { ComputerSandbox } from './sandbox/computer-sandbox';
     ProvisioningRetry,
     ComputerDeletion,
     ProvisioningJob,
+    ProvisioningMetrics,
     LocalProvider,
     ComputerSandbox,
     { provide: ComputeProvider, useExisting: LocalProvider },

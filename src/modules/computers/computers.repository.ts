@@ -246,6 +246,20 @@ export class ComputersRepository {
     );
   }
 
+  /** The provisioning queue, all instances together: steps of provisioning computers waiting (pending) and being run. */
+  async queuedSteps(): Promise<{ pending: number; running: number }> {
+    const rows = await this.sql.query<{ status: 'pending' | 'running'; n: number }>(
+      'computers.steps.queued',
+      `SELECT s.status, count(*)::int AS n FROM provisioning_steps s
+       JOIN computers c ON c.id = s.computer_id AND c.status = 'provisioning'
+       WHERE s.status IN ('pending', 'running') GROUP BY s.status`,
+      [],
+    );
+    const counts = { pending: 0, running: 0 };
+    for (const row of rows) counts[row.status] = row.n;
+    return counts;
+  }
+
   /** On an embedded database only this process can hold claims: any running step is from a previous run. */
   async releaseAll(): Promise<number> {
     const rows = await this.sql.query(

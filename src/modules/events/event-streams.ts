@@ -3,6 +3,7 @@ import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
 import { EventLog, OnDomainEvent, StoredEvent } from '../../platform/events';
 import { logSecurityEvent } from '../../platform/logging/security-log';
+import { Metrics } from '../../platform/metrics';
 import { InFlight } from '../../platform/rate-limit/in-flight';
 import { credentialIdOf, Principal, securityActorOf } from '../auth';
 import { EventsError, EventsErrorCode } from './domain/events.errors';
@@ -46,7 +47,16 @@ export class EventStreams implements OnModuleDestroy {
     private readonly presenter: EventPresenter,
     private readonly visibility: EventVisibility,
     private readonly config: AppConfig,
+    metrics: Metrics,
   ) {
+    const open = this.open;
+    metrics.gauge({
+      name: 'event_streams_open',
+      help: 'Event streams (server-sent events) open on this instance.',
+      collect() {
+        this.set(open.size);
+      },
+    });
     // Before any stream listens: the streams woken by a commit must not join a read begun before it.
     log.growth.on('appended', (organizationId: string) => this.reading.delete(organizationId));
     log.growth.on('resumed', () => this.reading.clear());

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
 import { Principal, securityActorOf } from '../auth';
 import { logSecurityEvent } from '../../platform/logging/security-log';
+import { Metrics } from '../../platform/metrics';
 import { InFlight } from '../../platform/rate-limit/in-flight';
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 
@@ -22,7 +23,19 @@ export class LongPollSlots {
   private readonly perOrganization = new InFlight();
   private readonly lastLogged = new Map<string, number>();
 
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    metrics: Metrics,
+  ) {
+    const waiting = this.perOrganization;
+    metrics.gauge({
+      name: 'long_polls_open',
+      help: 'Long polls (claims with waitMs) waiting on this instance.',
+      collect() {
+        this.set(waiting.total);
+      },
+    });
+  }
 
   /** Takes a slot for a waiting claim, or throws 429; call the returned function once, when it ends. */
   acquire(principal: Principal, computerId: string | null): () => void {

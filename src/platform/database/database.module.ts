@@ -1,6 +1,7 @@
 import { Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
+import { Metrics } from '../metrics';
 import { openDatabase, OpenDatabase } from './open-database';
 import { Sql } from './sql';
 
@@ -15,8 +16,8 @@ export const OPEN_DATABASE = Symbol('OPEN_DATABASE');
   providers: [
     {
       provide: OPEN_DATABASE,
-      inject: [AppConfig],
-      useFactory: (config: AppConfig) => openDatabase(config),
+      inject: [AppConfig, Metrics],
+      useFactory: (config: AppConfig, metrics: Metrics) => openDatabase(config, { metrics }),
     },
     {
       provide: DataSource,

@@ -1,10 +1,13 @@
 import { Logger } from '@nestjs/common';
-import type { PoolClient } from 'pg';
+import type { Client, PoolClient } from 'pg';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
 import { entities, migrations } from '../../schema';
+import type { Metrics } from '../metrics';
 import { AdvisoryLock } from './advisory-locks';
+import { timedClient, watchPool } from './database-metrics';
 import { EmbeddedPostgres } from './embedded-postgres';
+import { poolOf } from './sql';
 
 export interface OpenDatabase {
   dataSource: DataSource;
@@ -15,6 +18,8 @@ export interface OpenDatabase {
 export interface OpenDatabaseOptions {
   /** Apply pending migrations before returning (default true). */
   migrate?: boolean;
+  /** Where the pool's use and the queries' times are counted (the server's; a CLI run has none). */
+  metrics?: Metrics;
 }
 
 const logger = new Logger('Database');
@@ -24,6 +29,8 @@ export interface PoolOptions {
   idleTimeoutMillis?: number;
   /** Runs on every new connection before it is handed out. */
   onConnect?: (client: PoolClient) => Promise<void>;
+  /** The pool's client class (pg's own by default). */
+  Client?: typeof Client;
 }
 
 export function dataSourceOptions(
@@ -58,13 +65,16 @@ export async function openDatabase(config: AppConfig, options: OpenDatabaseOptio
   // PGlite is one session: one pooled connection serializes statements and transactions
   // alike, so one request's statement can never land inside another's. That connection is kept
   // however long it idles, and a new one (after an error closed the old) starts from a clean session.
+  const poolSize = embedded ? 1 : config.DATABASE_POOL_SIZE;
+  const Client = options.metrics ? timedClient(options.metrics) : undefined;
   const dataSource = new DataSource(
     embedded
-      ? dataSourceOptions(connection, 1, { idleTimeoutMillis: config.DATABASE_IDLE_TIMEOUT_MS ?? 0, onConnect: resetEmbeddedSession })
-      : dataSourceOptions(connection, config.DATABASE_POOL_SIZE, { idleTimeoutMillis: config.DATABASE_IDLE_TIMEOUT_MS ?? 10_000 }),
+      ? dataSourceOptions(connection, poolSize, { idleTimeoutMillis: config.DATABASE_IDLE_TIMEOUT_MS ?? 0, onConnect: resetEmbeddedSession, Client })
+      : dataSourceOptions(connection, poolSize, { idleTimeoutMillis: config.DATABASE_IDLE_TIMEOUT_MS ?? 10_000, Client }),
   );
   try {
     await dataSource.initialize();
+    if (options.metrics) watchPool(options.metrics, poolOf(dataSource), poolSize);
     if (options.migrate !== false) await migrate(dataSource, { serialize: !embedded });
   } catch (error) {
     if (dataSource.isInitialized) await dataSource.destroy();

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { jitteredDelay, JobRunner } from './job-runner';
+import { Metrics } from '../metrics';
 
 /** A run the test ends when it wants: `release()` resolves it, `fail()` rejects it. */
 function gate() {
@@ -24,8 +25,11 @@ describe('JobRunner', () => {
   let runner: JobRunner;
   let errors: jest.SpyInstance;
 
+  let metrics: Metrics;
+
   beforeEach(() => {
-    runner = new JobRunner();
+    metrics = new Metrics();
+    runner = new JobRunner(metrics);
     errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
     jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
   });
@@ -33,6 +37,35 @@ describe('JobRunner', () => {
   afterEach(async () => {
     await runner.beforeApplicationShutdown();
     jest.restoreAllMocks();
+  });
+
+  it('counts runs by outcome and shows a run stuck past its interval as lag', async () => {
+    const value = async (name: string, labels: Record<string, string>) =>
+      (await metrics.registry.getSingleMetric(name)!.get()).values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value;
+    const stuck = gate();
+    let calls = 0;
+    runner.register({
+      name: 'test.lag',
+      everyMs: 20,
+      jitter: 0,
+      run: async () => {
+        calls += 1;
+        if (calls === 1) throw new Error('first run fails');
+        await stuck.promise;
+      },
+    });
+    expect(await value('agent_platform_job_runs_total', { job_name: 'test.lag', outcome: 'failed' })).toBe(0);
+    runner.onApplicationBootstrap();
+    await until(() => calls === 2);
+    expect(await value('agent_platform_job_runs_total', { job_name: 'test.lag', outcome: 'failed' })).toBe(1);
+    expect(await value('agent_platform_job_running', { job_name: 'test.lag' })).toBe(1);
+    // The second run hangs: no run starts, and the lag grows past 0 once the interval has gone by.
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(await value('agent_platform_job_lag_seconds', { job_name: 'test.lag' })).toBeGreaterThan(0.02);
+    stuck.release();
+    await until(() => runner.jobStats()['test.lag'].runs >= 2);
+    expect(await value('agent_platform_job_runs_total', { job_name: 'test.lag', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
+    expect(await value('agent_platform_job_runs_total', { job_name: 'test.lag', outcome: 'failed' })).toBe(1);
   });
 
   it('draws every wait within ±10% of the interval by default, and spreads them', () => {

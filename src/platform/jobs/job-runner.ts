@@ -1,4 +1,6 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { SpanStatusCode, trace } from '@opentelemetry/api';
+import { Metrics } from '../metrics';
 
 /** A piece of background work that runs every so often on every instance. */
 export interface JobDefinition<T = unknown> {
@@ -48,6 +50,9 @@ export interface JobHandle<T = unknown> {
 }
 
 export const DEFAULT_JITTER = 0.1;
+
+/** Each run is a trace of its own (`job <name>`), its queries under it; without a tracing SDK this does nothing. */
+const tracer = trace.getTracer('agent-platform.jobs');
 export const DEFAULT_SHUTDOWN_MS = 10_000;
 
 /** The wait before a tick: `everyMs` ± `jitter` of it, `random` being uniform in [0, 1). */
@@ -70,11 +75,20 @@ class ScheduledJob<T> implements JobHandle<T> {
   private timer: NodeJS.Timeout | null = null;
   private started = false;
   private stopping: Promise<void> | null = null;
+  private lastStartedAt: number | null = null;
 
   constructor(
     private readonly definition: JobDefinition<T>,
     private readonly logger: Logger,
+    private readonly ended: (name: string, seconds: number, failed: boolean) => void,
   ) {}
+
+  /** Seconds since the latest run began (in flight or ended) beyond the longest wait between ticks; 0 when on time, null when it has not run or only runs when asked. */
+  lagSeconds(now: number): number | null {
+    const { everyMs, jitter = DEFAULT_JITTER } = this.definition;
+    if (everyMs <= 0 || this.lastStartedAt === null) return null;
+    return Math.max(0, now - this.lastStartedAt - everyMs * (1 + jitter)) / 1000;
+  }
 
   get name(): string {
     return this.definition.name;
@@ -147,10 +161,14 @@ class ScheduledJob<T> implements JobHandle<T> {
   private launch(): Promise<T | undefined> {
     if (this.controller.signal.aborted) return Promise.resolve(undefined);
     const startedAt = new Date();
-    const run = (async () => {
+    this.lastStartedAt = startedAt.getTime();
+    let failed = false;
+    const run = tracer.startActiveSpan(`job ${this.name}`, { root: true, attributes: { 'job.name': this.name } }, async (span) => {
       try {
         return await this.definition.run(this.controller.signal);
       } catch (error) {
+        failed = true;
+        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
         this.stats.failures += 1;
         const message = error instanceof Error ? error.message : String(error);
         // Failing while the instance stops (its database closing) is expected: not an error.
@@ -162,8 +180,10 @@ class ScheduledJob<T> implements JobHandle<T> {
         this.stats.lastRunAt = startedAt;
         this.stats.lastDurationMs = Date.now() - startedAt.getTime();
         this.inFlight = null;
+        this.ended(this.name, this.stats.lastDurationMs / 1000, failed);
+        span.end();
       }
-    })();
+    });
     this.inFlight = run;
     return run;
   }
@@ -182,12 +202,57 @@ class ScheduledJob<T> implements JobHandle<T> {
 export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(JobRunner.name);
   private readonly jobs = new Map<string, ScheduledJob<unknown>>();
+  private readonly ended: (name: string, seconds: number, failed: boolean) => void;
+  private readonly registeredJob: (name: string) => void;
   private bootstrapped = false;
   private stopped = false;
 
+  constructor(metrics: Metrics) {
+    const runs = metrics.counter({
+      name: 'job_runs_total',
+      help: 'Ended runs of each background job, by outcome (ok, failed).',
+      labelNames: ['job_name', 'outcome'] as const,
+    });
+    const duration = metrics.histogram({
+      name: 'job_run_duration_seconds',
+      help: 'How long each run of a background job took.',
+      labelNames: ['job_name'] as const,
+    });
+    // Each job's series from 0, so that a rate over its first run (or first failure) sees it.
+    this.registeredJob = (job) => {
+      for (const outcome of ['ok', 'failed']) runs.inc({ job_name: job, outcome }, 0);
+    };
+    this.ended = (job, seconds, failed) => {
+      runs.inc({ job_name: job, outcome: failed ? 'failed' : 'ok' });
+      duration.observe({ job_name: job }, seconds);
+    };
+    const jobs = this.jobs;
+    metrics.gauge({
+      name: 'job_running',
+      help: 'Whether a run of the background job is in progress on this instance (1) or not (0).',
+      labelNames: ['job_name'] as const,
+      collect() {
+        for (const [name, job] of jobs) this.set({ job_name: name }, job.snapshot().running ? 1 : 0);
+      },
+    });
+    metrics.gauge({
+      name: 'job_lag_seconds',
+      help: 'How late a periodic job is: seconds since its latest run began, beyond its longest wait between runs (0: on time).',
+      labelNames: ['job_name'] as const,
+      collect() {
+        const now = Date.now();
+        for (const [name, job] of jobs) {
+          const lag = job.lagSeconds(now);
+          if (lag !== null) this.set({ job_name: name }, lag);
+        }
+      },
+    });
+  }
+
   register<T>(definition: JobDefinition<T>): JobHandle<T> {
     if (this.jobs.has(definition.name)) throw new Error(`Two jobs are named ${definition.name}`);
-    const job = new ScheduledJob(definition, this.logger);
+    const job = new ScheduledJob(definition, this.logger, this.ended);
+    this.registeredJob(definition.name);
     this.jobs.set(definition.name, job as ScheduledJob<unknown>);
     if (this.stopped) void job.stop();
     else if (this.bootstrapped) job.start();

@@ -1,9 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import fastifyRateLimit, { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Counter } from 'prom-client';
 import { Sql } from '../database/sql';
 import { AppConfig } from '../../config/app-config';
 import { JobRunner } from '../jobs';
+import { Metrics } from '../metrics';
 import { logSecurityEvent } from '../logging/security-log';
 import { BudgetLedger, MemoryLedger, PostgresLedger } from './budget-ledger';
 import { LeasedCounter, leasedStoreClass } from './leased-store';
@@ -49,13 +51,23 @@ export class RateLimits {
   private organization?: Policy;
   private anonymous?: Policy;
 
+  private readonly rejections: Counter<'policy'>;
+
   constructor(
     private readonly config: AppConfig,
     sql: Sql,
     private readonly jobs: JobRunner,
+    metrics: Metrics,
   ) {
     this.ledger = config.engine === 'postgres' ? new PostgresLedger(sql) : new MemoryLedger();
     this.counter = new LeasedCounter(this.ledger);
+    this.rejections = metrics.counter({
+      name: 'rate_limit_rejections_total',
+      help: 'Requests refused with 429 by a rate limit, by policy (credential, organization, anonymous).',
+      labelNames: ['policy'] as const,
+    });
+    // Each series from 0, so that a rate over the first refusal sees it.
+    for (const policy of ['credential', 'organization', 'anonymous'] as const) this.rejections.inc({ policy }, 0);
   }
 
   /** Registers @fastify/rate-limit (no route hooks of its own: `admit` is called by the request edge). */
@@ -94,6 +106,7 @@ export class RateLimits {
     void reply.header('ratelimit', `"${tightest.policy.name}";r=${tightest.remaining};t=${tightest.resetSeconds}`);
     if (!tightest.exceeded) return;
     const retryAfter = Math.max(tightest.resetSeconds, 1);
+    this.rejections.inc({ policy: tightest.policy.name });
     this.logOnce(request, subject, tightest, retryAfter);
     const error = new RateLimitError(
       RateLimitErrorCode.RateLimited,

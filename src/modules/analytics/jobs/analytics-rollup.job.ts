@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { DurableListeners } from '../../../platform/events';
 import { JobHandle, JobRunner } from '../../../platform/jobs';
+import { Metrics } from '../../../platform/metrics';
+import { AnalyticsRepository } from '../analytics.repository';
 import { ACTIVITY_FACTS_LISTENER } from '../activity-facts.listener';
 import { AnalyticsRollupService, RollupResult } from '../analytics-rollup.service';
 
@@ -21,7 +23,18 @@ export class AnalyticsRollupJob {
     config: AppConfig,
     private readonly listeners: DurableListeners,
     jobs: JobRunner,
+    repository: AnalyticsRepository,
+    metrics: Metrics,
   ) {
+    metrics.gauge({
+      name: 'analytics_rollup_pending_days',
+      help: 'Days of activity (all organizations) waiting to be rolled up: the analytics endpoints do not show them yet.',
+      async collect() {
+        // A scrape while the database is away keeps the last figure rather than failing.
+        const pending = await repository.pendingDays(new Date().toISOString().slice(0, 10)).catch(() => null);
+        if (pending !== null) this.set(pending);
+      },
+    });
     this.job = jobs.register({
       name: JOB_NAME,
       everyMs: config.ANALYTICS_ROLLUP_MS,

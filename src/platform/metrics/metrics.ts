@@ -1,0 +1,52 @@
+import { Injectable } from '@nestjs/common';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Every metric of ours starts with this; the process's own (CPU, memory, event loop) keep prom-client's names. */
+export const PREFIX = 'agent_platform_';
+
+/** Seconds: from a quick read to a long poll's whole wait. */
+export const DURATION_BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+interface Definition<L extends string> {
+  /** Without the prefix. */
+  name: string;
+  help: string;
+  labelNames?: readonly L[];
+}
+
+/**
+ * This instance's Prometheus metrics (prom-client), served at `/metrics`. A registry per application, not
+ * prom-client's global one, so two applications in one process (the tests) count apart. Each module defines the
+ * metrics of what it owns here; values read at scrape time (`collect`) must be cheap: a scrape comes every 15 s or so
+ * from each Prometheus, and answers within its timeout.
+ */
+@Injectable()
+export class Metrics {
+  readonly registry = new Registry();
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  counter<L extends string>(definition: Definition<L>): Counter<L> {
+    return new Counter({ ...this.named(definition), registers: [this.registry] });
+  }
+
+  histogram<L extends string>(definition: Definition<L> & { buckets?: number[] }): Histogram<L> {
+    return new Histogram({ buckets: DURATION_BUCKETS, ...this.named(definition), registers: [this.registry] });
+  }
+
+  /** A gauge; with `collect`, its value is read when scraped (set it there with `this.set`). */
+  gauge<L extends string>(definition: Definition<L> & { collect?: (this: Gauge<L>) => void | Promise<void> }): Gauge<L> {
+    return new Gauge({ ...this.named(definition), collect: definition.collect, registers: [this.registry] });
+  }
+
+  /** The exposition, in Prometheus's text format. */
+  async exposition(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  private named<L extends string>({ name, help, labelNames }: Definition<L>) {
+    return { name: `${PREFIX}${name}`, help, labelNames: labelNames ?? [] };
+  }
+}
