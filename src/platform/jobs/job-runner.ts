@@ -50,10 +50,10 @@ export interface JobHandle<T = unknown> {
 }
 
 export const DEFAULT_JITTER = 0.1;
+export const DEFAULT_SHUTDOWN_MS = 10_000;
 
 /** Each run is a trace of its own (`job <name>`), its queries under it; without a tracing SDK this does nothing. */
 const tracer = trace.getTracer('agent-platform.jobs');
-export const DEFAULT_SHUTDOWN_MS = 10_000;
 
 /** The wait before a tick: `everyMs` ± `jitter` of it, `random` being uniform in [0, 1). */
 export function jitteredDelay(everyMs: number, jitter = DEFAULT_JITTER, random: () => number = Math.random): number {
@@ -83,7 +83,7 @@ class ScheduledJob<T> implements JobHandle<T> {
     private readonly ended: (name: string, seconds: number, failed: boolean) => void,
   ) {}
 
-  /** Seconds since the latest run began (in flight or ended) beyond the longest wait between ticks; 0 when on time, null when it has not run or only runs when asked. */
+  /** Seconds since the latest run began (in flight or ended) beyond the longest wait between ticks: 0 on time, null before a first run. */
   lagSeconds(now: number): number | null {
     const { everyMs, jitter = DEFAULT_JITTER } = this.definition;
     if (everyMs <= 0 || this.lastStartedAt === null) return null;
@@ -168,9 +168,9 @@ class ScheduledJob<T> implements JobHandle<T> {
         return await this.definition.run(this.controller.signal);
       } catch (error) {
         failed = true;
-        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
         this.stats.failures += 1;
         const message = error instanceof Error ? error.message : String(error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message });
         // Failing while the instance stops (its database closing) is expected: not an error.
         if (this.controller.signal.aborted) this.logger.warn({ err: error, job: this.name }, `Job ${this.name} failed while stopping: ${message}`);
         else this.logger.error({ err: error, job: this.name }, `Job ${this.name} failed: ${message}`);

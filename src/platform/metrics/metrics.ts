@@ -33,7 +33,7 @@ export class Metrics {
   }
 
   histogram<L extends string>(definition: Definition<L> & { buckets?: number[] }): Histogram<L> {
-    return new Histogram({ buckets: DURATION_BUCKETS, ...this.named(definition), registers: [this.registry] });
+    return new Histogram({ ...this.named(definition), buckets: definition.buckets ?? DURATION_BUCKETS, registers: [this.registry] });
   }
 
   /** A gauge; with `collect`, its value is read when scraped (set it there with `this.set`). */
