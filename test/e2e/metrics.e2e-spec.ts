@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { Role } from '../../src/modules/auth';
+import { DurableListeners } from '../../src/platform/events';
 import { createUser } from '../utils/factories';
 import { until } from '../utils/polling';
 import { openClaim } from '../utils/raw-claims';
@@ -131,6 +132,17 @@ describe('Metrics', () => {
     expect(valueOf(samples, 'agent_platform_job_run_duration_seconds_count', { job_name: 'analytics.rollup' })).toBeGreaterThanOrEqual(1);
     expect(valueOf(samples, 'agent_platform_job_running', { job_name: 'analytics.rollup' })).toBe(0);
     expect(valueOf(samples, 'agent_platform_job_lag_seconds', { job_name: 'analytics.rollup' })).toBe(0);
+  });
+
+  it('shows how far behind the log each durable listener is, back to 0 once it has caught up', async () => {
+    const owner = await createUser(t, Role.Owner);
+    await t.http().post('/api/v0/sessions').set(owner.auth).send({}).expect(201);
+    const listeners = t.app.get(DurableListeners);
+    await listeners.drain();
+    const names = listeners.registered().map((l) => l.name);
+    expect(names.length).toBeGreaterThan(0);
+    const { samples } = await scrape();
+    for (const name of names) expect([name, valueOf(samples, 'agent_platform_event_listener_lag_events', { listener: name })]).toEqual([name, 0]);
   });
 
   it('shows the long polls and event streams open on this instance, and they go when they end', async () => {

@@ -3,6 +3,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
 import { Sql } from '../database/sql';
 import { JobHandle, JobRunner } from '../jobs';
+import { Metrics } from '../metrics';
 import { AnyStoredEvent, EventType } from './event';
 import { EventLog } from './event-log';
 
@@ -56,8 +57,33 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
     private readonly log: EventLog,
     config: AppConfig,
     jobs: JobRunner,
+    metrics: Metrics,
   ) {
     this.sweeper = jobs.register({ name: 'events.listeners-sweep', everyMs: config.EVENT_LISTENER_SWEEP_MS, runAtStart: true, run: () => this.sweep() });
+    const behind = () => this.behind();
+    metrics.gauge({
+      name: 'event_listener_lag_events',
+      help: 'Events (all organizations) each durable listener has yet to handle: webhooks queued, analytics facts, audit (all instances).',
+      labelNames: ['listener'] as const,
+      async collect() {
+        // A scrape while the database is away keeps the last figures rather than failing.
+        const rows = await behind().catch(() => []);
+        for (const row of rows) this.set({ listener: row.name }, row.behind);
+      },
+    });
+  }
+
+  /** How many numbered events each listener has not handled yet, all organizations together. */
+  private async behind(): Promise<Array<{ name: string; behind: number }>> {
+    if (this.listeners.size === 0) return [];
+    return this.sql.query<{ name: string; behind: number }>(
+      'listeners.behind',
+      `SELECT l.name, COALESCE(sum(s.last_seq - COALESCE(c.seq, 0)), 0)::float8 AS behind
+       FROM unnest($1::text[]) AS l(name) CROSS JOIN event_sequences s
+       LEFT JOIN event_checkpoints c ON c.listener = l.name AND c.organization_id = s.organization_id
+       GROUP BY l.name`,
+      [[...this.listeners.keys()]],
+    );
   }
 
   /** Registers a listener; call from a module's onModuleInit. */
