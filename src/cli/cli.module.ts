@@ -3,6 +3,7 @@ import { AppConfig } from '../config/app-config';
 import { ConfigModule } from '../config/config.module';
 import { AuthModule, ComputerTokenLookup, DefaultControlsReader, NoComputerTokens, OrganizationControlsReader } from '../modules/auth';
 import { DatabaseModule } from '../platform/database/database.module';
+import { MetricsModule } from '../platform/metrics';
 import { EventsModule } from '../platform/events';
 
 /**
@@ -23,6 +24,6 @@ class CliContractsModule {}
 @Module({})
 export class CliModule {
   static register(config: AppConfig): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.register(config), DatabaseModule, EventsModule, CliContractsModule, AuthModule] };
+    return { module: CliModule, imports: [ConfigModule.register(config), MetricsModule, DatabaseModule, EventsModule, CliContractsModule, AuthModule] };
   }
 }
