@@ -49,14 +49,7 @@ export class EventStreams implements OnModuleDestroy {
     private readonly config: AppConfig,
     metrics: Metrics,
   ) {
-    const open = this.open;
-    metrics.gauge({
-      name: 'event_streams_open',
-      help: 'Event streams (server-sent events) open on this instance.',
-      collect() {
-        this.set(open.size);
-      },
-    });
+    metrics.gauge({ name: 'event_streams_open', help: 'Event streams (server-sent events) open on this instance.', read: () => this.open.size });
     // Before any stream listens: the streams woken by a commit must not join a read begun before it.
     log.growth.on('appended', (organizationId: string) => this.reading.delete(organizationId));
     log.growth.on('resumed', () => this.reading.clear());

@@ -27,14 +27,7 @@ export class LongPollSlots {
     private readonly config: AppConfig,
     metrics: Metrics,
   ) {
-    const waiting = this.perOrganization;
-    metrics.gauge({
-      name: 'long_polls_open',
-      help: 'Long polls (claims with waitMs) waiting on this instance.',
-      collect() {
-        this.set(waiting.total);
-      },
-    });
+    metrics.gauge({ name: 'long_polls_open', help: 'Long polls (claims with waitMs) waiting on this instance.', read: () => this.perOrganization.total });
   }
 
   /** Takes a slot for a waiting claim, or throws 429; call the returned function once, when it ends. */

@@ -34,17 +34,11 @@ export function watchPool(metrics: Metrics, pool: Pool, max: number): void {
     name: 'db_pool_connections',
     help: 'Open connections of the database pool, by state (busy, idle).',
     labelNames: ['state'] as const,
-    collect() {
-      this.set({ state: 'busy' }, pool.totalCount - pool.idleCount);
-      this.set({ state: 'idle' }, pool.idleCount);
-    },
+    read: () => [
+      { labels: { state: 'busy' }, value: pool.totalCount - pool.idleCount },
+      { labels: { state: 'idle' }, value: pool.idleCount },
+    ],
   });
   metrics.gauge({ name: 'db_pool_max_connections', help: 'Most connections the database pool opens.' }).set(max);
-  metrics.gauge({
-    name: 'db_pool_waiting',
-    help: 'Queries waiting for a free connection of the pool.',
-    collect() {
-      this.set(pool.waitingCount);
-    },
-  });
+  metrics.gauge({ name: 'db_pool_waiting', help: 'Queries waiting for a free connection of the pool.', read: () => pool.waitingCount });
 }

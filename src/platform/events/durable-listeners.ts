@@ -60,16 +60,11 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
     metrics: Metrics,
   ) {
     this.sweeper = jobs.register({ name: 'events.listeners-sweep', everyMs: config.EVENT_LISTENER_SWEEP_MS, runAtStart: true, run: () => this.sweep() });
-    const behind = () => this.behind();
     metrics.gauge({
       name: 'event_listener_lag_events',
       help: 'Events (all organizations) each durable listener has yet to handle: webhooks queued, analytics facts, audit (all instances).',
       labelNames: ['listener'] as const,
-      async collect() {
-        // A scrape while the database is away keeps the last figures rather than failing.
-        const rows = await behind().catch(() => []);
-        for (const row of rows) this.set({ listener: row.name }, row.behind);
-      },
+      read: async () => (await this.behind()).map((row) => ({ labels: { listener: row.name }, value: row.behind })),
     });
   }
 

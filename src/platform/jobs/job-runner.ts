@@ -226,26 +226,21 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       runs.inc({ job_name: job, outcome: failed ? 'failed' : 'ok' });
       duration.observe({ job_name: job }, seconds);
     };
-    const jobs = this.jobs;
     metrics.gauge({
       name: 'job_running',
       help: 'Whether a run of the background job is in progress on this instance (1) or not (0).',
       labelNames: ['job_name'] as const,
-      collect() {
-        for (const [name, job] of jobs) this.set({ job_name: name }, job.snapshot().running ? 1 : 0);
-      },
+      read: () => [...this.jobs].map(([name, job]) => ({ labels: { job_name: name }, value: job.snapshot().running ? 1 : 0 })),
     });
     metrics.gauge({
       name: 'job_lag_seconds',
       help: 'How late a periodic job is: seconds since its latest run began, beyond its longest wait between runs (0: on time).',
       labelNames: ['job_name'] as const,
-      collect() {
-        const now = Date.now();
-        for (const [name, job] of jobs) {
-          const lag = job.lagSeconds(now);
-          if (lag !== null) this.set({ job_name: name }, lag);
-        }
-      },
+      read: () =>
+        [...this.jobs].flatMap(([name, job]) => {
+          const lag = job.lagSeconds(Date.now());
+          return lag === null ? [] : [{ labels: { job_name: name }, value: lag }];
+        }),
     });
   }
 

@@ -10,11 +10,7 @@ export class ProvisioningMetrics {
       name: 'provisioning_steps',
       help: 'The provisioning queue (all instances): steps of provisioning computers, by status (pending, running).',
       labelNames: ['status'] as const,
-      async collect() {
-        // A scrape while the database is away keeps the last figures rather than failing.
-        const queued = await repository.queuedSteps().catch(() => null);
-        if (queued) for (const [status, n] of Object.entries(queued)) this.set({ status }, n);
-      },
+      read: async () => Object.entries(await repository.queuedSteps()).map(([status, value]) => ({ labels: { status }, value })),
     });
   }
 }
