@@ -117,7 +117,7 @@ describe('Analytics: parameters, roles and isolation', () => {
     };
 
     it("before its own rollup, the home organization reads zeros and empty lists, never the other's rows", async () => {
-      for (const name of ['tools', 'activity', 'productivity'] as const) {
+      for (const name of ['tools', 'activity', 'productivity', 'tokens'] as const) {
         const res = await as(home.manager, name).expect(200);
         expectNothingOfTheOther(res);
         expect(res.body.data.map((row: Json) => row.date)).toEqual([day(3), day(2), day(1)]);
@@ -134,13 +134,22 @@ describe('Analytics: parameters, roles and isolation', () => {
       for (const [name, groupBy] of [
         ['tools', 'tool_name'],
         ['activity', 'client'],
+        ['tokens', 'model'],
       ] as const) {
         const grouped = await as(home.manager, name, `${RANGE()}&group_by=${groupBy}`).expect(200);
         expect(grouped.body.data).toEqual([]);
       }
     });
 
-    it("tokens (read from the usage totals, not the rollup) show the home organization's usage only", async () => {
+    it("the home owner's rollup rolls up the home organization only, whatever the body says", async () => {
+      const res = await rollupAs(home.owner, { organizationId: other.owner.organizationId }).expect(200);
+      expect(res.body).toEqual({ data: { rolled_up_days: [day(2)] }, meta: { org_id: home.owner.organizationId } });
+      // Idempotent: nothing new to roll up, for either organization.
+      expect((await rollupAs(home.owner).expect(200)).body.data.rolled_up_days).toEqual([]);
+      expect((await rollupAs(other.owner).expect(200)).body.data.rolled_up_days).toEqual([]);
+    });
+
+    it("after it, tokens show the home organization's usage only", async () => {
       const res = await as(home.manager, 'tokens').expect(200);
       expectNothingOfTheOther(res);
       expect(res.body.data.map((row: Json) => [row.date, row.billable_tokens])).toEqual([
@@ -154,14 +163,6 @@ describe('Analytics: parameters, roles and isolation', () => {
       expect(res.body.data[1].by_user).toEqual([expect.objectContaining({ user_id: home.first.userId, billable_tokens: 110 })]);
       const grouped = await as(home.manager, 'tokens', `${RANGE()}&group_by=model`).expect(200);
       expect(grouped.body.data).toEqual([{ date: day(2), group_key: 'model-home', billable_tokens: 110, input_tokens: 100, output_tokens: 10 }]);
-    });
-
-    it("the home owner's rollup rolls up the home organization only, whatever the body says", async () => {
-      const res = await rollupAs(home.owner, { organizationId: other.owner.organizationId }).expect(200);
-      expect(res.body).toEqual({ data: { rolled_up_days: [day(2)] }, meta: { org_id: home.owner.organizationId } });
-      // Idempotent: nothing new to roll up, for either organization.
-      expect((await rollupAs(home.owner).expect(200)).body.data.rolled_up_days).toEqual([]);
-      expect((await rollupAs(other.owner).expect(200)).body.data.rolled_up_days).toEqual([]);
     });
 
     it("after it, every endpoint shows exactly the home organization's activity", async () => {

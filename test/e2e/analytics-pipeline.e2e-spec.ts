@@ -151,6 +151,9 @@ describe('Analytics: facts from live activity', () => {
     });
     const [user] = (await db.query(`SELECT metrics FROM analytics_user_days WHERE organization_id = $1`, [owner.organizationId])) as Json[];
     expect(user.metrics).toMatchObject({ billable_tokens: 110, primary_model: 'model-a', delegation_level: 'auto-high', languages: ['TypeScript'] });
+    // The tokens endpoint's row of the day, rolled up with it from the reported usage.
+    const [{ tokens }] = (await db.query(`SELECT tokens FROM analytics_days WHERE organization_id = $1`, [owner.organizationId])) as Json[];
+    expect(JSON.parse(tokens)).toMatchObject({ billable_tokens: 110, by_user: [{ user_id: owner.userId, billable_tokens: 110 }] });
 
     // A second run finds nothing new; a late fact for the day makes it roll up again.
     expect((await rollup.run({ organizationId: owner.organizationId, now: tomorrow() })).days).toEqual([]);

@@ -13,7 +13,7 @@ const TOKENS = '/api/v1/analytics/tokens';
 const DAY_MS = 86_400_000;
 const day = (daysAgo: number) => new Date(Date.now() - daysAgo * DAY_MS).toISOString().slice(0, 10);
 
-/** Usage facts as Sessions writes them on each agent usage report, for days already closed. */
+/** Usage totals as Sessions writes them on each agent usage report, for days already closed; the day's usage fact marks it for the rollup. */
 async function usage(
   t: TestApp,
   user: TestUser,
@@ -26,6 +26,9 @@ async function usage(
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
     [user.organizationId, day(daysAgo), user.userId, model, tokens.input, tokens.output, tokens.cacheWrite ?? 0, tokens.cacheRead ?? 0, tokens.thinking ?? 0],
   );
+  await t.app
+    .get(DataSource)
+    .query('INSERT INTO analytics_dirty_days (organization_id, day) VALUES ($1, $2) ON CONFLICT DO NOTHING', [user.organizationId, day(daysAgo)]);
 }
 
 describe('Analytics: tokens', () => {
@@ -52,9 +55,14 @@ describe('Analytics: tokens', () => {
     await usage(t, member, 2, 'model-b', { input: 10, output: 5 });
     await usage(t, manager, 2, 'model-a', { input: 300, output: 100, cacheRead: 1001 });
     await usage(t, owner, 1, 'model-b', { input: 50, output: 20, thinking: 30 });
-    // Another organization's usage on the same days never shows.
-    await usage(t, await createUser(t, Role.Owner), 2, 'model-a', { input: 999_999, output: 999_999 });
+    // Another organization's usage on the same days never shows, even rolled up.
+    const other = await createUser(t, Role.Owner);
+    await usage(t, other, 2, 'model-a', { input: 999_999, output: 999_999 });
+    await rollup(other);
+    await rollup(owner);
   });
+
+  const rollup = (user: TestUser) => t.http().post('/api/v1/analytics/rollup').set(user.auth).expect(200);
 
   afterAll(() => t.close());
 
@@ -132,6 +140,15 @@ describe('Analytics: tokens', () => {
       }
       expect(sum(row.by_user, 'billable_tokens')).toBe(row.billable_tokens);
     }
+  });
+
+  it("serves the rolled-up day: usage reported later shows after the day's next rollup", async () => {
+    const billable = async () => (await get(manager, `startDate=${day(1)}&endDate=${day(1)}`).expect(200)).body.data[0].billable_tokens as number;
+    expect(await billable()).toBe(100);
+    await usage(t, guest, 1, 'model-c', { input: 7, output: 3 });
+    expect(await billable()).toBe(100);
+    await rollup(owner);
+    expect(await billable()).toBe(110);
   });
 
   it('answers no rows for days before the history starts (2026-01-14)', async () => {

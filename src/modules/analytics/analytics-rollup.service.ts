@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { AnalyticsRepository } from './analytics.repository';
 import { rollUpDay } from './domain/day-rollup';
+import { tokensDay } from './domain/token-rows';
 
 export interface RollupResult {
   /** Days (organization and date) rolled up, in order. */
@@ -28,7 +29,13 @@ export class AnalyticsRollupService {
         const claimed = await this.repository.claimDirtyDay(manager, today, options.organizationId);
         if (!claimed) return null;
         const { facts, usage, sessionsWithMessages } = await this.repository.dayFacts(manager, claimed.organizationId, claimed.day);
-        await this.repository.writeDay(manager, claimed.organizationId, claimed.day, rollUpDay(facts, usage, sessionsWithMessages));
+        await this.repository.writeDay(
+          manager,
+          claimed.organizationId,
+          claimed.day,
+          rollUpDay(facts, usage, sessionsWithMessages),
+          tokensDay(claimed.day, usage),
+        );
         return claimed;
       });
       if (!done) break;

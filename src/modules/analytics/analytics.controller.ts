@@ -1,4 +1,4 @@
-import { Controller, Get, HttpCode, Post } from '@nestjs/common';
+import { Controller, Get, Header, HttpCode, Post } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { REQUEST_ID_ERROR } from '../../platform/http/openapi';
@@ -30,11 +30,15 @@ export class AnalyticsController {
       'One row per day of the range (every day, zeros on quiet ones), with `by_model` and `by_user` (largest first). ' +
       '`billable_tokens` = input + output + 125% of cache writes + 10% of cache reads (rounded down per day, user and model); thinking tokens count as output. ' +
       "A model's `model_tier` is `thinking` on days it spent thinking tokens, else `standard`. With `group_by=model`, rows `{date, group_key, billable_tokens, input_tokens, output_tokens}` " +
-      'for each model used that day; they sum to the ungrouped totals. Read from the per-day usage totals written with each usage report.',
+      'for each model used that day; they sum to the ungrouped totals. ' +
+      ROLLUP_NOTE,
   })
   @ApiOkResponse({ schema: ref('AnalyticsTokensResponse') })
+  // The ungrouped answer is JSON text already (see AnalyticsService.tokens).
+  @Header('content-type', 'application/json; charset=utf-8')
   tokens(@CurrentPrincipal() principal: Principal, @QuerySchema(analyticsSchemas, 'TokensQuery') query: TokensQuery) {
-    return this.analytics.tokens(principal, parseRange(query.startDate, query.endDate), query.group_by);
+    const range = parseRange(query.startDate, query.endDate);
+    return query.group_by === 'model' ? this.analytics.tokensByModel(principal, range) : this.analytics.tokens(principal, range);
   }
 
   @Get('tools')
@@ -86,7 +90,7 @@ export class AnalyticsController {
     description:
       'A page of `limit` users (1-100, default 20) in user-id order, each with one row per day of the range it has activity, by user then date. ' +
       "While `meta.has_more` is true, send `meta.next_cursor` (the page's last user id) as `cursor` with the same dates and limit; every user appears on exactly one page. " +
-      "Rows of one day sum to that day's totals on the other endpoints once the day is rolled up (`/tokens` reads the per-day usage totals directly, so it shows a just-closed day first). " +
+      "Rows of one day sum to that day's totals on the other endpoints. " +
       ROLLUP_NOTE,
   })
   @ApiOkResponse({ schema: ref('AnalyticsUsersResponse') })

@@ -2,21 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { AdvisoryLock } from '../../platform/database/advisory-locks';
 import { Sql } from '../../platform/database/sql';
-import { ActivityDay, DayRollup, FactCount, ModelUsage, ProductivityDay, ToolsDay, UserDayMetrics } from './domain/day-rollup';
+import { ActivityDay, DayRollup, FactCount, ProductivityDay, ToolsDay, UserDayMetrics } from './domain/day-rollup';
+import { TokensRow, UserModelUsage } from './domain/token-rows';
 import { Fact, FactKind } from './domain/facts';
-
-/** One day's token usage of one user with one model (the daily fact rows Sessions writes with each usage report). */
-export interface TokenUsageRow {
-  day: string;
-  userId: string;
-  userEmail: string | null;
-  model: string;
-  input: number;
-  output: number;
-  cacheWrite: number;
-  cacheRead: number;
-  thinking: number;
-}
 
 /** A rolled-up day of the organization, as stored. */
 export interface StoredDay {
@@ -125,7 +113,7 @@ export class AnalyticsRepository {
     manager: EntityManager,
     organizationId: string,
     day: string,
-  ): Promise<{ facts: FactCount[]; sessionsWithMessages: number; usage: ModelUsage[] }> {
+  ): Promise<{ facts: FactCount[]; sessionsWithMessages: number; usage: UserModelUsage[] }> {
     const facts = await this.sql.in(manager).query<FactCount & { n: number }>(
       'analytics.dayFacts',
       `SELECT user_id AS "userId", kind, client, level, name, detail, command, count(*)::int AS n
@@ -141,16 +129,19 @@ export class AnalyticsRepository {
     );
     const usage = await this.sql.in(manager).query<Record<string, string>>(
       'analytics.dayUsage',
-      `SELECT user_id AS "userId", model, input_tokens AS input, output_tokens AS output, cache_creation_tokens AS "cacheWrite",
-              cache_read_tokens AS "cacheRead", thinking_tokens AS thinking
-       FROM token_usage_daily WHERE organization_id = $1 AND day = $2`,
+      `SELECT t.user_id AS "userId", u.email AS "userEmail", t.model, t.input_tokens AS input, t.output_tokens AS output,
+              t.cache_creation_tokens AS "cacheWrite", t.cache_read_tokens AS "cacheRead", t.thinking_tokens AS thinking
+       FROM token_usage_daily t LEFT JOIN users u ON u.id = t.user_id AND u.organization_id = $1
+       WHERE t.organization_id = $1 AND t.day = $2`,
       [organizationId, day],
     );
+    // bigint columns arrive as strings; usage stays far below 2^53.
     return {
       facts,
       sessionsWithMessages: sessions,
       usage: usage.map((row) => ({
         userId: row.userId,
+        userEmail: row.userEmail,
         model: row.model,
         input: Number(row.input),
         output: Number(row.output),
@@ -162,7 +153,7 @@ export class AnalyticsRepository {
   }
 
   /** Replaces the organization's rolled-up day (nothing stored when the day has no users). */
-  async writeDay(manager: EntityManager, organizationId: string, day: string, rollup: DayRollup): Promise<void> {
+  async writeDay(manager: EntityManager, organizationId: string, day: string, rollup: DayRollup, tokens: TokensRow): Promise<void> {
     await this.sql
       .in(manager)
       .query('analytics.deleteUserDays', `DELETE FROM analytics_user_days WHERE organization_id = $1 AND day = $2`, [organizationId, day]);
@@ -179,11 +170,12 @@ export class AnalyticsRepository {
     );
     await this.sql.in(manager).query(
       'analytics.upsertDay',
-      `INSERT INTO analytics_days (organization_id, day, tools, activity, productivity, rolled_up_at)
-       VALUES ($1, $2, $3, $4, $5, now())
+      `INSERT INTO analytics_days (organization_id, day, tools, activity, productivity, tokens, rolled_up_at)
+       VALUES ($1, $2, $3, $4, $5, $6, now())
        ON CONFLICT (organization_id, day) DO UPDATE SET
-         tools = EXCLUDED.tools, activity = EXCLUDED.activity, productivity = EXCLUDED.productivity, rolled_up_at = EXCLUDED.rolled_up_at`,
-      [organizationId, day, JSON.stringify(rollup.tools), JSON.stringify(rollup.activity), JSON.stringify(rollup.productivity)],
+         tools = EXCLUDED.tools, activity = EXCLUDED.activity, productivity = EXCLUDED.productivity, tokens = EXCLUDED.tokens,
+         rolled_up_at = EXCLUDED.rolled_up_at`,
+      [organizationId, day, JSON.stringify(rollup.tools), JSON.stringify(rollup.activity), JSON.stringify(rollup.productivity), JSON.stringify(tokens)],
     );
   }
 
@@ -233,29 +225,13 @@ export class AnalyticsRepository {
     );
   }
 
-  async tokenUsage(organizationId: string, from: string, to: string): Promise<TokenUsageRow[]> {
-    const rows = await this.sql.query<Record<string, string | null>>(
-      'analytics.tokenUsage',
-      `SELECT to_char(t.day, 'YYYY-MM-DD') AS day, t.user_id AS "userId", u.email AS "userEmail", t.model,
-              t.input_tokens AS input, t.output_tokens AS output, t.cache_creation_tokens AS "cacheWrite",
-              t.cache_read_tokens AS "cacheRead", t.thinking_tokens AS thinking
-       FROM token_usage_daily t LEFT JOIN users u ON u.id = t.user_id AND u.organization_id = $1
-       WHERE t.organization_id = $1 AND t.day BETWEEN $2 AND $3
-       ORDER BY t.day, t.model, t.user_id`,
+  /** The tokens rows of the range's rolled-up days, as JSON text (days rolled up before they were kept have none). */
+  async tokenDays(organizationId: string, from: string, to: string): Promise<Array<{ day: string; tokens: string }>> {
+    return this.sql.query(
+      'analytics.tokenDays',
+      `SELECT ${DAY}, tokens FROM analytics_days d WHERE organization_id = $1 AND day BETWEEN $2 AND $3 AND tokens IS NOT NULL`,
       [organizationId, from, to],
     );
-    // bigint columns arrive as strings; usage stays far below 2^53.
-    return rows.map((row) => ({
-      day: row.day!,
-      userId: row.userId!,
-      userEmail: row.userEmail,
-      model: row.model!,
-      input: Number(row.input),
-      output: Number(row.output),
-      cacheWrite: Number(row.cacheWrite),
-      cacheRead: Number(row.cacheRead),
-      thinking: Number(row.thinking),
-    }));
   }
 
   transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {

@@ -1,11 +1,16 @@
 import type { ApiSchema } from '../../../platform/http/api-schema';
 import { billableTokens, ModelTier } from './billing';
-import type { TokenUsageRow } from '../analytics.repository';
+import type { ModelUsage } from './day-rollup';
 
 /** The tokens endpoint's rows, as its published schemas describe them. */
 export type TokensRow = ApiSchema<'AnalyticsTokensRow'>;
 export type TokensByModelRow = ApiSchema<'AnalyticsTokensByModelRow'>;
 export type ModelBreakdown = TokensRow['by_model'][number];
+
+/** A user's usage of the day with one model, with the user's email. */
+export interface UserModelUsage extends ModelUsage {
+  userEmail: string | null;
+}
 
 interface Totals {
   billable: number;
@@ -19,7 +24,7 @@ interface Totals {
 const zero = (): Totals => ({ billable: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, thinking: 0 });
 
 /** Adds one fact row: output tokens include thinking tokens (they are billed as output). */
-function add(totals: Totals, row: TokenUsageRow): void {
+function add(totals: Totals, row: ModelUsage): void {
   totals.billable += billableTokens({ input: row.input, output: row.output + row.thinking, cacheWrite: row.cacheWrite, cacheRead: row.cacheRead });
   totals.input += row.input;
   totals.output += row.output + row.thinking;
@@ -40,37 +45,33 @@ function breakdown(byModel: Map<string, Totals>): ModelBreakdown[] {
     .sort((a, b) => b.billable_tokens - a.billable_tokens || (a.model_id < b.model_id ? -1 : 1));
 }
 
-/** One row per day of the range (zeros on quiet days), models and users by billable tokens, largest first. */
-export function tokensRows(days: string[], facts: TokenUsageRow[]): TokensRow[] {
-  const byDay = new Map<string, TokenUsageRow[]>();
-  for (const row of facts) (byDay.get(row.day) ?? byDay.set(row.day, []).get(row.day)!).push(row);
-  return days.map((day) => {
-    const total = zero();
-    const models = new Map<string, Totals>();
-    const users = new Map<string, { email: string | null; total: Totals; models: Map<string, Totals> }>();
-    for (const row of byDay.get(day) ?? []) {
-      add(total, row);
-      if (!models.has(row.model)) models.set(row.model, zero());
-      add(models.get(row.model)!, row);
-      if (!users.has(row.userId)) users.set(row.userId, { email: row.userEmail, total: zero(), models: new Map() });
-      const user = users.get(row.userId)!;
-      add(user.total, row);
-      if (!user.models.has(row.model)) user.models.set(row.model, zero());
-      add(user.models.get(row.model)!, row);
-    }
-    return {
-      date: day,
-      billable_tokens: total.billable,
-      input_tokens: total.input,
-      output_tokens: total.output,
-      cache_read_tokens: total.cacheRead,
-      cache_write_tokens: total.cacheWrite,
-      by_model: breakdown(models),
-      by_user: [...users.entries()]
-        .map(([id, user]) => ({ user_id: id, user_email: user.email, billable_tokens: user.total.billable, by_model: breakdown(user.models) }))
-        .sort((a, b) => b.billable_tokens - a.billable_tokens || (a.user_id < b.user_id ? -1 : 1)),
-    };
-  });
+/** The day's row: totals, then models and users by billable tokens, largest first (zeros and no entries on a quiet day). */
+export function tokensDay(day: string, usage: UserModelUsage[]): TokensRow {
+  const total = zero();
+  const models = new Map<string, Totals>();
+  const users = new Map<string, { email: string | null; total: Totals; models: Map<string, Totals> }>();
+  for (const row of usage) {
+    add(total, row);
+    if (!models.has(row.model)) models.set(row.model, zero());
+    add(models.get(row.model)!, row);
+    if (!users.has(row.userId)) users.set(row.userId, { email: row.userEmail, total: zero(), models: new Map() });
+    const user = users.get(row.userId)!;
+    add(user.total, row);
+    if (!user.models.has(row.model)) user.models.set(row.model, zero());
+    add(user.models.get(row.model)!, row);
+  }
+  return {
+    date: day,
+    billable_tokens: total.billable,
+    input_tokens: total.input,
+    output_tokens: total.output,
+    cache_read_tokens: total.cacheRead,
+    cache_write_tokens: total.cacheWrite,
+    by_model: breakdown(models),
+    by_user: [...users.entries()]
+      .map(([id, user]) => ({ user_id: id, user_email: user.email, billable_tokens: user.total.billable, by_model: breakdown(user.models) }))
+      .sort((a, b) => b.billable_tokens - a.billable_tokens || (a.user_id < b.user_id ? -1 : 1)),
+  };
 }
 
 /** `group_by=model`: the `by_model` arrays flattened into rows, days in order, models by billable tokens. */

@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-/** One organization's rolled-up day: the tools, activity and productivity rows as served (without dates). */
+/** One organization's rolled-up day: the tools, activity and productivity rows as served (without dates), and the tokens row. */
 @Entity({ name: 'analytics_days' })
 export class AnalyticsDayEntity {
   @PrimaryColumn('uuid', { name: 'organization_id', primaryKeyConstraintName: 'analytics_days_pkey' })
@@ -18,6 +18,10 @@ export class AnalyticsDayEntity {
 
   @Column({ type: 'jsonb' })
   productivity: Record<string, unknown>;
+
+  /** The tokens endpoint's row of the day (with its date) as the JSON text it serves; null until the day's next rollup. */
+  @Column({ type: 'text', nullable: true })
+  tokens: string | null;
 
   @Column({ name: 'rolled_up_at', type: 'timestamptz', precision: 3 })
   rolledUpAt: Date;
