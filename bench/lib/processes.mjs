@@ -35,6 +35,7 @@ export async function startNodeServer({ name, script, env, logFile, healthPath, 
   const server = {
     name,
     url: `http://127.0.0.1:${port}`,
+    pid: child.pid,
     async stop() {
       if (exited) return;
       const gone = new Promise((resolve) => child.once('exit', resolve));

@@ -82,6 +82,14 @@ describe('Query strings: unknown and repeated keys', () => {
     expect((await get(`${path}?constructor=1`)).status).toBe(400);
   });
 
+  it('checks the credential and the role first: 401 and 403 come before the 400 for a route taking no query', async () => {
+    const guest = await createUser(t, Role.Guest, { id: owner.organizationId, slug: owner.organizationSlug });
+    const path = '/api/v0/organization/enterprise-controls?limit=1';
+    expect((await t.http().get(path)).status).toBe(401);
+    expect((await t.http().get(path).set(guest.auth)).status).toBe(403);
+    expect((await get(path)).status).toBe(400);
+  });
+
   it('quotes an unprintable or long key safely', async () => {
     const long = 'k'.repeat(500);
     const res = await get(`/api/v0/sessions?${long}=1`);

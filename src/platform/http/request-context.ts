@@ -20,10 +20,10 @@ export function installRequestContext(fastify: FastifyInstance): void {
     contexts.set(request, context);
     storage.run(context, done);
   });
-  fastify.addHook('onSend', async (request, _reply, payload) => {
+  fastify.addHook('onSend', (request, _reply, payload, done) => {
     const context = contexts.get(request);
-    if (context && context.before.length > 0) await Promise.all(context.before.splice(0));
-    return payload;
+    if (!context || context.before.length === 0) return done(null, payload);
+    void Promise.all(context.before.splice(0)).then(() => done(null, payload));
   });
 }
 

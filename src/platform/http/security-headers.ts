@@ -27,12 +27,13 @@ export function keepsItsOwnCaching(request: FastifyRequest): void {
  */
 export function installSecurityHeaders(fastify: FastifyInstance, config: AppConfig): void {
   const csp = contentSecurityPolicy(config);
-  fastify.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  // Callback-style hooks here and in the other per-request hooks: an async hook costs a promise on every request.
+  fastify.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void) => {
     reply.header('x-content-type-options', ALWAYS['x-content-type-options']);
     const own = OWN_CACHING.has(request);
     if (!(reply.hasHeader('cache-control') && (own || edgeConfigOf(request).public))) reply.header('cache-control', ALWAYS['cache-control']);
     if (String(reply.getHeader('content-type') ?? '').startsWith('text/html') && !own) reply.header('content-security-policy', csp);
-    return payload;
+    done(null, payload);
   });
 }
 

@@ -108,10 +108,10 @@ export class WebConsole {
 
   /** Call before any hook that needs credentials: a navigation is answered before them. */
   install(fastify: FastifyInstance): void {
-    fastify.addHook('onRequest', async (request, reply) => {
-      if (!this.isNavigation(request)) return;
+    fastify.addHook('onRequest', (request, reply, done) => {
+      if (!this.isNavigation(request)) return done();
+      // Answered here: a hook that sends does not call done.
       this.sendIndex(request, reply);
-      return reply;
     });
     for (const url of this.assets.keys()) {
       fastify.get(url, { config: { public: true } }, (request, reply) => this.sendAsset(request, reply, url));
