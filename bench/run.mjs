@@ -3,7 +3,7 @@ import autocannon from 'autocannon';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import console from 'node:console';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -22,6 +22,15 @@ import { formatBytes, judge, markdownTable } from './lib/report.mjs';
 const BENCH = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH);
 const RESULTS = join(BENCH, 'results');
+// For the servers' CPU time, which /proc counts in clock ticks.
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
 const env = process.env;
 const number = (name, fallback) => {
   const value = Number(env[name] ?? fallback);
@@ -157,9 +166,13 @@ async function main() {
     // machine the baseline alone drifted by 20% within one bench, so a single baseline run misjudges.
     const [reference, ...rest] = scenarios;
     for (const scenario of rest) {
-      const paired = await measure({ ...reference, name: `${reference.name} (before ${scenario.name})` }, baseline.url, apiKey);
-      const result = await measure(scenario, scenario.server === 'baseline' ? baseline.url : app.url, apiKey);
-      results.push(paired, { ...result, pairedBaseline: paired.ok ? paired.requestsPerSec : null });
+      const paired = await measure({ ...reference, name: `${reference.name} (before ${scenario.name})` }, baseline, apiKey);
+      const result = await measure(scenario, scenario.server === 'baseline' ? baseline : app, apiKey);
+      results.push(paired, {
+        ...result,
+        pairedBaseline: paired.ok ? paired.requestsPerSec : null,
+        pairedBaselineCpu: paired.ok ? paired.cpuMicrosPerRequest : null,
+      });
     }
     judge(results);
 
@@ -294,8 +307,22 @@ async function loadSuites() {
   return suites;
 }
 
+/**
+ * CPU time (user and system) a process has used so far, in ms, or null where /proc is not there. Per request, it
+ * is what the server spends on each whatever else runs on the machine: req/s is not (it shares the cores).
+ */
+function cpuMillis(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+
 /** A short warm-up, then `duration` seconds of `connections` concurrent clients. */
-async function measure(scenario, url, apiKey) {
+async function measure(scenario, server, apiKey) {
+  const url = server.url;
   const expectStatus = scenario.expectStatus ?? 200;
   const headers = { authorization: `Bearer ${apiKey}` };
   const requests = [
@@ -314,7 +341,9 @@ async function measure(scenario, url, apiKey) {
     .catch((error) => ({ status: 0, body: error.message }));
   const options = { url, connections: config.connections, requests };
   if (config.warmup > 0) await autocannon({ ...options, duration: config.warmup });
+  const cpuBefore = cpuMillis(server.pid);
   const r = await autocannon({ ...options, duration: config.duration });
+  const cpuAfter = cpuMillis(server.pid);
 
   const statusCodes = Object.fromEntries(Object.entries(r.statusCodeStats).map(([code, { count }]) => [code, count]));
   const unexpected = Object.entries(statusCodes).filter(([code]) => Number(code) !== expectStatus);
@@ -332,6 +361,7 @@ async function measure(scenario, url, apiKey) {
     target: scenario.target ?? null,
     requestsPerSec: r.requests.average,
     requests: r.requests.total,
+    cpuMicrosPerRequest: cpuBefore === null || cpuAfter === null || r.requests.total === 0 ? null : ((cpuAfter - cpuBefore) * 1000) / r.requests.total,
     latency: { p50: r.latency.p50, p99: r.latency.p99, mean: r.latency.average, max: r.latency.max },
     non2xx: r.non2xx,
     errors: r.errors,

@@ -12,8 +12,11 @@ export function judge(results) {
   for (const r of results) {
     const reference = r.pairedBaseline ?? baselineRps;
     r.ratio = reference && !r.baseline ? r.requestsPerSec / reference : null;
+    // The same comparison by CPU spent per request (the baseline's over ours): what req/s would show if each server
+    // had a core to itself, and steadier than req/s on a machine other work shares.
+    r.cpuRatio = r.pairedBaselineCpu && r.cpuMicrosPerRequest && !r.baseline ? r.pairedBaselineCpu / r.cpuMicrosPerRequest : null;
     const checks = [];
-    const { minBaselineRatio, maxMeanLatencyRatio } = r.target ?? {};
+    const { minBaselineRatio, maxMeanLatencyRatio, maxP99Ms } = r.target ?? {};
     if (minBaselineRatio !== undefined) {
       checks.push({ text: `≥ ${minBaselineRatio}× baseline`, pass: r.ratio === null ? null : r.ratio >= minBaselineRatio });
     }
@@ -23,6 +26,7 @@ export function judge(results) {
       r.latencyRatio = ratio;
       checks.push({ text: `mean ≤ ${maxMeanLatencyRatio.ratio}× ${maxMeanLatencyRatio.of}`, pass: ratio === null ? null : ratio <= maxMeanLatencyRatio.ratio });
     }
+    if (maxP99Ms !== undefined) checks.push({ text: `p99 < ${maxP99Ms} ms`, pass: r.ok ? r.latency.p99 < maxP99Ms : null });
     r.targetText = checks.map((c) => c.text).join('; ') || '—';
     if (!r.ok) r.verdict = `FAILED (${r.failure})`;
     else if (checks.length === 0) r.verdict = '—';
@@ -35,11 +39,13 @@ export function judge(results) {
 
 export function markdownTable(results) {
   const rows = [
-    ['scenario', 'req/s', '× baseline', 'p50 ms', 'p99 ms', 'mean ms', 'non-2xx', 'errors', 'target', 'result'],
+    ['scenario', 'req/s', '× baseline', 'CPU µs/req', '× baseline (CPU)', 'p50 ms', 'p99 ms', 'mean ms', 'non-2xx', 'errors', 'target', 'result'],
     ...results.map((r) => [
       r.name,
       Math.round(r.requestsPerSec).toLocaleString('en'),
       r.ratio === null ? '—' : r.ratio.toFixed(2),
+      r.cpuMicrosPerRequest == null ? '—' : Math.round(r.cpuMicrosPerRequest).toString(),
+      r.cpuRatio == null ? '—' : r.cpuRatio.toFixed(2),
       r.latency.p50.toFixed(1),
       r.latency.p99.toFixed(1),
       r.latency.mean.toFixed(1) + (r.latencyRatio ? ` (${r.latencyRatio.toFixed(2)}×)` : ''),

@@ -37,28 +37,28 @@ export const scenarios = [
   },
   {
     name: 'get session',
-    target: { minBaselineRatio: 0.5 },
+    target: { minBaselineRatio: 0.7 },
     request: (d) => ({ path: `/api/v0/sessions/${pick(d.ids)}` }),
   },
   {
     name: FIRST_PAGE,
-    target: { minBaselineRatio: 0.5 },
+    target: { minBaselineRatio: 0.7 },
     request: () => ({ path: '/api/v0/sessions?limit=20' }),
   },
   {
     name: 'list sessions, deep page',
-    target: { minBaselineRatio: 0.5, maxMeanLatencyRatio: { of: FIRST_PAGE, ratio: 1.2 } },
+    target: { minBaselineRatio: 0.7, maxMeanLatencyRatio: { of: FIRST_PAGE, ratio: 1.1 } },
     request: (d) => ({ path: `/api/v0/sessions?limit=20&cursor=${d.deepCursor}` }),
   },
   {
     name: 'list messages',
-    target: { minBaselineRatio: 0.5 },
+    target: { minBaselineRatio: 0.7 },
     request: (d) => ({ path: `/api/v0/sessions/${pick(d.ids)}/messages?limit=20` }),
   },
   {
     // Random sessions among 10,000, so concurrent writers rarely wait for the same session row.
     name: 'add message',
-    target: { minBaselineRatio: 0.3 },
+    target: { minBaselineRatio: 0.5, maxP99Ms: 40 },
     request: (d) => ({
       method: 'POST',
       path: `/api/v0/sessions/${pick(d.ids)}/messages`,
