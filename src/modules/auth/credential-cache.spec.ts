@@ -36,6 +36,27 @@ describe('CredentialCache', () => {
     expect(await cache.get('k', loader(null))).toBeNull();
   });
 
+  it('lets one lookup per credential through at a time: a burst waits for it', async () => {
+    const cache = new CredentialCache(loadConfig({ AUTH_CACHE_MS: '60000' }));
+    const load = jest.fn(async () => (await sleep(20), caller));
+    expect(await Promise.all(Array.from({ length: 50 }, () => cache.get('k', load)))).toEqual(Array(50).fill(caller));
+    expect(load).toHaveBeenCalledTimes(1);
+  });
+
+  it('answers the requests waiting on a lookup of a credential revoked meanwhile, and keeps nothing of it', async () => {
+    const cache = new CredentialCache(loadConfig({ AUTH_CACHE_MS: '60000' }));
+    const pending = cache.get('k', async () => (await sleep(20), caller));
+    cache.forget('k');
+    expect(await pending).toBe(caller);
+    expect(await cache.get('k', loader(null))).toBeNull();
+  });
+
+  it('does not keep a failed lookup', async () => {
+    const cache = new CredentialCache(loadConfig({ AUTH_CACHE_MS: '60000' }));
+    await expect(cache.get('k', () => Promise.reject(new Error('database down')))).rejects.toThrow('database down');
+    expect(await cache.get('k', loader(caller))).toBe(caller);
+  });
+
   it('keeps credentials apart by key', async () => {
     const cache = new CredentialCache(loadConfig({ AUTH_CACHE_MS: '60000' }));
     const other = { user_id: 'u2' } as CallerRow;

@@ -12,18 +12,26 @@ import type { CallerRow } from './auth.repository';
  */
 @Injectable()
 export class CredentialCache {
-  private readonly callers: LRUCache<string, CallerRow> | null;
+  private readonly callers: LRUCache<string, CallerRow, () => Promise<CallerRow | null>> | null;
 
   constructor(config: AppConfig) {
-    this.callers = config.AUTH_CACHE_MS > 0 ? new LRUCache({ max: 10_000, ttl: config.AUTH_CACHE_MS }) : null;
+    this.callers =
+      config.AUTH_CACHE_MS > 0
+        ? new LRUCache({
+            max: 10_000,
+            ttl: config.AUTH_CACHE_MS,
+            // One lookup per credential at a time: the requests that arrive while it runs (every client's burst, each
+            // time an entry expires) wait for it rather than each asking the database. An unknown one is not kept.
+            fetchMethod: async (_key, _stale, { context: load }) => (await load()) ?? undefined,
+            // A credential forgotten mid-lookup (revoked here): the lookup still answers the requests waiting for it.
+            ignoreFetchAbort: true,
+          })
+        : null;
   }
 
   async get(key: string, load: () => Promise<CallerRow | null>): Promise<CallerRow | null> {
-    const cached = this.callers?.get(key);
-    if (cached) return cached;
-    const caller = await load();
-    if (caller) this.callers?.set(key, caller);
-    return caller;
+    if (!this.callers) return load();
+    return (await this.callers.fetch(key, { context: load })) ?? null;
   }
 
   forget(key: string): void {

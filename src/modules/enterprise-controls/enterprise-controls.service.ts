@@ -52,7 +52,16 @@ export class EnterpriseControlsService {
     private readonly relay: ModelRelay,
     private readonly config: AppConfig,
   ) {
-    this.cache = config.CONTROLS_CACHE_MS > 0 ? new LRUCache({ max: 10_000, ttl: config.CONTROLS_CACHE_MS }) : null;
+    this.cache =
+      config.CONTROLS_CACHE_MS > 0
+        ? new LRUCache({
+            max: 10_000,
+            ttl: config.CONTROLS_CACHE_MS,
+            // One read per organization at a time: requests arriving while it runs wait for it.
+            fetchMethod: (organizationId) => this.readInForce(organizationId),
+            ignoreFetchAbort: true,
+          })
+        : null;
   }
 
   /**
@@ -60,12 +69,12 @@ export class EnterpriseControlsService {
    * this instance applies at once, one through another instance within that time.
    */
   async inForce(organizationId: string): Promise<InForce> {
-    const cached = this.cache?.get(organizationId);
-    if (cached) return cached;
+    return (this.cache ? await this.cache.fetch(organizationId) : undefined) ?? this.readInForce(organizationId);
+  }
+
+  private async readInForce(organizationId: string): Promise<InForce> {
     const latest = await this.repository.latest(organizationId);
-    const inForce = { revision: latest?.revision ?? 0, settings: latest?.settings ?? defaultSettings() };
-    this.cache?.set(organizationId, inForce);
-    return inForce;
+    return { revision: latest?.revision ?? 0, settings: latest?.settings ?? defaultSettings() };
   }
 
   /** Every organization whose controls set `sessionRetentionDays`, with the days (read fresh, not cached). */
