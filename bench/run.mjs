@@ -3,9 +3,9 @@ import autocannon from 'autocannon';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import console from 'node:console';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { cpus, totalmem } from 'node:os';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -174,6 +174,11 @@ async function main() {
         pairedBaselineCpu: paired.ok ? paired.cpuMicrosPerRequest : null,
       });
     }
+    // The embedded default: the same scenarios against the app on PGlite, each paired with a run of the baseline
+    // (on PostgreSQL: there is no bare-pg equivalent of PGlite in-process) and reported beside, without targets.
+    if (rest.some((s) => s.server !== 'baseline') && env.BENCH_PGLITE !== '0') {
+      results.push(...(await measureOnPglite(rest, reference, baseline, serverEnv)));
+    }
     judge(results);
 
     // Suites measure on their own terms (e.g. one request at a time) after the scenarios.
@@ -224,12 +229,80 @@ async function cpuBusy() {
   return 1 - (after.idle - before.idle) / (after.all - before.all);
 }
 
+/**
+ * Loads BENCH_PGLITE_SESSIONS sessions (default 20,000: PGlite loads far slower than PostgreSQL) into a new PGlite
+ * data directory through the app's own embedded server, with the same loaders; then starts the app on that directory,
+ * as `npm start` runs it, and measures the scenarios against it. Resolves to their results, named "... (PGlite)".
+ */
+async function measureOnPglite(scenarios, reference, baseline, serverEnv) {
+  const require = createRequire(import.meta.url);
+  const { EmbeddedPostgres } = require(join(ROOT, 'dist/platform/database/embedded-postgres.js'));
+  const dir = mkdtempSync(join(tmpdir(), 'bench-pglite-'));
+  try {
+    const sessions = env.BENCH_PGLITE_SESSIONS ?? '20000';
+    log(`PGlite: loading ${Number(sessions).toLocaleString('en')} sessions into ${dir}`);
+    const embedded = await EmbeddedPostgres.start(dir);
+    let apiKey;
+    let wanted;
+    try {
+      const { host, port, username: user, database } = embedded.connectionOptions;
+      await migrate({ host, port, username: user, database });
+      const client = new pg.Client({ host, port, user, database });
+      await client.connect();
+      try {
+        const fixtures = await ensureFixtures(client);
+        const loadEnv = { ...env, BENCH_SESSIONS: sessions, BENCH_ANALYTICS_FACTS: '0' };
+        await runLoaders({ dir: join(BENCH, 'load'), db: client, fixtures, env: loadEnv, log: (line) => log(`PGlite: ${line}`) });
+        await client.query('VACUUM ANALYZE');
+        apiKey = await createApiKey(client, fixtures);
+        const names = new Set(scenarios.map((s) => s.name));
+        wanted = (await loadScenarios({ db: client, fixtures, root: ROOT, log: (line) => log(`PGlite: ${line}`) })).filter(
+          (s) => names.has(s.name) && s.server !== 'baseline',
+        );
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await embedded.stop();
+    }
+    const pgliteEnv = { ...serverEnv, DATA_DIR: dir };
+    delete pgliteEnv.DATABASE_URL;
+    delete pgliteEnv.DATABASE_POOL_SIZE;
+    const app = await startNodeServer({
+      name: 'app-pglite',
+      script: join(ROOT, 'dist/main.js'),
+      env: pgliteEnv,
+      logFile: join(RESULTS, 'app-pglite.log'),
+      healthPath: '/healthz',
+    });
+    servers.push(app);
+    const results = [];
+    try {
+      for (const scenario of wanted) {
+        const name = `${scenario.name} (PGlite)`;
+        const paired = await measure({ ...reference, name: `${reference.name} (before ${name})` }, baseline, apiKey);
+        const result = await measure({ ...scenario, name, target: null }, app, apiKey);
+        results.push(paired, {
+          ...result,
+          pairedBaseline: paired.ok ? paired.requestsPerSec : null,
+          pairedBaselineCpu: paired.ok ? paired.cpuMicrosPerRequest : null,
+        });
+      }
+    } finally {
+      await app.stop();
+    }
+    return results;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** The app's own migrations, run as the app runs them. */
-async function migrate(url) {
+async function migrate(connection) {
   const require = createRequire(import.meta.url);
   const { DataSource } = require('typeorm');
   const { dataSourceOptions } = require(join(ROOT, 'dist/platform/database/open-database.js'));
-  const dataSource = new DataSource(dataSourceOptions({ url }, 2));
+  const dataSource = new DataSource(dataSourceOptions(typeof connection === 'string' ? { url: connection } : connection, 2));
   await dataSource.initialize();
   try {
     const applied = await dataSource.runMigrations({ transaction: 'each' });
