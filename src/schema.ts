@@ -31,6 +31,7 @@ import { AuditActorIndex1764846000000 } from './migrations/1764846000000-AuditAc
 import { WebhookPauses1764932400000 } from './migrations/1764932400000-WebhookPauses';
 import { ListIndexes1765018800000 } from './migrations/1765018800000-ListIndexes';
 import { RollupSnapshot1765105200000 } from './migrations/1765105200000-RollupSnapshot';
+import { TenantKeys1765191600000 } from './migrations/1765191600000-TenantKeys';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
@@ -76,4 +77,5 @@ export const migrations = [
   WebhookPauses1764932400000,
   ListIndexes1765018800000,
   RollupSnapshot1765105200000,
+  TenantKeys1765191600000,
 ];

@@ -54,7 +54,7 @@ export class AuthRepository {
       'auth.apiKeyByHash',
       `SELECT k.id AS api_key_id, k.revoked_at, k.expires_at, k.last_used_at, u.removed_at AS user_removed_at,
               u.id AS user_id, u.organization_id, u.role, u.email, u.name, o.features
-       FROM api_keys k JOIN users u ON u.id = k.user_id JOIN organizations o ON o.id = u.organization_id
+       FROM api_keys k JOIN users u ON u.organization_id = k.organization_id AND u.id = k.user_id JOIN organizations o ON o.id = u.organization_id
        WHERE k.key_hash = $1`,
       [keyHash],
     );

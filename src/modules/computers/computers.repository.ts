@@ -119,7 +119,7 @@ export class ComputersRepository {
       'computers.callerByToken',
       `SELECT NULL::uuid AS api_key_id, NULL::timestamptz AS revoked_at, NULL::timestamptz AS expires_at, NULL::timestamptz AS last_used_at,
               u.id AS user_id, u.organization_id, u.role, u.email, u.name, o.features, c.id AS computer_id
-       FROM computers c JOIN users u ON u.id = c.owner_id JOIN organizations o ON o.id = c.organization_id
+       FROM computers c JOIN users u ON u.organization_id = c.organization_id AND u.id = c.owner_id JOIN organizations o ON o.id = c.organization_id
        WHERE c.agent_token_hash = $1 AND u.removed_at IS NULL`,
       [tokenHash],
     );
@@ -167,7 +167,7 @@ export class ComputersRepository {
       const [candidate] = await sql.query<{ computer_id: string; position: number; attempts: number; status: StepStatus; claim_id: string | null }>(
         'computers.steps.nextClaimable',
         `SELECT s.computer_id, s.position, s.attempts, s.status, s.claim_id FROM provisioning_steps s
-         JOIN computers c ON c.id = s.computer_id AND c.status = 'provisioning'
+         JOIN computers c ON c.organization_id = s.organization_id AND c.id = s.computer_id AND c.status = 'provisioning'
          WHERE (s.status = 'pending' AND NOT EXISTS (
                   SELECT 1 FROM provisioning_steps e WHERE e.computer_id = s.computer_id AND e.position < s.position AND e.status <> 'completed'))
             OR (s.status = 'running' AND s.lease_expires_at < clock_timestamp())
@@ -226,7 +226,7 @@ export class ComputersRepository {
         await this.sql.in(manager).query(
           'computers.setCloned',
           `UPDATE computers c SET cloned_repo_directories = $2::jsonb FROM provisioning_steps s
-           WHERE c.id = $1 AND s.computer_id = c.id AND s.position = $3 AND s.claim_id = $4 AND s.status = 'running'`,
+           WHERE c.id = $1 AND s.organization_id = c.organization_id AND s.computer_id = c.id AND s.position = $3 AND s.claim_id = $4 AND s.status = 'running'`,
           [step.computerId, JSON.stringify(outcome.clonedRepoDirectories), step.position, step.claimId],
         );
       }
@@ -251,7 +251,7 @@ export class ComputersRepository {
     const rows = await this.sql.query<{ status: 'pending' | 'running'; n: number }>(
       'computers.steps.queued',
       `SELECT s.status, count(*)::int AS n FROM provisioning_steps s
-       JOIN computers c ON c.id = s.computer_id AND c.status = 'provisioning'
+       JOIN computers c ON c.organization_id = s.organization_id AND c.id = s.computer_id AND c.status = 'provisioning'
        WHERE s.status IN ('pending', 'running') GROUP BY s.status`,
       [],
     );

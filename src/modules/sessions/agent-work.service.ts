@@ -68,6 +68,7 @@ export class AgentWorkService {
       const firstSeq = change.session.messageCount - ids.length + 1;
       const added = input.messages.map((message, i) =>
         Object.assign(new MessageEntity(), {
+          organizationId: session.organizationId,
           id: ids[i],
           sessionId: session.id,
           seq: firstSeq + i,

@@ -101,7 +101,7 @@ type SummaryRow = Pick<
 type MessageSummaryRow = Omit<MessageRow, 'session_id' | 'author_id'>;
 
 /** A message as lists show it. */
-export type MessageSummary = Omit<MessageEntity, 'sessionId' | 'authorId'>;
+export type MessageSummary = Omit<MessageEntity, 'organizationId' | 'sessionId' | 'authorId'>;
 
 /** A session as lists show it. */
 export type SessionSummary = Pick<
@@ -278,6 +278,7 @@ export class SessionsRepository {
     const params: unknown[] = [];
     const rows = messages.map((m) => {
       params.push(
+        m.organizationId,
         m.id,
         m.sessionId,
         m.seq,
@@ -290,12 +291,12 @@ export class SessionsRepository {
         m.createdAt,
         m.updatedAt,
       );
-      const at = params.length - 11;
-      return `(${Array.from({ length: 11 }, (_, i) => `$${at + i + 1}`).join(', ')})`;
+      const at = params.length - 12;
+      return `(${Array.from({ length: 12 }, (_, i) => `$${at + i + 1}`).join(', ')})`;
     });
     await this.sql.in(manager).query(
       `messages.insert.${messages.length}`,
-      `INSERT INTO messages (id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
+      `INSERT INTO messages (organization_id, id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
        VALUES ${rows.join(', ')}`,
       params,
     );
@@ -345,7 +346,7 @@ export class SessionsRepository {
          SELECT * FROM (
            SELECT w.*, count(*) OVER ()::int AS walked FROM (
              SELECT ${MESSAGE_VIEW_COLUMNS}, row_number() OVER (ORDER BY m.seq ${direction}) AS n, sum(m.size_bytes) OVER (ORDER BY m.seq ${direction}) AS total
-             FROM messages m WHERE m.session_id = s.id AND m.seq ${step} $3 ${roleFilter} ORDER BY m.seq ${direction} LIMIT $4 + 1
+             FROM messages m WHERE m.organization_id = s.organization_id AND m.session_id = s.id AND m.seq ${step} $3 ${roleFilter} ORDER BY m.seq ${direction} LIMIT $4 + 1
            ) w
          ) w
          WHERE w.n <= $4 AND (w.n = 1 OR w.total <= $5)
@@ -424,8 +425,8 @@ export class SessionsRepository {
          FROM old WHERE s.id = old.id
          RETURNING s.*, old.status AS previous_status, old.last_message_id AS previous_last_message_id
        ), inserted AS (
-         INSERT INTO messages (id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
-         SELECT $3, s.id, s.message_count, 'user', s.previous_last_message_id, $5, $6, $7::jsonb, '{}'::jsonb, s.updated_at, s.updated_at FROM s
+         INSERT INTO messages (organization_id, id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
+         SELECT s.organization_id, $3, s.id, s.message_count, 'user', s.previous_last_message_id, $5, $6, $7::jsonb, '{}'::jsonb, s.updated_at, s.updated_at FROM s
        ), ${events.sql}
        SELECT ${SESSION_COLUMNS}, s.previous_status, s.previous_last_message_id FROM s`,
       [input.sessionId, input.organizationId, input.messageId, input.computerId, input.source, input.authorId, JSON.stringify(input.content), ...events.params],
@@ -451,10 +452,10 @@ export class SessionsRepository {
            last_message_id = $3,
            updated_at = GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp()))
          FROM old WHERE s.id = old.id
-         RETURNING s.id, s.message_count, s.updated_at, old.last_message_id AS previous_last_message_id
+         RETURNING s.organization_id, s.id, s.message_count, s.updated_at, old.last_message_id AS previous_last_message_id
        ), inserted AS (
-         INSERT INTO messages (id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
-         SELECT $3, s.id, s.message_count, $4, s.previous_last_message_id, NULL, NULL, $5::jsonb, '{}'::jsonb, s.updated_at, s.updated_at FROM s
+         INSERT INTO messages (organization_id, id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
+         SELECT s.organization_id, $3, s.id, s.message_count, $4, s.previous_last_message_id, NULL, NULL, $5::jsonb, '{}'::jsonb, s.updated_at, s.updated_at FROM s
        )
        SELECT s.message_count FROM s`,
       [input.sessionId, input.organizationId, input.messageId, input.role, JSON.stringify(input.content)],
@@ -682,7 +683,7 @@ export class SessionsRepository {
          turn_interrupted_at = NULL, turn_interrupted_by = NULL,
          completed_at = CASE WHEN $2::varchar = 'idle' THEN GREATEST(s.updated_at, $3) ELSE s.completed_at END,
          pending_since = CASE WHEN $2::varchar = 'pending' THEN (
-           SELECT min(m.created_at) FROM messages m WHERE m.session_id = s.id AND m.seq > s.claimed_seq AND m.role = 'user'
+           SELECT min(m.created_at) FROM messages m WHERE m.organization_id = s.organization_id AND m.session_id = s.id AND m.seq > s.claimed_seq AND m.role = 'user'
          ) ELSE NULL END,
          settings = CASE WHEN $4::bigint > 0
            THEN jsonb_set(s.settings, '{assistantActiveTimeMs}', to_jsonb(COALESCE((s.settings->>'assistantActiveTimeMs')::bigint, 0) + $4::bigint))
@@ -754,8 +755,7 @@ export class SessionsRepository {
     if (ids.length === 0) return new Map();
     const rows = await this.sql.query<MessageSummaryRow>(
       'messages.byIds',
-      `SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id
-       WHERE s.organization_id = $1 AND m.id = ANY($2::uuid[])`,
+      `SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages m WHERE m.organization_id = $1 AND m.id = ANY($2::uuid[])`,
       [organizationId, ids],
     );
     return new Map(rows.map((row) => [row.id, toMessageSummary(row)]));
@@ -798,8 +798,8 @@ export class SessionsRepository {
       'messages.withSessions',
       `SELECT m.id, m.role, m.user_message_source, m.author_id, m.content, m.attributes, ${ms('m.created_at')},
               s.id AS session_id, s.owner_id, s.settings
-       FROM messages m JOIN sessions s ON s.id = m.session_id
-       WHERE m.id = ANY($2::uuid[]) AND s.organization_id = $1
+       FROM messages m JOIN sessions s ON s.organization_id = m.organization_id AND s.id = m.session_id
+       WHERE m.organization_id = $1 AND m.id = ANY($2::uuid[])
        ORDER BY m.session_id, m.seq`,
       [organizationId, messageIds],
     );

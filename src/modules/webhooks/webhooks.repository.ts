@@ -192,7 +192,7 @@ export class WebhooksRepository {
          AND (w.paused_after_seq IS NULL OR e.seq <= w.paused_after_seq OR e.seq > w.resumed_after_seq)
          AND (w.event_types = '[]'::jsonb OR w.event_types ? e.type)
        ORDER BY e.seq
-       ON CONFLICT (webhook_id, event_id) DO NOTHING
+       ON CONFLICT (webhook_id, event_id, organization_id) DO NOTHING
        RETURNING id`,
       [organizationId, events.map((e) => e.id), events.map((e) => e.seq), events.map((e) => e.type), events.map((e) => e.payload)],
     );
@@ -203,7 +203,8 @@ export class WebhooksRepository {
   async nextDue(): Promise<Date | null> {
     const [row] = await this.sql.query<{ due: Date | null }>(
       'webhooks.deliveries.nextDue',
-      `SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.status = 'pending' AND w.enabled`,
+      `SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d JOIN webhooks w ON w.organization_id = d.organization_id AND w.id = d.webhook_id
+       WHERE d.status = 'pending' AND w.enabled`,
       [],
     );
     return row?.due ? new Date(row.due) : null;
@@ -217,7 +218,7 @@ export class WebhooksRepository {
     const rows = await this.sql.query<ClaimedDelivery>(
       'webhooks.deliveries.claim',
       `WITH due AS (
-         SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+         SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.organization_id = d.organization_id AND w.id = d.webhook_id
          WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND w.enabled
          ORDER BY d.next_attempt_at LIMIT $1
          FOR UPDATE OF d SKIP LOCKED
