@@ -38,12 +38,6 @@ const FOREIGN_KEYS: Array<{ table: string; name: string; column: string; referen
 ];
 
 /**
- * Lookups by `id` alone that the new keys no longer serve (the caller does not know the organization): a plain,
- * non-unique index keeps them one index probe.
- */
-const ID_INDEXES = ['users', 'api_keys', 'sessions', 'computers', 'webhooks', 'webhook_deliveries', 'tool_approvals'];
-
-/**
  * Every tenant table's keys are led by `organization_id`, so the schema can be sharded by organization (Citus
  * distributes a table by one column, and its primary keys, unique indexes and foreign keys between distributed
  * tables must include it). `messages` and `provisioning_steps` get the column, copied from their session and
@@ -70,13 +64,12 @@ export class TenantKeys1765191600000 implements MigrationInterface {
       `ALTER TABLE "provisioning_steps" DROP CONSTRAINT "provisioning_steps_pkey",
          ADD CONSTRAINT "provisioning_steps_pkey" PRIMARY KEY ("organization_id", "computer_id", "position")`,
     );
-    // The scheduler works on steps by (computer_id, position), across organizations.
-    await q.query(`CREATE INDEX "provisioning_steps_computer_idx" ON "provisioning_steps" ("computer_id", "position")`);
     await q.query(
       `ALTER TABLE "event_checkpoints" DROP CONSTRAINT "event_checkpoints_pkey",
          ADD CONSTRAINT "event_checkpoints_pkey" PRIMARY KEY ("organization_id", "listener")`,
     );
-    for (const table of ID_INDEXES) await q.query(`CREATE INDEX "${table}_id_idx" ON "${table}" ("id")`);
+    // Every statement on one row names its organization, but the operator's `key:revoke <id>`, which does not know it.
+    await q.query(`CREATE INDEX "api_keys_id_idx" ON "api_keys" ("id")`);
 
     // Trailing organization_id: a session's messages and a webhook's deliveries are still found by session and webhook.
     await q.query(`DROP INDEX "messages_session_seq_key"`);
@@ -110,12 +103,11 @@ export class TenantKeys1765191600000 implements MigrationInterface {
     await q.query(`DROP INDEX "messages_session_role_seq_idx"`);
     await q.query(`CREATE INDEX "messages_session_role_seq_idx" ON "messages" ("session_id", "role", "seq")`);
 
-    for (const table of ID_INDEXES) await q.query(`DROP INDEX "${table}_id_idx"`);
+    await q.query(`DROP INDEX "api_keys_id_idx"`);
     await q.query(
       `ALTER TABLE "event_checkpoints" DROP CONSTRAINT "event_checkpoints_pkey",
          ADD CONSTRAINT "event_checkpoints_pkey" PRIMARY KEY ("listener", "organization_id")`,
     );
-    await q.query(`DROP INDEX "provisioning_steps_computer_idx"`);
     await q.query(
       `ALTER TABLE "provisioning_steps" DROP CONSTRAINT "provisioning_steps_pkey",
          ADD CONSTRAINT "provisioning_steps_pkey" PRIMARY KEY ("computer_id", "position")`,

@@ -4,6 +4,7 @@ import { Column, CreateDateColumn, Entity, ForeignKey, Index, PrimaryColumn } fr
 @Entity({ name: 'api_keys' })
 @Index('api_keys_user_created_idx', ['userId', 'createdAt', 'id'])
 @Index('api_keys_organization_created_idx', ['organizationId', 'createdAt', 'id'])
+/** The operator revokes a key by id alone (`key:revoke`), before knowing its organization. */
 @Index('api_keys_id_idx', ['id'])
 @ForeignKey('UserEntity', ['organizationId', 'userId'], ['organizationId', 'id'], { name: 'api_keys_user_id_fkey', onDelete: 'CASCADE' })
 export class ApiKeyEntity {

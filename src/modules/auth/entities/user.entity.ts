@@ -6,7 +6,6 @@ import { OrganizationEntity } from './organization.entity';
 @Entity({ name: 'users' })
 @Index('users_organization_email_key', ['organizationId', 'email'], { unique: true })
 @Index('users_organization_created_idx', ['organizationId', 'createdAt', 'id'])
-@Index('users_id_idx', ['id'])
 export class UserEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'users_pkey' })
   id: string;

@@ -6,7 +6,6 @@ import { ComputerSource, OwnerPrincipalKind, Provider } from '../domain/computer
 @Entity({ name: 'computers' })
 @Index('computers_organization_created_idx', ['organizationId', 'createdAt', 'id'])
 @Index('computers_owner_created_idx', ['ownerId', 'createdAt', 'id'])
-@Index('computers_id_idx', ['id'])
 @ForeignKey('UserEntity', ['organizationId', 'ownerId'], ['organizationId', 'id'], { name: 'computers_owner_id_fkey', onDelete: 'CASCADE' })
 export class ComputerEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'computers_pkey' })

@@ -7,7 +7,6 @@ import { StepId, StepStatus } from '../domain/provisioning-step';
  */
 @Entity({ name: 'provisioning_steps' })
 @Index('provisioning_steps_claimable_idx', ['status', 'leaseExpiresAt'], { where: `status IN ('pending', 'running')` })
-@Index('provisioning_steps_computer_idx', ['computerId', 'position'])
 @ForeignKey('ComputerEntity', ['organizationId', 'computerId'], ['organizationId', 'id'], { name: 'provisioning_steps_computer_id_fkey', onDelete: 'CASCADE' })
 @ForeignKey('SessionEntity', ['organizationId', 'installSessionId'], ['organizationId', 'id'], {
   name: 'provisioning_steps_install_session_id_fkey',

@@ -16,7 +16,6 @@ import { StoredSessionSettings } from '../domain/session-settings';
 @Index('sessions_turn_lease_idx', ['leaseExpiresAt'], { where: `status = 'running'` })
 @Index('sessions_organization_updated_idx', ['organizationId', 'updatedAt'])
 @Index('sessions_work_computer_idx', ['workComputerId'], { where: 'work_computer_id IS NOT NULL' })
-@Index('sessions_id_idx', ['id'])
 @ForeignKey('UserEntity', ['organizationId', 'ownerId'], ['organizationId', 'id'], { name: 'sessions_owner_id_fkey', onDelete: 'CASCADE' })
 // The keys to computers null only their own column (ON DELETE SET NULL (computer_id)): organization_id is NOT NULL.
 @ForeignKey('ComputerEntity', ['organizationId', 'computerId'], ['organizationId', 'id'], { name: 'sessions_computer_id_fkey', onDelete: 'SET NULL' })

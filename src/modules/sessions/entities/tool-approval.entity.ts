@@ -10,7 +10,6 @@ import type { ToolApprovalStatus } from '../domain/tool-approval';
 @Entity({ name: 'tool_approvals' })
 @Index('tool_approvals_session_idx', ['sessionId', 'requestedAt'])
 @Index('tool_approvals_pending_expiry_idx', ['expiresAt'], { where: `status = 'pending'` })
-@Index('tool_approvals_id_idx', ['id'])
 @ForeignKey('SessionEntity', ['organizationId', 'sessionId'], ['organizationId', 'id'], { name: 'tool_approvals_session_id_fkey', onDelete: 'CASCADE' })
 export class ToolApprovalEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'tool_approvals_pkey' })
