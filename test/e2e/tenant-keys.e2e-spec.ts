@@ -12,9 +12,9 @@ import { createTestDatabase, TestDatabase } from '../utils/test-database';
 
 /** Tables without `organization_id`, and what each would be in Citus. */
 const NOT_TENANT: Record<string, string> = {
-  // The tenants themselves: distributed by their own `id`, co-located with the tenant tables (or a reference table:
-  // it is small, and its unique slug is looked up before an organization is known).
-  organizations: 'the distribution root',
+  // The tenants themselves: a reference table (a copy on every node, so the tenant tables' keys to it stay local). Its
+  // slug is unique and looked up before an organization is known, which distributing it by `id` would not allow.
+  organizations: 'the tenants themselves',
   // Keyed by client, and an anonymous client has no organization: a table local to the coordinator (or distributed
   // by `key` on its own), never joined with tenant data.
   rate_limit_windows: 'rate limits of clients, some without an organization',
