@@ -1,4 +1,5 @@
 // The baseline: a primary-key read of a session with Fastify and pg alone (no NestJS, no auth), to compare the app with.
+// The key is (organization_id, id), as the app reads it: the organization is in the path, where the app has it from the key.
 import { createRequire } from 'node:module';
 import process from 'node:process';
 import pg from 'pg';
@@ -14,8 +15,8 @@ app.get('/healthz', async () => {
   return { status: 'ok' };
 });
 
-app.get('/sessions/:id', async (request, reply) => {
-  const { rows } = await pool.query('SELECT * FROM sessions WHERE id = $1', [request.params.id]);
+app.get('/organizations/:organizationId/sessions/:id', async (request, reply) => {
+  const { rows } = await pool.query('SELECT * FROM sessions WHERE organization_id = $1 AND id = $2', [request.params.organizationId, request.params.id]);
   if (rows.length === 0) return reply.code(404).send({ status: 404 });
   return rows[0];
 });

@@ -31,6 +31,7 @@ import { AuditActorIndex1764846000000 } from './migrations/1764846000000-AuditAc
 import { WebhookPauses1764932400000 } from './migrations/1764932400000-WebhookPauses';
 import { ListIndexes1765018800000 } from './migrations/1765018800000-ListIndexes';
 import { RollupSnapshot1765105200000 } from './migrations/1765105200000-RollupSnapshot';
+import { TenantKeys1765191600000 } from './migrations/1765191600000-TenantKeys';
 import { TokenDays1765278000000 } from './migrations/1765278000000-TokenDays';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
@@ -77,5 +78,6 @@ export const migrations = [
   WebhookPauses1764932400000,
   ListIndexes1765018800000,
   RollupSnapshot1765105200000,
+  TenantKeys1765191600000,
   TokenDays1765278000000,
 ];

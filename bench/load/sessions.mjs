@@ -108,10 +108,10 @@ WITH s AS (
        LATERAL (SELECT i % 10 = 0 AS other, 1 + (i / 10) % cardinality($5::uuid[]) AS k) a,
        -- OFFSET 0 keeps the id computed once per row, though used twice.
        LATERAL (SELECT ms, ${uuidv7('ms')} AS id FROM (SELECT $7::bigint + i::bigint * $8::int + i::bigint * 7919 % 1000 AS ms) x OFFSET 0) t
-  RETURNING id, owner_id, created_at
+  RETURNING id, organization_id, owner_id, created_at
 )
-INSERT INTO messages (id, session_id, seq, role, parent_id, author_id, user_message_source, content, created_at, updated_at)
-SELECT ${messageId('s.id', 'seq')}, s.id, seq,
+INSERT INTO messages (organization_id, id, session_id, seq, role, parent_id, author_id, user_message_source, content, created_at, updated_at)
+SELECT s.organization_id, ${messageId('s.id', 'seq')}, s.id, seq,
        (ARRAY['user', 'assistant', 'tool', 'assistant'])[1 + c.place],
        CASE WHEN seq > 1 THEN ${messageId('s.id', 'seq - 1')} END,
        CASE WHEN c.place = 0 THEN s.owner_id END,

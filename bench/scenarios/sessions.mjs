@@ -20,7 +20,7 @@ export async function setup({ db, fixtures, root, log }) {
   ]);
   const { encodeCursor } = createRequire(import.meta.url)(join(root, 'dist/platform/http/cursor.js'));
   log(`deep page: the cursor of item ${offset.toLocaleString('en')} of the bench org's ${total.toLocaleString('en')} sessions`);
-  return { ids, deepCursor: encodeCursor('sessions', [rows[0].created_at.getTime(), rows[0].id]) };
+  return { org, ids, deepCursor: encodeCursor('sessions', [rows[0].created_at.getTime(), rows[0].id]) };
 }
 
 const pick = (ids) => ids[Math.floor(Math.random() * ids.length)];
@@ -33,7 +33,7 @@ export const scenarios = [
     name: 'baseline: Fastify + pg, no NestJS, no auth',
     server: 'baseline',
     baseline: true,
-    request: (d) => ({ path: `/sessions/${pick(d.ids)}` }),
+    request: (d) => ({ path: `/organizations/${d.org}/sessions/${pick(d.ids)}` }),
   },
   {
     name: 'get session',

@@ -218,7 +218,7 @@ export class AnalyticsRepository {
     return this.sql.query<StoredUserDay>(
       'analytics.userDays',
       `SELECT d.user_id AS "userId", u.email AS "userEmail", to_char(d.day, 'YYYY-MM-DD') AS day, d.metrics
-       FROM analytics_user_days d LEFT JOIN users u ON u.id = d.user_id
+       FROM analytics_user_days d LEFT JOIN users u ON u.organization_id = d.organization_id AND u.id = d.user_id
        WHERE d.organization_id = $1 AND d.user_id = ANY($2::uuid[]) AND d.day BETWEEN $3 AND $4
        ORDER BY d.user_id, d.day`,
       [organizationId, userIds, from, to],

@@ -98,7 +98,7 @@ export class ApiKeysService {
     if (!key || (key.userId !== principal.userId && !isAdmin(principal.role))) {
       throw new AuthError(AuthErrorCode.ApiKeyNotFound, `No API key ${id} exists in your organization.`);
     }
-    const revoked = (await this.revokeIn(key.id, now, actingAs(principal))) ?? key;
+    const revoked = (await this.revokeIn(key, now, actingAs(principal))) ?? key;
     this.credentials.forget(revoked.keyHash);
     logSecurityEvent('api_key.revoked', securityActorOf(principal), { apiKeyId: key.id, keyUserId: key.userId });
     return revoked;
@@ -106,7 +106,7 @@ export class ApiKeysService {
 
   /** Revocation by an operator, who knows the key's id (CLI). */
   async revokeById(id: string, now = new Date()): Promise<ApiKeyEntity> {
-    const key = isUuid(id) ? await this.revokeIn(id, now, OPERATOR) : null;
+    const key = isUuid(id) ? await this.revokeIn({ id }, now, OPERATOR) : null;
     if (!key) throw new AuthError(AuthErrorCode.ApiKeyNotFound, `No API key ${id} exists.`);
     this.credentials.forget(key.keyHash);
     logSecurityEvent('api_key.revoked', { organizationId: key.organizationId, ...OPERATOR.security }, { apiKeyId: key.id, keyUserId: key.userId });
@@ -114,9 +114,9 @@ export class ApiKeysService {
   }
 
   /** Revokes the key once (revoking again keeps the first time, and raises nothing). */
-  private revokeIn(id: string, now: Date, by: ActingAs): Promise<ApiKeyEntity | null> {
+  private revokeIn(which: { organizationId?: string; id: string }, now: Date, by: ActingAs): Promise<ApiKeyEntity | null> {
     return this.repository.transaction(async (manager) => {
-      const key = await this.repository.revokeApiKey(id, now, manager);
+      const key = await this.repository.revokeApiKey(which, now, manager);
       if (key && key.revokedAt?.getTime() === now.getTime()) {
         this.events.raise(manager, {
           type: 'api_key.revoked',

@@ -54,7 +54,7 @@ export class AuthRepository {
       'auth.apiKeyByHash',
       `SELECT k.id AS api_key_id, k.revoked_at, k.expires_at, k.last_used_at, u.removed_at AS user_removed_at,
               u.id AS user_id, u.organization_id, u.role, u.email, u.name, o.features
-       FROM api_keys k JOIN users u ON u.id = k.user_id JOIN organizations o ON o.id = u.organization_id
+       FROM api_keys k JOIN users u ON u.organization_id = k.organization_id AND u.id = k.user_id JOIN organizations o ON o.id = u.organization_id
        WHERE k.key_hash = $1`,
       [keyHash],
     );
@@ -94,13 +94,13 @@ export class AuthRepository {
   }
 
   /** Records use of a key at most once a minute; true when it wrote. */
-  async touchApiKey(key: { id: string; lastUsedAt: Date | null }, now: Date): Promise<boolean> {
+  async touchApiKey(key: { organizationId: string; id: string; lastUsedAt: Date | null }, now: Date): Promise<boolean> {
     if (key.lastUsedAt && now.getTime() - key.lastUsedAt.getTime() < LAST_USED_RESOLUTION_MS) return false;
-    await this.sql.query('auth.touchApiKey', 'UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3)', [
-      key.id,
-      now,
-      new Date(now.getTime() - LAST_USED_RESOLUTION_MS),
-    ]);
+    await this.sql.query(
+      'auth.touchApiKey',
+      'UPDATE api_keys SET last_used_at = $2 WHERE organization_id = $4 AND id = $1 AND (last_used_at IS NULL OR last_used_at < $3)',
+      [key.id, now, new Date(now.getTime() - LAST_USED_RESOLUTION_MS), key.organizationId],
+    );
     return true;
   }
 
@@ -160,10 +160,14 @@ export class AuthRepository {
     return this.dataSource.getRepository(ApiKeyEntity).findOneBy({ id, organizationId });
   }
 
-  /** Marks the key revoked once; revoking again keeps the first time. */
-  async revokeApiKey(id: string, now: Date, manager: EntityManager): Promise<ApiKeyEntity | null> {
-    await manager.getRepository(ApiKeyEntity).update({ id, revokedAt: IsNull() }, { revokedAt: now });
-    return manager.getRepository(ApiKeyEntity).findOneBy({ id });
+  /**
+   * Marks the key revoked once; revoking again keeps the first time. An operator names the key by id alone (the
+   * CLI), which `api_keys_id_idx` serves.
+   */
+  async revokeApiKey(key: { organizationId?: string; id: string }, now: Date, manager: EntityManager): Promise<ApiKeyEntity | null> {
+    const where = key.organizationId === undefined ? { id: key.id } : { organizationId: key.organizationId, id: key.id };
+    await manager.getRepository(ApiKeyEntity).update({ ...where, revokedAt: IsNull() }, { revokedAt: now });
+    return manager.getRepository(ApiKeyEntity).findOneBy(where);
   }
 
   async listMembers(organizationId: string, kind: UserKind | undefined, cursor: string | undefined, limit: number): Promise<Page<UserEntity>> {
@@ -201,14 +205,19 @@ export class AuthRepository {
     return manager.getRepository(UserEntity).countBy({ organizationId, role: Role.Owner, removedAt: IsNull() });
   }
 
-  async updateMember(manager: EntityManager, userId: string, changes: Partial<Pick<UserEntity, 'role' | 'name' | 'kind' | 'removedAt'>>): Promise<void> {
-    await manager.getRepository(UserEntity).update({ id: userId }, changes);
+  async updateMember(
+    manager: EntityManager,
+    user: Pick<UserEntity, 'organizationId' | 'id'>,
+    changes: Partial<Pick<UserEntity, 'role' | 'name' | 'kind' | 'removedAt'>>,
+  ): Promise<void> {
+    await manager.getRepository(UserEntity).update({ organizationId: user.organizationId, id: user.id }, changes);
   }
 
   /** Revokes every key of the user not yet revoked; returns their hashes, to forget cached lookups. */
-  async revokeKeysOf(manager: EntityManager, userId: string, now: Date): Promise<string[]> {
-    const keys = await manager.getRepository(ApiKeyEntity).findBy({ userId, revokedAt: IsNull() });
-    if (keys.length > 0) await manager.getRepository(ApiKeyEntity).update({ userId, revokedAt: IsNull() }, { revokedAt: now });
+  async revokeKeysOf(manager: EntityManager, user: Pick<UserEntity, 'organizationId' | 'id'>, now: Date): Promise<string[]> {
+    const where = { organizationId: user.organizationId, userId: user.id, revokedAt: IsNull() };
+    const keys = await manager.getRepository(ApiKeyEntity).findBy(where);
+    if (keys.length > 0) await manager.getRepository(ApiKeyEntity).update(where, { revokedAt: now });
     return keys.map((key) => key.keyHash);
   }
 

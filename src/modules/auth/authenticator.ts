@@ -41,7 +41,8 @@ export class Authenticator {
     if (caller.user_removed_at) throw new AuthError(AuthErrorCode.InvalidCredentials, "The API key's user was removed from the organization.");
     if (caller.expires_at && caller.expires_at <= now) throw new AuthError(AuthErrorCode.ExpiredCredentials, 'The API key has expired.');
     const apiKeyId = caller.api_key_id!;
-    if (await this.repository.touchApiKey({ id: apiKeyId, lastUsedAt: caller.last_used_at }, now)) caller.last_used_at = now;
+    if (await this.repository.touchApiKey({ organizationId: caller.organization_id, id: apiKeyId, lastUsedAt: caller.last_used_at }, now))
+      caller.last_used_at = now;
     return toPrincipal(caller, { kind: 'api_key', apiKeyId });
   }
 

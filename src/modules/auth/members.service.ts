@@ -56,7 +56,7 @@ export class MembersService {
         throw new AuthError(AuthErrorCode.UserExists, `${email} is already a user of your organization.`, { userId: existing.id });
       if (existing) {
         const restored = { name: input.name, role: input.role, kind: input.kind, removedAt: null };
-        await this.repository.updateMember(manager, existing.id, restored);
+        await this.repository.updateMember(manager, existing, restored);
         return this.raiseChanged(manager, actor, Object.assign(existing, restored), 'added');
       }
       const user = await this.repository.insertUser(
@@ -76,7 +76,7 @@ export class MembersService {
       const target = await this.requireMember(actor, userId, manager);
       this.mayReach(actor, target);
       if (target.role === Role.Owner && changes.role !== undefined && changes.role !== Role.Owner) await this.keepAnOwner(manager, actor.organizationId);
-      await this.repository.updateMember(manager, target.id, changes);
+      await this.repository.updateMember(manager, target, changes);
       return this.raiseChanged(manager, actor, Object.assign(target, changes), 'updated');
     });
     this.forgetCallers(user.id, actor.organizationId, []);
@@ -91,9 +91,9 @@ export class MembersService {
       const target = await this.requireMember(actor, userId, manager);
       this.mayReach(actor, target);
       if (target.role === Role.Owner) await this.keepAnOwner(manager, actor.organizationId);
-      await this.repository.updateMember(manager, target.id, { removedAt: now });
+      await this.repository.updateMember(manager, target, { removedAt: now });
       const user = this.raiseChanged(manager, actor, Object.assign(target, { removedAt: now }), 'removed');
-      return { user, hashes: await this.repository.revokeKeysOf(manager, target.id, now) };
+      return { user, hashes: await this.repository.revokeKeysOf(manager, target, now) };
     });
     this.forgetCallers(user.id, actor.organizationId, hashes);
     logSecurityEvent('member.removed', { organizationId: actor.organizationId, ...actor.by.security }, { memberId: user.id, revokedKeys: hashes.length });

@@ -40,7 +40,7 @@ export class AgentTokens {
     const { previous, token } = await this.repository.transaction(async (manager) => {
       const locked = await this.access.visible(principal, computerId, { manager, lock: true });
       const token = this.issue(locked.provider, locked.id);
-      await this.repository.update(manager, locked.id, { agentTokenHash: token.hash, agentTokenEncrypted: token.encrypted, agentTokenCreatedAt: now });
+      await this.repository.update(manager, locked, { agentTokenHash: token.hash, agentTokenEncrypted: token.encrypted, agentTokenCreatedAt: now });
       return { previous: { id: locked.id, hash: locked.agentTokenHash, provider: locked.provider }, token };
     });
     logSecurityEvent('computer.agent_token.issued', securityActorOf(principal), { computerId: previous.id });

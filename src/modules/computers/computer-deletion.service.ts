@@ -26,7 +26,7 @@ export class ComputerDeletion {
   async remove(principal: Principal, computerId: string): Promise<void> {
     const computer = await this.access.visible(principal, computerId);
     const deleted = await this.repository.transaction(async (manager) => {
-      if (!(await this.repository.delete(manager, computer.id))) return false;
+      if (!(await this.repository.delete(manager, computer))) return false;
       this.events.raise(manager, {
         type: 'computer.deleted',
         organizationId: computer.organizationId,

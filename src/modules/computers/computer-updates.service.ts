@@ -21,7 +21,7 @@ export class ComputerUpdates {
   async update(principal: Principal, computerId: string, input: UpdateComputerInput): Promise<ComputerView> {
     const updated = await this.repository.transaction(async (manager) => {
       const computer = await this.access.visible(principal, computerId, { manager });
-      return this.repository.update(manager, computer.id, { name: input.name, remoteUser: input.remoteUser });
+      return this.repository.update(manager, computer, { name: input.name, remoteUser: input.remoteUser });
     });
     return this.views.withSteps(updated, 'list');
   }
@@ -35,7 +35,7 @@ export class ComputerUpdates {
     const updated = await this.repository.transaction(async (manager) => {
       const computer = await this.repository.find(computerId, principal.organizationId, manager, true);
       if (!computer) throw computerNotFound(computerId);
-      return this.repository.update(manager, computer.id, { hostname: input.hostname, agentConnectedAt: new Date() });
+      return this.repository.update(manager, computer, { hostname: input.hostname, agentConnectedAt: new Date() });
     });
     return this.views.withSteps(updated, 'list');
   }

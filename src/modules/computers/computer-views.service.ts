@@ -22,7 +22,10 @@ export class ComputerViews {
 
   async list(principal: Principal): Promise<ComputerView[]> {
     const computers = await this.repository.list(principal.organizationId, isAdmin(principal.role) ? undefined : principal.userId);
-    const steps = await this.repository.stepsOf(computers.map((c) => c.id));
+    const steps = await this.repository.stepsOf(
+      principal.organizationId,
+      computers.map((c) => c.id),
+    );
     return computers.map((computer) => this.view(computer, steps.get(computer.id)!, 'list'));
   }
 
@@ -32,7 +35,7 @@ export class ComputerViews {
 
   /** The computer's view with its provisioning steps as stored now. */
   async withSteps(computer: ComputerEntity, shape: ComputerShape): Promise<ComputerView> {
-    return this.view(computer, (await this.repository.stepsOf([computer.id])).get(computer.id)!, shape);
+    return this.view(computer, (await this.repository.stepsOf(computer.organizationId, [computer.id])).get(computer.id)!, shape);
   }
 
   view(computer: ComputerEntity, steps: ProvisioningStepEntity[], shape: ComputerShape): ComputerView {

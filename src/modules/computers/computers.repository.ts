@@ -20,12 +20,18 @@ export type FinishOutcome = { lost: true } | { lost: false; computer: ComputerEn
 /** Told, inside the transaction, of each step that started or finished (to raise its event). */
 export type StepMoved = (manager: EntityManager, change: { computer: ComputerEntity; step: ProvisioningStepEntity; from: ComputerStatus }) => void;
 
-const STEP_COLUMNS = `s.computer_id AS "computerId", s.position, s.step_id AS "stepId", s.name, s.status, s.error,
+const STEP_COLUMNS = `s.organization_id AS "organizationId", s.computer_id AS "computerId", s.position, s.step_id AS "stepId", s.name, s.status, s.error,
   s.started_at AS "startedAt", s.completed_at AS "completedAt", s.install_session_id AS "installSessionId",
   s.attempts, s.claim_id AS "claimId", s.lease_expires_at AS "leaseExpiresAt"`;
 
 /** The database clock, to the millisecond: leases compare times from several instances. */
 const NOW = `date_trunc('milliseconds', clock_timestamp())`;
+
+/** A computer's key: its organization leads it (see the TenantKeys migration), so statements on one computer name both. */
+export type ComputerKey = Pick<ComputerEntity, 'organizationId' | 'id'>;
+
+/** A claimed step, fenced by its claim. */
+export type StepFence = Pick<ProvisioningStepEntity, 'organizationId' | 'computerId' | 'position'> & { claimId: string };
 
 /** All SQL of the Computers module. */
 @Injectable()
@@ -78,15 +84,15 @@ export class ComputersRepository {
   }
 
   /** Each computer's steps, in order. */
-  async stepsOf(computerIds: string[], manager?: EntityManager): Promise<Map<string, ProvisioningStepEntity[]>> {
+  async stepsOf(organizationId: string, computerIds: string[], manager?: EntityManager): Promise<Map<string, ProvisioningStepEntity[]>> {
     const steps = new Map<string, ProvisioningStepEntity[]>(computerIds.map((id) => [id, []]));
     if (computerIds.length === 0) return steps;
     const rows = await this.sql
       .in(manager)
       .query<ProvisioningStepEntity>(
         'computers.stepsOf',
-        `SELECT ${STEP_COLUMNS} FROM provisioning_steps s WHERE s.computer_id = ANY($1::uuid[]) ORDER BY s.computer_id, s.position`,
-        [computerIds],
+        `SELECT ${STEP_COLUMNS} FROM provisioning_steps s WHERE s.organization_id = $1 AND s.computer_id = ANY($2::uuid[]) ORDER BY s.computer_id, s.position`,
+        [organizationId, computerIds],
       );
     for (const row of rows) steps.get(row.computerId)!.push(row);
     return steps;
@@ -94,7 +100,7 @@ export class ComputersRepository {
 
   async update(
     manager: EntityManager,
-    id: string,
+    computer: ComputerKey,
     changes: Partial<
       Pick<
         ComputerEntity,
@@ -102,14 +108,15 @@ export class ComputersRepository {
       >
     >,
   ): Promise<ComputerEntity> {
-    await manager.getRepository(ComputerEntity).update({ id }, { ...changes, updatedAt: () => `GREATEST(updated_at, ${NOW})` });
-    return (await manager.getRepository(ComputerEntity).findOneBy({ id }))!;
+    const key = { organizationId: computer.organizationId, id: computer.id };
+    await manager.getRepository(ComputerEntity).update(key, { ...changes, updatedAt: () => `GREATEST(updated_at, ${NOW})` });
+    return (await manager.getRepository(ComputerEntity).findOneBy(key))!;
   }
 
   /** Deletes the computer; its steps go with it, sessions are disconnected (foreign keys). */
   /** Whether it was there to delete. */
-  async delete(manager: EntityManager, id: string): Promise<boolean> {
-    const result = await manager.getRepository(ComputerEntity).delete({ id });
+  async delete(manager: EntityManager, computer: ComputerKey): Promise<boolean> {
+    const result = await manager.getRepository(ComputerEntity).delete({ organizationId: computer.organizationId, id: computer.id });
     return (result.affected ?? 0) > 0;
   }
 
@@ -119,7 +126,7 @@ export class ComputersRepository {
       'computers.callerByToken',
       `SELECT NULL::uuid AS api_key_id, NULL::timestamptz AS revoked_at, NULL::timestamptz AS expires_at, NULL::timestamptz AS last_used_at,
               u.id AS user_id, u.organization_id, u.role, u.email, u.name, o.features, c.id AS computer_id
-       FROM computers c JOIN users u ON u.id = c.owner_id JOIN organizations o ON o.id = c.organization_id
+       FROM computers c JOIN users u ON u.organization_id = c.organization_id AND u.id = c.owner_id JOIN organizations o ON o.id = c.organization_id
        WHERE c.agent_token_hash = $1 AND u.removed_at IS NULL`,
       [tokenHash],
     );
@@ -164,12 +171,20 @@ export class ComputersRepository {
   ): Promise<{ claimed: ClaimedStep } | { abandoned: ClaimedStep } | null> {
     return this.transaction(async (manager) => {
       const sql = this.sql.in(manager);
-      const [candidate] = await sql.query<{ computer_id: string; position: number; attempts: number; status: StepStatus; claim_id: string | null }>(
+      const [candidate] = await sql.query<{
+        organization_id: string;
+        computer_id: string;
+        position: number;
+        attempts: number;
+        status: StepStatus;
+        claim_id: string | null;
+      }>(
         'computers.steps.nextClaimable',
-        `SELECT s.computer_id, s.position, s.attempts, s.status, s.claim_id FROM provisioning_steps s
-         JOIN computers c ON c.id = s.computer_id AND c.status = 'provisioning'
+        `SELECT s.organization_id, s.computer_id, s.position, s.attempts, s.status, s.claim_id FROM provisioning_steps s
+         JOIN computers c ON c.organization_id = s.organization_id AND c.id = s.computer_id AND c.status = 'provisioning'
          WHERE (s.status = 'pending' AND NOT EXISTS (
-                  SELECT 1 FROM provisioning_steps e WHERE e.computer_id = s.computer_id AND e.position < s.position AND e.status <> 'completed'))
+                  SELECT 1 FROM provisioning_steps e
+                  WHERE e.organization_id = s.organization_id AND e.computer_id = s.computer_id AND e.position < s.position AND e.status <> 'completed'))
             OR (s.status = 'running' AND s.lease_expires_at < clock_timestamp())
          ORDER BY c.created_at, s.computer_id, s.position
          LIMIT 1
@@ -181,7 +196,7 @@ export class ComputersRepository {
         const error = `Abandoned: ${candidate.attempts} instances took this step and none finished it (each stopped without a word).`;
         const abandoned = await this.finishStep(
           manager,
-          { computerId: candidate.computer_id, position: candidate.position, claimId: candidate.claim_id },
+          { organizationId: candidate.organization_id, computerId: candidate.computer_id, position: candidate.position, claimId: candidate.claim_id },
           StepStatus.Failed,
           error,
         );
@@ -192,22 +207,22 @@ export class ComputersRepository {
         'computers.steps.claim',
         `UPDATE provisioning_steps s SET status = 'running', claim_id = $3, attempts = s.attempts + 1, error = NULL, completed_at = NULL,
            started_at = ${NOW}, lease_expires_at = ${NOW} + $4 * interval '1 millisecond'
-         WHERE s.computer_id = $1 AND s.position = $2 RETURNING ${STEP_COLUMNS}`,
-        [candidate.computer_id, candidate.position, claimId, leaseMs],
+         WHERE s.organization_id = $5 AND s.computer_id = $1 AND s.position = $2 RETURNING ${STEP_COLUMNS}`,
+        [candidate.computer_id, candidate.position, claimId, leaseMs, candidate.organization_id],
       );
-      const computer = (await manager.getRepository(ComputerEntity).findOneBy({ id: candidate.computer_id }))!;
+      const computer = (await manager.getRepository(ComputerEntity).findOneBy({ organizationId: candidate.organization_id, id: candidate.computer_id }))!;
       moved(manager, { computer, step: row, from: computer.status });
       return { claimed: { step: row, computer } };
     });
   }
 
   /** Renews a claim's lease; false when the claim is no longer held (computer deleted, or taken over). */
-  async renewClaim(step: { computerId: string; position: number; claimId: string }, leaseMs: number): Promise<boolean> {
+  async renewClaim(step: StepFence, leaseMs: number): Promise<boolean> {
     const rows = await this.sql.query(
       'computers.steps.renew',
       `UPDATE provisioning_steps SET lease_expires_at = ${NOW} + $4 * interval '1 millisecond'
-       WHERE computer_id = $1 AND position = $2 AND claim_id = $3 AND status = 'running' RETURNING 1`,
-      [step.computerId, step.position, step.claimId, leaseMs],
+       WHERE organization_id = $5 AND computer_id = $1 AND position = $2 AND claim_id = $3 AND status = 'running' RETURNING 1`,
+      [step.computerId, step.position, step.claimId, leaseMs, step.organizationId],
     );
     return rows.length > 0;
   }
@@ -217,7 +232,7 @@ export class ComputersRepository {
    * the last; or failed, with the computer in error. `lost` when the claim was no longer held.
    */
   async finish(
-    step: { computerId: string; position: number; claimId: string },
+    step: StepFence,
     outcome: { status: StepStatus.Completed; clonedRepoDirectories?: string[] } | { status: StepStatus.Failed; error: string },
     moved: StepMoved,
   ): Promise<FinishOutcome & { activated?: boolean }> {
@@ -226,8 +241,9 @@ export class ComputersRepository {
         await this.sql.in(manager).query(
           'computers.setCloned',
           `UPDATE computers c SET cloned_repo_directories = $2::jsonb FROM provisioning_steps s
-           WHERE c.id = $1 AND s.computer_id = c.id AND s.position = $3 AND s.claim_id = $4 AND s.status = 'running'`,
-          [step.computerId, JSON.stringify(outcome.clonedRepoDirectories), step.position, step.claimId],
+           WHERE c.organization_id = $5 AND c.id = $1 AND s.organization_id = c.organization_id AND s.computer_id = c.id AND s.position = $3
+             AND s.claim_id = $4 AND s.status = 'running'`,
+          [step.computerId, JSON.stringify(outcome.clonedRepoDirectories), step.position, step.claimId, step.organizationId],
         );
       }
       const result = await this.finishStep(manager, step, outcome.status, outcome.status === StepStatus.Failed ? outcome.error : null);
@@ -237,12 +253,12 @@ export class ComputersRepository {
   }
 
   /** Gives a claim back (its instance is stopping): the step is pending again, for any instance. */
-  async release(step: { computerId: string; position: number; claimId: string }): Promise<void> {
+  async release(step: StepFence): Promise<void> {
     await this.sql.query(
       'computers.steps.release',
       `UPDATE provisioning_steps SET status = 'pending', claim_id = NULL, lease_expires_at = NULL, started_at = NULL
-       WHERE computer_id = $1 AND position = $2 AND claim_id = $3 AND status = 'running'`,
-      [step.computerId, step.position, step.claimId],
+       WHERE organization_id = $4 AND computer_id = $1 AND position = $2 AND claim_id = $3 AND status = 'running'`,
+      [step.computerId, step.position, step.claimId, step.organizationId],
     );
   }
 
@@ -251,7 +267,7 @@ export class ComputersRepository {
     const rows = await this.sql.query<{ status: 'pending' | 'running'; n: number }>(
       'computers.steps.queued',
       `SELECT s.status, count(*)::int AS n FROM provisioning_steps s
-       JOIN computers c ON c.id = s.computer_id AND c.status = 'provisioning'
+       JOIN computers c ON c.organization_id = s.organization_id AND c.id = s.computer_id AND c.status = 'provisioning'
        WHERE s.status IN ('pending', 'running') GROUP BY s.status`,
       [],
     );
@@ -272,19 +288,19 @@ export class ComputersRepository {
   }
 
   /** Retry: the failed step is pending again (later steps never ran), the computer provisioning. */
-  async retry(manager: EntityManager, computerId: string): Promise<void> {
+  async retry(manager: EntityManager, computer: ComputerKey): Promise<void> {
     await this.sql.in(manager).query(
       'computers.steps.retry',
       `UPDATE provisioning_steps SET status = 'pending', error = NULL, started_at = NULL, completed_at = NULL, attempts = 0,
          claim_id = NULL, lease_expires_at = NULL
-       WHERE computer_id = $1 AND status = 'failed'`,
-      [computerId],
+       WHERE organization_id = $2 AND computer_id = $1 AND status = 'failed'`,
+      [computer.id, computer.organizationId],
     );
   }
 
   private async finishStep(
     manager: EntityManager,
-    step: { computerId: string; position: number; claimId: string | null },
+    step: Omit<StepFence, 'claimId'> & { claimId: string | null },
     status: StepStatus.Completed | StepStatus.Failed,
     error: string | null,
   ): Promise<{ step: ProvisioningStepEntity; computer: ComputerEntity } | null> {
@@ -292,24 +308,24 @@ export class ComputersRepository {
     const [finished] = await sql.query<ProvisioningStepEntity>(
       'computers.steps.finish',
       `UPDATE provisioning_steps s SET status = $4::varchar, error = $5, completed_at = ${NOW}, claim_id = NULL, lease_expires_at = NULL
-       WHERE s.computer_id = $1 AND s.position = $2 AND s.status = 'running' AND s.claim_id IS NOT DISTINCT FROM $3::uuid
+       WHERE s.organization_id = $6 AND s.computer_id = $1 AND s.position = $2 AND s.status = 'running' AND s.claim_id IS NOT DISTINCT FROM $3::uuid
        RETURNING ${STEP_COLUMNS}`,
-      [step.computerId, step.position, step.claimId, status, error],
+      [step.computerId, step.position, step.claimId, status, error, step.organizationId],
     );
     if (!finished) return null;
     const [{ unfinished }] = await sql.query<{ unfinished: number }>(
       'computers.steps.unfinished',
-      `SELECT count(*)::int AS unfinished FROM provisioning_steps WHERE computer_id = $1 AND status <> 'completed'`,
-      [step.computerId],
+      `SELECT count(*)::int AS unfinished FROM provisioning_steps WHERE organization_id = $2 AND computer_id = $1 AND status <> 'completed'`,
+      [step.computerId, step.organizationId],
     );
     const trigger = status === StepStatus.Failed ? ComputerTrigger.StepFailed : unfinished === 0 ? ComputerTrigger.StepsCompleted : null;
     const next = trigger ? nextStatus(trigger, ComputerStatus.Provisioning)! : ComputerStatus.Provisioning;
     await sql.query(
       'computers.setStatus',
-      `UPDATE computers SET status = $2, updated_at = GREATEST(updated_at, ${NOW}) WHERE id = $1 AND status = 'provisioning'`,
-      [step.computerId, next],
+      `UPDATE computers SET status = $2, updated_at = GREATEST(updated_at, ${NOW}) WHERE organization_id = $3 AND id = $1 AND status = 'provisioning'`,
+      [step.computerId, next, step.organizationId],
     );
-    const computer = (await manager.getRepository(ComputerEntity).findOneBy({ id: step.computerId }))!;
+    const computer = (await manager.getRepository(ComputerEntity).findOneBy({ organizationId: step.organizationId, id: step.computerId }))!;
     return { step: finished, computer };
   }
 }

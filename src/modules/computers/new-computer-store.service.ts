@@ -33,7 +33,7 @@ export class NewComputerStore {
           computerId: computer.id,
           title: `Provisioning log: ${computer.name}`,
         });
-        for (const step of steps) step.installSessionId = log;
+        for (const step of steps) Object.assign(step, { organizationId: computer.organizationId, installSessionId: log });
         await this.repository.insertSteps(manager, steps);
       }
       this.events.raise(manager, {

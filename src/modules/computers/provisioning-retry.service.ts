@@ -34,14 +34,14 @@ export class ProvisioningRetry {
         });
       }
       this.quotas.checkProvisioning(principal, usage);
-      await this.repository.retry(manager, locked.id);
+      await this.repository.retry(manager, locked);
       this.events.raise(manager, {
         type: 'computer.status_changed',
         organizationId: locked.organizationId,
         actor: eventActorOf(principal),
         data: { computerId: locked.id, provider: locked.provider, from: locked.status, to: next, step: null },
       });
-      return this.repository.update(manager, locked.id, { status: next });
+      return this.repository.update(manager, locked, { status: next });
     });
     this.provisioning.wake();
     return this.views.withSteps(computer, 'full');

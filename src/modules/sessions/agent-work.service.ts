@@ -48,7 +48,7 @@ export class AgentWorkService {
     return this.idempotency.run(principal, idempotent, async (manager) => {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
       const parents = input.messages.map((message) => message.parentId).filter((id): id is string => id !== undefined);
-      const known = await this.repository.existingMessageIds(manager, session.id, parents.filter(isUuid));
+      const known = await this.repository.existingMessageIds(manager, session, parents.filter(isUuid));
       const missing = input.messages.flatMap((message, i) =>
         message.parentId !== undefined && !known.has(message.parentId)
           ? [{ field: `messages[${i}].parentId`, message: 'is not a message of this session' }]
@@ -59,7 +59,7 @@ export class AgentWorkService {
       }
       const ids = input.messages.map(() => newId());
       const change = await this.repository.reserveAgentMessages(manager, {
-        sessionId: session.id,
+        session,
         count: ids.length,
         lastMessageId: ids[ids.length - 1],
         leaseExpiresAt: this.leaseFrom(new Date()),
@@ -68,6 +68,7 @@ export class AgentWorkService {
       const firstSeq = change.session.messageCount - ids.length + 1;
       const added = input.messages.map((message, i) =>
         Object.assign(new MessageEntity(), {
+          organizationId: session.organizationId,
           id: ids[i],
           sessionId: session.id,
           seq: firstSeq + i,
@@ -142,7 +143,7 @@ export class AgentWorkService {
     const leaseExpiresAt = this.leaseFrom(new Date());
     return this.idempotency.run(principal, idempotent, async (manager) => {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
-      const lease = await this.repository.extendLease(manager, session.id, leaseExpiresAt);
+      const lease = await this.repository.extendLease(manager, session, leaseExpiresAt);
       return { leaseExpiresAt: lease.getTime(), interrupted: session.turnInterruptedAt !== null };
     });
   }
@@ -194,8 +195,8 @@ export class AgentWorkService {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
       const next = statusAfterTurn(session);
       assertTransition(SessionTrigger.AgentEndedTurn, session.status, next);
-      await this.ledger.cancelPending(manager, session.id, eventActorOf(principal));
-      const ended = await this.repository.endTurn(manager, session.id, { status: next, now, activeTimeMs: input.assistantActiveTimeMs ?? 0 });
+      await this.ledger.cancelPending(manager, session, eventActorOf(principal));
+      const ended = await this.repository.endTurn(manager, session, { status: next, now, activeTimeMs: input.assistantActiveTimeMs ?? 0 });
       this.events.raise(manager, {
         type: 'session.status_changed',
         organizationId: principal.organizationId,

@@ -78,7 +78,7 @@ export class HistoryImportService {
       updatedAt: last?.createdAt ?? past.createdAt,
       completedAt: last?.createdAt ?? null,
     });
-    for (const m of messages) m.sessionId = session.id;
+    for (const m of messages) Object.assign(m, { organizationId: session.organizationId, sessionId: session.id });
     await this.repository.transaction(async (manager) => {
       await this.repository.importSession(manager, session, messages);
       const common = { organizationId: session.organizationId, sessionId: session.id, actor: { kind: 'system' as const } };

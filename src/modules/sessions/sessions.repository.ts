@@ -101,7 +101,7 @@ type SummaryRow = Pick<
 type MessageSummaryRow = Omit<MessageRow, 'session_id' | 'author_id'>;
 
 /** A message as lists show it. */
-export type MessageSummary = Omit<MessageEntity, 'sessionId' | 'authorId'>;
+export type MessageSummary = Omit<MessageEntity, 'organizationId' | 'sessionId' | 'authorId'>;
 
 /** A session as lists show it. */
 export type SessionSummary = Pick<
@@ -141,6 +141,9 @@ export interface SessionFilter {
   ownerId?: string;
   computerId?: string;
 }
+
+/** A session's key: its organization leads it (see the TenantKeys migration), so every statement on one session names both. */
+export type SessionKey = Pick<SessionEntity, 'organizationId' | 'id'>;
 
 /** A session row changed under its lock, with the status it had before. */
 export interface SessionChange {
@@ -214,19 +217,23 @@ export class SessionsRepository {
     return toPage(rows.map(toSummary), limit, (row) => SessionsRepository.sessionsOrder.cursorOf(row));
   }
 
-  async updateSession(manager: EntityManager, id: string, changes: { title?: string | null; settings: StoredSessionSettings; updatedAt: Date }): Promise<Date> {
+  async updateSession(
+    manager: EntityManager,
+    session: SessionKey,
+    changes: { title?: string | null; settings: StoredSessionSettings; updatedAt: Date },
+  ): Promise<Date> {
     const [row] = await this.sql.in(manager).query<{ updated_at: Date }>(
       'sessions.update',
       `UPDATE sessions SET title = CASE WHEN $2 THEN $3 ELSE title END, settings = $4, updated_at = GREATEST(updated_at, $5)
-       WHERE id = $1 RETURNING updated_at`,
-      [id, changes.title !== undefined, changes.title ?? null, JSON.stringify(changes.settings), changes.updatedAt],
+       WHERE organization_id = $6 AND id = $1 RETURNING updated_at`,
+      [session.id, changes.title !== undefined, changes.title ?? null, JSON.stringify(changes.settings), changes.updatedAt, session.organizationId],
     );
     return row.updated_at;
   }
 
   /** Deletes the session; its messages go with it (ON DELETE CASCADE), in the same statement. */
-  async deleteSession(id: string): Promise<void> {
-    await this.sql.query('sessions.delete', `DELETE FROM sessions WHERE id = $1`, [id]);
+  async deleteSession(session: SessionKey): Promise<void> {
+    await this.sql.query('sessions.delete', `DELETE FROM sessions WHERE organization_id = $1 AND id = $2`, [session.organizationId, session.id]);
   }
 
   /**
@@ -237,7 +244,7 @@ export class SessionsRepository {
   async deleteInactive(organizationId: string, before: Date, limit: number): Promise<number> {
     const rows = await this.sql.query<{ id: string }>(
       'sessions.deleteInactive',
-      `DELETE FROM sessions WHERE id IN (
+      `DELETE FROM sessions WHERE organization_id = $1 AND id IN (
          SELECT id FROM sessions
          WHERE organization_id = $1 AND updated_at < $2
            AND NOT (status = 'running' AND lease_expires_at > clock_timestamp())
@@ -256,19 +263,19 @@ export class SessionsRepository {
    */
   async reserveAgentMessages(
     manager: EntityManager,
-    input: { sessionId: string; count: number; lastMessageId: string; leaseExpiresAt: Date },
+    input: { session: SessionKey; count: number; lastMessageId: string; leaseExpiresAt: Date },
   ): Promise<SessionChange> {
     const rows = await this.sql.in(manager).query<SessionRow & { previous_status: SessionStatus; previous_last_message_id: string | null }>(
       'messages.reserveAgent',
-      `WITH old AS (SELECT id, status, last_message_id FROM sessions WHERE id = $1 FOR UPDATE)
+      `WITH old AS (SELECT organization_id, id, status, last_message_id FROM sessions WHERE organization_id = $5 AND id = $1 FOR UPDATE)
        UPDATE sessions s SET
          message_count = s.message_count + $2,
          last_message_id = $3,
          updated_at = GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp())),
          lease_expires_at = ${RENEWED_LEASE('$4')}
-       FROM old WHERE s.id = old.id
+       FROM old WHERE s.organization_id = old.organization_id AND s.id = old.id
        RETURNING ${SESSION_COLUMNS}, old.status AS previous_status, old.last_message_id AS previous_last_message_id`,
-      [input.sessionId, input.count, input.lastMessageId, input.leaseExpiresAt],
+      [input.session.id, input.count, input.lastMessageId, input.leaseExpiresAt, input.session.organizationId],
     );
     const row = rows[0];
     return { session: toSession(row), previousStatus: row.previous_status, previousLastMessageId: row.previous_last_message_id };
@@ -278,6 +285,7 @@ export class SessionsRepository {
     const params: unknown[] = [];
     const rows = messages.map((m) => {
       params.push(
+        m.organizationId,
         m.id,
         m.sessionId,
         m.seq,
@@ -290,23 +298,27 @@ export class SessionsRepository {
         m.createdAt,
         m.updatedAt,
       );
-      const at = params.length - 11;
-      return `(${Array.from({ length: 11 }, (_, i) => `$${at + i + 1}`).join(', ')})`;
+      const at = params.length - 12;
+      return `(${Array.from({ length: 12 }, (_, i) => `$${at + i + 1}`).join(', ')})`;
     });
     await this.sql.in(manager).query(
       `messages.insert.${messages.length}`,
-      `INSERT INTO messages (id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
+      `INSERT INTO messages (organization_id, id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
        VALUES ${rows.join(', ')}`,
       params,
     );
   }
 
   /** Ids among `ids` that are messages of the session. */
-  async existingMessageIds(manager: EntityManager, sessionId: string, ids: string[]): Promise<Set<string>> {
+  async existingMessageIds(manager: EntityManager, session: SessionKey, ids: string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
     const rows = await this.sql
       .in(manager)
-      .query<{ id: string }>('messages.existing', `SELECT id FROM messages WHERE session_id = $1 AND id = ANY($2::uuid[])`, [sessionId, ids]);
+      .query<{ id: string }>('messages.existing', `SELECT id FROM messages WHERE organization_id = $1 AND id = ANY($3::uuid[]) AND session_id = $2`, [
+        session.organizationId,
+        session.id,
+        ids,
+      ]);
     return new Set(rows.map((row) => row.id));
   }
 
@@ -345,7 +357,7 @@ export class SessionsRepository {
          SELECT * FROM (
            SELECT w.*, count(*) OVER ()::int AS walked FROM (
              SELECT ${MESSAGE_VIEW_COLUMNS}, row_number() OVER (ORDER BY m.seq ${direction}) AS n, sum(m.size_bytes) OVER (ORDER BY m.seq ${direction}) AS total
-             FROM messages m WHERE m.session_id = s.id AND m.seq ${step} $3 ${roleFilter} ORDER BY m.seq ${direction} LIMIT $4 + 1
+             FROM messages m WHERE m.organization_id = s.organization_id AND m.session_id = s.id AND m.seq ${step} $3 ${roleFilter} ORDER BY m.seq ${direction} LIMIT $4 + 1
            ) w
          ) w
          WHERE w.n <= $4 AND (w.n = 1 OR w.total <= $5)
@@ -421,11 +433,11 @@ export class SessionsRepository {
            pending_since = CASE WHEN s.status = 'running' THEN s.pending_since
                                 ELSE COALESCE(s.pending_since, GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp()))) END,
            work_computer_id = COALESCE($4::uuid, s.computer_id)
-         FROM old WHERE s.id = old.id
+         FROM old WHERE s.organization_id = $2 AND s.id = old.id
          RETURNING s.*, old.status AS previous_status, old.last_message_id AS previous_last_message_id
        ), inserted AS (
-         INSERT INTO messages (id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
-         SELECT $3, s.id, s.message_count, 'user', s.previous_last_message_id, $5, $6, $7::jsonb, '{}'::jsonb, s.updated_at, s.updated_at FROM s
+         INSERT INTO messages (organization_id, id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
+         SELECT s.organization_id, $3, s.id, s.message_count, 'user', s.previous_last_message_id, $5, $6, $7::jsonb, '{}'::jsonb, s.updated_at, s.updated_at FROM s
        ), ${events.sql}
        SELECT ${SESSION_COLUMNS}, s.previous_status, s.previous_last_message_id FROM s`,
       [input.sessionId, input.organizationId, input.messageId, input.computerId, input.source, input.authorId, JSON.stringify(input.content), ...events.params],
@@ -450,11 +462,11 @@ export class SessionsRepository {
            message_count = s.message_count + 1,
            last_message_id = $3,
            updated_at = GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp()))
-         FROM old WHERE s.id = old.id
-         RETURNING s.id, s.message_count, s.updated_at, old.last_message_id AS previous_last_message_id
+         FROM old WHERE s.organization_id = $2 AND s.id = old.id
+         RETURNING s.organization_id, s.id, s.message_count, s.updated_at, old.last_message_id AS previous_last_message_id
        ), inserted AS (
-         INSERT INTO messages (id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
-         SELECT $3, s.id, s.message_count, $4, s.previous_last_message_id, NULL, NULL, $5::jsonb, '{}'::jsonb, s.updated_at, s.updated_at FROM s
+         INSERT INTO messages (organization_id, id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
+         SELECT s.organization_id, $3, s.id, s.message_count, $4, s.previous_last_message_id, NULL, NULL, $5::jsonb, '{}'::jsonb, s.updated_at, s.updated_at FROM s
        )
        SELECT s.message_count FROM s`,
       [input.sessionId, input.organizationId, input.messageId, input.role, JSON.stringify(input.content)],
@@ -468,7 +480,7 @@ export class SessionsRepository {
    */
   async userMessagesAfter(
     manager: EntityManager,
-    sessionId: string,
+    session: SessionKey,
     afterSeq: number,
     maxBytes: number,
   ): Promise<{ messages: MessageEntity[]; nextCursor: string | null }> {
@@ -476,17 +488,17 @@ export class SessionsRepository {
       'messages.userAfter',
       `WITH sized AS (
          SELECT m.seq, row_number() OVER (ORDER BY m.seq) AS n, sum(m.size_bytes) OVER (ORDER BY m.seq) AS total
-         FROM messages m WHERE m.session_id = $1 AND m.seq > $2 AND m.role = 'user'
+         FROM messages m WHERE m.session_id = $1 AND m.role = 'user' AND m.seq > $2 AND m.organization_id = $4
        )
        SELECT ${MESSAGE_COLUMNS}, (SELECT count(*) FROM sized)::int AS pending
-       FROM sized w JOIN messages m ON m.session_id = $1 AND m.seq = w.seq
+       FROM sized w JOIN messages m ON m.session_id = $1 AND m.seq = w.seq AND m.organization_id = $4
        WHERE w.n = 1 OR w.total <= $3
        ORDER BY m.seq`,
-      [sessionId, afterSeq, maxBytes],
+      [session.id, afterSeq, maxBytes, session.organizationId],
     );
     const messages = rows.map(toMessage);
     const more = rows.length > 0 && rows[0].pending > rows.length;
-    return { messages, nextCursor: more ? encodeCursor(`messages:${sessionId}`, [messages[messages.length - 1].seq]) : null };
+    return { messages, nextCursor: more ? encodeCursor(`messages:${session.id}`, [messages[messages.length - 1].seq]) : null };
   }
 
   /**
@@ -538,8 +550,8 @@ export class SessionsRepository {
       'sessions.startTurn',
       `UPDATE sessions s SET status = 'running', turn_id = $2, turn_computer_id = $6, turn_base_seq = $3, claimed_seq = s.last_user_seq,
          lease_expires_at = $4, pending_since = NULL, updated_at = GREATEST(s.updated_at, $5), turn_interrupted_at = NULL, turn_interrupted_by = NULL
-       WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
-      [session.id, turn.turnId, turn.turnBaseSeq, turn.leaseExpiresAt, turn.now, turn.computerId],
+       WHERE s.organization_id = $7 AND s.id = $1 RETURNING ${SESSION_COLUMNS}`,
+      [session.id, turn.turnId, turn.turnBaseSeq, turn.leaseExpiresAt, turn.now, turn.computerId, session.organizationId],
     );
     return toSession(row);
   }
@@ -559,13 +571,13 @@ export class SessionsRepository {
    * Renews a turn's lease (not a change clients see, so `updated_at` stays); an interrupted turn's
    * lease is not renewed. Returns the lease in force.
    */
-  async extendLease(manager: EntityManager, sessionId: string, leaseExpiresAt: Date): Promise<Date> {
+  async extendLease(manager: EntityManager, session: SessionKey, leaseExpiresAt: Date): Promise<Date> {
     const [row] = await this.sql
       .in(manager)
       .query<{ lease_expires_at: number }>(
         'sessions.extendLease',
-        `UPDATE sessions s SET lease_expires_at = ${RENEWED_LEASE('$2')} WHERE s.id = $1 RETURNING ${ms('s.lease_expires_at')}`,
-        [sessionId, leaseExpiresAt],
+        `UPDATE sessions s SET lease_expires_at = ${RENEWED_LEASE('$2')} WHERE s.organization_id = $3 AND s.id = $1 RETURNING ${ms('s.lease_expires_at')}`,
+        [session.id, leaseExpiresAt, session.organizationId],
       );
     return new Date(row.lease_expires_at);
   }
@@ -574,13 +586,13 @@ export class SessionsRepository {
    * Marks a locked session's running turn interrupted by `actor`; its lease then runs out at
    * `lapsesAt` at the latest, which heartbeats no longer push back.
    */
-  async interruptTurn(manager: EntityManager, sessionId: string, input: { actor: EventActor; now: Date; lapsesAt: Date }): Promise<SessionEntity> {
+  async interruptTurn(manager: EntityManager, session: SessionKey, input: { actor: EventActor; now: Date; lapsesAt: Date }): Promise<SessionEntity> {
     const [row] = await this.sql.in(manager).query<SessionRow>(
       'sessions.interruptTurn',
       `UPDATE sessions s SET turn_interrupted_at = $2, turn_interrupted_by = $3, lease_expires_at = LEAST(s.lease_expires_at, $4),
          updated_at = GREATEST(s.updated_at, $2)
-       WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
-      [sessionId, input.now, JSON.stringify(input.actor), input.lapsesAt],
+       WHERE s.organization_id = $5 AND s.id = $1 RETURNING ${SESSION_COLUMNS}`,
+      [session.id, input.now, JSON.stringify(input.actor), input.lapsesAt, session.organizationId],
     );
     return toSession(row);
   }
@@ -600,7 +612,7 @@ export class SessionsRepository {
   async insertToolApproval(manager: EntityManager, a: ToolApprovalEntity): Promise<void> {
     await this.sql.in(manager).query(
       'toolApprovals.insert',
-      `WITH counted AS (UPDATE sessions SET pending_tool_approvals = pending_tool_approvals + 1 WHERE id = $3)
+      `WITH counted AS (UPDATE sessions SET pending_tool_approvals = pending_tool_approvals + 1 WHERE organization_id = $2 AND id = $3)
        INSERT INTO tool_approvals (id, organization_id, session_id, turn_id, tool_name, tool_call_id, summary, input, status, requested_at, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
       [a.id, a.organizationId, a.sessionId, a.turnId, a.toolName, a.toolCallId, a.summary, JSON.stringify(a.input), a.status, a.requestedAt, a.expiresAt],
@@ -626,26 +638,24 @@ export class SessionsRepository {
   }
 
   /** The session's approvals waiting for an answer, oldest first (at most `limit`). */
-  async pendingToolApprovals(sessionId: string, limit: number, manager?: EntityManager): Promise<ToolApprovalEntity[]> {
-    const rows = await this.sql
-      .in(manager)
-      .query<ToolApprovalRow>(
-        'toolApprovals.pending',
-        `SELECT ${APPROVAL_COLUMNS} FROM tool_approvals a WHERE a.session_id = $1 AND a.status = 'pending' ORDER BY a.requested_at, a.id LIMIT $2`,
-        [sessionId, limit],
-      );
+  async pendingToolApprovals(session: SessionKey, limit: number, manager?: EntityManager): Promise<ToolApprovalEntity[]> {
+    const rows = await this.sql.in(manager).query<ToolApprovalRow>(
+      'toolApprovals.pending',
+      `SELECT ${APPROVAL_COLUMNS} FROM tool_approvals a
+         WHERE a.session_id = $1 AND a.organization_id = $3 AND a.status = 'pending' ORDER BY a.requested_at, a.id LIMIT $2`,
+      [session.id, limit, session.organizationId],
+    );
     return rows.map(toToolApproval);
   }
 
   /** Locks a turn's approvals still waiting (to cancel them when the turn ends). */
-  async lockPendingToolApprovalsOfSession(manager: EntityManager, sessionId: string): Promise<ToolApprovalEntity[]> {
-    const rows = await this.sql
-      .in(manager)
-      .query<ToolApprovalRow>(
-        'toolApprovals.pendingForUpdate',
-        `SELECT ${APPROVAL_COLUMNS} FROM tool_approvals a WHERE a.session_id = $1 AND a.status = 'pending' ORDER BY a.requested_at, a.id FOR UPDATE`,
-        [sessionId],
-      );
+  async lockPendingToolApprovalsOfSession(manager: EntityManager, session: SessionKey): Promise<ToolApprovalEntity[]> {
+    const rows = await this.sql.in(manager).query<ToolApprovalRow>(
+      'toolApprovals.pendingForUpdate',
+      `SELECT ${APPROVAL_COLUMNS} FROM tool_approvals a
+         WHERE a.session_id = $1 AND a.organization_id = $2 AND a.status = 'pending' ORDER BY a.requested_at, a.id FOR UPDATE`,
+      [session.id, session.organizationId],
+    );
     return rows.map(toToolApproval);
   }
 
@@ -667,28 +677,28 @@ export class SessionsRepository {
   ): Promise<ToolApprovalEntity> {
     const [row] = await this.sql.in(manager).query<ToolApprovalRow>(
       'toolApprovals.resolve',
-      `WITH counted AS (UPDATE sessions SET pending_tool_approvals = GREATEST(pending_tool_approvals - 1, 0) WHERE id = $6)
+      `WITH counted AS (UPDATE sessions SET pending_tool_approvals = GREATEST(pending_tool_approvals - 1, 0) WHERE organization_id = $7 AND id = $6)
        UPDATE tool_approvals a SET status = $2, message = $3, resolved_at = $4, resolved_by = $5
-       WHERE a.id = $1 AND a.status = 'pending' RETURNING ${APPROVAL_COLUMNS}`,
-      [approval.id, outcome.status, outcome.message, outcome.at, outcome.by ? JSON.stringify(outcome.by) : null, approval.sessionId],
+       WHERE a.organization_id = $7 AND a.id = $1 AND a.status = 'pending' RETURNING ${APPROVAL_COLUMNS}`,
+      [approval.id, outcome.status, outcome.message, outcome.at, outcome.by ? JSON.stringify(outcome.by) : null, approval.sessionId, approval.organizationId],
     );
     return toToolApproval(row);
   }
 
-  async endTurn(manager: EntityManager, sessionId: string, end: { status: SessionStatus; now: Date; activeTimeMs: number }): Promise<SessionEntity> {
+  async endTurn(manager: EntityManager, session: SessionKey, end: { status: SessionStatus; now: Date; activeTimeMs: number }): Promise<SessionEntity> {
     const [row] = await this.sql.in(manager).query<SessionRow>(
       'sessions.endTurn',
       `UPDATE sessions s SET status = $2::varchar, turn_id = NULL, turn_computer_id = NULL, lease_expires_at = NULL, updated_at = GREATEST(s.updated_at, $3),
          turn_interrupted_at = NULL, turn_interrupted_by = NULL,
          completed_at = CASE WHEN $2::varchar = 'idle' THEN GREATEST(s.updated_at, $3) ELSE s.completed_at END,
          pending_since = CASE WHEN $2::varchar = 'pending' THEN (
-           SELECT min(m.created_at) FROM messages m WHERE m.session_id = s.id AND m.seq > s.claimed_seq AND m.role = 'user'
+           SELECT min(m.created_at) FROM messages m WHERE m.organization_id = s.organization_id AND m.session_id = s.id AND m.seq > s.claimed_seq AND m.role = 'user'
          ) ELSE NULL END,
          settings = CASE WHEN $4::bigint > 0
            THEN jsonb_set(s.settings, '{assistantActiveTimeMs}', to_jsonb(COALESCE((s.settings->>'assistantActiveTimeMs')::bigint, 0) + $4::bigint))
            ELSE s.settings END
-       WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
-      [sessionId, end.status, end.now, end.activeTimeMs],
+       WHERE s.organization_id = $5 AND s.id = $1 RETURNING ${SESSION_COLUMNS}`,
+      [session.id, end.status, end.now, end.activeTimeMs, session.organizationId],
     );
     return toSession(row);
   }
@@ -708,8 +718,18 @@ export class SessionsRepository {
            'cacheCreationTokens', COALESCE((s.settings->'tokenUsage'->>'cacheCreationTokens')::bigint, 0) + $4,
            'cacheReadTokens', COALESCE((s.settings->'tokenUsage'->>'cacheReadTokens')::bigint, 0) + $5,
            'thinkingTokens', COALESCE((s.settings->'tokenUsage'->>'thinkingTokens')::bigint, 0) + $6))
-       WHERE s.id = $1 RETURNING ${SESSION_COLUMNS}`,
-      [input.session.id, u.inputTokens, u.outputTokens, u.cacheCreationTokens, u.cacheReadTokens, u.thinkingTokens, input.now, input.leaseExpiresAt],
+       WHERE s.organization_id = $9 AND s.id = $1 RETURNING ${SESSION_COLUMNS}`,
+      [
+        input.session.id,
+        u.inputTokens,
+        u.outputTokens,
+        u.cacheCreationTokens,
+        u.cacheReadTokens,
+        u.thinkingTokens,
+        input.now,
+        input.leaseExpiresAt,
+        input.session.organizationId,
+      ],
     );
     await this.addDailyUsage(manager, {
       organizationId: input.session.organizationId,
@@ -754,8 +774,7 @@ export class SessionsRepository {
     if (ids.length === 0) return new Map();
     const rows = await this.sql.query<MessageSummaryRow>(
       'messages.byIds',
-      `SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id
-       WHERE s.organization_id = $1 AND m.id = ANY($2::uuid[])`,
+      `SELECT ${MESSAGE_VIEW_COLUMNS} FROM messages m WHERE m.organization_id = $1 AND m.id = ANY($2::uuid[])`,
       [organizationId, ids],
     );
     return new Map(rows.map((row) => [row.id, toMessageSummary(row)]));
@@ -773,13 +792,12 @@ export class SessionsRepository {
   async importSession(manager: EntityManager, session: SessionEntity, messages: MessageEntity[]): Promise<void> {
     await this.insertSession(manager, session);
     if (messages.length > 0) await this.insertMessages(manager, messages);
-    await this.sql
-      .in(manager)
-      .query(
-        'sessions.imported',
-        `UPDATE sessions SET message_count = $2, last_message_id = $3, last_user_seq = $4, claimed_seq = $4, completed_at = $5, updated_at = $6 WHERE id = $1`,
-        [session.id, session.messageCount, session.lastMessageId, session.lastUserSeq, session.completedAt, session.updatedAt],
-      );
+    await this.sql.in(manager).query(
+      'sessions.imported',
+      `UPDATE sessions SET message_count = $2, last_message_id = $3, last_user_seq = $4, claimed_seq = $4, completed_at = $5, updated_at = $6
+         WHERE organization_id = $7 AND id = $1`,
+      [session.id, session.messageCount, session.lastMessageId, session.lastUserSeq, session.completedAt, session.updatedAt, session.organizationId],
+    );
   }
 
   async messagesWithSessions(manager: EntityManager, organizationId: string, messageIds: string[]): Promise<MessageWithSession[]> {
@@ -798,8 +816,8 @@ export class SessionsRepository {
       'messages.withSessions',
       `SELECT m.id, m.role, m.user_message_source, m.author_id, m.content, m.attributes, ${ms('m.created_at')},
               s.id AS session_id, s.owner_id, s.settings
-       FROM messages m JOIN sessions s ON s.id = m.session_id
-       WHERE m.id = ANY($2::uuid[]) AND s.organization_id = $1
+       FROM messages m JOIN sessions s ON s.organization_id = m.organization_id AND s.id = m.session_id
+       WHERE m.organization_id = $1 AND m.id = ANY($2::uuid[])
        ORDER BY m.session_id, m.seq`,
       [organizationId, messageIds],
     );

@@ -112,14 +112,14 @@ export class SessionsService {
       for (const [field, value] of Object.entries(merged)) if (value === null) delete merged[field];
       const settings = merged as StoredSessionSettings;
       const changes = { ...(input.title !== undefined ? { title: input.title } : {}), settings, updatedAt: new Date() };
-      changes.updatedAt = await this.repository.updateSession(manager, locked.id, changes);
+      changes.updatedAt = await this.repository.updateSession(manager, locked, changes);
       return toSessionView(Object.assign(locked, changes));
     });
   }
 
   async remove(principal: Principal, sessionId: string): Promise<void> {
     const session = this.access.writable(principal, await this.access.readable(principal, sessionId));
-    await this.repository.deleteSession(session.id);
+    await this.repository.deleteSession(session);
   }
 }
 

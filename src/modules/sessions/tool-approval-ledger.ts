@@ -3,7 +3,7 @@ import { EntityManager } from 'typeorm';
 import { EventActor, EventLog } from '../../platform/events';
 import { ToolApprovalEntity } from './entities';
 import { ToolApprovalStatus } from './domain/tool-approval';
-import { SessionsRepository } from './sessions.repository';
+import { SessionKey, SessionsRepository } from './sessions.repository';
 
 /**
  * Gives tool approvals their final status, with the `tool_approval.resolved` event in the same
@@ -44,8 +44,8 @@ export class ToolApprovalLedger {
   }
 
   /** Cancels what the session's turn still waits for (it ended, was interrupted or taken over); the session is locked. */
-  async cancelPending(manager: EntityManager, sessionId: string, by: EventActor | null): Promise<number> {
-    const pending = await this.repository.lockPendingToolApprovalsOfSession(manager, sessionId);
+  async cancelPending(manager: EntityManager, session: SessionKey, by: EventActor | null): Promise<number> {
+    const pending = await this.repository.lockPendingToolApprovalsOfSession(manager, session);
     for (const approval of pending) await this.resolve(manager, approval, ToolApprovalStatus.Cancelled, by);
     return pending.length;
   }

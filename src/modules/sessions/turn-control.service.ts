@@ -53,12 +53,12 @@ export class TurnControlService {
       }
       if (locked.turnInterruptedAt) return toSessionView(locked);
       const now = new Date();
-      const interrupted = await this.repository.interruptTurn(manager, locked.id, {
+      const interrupted = await this.repository.interruptTurn(manager, locked, {
         actor,
         now,
         lapsesAt: new Date(now.getTime() + this.config.AGENT_INTERRUPT_GRACE_MS),
       });
-      await this.ledger.cancelPending(manager, locked.id, actor);
+      await this.ledger.cancelPending(manager, locked, actor);
       this.events.raise(manager, {
         type: 'turn.interrupted',
         organizationId: principal.organizationId,
@@ -75,7 +75,7 @@ export class TurnControlService {
     const session = await this.access.readable(principal, sessionId);
     const now = Date.now();
     // One past its timeout is denied already, whether or not the sweep has written it down yet.
-    return (await this.repository.pendingToolApprovals(session.id, PENDING_LIST_LIMIT)).filter((a) => a.expiresAt.getTime() > now).map(toToolApprovalView);
+    return (await this.repository.pendingToolApprovals(session, PENDING_LIST_LIMIT)).filter((a) => a.expiresAt.getTime() > now).map(toToolApprovalView);
   }
 
   /** A user of the session allows or denies a pending call: 409 when it has its answer already (or timed out). */
@@ -117,8 +117,8 @@ export class TurnControlService {
       batch = await this.repository.transaction(async (manager) => {
         const lapsed = await this.repository.lockLapsedInterruptedTurns(manager, now, SWEEP_BATCH);
         for (const session of lapsed) {
-          await this.ledger.cancelPending(manager, session.id, SYSTEM);
-          const ended = await this.repository.endTurn(manager, session.id, { status: SessionStatus.Idle, now, activeTimeMs: 0 });
+          await this.ledger.cancelPending(manager, session, SYSTEM);
+          const ended = await this.repository.endTurn(manager, session, { status: SessionStatus.Idle, now, activeTimeMs: 0 });
           assertTransition(SessionTrigger.InterruptedTurnLapsed, session.status, ended.status);
           this.events.raise(manager, {
             type: 'session.status_changed',

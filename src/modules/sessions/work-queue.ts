@@ -49,7 +49,7 @@ export class WorkQueue {
     const turnBaseSeq = reclaimed ? session.turnBaseSeq : session.claimedSeq;
     const leaseExpiresAt = this.leaseFrom(now);
     // The silent agent's questions go unanswered: the new turn asks again if it needs to.
-    if (reclaimed) await this.ledger.cancelPending(manager, session.id, { kind: 'system' });
+    if (reclaimed) await this.ledger.cancelPending(manager, session, { kind: 'system' });
     const started = await this.repository.startTurn(manager, session, { turnId: newId(), turnBaseSeq, leaseExpiresAt, now, computerId });
     assertTransition(reclaimed ? SessionTrigger.AgentLeaseExpired : SessionTrigger.AgentTookWork, session.status, started.status);
     if (!reclaimed) {
@@ -61,7 +61,7 @@ export class WorkQueue {
         data: { sessionId: session.id, from: session.status, to: SessionStatus.Running },
       });
     }
-    const { messages, nextCursor } = await this.repository.userMessagesAfter(manager, session.id, turnBaseSeq, this.config.MESSAGE_PAGE_MAX_BYTES);
+    const { messages, nextCursor } = await this.repository.userMessagesAfter(manager, session, turnBaseSeq, this.config.MESSAGE_PAGE_MAX_BYTES);
     return {
       work: {
         turnId: started.turnId!,

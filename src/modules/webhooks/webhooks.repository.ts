@@ -58,6 +58,9 @@ export interface DeliveryRow {
 }
 
 /** A delivery claimed for one attempt: what to send, where, and the lease that marks the claim. */
+/** A webhook's key: its organization leads it (see the TenantKeys migration), so statements on one webhook name both. */
+export type WebhookKey = Pick<WebhookRow, 'organizationId' | 'id'>;
+
 export interface ClaimedDelivery {
   id: string;
   webhookId: string;
@@ -151,7 +154,7 @@ export class WebhooksRepository {
     await this.sql.in(manager).query(
       'webhooks.update',
       `UPDATE webhooks SET url = $2, description = $3, event_types = $4, enabled = $5, secret = $6, secret_hint = $7, failing_since = $8,
-         disabled_reason = $9, paused_after_seq = $10, resumed_after_seq = $11, updated_at = $12 WHERE id = $1`,
+         disabled_reason = $9, paused_after_seq = $10, resumed_after_seq = $11, updated_at = $12 WHERE organization_id = $13 AND id = $1`,
       [
         row.id,
         row.url,
@@ -165,12 +168,13 @@ export class WebhooksRepository {
         row.pausedAfterSeq,
         row.resumedAfterSeq,
         row.updatedAt,
+        row.organizationId,
       ],
     );
   }
 
-  async deleteWebhook(manager: EntityManager, id: string): Promise<void> {
-    await this.sql.in(manager).query('webhooks.delete', `DELETE FROM webhooks WHERE id = $1`, [id]);
+  async deleteWebhook(manager: EntityManager, webhook: WebhookKey): Promise<void> {
+    await this.sql.in(manager).query('webhooks.delete', `DELETE FROM webhooks WHERE organization_id = $1 AND id = $2`, [webhook.organizationId, webhook.id]);
   }
 
   /**
@@ -192,7 +196,7 @@ export class WebhooksRepository {
          AND (w.paused_after_seq IS NULL OR e.seq <= w.paused_after_seq OR e.seq > w.resumed_after_seq)
          AND (w.event_types = '[]'::jsonb OR w.event_types ? e.type)
        ORDER BY e.seq
-       ON CONFLICT (webhook_id, event_id) DO NOTHING
+       ON CONFLICT (webhook_id, event_id, organization_id) DO NOTHING
        RETURNING id`,
       [organizationId, events.map((e) => e.id), events.map((e) => e.seq), events.map((e) => e.type), events.map((e) => e.payload)],
     );
@@ -203,7 +207,8 @@ export class WebhooksRepository {
   async nextDue(): Promise<Date | null> {
     const [row] = await this.sql.query<{ due: Date | null }>(
       'webhooks.deliveries.nextDue',
-      `SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id WHERE d.status = 'pending' AND w.enabled`,
+      `SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d JOIN webhooks w ON w.organization_id = d.organization_id AND w.id = d.webhook_id
+       WHERE d.status = 'pending' AND w.enabled`,
       [],
     );
     return row?.due ? new Date(row.due) : null;
@@ -217,13 +222,13 @@ export class WebhooksRepository {
     const rows = await this.sql.query<ClaimedDelivery>(
       'webhooks.deliveries.claim',
       `WITH due AS (
-         SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+         SELECT d.organization_id, d.id FROM webhook_deliveries d JOIN webhooks w ON w.organization_id = d.organization_id AND w.id = d.webhook_id
          WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND w.enabled
          ORDER BY d.next_attempt_at LIMIT $1
          FOR UPDATE OF d SKIP LOCKED
        )
        UPDATE webhook_deliveries d SET next_attempt_at = now() + make_interval(secs => $2::float8 / 1000)
-       FROM due, webhooks w WHERE d.id = due.id AND w.id = d.webhook_id
+       FROM due, webhooks w WHERE d.organization_id = due.organization_id AND d.id = due.id AND w.organization_id = d.organization_id AND w.id = d.webhook_id
        RETURNING d.id, d.webhook_id AS "webhookId", d.organization_id AS "organizationId", d.event_id AS "eventId", d.event_type AS "eventType",
          d.payload, d.retries, w.url, w.secret, d.next_attempt_at AS lease`,
       [limit, leaseMs],
@@ -237,7 +242,7 @@ export class WebhooksRepository {
    */
   async recordAttempt(
     manager: EntityManager,
-    claim: Pick<ClaimedDelivery, 'id' | 'lease'>,
+    claim: Pick<ClaimedDelivery, 'organizationId' | 'id' | 'lease'>,
     attempt: Attempt,
     next: { status: 'delivered' } | { status: 'failed' } | { status: 'pending'; retryInMs: number },
   ): Promise<boolean> {
@@ -249,45 +254,48 @@ export class WebhooksRepository {
          next_attempt_at = CASE WHEN $3::text = 'pending' THEN now() + make_interval(secs => $4::float8 / 1000) END,
          delivered_at = CASE WHEN $3::text = 'delivered' THEN now() ELSE delivered_at END,
          attempts = CASE WHEN jsonb_array_length(attempts) >= ${MAX_LOGGED_ATTEMPTS} THEN (attempts - 0) ELSE attempts END || $5::jsonb
-       WHERE id = $1 AND status = 'pending' AND next_attempt_at = $2
+       WHERE organization_id = $6 AND id = $1 AND status = 'pending' AND next_attempt_at = $2
        RETURNING id`,
-      [claim.id, claim.lease, next.status, next.status === 'pending' ? next.retryInMs : 0, JSON.stringify([attempt])],
+      [claim.id, claim.lease, next.status, next.status === 'pending' ? next.retryInMs : 0, JSON.stringify([attempt]), claim.organizationId],
     );
     return rows.length > 0;
   }
 
   /** Marks a webhook failing since `at` unless it already was; its row locked until the transaction ends. */
-  async markFailing(manager: EntityManager, webhookId: string, at: Date): Promise<WebhookRow | null> {
+  async markFailing(manager: EntityManager, webhook: WebhookKey, at: Date): Promise<WebhookRow | null> {
     const [row] = await this.sql
       .in(manager)
-      .query<WebhookRow>('webhooks.markFailing', `UPDATE webhooks SET failing_since = COALESCE(failing_since, $2) WHERE id = $1 RETURNING ${WEBHOOK_COLUMNS}`, [
-        webhookId,
-        at,
-      ]);
+      .query<WebhookRow>(
+        'webhooks.markFailing',
+        `UPDATE webhooks SET failing_since = COALESCE(failing_since, $2) WHERE organization_id = $3 AND id = $1 RETURNING ${WEBHOOK_COLUMNS}`,
+        [webhook.id, at, webhook.organizationId],
+      );
     return row ? toWebhook(row) : null;
   }
 
-  async markHealthy(manager: EntityManager, webhookId: string): Promise<void> {
+  async markHealthy(manager: EntityManager, webhook: WebhookKey): Promise<void> {
     await this.sql
       .in(manager)
-      .query('webhooks.markHealthy', `UPDATE webhooks SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL`, [webhookId]);
+      .query('webhooks.markHealthy', `UPDATE webhooks SET failing_since = NULL WHERE organization_id = $2 AND id = $1 AND failing_since IS NOT NULL`, [
+        webhook.id,
+        webhook.organizationId,
+      ]);
   }
 
   /** Disables a failing webhook; the events numbered after `lastSeq` are not queued for it. */
-  async disableFailing(manager: EntityManager, webhookId: string, lastSeq: number, now: Date): Promise<void> {
-    await this.sql
-      .in(manager)
-      .query(
-        'webhooks.disableFailing',
-        `UPDATE webhooks SET enabled = false, disabled_reason = 'endpoint_failing', paused_after_seq = $2, resumed_after_seq = NULL, updated_at = $3 WHERE id = $1`,
-        [webhookId, lastSeq, now],
-      );
+  async disableFailing(manager: EntityManager, webhook: WebhookKey, lastSeq: number, now: Date): Promise<void> {
+    await this.sql.in(manager).query(
+      'webhooks.disableFailing',
+      `UPDATE webhooks SET enabled = false, disabled_reason = 'endpoint_failing', paused_after_seq = $2, resumed_after_seq = NULL, updated_at = $3
+         WHERE organization_id = $4 AND id = $1`,
+      [webhook.id, lastSeq, now, webhook.organizationId],
+    );
   }
 
-  async listDeliveries(webhookId: string, filter: { status?: DeliveryStatus }, cursor: string | undefined, limit: number): Promise<Page<DeliveryRow>> {
+  async listDeliveries(webhook: WebhookKey, filter: { status?: DeliveryStatus }, cursor: string | undefined, limit: number): Promise<Page<DeliveryRow>> {
     const after = deliveryPages.positionOf(cursor);
-    const where = ['webhook_id = $1'];
-    const values: unknown[] = [webhookId, limit + 1];
+    const where = ['webhook_id = $1', 'organization_id = $3'];
+    const values: unknown[] = [webhook.id, limit + 1, webhook.organizationId];
     if (filter.status) {
       values.push(filter.status);
       where.push(`status = $${values.length}`);
@@ -304,22 +312,22 @@ export class WebhooksRepository {
     return toPage(rows.map(toDelivery), limit, (row) => deliveryPages.cursorOf(row));
   }
 
-  async findDelivery(webhookId: string, id: string): Promise<DeliveryRow | null> {
+  async findDelivery(webhook: WebhookKey, id: string): Promise<DeliveryRow | null> {
     const [row] = await this.sql.query<DeliveryRow>(
       'webhooks.deliveries.find',
-      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE webhook_id = $1 AND id = $2`,
-      [webhookId, id],
+      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE organization_id = $3 AND id = $2 AND webhook_id = $1`,
+      [webhook.id, id, webhook.organizationId],
     );
     return row ? toDelivery(row) : null;
   }
 
   /** Queues a delivery again now, with its retries counted afresh; its log of attempts stays. */
-  async redeliver(webhookId: string, id: string): Promise<DeliveryRow | null> {
+  async redeliver(webhook: WebhookKey, id: string): Promise<DeliveryRow | null> {
     const [row] = await this.sql.query<DeliveryRow>(
       'webhooks.deliveries.redeliver',
       `UPDATE webhook_deliveries SET status = 'pending', retries = 0, next_attempt_at = now(), delivered_at = NULL
-       WHERE webhook_id = $1 AND id = $2 RETURNING ${DELIVERY_COLUMNS}`,
-      [webhookId, id],
+       WHERE organization_id = $3 AND id = $2 AND webhook_id = $1 RETURNING ${DELIVERY_COLUMNS}`,
+      [webhook.id, id, webhook.organizationId],
     );
     return row ? toDelivery(row) : null;
   }
@@ -330,7 +338,8 @@ export class WebhooksRepository {
     for (;;) {
       const rows = await this.sql.query(
         'webhooks.deliveries.forgetFinished',
-        `DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries WHERE created_at < $1 AND status <> 'pending' LIMIT 5000) RETURNING 1`,
+        `DELETE FROM webhook_deliveries WHERE (organization_id, id) IN (
+           SELECT organization_id, id FROM webhook_deliveries WHERE created_at < $1 AND status <> 'pending' LIMIT 5000) RETURNING 1`,
         [before],
       );
       total += rows.length;

@@ -152,7 +152,7 @@ export class WebhooksService {
     const deleted = await this.repository.transaction(async (manager) => {
       const webhook = await this.repository.findWebhook(principal.organizationId, id, manager, true);
       if (!webhook) throw notFound(id);
-      await this.repository.deleteWebhook(manager, id);
+      await this.repository.deleteWebhook(manager, webhook);
       this.events.raise(manager, {
         type: 'webhook.deleted',
         organizationId: principal.organizationId,
@@ -173,18 +173,18 @@ export class WebhooksService {
     limit: number,
   ): Promise<Page<DeliveryRow>> {
     const webhook = await this.get(principal, webhookId);
-    return this.repository.listDeliveries(webhook.id, { status }, cursor, limit);
+    return this.repository.listDeliveries(webhook, { status }, cursor, limit);
   }
 
   /** Sends a delivery again now, whatever became of it, with a fresh schedule of retries. */
   async redeliver(principal: Principal, webhookId: string, deliveryId: string): Promise<DeliveryRow> {
     const webhook = await this.get(principal, webhookId);
-    const delivery = isUuid(deliveryId) ? await this.repository.findDelivery(webhook.id, deliveryId) : null;
+    const delivery = isUuid(deliveryId) ? await this.repository.findDelivery(webhook, deliveryId) : null;
     if (!delivery) throw new WebhookError(WebhookErrorCode.DeliveryNotFound, `No delivery ${deliveryId} of webhook ${webhookId} exists.`);
     if (!webhook.enabled) {
       throw new WebhookError(WebhookErrorCode.WebhookDisabled, `Webhook ${webhookId} is disabled; enable it (PATCH enabled: true) before redelivering.`);
     }
-    return (await this.repository.redeliver(webhook.id, delivery.id)) ?? delivery;
+    return (await this.repository.redeliver(webhook, delivery.id)) ?? delivery;
   }
 
   /**

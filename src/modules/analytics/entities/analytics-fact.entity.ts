@@ -1,4 +1,4 @@
-import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn } from 'typeorm';
 
 /**
  * One thing that happened on the platform (a session started, a message, a tool call, a hook run,
@@ -12,7 +12,7 @@ export class AnalyticsFactEntity {
   @PrimaryGeneratedColumn('identity', { type: 'bigint', generatedIdentity: 'ALWAYS', primaryKeyConstraintName: 'analytics_facts_pkey' })
   id: string;
 
-  @Column({ name: 'organization_id', type: 'uuid' })
+  @PrimaryColumn({ name: 'organization_id', type: 'uuid', primaryKeyConstraintName: 'analytics_facts_pkey' })
   organizationId: string;
 
   /** The UTC day it happened. */

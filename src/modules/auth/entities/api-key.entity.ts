@@ -1,23 +1,21 @@
-import { Column, CreateDateColumn, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
-import { UserEntity } from './user.entity';
+import { Column, CreateDateColumn, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 
 /** An API key is kept only as its SHA-256 hash; the key itself is shown once, at creation. */
 @Entity({ name: 'api_keys' })
 @Index('api_keys_user_created_idx', ['userId', 'createdAt', 'id'])
 @Index('api_keys_organization_created_idx', ['organizationId', 'createdAt', 'id'])
+/** The operator revokes a key by id alone (`key:revoke`), before knowing its organization. */
+@Index('api_keys_id_idx', ['id'])
+@ForeignKey('UserEntity', ['organizationId', 'userId'], ['organizationId', 'id'], { name: 'api_keys_user_id_fkey', onDelete: 'CASCADE' })
 export class ApiKeyEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'api_keys_pkey' })
   id: string;
 
-  @Column({ name: 'organization_id', type: 'uuid' })
+  @PrimaryColumn({ name: 'organization_id', type: 'uuid', primaryKeyConstraintName: 'api_keys_pkey' })
   organizationId: string;
 
   @Column({ name: 'user_id', type: 'uuid' })
   userId: string;
-
-  @ManyToOne(() => UserEntity, { onDelete: 'CASCADE' })
-  @JoinColumn({ name: 'user_id', foreignKeyConstraintName: 'api_keys_user_id_fkey' })
-  user?: UserEntity;
 
   @Column({ type: 'varchar', length: 100 })
   name: string;

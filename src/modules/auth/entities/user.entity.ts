@@ -10,7 +10,7 @@ export class UserEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'users_pkey' })
   id: string;
 
-  @Column({ name: 'organization_id', type: 'uuid' })
+  @PrimaryColumn({ name: 'organization_id', type: 'uuid', primaryKeyConstraintName: 'users_pkey' })
   organizationId: string;
 
   @ManyToOne(() => OrganizationEntity, { onDelete: 'CASCADE' })

@@ -6,17 +6,17 @@ import { ComputerSource, OwnerPrincipalKind, Provider } from '../domain/computer
 @Entity({ name: 'computers' })
 @Index('computers_organization_created_idx', ['organizationId', 'createdAt', 'id'])
 @Index('computers_owner_created_idx', ['ownerId', 'createdAt', 'id'])
+@ForeignKey('UserEntity', ['organizationId', 'ownerId'], ['organizationId', 'id'], { name: 'computers_owner_id_fkey', onDelete: 'CASCADE' })
 export class ComputerEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'computers_pkey' })
   id: string;
 
-  @Column({ name: 'organization_id', type: 'uuid' })
+  @PrimaryColumn({ name: 'organization_id', type: 'uuid', primaryKeyConstraintName: 'computers_pkey' })
   @ForeignKey('OrganizationEntity', { name: 'computers_organization_id_fkey', onDelete: 'CASCADE' })
   organizationId: string;
 
   /** The user the computer belongs to: its creator, or the service account it was created for. */
   @Column({ name: 'owner_id', type: 'uuid' })
-  @ForeignKey('UserEntity', { name: 'computers_owner_id_fkey', onDelete: 'CASCADE' })
   ownerId: string;
 
   @Column({ name: 'owner_principal_kind', type: 'varchar', length: 16 })

@@ -7,9 +7,17 @@ import { StepId, StepStatus } from '../domain/provisioning-step';
  */
 @Entity({ name: 'provisioning_steps' })
 @Index('provisioning_steps_claimable_idx', ['status', 'leaseExpiresAt'], { where: `status IN ('pending', 'running')` })
+@ForeignKey('ComputerEntity', ['organizationId', 'computerId'], ['organizationId', 'id'], { name: 'provisioning_steps_computer_id_fkey', onDelete: 'CASCADE' })
+@ForeignKey('SessionEntity', ['organizationId', 'installSessionId'], ['organizationId', 'id'], {
+  name: 'provisioning_steps_install_session_id_fkey',
+  onDelete: 'SET NULL',
+})
 export class ProvisioningStepEntity {
+  /** The computer's organization: the key every tenant table is led by (sharding by organization). */
+  @PrimaryColumn({ name: 'organization_id', type: 'uuid', primaryKeyConstraintName: 'provisioning_steps_pkey' })
+  organizationId: string;
+
   @PrimaryColumn({ name: 'computer_id', type: 'uuid', primaryKeyConstraintName: 'provisioning_steps_pkey' })
-  @ForeignKey('ComputerEntity', { name: 'provisioning_steps_computer_id_fkey', onDelete: 'CASCADE' })
   computerId: string;
 
   /** Order of the steps within the computer, from 0. */
@@ -36,7 +44,6 @@ export class ProvisioningStepEntity {
 
   /** The session that records this step's commands and output. */
   @Column({ name: 'install_session_id', type: 'uuid', nullable: true })
-  @ForeignKey('SessionEntity', { name: 'provisioning_steps_install_session_id_fkey', onDelete: 'SET NULL' })
   installSessionId: string | null;
 
   /** Claims so far (a takeover after a crash is one more). */

@@ -107,7 +107,7 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
 
   private async run(claim: ClaimedStep, controller: AbortController): Promise<void> {
     const { step, computer } = claim;
-    const fence = { computerId: step.computerId, position: step.position, claimId: step.claimId! };
+    const fence = { organizationId: step.organizationId, computerId: step.computerId, position: step.position, claimId: step.claimId! };
     const timeoutMs = this.config.PROVISIONING_STEP_TIMEOUT_MS;
     const timer = setTimeout(() => controller.abort(new StepTimedOut()), timeoutMs);
     const renewal = setInterval(

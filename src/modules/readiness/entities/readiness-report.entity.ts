@@ -10,7 +10,7 @@ export class ReadinessReportEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'readiness_reports_pkey' })
   id: string;
 
-  @Column({ name: 'organization_id', type: 'uuid' })
+  @PrimaryColumn({ name: 'organization_id', type: 'uuid', primaryKeyConstraintName: 'readiness_reports_pkey' })
   @ForeignKey('OrganizationEntity', { name: 'readiness_reports_organization_id_fkey', onDelete: 'CASCADE' })
   organizationId: string;
 

@@ -33,7 +33,7 @@ export function toSessionView(
   return view;
 }
 
-export function toMessageView(message: Omit<MessageEntity, 'sessionId' | 'authorId'>): MessageView {
+export function toMessageView(message: Omit<MessageEntity, 'organizationId' | 'sessionId' | 'authorId'>): MessageView {
   const view: MessageView = {
     id: message.id,
     role: message.role,

@@ -7,14 +7,18 @@ import { ContentBlock, MessageAttributes, MessageRole, UserMessageSource } from 
  * The spec's optional fields other than parentId and userMessageSource live in `attributes`.
  */
 @Entity({ name: 'messages' })
-@Index('messages_session_seq_key', ['sessionId', 'seq'], { unique: true })
-@Index('messages_session_role_seq_idx', ['sessionId', 'role', 'seq'])
+@Index('messages_session_seq_key', ['sessionId', 'seq', 'organizationId'], { unique: true })
+@Index('messages_session_role_seq_idx', ['sessionId', 'role', 'seq', 'organizationId'])
+@ForeignKey('SessionEntity', ['organizationId', 'sessionId'], ['organizationId', 'id'], { name: 'messages_session_id_fkey', onDelete: 'CASCADE' })
 export class MessageEntity {
+  /** The session's organization: the key every tenant table is led by (sharding by organization). */
+  @PrimaryColumn({ name: 'organization_id', type: 'uuid', primaryKeyConstraintName: 'messages_pkey' })
+  organizationId: string;
+
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'messages_pkey' })
   id: string;
 
   @Column({ name: 'session_id', type: 'uuid' })
-  @ForeignKey('SessionEntity', { name: 'messages_session_id_fkey', onDelete: 'CASCADE' })
   sessionId: string;
 
   @Column({ type: 'integer' })

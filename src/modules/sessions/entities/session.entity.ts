@@ -16,22 +16,27 @@ import { StoredSessionSettings } from '../domain/session-settings';
 @Index('sessions_turn_lease_idx', ['leaseExpiresAt'], { where: `status = 'running'` })
 @Index('sessions_organization_updated_idx', ['organizationId', 'updatedAt'])
 @Index('sessions_work_computer_idx', ['workComputerId'], { where: 'work_computer_id IS NOT NULL' })
+@ForeignKey('UserEntity', ['organizationId', 'ownerId'], ['organizationId', 'id'], { name: 'sessions_owner_id_fkey', onDelete: 'CASCADE' })
+// The keys to computers null only their own column (ON DELETE SET NULL (computer_id)): organization_id is NOT NULL.
+@ForeignKey('ComputerEntity', ['organizationId', 'computerId'], ['organizationId', 'id'], { name: 'sessions_computer_id_fkey', onDelete: 'SET NULL' })
+@ForeignKey('ComputerEntity', ['organizationId', 'workComputerId'], ['organizationId', 'id'], {
+  name: 'sessions_work_computer_id_fkey',
+  onDelete: 'SET NULL',
+})
 export class SessionEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'sessions_pkey' })
   id: string;
 
-  @Column({ name: 'organization_id', type: 'uuid' })
+  @PrimaryColumn({ name: 'organization_id', type: 'uuid', primaryKeyConstraintName: 'sessions_pkey' })
   @ForeignKey('OrganizationEntity', { name: 'sessions_organization_id_fkey', onDelete: 'CASCADE' })
   organizationId: string;
 
   /** The user who created the session. */
   @Column({ name: 'owner_id', type: 'uuid' })
-  @ForeignKey('UserEntity', { name: 'sessions_owner_id_fkey', onDelete: 'CASCADE' })
   ownerId: string;
 
   /** Deleting the computer disconnects the session (the Computers migration adds the key). */
   @Column({ name: 'computer_id', type: 'uuid', nullable: true })
-  @ForeignKey('ComputerEntity', { name: 'sessions_computer_id_fkey', onDelete: 'SET NULL' })
   computerId: string | null;
 
   @Column({ type: 'varchar', length: 500, nullable: true })
@@ -57,7 +62,6 @@ export class SessionEntity {
 
   /** Where the waiting work is routed: a computer, or null for the organization's unrouted queue. */
   @Column({ name: 'work_computer_id', type: 'uuid', nullable: true })
-  @ForeignKey('ComputerEntity', { name: 'sessions_work_computer_id_fkey', onDelete: 'SET NULL' })
   workComputerId: string | null;
 
   /** When the oldest waiting work arrived: agents take work oldest first. */

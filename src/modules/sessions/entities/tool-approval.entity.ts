@@ -10,15 +10,15 @@ import type { ToolApprovalStatus } from '../domain/tool-approval';
 @Entity({ name: 'tool_approvals' })
 @Index('tool_approvals_session_idx', ['sessionId', 'requestedAt'])
 @Index('tool_approvals_pending_expiry_idx', ['expiresAt'], { where: `status = 'pending'` })
+@ForeignKey('SessionEntity', ['organizationId', 'sessionId'], ['organizationId', 'id'], { name: 'tool_approvals_session_id_fkey', onDelete: 'CASCADE' })
 export class ToolApprovalEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'tool_approvals_pkey' })
   id: string;
 
-  @Column({ name: 'organization_id', type: 'uuid' })
+  @PrimaryColumn({ name: 'organization_id', type: 'uuid', primaryKeyConstraintName: 'tool_approvals_pkey' })
   organizationId: string;
 
   @Column({ name: 'session_id', type: 'uuid' })
-  @ForeignKey('SessionEntity', { name: 'tool_approvals_session_id_fkey', onDelete: 'CASCADE' })
   sessionId: string;
 
   /** The turn that asked: its end cancels what is still pending. */

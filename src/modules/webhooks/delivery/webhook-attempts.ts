@@ -60,11 +60,12 @@ export class WebhookAttempts {
           : ({ status: 'pending', retryInMs } as const);
       await this.repository.transaction(async (manager) => {
         if (!(await this.repository.recordAttempt(manager, delivery, attempt, next))) return;
-        if (outcome.ok) return this.repository.markHealthy(manager, delivery.webhookId);
-        const webhook = await this.repository.markFailing(manager, delivery.webhookId, started);
+        const key = { organizationId: delivery.organizationId, id: delivery.webhookId };
+        if (outcome.ok) return this.repository.markHealthy(manager, key);
+        const webhook = await this.repository.markFailing(manager, key, started);
         const now = new Date();
         if (!webhook?.enabled || !webhook.failingSince || now.getTime() - webhook.failingSince.getTime() < this.config.WEBHOOK_DISABLE_AFTER_MS) return;
-        await this.repository.disableFailing(manager, webhook.id, (await this.events.bounds(webhook.organizationId, manager)).last, now);
+        await this.repository.disableFailing(manager, webhook, (await this.events.bounds(webhook.organizationId, manager)).last, now);
         this.events.raise(manager, {
           type: 'webhook.disabled',
           organizationId: webhook.organizationId,
