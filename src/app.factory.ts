@@ -6,6 +6,7 @@ import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { credentialIdOf, RequestAuthentication, RequestIdentity } from './modules/auth';
 import { AllowedMethods } from './platform/http/allowed-methods';
+import { installCompression } from './platform/http/compression';
 import { ApiExceptionFilter } from './platform/http/api-exception.filter';
 import { errorBody, errorFlavourOf } from './platform/http/error-body';
 import { docsArePublic, setupOpenApi } from './platform/http/openapi-document';
@@ -49,6 +50,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   installRequestContext(adapter.getInstance());
   // Hooks on routes must exist before Nest and Swagger add the routes.
   installRequestBodies(adapter.getInstance(), config);
+  await installCompression(adapter.getInstance());
   docsArePublic(adapter.getInstance());
   const allowedMethods = AllowedMethods.install(adapter.getInstance());
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.register(config), adapter, {

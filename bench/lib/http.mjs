@@ -3,10 +3,16 @@
 import { Buffer } from 'node:buffer';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
-/** Resolves to `{ status, body, bytes, ms }`; `ms` runs from sending the request to the end of the response. */
+const DECODE = { br: brotliDecompressSync, gzip: gunzipSync };
+
+/**
+ * Resolves to `{ status, body, bytes, ms, encoding }`; `ms` runs from sending the request to the end of the response,
+ * `bytes` counts the body as it came (compressed, when the server compressed it), `body` is the text, decoded.
+ */
 export function request(url, { method = 'GET', headers = {}, body } = {}) {
   return new Promise((resolve, reject) => {
     const started = performance.now();
@@ -17,7 +23,9 @@ export function request(url, { method = 'GET', headers = {}, body } = {}) {
       res.on('end', () => {
         const ms = performance.now() - started;
         const buffer = Buffer.concat(chunks);
-        resolve({ status: res.statusCode, body: buffer.toString('utf8'), bytes: buffer.length, ms });
+        const encoding = res.headers['content-encoding'];
+        const decoded = DECODE[encoding]?.(buffer) ?? buffer;
+        resolve({ status: res.statusCode, body: decoded.toString('utf8'), bytes: buffer.length, ms, encoding: encoding ?? 'identity' });
       });
     });
     req.on('error', reject);

@@ -112,7 +112,13 @@ export async function run({ db, app, env, only, log }) {
         if (i > 0) samples[key].push(sample);
       }
     }
-    const result = { name: endpoint.name };
+    // As a browser asks (accept-encoding): what goes over the wire, and the time with the compression in it.
+    const compressed = [];
+    for (let i = 0; i <= runs; i++) {
+      const sample = await call(app, large, endpoint, start, end, { 'accept-encoding': 'br, gzip' });
+      if (i > 0) compressed.push(sample);
+    }
+    const result = { name: endpoint.name, compressed: { ...summarize(compressed.map((x) => x.ms)), bytes: compressed[0].bytes } };
     for (const key of ['large', 'small']) {
       const org = key === 'large' ? large : small;
       const s = samples[key];
@@ -199,13 +205,13 @@ async function rollUp(app, org) {
 }
 
 /** One measured call: one request, or every page of the users endpoint one after the other. */
-async function call(app, org, endpoint, start, end) {
+async function call(app, org, endpoint, start, end, extraHeaders = {}) {
   let path = `/api/v1/analytics/${endpoint.path}?startDate=${start}&endDate=${end}${endpoint.limit ? `&limit=${endpoint.limit}` : ''}`;
   const sample = { ms: 0, bytes: 0, rows: 0, pages: 0, failure: null, users: { rows: 0, distinct: 0 } };
   const seen = new Set();
   let previousUser = null;
   for (;;) {
-    const res = await request(app.url + path, { headers: org.headers });
+    const res = await request(app.url + path, { headers: { ...org.headers, ...extraHeaders } });
     sample.ms += res.ms;
     sample.bytes += res.bytes;
     sample.pages += 1;
@@ -275,7 +281,19 @@ function markdown({ range, runs, rollups, endpoints, loaded }, large, small) {
     lines.push(
       '',
       table([
-        ['endpoint', `${L} median ms`, `${L} p95 ms`, `${S} median ms`, `${S} p95 ms`, 'rows', `bytes ${L} / ${S}`, `t(${S}) / t(${L})`, 'target', 'result'],
+        [
+          'endpoint',
+          `${L} median ms`,
+          `${L} p95 ms`,
+          `${S} median ms`,
+          `${S} p95 ms`,
+          'rows',
+          `bytes ${L} / ${S}`,
+          `${L} compressed: median ms, bytes`,
+          `t(${S}) / t(${L})`,
+          'target',
+          'result',
+        ],
         ...endpoints.map((e) => [
           e.name.replace('analytics ', '') + (e.large.pages ? ` (${e.large.pages} pages)` : ''),
           ms(e.large.median),
@@ -284,6 +302,7 @@ function markdown({ range, runs, rollups, endpoints, loaded }, large, small) {
           ms(e.small.p95),
           e.large.rows === e.small.rows ? e.large.rows.toLocaleString('en') : `${e.large.rows} / ${e.small.rows}`,
           `${kb(e.large.bytes)} / ${kb(e.small.bytes)}`,
+          `${ms(e.compressed.median)}, ${kb(e.compressed.bytes)}`,
           e.ratio.toFixed(2),
           `≥ ${MIN_RATIO}`,
           e.verdict,
