@@ -83,8 +83,12 @@ describe('Faults: slow, vanishing, bursting and malformed clients', () => {
     await database.drop();
   });
 
-  /** The bystander's authenticated read and the readiness check, timed. */
-  async function bystanderLatencies(rounds = 5): Promise<number[]> {
+  /**
+   * The bystander's authenticated read and the readiness check, timed. Each must answer 200, unless `settling`: then
+   * an answer other than 200 counts as endlessly slow (the polls' first burst may keep the database busy past the
+   * readiness check's own timeout), so that the caller waits on.
+   */
+  async function bystanderLatencies(rounds = 5, settling = false): Promise<number[]> {
     const latencies: number[] = [];
     for (let i = 0; i < rounds; i++) {
       for (const [path, auth] of [
@@ -93,9 +97,9 @@ describe('Faults: slow, vanishing, bursting and malformed clients', () => {
       ]) {
         const started = performance.now();
         const res = await fetch(`${server.url}${path}`, { headers: auth ? { authorization: auth } : {} });
-        expect(res.status).toBe(200);
+        if (!settling) expect(res.status).toBe(200);
         await res.arrayBuffer();
-        latencies.push(performance.now() - started);
+        latencies.push(res.status === 200 ? performance.now() - started : Infinity);
       }
     }
     return latencies;
@@ -193,7 +197,7 @@ describe('Faults: slow, vanishing, bursting and malformed clients', () => {
     }
     // Their first look for work is a burst of 1,000 claims; once they all wait, they cost nothing.
     await until(
-      async () => Math.max(...(await bystanderLatencies(2))),
+      async () => Math.max(...(await bystanderLatencies(2, true))),
       (slowest) => slowest < 100,
       'the polls to settle into waiting',
       20_000,
