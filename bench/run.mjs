@@ -165,15 +165,7 @@ async function main() {
     // Each scenario is measured right after a run of the baseline and compared with that run: on a shared
     // machine the baseline alone drifted by 20% within one bench, so a single baseline run misjudges.
     const [reference, ...rest] = scenarios;
-    for (const scenario of rest) {
-      const paired = await measure({ ...reference, name: `${reference.name} (before ${scenario.name})` }, baseline, apiKey);
-      const result = await measure(scenario, scenario.server === 'baseline' ? baseline : app, apiKey);
-      results.push(paired, {
-        ...result,
-        pairedBaseline: paired.ok ? paired.requestsPerSec : null,
-        pairedBaselineCpu: paired.ok ? paired.cpuMicrosPerRequest : null,
-      });
-    }
+    for (const scenario of rest) results.push(...(await measurePaired(reference, baseline, scenario, scenario.server === 'baseline' ? baseline : app, apiKey)));
     // The embedded default: the same scenarios against the app on PGlite, each paired with a run of the baseline
     // (on PostgreSQL: there is no bare-pg equivalent of PGlite in-process) and reported beside, without targets.
     if (rest.some((s) => s.server !== 'baseline') && env.BENCH_PGLITE !== '0') {
@@ -279,14 +271,7 @@ async function measureOnPglite(scenarios, reference, baseline, serverEnv) {
     const results = [];
     try {
       for (const scenario of wanted) {
-        const name = `${scenario.name} (PGlite)`;
-        const paired = await measure({ ...reference, name: `${reference.name} (before ${name})` }, baseline, apiKey);
-        const result = await measure({ ...scenario, name, target: null }, app, apiKey);
-        results.push(paired, {
-          ...result,
-          pairedBaseline: paired.ok ? paired.requestsPerSec : null,
-          pairedBaselineCpu: paired.ok ? paired.cpuMicrosPerRequest : null,
-        });
+        results.push(...(await measurePaired(reference, baseline, { ...scenario, name: `${scenario.name} (PGlite)`, target: null }, app, apiKey)));
       }
     } finally {
       await app.stop();
@@ -391,6 +376,13 @@ function cpuMillis(pid) {
   } catch {
     return null;
   }
+}
+
+/** A run of the baseline (`reference` on `baseline`), then `scenario` on `server`, compared with that run. */
+async function measurePaired(reference, baseline, scenario, server, apiKey) {
+  const paired = await measure({ ...reference, name: `${reference.name} (before ${scenario.name})` }, baseline, apiKey);
+  const result = await measure(scenario, server, apiKey);
+  return [paired, { ...result, pairedBaseline: paired.ok ? paired.requestsPerSec : null, pairedBaselineCpu: paired.ok ? paired.cpuMicrosPerRequest : null }];
 }
 
 /** A short warm-up, then `duration` seconds of `connections` concurrent clients. */
