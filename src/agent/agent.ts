@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { HookEvent, HooksConfig, HooksConfigError, loadHooks } from './hooks/hooks-config';
 import { HookRun, runHooks, selectCommands } from './hooks/hook-runner';
 import type { AgentMessage, AgentPolicy, ContentBlock, Message, SessionSettings, Work } from '../contract/agent-channel';
-import { ChatMessage, ModelAnswer, ModelClient, ModelError, ToolCall, ToolSpec } from './model-client';
+import { ChatMessage, ModelAnswer, ModelApi, modelClient, ModelError, ToolCall, ToolSpec } from './models';
 import { ChannelRefusal, PlatformClient } from './platform-client';
 import { AllowedIps } from './sandbox/network-policy';
 import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
@@ -19,6 +19,8 @@ export const SUBAGENT_MAX_STEPS = 30;
 /** Characters of conversation past which it is compacted into a summary (about 100,000 tokens). */
 export const DEFAULT_CONTEXT_CHARS = 400_000;
 const CLAIM_WAIT_MS = 25_000;
+/** Thinking tokens of a custom model with `enableThinking` and no `thinkingMaxTokens`. */
+const DEFAULT_THINKING_BUDGET = 4_096;
 /** Every second while working: a user's interrupt comes back in the heartbeat's answer, so it is seen within 2 s. */
 export const HEARTBEAT_MS = 1_000;
 /** How long one request waits for a person's decision on a tool call (the server's longest is 30 s); it is asked again until decided. */
@@ -34,7 +36,7 @@ export interface AgentOptions {
   /** Where transcripts are written for hooks (`transcript_path`). */
   stateDir: string;
   /** The agent's own model; null to use the organization's custom models through the relay (or none). */
-  model: ModelClient | null;
+  model: ModelApi | null;
   /** The server's model relay: its URL, the agent token, and the custom model to prefer. */
   relay?: { url: string; token: string; preferred?: string };
   workspace: string;
@@ -208,17 +210,26 @@ export class Agent {
       let answer;
       try {
         await this.compactIfLarge(turn, history);
-        answer = await model.complete([{ role: 'system', content: system }, ...history], specs, signal);
+        answer = await model.complete([{ role: 'system', content: system }, ...history], specs, {
+          signal,
+          onText: turn.onText,
+          onRetry: ({ attempt, delayMs, error }) =>
+            this.options.log(`session ${work.sessionId}: model call ${attempt} failed (${error.message}); retrying in ${delayMs} ms`),
+        });
       } catch (error) {
         if (signal.aborted) return stopped;
         if (!(error instanceof ModelError)) throw error;
-        return { failure: `The model failed: ${error.message}` };
+        const retried = error.attempts > 1 ? ` (retried ${error.attempts - 1} ${error.attempts === 2 ? 'time' : 'times'})` : '';
+        return { failure: `The model failed${retried}: ${error.message}` };
       }
       await client.usage(work.sessionId, { turnId: work.turnId, model: model.config.model, ...answer.usage });
-      history.push({ role: 'assistant', content: answer.text || null, ...(answer.toolCalls.length ? { tool_calls: answer.toolCalls } : {}) });
-      await client.append(work.sessionId, work.turnId, [
-        { ...assistantMessage(model.config.model, answer.text, answer.toolCalls, answer.reasoning), ...hidden },
-      ]);
+      history.push({
+        role: 'assistant',
+        content: answer.text || null,
+        ...(answer.toolCalls.length ? { tool_calls: answer.toolCalls } : {}),
+        ...(answer.thinking ? { thinking: answer.thinking } : {}),
+      });
+      await client.append(work.sessionId, work.turnId, [{ ...assistantMessage(model.config.model, answer), ...hidden }]);
       if (answer.toolCalls.length === 0) return { answer: answer.text };
       const results: Array<{ call: ToolCall; result: ToolResult }> = [];
       for (const call of answer.toolCalls) {
@@ -312,11 +323,9 @@ export class Agent {
     const size = history.reduce((sum, m) => sum + (m.content?.length ?? 0) + ('tool_calls' in m ? JSON.stringify(m.tool_calls ?? []).length : 0), 0);
     if (size <= budget) return;
     await turn.hooks.fire('PreCompact', { trigger: 'auto', custom_instructions: null });
-    const answer = await turn.model.complete(
-      [{ role: 'system', content: COMPACT_SYSTEM }, ...history, { role: 'user', content: COMPACT_REQUEST }],
-      [],
-      turn.signal,
-    );
+    const answer = await turn.model.complete([{ role: 'system', content: COMPACT_SYSTEM }, ...history, { role: 'user', content: COMPACT_REQUEST }], [], {
+      signal: turn.signal,
+    });
     await this.options.client.usage(turn.work.sessionId, { turnId: turn.work.turnId, model: turn.model.config.model, ...answer.usage });
     if (!answer.text.trim()) throw new ModelError('it answered the request to summarise the conversation with nothing');
     history.splice(0, history.length, { role: 'user', content: `${COMPACTED_PREFIX}\n\n${answer.text.trim()}` });
@@ -395,14 +404,23 @@ export class Agent {
    * custom model (`AGENT_MODEL` when it names one, else the first by `index` the policy does not block).
    * A session naming a model this agent has no way to reach gets the agent's model.
    */
-  private modelFor(policy: AgentPolicy, sessionModel: string | undefined): ModelClient | null {
+  private modelFor(policy: AgentPolicy, sessionModel: string | undefined): ModelApi | null {
     const relay = this.options.relay;
     const models = [...policy.customModels].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
     const named = sessionModel === undefined ? undefined : models.find((m) => m.id === sessionModel);
     const chosen =
       named ?? (this.options.model ? undefined : (models.find((m) => m.id === relay?.preferred) ?? models.find((m) => refusalOf(m.id, policy) === null)));
     if (!relay || !chosen) return this.options.model;
-    return new ModelClient({ baseUrl: `${relay.url}/api/v0/agent/models/${encodeURIComponent(chosen.id)}`, model: chosen.id, apiKey: relay.token });
+    const baseUrl = `${relay.url}/api/v0/agent/models/${encodeURIComponent(chosen.id)}`;
+    if (chosen.provider !== 'anthropic') return modelClient(chosen.provider, { baseUrl, model: chosen.id, apiKey: relay.token });
+    // The relay takes the agent token as Authorization whatever the API; it sends the model's own key as x-api-key.
+    return modelClient(chosen.provider, {
+      baseUrl,
+      model: chosen.id,
+      extraHeaders: { authorization: `Bearer ${relay.token}` },
+      maxOutputTokens: chosen.maxOutputTokens,
+      ...(chosen.enableThinking ? { thinkingBudgetTokens: chosen.thinkingMaxTokens ?? DEFAULT_THINKING_BUDGET } : {}),
+    });
   }
 
   private async say(work: Work, text: string): Promise<void> {
@@ -451,7 +469,7 @@ function refusalOf(id: string, policy: AgentPolicy): string | null {
  * Why the agent's own model endpoint may not be reached under `networkPolicy` (the relay is the platform
  * itself, which the policy does not cover), or null.
  */
-async function modelNetworkRefusal(model: ModelClient, policy: AgentPolicy): Promise<string | null> {
+async function modelNetworkRefusal(model: ModelApi, policy: AgentPolicy): Promise<string | null> {
   const allowedIps = AllowedIps.of(policy);
   const why = allowedIps ? await allowedIps.refusalFor(new URL(model.config.baseUrl).hostname) : null;
   return why ? `The organization's ${why}, so this agent cannot reach its model ${model.config.model}; nothing was sent to it.` : null;
@@ -547,8 +565,10 @@ interface TurnContext {
   work: Work;
   signal: AbortSignal;
   hooks: TurnHooks;
-  model: ModelClient;
+  model: ModelApi;
   policy: AgentPolicy;
+  /** Each piece of the model's answer text as it arrives. */
+  onText?: (delta: string) => void;
   /** The session's `interactionMode` is `spec`: plan, change nothing. */
   spec: boolean;
   /** The session's `autonomyLevel`: what the agent may do without a person confirming it. */
@@ -607,7 +627,11 @@ export function toChatHistory(stored: Message[]): ChatMessage[] {
           : [],
       );
       calls.forEach((c) => called.add(c.id));
-      if (text || calls.length) history.push({ role: 'assistant', content: text || null, ...(calls.length ? { tool_calls: calls } : {}) });
+      const thinking = message.content.flatMap((b) =>
+        b.type === 'thinking' && b.signatureProvider === 'anthropic' && b.signature ? [{ thinking: b.thinking, signature: b.signature }] : [],
+      );
+      if (text || calls.length)
+        history.push({ role: 'assistant', content: text || null, ...(calls.length ? { tool_calls: calls } : {}), ...(thinking.length ? { thinking } : {}) });
     } else if (message.role === 'tool') {
       for (const block of message.content) {
         if (block.type === 'tool_result' && called.has(block.toolUseId))
@@ -642,8 +666,11 @@ function userText(message: Message): string {
     .join('\n\n');
 }
 
-function assistantMessage(model: string, text: string, calls: ToolCall[], reasoning?: ModelAnswer['reasoning']): AgentMessage {
+function assistantMessage(model: string, answer: ModelAnswer): AgentMessage {
+  const { text, toolCalls: calls, reasoning } = answer;
   const content: AgentMessage['content'] = [];
+  for (const block of answer.thinking ?? [])
+    content.push({ type: 'thinking', thinking: block.thinking, signature: block.signature, signatureProvider: 'anthropic' });
   if (reasoning) content.push({ type: 'thinking', thinking: reasoning.content, signature: '', signatureProvider: 'generic-chat-completion-api' });
   if (text) content.push({ type: 'text', text });
   for (const call of calls) {

@@ -3,7 +3,7 @@ import { homedir, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Agent } from './agent';
-import { ModelClient } from './model-client';
+import { modelClient } from './models';
 import { PlatformClient } from './platform-client';
 
 const USAGE = `Usage: npm run agent -- --url <base_url> --token <computer agent token> [--computer <id>] [--workspace <dir>] [--hooks <file>]
@@ -11,7 +11,7 @@ const USAGE = `Usage: npm run agent -- --url <base_url> --token <computer agent 
 Every option can come from the environment instead: AGENT_URL, AGENT_TOKEN, AGENT_COMPUTER_ID, AGENT_WORKSPACE
 (default: the current folder), AGENT_HOOKS_FILE (default: ~/.agent-platform/settings.json; the hooks object, or an
 object with a "hooks" key). AGENT_STATE_DIR (default: ~/.agent-platform) holds the transcripts hooks can read. The model: AGENT_MODEL_BASE_URL (an OpenAI-compatible endpoint), AGENT_MODEL (its
-model id), AGENT_MODEL_API_KEY (if it needs one), AGENT_MODEL_MAX_OUTPUT_TOKENS; AGENT_CONTEXT_CHARS (default 400000) is the size of conversation past which it is compacted
+model id), AGENT_MODEL_PROVIDER (generic-chat-completion-api, the default, or anthropic: the Messages API, e.g. https://api.anthropic.com), AGENT_MODEL_API_KEY (if it needs one), AGENT_MODEL_MAX_OUTPUT_TOKENS; AGENT_CONTEXT_CHARS (default 400000) is the size of conversation past which it is compacted
 into the model's summary. Without a model the agent still
 takes work and answers each turn with how to configure one.`;
 
@@ -53,7 +53,12 @@ function main(): void {
   const maxOutputTokens = Number(env.AGENT_MODEL_MAX_OUTPUT_TOKENS ?? 0) || undefined;
   const model =
     env.AGENT_MODEL_BASE_URL && env.AGENT_MODEL
-      ? new ModelClient({ baseUrl: env.AGENT_MODEL_BASE_URL, model: env.AGENT_MODEL, apiKey: env.AGENT_MODEL_API_KEY || undefined, maxOutputTokens })
+      ? modelClient(env.AGENT_MODEL_PROVIDER === 'anthropic' ? 'anthropic' : 'generic-chat-completion-api', {
+          baseUrl: env.AGENT_MODEL_BASE_URL,
+          model: env.AGENT_MODEL,
+          apiKey: env.AGENT_MODEL_API_KEY || undefined,
+          maxOutputTokens,
+        })
       : null;
   if (!model) log("no model of its own (AGENT_MODEL_BASE_URL, AGENT_MODEL): it uses the organization's custom models through the server, if any");
   const stateDir = resolve(env.AGENT_STATE_DIR ?? join(homedir(), '.agent-platform'));

@@ -1,5 +1,5 @@
 import type { ApiSchema } from '../../platform/http/api-schema';
-import { Body, Controller, Get, Headers, HttpCode, Param, Patch, Post, Res } from '@nestjs/common';
+import { applyDecorators, Body, Controller, Get, Headers, HttpCode, Param, Patch, Post, Res } from '@nestjs/common';
 import {
   ApiBadGatewayResponse,
   ApiBadRequestResponse,
@@ -23,7 +23,7 @@ import { MessageSizedBody } from '../../platform/http/route-config';
 import { AgentPolicyView } from './domain/agent-policy';
 import { etagOf, parseIfMatch } from './domain/if-match';
 import { ControlRevisionView, ControlsView } from './domain/views';
-import { EnterpriseControlsService } from './enterprise-controls.service';
+import { EnterpriseControlsService, RelayApi } from './enterprise-controls.service';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
 
 const ADMINS = [Role.Owner, Role.Manager];
@@ -100,6 +100,18 @@ export class EnterpriseControlsController {
   }
 }
 
+/** What both relay endpoints do with where a call may go and what crosses. */
+const RELAY_RULES =
+  "**Where it may go.** The model's host is resolved once and every address must be public unicast: loopback, private, carrier-grade NAT, link-local, " +
+  'unique-local, multicast, unspecified, reserved and cloud metadata addresses are refused (IPv4, IPv6, IPv4-mapped and NAT64 forms, and numeric spellings ' +
+  'such as `http://2130706433/`), as is this server itself; the connection goes to the address checked, never to a second lookup. The operator names ' +
+  'self-hosted models on private networks in `MODEL_RELAY_ALLOWED_HOSTS`. A refused address answers 403 `model_address_refused`, and nothing is sent.\n\n' +
+  "**What crosses.** Out: the body, `content-type`, `accept`, a fixed `user-agent`, the key and `extraHeaders` (and, to Anthropic models, `anthropic-version` and `anthropic-beta`); nothing else of the caller's request. " +
+  "Back: the vendor's status, its JSON body (or, for `stream: true` answered with `text/event-stream`, the events as they come) up to " +
+  '`MODEL_RELAY_MAX_RESPONSE_BYTES`, and the headers `content-type`, `retry-after`, `x-request-id`, `request-id`, `openai-processing-ms`, `x-ratelimit-*`, `anthropic-ratelimit-*`. ' +
+  "Any of the model's secrets quoted in the answer is masked. Redirects are not followed (502 `model_redirected`); an answer that is not JSON or is too large is 502 " +
+  '`model_answer_invalid`; no answer within `MODEL_RELAY_TIMEOUT_MS` is 504 `model_timed_out`; an unreachable model is 503 `model_unreachable`.\n\n';
+
 /** The agent's side: what it must obey, and the relay to the organization's models. */
 @ApiTags('Agent channel')
 @Controller('api/v0/agent')
@@ -132,41 +144,64 @@ export class AgentPolicyController {
     description:
       "An OpenAI-compatible Chat Completions request to one of the organization's `customModels`, sent on by the server to `{baseUrl}/chat/completions` " +
       "with the model's key as `Authorization` (the key never leaves the server), its `extraHeaders`, `extraArgs` and `maxOutputTokens`, and `model` set to the custom model's. " +
-      "Only a computer's agent token may call it (403 for user API keys and JWTs), and the caller's `modelPolicy` applies (403 naming the rule).\n\n" +
-      "**Where it may go.** The model's host is resolved once and every address must be public unicast: loopback, private, carrier-grade NAT, link-local, " +
-      'unique-local, multicast, unspecified, reserved and cloud metadata addresses are refused (IPv4, IPv6, IPv4-mapped and NAT64 forms, and numeric spellings ' +
-      'such as `http://2130706433/`), as is this server itself; the connection goes to the address checked, never to a second lookup. The operator names ' +
-      'self-hosted models on private networks in `MODEL_RELAY_ALLOWED_HOSTS`. A refused address answers 403 `model_address_refused`, and nothing is sent.\n\n' +
-      "**What crosses.** Out: the body, `content-type`, `accept`, a fixed `user-agent`, the key and `extraHeaders`; nothing else of the caller's request. " +
-      "Back: the vendor's status, its JSON body (or, for `stream: true` answered with `text/event-stream`, the events as they come) up to " +
-      '`MODEL_RELAY_MAX_RESPONSE_BYTES`, and the headers `content-type`, `retry-after`, `x-request-id`, `request-id`, `openai-processing-ms`, `x-ratelimit-*`, `anthropic-ratelimit-*`. ' +
-      "Any of the model's secrets quoted in the answer is masked. Redirects are not followed (502 `model_redirected`); an answer that is not JSON or is too large is 502 " +
-      '`model_answer_invalid`; no answer within `MODEL_RELAY_TIMEOUT_MS` is 504 `model_timed_out`; an unreachable model is 503 `model_unreachable`.\n\n' +
+      "Only a computer's agent token may call it (403 for user API keys and JWTs), and the caller's `modelPolicy` applies (403 naming the rule). " +
+      'A model whose `provider` is `anthropic` is relayed at `.../messages` instead: called here, it answers 400 `model_api_mismatch`.\n\n' +
+      RELAY_RULES +
       'This is how agents use custom models: point an OpenAI-compatible client at `{base_url}/api/v0/agent/models/{customModelId}` with the agent token as its key.',
   })
   @ApiBody({ schema: ref('ModelRelayBody') })
-  @ApiOkResponse({
-    description: "The model's answer (its own status, passed on), as JSON or as `text/event-stream` when streamed.",
-    content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
-  })
-  @ApiForbiddenResponse({
-    description: "Not an agent token; the caller's model policy refuses the model; or the model's address is refused.",
-    schema: V0_ERROR,
-  })
-  @ApiNotFoundResponse({ description: 'No custom model with that id.', schema: V0_ERROR })
-  @ApiBadGatewayResponse({ description: 'The model redirected, or answered something other than JSON, or more than the relay passes on.', schema: V0_ERROR })
-  @ApiServiceUnavailableResponse({ description: 'The model cannot be reached, or its secrets cannot be decrypted.', schema: V0_ERROR })
-  @ApiGatewayTimeoutResponse({ description: 'The model did not answer within `MODEL_RELAY_TIMEOUT_MS`.', schema: V0_ERROR })
-  async relay(
+  @RelayAnswers()
+  relay(
     @CurrentPrincipal() principal: Principal,
     @Param('customModelId') customModelId: string,
     @Body(enterpriseControlsSchemas.pipe('ModelRelayBody')) body: ApiSchema<'ModelRelayBody'>,
+    @Headers() headers: Record<string, string | string[] | undefined>,
     @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<unknown> {
+    return this.relayTo('chat/completions', principal, customModelId, body, headers, reply);
+  }
+
+  @Post('models/:customModelId/messages')
+  @Authenticated()
+  @AgentTokensOnly()
+  @MessageSizedBody()
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Relay Anthropic messages to a custom model (added)',
+    description:
+      "An Anthropic Messages request to one of the organization's `customModels` whose `provider` is `anthropic`, sent on by the server to " +
+      '`{baseUrl}/v1/messages` when `baseUrl` has no path (`https://api.anthropic.com`), else to `{baseUrl}/messages` (`https://gateway.example.com/anthropic/v1` ' +
+      "gives `.../anthropic/v1/messages`), with the model's key as `x-api-key` (the key never leaves the server), `anthropic-version` (the caller's, " +
+      "else 2023-06-01) and the caller's `anthropic-beta` if it sends one, its `extraHeaders`, `extraArgs` and `maxOutputTokens` (as `max_tokens` when the body has none), " +
+      "and `model` set to the custom model's. Only a computer's agent token may call it, as `Authorization: Bearer` (403 for user API keys and JWTs), and the " +
+      "caller's `modelPolicy` applies (403 naming the rule). A model of another `provider` answers 400 `model_api_mismatch`: it is relayed at `.../chat/completions`.\n\n" +
+      RELAY_RULES +
+      'This is how agents use Anthropic custom models: point an Anthropic client at `{base_url}/api/v0/agent/models/{customModelId}` with the agent token as a bearer token.',
+  })
+  @ApiBody({ schema: ref('ModelRelayMessagesBody') })
+  @RelayAnswers()
+  messages(
+    @CurrentPrincipal() principal: Principal,
+    @Param('customModelId') customModelId: string,
+    @Body(enterpriseControlsSchemas.pipe('ModelRelayMessagesBody')) body: ApiSchema<'ModelRelayMessagesBody'>,
+    @Headers() headers: Record<string, string | string[] | undefined>,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<unknown> {
+    return this.relayTo('messages', principal, customModelId, body, headers, reply);
+  }
+
+  private async relayTo(
+    api: RelayApi,
+    principal: Principal,
+    customModelId: string,
+    body: Record<string, unknown>,
+    headers: Record<string, string | string[] | undefined>,
+    reply: FastifyReply,
   ): Promise<unknown> {
     // The call to the model ends when the caller goes away.
     const caller = new AbortController();
     reply.raw.once('close', () => caller.abort());
-    const answer = await this.controls.relayChatCompletion(principal, customModelId, body, caller.signal);
+    const answer = await this.controls.relayModelCall(principal, customModelId, api, body, headers, caller.signal);
     void reply.status(answer.status).headers(answer.headers);
     if ('stream' in answer) {
       // Proxies in between must not hold events back.
@@ -175,4 +210,26 @@ export class AgentPolicyController {
     }
     return answer.json;
   }
+}
+
+/** The answers both relay endpoints document. */
+function RelayAnswers(): MethodDecorator {
+  return applyDecorators(
+    ApiOkResponse({
+      description: "The model's answer (its own status, passed on), as JSON or as `text/event-stream` when streamed.",
+      content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
+    }),
+    ApiBadRequestResponse({
+      description: "The body is not a JSON object, or the endpoint is not the one of the model's `provider` (`model_api_mismatch`).",
+      schema: V0_ERROR,
+    }),
+    ApiForbiddenResponse({
+      description: "Not an agent token; the caller's model policy refuses the model; or the model's address is refused.",
+      schema: V0_ERROR,
+    }),
+    ApiNotFoundResponse({ description: 'No custom model with that id.', schema: V0_ERROR }),
+    ApiBadGatewayResponse({ description: 'The model redirected, or answered something other than JSON, or more than the relay passes on.', schema: V0_ERROR }),
+    ApiServiceUnavailableResponse({ description: 'The model cannot be reached, or its secrets cannot be decrypted.', schema: V0_ERROR }),
+    ApiGatewayTimeoutResponse({ description: 'The model did not answer within `MODEL_RELAY_TIMEOUT_MS`.', schema: V0_ERROR }),
+  );
 }

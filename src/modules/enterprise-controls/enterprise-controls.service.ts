@@ -14,7 +14,7 @@ import { extraHeaderProblems, mapSecrets, restoreMaskedSecrets, secretAt, secret
 import { EnterpriseControlsError, EnterpriseControlsErrorCode } from './domain/enterprise-controls.errors';
 import { applyMergePatch, nulledPaths } from './domain/merge-patch';
 import { checkModel, effectiveModelPolicy } from './domain/model-policy';
-import { CustomModel, defaultSettings, EnterpriseSettings, SETTINGS_LIMITS } from './domain/settings';
+import { CustomModel, CustomModelProvider, defaultSettings, EnterpriseSettings, SETTINGS_LIMITS } from './domain/settings';
 import { diffSettings, maskSettings } from './domain/settings-diff';
 import { normalizeSettingsUrls } from './domain/settings-urls';
 import { ControlChangeView, ControlRevisionView, ControlsView, toChangeView } from './domain/views';
@@ -191,12 +191,20 @@ export class EnterpriseControlsService {
   }
 
   /**
-   * Relays an OpenAI-compatible chat completion to one of the organization's custom models, so an
-   * agent can use it without ever holding its secrets: the server adds the key (decrypted only here,
-   * in memory), `extraHeaders`, `extraArgs` and `maxOutputTokens`, and sets `model`. The caller's
-   * model policy applies; where the call may go is the relay's (ModelRelay).
+   * Relays a call to one of the organization's custom models in the API its `provider` serves (an
+   * OpenAI-compatible chat completion, or Anthropic Messages), so an agent can use it without ever
+   * holding its secrets: the server adds the key (decrypted only here, in memory), `extraHeaders`,
+   * `extraArgs` and `maxOutputTokens`, and sets `model`. The caller's model policy applies; where the
+   * call may go is the relay's (ModelRelay). A call in the other API than the model's is a 400.
    */
-  async relayChatCompletion(principal: Principal, customModelId: string, body: Record<string, unknown>, signal: AbortSignal): Promise<RelayAnswer> {
+  async relayModelCall(
+    principal: Principal,
+    customModelId: string,
+    api: RelayApi,
+    body: Record<string, unknown>,
+    callerHeaders: Record<string, string | string[] | undefined>,
+    signal: AbortSignal,
+  ): Promise<RelayAnswer> {
     const { settings } = await this.inForce(principal.organizationId);
     const model = settings.customModels.find((candidate) => candidate.id === customModelId);
     if (!model) {
@@ -208,6 +216,14 @@ export class EnterpriseControlsService {
     }
     const refusal = checkModel(settings, principal.userId, customModelId);
     if (refusal) throw new EnterpriseControlsError(EnterpriseControlsErrorCode.ModelNotAllowed, refusal.detail, { rule: refusal.rule, model: customModelId });
+    const provider = model.provider ?? 'generic-chat-completion-api';
+    if (RELAY_APIS[provider] !== api) {
+      throw new EnterpriseControlsError(
+        EnterpriseControlsErrorCode.ModelApiMismatch,
+        `Custom model "${customModelId}" has provider ${provider}: call /api/v0/agent/models/${customModelId}/${RELAY_APIS[provider]}, not /${api}.`,
+        { customModelId, provider, endpoint: RELAY_APIS[provider] },
+      );
+    }
     const [revealed] = this.reveal(principal.organizationId, { ...settings, customModels: [model] }).customModels;
     const payload = {
       ...revealed.extraArgs,
@@ -215,10 +231,11 @@ export class EnterpriseControlsService {
       model: revealed.model,
       ...(revealed.maxOutputTokens !== undefined && body.max_tokens === undefined ? { max_tokens: revealed.maxOutputTokens } : {}),
     };
-    const headers = { ...revealed.extraHeaders, ...(revealed.apiKey ? { authorization: `Bearer ${revealed.apiKey}` } : {}) };
+    const headers = api === 'messages' ? anthropicHeaders(revealed, callerHeaders) : chatCompletionsHeaders(revealed);
+    const url = api === 'messages' ? messagesUrl(revealed.baseUrl) : chatCompletionsUrl(revealed.baseUrl);
     const release = this.takeRelaySlot(principal);
     try {
-      const answer = await this.relay.send({ url: chatCompletionsUrl(revealed.baseUrl), headers, payload, secrets: secretsOf(revealed), signal });
+      const answer = await this.relay.send({ url, headers, payload, secrets: secretsOf(revealed), signal });
       if ('stream' in answer) answer.stream.once('close', release);
       else release();
       return answer;
@@ -350,12 +367,47 @@ const RELAY_FAILURES: Record<RelayFailureReason, { code: EnterpriseControlsError
   timed_out: { code: EnterpriseControlsErrorCode.ModelTimedOut },
 };
 
+/** The relay's endpoints, each speaking one API: `chat/completions` and `messages` under `/api/v0/agent/models/{customModelId}/`. */
+export type RelayApi = 'chat/completions' | 'messages';
+const RELAY_APIS: Record<CustomModelProvider, RelayApi> = { 'generic-chat-completion-api': 'chat/completions', anthropic: 'messages' };
+
+/** The version of the Messages API the relay asks for when the caller names none. */
+const ANTHROPIC_VERSION = '2023-06-01';
+
 /** `{baseUrl}/chat/completions`, a query string of baseUrl kept after the path. */
 function chatCompletionsUrl(baseUrl: string): URL {
+  return withPath(baseUrl, '/chat/completions');
+}
+
+/** `{baseUrl}/v1/messages` for a baseUrl without a path (`https://api.anthropic.com`), else `{baseUrl}/messages`; a query is kept. */
+function messagesUrl(baseUrl: string): URL {
+  return withPath(baseUrl, new URL(baseUrl).pathname.replace(/\/+$/, '') === '' ? '/v1/messages' : '/messages');
+}
+
+function withPath(baseUrl: string, suffix: string): URL {
   const url = new URL(baseUrl);
-  url.pathname = `${url.pathname.replace(/\/+$/, '')}/chat/completions`;
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}${suffix}`;
   url.hash = '';
   return url;
+}
+
+function chatCompletionsHeaders(model: CustomModel): Record<string, string> {
+  return { ...model.extraHeaders, ...(model.apiKey ? { authorization: `Bearer ${model.apiKey}` } : {}) };
+}
+
+/**
+ * The model's `extraHeaders`, its key as `x-api-key`, and `anthropic-version`: the caller's (with its
+ * `anthropic-beta`) when it sends one, else the model's `extraHeaders` one, else 2023-06-01.
+ */
+function anthropicHeaders(model: CustomModel, caller: Record<string, string | string[] | undefined>): Record<string, string> {
+  const headers: Record<string, string> = { 'anthropic-version': ANTHROPIC_VERSION };
+  for (const [name, value] of Object.entries(model.extraHeaders ?? {})) headers[name.toLowerCase()] = value;
+  for (const name of ['anthropic-version', 'anthropic-beta']) {
+    const value = caller[name];
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(',') : value;
+  }
+  if (model.apiKey) headers['x-api-key'] = model.apiKey;
+  return headers;
 }
 
 /** The top-level settings a diff touches. */

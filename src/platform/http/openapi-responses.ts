@@ -41,6 +41,12 @@ function exampleError(path: string, method: string, status: number, roleBound: b
   ];
   switch (status) {
     case 400:
+      if (path.includes('/models/{customModelId}/'))
+        return {
+          code: 'model_api_mismatch',
+          detail: 'Custom model "custom:acme-claude" has provider anthropic: call /api/v0/agent/models/custom:acme-claude/messages, not /chat/completions.',
+          metadata: { customModelId: 'custom:acme-claude', provider: 'anthropic', endpoint: 'messages' },
+        };
       return {
         code: 'validation_failed',
         detail: 'limit: must be a whole number from 1 to 100',
@@ -49,7 +55,7 @@ function exampleError(path: string, method: string, status: number, roleBound: b
     case 401:
       return { code: 'missing_credentials', detail: 'Send an API key or JWT as: Authorization: Bearer <token>.' };
     case 403:
-      if (path.includes('/chat/completions')) {
+      if (path.includes('/models/{customModelId}/')) {
         return {
           code: 'agent_token_required',
           detail: "Only a computer's agent token may call this (the agent working on that computer); user API keys and JWTs may not.",
@@ -146,7 +152,7 @@ function exampleError(path: string, method: string, status: number, roleBound: b
     case 502:
       return { code: 'model_answer_invalid', detail: 'The model answered something other than JSON.' };
     case 503:
-      return path.includes('/chat/completions') || path.includes('enterprise-controls')
+      return path.includes('/models/{customModelId}/') || path.includes('enterprise-controls')
         ? {
             code: 'secret_unreadable',
             detail:

@@ -12,6 +12,8 @@ export enum EnterpriseControlsErrorCode {
   ModelAnswerInvalid = 'model_answer_invalid',
   ModelTimedOut = 'model_timed_out',
   TooManyRelays = 'too_many_relays',
+  /** The relay endpoint called speaks another API than the custom model's `provider`. */
+  ModelApiMismatch = 'model_api_mismatch',
 }
 
 export class EnterpriseControlsError extends DomainError<EnterpriseControlsErrorCode> {
@@ -36,6 +38,8 @@ export class EnterpriseControlsError extends DomainError<EnterpriseControlsError
         return ErrorKind.GatewayTimeout;
       case EnterpriseControlsErrorCode.TooManyRelays:
         return ErrorKind.TooManyRequests;
+      case EnterpriseControlsErrorCode.ModelApiMismatch:
+        return ErrorKind.InvalidRequest;
     }
   }
 }

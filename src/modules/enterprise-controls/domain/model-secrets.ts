@@ -144,6 +144,9 @@ export function extraHeaderProblems(models: CustomModel[]): FieldError[] {
       if (lower === 'authorization' && model.apiKey !== undefined) {
         return [{ field, message: 'cannot be set while the model has an apiKey: the relay sends the key as Authorization' }];
       }
+      if (lower === 'x-api-key' && model.apiKey !== undefined && model.provider === 'anthropic') {
+        return [{ field, message: 'cannot be set while the model has an apiKey: the relay sends the key as x-api-key' }];
+      }
       const earlier = seen.get(lower);
       seen.set(lower, name);
       return earlier === undefined ? [] : [{ field, message: `duplicates extraHeaders.${earlier} (header names are case-insensitive)` }];

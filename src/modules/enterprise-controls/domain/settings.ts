@@ -80,6 +80,8 @@ export interface CustomModel {
   cloudModelConfig?: Partial<Record<(typeof CLOUD_MODEL_CONFIG_FIELDS)[number], string>>;
   baseModelId?: string;
   useInRouter?: boolean;
+  /** The API the vendor serves; absent: `generic-chat-completion-api`. */
+  provider?: CustomModelProvider;
 }
 
 /** The organization's sandbox settings, as enterprise controls store them (the agent policy hands them to agents). */
@@ -104,6 +106,10 @@ export const CODE_HOSTS = ['github', 'gitlab', 'bitbucket', 'git'] as const;
 export type CodeHost = (typeof CODE_HOSTS)[number];
 
 export const CLOUD_MODEL_CONFIG_FIELDS = ['cloudProfile', 'cloudRegion', 'cloudBaseUrl', 'cloudAuthRefresh', 'cloudCredentialExport'] as const;
+
+/** The APIs a custom model's vendor may serve (not in the spec): what the relay speaks to it. */
+export const CUSTOM_MODEL_PROVIDERS = ['generic-chat-completion-api', 'anthropic'] as const;
+export type CustomModelProvider = (typeof CUSTOM_MODEL_PROVIDERS)[number];
 
 /** Bounds on what one snapshot may hold, so a change cannot make every request slow. */
 export const SETTINGS_LIMITS = {

@@ -11,9 +11,9 @@ import { maskSecret } from '../domain/secret-mask';
 
 /** One relayed call, as the service prepares it. */
 export interface RelayCall {
-  /** The model's chat completions endpoint. */
+  /** The model's endpoint: chat completions, or Anthropic messages. */
   url: URL;
-  /** The model's own headers (its key as Authorization, `extraHeaders`); the relay adds only its fixed ones. */
+  /** The model's own headers (its key as Authorization or x-api-key, `extraHeaders`, `anthropic-version`); the relay adds only its fixed ones. */
   headers: Record<string, string>;
   payload: Record<string, unknown>;
   /** The model's secrets in plain text: masked wherever the answer quotes them. */
@@ -43,7 +43,7 @@ function isAnswerHeader(name: string): boolean {
 }
 
 /**
- * Sends chat completions to custom models on the organization's behalf, under the server's address
+ * Sends chat completions and Anthropic messages to custom models on the organization's behalf, under the server's address
  * policy: the model's host is resolved once and every address must be public (or the host named in
  * MODEL_RELAY_ALLOWED_HOSTS); the connection goes to those addresses and no other (the lookup is
  * pinned, so DNS cannot change its answer between the check and the connect); never to this server

@@ -1,6 +1,6 @@
 import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
 import { AGENT_POLICY_FIELDS } from '../domain/agent-policy';
-import { CLOUD_MODEL_CONFIG_FIELDS, CODE_HOSTS, defaultSettings, MCP_AUTONOMY_LEVELS, SETTINGS_LIMITS } from '../domain/settings';
+import { CLOUD_MODEL_CONFIG_FIELDS, CODE_HOSTS, CUSTOM_MODEL_PROVIDERS, defaultSettings, MCP_AUTONOMY_LEVELS, SETTINGS_LIMITS } from '../domain/settings';
 import { pageOf, pageQuery } from '../../../platform/http/pagination';
 
 const L = SETTINGS_LIMITS;
@@ -205,6 +205,10 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
   ControlHistoryQuery: pageQuery(),
   // Open on purpose: the model says what it accepts; the relay only needs an object to set `model` in.
   ModelRelayBody: { type: 'object', description: 'A Chat Completions request body (`messages`, `tools`, `stream`, ...); `model` is replaced.' },
+  ModelRelayMessagesBody: {
+    type: 'object',
+    description: 'An Anthropic Messages request body (`messages`, `system`, `tools`, `max_tokens`, `thinking`, `stream`, ...); `model` is replaced.',
+  },
   CustomModel: closed(
     ['id', 'model', 'baseUrl'],
     {
@@ -241,6 +245,12 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
       }),
       baseModelId: text(256, 'The model this one derives from (the spec leaves its type open; a string here).'),
       useInRouter: bool(),
+      provider: {
+        type: 'string',
+        enum: [...CUSTOM_MODEL_PROVIDERS],
+        description:
+          'Not in the spec. The API the vendor serves: `generic-chat-completion-api` (OpenAI-compatible Chat Completions; the default when absent), relayed at `/api/v0/agent/models/{customModelId}/chat/completions`, or `anthropic` (the Messages API), relayed at `/api/v0/agent/models/{customModelId}/messages`.',
+      },
     },
     'A model the organization adds, served by its own vendor endpoint.',
   ),

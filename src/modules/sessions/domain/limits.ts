@@ -16,7 +16,10 @@ export const ATTACHMENT_LIMITS = {
   blocksPerMessage: 500,
 } as const;
 
-/** The spec's eight signature providers (vendors anonymised as the spec does) and `unknown`. */
+/**
+ * The spec's eight signature providers (vendors anonymised as the spec does), `unknown`, and `anthropic` (not in the
+ * spec): the reference agent's signatures from an Anthropic Messages model, which it sends back to that API.
+ */
 export const THINKING_SIGNATURE_PROVIDERS = [
   'vendor-a',
   'vendor-b',
@@ -27,4 +30,5 @@ export const THINKING_SIGNATURE_PROVIDERS = [
   'agent-platform',
   'generic-chat-completion-api',
   'unknown',
+  'anthropic',
 ] as const;

@@ -1,0 +1,126 @@
+/**
+ * What the agent needs of a model, whatever API serves it: the conversation in Chat Completions shape
+ * (the agent's own), the tools, and one whole answer back, with the text passed on as it arrives.
+ */
+
+/** A message of the agent's conversation, in the shape of OpenAI-compatible Chat Completions. */
+export type ChatMessage =
+  | { role: 'system' | 'user'; content: string }
+  | {
+      role: 'assistant';
+      content: string | null;
+      tool_calls?: ToolCall[];
+      /** Anthropic thinking blocks of this answer, sent back as they came (signature included), as Anthropic requires across tool use. */
+      thinking?: ThinkingBlock[];
+    }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+export interface ThinkingBlock {
+  thinking: string;
+  signature: string;
+}
+
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+export interface ToolSpec {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/** Tokens of one model call, as the agent channel's usage report counts them. */
+export interface ModelUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheCreationTokens: number;
+  thinkingTokens: number;
+}
+
+/** One answer of the model, with what the agent channel records of it. */
+export interface ModelAnswer {
+  text: string;
+  toolCalls: ToolCall[];
+  /** Chat Completions reasoning text, and the field it came in (`reasoning` or `reasoning_content`). */
+  reasoning?: { field: 'reasoning' | 'reasoning_content'; content: string };
+  /** Anthropic thinking blocks, with their signatures. */
+  thinking?: ThinkingBlock[];
+  usage: ModelUsage;
+  finishReason: string | null;
+}
+
+/** The model APIs the agent speaks; the values are those of a custom model's `provider`. */
+export type ModelProvider = 'generic-chat-completion-api' | 'anthropic';
+export const MODEL_PROVIDERS: readonly ModelProvider[] = ['generic-chat-completion-api', 'anthropic'];
+
+export interface ModelConfig {
+  /**
+   * Chat Completions: e.g. https://api.example.com/v1 (the client appends /chat/completions). Anthropic Messages:
+   * https://api.anthropic.com (no path: the client appends /v1/messages) or an address with a path (it appends /messages).
+   */
+  baseUrl: string;
+  model: string;
+  apiKey?: string;
+  extraHeaders?: Record<string, string>;
+  extraArgs?: Record<string, unknown>;
+  maxOutputTokens?: number;
+  /** Extended thinking with this budget of tokens (Anthropic Messages only). */
+  thinkingBudgetTokens?: number;
+}
+
+/** A retry about to be made, for the agent's log. */
+export interface RetryNotice {
+  /** The attempt that failed (1 for the first call). */
+  attempt: number;
+  delayMs: number;
+  error: ModelError;
+}
+
+export interface CompleteOptions {
+  /** The turn's: once aborted, the call ends and is not retried. */
+  signal?: AbortSignal;
+  /** Each piece of the answer's text as it arrives; the returned answer is whole. */
+  onText?: (delta: string) => void;
+  onRetry?: (notice: RetryNotice) => void;
+}
+
+/** A model behind one API: `complete` sends the conversation and tools and returns the whole answer. */
+export interface ModelApi {
+  readonly provider: ModelProvider;
+  readonly config: ModelConfig;
+  complete(messages: ChatMessage[], tools: ToolSpec[], options?: CompleteOptions): Promise<ModelAnswer>;
+}
+
+/** A model's answer that was not one: an HTTP error, a network error, a malformed body or stream. */
+export class ModelError extends Error {
+  /** The HTTP status of the (last) answer, when there was one. */
+  readonly status?: number;
+  /** Whether trying again may help (429, 5xx, the network) and nothing of the answer was passed on yet. */
+  readonly retryable: boolean;
+  /** What the vendor's `Retry-After` asked for, in milliseconds. */
+  readonly retryAfterMs?: number;
+  /** Calls made before giving up (1 when it was not retried). */
+  readonly attempts: number;
+
+  constructor(message: string, details: { status?: number; retryable?: boolean; retryAfterMs?: number; attempts?: number } = {}) {
+    super(message);
+    this.status = details.status;
+    this.retryable = details.retryable ?? false;
+    this.retryAfterMs = details.retryAfterMs;
+    this.attempts = details.attempts ?? 1;
+  }
+}
+
+/** Statuses worth another try: rate limits, server errors and Anthropic's 529 (overloaded). */
+export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504, 529]);
+
+/** `url` with `suffix` appended to its path, its query kept after it. */
+export function endpoint(baseUrl: string, suffix: string): string {
+  const url = new URL(baseUrl);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}${suffix}`;
+  url.hash = '';
+  return url.href;
+}
