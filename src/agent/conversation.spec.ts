@@ -62,6 +62,18 @@ describe('toChatHistory: stored messages back into the model conversation', () =
     ]);
   });
 
+  it('keeps the signed Anthropic thinking of an answer, for the Messages API to get back, and no other thinking', () => {
+    const history = toChatHistory([
+      text('user', 'Go'),
+      stored('assistant', [
+        { type: 'thinking', thinking: 'signed', signature: 'sig', signatureProvider: 'anthropic' },
+        { type: 'thinking', thinking: 'reasoning', signature: '', signatureProvider: 'generic-chat-completion-api' },
+        { type: 'text', text: 'Done.' },
+      ]),
+    ]);
+    expect(history[1]).toEqual({ role: 'assistant', content: 'Done.', thinking: [{ thinking: 'signed', signature: 'sig' }] });
+  });
+
   it('turns attachments into the lines the model can read', () => {
     const history = toChatHistory([
       stored('user', [
