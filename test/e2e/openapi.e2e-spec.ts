@@ -140,6 +140,7 @@ describe('OpenAPI document', () => {
     'post /api/v0/agent/sessions/{sessionId}/heartbeat': ['200', '400', '401', '403', '404', '409', '422', '429'],
     'post /api/v0/agent/sessions/{sessionId}/end-turn': ['200', '400', '401', '403', '404', '409', '422', '429'],
     'post /api/v0/agent/models/{customModelId}/chat/completions': ['200', '400', '401', '403', '404', '413', '415', '429', '502', '503', '504'],
+    'post /api/v0/agent/models/{customModelId}/messages': ['200', '400', '401', '403', '404', '413', '415', '429', '502', '503', '504'],
     'patch /api/v0/organization/enterprise-controls': ['200', '400', '401', '403', '412', '413', '415', '429'],
     'post /api/v0/computers': ['201', '400', '401', '403', '404', '409', '413', '415', '429'],
     'get /api/v1/analytics/tokens': ['200', '400', '401', '403', '429'],
