@@ -1,0 +1,154 @@
+import { readFileSync } from 'node:fs';
+import { ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import { json, RecordedRequest, RecordingUpstream } from '../utils/recording-upstream';
+import { TestApp } from '../utils/test-app';
+import { agentProcessFixture, Json } from '../utils/fixtures/agent-process';
+
+/** Writes these events as a `text/event-stream`: Anthropic's with their `event:` name, Chat Completions' (no `type`) as data only. */
+function sse(res: ServerResponse, events: Array<Json | string>): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  for (const event of events) {
+    const data = typeof event === 'string' ? event : JSON.stringify(event);
+    res.write(`${typeof event === 'object' && event.type ? `event: ${String(event.type)}\n` : ''}data: ${data}\n\n`);
+  }
+  res.end();
+}
+
+const body = (request: RecordedRequest): Json => JSON.parse(request.body) as Json;
+
+/**
+ * The reference agent as a real process, against the real server and scripted vendors on loopback, with the
+ * organization's custom models through the relay: an Anthropic Messages model that thinks and calls a tool (the
+ * thinking, signed, goes back to it and is stored), and a Chat Completions model that first answers 429.
+ */
+describe('The agent process with custom models of both APIs', () => {
+  const fixture = agentProcessFixture();
+  const { computerWithAgent, say, untilIdle, messages } = fixture;
+  let t: TestApp;
+  const vendor = new RecordingUpstream();
+  beforeAll(async () => {
+    t = fixture.t;
+    await vendor.start();
+  });
+  afterAll(() => vendor.stop());
+  beforeEach(() => (vendor.requests.length = 0));
+
+  it('works with an Anthropic model through the relay: streamed thinking and a tool call, the signed thinking sent back and stored, the usage reported', async () => {
+    const secret = 'sk-ant-team-secret-1234567890';
+    vendor.script((request, res) => {
+      const last = (body(request).messages as Json[]).at(-1)!;
+      const toolTurn = Array.isArray(last.content) && last.content.some((block: Json) => block.type === 'tool_result');
+      if (!toolTurn) {
+        return sse(res, [
+          { type: 'message_start', message: { usage: { input_tokens: 400, cache_read_input_tokens: 0, cache_creation_input_tokens: 1500, output_tokens: 1 } } },
+          { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '' } },
+          { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'A note is a file: ' } },
+          { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'use Create.' } },
+          { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'EuYBCkQYAiJA-signed' } },
+          { type: 'content_block_stop', index: 0 },
+          { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'toolu_01', name: 'Create', input: {} } },
+          { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"file_path": "note.txt", ' } },
+          { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '"content": "from claude\\n"}' } },
+          { type: 'content_block_stop', index: 1 },
+          { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 60 } },
+          { type: 'message_stop' },
+        ]);
+      }
+      return sse(res, [
+        { type: 'message_start', message: { usage: { input_tokens: 30, cache_read_input_tokens: 1500, cache_creation_input_tokens: 0, output_tokens: 1 } } },
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Wrote ' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'note.txt.' } },
+        { type: 'content_block_stop', index: 0 },
+        { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 8 } },
+        { type: 'message_stop' },
+      ]);
+    });
+    const { owner, computerId, workspace, output } = await computerWithAgent({});
+    const customModels = [
+      {
+        id: 'team-claude',
+        model: 'vendor-claude',
+        provider: 'anthropic',
+        baseUrl: `http://127.0.0.1:${vendor.port}/v1`,
+        apiKey: secret,
+        enableThinking: true,
+        thinkingMaxTokens: 2048,
+      },
+    ];
+    await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+    const sessionId = await say(computerId, 'Write a note.');
+    const session = await untilIdle(sessionId, output);
+
+    expect(readFileSync(join(workspace, 'note.txt'), 'utf8')).toBe('from claude\n');
+    const all = await messages(sessionId);
+    expect(all.map((m) => [m.role, m.modelId ?? null])).toEqual([
+      ['user', null],
+      ['assistant', 'team-claude'],
+      ['tool', null],
+      ['assistant', 'team-claude'],
+    ]);
+    expect(all[1].content).toEqual([
+      { type: 'thinking', thinking: 'A note is a file: use Create.', signature: 'EuYBCkQYAiJA-signed', signatureProvider: 'anthropic' },
+      { type: 'tool_use', id: 'toolu_01', name: 'Create', input: { file_path: 'note.txt', content: 'from claude\n' } },
+    ]);
+    expect(all[2].content[0]).toMatchObject({ type: 'tool_result', toolUseId: 'toolu_01', isError: false });
+    expect(all[3].content).toEqual([{ type: 'text', text: 'Wrote note.txt.' }]);
+    expect(session.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 430, cacheCreationTokens: 1500, cacheReadTokens: 1500, outputTokens: 68 });
+
+    // What reached the vendor: the Messages API, the key as x-api-key, thinking on, and the signed thinking back first.
+    expect(vendor.requests).toHaveLength(2);
+    const [first, second] = vendor.requests;
+    expect(first.path).toBe('/v1/messages');
+    expect(first.headers).toMatchObject({ 'x-api-key': secret, 'anthropic-version': '2023-06-01' });
+    expect(first.headers.authorization).toBeUndefined();
+    expect(body(first)).toMatchObject({
+      model: 'vendor-claude',
+      max_tokens: 8192,
+      stream: true,
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+      system: expect.stringContaining('You are a coding agent'),
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Write a note.' }] }],
+    });
+    expect((body(first).tools as Json[]).find((tool) => tool.name === 'Create')).toMatchObject({ input_schema: { type: 'object' } });
+    expect((body(second).messages as Json[]).slice(1)).toEqual([
+      {
+        role: 'assistant',
+        content: [
+          { type: 'thinking', thinking: 'A note is a file: use Create.', signature: 'EuYBCkQYAiJA-signed' },
+          { type: 'tool_use', id: 'toolu_01', name: 'Create', input: { file_path: 'note.txt', content: 'from claude\n' } },
+        ],
+      },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_01', content: expect.any(String) }] },
+    ]);
+    expect(output()).not.toContain(secret);
+  });
+
+  it('waits as a Chat Completions model’s 429 asks (Retry-After, through the relay) and then takes its streamed answer', async () => {
+    vendor.script((request, res) =>
+      vendor.requests.length === 1
+        ? json(res, 429, { error: { message: 'Rate limit reached' } }, { 'retry-after': '1' })
+        : sse(res, [
+            { choices: [{ index: 0, delta: { role: 'assistant', content: 'Hello ' } }] },
+            { choices: [{ index: 0, delta: { content: 'again.' }, finish_reason: 'stop' }] },
+            { choices: [], usage: { prompt_tokens: 90, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 40 } } },
+            '[DONE]',
+          ]),
+    );
+    const { owner, computerId, output } = await computerWithAgent({});
+    const customModels = [{ id: 'team-gpt', model: 'vendor-gpt', baseUrl: `http://127.0.0.1:${vendor.port}/v1`, apiKey: 'sk-team-0123456789' }];
+    await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+    const sessionId = await say(computerId, 'Say hello.');
+    const session = await untilIdle(sessionId, output);
+
+    const all = await messages(sessionId);
+    expect(all.map((m) => m.role)).toEqual(['user', 'assistant']);
+    expect(all[1].content).toEqual([{ type: 'text', text: 'Hello again.' }]);
+    expect(session.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 50, cacheReadTokens: 40, outputTokens: 7 });
+    expect(vendor.requests).toHaveLength(2);
+    expect(vendor.requests.every((request) => request.path === '/v1/chat/completions')).toBe(true);
+    expect(body(vendor.requests[1])).toMatchObject({ model: 'vendor-gpt', stream: true, stream_options: { include_usage: true } });
+    expect(output()).toMatch(/model call 1 failed \(.*answered 429.*\); retrying in 1000 ms/);
+  });
+});
