@@ -126,7 +126,7 @@ describe('The agent process with custom models of both APIs', () => {
   });
 
   it('waits as a Chat Completions model’s 429 asks (Retry-After, through the relay) and then takes its streamed answer', async () => {
-    vendor.script((request, res) =>
+    vendor.script((_, res) =>
       vendor.requests.length === 1
         ? json(res, 429, { error: { message: 'Rate limit reached' } }, { 'retry-after': '1' })
         : sse(res, [
