@@ -65,7 +65,7 @@ type Block =
   | { type: 'text'; text: string }
   | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content: string };
+  | { type: 'tool_result'; tool_use_id: string; content?: string };
 
 interface MessagesMessage {
   role: 'user' | 'assistant';
@@ -88,7 +88,9 @@ export function toMessages(messages: ChatMessage[]): MessagesMessage[] {
   for (const message of messages) {
     if (message.role === 'system') continue;
     if (message.role === 'user') add('user', message.content ? [{ type: 'text', text: message.content }] : []);
-    else if (message.role === 'tool') add('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id, content: message.content }]);
+    // An empty result goes without content: the API refuses empty text.
+    else if (message.role === 'tool')
+      add('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id, ...(message.content ? { content: message.content } : {}) }]);
     else if (message.role === 'assistant') {
       add('assistant', [
         ...(message.thinking ?? []).map((block): Block => ({ type: 'thinking', thinking: block.thinking, signature: block.signature })),
