@@ -51,14 +51,10 @@ function main(): void {
   mkdirSync(workspace, { recursive: true });
   const log = (line: string) => console.log(`[agent ${new Date().toISOString()}] ${line}`);
   const maxOutputTokens = Number(env.AGENT_MODEL_MAX_OUTPUT_TOKENS ?? 0) || undefined;
+  const provider = env.AGENT_MODEL_PROVIDER === 'anthropic' ? 'anthropic' : 'generic-chat-completion-api';
   const model =
     env.AGENT_MODEL_BASE_URL && env.AGENT_MODEL
-      ? modelClient(env.AGENT_MODEL_PROVIDER === 'anthropic' ? 'anthropic' : 'generic-chat-completion-api', {
-          baseUrl: env.AGENT_MODEL_BASE_URL,
-          model: env.AGENT_MODEL,
-          apiKey: env.AGENT_MODEL_API_KEY || undefined,
-          maxOutputTokens,
-        })
+      ? modelClient(provider, { baseUrl: env.AGENT_MODEL_BASE_URL, model: env.AGENT_MODEL, apiKey: env.AGENT_MODEL_API_KEY || undefined, maxOutputTokens })
       : null;
   if (!model) log("no model of its own (AGENT_MODEL_BASE_URL, AGENT_MODEL): it uses the organization's custom models through the server, if any");
   const stateDir = resolve(env.AGENT_STATE_DIR ?? join(homedir(), '.agent-platform'));

@@ -125,6 +125,32 @@ describe('The agent process with custom models of both APIs', () => {
     expect(output()).not.toContain(secret);
   });
 
+  it('uses its own Anthropic model with AGENT_MODEL_PROVIDER=anthropic: /v1/messages under a base URL without a path, its key as x-api-key', async () => {
+    vendor.script((_, res) =>
+      sse(res, [
+        { type: 'message_start', message: { usage: { input_tokens: 11, output_tokens: 1 } } },
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi.' } },
+        { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 2 } },
+      ]),
+    );
+    const { computerId, output } = await computerWithAgent({
+      AGENT_MODEL_PROVIDER: 'anthropic',
+      AGENT_MODEL_BASE_URL: `http://127.0.0.1:${vendor.port}`,
+      AGENT_MODEL: 'own-claude',
+      AGENT_MODEL_API_KEY: 'sk-ant-own',
+      AGENT_MODEL_MAX_OUTPUT_TOKENS: '1000',
+    });
+    const sessionId = await say(computerId, 'Hello');
+    const session = await untilIdle(sessionId, output);
+    expect((await messages(sessionId))[1]).toMatchObject({ modelId: 'own-claude', content: [{ type: 'text', text: 'Hi.' }] });
+    expect(session.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 11, outputTokens: 2 });
+    expect(vendor.requests[0].path).toBe('/v1/messages');
+    expect(vendor.requests[0].headers).toMatchObject({ 'x-api-key': 'sk-ant-own', 'anthropic-version': '2023-06-01' });
+    expect(body(vendor.requests[0])).toMatchObject({ model: 'own-claude', max_tokens: 1000, stream: true });
+    expect(body(vendor.requests[0]).thinking).toBeUndefined();
+  });
+
   it('waits as a Chat Completions model’s 429 asks (Retry-After, through the relay) and then takes its streamed answer', async () => {
     vendor.script((_, res) =>
       vendor.requests.length === 1
