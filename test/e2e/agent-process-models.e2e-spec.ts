@@ -177,4 +177,20 @@ describe('The agent process with custom models of both APIs', () => {
     expect(body(vendor.requests[1])).toMatchObject({ model: 'vendor-gpt', stream: true, stream_options: { include_usage: true } });
     expect(output()).toMatch(/model call 1 failed \(.*answered 429.*\); retrying in 1000 ms/);
   });
+
+  it('gives up on a model that keeps answering 503, and the session says how often it was retried and the last status', async () => {
+    // Retry-After: 0 lets the retries come at once.
+    vendor.script((_, res) => json(res, 503, { error: { message: 'Service unavailable' } }, { 'retry-after': '0' }));
+    const { owner, computerId, output } = await computerWithAgent({});
+    const customModels = [{ id: 'team-down', model: 'vendor-down', baseUrl: `http://127.0.0.1:${vendor.port}/v1` }];
+    await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+    const sessionId = await say(computerId, 'Hello?');
+    await untilIdle(sessionId, output);
+    const all = await messages(sessionId);
+    expect(all.map((m) => m.role)).toEqual(['user', 'system']);
+    expect(all[1].content[0].text).toMatch(
+      /^The model failed \(retried 5 times\): .*answered 503.*Service unavailable.*gave up after 6 attempts; last: status 503/s,
+    );
+    expect(vendor.requests).toHaveLength(6);
+  });
 });
