@@ -628,7 +628,11 @@ export function toChatHistory(stored: Message[]): ChatMessage[] {
       );
       calls.forEach((c) => called.add(c.id));
       const thinking = message.content.flatMap((b) =>
-        b.type === 'thinking' && b.signatureProvider === 'anthropic' && b.signature ? [{ thinking: b.thinking, signature: b.signature }] : [],
+        b.type === 'thinking' && b.signatureProvider === 'anthropic' && b.signature
+          ? [{ thinking: b.thinking, signature: b.signature }]
+          : b.type === 'redacted_thinking'
+            ? [{ thinking: '', signature: '', redacted: b.data }]
+            : [],
       );
       if (text || calls.length)
         history.push({ role: 'assistant', content: text || null, ...(calls.length ? { tool_calls: calls } : {}), ...(thinking.length ? { thinking } : {}) });
@@ -670,7 +674,11 @@ function assistantMessage(model: string, answer: ModelAnswer): AgentMessage {
   const { text, toolCalls: calls, reasoning } = answer;
   const content: AgentMessage['content'] = [];
   for (const block of answer.thinking ?? [])
-    content.push({ type: 'thinking', thinking: block.thinking, signature: block.signature, signatureProvider: 'anthropic' });
+    content.push(
+      block.redacted !== undefined
+        ? { type: 'redacted_thinking', data: block.redacted }
+        : { type: 'thinking', thinking: block.thinking, signature: block.signature, signatureProvider: 'anthropic' },
+    );
   if (reasoning) content.push({ type: 'thinking', thinking: reasoning.content, signature: '', signatureProvider: 'generic-chat-completion-api' });
   if (text) content.push({ type: 'text', text });
   for (const call of calls) {

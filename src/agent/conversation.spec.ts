@@ -67,11 +67,19 @@ describe('toChatHistory: stored messages back into the model conversation', () =
       text('user', 'Go'),
       stored('assistant', [
         { type: 'thinking', thinking: 'signed', signature: 'sig', signatureProvider: 'anthropic' },
+        { type: 'redacted_thinking', data: 'opaque' },
         { type: 'thinking', thinking: 'reasoning', signature: '', signatureProvider: 'generic-chat-completion-api' },
         { type: 'text', text: 'Done.' },
       ]),
     ]);
-    expect(history[1]).toEqual({ role: 'assistant', content: 'Done.', thinking: [{ thinking: 'signed', signature: 'sig' }] });
+    expect(history[1]).toEqual({
+      role: 'assistant',
+      content: 'Done.',
+      thinking: [
+        { thinking: 'signed', signature: 'sig' },
+        { thinking: '', signature: '', redacted: 'opaque' },
+      ],
+    });
   });
 
   it('turns attachments into the lines the model can read', () => {

@@ -145,6 +145,7 @@ describe('AnthropicMessagesClient against a scripted vendor', () => {
         role: 'assistant',
         content: [
           { type: 'thinking', thinking: 'Hmm.', signature: 'sig-2' },
+          { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va' },
           { type: 'text', text: 'Calling.' },
           { type: 'tool_use', id: 'toolu_9', name: 'Read', input: { file_path: 'b' } },
         ],
@@ -152,14 +153,25 @@ describe('AnthropicMessagesClient against a scripted vendor', () => {
         usage: { input_tokens: 12, output_tokens: 34, cache_read_input_tokens: 5, cache_creation_input_tokens: 6 },
       }),
     );
-    expect(await client({ maxOutputTokens: 1000 }).complete(conversation, tools)).toEqual({
+    const answer = await client({ maxOutputTokens: 1000 }).complete(conversation, tools);
+    expect(answer).toEqual({
       text: 'Calling.',
       toolCalls: [{ id: 'toolu_9', type: 'function', function: { name: 'Read', arguments: '{"file_path":"b"}' } }],
-      thinking: [{ thinking: 'Hmm.', signature: 'sig-2' }],
+      thinking: [
+        { thinking: 'Hmm.', signature: 'sig-2' },
+        { thinking: '', signature: '', redacted: 'EmwKAhgBEgy3va' },
+      ],
       usage: { inputTokens: 12, cacheReadTokens: 5, cacheCreationTokens: 6, outputTokens: 34, thinkingTokens: 0 },
       finishReason: 'tool_use',
     });
     expect(JSON.parse(vendor.requests[0].body).max_tokens).toBe(1000);
+
+    // Redacted thinking goes back as it came, in its place.
+    await client().complete([...conversation, { role: 'assistant', content: answer.text, tool_calls: answer.toolCalls, thinking: answer.thinking }], tools);
+    expect(JSON.parse(vendor.requests[1].body).messages[1].content.slice(0, 2)).toEqual([
+      { type: 'thinking', thinking: 'Hmm.', signature: 'sig-2' },
+      { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va' },
+    ]);
   });
 
   it('makes max_tokens larger than a thinking budget that is not below it, as the API requires', async () => {

@@ -64,6 +64,7 @@ export function messagesUrl(baseUrl: string): string {
 type Block =
   | { type: 'text'; text: string }
   | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
   | { type: 'tool_result'; tool_use_id: string; content?: string };
 
@@ -93,7 +94,11 @@ export function toMessages(messages: ChatMessage[]): MessagesMessage[] {
       add('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id, ...(message.content ? { content: message.content } : {}) }]);
     else if (message.role === 'assistant') {
       add('assistant', [
-        ...(message.thinking ?? []).map((block): Block => ({ type: 'thinking', thinking: block.thinking, signature: block.signature })),
+        ...(message.thinking ?? []).map((block): Block =>
+          block.redacted !== undefined
+            ? { type: 'redacted_thinking', data: block.redacted }
+            : { type: 'thinking', thinking: block.thinking, signature: block.signature },
+        ),
         ...(message.content ? [{ type: 'text' as const, text: message.content }] : []),
         ...(message.tool_calls ?? []).map((call): Block => ({ type: 'tool_use', id: call.id, name: call.function.name, input: inputOf(call) })),
       ]);
@@ -197,6 +202,7 @@ class Answer {
   block(block: ContentBlock): void {
     if (block.type === 'text') this.text += block.text ?? '';
     else if (block.type === 'thinking') this.thinking.push({ thinking: block.thinking ?? '', signature: block.signature ?? '' });
+    else if (block.type === 'redacted_thinking') this.thinking.push({ thinking: '', signature: '', redacted: block.data ?? '' });
     else if (block.type === 'tool_use' && block.id && block.name)
       this.toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
   }
@@ -236,6 +242,8 @@ interface ContentBlock {
   id?: string;
   name?: string;
   input?: unknown;
+  /** A `redacted_thinking` block's. */
+  data?: string;
 }
 
 interface StreamedBlock extends ContentBlock {

@@ -18,6 +18,8 @@ export type ChatMessage =
 export interface ThinkingBlock {
   thinking: string;
   signature: string;
+  /** The data of a `redacted_thinking` block (thinking and signature then empty): sent back as it came, too. */
+  redacted?: string;
 }
 
 export interface ToolCall {
