@@ -77,7 +77,7 @@ describe('MCP servers in the controls, and the MCP relay (e2e)', () => {
   it("lets an agent's MCP client use the server through the relay, which alone adds the secret header; no answer holds a secret", async () => {
     await change({ mcpServers: [remote(), local()] }).expect(200);
     const { client, transport } = await connect(agent);
-    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['echo', 'add', 'env', 'fail', 'drop_tables']);
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['echo', 'add', 'env', 'write_file', 'fail', 'drop_tables']);
     expect(await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } })).toEqual({ content: [{ type: 'text', text: '5' }] });
     expect(await client.callTool({ name: 'fail', arguments: {} })).toMatchObject({ isError: true, content: [{ text: 'it failed on purpose' }] });
     const session = transport.sessionId;
