@@ -164,4 +164,65 @@ describe('The agent process with MCP servers', () => {
       await model.stop();
     }
   });
+
+  it("applies the session's settings: subagents get the MCP tools, autonomyLevel and mcpAutonomyOverrides, disabledToolIds, and spec mode offers none", async () => {
+    const model = new ScriptedModel((request) => {
+      const messages = request.messages as Json[];
+      const last = messages[messages.length - 1];
+      const subagent = /subagent/.test(messages[0].content as string);
+      if (subagent && last.role === 'user')
+        return completion({ tool_calls: [call('s1', 'mcp__remote__add', { a: 4, b: 5 }), call('s2', 'mcp__echo__echo', { text: 'no' })] });
+      if (subagent)
+        return completion({
+          content: `sub saw: ${messages
+            .filter((m) => m.role === 'tool')
+            .map((m) => m.content)
+            .join(' | ')}`,
+        });
+      if (last.role === 'user' && last.content === 'Delegate.')
+        return completion({ tool_calls: [call('t1', 'Task', { description: 'add', prompt: 'Add 4 and 5.' })] });
+      return completion({ content: 'Done.' });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      await fixture.t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { mcpServers: servers(), mcpAutonomyOverrides: { remote: 'medium' } } })
+        .expect(200);
+      const session = await fixture.t
+        .http()
+        .post('/api/v0/sessions')
+        .set(owner.auth)
+        .send({ computerId, sessionSettings: { autonomyLevel: 'medium', disabledToolIds: ['mcp__remote__fail'] } })
+        .expect(201);
+      const sessionId = session.body.sessionId as string;
+      await fixture.t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Delegate.' }).expect(200);
+      await untilIdle(sessionId, output);
+
+      expect(offered(model.requests[0])).toEqual(expect.arrayContaining(['mcp__echo__echo', 'mcp__remote__add']));
+      expect(offered(model.requests[0])).not.toContain('mcp__remote__fail');
+      const sub = model.requests.find((request) => /subagent/.test(request.messages[0].content as string))!;
+      expect(offered(sub)).toEqual(expect.arrayContaining(['mcp__echo__echo', 'mcp__remote__add']));
+      // medium: the remote server's tools (override medium) run; the echo server's (no override: high) are refused.
+      const task = (await messages(sessionId)).filter((m) => m.role === 'tool').pop()!.content[0] as Json;
+      expect(task).toMatchObject({ toolUseId: 't1', isError: false });
+      expect(task.content).toMatch(/^sub saw: 9 \| Refused by the session's autonomyLevel medium: the tools of the MCP server echo need high/);
+
+      // Spec mode: only the tools that read, no MCP tools.
+      await fixture.t
+        .http()
+        .patch(`/api/v0/sessions/${sessionId}`)
+        .set(owner.auth)
+        .send({ sessionSettings: { interactionMode: 'spec' } })
+        .expect(200);
+      await fixture.t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Plan.' }).expect(200);
+      await untilIdle(sessionId, output);
+      expect(offered(model.requests.at(-1)!)).toEqual(['Read', 'LS', 'Glob', 'Grep', 'Task']);
+    } finally {
+      await model.stop();
+    }
+  });
 });
