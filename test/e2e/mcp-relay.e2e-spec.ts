@@ -80,6 +80,10 @@ describe('MCP servers in the controls, and the MCP relay (e2e)', () => {
     expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['echo', 'add', 'env', 'write_file', 'fail', 'drop_tables']);
     expect(await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } })).toEqual({ content: [{ type: 'text', text: '5' }] });
     expect(await client.callTool({ name: 'fail', arguments: {} })).toMatchObject({ isError: true, content: [{ text: 'it failed on purpose' }] });
+    // A server that quotes a header value back (here, by echoing it) has it masked on the way to the agent.
+    expect(await client.callTool({ name: 'echo', arguments: { text: `the key is ${HEADER_SECRET}` } })).toEqual({
+      content: [{ type: 'text', text: 'echo: the key is ****6789' }],
+    });
     const session = transport.sessionId;
     expect(session).toEqual(expect.any(String));
     await transport.terminateSession();
