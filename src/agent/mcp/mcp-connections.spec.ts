@@ -118,6 +118,13 @@ describe('McpConnections (stdio)', () => {
     expect(launches).toBe(4);
   });
 
+  it("reports a server that fails to start with the end of what it wrote to stderr, and offers the others' tools", async () => {
+    launch = { command: process.execPath, args: ['-e', 'console.error("cannot open the database"); process.exit(3)'], env: {} };
+    const { tools, problems } = await connections.toolset(policy());
+    expect(tools).toEqual([]);
+    expect(problems).toEqual([expect.stringMatching(/MCP server local is unavailable for this turn.*its stderr ends: cannot open the database/s)]);
+  });
+
   it('closes and forgets a server the policy no longer allows, and reports a launch the platform refuses', async () => {
     await run('env', { name: 'FIXTURE_TOKEN' });
     const { tools } = await connections.toolset(policy({ mcpPolicy: { enabled: true, allowlist: ['other'] } }));

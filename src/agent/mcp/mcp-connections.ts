@@ -65,20 +65,28 @@ export class McpConnections {
   async toolset(policy: AgentPolicy, disabledToolIds: readonly string[] = []): Promise<McpToolset> {
     const servers = usableMcpServers(policy);
     for (const name of [...this.connections.keys()]) if (!servers.some((server) => server.name === name)) await this.drop(name);
+    // Connected side by side (one slow server does not hold up the others), offered in the policy's order.
+    const outcomes = await Promise.all(
+      servers.map((server) =>
+        this.listed(server, policy).then(
+          (listed) => ({ listed }),
+          (error: Error) => ({ error }),
+        ),
+      ),
+    );
     const taken = new Set<string>();
     const toolset: McpToolset = { tools: [], problems: [] };
-    for (const server of servers) {
-      try {
-        const listed = await this.listed(server, policy);
-        toolset.tools.push(...offeredTools(server, listed, disabledToolIds, taken));
-      } catch (error) {
-        const connection = this.connections.get(server.name);
-        const stderr = connection?.stderr.text.trim();
-        await this.drop(server.name);
-        const why = `${(error as Error).message}${stderr ? `; its stderr ends: ${stderr.slice(-500)}` : ''}`;
-        this.options.log(`MCP server ${server.name} is unavailable: ${why}`);
-        toolset.problems.push(`The MCP server ${server.name} is unavailable for this turn, so its tools are not offered: ${why}`);
+    for (const [index, server] of servers.entries()) {
+      const outcome = outcomes[index];
+      if ('listed' in outcome) {
+        toolset.tools.push(...offeredTools(server, outcome.listed, disabledToolIds, taken));
+        continue;
       }
+      const stderr = this.connections.get(server.name)?.stderr.text.trim();
+      await this.drop(server.name);
+      const why = `${outcome.error.message}${stderr ? `; its stderr ends: ${stderr.slice(-500)}` : ''}`;
+      this.options.log(`MCP server ${server.name} is unavailable: ${why}`);
+      toolset.problems.push(`The MCP server ${server.name} is unavailable for this turn, so its tools are not offered: ${why}`);
     }
     return toolset;
   }
@@ -140,7 +148,9 @@ export class McpConnections {
     } catch (error) {
       await client.close().catch(() => undefined);
       await cleanup();
-      throw error;
+      // What a server that failed to start said is the best clue to why.
+      const said = stderr.text.trim();
+      throw new Error(`${(error as Error).message}${said ? `; its stderr ends: ${said.slice(-500)}` : ''}`);
     }
     return connection;
   }
