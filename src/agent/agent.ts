@@ -11,6 +11,8 @@ import { AllowedIps } from './sandbox/network-policy';
 import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
 import { ApprovalRules, approvalNeeded, callSummary } from './tools/approval';
 import { autonomyRefusal } from './tools/autonomy';
+import { McpConnections } from './mcp/mcp-connections';
+import { mcpAutonomyRefusal, McpTool } from './mcp/mcp-tools';
 
 /** Model calls one turn may make before it is ended (a loop that never stops is a bug, not work). */
 export const MAX_STEPS_PER_TURN = 50;
@@ -63,8 +65,13 @@ export class Agent {
   /** Aborted by `stop()`: ends a claim that is waiting for work. */
   private readonly stopSignal = new AbortController();
   private current: AbortController | null = null;
+  /** The organization's MCP servers, connected once and kept across turns (through the platform, so only with it). */
+  private readonly mcp: McpConnections | null;
 
-  constructor(private readonly options: AgentOptions) {}
+  constructor(private readonly options: AgentOptions) {
+    const { relay, workspace, log } = options;
+    this.mcp = relay ? new McpConnections({ platformUrl: relay.url, token: relay.token, workspace, log }) : null;
+  }
 
   /** Takes and does work until `stop()`; network trouble and server restarts only pause it. */
   async run(hostname: string): Promise<void> {
@@ -95,6 +102,7 @@ export class Agent {
     this.stopping = true;
     this.stopSignal.abort();
     this.current?.abort();
+    void this.mcp?.close();
   }
 
   /** One turn: the model and its tools until an answer without tool calls, then the end of the turn. */
@@ -149,8 +157,9 @@ export class Agent {
         await hooks.fire('Notification', { message: refusal ?? NO_MODEL });
       } else {
         const approvalRules = [policy.toolApproval, settings.toolApproval];
+        const mcpTools = await this.mcpTools(work, policy, settings, spec);
         const ending = await this.work(
-          { work, signal: abort.signal, hooks, model, policy, spec, autonomyLevel: settings.autonomyLevel, approvalRules },
+          { work, signal: abort.signal, hooks, model, policy, spec, autonomyLevel: settings.autonomyLevel, approvalRules, mcpTools },
           history,
         );
         if (ending) await hooks.fire('Notification', { message: ending });
@@ -197,7 +206,8 @@ export class Agent {
     const { work, signal, hooks, model, policy } = turn;
     const workspaceTools = turn.spec ? WORKSPACE_TOOLS.filter((tool) => READ_ONLY_TOOLS.has(tool.name)) : WORKSPACE_TOOLS;
     const tools = subagent ? workspaceTools : [...workspaceTools, TASK_TOOL];
-    const specs: ToolSpec[] = tools.map((tool) => ({
+    const mcpTools = new Map(turn.mcpTools.map((tool) => [tool.name, tool]));
+    const specs: ToolSpec[] = [...tools, ...turn.mcpTools].map((tool) => ({
       type: 'function',
       function: { name: tool.name, description: tool.description, parameters: tool.parameters },
     }));
@@ -236,9 +246,12 @@ export class Agent {
         const input = parseArguments(call);
         const pre = await hooks.fire('PreToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_use_id: call.id }, call);
         let result: ToolResult;
-        const autonomy = autonomyRefusal(turn.autonomyLevel, call.function.name, input);
+        const mcpTool = mcpTools.get(call.function.name);
+        const autonomy = mcpTool
+          ? mcpAutonomyRefusal(turn.autonomyLevel, mcpTool.server, policy.mcpAutonomyOverrides)
+          : autonomyRefusal(turn.autonomyLevel, call.function.name, input);
         // Only a call that would run is put to a person: not one refused anyway, nor one of a tool unknown or not offered.
-        const runnable = tools.some((tool) => tool.name === call.function.name) && input !== null;
+        const runnable = (tools.some((tool) => tool.name === call.function.name) || mcpTool !== undefined) && input !== null;
         const approval = runnable ? approvalNeeded(turn.approvalRules, call.function.name, input) : null;
         const refused = signal.aborted || pre?.blocked || autonomy || !approval ? null : await this.approve(turn, call, input);
         if (signal.aborted) result = { isError: true, content: 'Not run: the turn was interrupted or stopped first.' };
@@ -246,6 +259,10 @@ export class Agent {
         else if (autonomy) result = { isError: true, content: autonomy };
         else if (refused) result = refused;
         else if (call.function.name === TASK_TOOL.name && !subagent) result = await this.task(turn, input);
+        else if (mcpTool && this.mcp)
+          result = input
+            ? await this.mcp.call(mcpTool, input, signal)
+            : { isError: true, content: `The arguments of ${call.function.name} must be a JSON object.` };
         else if (!tools.some((tool) => tool.name === call.function.name) && toolNamed(call.function.name))
           result = {
             isError: true,
@@ -312,6 +329,18 @@ export class Agent {
       if (signal.aborted) return { isError: true, content: 'Not run: the turn was interrupted while the call waited for approval.' };
       throw error;
     }
+  }
+
+  /**
+   * The MCP tools of the turn: none in spec mode (it offers tools that read only, and an MCP tool's
+   * effects are unknown); else those of every server the policy lets the agent use, less the session's
+   * `disabledToolIds`. A server that fails is said in the session and offers nothing; the turn goes on.
+   */
+  private async mcpTools(work: Work, policy: AgentPolicy, settings: SessionSettings, spec: boolean): Promise<McpTool[]> {
+    if (spec || !this.mcp) return [];
+    const { tools, problems } = await this.mcp.toolset(policy, settings.disabledToolIds ?? []);
+    for (const problem of problems) await this.say(work, problem);
+    return tools;
   }
 
   /**
@@ -575,6 +604,8 @@ interface TurnContext {
   autonomyLevel: SessionSettings['autonomyLevel'];
   /** The organization's and the session's `toolApproval`: the calls a person must approve first. */
   approvalRules: Array<ApprovalRules | undefined>;
+  /** The tools of the organization's MCP servers offered this turn (none in spec mode), to the agent and its subagents. */
+  mcpTools: McpTool[];
 }
 
 /** What spec mode leaves the model (and its subagents): the tools that change nothing. */

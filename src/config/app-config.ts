@@ -64,6 +64,11 @@ export class AppConfig extends withSettings() {
     return hostList(this.MODEL_RELAY_ALLOWED_HOSTS);
   }
 
+  /** MCP_RELAY_ALLOWED_HOSTS as a list (empty when unset). */
+  get mcpRelayAllowedHosts(): string[] {
+    return hostList(this.MCP_RELAY_ALLOWED_HOSTS);
+  }
+
   /** WEBHOOK_ALLOWED_HOSTS as a list (empty when unset). */
   get webhookAllowedHosts(): string[] {
     return hostList(this.WEBHOOK_ALLOWED_HOSTS);

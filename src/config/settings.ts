@@ -267,6 +267,14 @@ export const SETTINGS = {
    */
   MODEL_RELAY_ALLOWED_HOSTS: { type: 'string', pattern: HOST_LIST, 'x-must-be': HOST_LIST_MUST_BE },
 
+  /**
+   * Hosts the MCP relay may reach although their addresses are not public: MCP servers on a private
+   * network or on this machine. The same form and matching as OUTBOUND_ALLOWED_HOSTS, a list of its own.
+   * The MCP relay shares MODEL_RELAY_TIMEOUT_MS, MODEL_RELAY_MAX_RESPONSE_BYTES and the per-computer
+   * MODEL_RELAY_CONCURRENCY_PER_COMPUTER with the model relay. Unset: none.
+   */
+  MCP_RELAY_ALLOWED_HOSTS: { type: 'string', pattern: HOST_LIST, 'x-must-be': HOST_LIST_MUST_BE },
+
   /** How long one relayed chat completion may take, streamed or not (models can think for minutes). */
   MODEL_RELAY_TIMEOUT_MS: { type: 'integer', minimum: 100, default: 600_000 },
 

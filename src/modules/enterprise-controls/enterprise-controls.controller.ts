@@ -39,7 +39,7 @@ export class EnterpriseControlsController {
     summary: 'Read the enterprise controls',
     description:
       'Not in the spec; added. The settings in force: the latest revision, or revision 0 (the defaults) before the first change. ' +
-      "Custom models' `apiKey` values are masked. `ETag` names the revision, for `If-Match` on a change.",
+      "Secrets (custom models' keys, header values and cloud credentials; MCP servers' `headers` and `env` values) are masked. `ETag` names the revision, for `If-Match` on a change.",
   })
   @ApiOkResponse({ schema: ref('EnterpriseControls'), headers: { ETag: { description: 'The revision, quoted: `"3"`.', schema: { type: 'string' } } } })
   async read(@CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) reply: FastifyReply): Promise<ControlsView> {
@@ -126,7 +126,8 @@ export class AgentPolicyController {
     description:
       'The enterprise controls an agent working for the caller must obey (commands, sandbox, network, MCP, plugins, models), as one document. ' +
       "Accepts computers' agent tokens (the policy of the computer's owner) and the credentials of owners, managers and members; guests get 403. " +
-      "Custom models' secrets (`apiKey`, `extraHeaders` values, the credentials of `cloudModelConfig`) are masked here too.",
+      "Custom models' secrets (`apiKey`, `extraHeaders` values, the credentials of `cloudModelConfig`) and MCP servers' `headers` and `env` values are masked here too; " +
+      '`mcpServers` is `[]` when the organization defines none.',
   })
   @ApiOkResponse({ schema: ref('AgentPolicy') })
   policy(@CurrentPrincipal() principal: Principal): Promise<AgentPolicyView> {

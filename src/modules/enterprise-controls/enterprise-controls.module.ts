@@ -4,9 +4,11 @@ import { AuthModule, OrganizationControlsReader } from '../auth';
 import { SessionRules, SessionsModule } from '../sessions';
 import { EnterpriseControlsReader, EnterpriseSessionRules } from './enterprise-controls.contracts';
 import { AgentPolicyController, EnterpriseControlsController } from './enterprise-controls.controller';
+import { McpRelayController } from './mcp-relay.controller';
 import { EnterpriseControlsRepository } from './enterprise-controls.repository';
 import { EnterpriseControlsService } from './enterprise-controls.service';
 import { ModelRelay } from './relay/model-relay';
+import { McpRelay } from './relay/mcp-relay';
 
 /**
  * Global for the contracts it fulfils: Auth's OrganizationControlsReader and Sessions' SessionRules
@@ -15,11 +17,12 @@ import { ModelRelay } from './relay/model-relay';
 @Global()
 @Module({
   imports: [AuthModule, SessionsModule],
-  controllers: [EnterpriseControlsController, AgentPolicyController],
+  controllers: [EnterpriseControlsController, AgentPolicyController, McpRelayController],
   providers: [
     EnterpriseControlsRepository,
     EnterpriseControlsService,
     ModelRelay,
+    McpRelay,
     SecretBox,
     { provide: OrganizationControlsReader, useClass: EnterpriseControlsReader },
     { provide: SessionRules, useClass: EnterpriseSessionRules },

@@ -10,17 +10,20 @@ import { InFlight } from '../../platform/rate-limit/in-flight';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { logSecurityEvent } from '../../platform/logging/security-log';
 import { eventActorOf, OrganizationsService, Principal, securityActorOf } from '../auth';
-import { extraHeaderProblems, mapSecrets, restoreMaskedSecrets, secretAt, secretsOf } from './domain/model-secrets';
+import { extraHeaderProblems, restoreMaskedSecrets, secretsOf } from './domain/model-secrets';
+import { mcpPolicyRefusal, mcpSecretsOf, mcpServerProblems, restoreMaskedMcpSecrets } from './domain/mcp-servers';
+import { mapSettingsSecrets, SecretLocation, secretAtLocation } from './domain/settings-secrets';
 import { EnterpriseControlsError, EnterpriseControlsErrorCode } from './domain/enterprise-controls.errors';
 import { applyMergePatch, nulledPaths } from './domain/merge-patch';
 import { checkModel, effectiveModelPolicy } from './domain/model-policy';
-import { CustomModel, CustomModelProvider, defaultSettings, EnterpriseSettings, SETTINGS_LIMITS } from './domain/settings';
+import { CustomModel, CustomModelProvider, defaultSettings, EnterpriseSettings, McpServer, SETTINGS_LIMITS } from './domain/settings';
 import { diffSettings, maskSettings } from './domain/settings-diff';
 import { normalizeSettingsUrls } from './domain/settings-urls';
 import { ControlChangeView, ControlRevisionView, ControlsView, toChangeView } from './domain/views';
 import { AGENT_POLICY_FIELDS, AgentPolicyView } from './domain/agent-policy';
 import { EnterpriseControlsRepository, RetentionPolicy } from './enterprise-controls.repository';
 import { ModelRelay, RelayAnswer, RelayFailure, RelayFailureReason } from './relay/model-relay';
+import { McpRelay, McpRelayAnswer, McpRelayRequest } from './relay/mcp-relay';
 import { ControlRevisionEntity } from './entities';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
 
@@ -50,6 +53,7 @@ export class EnterpriseControlsService {
     private readonly organizations: OrganizationsService,
     private readonly events: EventLog,
     private readonly relay: ModelRelay,
+    private readonly mcpRelay: McpRelay,
     private readonly config: AppConfig,
   ) {
     this.cache =
@@ -159,6 +163,7 @@ export class EnterpriseControlsService {
       revision,
       ...policy,
       modelPolicy: effectiveModelPolicy(settings, principal.userId),
+      mcpServers: masked.mcpServers ?? [],
       ...(settings.toolApproval ? { toolApproval: settings.toolApproval } : {}),
     };
   }
@@ -178,7 +183,9 @@ export class EnterpriseControlsService {
     normalizeSettingsUrls(after);
     problems.push(
       ...restoreMaskedSecrets(after.customModels, before.customModels),
+      ...restoreMaskedMcpSecrets(after.mcpServers ?? [], before.mcpServers ?? []),
       ...extraHeaderProblems(after.customModels),
+      ...mcpServerProblems(after),
       ...duplicateModelIds(after),
       ...unknownUsers(after, before, members),
     );
@@ -253,6 +260,72 @@ export class EnterpriseControlsService {
   }
 
   /**
+   * Relays an agent's MCP request (Streamable HTTP) to one of the organization's HTTP MCP servers, so
+   * the agent never holds the server's header values: the server adds them (decrypted only here, in
+   * memory). The caller's `mcpPolicy` applies; where the request may go is the relay's (McpRelay).
+   */
+  async relayMcp(principal: Principal, serverName: string, request: McpRelayRequest): Promise<McpRelayAnswer> {
+    const server = await this.mcpServerFor(principal, serverName, 'http');
+    const release = this.takeRelaySlot(principal);
+    try {
+      const answer = await this.mcpRelay.send(new URL(server.url), server.headers ?? {}, mcpSecretsOf(server), request);
+      if ('stream' in answer) answer.stream.once('close', release);
+      else release();
+      return answer;
+    } catch (error) {
+      release();
+      if (!(error instanceof RelayFailure)) throw error;
+      if (error.reason === 'refused')
+        logSecurityEvent('relay.destination_refused', securityActorOf(principal), { mcpServer: serverName, reason: error.message });
+      const detail = `MCP server "${serverName}" ${error.reason === 'refused' ? `is refused by the relay's address policy: ${error.message}` : error.message}.`;
+      throw new EnterpriseControlsError(MCP_RELAY_FAILURES[error.reason], detail, {
+        serverName,
+        ...(error.upstreamStatus === undefined ? {} : { upstreamStatus: error.upstreamStatus }),
+      });
+    }
+  }
+
+  /**
+   * How the caller's agent starts one of the organization's stdio MCP servers, `env` revealed: the one
+   * way a stdio server's secrets reach the computer that runs it. The caller's `mcpPolicy` applies.
+   */
+  async mcpLaunch(principal: Principal, serverName: string): Promise<{ command: string; args: string[]; env: Record<string, string> }> {
+    const server = await this.mcpServerFor(principal, serverName, 'stdio');
+    return { command: server.command, args: server.args ?? [], env: server.env ?? {} };
+  }
+
+  /** The named MCP server with its secrets revealed, once the caller's mcpPolicy allows it: else 404, 403, or 409 for the other transport. */
+  private async mcpServerFor<T extends McpServer['transport']>(
+    principal: Principal,
+    serverName: string,
+    transport: T,
+  ): Promise<Extract<McpServer, { transport: T }>> {
+    const { settings } = await this.inForce(principal.organizationId);
+    const sealed = (settings.mcpServers ?? []).find((candidate) => candidate.name === serverName);
+    if (!sealed) {
+      throw new EnterpriseControlsError(
+        EnterpriseControlsErrorCode.McpServerNotFound,
+        `There is no MCP server "${serverName}" in your organization's controls.`,
+        {
+          serverName,
+        },
+      );
+    }
+    const refusal = mcpPolicyRefusal(settings, serverName);
+    if (refusal) throw new EnterpriseControlsError(EnterpriseControlsErrorCode.McpNotAllowed, refusal, { serverName });
+    if (sealed.transport !== transport) {
+      const way = sealed.transport === 'http' ? `/api/v0/agent/mcp/${serverName} (the relay)` : `/api/v0/agent/mcp/${serverName}/launch`;
+      throw new EnterpriseControlsError(
+        EnterpriseControlsErrorCode.McpTransportMismatch,
+        `MCP server "${serverName}" is a ${sealed.transport} server, not ${transport}; agents use it through ${way}.`,
+        { serverName, transport: sealed.transport },
+      );
+    }
+    const [revealed] = this.reveal(principal.organizationId, { ...settings, customModels: [], mcpServers: [sealed] }).mcpServers!;
+    return revealed as Extract<McpServer, { transport: T }>;
+  }
+
+  /**
    * Encrypts the secrets that revisions written by earlier versions hold in plain text (header values
    * and cloud credentials; keys always were encrypted). Idempotent; run at start-up. Returns how many
    * revisions it sealed.
@@ -265,10 +338,8 @@ export class EnterpriseControlsService {
       if (batch.some((row) => seen.has(`${row.organizationId}/${row.revision}`))) break;
       for (const row of batch) {
         seen.add(`${row.organizationId}/${row.revision}`);
-        const customModels = row.settings.customModels.map((model) =>
-          mapSecrets(model, (value) => (SecretBox.isEncrypted(value) ? value : this.box.encrypt(value, row.organizationId))),
-        );
-        await this.repository.resealSettings(row.organizationId, row.revision, { ...row.settings, customModels });
+        const settings = mapSettingsSecrets(row.settings, (value) => (SecretBox.isEncrypted(value) ? value : this.box.encrypt(value, row.organizationId)));
+        await this.repository.resealSettings(row.organizationId, row.revision, settings);
         sealed += 1;
       }
     }
@@ -307,10 +378,10 @@ export class EnterpriseControlsService {
 
   /** The stored settings with every secret decrypted; only ever held in memory. 503 when one cannot be decrypted. */
   private reveal(organizationId: string, sealed: EnterpriseSettings): EnterpriseSettings {
-    return this.decryptSecrets(organizationId, sealed, (model, error) => {
+    return this.decryptSecrets(organizationId, sealed, (owner, error) => {
       throw new EnterpriseControlsError(
         EnterpriseControlsErrorCode.SecretUnreadable,
-        `A stored secret of custom model "${model.id}" cannot be decrypted with SECRETS_KEY; an operator must restore the key it was encrypted with.`,
+        `A stored secret of ${owner} cannot be decrypted with SECRETS_KEY; an operator must restore the key it was encrypted with.`,
         { reason: error.message },
       );
     });
@@ -319,43 +390,58 @@ export class EnterpriseControlsService {
   /** Stored settings as answered: each secret as its mask ("****" if it can no longer be decrypted, which is logged). */
   private masked(organizationId: string, sealed: EnterpriseSettings): EnterpriseSettings {
     return maskSettings(
-      this.decryptSecrets(organizationId, sealed, (model) => {
-        this.logger.error({ organizationId, customModelId: model.id }, 'A custom model secret cannot be decrypted with SECRETS_KEY');
+      this.decryptSecrets(organizationId, sealed, (owner) => {
+        this.logger.error({ organizationId, owner }, 'A stored secret cannot be decrypted with SECRETS_KEY');
         return '****';
       }),
     );
   }
 
-  /** Values stored before header values and cloud credentials were encrypted are plain, and read as they are. */
-  private decryptSecrets(organizationId: string, sealed: EnterpriseSettings, unreadable: (model: CustomModel, error: Error) => string): EnterpriseSettings {
-    return {
-      ...sealed,
-      customModels: sealed.customModels.map((model) =>
-        mapSecrets(model, (value) => {
-          if (!SecretBox.isEncrypted(value)) return value;
-          try {
-            return this.box.decrypt(value, organizationId);
-          } catch (error) {
-            return unreadable(model, error as Error);
-          }
-        }),
-      ),
-    };
+  /**
+   * Values stored before header values and cloud credentials were encrypted are plain, and read as they are.
+   * `unreadable` gets the secret's owner as answers name it (`custom model "team"`, `MCP server "github"`).
+   */
+  private decryptSecrets(organizationId: string, sealed: EnterpriseSettings, unreadable: (owner: string, error: Error) => string): EnterpriseSettings {
+    return mapSettingsSecrets(sealed, (value, location) => {
+      if (!SecretBox.isEncrypted(value)) return value;
+      try {
+        return this.box.decrypt(value, organizationId);
+      } catch (error) {
+        return unreadable(ownerOf(sealed, location), error as Error);
+      }
+    });
   }
 
-  /** Secrets encrypted for storage; one that did not change keeps its envelope. */
+  /**
+   * Secrets encrypted for storage; one that did not change keeps its envelope (the same entry, by
+   * custom model id or MCP server name, held the same value at the same place before).
+   */
   private seal(organizationId: string, plain: EnterpriseSettings, before: EnterpriseSettings, sealedBefore?: EnterpriseSettings): EnterpriseSettings {
-    return {
-      ...plain,
-      customModels: plain.customModels.map((model) =>
-        mapSecrets(model, (value, path) => {
-          const index = before.customModels.findIndex((candidate) => candidate.id === model.id && secretAt(candidate, path) === value);
-          const envelope = index >= 0 && sealedBefore ? secretAt(sealedBefore.customModels[index], path) : undefined;
-          return envelope !== undefined && SecretBox.isEncrypted(envelope) ? envelope : this.box.encrypt(value, organizationId);
-        }),
-      ),
-    };
+    return mapSettingsSecrets(plain, (value, location) => {
+      const [list, , ...path] = location;
+      const key = keyOf(secretHolder(plain, location));
+      const entries = (before as unknown as Record<string, Array<{ id?: string; name?: string }> | undefined>)[list] ?? [];
+      const at = entries.findIndex((candidate) => keyOf(candidate) === key && secretAtLocation(candidate, path) === value);
+      const envelope = at >= 0 && sealedBefore ? secretAtLocation(sealedBefore, [list, String(at), ...path]) : undefined;
+      return envelope !== undefined && SecretBox.isEncrypted(envelope) ? envelope : this.box.encrypt(value, organizationId);
+    });
   }
+}
+
+/** The entry of `customModels` or `mcpServers` a secret belongs to. */
+function secretHolder(settings: EnterpriseSettings, location: SecretLocation): { id?: string; name?: string } {
+  const [list, index] = location;
+  return (settings as unknown as Record<string, Array<{ id?: string; name?: string }>>)[list][Number(index)];
+}
+
+function keyOf(entry: { id?: string; name?: string }): string | undefined {
+  return entry.id ?? entry.name;
+}
+
+/** Who holds the secret at `location`, as answers name it. */
+function ownerOf(settings: EnterpriseSettings, location: SecretLocation): string {
+  const holder = secretHolder(settings, location);
+  return location[0] === 'mcpServers' ? `MCP server "${holder.name}"` : `custom model "${holder.id}"`;
 }
 
 /** What each way a relayed call can fail answers. */
@@ -373,6 +459,15 @@ const RELAY_APIS: Record<CustomModelProvider, RelayApi> = { 'generic-chat-comple
 
 /** The version of the Messages API the relay asks for when the caller names none. */
 const ANTHROPIC_VERSION = '2023-06-01';
+
+/** What each way a relayed MCP request can fail answers. */
+const MCP_RELAY_FAILURES: Record<RelayFailureReason, EnterpriseControlsErrorCode> = {
+  refused: EnterpriseControlsErrorCode.McpAddressRefused,
+  unreachable: EnterpriseControlsErrorCode.McpUnreachable,
+  redirected: EnterpriseControlsErrorCode.McpRedirected,
+  invalid_answer: EnterpriseControlsErrorCode.McpAnswerInvalid,
+  timed_out: EnterpriseControlsErrorCode.McpTimedOut,
+};
 
 /** `{baseUrl}/chat/completions`, a query string of baseUrl kept after the path. */
 function chatCompletionsUrl(baseUrl: string): URL {

@@ -28,6 +28,7 @@ const COMPUTER_TOKEN_REFUSED = {
 function exampleError(path: string, method: string, status: number, roleBound: boolean): { code: string; detail: string; metadata?: Json } | undefined {
   const notFound: Array<[RegExp, string, string]> = [
     [/\/history\/\{revision\}$/, 'revision_not_found', "Your organization's controls have no revision 7."],
+    [/\/agent\/mcp\/\{serverName\}/, 'mcp_server_not_found', 'There is no MCP server "github" in your organization\'s controls.'],
     [/\/models\/\{customModelId\}/, 'custom_model_not_found', 'There is no custom model "custom:acme-llama" in your organization\'s controls.'],
     [/\/members\/\{userId\}\/api-keys$/, 'service_account_not_found', `No service account ${ID} exists in your organization; people create their own keys.`],
     [/\/members\/\{userId\}$/, 'user_not_found', `No user ${ID} exists in your organization.`],
@@ -55,7 +56,7 @@ function exampleError(path: string, method: string, status: number, roleBound: b
     case 401:
       return { code: 'missing_credentials', detail: 'Send an API key or JWT as: Authorization: Bearer <token>.' };
     case 403:
-      if (path.includes('/models/{customModelId}/')) {
+      if (path.includes('/models/{customModelId}/') || path.includes('/agent/mcp/')) {
         return {
           code: 'agent_token_required',
           detail: "Only a computer's agent token may call this (the agent working on that computer); user API keys and JWTs may not.",
@@ -78,6 +79,12 @@ function exampleError(path: string, method: string, status: number, roleBound: b
       return match ? { code: match[1], detail: match[2] } : undefined;
     }
     case 409:
+      if (path.includes('/agent/mcp/'))
+        return {
+          code: 'mcp_transport_mismatch',
+          detail: 'MCP server "github" is a http server, not stdio; agents use it through /api/v0/agent/mcp/github (the relay).',
+          metadata: { transport: 'http' },
+        };
       if (path.includes('/agent/sessions/'))
         return {
           code: 'turn_not_active',
@@ -150,8 +157,11 @@ function exampleError(path: string, method: string, status: number, roleBound: b
         metadata: { policy: 'credential', limit: 1200, windowSeconds: 60, retryAfterSeconds: 42 },
       };
     case 502:
+      if (path.includes('/agent/mcp/'))
+        return { code: 'mcp_redirected', detail: 'MCP server "github" answered 302, a redirect; the relay does not follow redirects.' };
       return { code: 'model_answer_invalid', detail: 'The model answered something other than JSON.' };
     case 503:
+      if (path.includes('/agent/mcp/')) return { code: 'mcp_unreachable', detail: 'MCP server "github" could not be reached: ECONNREFUSED.' };
       return path.includes('/models/{customModelId}/') || path.includes('enterprise-controls')
         ? {
             code: 'secret_unreadable',
@@ -160,6 +170,8 @@ function exampleError(path: string, method: string, status: number, roleBound: b
           }
         : { code: 'database_unavailable', detail: 'The database did not answer.' };
     case 504:
+      if (path.includes('/agent/mcp/'))
+        return { code: 'mcp_timed_out', detail: 'MCP server "github" did not answer within 600000 ms (MODEL_RELAY_TIMEOUT_MS).' };
       return { code: 'model_timed_out', detail: 'The model did not answer within MODEL_RELAY_TIMEOUT_MS (600000 ms).' };
     default:
       return undefined;

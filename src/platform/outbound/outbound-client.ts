@@ -73,15 +73,26 @@ export class OutboundClient {
     destination: VettedDestination,
     request: { headers: OutgoingHttpHeaders; body: string | Buffer; signal: AbortSignal },
   ): Promise<IncomingMessage> {
+    return this.send('POST', url, destination, request);
+  }
+
+  /** Sends a request with `method` (and `body`, if any) to `url` at the vetted destination, as `post` does. */
+  send(
+    method: 'POST' | 'DELETE',
+    url: URL,
+    destination: VettedDestination,
+    request: { headers: OutgoingHttpHeaders; body?: string | Buffer; signal: AbortSignal },
+  ): Promise<IncomingMessage> {
     const https = url.protocol === 'https:';
+    const length = request.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(request.body)) };
     return new Promise((resolve, reject) => {
       const outgoing = (https ? httpsRequest : httpRequest)(
         {
-          method: 'POST',
+          method,
           host: destination.host,
           port: destination.port,
           path: `${url.pathname}${url.search}`,
-          headers: { ...request.headers, host: url.host, 'content-length': String(Buffer.byteLength(request.body)) },
+          headers: { ...request.headers, host: url.host, ...length },
           agent: https ? this.httpsAgent : this.httpAgent,
           lookup: pinnedLookup(destination.addresses),
           ...(https && isIP(destination.host) === 0 ? { servername: destination.host } : {}),

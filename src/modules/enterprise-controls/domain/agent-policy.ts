@@ -14,6 +14,7 @@ export const AGENT_POLICY_FIELDS = [
   'mcpPolicy',
   'mcpAutonomyOverrides',
   'mcpAutonomyUrlOverrides',
+  'mcpServers',
   'customModels',
   'sessionDefaultSettings',
   'enabledPlugins',

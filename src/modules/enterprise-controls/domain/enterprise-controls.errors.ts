@@ -14,6 +14,14 @@ export enum EnterpriseControlsErrorCode {
   TooManyRelays = 'too_many_relays',
   /** The relay endpoint called speaks another API than the custom model's `provider`. */
   ModelApiMismatch = 'model_api_mismatch',
+  McpServerNotFound = 'mcp_server_not_found',
+  McpNotAllowed = 'mcp_not_allowed',
+  McpTransportMismatch = 'mcp_transport_mismatch',
+  McpAddressRefused = 'mcp_address_refused',
+  McpUnreachable = 'mcp_unreachable',
+  McpRedirected = 'mcp_redirected',
+  McpAnswerInvalid = 'mcp_answer_invalid',
+  McpTimedOut = 'mcp_timed_out',
 }
 
 export class EnterpriseControlsError extends DomainError<EnterpriseControlsErrorCode> {
@@ -25,16 +33,25 @@ export class EnterpriseControlsError extends DomainError<EnterpriseControlsError
         return ErrorKind.PreconditionFailed;
       case EnterpriseControlsErrorCode.SecretUnreadable:
       case EnterpriseControlsErrorCode.ModelUnreachable:
+      case EnterpriseControlsErrorCode.McpUnreachable:
         return ErrorKind.Unavailable;
       case EnterpriseControlsErrorCode.CustomModelNotFound:
+      case EnterpriseControlsErrorCode.McpServerNotFound:
         return ErrorKind.NotFound;
+      case EnterpriseControlsErrorCode.McpTransportMismatch:
+        return ErrorKind.Conflict;
       case EnterpriseControlsErrorCode.ModelNotAllowed:
       case EnterpriseControlsErrorCode.ModelAddressRefused:
+      case EnterpriseControlsErrorCode.McpNotAllowed:
+      case EnterpriseControlsErrorCode.McpAddressRefused:
         return ErrorKind.Forbidden;
       case EnterpriseControlsErrorCode.ModelRedirected:
       case EnterpriseControlsErrorCode.ModelAnswerInvalid:
+      case EnterpriseControlsErrorCode.McpRedirected:
+      case EnterpriseControlsErrorCode.McpAnswerInvalid:
         return ErrorKind.BadGateway;
       case EnterpriseControlsErrorCode.ModelTimedOut:
+      case EnterpriseControlsErrorCode.McpTimedOut:
         return ErrorKind.GatewayTimeout;
       case EnterpriseControlsErrorCode.TooManyRelays:
         return ErrorKind.TooManyRequests;

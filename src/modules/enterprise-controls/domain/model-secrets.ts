@@ -1,41 +1,19 @@
 import { FieldError } from '../../../platform/http/validation';
-import { looksMasked, maskSecret } from './secret-mask';
-import { CLOUD_MODEL_CONFIG_FIELDS, CustomModel } from './settings';
-
-/** The `cloudModelConfig` fields that carry credentials (a token, or a command that mints one). */
-export const CLOUD_SECRET_FIELDS = ['cloudAuthRefresh', 'cloudCredentialExport'] as const satisfies ReadonlyArray<(typeof CLOUD_MODEL_CONFIG_FIELDS)[number]>;
+import { maskSecret } from './secret-mask';
+import { mapSettingsSecrets, restoreMaskedIn, SecretHolders, secretAtLocation } from './settings-secrets';
+import { CustomModel } from './settings';
 
 /** Where one secret of a custom model sits: `['apiKey']`, `['extraHeaders', name]` or `['cloudModelConfig', field]`. */
 export type SecretPath = readonly [string] | readonly [string, string];
 
-/**
- * A copy of the model with each secret replaced by `replace(value, path)`: the one walk that
- * masking, encryption and decryption share, so a secret field cannot be missed by one of them.
- */
+/** A copy of the model with each secret replaced by `replace(value, path)` (the settings' one walk, SECRET_POINTERS). */
 export function mapSecrets(model: CustomModel, replace: (value: string, path: SecretPath) => string): CustomModel {
-  const copy: CustomModel = { ...model };
-  if (model.apiKey !== undefined) copy.apiKey = replace(model.apiKey, ['apiKey']);
-  if (model.extraHeaders) {
-    copy.extraHeaders = Object.fromEntries(Object.entries(model.extraHeaders).map(([name, value]) => [name, replace(value, ['extraHeaders', name])]));
-  }
-  if (model.cloudModelConfig) {
-    const config = { ...model.cloudModelConfig };
-    for (const field of CLOUD_SECRET_FIELDS) {
-      const value = config[field];
-      if (value !== undefined) config[field] = replace(value, ['cloudModelConfig', field]);
-    }
-    copy.cloudModelConfig = config;
-  }
-  return copy;
+  return mapSettingsSecrets(model, (value, location) => replace(value, location.slice(2) as unknown as SecretPath), ['customModels', '0']);
 }
 
 /** The model's secret at `path`, if it has one there. */
 export function secretAt(model: CustomModel, path: SecretPath): string | undefined {
-  if (path.length === 1) return path[0] === 'apiKey' ? model.apiKey : undefined;
-  const [group, name] = path;
-  if (group === 'extraHeaders') return Object.hasOwn(model.extraHeaders ?? {}, name) ? model.extraHeaders![name] : undefined;
-  if (group === 'cloudModelConfig') return (model.cloudModelConfig as Record<string, string> | undefined)?.[name];
-  return undefined;
+  return secretAtLocation(model, path);
 }
 
 /** Every secret of the model, in plain text: what a vendor's answer must never quote back. */
@@ -61,54 +39,38 @@ function originOf(url: string): string {
   return URL.canParse(url) ? new URL(url).origin : url;
 }
 
+/** Custom models in restoring masked secrets: known by `id`, sending to the origins of their URLs. */
+export const CUSTOM_MODEL_SECRETS: SecretHolders<CustomModel> = {
+  list: 'customModels',
+  noun: (model) => `custom model "${model.id}"`,
+  key: (model) => model.id,
+  destination: destinationOf,
+};
+
 /**
- * Masked secrets sent back in a change stand for the stored ones of the custom model with the same
- * id, and are replaced by them in `after`, but only while that model still sends to the same
- * destination: otherwise a manager could point a model at their own server and receive its key.
- * Moving a model that has a stored key also needs the key sent again (absent is refused too), so a
- * key never follows a model anywhere unnoticed. Returns a problem for each secret that cannot be kept.
+ * Masked secrets of custom models (restoreMaskedIn). Moving a model that has a stored key also needs
+ * the key sent again (absent is refused too), so a key never follows a model anywhere unnoticed.
  */
 export function restoreMaskedSecrets(after: CustomModel[], before: CustomModel[]): FieldError[] {
   const problems: FieldError[] = [];
   after.forEach((model, index) => {
     const stored = before.find((candidate) => candidate.id === model.id);
-    const moved = stored !== undefined && destinationOf(stored) !== destinationOf(model) ? { from: destinationOf(stored), to: destinationOf(model) } : null;
-    const field = (path: SecretPath) => `settings.customModels[${index}].${path.join('.')}`;
-    if (moved && stored!.apiKey !== undefined && model.apiKey === undefined) {
-      problems.push({
-        field: field(['apiKey']),
-        message:
-          `is absent while custom model "${model.id}" moves from ${moved.from.trim()} to ${moved.to.trim()}: its stored key stays with the old address. ` +
-          'Send the key for the new address in full; to use it without a key, first remove the key in a change that keeps the old address',
-      });
-    }
-    Object.assign(
-      model,
-      mapSecrets(model, (value, path) => {
-        if (!looksMasked(value)) return value;
-        const kept = stored === undefined ? undefined : secretAt(stored, path);
-        if (kept !== undefined && maskSecret(kept) === value && !moved) return kept;
-        problems.push({
-          field: field(path),
-          message:
-            kept === undefined
-              ? `is a masked value, and custom model "${model.id}" has no stored value here to keep; send it in full`
-              : moved
-                ? `is a masked value, and custom model "${model.id}" now sends to ${moved.to.trim()} instead of ${moved.from.trim()}: a stored secret stays with the address it was given for; send it in full`
-                : `is a masked value that is not the stored value's mask for custom model "${model.id}"; send it in full, or the masked value as read`,
-        });
-        return value;
-      }),
-    );
+    if (stored === undefined || destinationOf(stored) === destinationOf(model) || stored.apiKey === undefined || model.apiKey !== undefined) return;
+    problems.push({
+      field: `settings.customModels[${index}].apiKey`,
+      message:
+        `is absent while custom model "${model.id}" moves from ${destinationOf(stored).trim()} to ${destinationOf(model).trim()}: its stored key stays with the old address. ` +
+        'Send the key for the new address in full; to use it without a key, first remove the key in a change that keeps the old address',
+    });
   });
-  return problems;
+  return [...problems, ...restoreMaskedIn(CUSTOM_MODEL_SECRETS, after, before)];
 }
 
 /**
  * Headers the relay sets itself, or that would change where or how a request goes: an
  * `extraHeaders` entry may not name them. `authorization` is refused only when the model has an `apiKey`.
  */
-const RESERVED_HEADERS = new Set([
+export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
   'host',
   'cookie',
   'cookie2',

@@ -1,7 +1,7 @@
 import { createPatch } from 'rfc6902';
-import { CLOUD_SECRET_FIELDS, maskModel } from './model-secrets';
 import { maskSecret } from './secret-mask';
-import { CustomModel, EnterpriseSettings } from './settings';
+import { EnterpriseSettings } from './settings';
+import { mapSettingsSecrets, pointerSegments } from './settings-secrets';
 
 export interface PatchOperation {
   op: 'add' | 'remove' | 'replace';
@@ -27,30 +27,10 @@ export function diffSettings(before: EnterpriseSettings, after: EnterpriseSettin
 
 /** The value at a JSON Pointer of the settings, with whatever secrets it holds masked. */
 function maskedValue(path: string, value: unknown): unknown {
-  if (path === '') return maskSettings(value as EnterpriseSettings);
-  const [top, , field, name] = path
-    .slice(1)
-    .split('/')
-    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
-  if (top !== 'customModels') return value;
-  const depth = path.split('/').length - 1;
-  if (depth === 1) return (value as CustomModel[]).map(maskModel);
-  if (depth === 2) return maskModel(value as CustomModel);
-  if (field === 'apiKey') return maskSecret(value as string);
-  if (field === 'extraHeaders') {
-    if (depth === 3) return Object.fromEntries(Object.entries(value as Record<string, string>).map(([header, text]) => [header, maskSecret(text)]));
-    return maskSecret(value as string);
-  }
-  if (field === 'cloudModelConfig') {
-    const secret = (key: string) => (CLOUD_SECRET_FIELDS as readonly string[]).includes(key);
-    if (depth === 3)
-      return Object.fromEntries(Object.entries(value as Record<string, string>).map(([key, text]) => [key, secret(key) ? maskSecret(text) : text]));
-    return secret(name) ? maskSecret(value as string) : value;
-  }
-  return value;
+  return mapSettingsSecrets(value, maskSecret, pointerSegments(path));
 }
 
-/** The settings as answered: every secret of every custom model masked. */
+/** The settings as answered: every secret (custom models', MCP servers') masked. */
 export function maskSettings(settings: EnterpriseSettings): EnterpriseSettings {
-  return { ...settings, customModels: settings.customModels.map(maskModel) };
+  return mapSettingsSecrets(settings, maskSecret);
 }

@@ -9,7 +9,7 @@ function normalized(value: string): string {
 
 /**
  * Rewrites every URL of the settings in its normalized form, in place: custom models' `baseUrl`
- * and `cloudModelConfig.cloudBaseUrl`, and `allowedBaseUrls` of the model policy and of every
+ * and `cloudModelConfig.cloudBaseUrl`, MCP servers' `url`, and `allowedBaseUrls` of the model policy and of every
  * user's. Run once, on the checked snapshot about to be stored, so answers show what was stored.
  */
 export function normalizeSettingsUrls(settings: EnterpriseSettings): void {
@@ -17,6 +17,7 @@ export function normalizeSettingsUrls(settings: EnterpriseSettings): void {
     model.baseUrl = normalized(model.baseUrl);
     if (model.cloudModelConfig?.cloudBaseUrl !== undefined) model.cloudModelConfig.cloudBaseUrl = normalized(model.cloudModelConfig.cloudBaseUrl);
   }
+  for (const server of settings.mcpServers ?? []) if (server.transport === 'http') server.url = normalized(server.url);
   settings.modelPolicy.allowedBaseUrls = settings.modelPolicy.allowedBaseUrls.map(normalized);
   for (const policy of Object.values(settings.userModelPolicies)) {
     if (policy.allowedBaseUrls) policy.allowedBaseUrls = policy.allowedBaseUrls.map(normalized);

@@ -43,7 +43,35 @@ export interface EnterpriseSettings {
   serviceRouterRules: Array<{ guidance: string; when: string }>;
   /** Tool calls agents must have a person approve before running them; absent: none. */
   toolApproval?: { tools?: string[]; commandPatterns?: string[]; timeoutSeconds?: number };
+  /** The MCP servers agents connect to (under `mcpPolicy`); absent: none. */
+  mcpServers?: McpServer[];
 }
+
+/** An MCP server agents start on their computer (stdio); `env` values are secrets. */
+export interface StdioMcpServer {
+  name: string;
+  transport: 'stdio';
+  command: string;
+  args?: string[];
+  /** Plain text only in memory; encrypted at rest, masked in every answer but the launch endpoint's. */
+  env?: Record<string, string>;
+  allowedTools?: string[];
+}
+
+/** An MCP server agents reach through the server's MCP relay (Streamable HTTP); `headers` values are secrets. */
+export interface HttpMcpServer {
+  name: string;
+  transport: 'http';
+  url: string;
+  /** Plain text only in memory; encrypted at rest, masked in every answer; only the relay sends them. */
+  headers?: Record<string, string>;
+  allowedTools?: string[];
+}
+
+export type McpServer = StdioMcpServer | HttpMcpServer;
+
+/** What an MCP server's `name` may be: it becomes part of the agent's tool names (`mcp__{name}__{tool}`). */
+export const MCP_SERVER_NAME = '^[A-Za-z0-9_-]{1,64}$';
 
 export interface SessionDefaultSettings {
   model?: string;
@@ -118,6 +146,7 @@ export const SETTINGS_LIMITS = {
   /** Characters of any one string, unless named below. */
   string: 2048,
   customModels: 100,
+  mcpServers: 50,
   /** Entries of any map-valued setting, and of a custom model's `extraHeaders`/`extraArgs`. */
   mapEntries: 500,
   serviceRouterRules: 100,

@@ -141,11 +141,11 @@ function answerHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   return picked;
 }
 
-function mask(text: string, secrets: string[]): string {
+export function mask(text: string, secrets: string[]): string {
   return secrets.reduce((masked, secret) => (secret.length >= 4 ? masked.split(secret).join(maskSecret(secret)) : masked), text);
 }
 
-async function readAtMost(stream: Readable, max: number): Promise<string> {
+export async function readAtMost(stream: Readable, max: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of stream) {
@@ -163,7 +163,7 @@ async function readAtMost(stream: Readable, max: number): Promise<string> {
  * An event stream passed on line by line, each line with the model's secrets masked (a secret never
  * spans lines), ended with an error once it passes `max` bytes.
  */
-class MaskedLines extends Transform {
+export class MaskedLines extends Transform {
   private readonly decoder = new StringDecoder('utf8');
   private pending = '';
   private size = 0;

@@ -1,6 +1,6 @@
 import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
 import { AGENT_POLICY_FIELDS } from '../domain/agent-policy';
-import { CLOUD_MODEL_CONFIG_FIELDS, CODE_HOSTS, CUSTOM_MODEL_PROVIDERS, defaultSettings, MCP_AUTONOMY_LEVELS, SETTINGS_LIMITS } from '../domain/settings';
+import { CLOUD_MODEL_CONFIG_FIELDS, CODE_HOSTS, CUSTOM_MODEL_PROVIDERS, defaultSettings, MCP_AUTONOMY_LEVELS, MCP_SERVER_NAME, SETTINGS_LIMITS } from '../domain/settings';
 import { pageOf, pageQuery } from '../../../platform/http/pagination';
 
 const L = SETTINGS_LIMITS;
@@ -46,6 +46,19 @@ const email: SchemaObject = { type: 'string', maxLength: 254, format: 'email' };
 const userId: SchemaObject = { type: 'string', format: 'lowercase-uuid' };
 const positive = (max: number, description?: string): SchemaObject => ({ type: 'integer', minimum: 1, maximum: max, ...(description ? { description } : {}) });
 const port: SchemaObject = { type: 'integer', minimum: 1, maximum: 65535 };
+
+const mcpServerName: SchemaObject = {
+  type: 'string',
+  pattern: MCP_SERVER_NAME,
+  description: 'Unique among `mcpServers`: 1-64 letters, digits, `_` or `-` (the name `mcpPolicy.allowlist` and `mcpAutonomyOverrides` use).',
+};
+const mcpSecretValue: SchemaObject = { type: 'string', maxLength: L.string, pattern: NO_CONTROL_CHARACTERS };
+const allowedMcpTools: SchemaObject = {
+  type: 'array',
+  maxItems: 500,
+  items: { type: 'string', minLength: 1, maxLength: 128, pattern: NO_CONTROL_CHARACTERS },
+  description: "The server's tools agents may offer their model, by the server's own names. Absent: all of them. At most 500 entries.",
+};
 
 const changeUser = closed(
   ['id', 'email', 'name'],
@@ -161,6 +174,12 @@ const settingsProperties: Record<string, SchemaObject> = {
     },
     "Not in the spec. Tool calls agents must have a person approve before running them (see `/docs` § Tool approval); a session's own `toolApproval` can only add to it. Absent: none.",
   ),
+  mcpServers: list(
+    ref('McpServer'),
+    'Not in the spec (which has `mcpPolicy` but no place to define servers). The MCP servers agents connect to, as far as `mcpPolicy` lets them; ' +
+      'names are unique. Agents offer their tools to the model as `mcp__{name}__{tool}`. Absent: none.',
+    L.mcpServers,
+  ),
 };
 
 const REQUIRED_SETTINGS = [
@@ -254,6 +273,63 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
     },
     'A model the organization adds, served by its own vendor endpoint.',
   ),
+  McpServer: {
+    type: 'object',
+    oneOf: [ref('StdioMcpServer'), ref('HttpMcpServer')],
+    discriminator: { propertyName: 'transport' },
+    description:
+      'An MCP server: `{transport: "stdio", command, ...}`, started by agents on their computer, or `{transport: "http", url, ...}`, reached through the MCP relay.',
+  },
+  StdioMcpServer: closed(
+    ['name', 'transport', 'command'],
+    {
+      name: mcpServerName,
+      transport: { type: 'string', enum: ['stdio'] },
+      command: text(L.string, 'The program agents start, in the sandbox when `sandbox.enabled`.'),
+      args: list({ type: 'string', maxLength: L.string, pattern: NO_CONTROL_CHARACTERS }, 'Its arguments.', 100),
+      env: {
+        type: 'object',
+        maxProperties: 100,
+        propertyNames: { maxLength: 256, pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
+        additionalProperties: mcpSecretValue,
+        description:
+          'Environment variables the server starts with (names of letters, digits and `_`; at most 100). Values are secrets: encrypted at rest, answered masked ' +
+          "(send the masked value back to keep the stored one, while `command` and `args` stay the same). They reach the agent's computer only through " +
+          '`GET /api/v0/agent/mcp/{serverName}/launch`.',
+      },
+      allowedTools: allowedMcpTools,
+    },
+    'An MCP server agents start on their computer and talk to over stdio.',
+  ),
+  HttpMcpServer: closed(
+    ['name', 'transport', 'url'],
+    {
+      name: mcpServerName,
+      transport: { type: 'string', enum: ['http'] },
+      url: httpUrl("The server's Streamable HTTP endpoint; only the MCP relay calls it."),
+      headers: {
+        type: 'object',
+        maxProperties: 50,
+        propertyNames: { maxLength: 256, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" },
+        additionalProperties: mcpSecretValue,
+        description:
+          'HTTP headers the relay adds to each request (valid header names; at most 50), `Authorization` included. Values are secrets: encrypted at rest, ' +
+          'answered masked everywhere and never sent to agents (send the masked value back to keep the stored one, while the origin of `url` stays the same).',
+      },
+      allowedTools: allowedMcpTools,
+    },
+    'An MCP server agents reach through `/api/v0/agent/mcp/{serverName}` (the MCP relay), which adds its headers.',
+  ),
+  McpRelayBody: { description: 'A JSON-RPC message or batch of the Streamable HTTP transport, passed on as it is.' },
+  McpLaunch: closed(
+    ['command', 'args', 'env'],
+    {
+      command: { type: 'string' },
+      args: { type: 'array', items: { type: 'string' } },
+      env: { type: 'object', additionalProperties: { type: 'string' }, description: 'In plain text.' },
+    },
+    'How to start a stdio MCP server, its secrets revealed.',
+  ),
   ModelPolicy: closed(
     Object.keys(modelPolicyProperties),
     modelPolicyProperties,
@@ -294,7 +370,7 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
     ...closed(
       REQUIRED_SETTINGS,
       settingsProperties,
-      "A snapshot of the organization's settings: every field is present except `sessionRetentionDays`, `toolApproval`, `sessionDefaultSettings.model`/`specModeModel` and the sandbox proxy ports. " +
+      "A snapshot of the organization's settings: every field is present except `sessionRetentionDays`, `toolApproval`, `mcpServers`, `sessionDefaultSettings.model`/`specModeModel` and the sandbox proxy ports. " +
         "`default`: a new organization's settings (revision 0), which revision 1's `diff` starts from.",
     ),
     // Published so that clients (the console's history) can show what revision 1 changed from; Ajv ignores it (useDefaults: false).
@@ -349,6 +425,6 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
       ...Object.fromEntries(AGENT_POLICY_FIELDS.map((field) => [field, settingsProperties[field]])),
       toolApproval: settingsProperties.toolApproval,
     },
-    "The controls an agent obeys, as one document (custom models' keys masked).",
+    "The controls an agent obeys, as one document (custom models' keys and MCP servers' header and env values masked).",
   ),
 });

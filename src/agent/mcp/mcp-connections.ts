@@ -1,0 +1,212 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { AgentPolicy } from '../../contract/agent-channel';
+import { AllowedIps } from '../sandbox/network-policy';
+import { missingSandboxPackages, Sandbox, sandboxUnavailable } from '../sandbox/sandbox';
+import { ToolResult } from '../tools/tool';
+import { ListedTool, McpServerDefinition, McpTool, offeredTools, resultText, usableMcpServers } from './mcp-tools';
+
+/** How long one MCP request may take with no progress reported (the SDK's default is a minute; tools can work longer). */
+const REQUEST_TIMEOUT_MS = 10 * 60_000;
+/** How long connecting to a server (starting it, `initialize`) and listing its tools may take. */
+const CONNECT_TIMEOUT_MS = 30_000;
+/** Characters of a stdio server's stderr kept to explain why it failed. */
+const STDERR_TAIL = 2_000;
+
+/** How a stdio server is started, as the platform's launch endpoint answers (env in plain text). */
+interface Launch {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+interface Connection {
+  /** What the connection was made from: a new one is made when the policy's definition (or a stdio server's launch) changes. */
+  key: string;
+  client: Client;
+  closed: boolean;
+  stderr: { text: string };
+  cleanup: () => Promise<void>;
+}
+
+/** The MCP tools of a turn, and why a server offers none (each a sentence for the session). */
+export interface McpToolset {
+  tools: McpTool[];
+  problems: string[];
+}
+
+export interface McpConnectionsOptions {
+  /** The platform's base URL and the agent token: the MCP relay and the launch endpoint are on the agent channel. */
+  platformUrl: string;
+  token: string;
+  workspace: string;
+  log: (line: string) => void;
+}
+
+/**
+ * The agent's connections to the organization's MCP servers, kept for the life of the agent process
+ * and reused from turn to turn; remade when the policy's definition of a server changes or the
+ * connection died. HTTP servers are reached through the platform's MCP relay (which holds their
+ * header values); stdio servers are started on this computer from the platform's launch endpoint,
+ * inside the sandbox when the organization requires one, and never outside it then.
+ */
+export class McpConnections {
+  private readonly connections = new Map<string, Connection>();
+  private readonly sandbox = new Sandbox({ nested: process.env.AGENT_NESTED_SANDBOX === '1' });
+
+  constructor(private readonly options: McpConnectionsOptions) {}
+
+  /**
+   * Connects to every server the policy lets the agent use (closing those it no longer does) and
+   * lists their tools. A server that fails offers no tools and says why; it never fails the turn.
+   */
+  async toolset(policy: AgentPolicy, disabledToolIds: readonly string[] = []): Promise<McpToolset> {
+    const servers = usableMcpServers(policy);
+    for (const name of [...this.connections.keys()]) if (!servers.some((server) => server.name === name)) await this.drop(name);
+    // Connected side by side (one slow server does not hold up the others), offered in the policy's order.
+    const outcomes = await Promise.all(
+      servers.map((server) =>
+        this.listed(server, policy).then(
+          (listed) => ({ listed }),
+          (error: Error) => ({ error }),
+        ),
+      ),
+    );
+    const taken = new Set<string>();
+    const toolset: McpToolset = { tools: [], problems: [] };
+    for (const [index, server] of servers.entries()) {
+      const outcome = outcomes[index];
+      if ('listed' in outcome) {
+        toolset.tools.push(...offeredTools(server, outcome.listed, disabledToolIds, taken));
+        continue;
+      }
+      const stderr = this.connections.get(server.name)?.stderr.text.trim();
+      await this.drop(server.name);
+      const why = `${outcome.error.message}${stderr ? `; its stderr ends: ${stderr.slice(-500)}` : ''}`;
+      this.options.log(`MCP server ${server.name} is unavailable: ${why}`);
+      toolset.problems.push(`The MCP server ${server.name} is unavailable for this turn, so its tools are not offered: ${why}`);
+    }
+    return toolset;
+  }
+
+  /** Calls the tool on its server; a failure is the tool's result, never an exception. */
+  async call(tool: McpTool, input: Record<string, unknown>, signal: AbortSignal): Promise<ToolResult> {
+    const connection = this.connections.get(tool.server);
+    if (!connection || connection.closed)
+      return { isError: true, content: `The MCP server ${tool.server} is not connected any more; try again in the next turn.` };
+    try {
+      const result = await connection.client.callTool({ name: tool.tool, arguments: input }, undefined, {
+        signal,
+        timeout: REQUEST_TIMEOUT_MS,
+        resetTimeoutOnProgress: true,
+      });
+      return { isError: result.isError === true, content: resultText(result.content, result.structuredContent ?? result.toolResult) };
+    } catch (error) {
+      if (signal.aborted) return { isError: true, content: 'The call was aborted: the turn was interrupted or stopped.' };
+      return { isError: true, content: `The MCP server ${tool.server} failed the call: ${(error as Error).message}` };
+    }
+  }
+
+  /** Closes every connection (stopping the stdio servers). */
+  async close(): Promise<void> {
+    await Promise.all([...this.connections.keys()].map((name) => this.drop(name)));
+  }
+
+  /** The server's tools, on a connection made from its current definition. */
+  private async listed(server: McpServerDefinition, policy: AgentPolicy): Promise<ListedTool[]> {
+    const launch = server.transport === 'stdio' ? await this.launch(server.name) : null;
+    const key = JSON.stringify(server.transport === 'http' ? { url: server.url } : { launch, sandbox: policy.sandbox, networkPolicy: policy.networkPolicy });
+    let connection = this.connections.get(server.name);
+    if (connection && (connection.closed || connection.key !== key)) {
+      await this.drop(server.name);
+      connection = undefined;
+    }
+    if (!connection) {
+      connection = await this.connect(server.name, key, launch, policy);
+      this.connections.set(server.name, connection);
+    }
+    const tools: ListedTool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await connection.client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: CONNECT_TIMEOUT_MS });
+      tools.push(...page.tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema })));
+      cursor = page.nextCursor;
+    } while (cursor);
+    return tools;
+  }
+
+  private async connect(name: string, key: string, launch: Launch | null, policy: AgentPolicy): Promise<Connection> {
+    const stderr = { text: '' };
+    const { transport, cleanup } = launch ? await this.stdioTransport(launch, policy, stderr) : this.relayTransport(name);
+    const client = new Client({ name: 'agent-platform-agent', version: '1' });
+    const connection: Connection = { key, client, closed: false, stderr, cleanup };
+    client.onclose = () => (connection.closed = true);
+    try {
+      await client.connect(transport, { timeout: CONNECT_TIMEOUT_MS });
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      await cleanup();
+      // What a server that failed to start said is the best clue to why.
+      const said = stderr.text.trim();
+      throw new Error(`${(error as Error).message}${said ? `; its stderr ends: ${said.slice(-500)}` : ''}`);
+    }
+    return connection;
+  }
+
+  /** Through the platform's MCP relay, with the agent token: the server's header values stay on the platform. */
+  private relayTransport(name: string): { transport: Transport; cleanup: () => Promise<void> } {
+    const url = new URL(`${this.options.platformUrl}/api/v0/agent/mcp/${encodeURIComponent(name)}`);
+    const transport = new StreamableHTTPClientTransport(url, {
+      requestInit: { headers: { authorization: `Bearer ${this.options.token}` }, redirect: 'error' },
+    });
+    return { transport, cleanup: async () => undefined };
+  }
+
+  /**
+   * Starts the server as a child of the agent in the workspace, with a minimal environment (the SDK's
+   * short list: HOME, PATH, SHELL, TERM, USER, LOGNAME) and the server's own `env`: never the agent's
+   * token or model key. With `sandbox.enabled`, the sandbox runtime wraps it as it wraps commands, and a
+   * computer that cannot sandbox does not start it at all.
+   */
+  private async stdioTransport(launch: Launch, policy: AgentPolicy, stderr: { text: string }): Promise<{ transport: Transport; cleanup: () => Promise<void> }> {
+    const { workspace } = this.options;
+    let params = { command: launch.command, args: launch.args, env: launch.env };
+    let cleanup = async () => undefined as void;
+    if (policy.sandbox.enabled) {
+      const missing = missingSandboxPackages();
+      if (missing.length > 0) throw new Error(sandboxUnavailable(missing));
+      const line = [launch.command, ...launch.args].map(shellQuote).join(' ');
+      const wrapped = await this.sandbox.wrap(line, policy.sandbox, AllowedIps.of(policy), workspace);
+      params = { command: wrapped.file, args: wrapped.args, env: { ...launch.env, ...wrapped.env } };
+      cleanup = wrapped.cleanup;
+    }
+    const transport = new StdioClientTransport({ ...params, cwd: workspace, stderr: 'pipe' });
+    transport.stderr?.on('data', (chunk: Buffer) => (stderr.text = (stderr.text + chunk.toString()).slice(-STDERR_TAIL)));
+    return { transport, cleanup };
+  }
+
+  /** How to start a stdio server, from the platform (the one place its env values are revealed). */
+  private async launch(name: string): Promise<Launch> {
+    const response = await fetch(`${this.options.platformUrl}/api/v0/agent/mcp/${encodeURIComponent(name)}/launch`, {
+      headers: { authorization: `Bearer ${this.options.token}`, accept: 'application/json' },
+      signal: AbortSignal.timeout(CONNECT_TIMEOUT_MS),
+    });
+    const body = (await response.json().catch(() => ({}))) as Partial<Launch> & { detail?: string };
+    if (!response.ok) throw new Error(`the platform refused to say how to start it (${response.status}: ${body.detail ?? 'no detail'})`);
+    return { command: String(body.command), args: body.args ?? [], env: body.env ?? {} };
+  }
+
+  private async drop(name: string): Promise<void> {
+    const connection = this.connections.get(name);
+    if (!connection) return;
+    this.connections.delete(name);
+    await connection.client.close().catch(() => undefined);
+    await connection.cleanup().catch(() => undefined);
+  }
+}
+
+function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}

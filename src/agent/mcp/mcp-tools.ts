@@ -1,0 +1,131 @@
+import { createHash } from 'node:crypto';
+import type { AgentPolicy } from '../../contract/agent-channel';
+
+/** An MCP server as the agent policy defines it (its secrets masked). */
+export type McpServerDefinition = AgentPolicy['mcpServers'][number];
+
+/** A tool as an MCP server lists it (the parts the agent uses). */
+export interface ListedTool {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** An MCP server's tool as the agent offers it to the model. */
+export interface McpTool {
+  /** The name the model calls: `mcp__{server}__{tool}`, within the model's rules for tool names. */
+  name: string;
+  server: string;
+  /** The server's own name for it. */
+  tool: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** What models accept as a tool name (OpenAI's and Anthropic's rule). */
+export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+export const MCP_PREFIX = 'mcp__';
+
+/** The servers of the policy the agent may use: MCP on, and the server in `mcpPolicy.allowlist` when it lists any. */
+export function usableMcpServers(policy: Pick<AgentPolicy, 'mcpPolicy' | 'mcpServers'>): McpServerDefinition[] {
+  const { enabled, allowlist } = policy.mcpPolicy;
+  if (!enabled) return [];
+  return (policy.mcpServers ?? []).filter((server) => allowlist.length === 0 || allowlist.includes(server.name));
+}
+
+/** The listed tools `allowedTools` permits (absent: all). */
+export function permittedTools(server: Pick<McpServerDefinition, 'allowedTools'>, tools: ListedTool[]): ListedTool[] {
+  const allowed = server.allowedTools;
+  return allowed === undefined ? tools : tools.filter((tool) => allowed.includes(tool.name));
+}
+
+/**
+ * `mcp__{server}__{tool}`, made to fit the model's rule for tool names: every other character becomes
+ * `_`, and a name longer than 64 characters keeps its first 55 and a hash of the whole (so two long
+ * names stay apart). Hook matchers such as `mcp__github__.*` match these names.
+ */
+export function mcpToolName(server: string, tool: string): string {
+  const name = `${MCP_PREFIX}${server}__${tool}`.replace(/[^a-zA-Z0-9_-]/g, '_');
+  if (name.length <= 64) return name;
+  return `${name.slice(0, 55)}_${createHash('sha256').update(`${server}\u0000${tool}`).digest('hex').slice(0, 8)}`;
+}
+
+/**
+ * The tools of one server as the agent offers them: those `allowedTools` permits, named for the model,
+ * without those the session disables (`disabledToolIds`, by the offered or the `server/tool` name) and
+ * without a second tool whose name would clash with one already offered (`taken`, updated).
+ */
+export function offeredTools(server: McpServerDefinition, listed: ListedTool[], disabled: readonly string[], taken: Set<string>): McpTool[] {
+  const offered: McpTool[] = [];
+  for (const tool of permittedTools(server, listed)) {
+    const name = mcpToolName(server.name, tool.name);
+    if (taken.has(name) || disabled.includes(name) || disabled.includes(`${server.name}/${tool.name}`)) continue;
+    taken.add(name);
+    offered.push({
+      name,
+      server: server.name,
+      tool: tool.name,
+      description: `${tool.description ?? ''} (tool ${tool.name} of the MCP server ${server.name})`.trim(),
+      parameters: toolParameters(tool.inputSchema),
+    });
+  }
+  return offered;
+}
+
+/** The tool's input schema as function `parameters`: an object schema (some servers leave out `type` or `properties`). */
+function toolParameters(schema: Record<string, unknown> | undefined): Record<string, unknown> {
+  // `$schema` names the draft for validators; model APIs take the schema without it.
+  const object = { ...(schema && typeof schema === 'object' ? schema : {}) };
+  delete object.$schema;
+  return { ...object, type: 'object', properties: (object.properties as Record<string, unknown> | undefined) ?? {} };
+}
+
+const LEVELS = ['off', 'low', 'medium', 'high'] as const;
+
+/**
+ * Why the session's `autonomyLevel` keeps an MCP tool from running, or null. `mcpAutonomyOverrides`
+ * names the level a server's tools need (`off`: they run at any level, like reading tools); a server
+ * with no override needs `high`, since the agent cannot judge what its tools do. No level: everything
+ * the organization allows runs.
+ */
+export function mcpAutonomyRefusal(level: unknown, server: string, overrides: Record<string, string>): string | null {
+  const have = LEVELS.indexOf(level as (typeof LEVELS)[number]);
+  if (have === -1) return null;
+  const needed = Object.hasOwn(overrides, server) ? LEVELS.indexOf(overrides[server] as (typeof LEVELS)[number]) : LEVELS.length - 1;
+  if (have >= needed) return null;
+  return (
+    `Refused by the session's autonomyLevel ${String(level)}: the tools of the MCP server ${server} need ${LEVELS[Math.max(needed, 0)]} ` +
+    `(${Object.hasOwn(overrides, server) ? "the organization's mcpAutonomyOverrides" : 'MCP tools need high unless the organization sets mcpAutonomyOverrides'}). ` +
+    'Nothing ran; a user can raise the autonomy level of the session.'
+  );
+}
+
+/** A tool result of an MCP server, as the text the model gets: text joined, images, audio and resources described. */
+export function resultText(content: unknown, structured: unknown, max = MAX_RESULT_CHARACTERS): string {
+  const blocks = Array.isArray(content) ? (content as Array<Record<string, unknown>>) : [];
+  const parts = blocks.map((block) => {
+    switch (block.type) {
+      case 'text':
+        return String(block.text ?? '');
+      case 'image':
+      case 'audio':
+        return `[${block.type} (${String(block.mimeType ?? 'unknown type')}), ${Math.floor((String(block.data ?? '').length * 3) / 4)} bytes, not shown]`;
+      case 'resource': {
+        const resource = (block.resource ?? {}) as Record<string, unknown>;
+        const head = `[resource ${String(resource.uri ?? '')}${resource.mimeType ? ` (${String(resource.mimeType)})` : ''}]`;
+        return typeof resource.text === 'string' ? `${head}\n${resource.text}` : `${head} (binary, not shown)`;
+      }
+      case 'resource_link':
+        return `[resource link ${String(block.uri ?? '')}${block.name ? `: ${String(block.name)}` : ''}]`;
+      default:
+        return `[${String(block.type)} content, not shown]`;
+    }
+  });
+  let text = parts.join('\n');
+  if (text === '' && structured !== undefined) text = JSON.stringify(structured);
+  if (text === '') return '(no output)';
+  return text.length > max ? `${text.slice(0, max)}\n[output truncated: only its first ${max} characters are shown]` : text;
+}
+
+/** Characters of one MCP tool result the model gets. */
+export const MAX_RESULT_CHARACTERS = 50_000;

@@ -1,0 +1,130 @@
+import type { ApiSchema } from '../../platform/http/api-schema';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
+import {
+  ApiBadGatewayResponse,
+  ApiBody,
+  ApiConflictResponse,
+  ApiForbiddenResponse,
+  ApiGatewayTimeoutResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiServiceUnavailableResponse,
+  ApiTags,
+} from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AgentTokensOnly, Authenticated, CurrentPrincipal, Principal } from '../auth';
+import { ref } from '../../platform/http/json-schema';
+import { V0_ERROR } from '../../platform/http/openapi';
+import { MessageSizedBody } from '../../platform/http/route-config';
+import { EnterpriseControlsService } from './enterprise-controls.service';
+import { McpRelayAnswer, McpRelayRequest, MCP_REQUEST_HEADERS } from './relay/mcp-relay';
+import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
+
+const RELAY_DESCRIPTION =
+  "The Streamable HTTP transport of one of the organization's HTTP `mcpServers`, relayed: the server sends the request on to the MCP server's `url` " +
+  "with the MCP server's `headers` added (their values never leave the server), so an agent's MCP client points at `{base_url}/api/v0/agent/mcp/{serverName}` " +
+  "with its agent token as `Authorization: Bearer`. Only a computer's agent token may call it (403 for user API keys and JWTs); the caller's `mcpPolicy` applies " +
+  '(403 `mcp_not_allowed` when MCP is off or `allowlist` does not list the server); an unknown server is 404, a stdio one 409.\n\n' +
+  '**Where it may go.** The rules of the model relay: the host is resolved once and every address must be public (loopback, private, link-local, ' +
+  'metadata and other special addresses refused, this server too) unless the operator names the host in `MCP_RELAY_ALLOWED_HOSTS`; 403 `mcp_address_refused`, and nothing is sent. ' +
+  'Redirects are not followed (502 `mcp_redirected`).\n\n' +
+  "**What crosses.** Out: the body (a JSON-RPC message or batch), the caller's `mcp-session-id`, `mcp-protocol-version`, `accept`, `content-type` and `last-event-id`, " +
+  "a fixed `user-agent` and the MCP server's `headers`; nothing else. Back: the status, `content-type`, `mcp-session-id`, and a JSON body or a `text/event-stream` " +
+  'up to `MODEL_RELAY_MAX_RESPONSE_BYTES` (else 502 `mcp_answer_invalid`), with any header value of the MCP server quoted in it masked. No answer within ' +
+  '`MODEL_RELAY_TIMEOUT_MS` is 504 `mcp_timed_out`; an unreachable server 503 `mcp_unreachable`. `GET` (the standalone event stream) answers 405: clients work without it.';
+
+/** The agent's side of the organization's MCP servers: the relay to HTTP ones, and how to launch stdio ones. */
+@ApiTags('Agent channel')
+@Controller('api/v0/agent/mcp')
+@Authenticated()
+@AgentTokensOnly()
+export class McpRelayController {
+  constructor(private readonly controls: EnterpriseControlsService) {}
+
+  @Post(':serverName')
+  @MessageSizedBody()
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Send an MCP request to an HTTP MCP server (added)', description: RELAY_DESCRIPTION })
+  @ApiBody({ schema: ref('McpRelayBody') })
+  @ApiOkResponse({
+    description: "The MCP server's answer (its own status, passed on): JSON, an event stream, or nothing (202 for notifications).",
+    content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
+  })
+  @ApiForbiddenResponse({ description: "Not an agent token; the caller's mcpPolicy refuses the server; or the server's address is refused.", schema: V0_ERROR })
+  @ApiNotFoundResponse({ description: 'No MCP server with that name.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: 'The server is a stdio one: agents launch it themselves.', schema: V0_ERROR })
+  @ApiBadGatewayResponse({ description: 'The MCP server redirected, or answered something other than JSON or an event stream, or too much.', schema: V0_ERROR })
+  @ApiServiceUnavailableResponse({ description: "The MCP server cannot be reached, or its headers' values cannot be decrypted.", schema: V0_ERROR })
+  @ApiGatewayTimeoutResponse({ description: 'The MCP server did not answer within `MODEL_RELAY_TIMEOUT_MS`.', schema: V0_ERROR })
+  async post(
+    @CurrentPrincipal() principal: Principal,
+    @Param('serverName') serverName: string,
+    @Body(enterpriseControlsSchemas.pipe('McpRelayBody')) body: ApiSchema<'McpRelayBody'>,
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<unknown> {
+    return this.relay(principal, serverName, 'POST', request, reply, body);
+  }
+
+  @Delete(':serverName')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'End an MCP session on an HTTP MCP server (added)',
+    description: "Relays the client's `DELETE` (with its `mcp-session-id`) as `POST` relays requests.",
+  })
+  @ApiOkResponse({ description: "The MCP server's answer, its status passed on." })
+  @ApiForbiddenResponse({ description: "Not an agent token; the caller's mcpPolicy refuses the server; or the server's address is refused.", schema: V0_ERROR })
+  @ApiNotFoundResponse({ description: 'No MCP server with that name.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: 'The server is a stdio one.', schema: V0_ERROR })
+  async delete(
+    @CurrentPrincipal() principal: Principal,
+    @Param('serverName') serverName: string,
+    @Req() request: FastifyRequest,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<unknown> {
+    return this.relay(principal, serverName, 'DELETE', request, reply);
+  }
+
+  @Get(':serverName/launch')
+  @ApiOperation({
+    summary: 'Read how to start a stdio MCP server (added)',
+    description:
+      "How an agent starts one of the organization's stdio `mcpServers` on its computer: `command`, `args` and `env`, the env values in plain text. " +
+      "This is the one way a stdio server's secrets reach the computer that runs it (everywhere else they are masked). Only a computer's agent token may call it; " +
+      "the caller's `mcpPolicy` applies (403 `mcp_not_allowed`); an unknown server is 404, an HTTP one 409 (agents reach those through the relay).",
+  })
+  @ApiOkResponse({ schema: ref('McpLaunch') })
+  @ApiForbiddenResponse({ description: "Not an agent token, or the caller's mcpPolicy refuses the server.", schema: V0_ERROR })
+  @ApiNotFoundResponse({ description: 'No MCP server with that name.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: 'The server is an HTTP one: agents reach it through the relay.', schema: V0_ERROR })
+  @ApiServiceUnavailableResponse({ description: "The server's env values cannot be decrypted.", schema: V0_ERROR })
+  launch(@CurrentPrincipal() principal: Principal, @Param('serverName') serverName: string): Promise<ApiSchema<'McpLaunch'>> {
+    return this.controls.mcpLaunch(principal, serverName);
+  }
+
+  private async relay(
+    principal: Principal,
+    serverName: string,
+    method: McpRelayRequest['method'],
+    request: FastifyRequest,
+    reply: FastifyReply,
+    body?: unknown,
+  ): Promise<unknown> {
+    const headers: Record<string, string> = {};
+    for (const name of MCP_REQUEST_HEADERS) {
+      const value = request.headers[name];
+      if (typeof value === 'string') headers[name] = value;
+    }
+    // The request to the MCP server ends when the caller goes away.
+    const caller = new AbortController();
+    reply.raw.once('close', () => caller.abort());
+    const answer: McpRelayAnswer = await this.controls.relayMcp(principal, serverName, { method, headers, body, signal: caller.signal });
+    void reply.status(answer.status).headers(answer.headers);
+    if ('stream' in answer) {
+      void reply.header('x-accel-buffering', 'no');
+      return answer.stream;
+    }
+    return answer.body;
+  }
+}
