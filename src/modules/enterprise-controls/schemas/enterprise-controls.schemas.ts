@@ -1,6 +1,14 @@
 import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
 import { AGENT_POLICY_FIELDS } from '../domain/agent-policy';
-import { CLOUD_MODEL_CONFIG_FIELDS, CODE_HOSTS, CUSTOM_MODEL_PROVIDERS, defaultSettings, MCP_AUTONOMY_LEVELS, MCP_SERVER_NAME, SETTINGS_LIMITS } from '../domain/settings';
+import {
+  CLOUD_MODEL_CONFIG_FIELDS,
+  CODE_HOSTS,
+  CUSTOM_MODEL_PROVIDERS,
+  defaultSettings,
+  MCP_AUTONOMY_LEVELS,
+  MCP_SERVER_NAME,
+  SETTINGS_LIMITS,
+} from '../domain/settings';
 import { pageOf, pageQuery } from '../../../platform/http/pagination';
 
 const L = SETTINGS_LIMITS;
