@@ -278,9 +278,11 @@ function main(argv) {
     console.error(`agent-platform: unknown command "${command}".\n\n${USAGE}`);
     return 64;
   }
-  const code = buildIfChanged();
-  if (code !== 0) return code;
   const file = join(DIST, program.file);
+  // Help needs no fresh build: what dist/ has says it (a compile can take a minute).
+  const helpOnly = args.includes('--help') || args.includes('-h');
+  const code = helpOnly && existsSync(file) ? 0 : buildIfChanged();
+  if (code !== 0) return code;
   if (!existsSync(file)) {
     console.error(`agent-platform: ${file} is missing: run npm run build.`);
     return 1;

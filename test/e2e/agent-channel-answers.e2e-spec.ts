@@ -62,7 +62,7 @@ describe('Agent channel answers, against the contract the agent is typed with', 
       return res;
     });
     const { port } = t.app.getHttpServer().address() as AddressInfo;
-    const client = new PlatformClient({ baseUrl: `http://127.0.0.1:${port}`, token: computer.agentToken, attempts: 1 });
+    const client = new PlatformClient({ baseUrl: `http://127.0.0.1:${port}`, token: computer.agentToken, retryWindowMs: 0 });
 
     await client.connect('laptop.example');
     await client.policy();

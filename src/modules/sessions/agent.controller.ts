@@ -1,6 +1,7 @@
 import type { ApiSchema } from '../../platform/http/api-schema';
 import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import {
+  ApiAcceptedResponse,
   ApiBadRequestResponse,
   ApiBody,
   ApiConflictResponse,
@@ -173,6 +174,29 @@ export class AgentController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<{ leaseExpiresAt: number; interrupted: boolean }> {
     return respond(reply, await this.work.heartbeat(principal, sessionId, body, idempotent));
+  }
+
+  @Post('sessions/:sessionId/deltas')
+  @HttpCode(202)
+  @ApiOperation({
+    summary: 'Stream a piece of the text the model is writing',
+    description:
+      "Sends `text` at once to the session's open event streams as a `message.delta` event (`MessageDeltaEvent`; not in the spec), on every server instance. " +
+      'Nothing is stored: no `seq`, no webhook, no analytics, and a stream opened later never gets it; the message the agent appends afterwards is the ' +
+      "whole, final text. Streams send it only to those who may read the session's messages (the `messageHistory` feature, as for `message.added`'s " +
+      '`message`). Best effort: an agent sends these coalesced (every 100 ms or 2 KB), never retries them, and goes on with its turn when one fails. ' +
+      'Counts against the rate limits like any request. A turn that is over is 409 `turn_not_active`.',
+  })
+  @ApiBody({ schema: ref('MessageDeltaBody') })
+  @ApiAcceptedResponse({ description: 'Sent to the streams open now.' })
+  @ApiNotFoundResponse({ description: 'No such session in your organization.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: TURN_CONFLICT, schema: V0_ERROR })
+  async delta(
+    @CurrentPrincipal() principal: Principal,
+    @Param('sessionId') sessionId: string,
+    @Body(sessionSchemas.pipe('MessageDeltaBody')) body: ApiSchema<'MessageDeltaBody'>,
+  ): Promise<void> {
+    await this.work.publishDelta(principal, sessionId, body);
   }
 
   @Post('sessions/:sessionId/end-turn')
