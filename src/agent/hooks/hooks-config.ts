@@ -89,7 +89,7 @@ export function parseHooks(text: string, path = 'hooks file'): HooksConfig {
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new HooksConfigError(`${path}: must be a JSON object`);
   // The settings form: hooks under `hooks`, beside the other settings (`instructions`, see ../memory.ts), any of them absent.
   const settings = 'hooks' in parsed || 'instructions' in parsed;
-  const hooks = settings ? ((parsed as { hooks?: unknown }).hooks ?? {}) : parsed;
+  const hooks = settings ? ('hooks' in parsed ? (parsed as { hooks: unknown }).hooks : {}) : parsed;
   const where = settings ? '/hooks' : '';
   if (!validate(hooks)) {
     const problems = (validate.errors ?? []).map(
