@@ -43,15 +43,18 @@ export class DeltaPublisher {
   }
 
   /**
-   * The model, each of its calls starting a step: so that the loop need not call `nextStep()` itself
-   * (if it comes to, it should stop using this).
+   * The model, each of its calls starting a step, and its last text sent as soon as it answers (before
+   * the agent appends the answer, mostly): so that the loop need not call `nextStep()` itself (if it
+   * comes to, it should stop using this).
    */
   counting<Model extends { complete(...args: never[]): Promise<unknown> }>(model: Model): Model {
     const complete = model.complete.bind(model) as (...args: Parameters<Model['complete']>) => ReturnType<Model['complete']>;
     const counted = Object.create(model) as Model;
     counted.complete = ((...args: Parameters<Model['complete']>) => {
       this.nextStep();
-      return complete(...args);
+      const answer = complete(...args);
+      void answer.finally(() => this.flush()).catch(() => undefined);
+      return answer;
     }) as Model['complete'];
     return counted;
   }
