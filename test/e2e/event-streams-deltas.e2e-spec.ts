@@ -4,6 +4,7 @@ import { EventLog } from '../../src/platform/events';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { sleep } from '../utils/polling';
 import { payloads, SseStream } from '../utils/sse';
+import { startTestApp } from '../utils/test-app';
 import { expectV0Error } from '../utils/v0-errors';
 import { eventStreamsFixture, Json } from '../utils/fixtures/event-streams';
 
@@ -114,6 +115,33 @@ describe('Message deltas on event streams', () => {
     await sleep(300);
     expect(deltasOf(s)).toEqual([]);
     s.close();
+  });
+
+  it('has a limit of its own, 50 a second per credential (429 too_many_deltas), and spends none of the shared budgets', async () => {
+    // Six requests a minute for the credential: the session, its message, the claim, and the append after the deltas.
+    const app = await startTestApp({ RATE_LIMIT_CREDENTIAL_PER_MINUTE: '6' });
+    try {
+      const owner = await createUser(app, Role.Owner, await createOrganization(app, { messageHistory: true }));
+      const call = (path: string, body: object) => app.http().post(path).set(owner.auth).send(body);
+      const sessionId = (await call('/api/v0/sessions', {}).expect(201)).body.sessionId as string;
+      await call(`/api/v0/sessions/${sessionId}/messages`, { text: 'Go.' }).expect(200);
+      const { turnId } = (await call('/api/v0/agent/claims', {}).expect(200)).body.work as { turnId: string };
+      const burst = await Promise.all(Array.from({ length: 120 }, () => call(`/api/v0/agent/sessions/${sessionId}/deltas`, { turnId, step: 0, text: 'x' })));
+      const refused = burst.filter((res) => res.status === 429);
+      // 50 a window: a burst slow enough to reach into a second window gets at most 100 through.
+      const accepted = burst.filter((res) => res.status === 202).length;
+      expect([accepted >= 50 && accepted <= 100, accepted + refused.length]).toEqual([true, 120]);
+      expectV0Error(refused[0], 429, 'too_many_deltas');
+      expect(refused[0].headers['retry-after']).toBe('1');
+      // The shared budget is untouched by them: the turn's append still goes through.
+      await call(`/api/v0/agent/sessions/${sessionId}/messages`, { turnId, messages: [{ role: 'assistant', content: [{ type: 'text', text: 'x' }] }] }).expect(
+        200,
+      );
+      await sleep(1_100);
+      await call(`/api/v0/agent/sessions/${sessionId}/deltas`, { turnId, step: 0, text: 'again' }).expect(202);
+    } finally {
+      await app.close();
+    }
   });
 
   it('refuses a delta of a turn that is not running (409), bad input (400) and an unknown session (404)', async () => {

@@ -17,6 +17,7 @@ import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
 import { MESSAGE_ATTRIBUTE_FIELDS } from './schemas/session.schemas';
 import { SessionsRepository } from './sessions.repository';
+import { DeltaRate } from './delta-rate';
 import { ToolApprovalLedger } from './tool-approval-ledger';
 
 /** A message as the agent appends it (AppendMessagesBody). */
@@ -36,6 +37,7 @@ export class AgentWorkService {
     private readonly config: AppConfig,
     private readonly ledger: ToolApprovalLedger,
     private readonly live: LiveEvents,
+    private readonly deltaRate: DeltaRate,
   ) {}
 
   /**
@@ -44,6 +46,7 @@ export class AgentWorkService {
    * not locked, and the lease is not renewed (heartbeats do that).
    */
   async publishDelta(principal: Principal, sessionId: string, input: { turnId: string; step: number; text: string }): Promise<void> {
+    this.deltaRate.take(principal);
     const session = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId) : null;
     if (!session || !mayWorkOn(principal, session)) {
       throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
