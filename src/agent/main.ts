@@ -41,7 +41,7 @@ function main(): void {
         computer: { type: 'string' },
         workspace: { type: 'string' },
         hooks: { type: 'string' },
-        help: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
       },
       strict: true,
     }));
