@@ -50,7 +50,7 @@ const OPENAPI_STAMP = join(DIST, '.openapi-stamp');
 const PROGRAMS = {
   serve: { file: 'main.js', args: [], about: 'start the server (npm start)' },
   demo: { file: 'main.js', args: ['--demo'], about: 'seed the demo organizations, then start the server (npm run demo)' },
-  agent: { file: 'agent/main.js', args: [], about: 'run the reference agent on a computer (agent --help)' },
+  agent: { file: 'agent/main.js', args: [], about: 'run the reference agent on a computer (agent --help)', help: true },
   cli: { file: 'cli/main.js', args: [], about: 'administration: organizations, users, keys (cli help)' },
 };
 
@@ -278,9 +278,11 @@ function main(argv) {
     console.error(`agent-platform: unknown command "${command}".\n\n${USAGE}`);
     return 64;
   }
-  const code = buildIfChanged();
-  if (code !== 0) return code;
   const file = join(DIST, program.file);
+  // Help needs no fresh build: what dist/ has says it (a compile can take a minute).
+  const helpOnly = program.help === true && (args.includes('--help') || args.includes('-h'));
+  const code = helpOnly && existsSync(file) ? 0 : buildIfChanged();
+  if (code !== 0) return code;
   if (!existsSync(file)) {
     console.error(`agent-platform: ${file} is missing: run npm run build.`);
     return 1;

@@ -12,6 +12,7 @@ import { errorBody, errorFlavourOf } from './platform/http/error-body';
 import { docsArePublic, setupOpenApi } from './platform/http/openapi-document';
 import { installRequestBodies } from './platform/http/request-bodies';
 import { installRequestContext } from './platform/http/request-context';
+import { edgeConfigOf } from './platform/http/route-config';
 import { installHttpMetrics, Metrics } from './platform/metrics';
 import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
 import { ALWAYS, installSecurityHeaders } from './platform/http/security-headers';
@@ -86,7 +87,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     reply.header(REQUEST_ID_HEADER, request.id);
     const identity = await authentication.identify(request);
     try {
-      await rateLimits.admit(request, reply, subjectOf(identity));
+      const own = identity.kind === 'principal' && edgeConfigOf(request).ownRateLimit === true;
+      await rateLimits.admit(request, reply, own ? { kind: 'exempt' } : subjectOf(identity));
       if (identity.kind === 'refused') throw identity.refusal;
     } catch (error) {
       // Refused with a body still to come: close the connection rather than read and discard it.

@@ -6,7 +6,9 @@ import { HookEvent, HooksConfig, HooksConfigError, loadHooks } from './hooks/hoo
 import { HookRun, runHooks, selectCommands } from './hooks/hook-runner';
 import type { AgentMessage, AgentPolicy, ContentBlock, Message, SessionSettings, Work } from '../contract/agent-channel';
 import { ChatMessage, ModelAnswer, ModelApi, modelClient, ModelError, ToolCall, ToolSpec } from './models';
-import { ChannelRefusal, PlatformClient } from './platform-client';
+import { DeltaPublisher } from './delta-publisher';
+import { loadMemory, Memory, withMemory } from './memory';
+import { ChannelRefusal, DeltaRefused, PlatformClient } from './platform-client';
 import { AllowedIps } from './sandbox/network-policy';
 import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
 import { ApprovalRules, approvalNeeded, callSummary } from './tools/approval';
@@ -127,6 +129,10 @@ export class Agent {
         .finally(() => (beating = false));
     }, HEARTBEAT_MS);
     let hooks = new TurnHooks(this, work, history, {});
+    // Best effort: a delta that cannot be sent is dropped, never a reason for the turn to wait or fail.
+    const deltas = new DeltaPublisher((step, text) => client.delta(work.sessionId, { turnId: work.turnId, step, text }), {
+      retryAfterOf: (error) => (error instanceof DeltaRefused ? error.retryAfterMs : null),
+    });
     try {
       if (!known) history.push(...(await this.earlierConversation(work)));
       hooks = new TurnHooks(this, work, history, await this.loadHooks(work));
@@ -158,8 +164,21 @@ export class Agent {
       } else {
         const approvalRules = [policy.toolApproval, settings.toolApproval];
         const mcpTools = await this.mcpTools(work, policy, settings, spec);
+        const memory = await loadMemory(this.options.workspace, this.options.hooksFile);
         const ending = await this.work(
-          { work, signal: abort.signal, hooks, model, policy, spec, autonomyLevel: settings.autonomyLevel, approvalRules, mcpTools },
+          {
+            work,
+            signal: abort.signal,
+            hooks,
+            model: deltas.counting(model),
+            policy,
+            spec,
+            autonomyLevel: settings.autonomyLevel,
+            approvalRules,
+            memory,
+            mcpTools,
+            onText: deltas.onText,
+          },
           history,
         );
         if (ending) await hooks.fire('Notification', { message: ending });
@@ -177,6 +196,7 @@ export class Agent {
       }
     } finally {
       clearInterval(heartbeat);
+      void deltas.close();
       this.histories.set(work.sessionId, history);
       this.current = null;
     }
@@ -211,7 +231,8 @@ export class Agent {
       type: 'function',
       function: { name: tool.name, description: tool.description, parameters: tool.parameters },
     }));
-    const system = (subagent ? subagentPrompt(this.options.workspace) : systemPrompt(this.options.workspace)) + (turn.spec ? SPEC_MODE : '');
+    const system =
+      (subagent ? subagentPrompt(this.options.workspace, turn.memory) : systemPrompt(this.options.workspace, turn.memory)) + (turn.spec ? SPEC_MODE : '');
     const hidden = subagent ? { hiddenFromUserViews: true } : {};
     const stopped = { failure: 'The agent was stopped before the task was done; send a message to continue.' };
     const maxSteps = subagent?.maxSteps ?? MAX_STEPS_PER_TURN;
@@ -370,7 +391,8 @@ export class Agent {
     const prompt = input?.prompt;
     if (typeof prompt !== 'string' || prompt.trim() === '')
       return { isError: true, content: 'Task needs "prompt": the whole task for the subagent, as a non-empty string.' };
-    const outcome = await this.loop(turn, [{ role: 'user', content: prompt }], { maxSteps: SUBAGENT_MAX_STEPS });
+    // A subagent's text is not streamed: its messages are hidden from user views, and its report comes back as the Task result.
+    const outcome = await this.loop({ ...turn, onText: undefined }, [{ role: 'user', content: prompt }], { maxSteps: SUBAGENT_MAX_STEPS });
     if (!turn.signal.aborted) await turn.hooks.fire('SubagentStop', { stop_hook_active: false });
     if ('answer' in outcome) return { isError: false, content: outcome.answer || '(the subagent answered nothing)' };
     return { isError: true, content: `The subagent did not finish: ${outcome.failure}` };
@@ -596,8 +618,6 @@ interface TurnContext {
   hooks: TurnHooks;
   model: ModelApi;
   policy: AgentPolicy;
-  /** Each piece of the model's answer text as it arrives. */
-  onText?: (delta: string) => void;
   /** The session's `interactionMode` is `spec`: plan, change nothing. */
   spec: boolean;
   /** The session's `autonomyLevel`: what the agent may do without a person confirming it. */
@@ -606,6 +626,10 @@ interface TurnContext {
   approvalRules: Array<ApprovalRules | undefined>;
   /** The tools of the organization's MCP servers offered this turn (none in spec mode), to the agent and its subagents. */
   mcpTools: McpTool[];
+  /** The user's settings instructions and the project's AGENTS.md, read at the start of the turn. */
+  memory: Memory;
+  /** For the model client: the text of the answer as it arrives, streamed to the session's viewers (`message.delta`); best effort, never throws. */
+  onText?: (delta: string) => void;
 }
 
 /** What spec mode leaves the model (and its subagents): the tools that change nothing. */
@@ -735,18 +759,20 @@ function assistantMessage(model: string, answer: ModelAnswer): AgentMessage {
   };
 }
 
-function subagentPrompt(workspace: string): string {
-  return (
+function subagentPrompt(workspace: string, memory: Memory): string {
+  return withMemory(
     `You are a subagent of a coding agent, working in the folder ${workspace} on one task it gave you. Use the tools to read, search, create and ` +
-    'edit files and run commands there. When the task is done, answer with a concise report for the agent (what you found or changed, with ' +
-    'file paths), without tool calls: it is all the agent will see of your work.'
+      'edit files and run commands there. When the task is done, answer with a concise report for the agent (what you found or changed, with ' +
+      'file paths), without tool calls: it is all the agent will see of your work.',
+    memory,
   );
 }
 
-function systemPrompt(workspace: string): string {
-  return (
+function systemPrompt(workspace: string, memory: Memory): string {
+  return withMemory(
     `You are a coding agent working in the folder ${workspace}. Use the tools to read, search, create and edit files and to run commands ` +
-    'there. Commands and files outside the workspace, and commands the organization forbids, are refused. When the task is done, ' +
-    'answer with a short summary of what you did, without tool calls.'
+      'there. Commands and files outside the workspace, and commands the organization forbids, are refused. When the task is done, ' +
+      'answer with a short summary of what you did, without tool calls.',
+    memory,
   );
 }

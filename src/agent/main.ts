@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -6,29 +6,42 @@ import { Agent } from './agent';
 import { modelClient } from './models';
 import { PlatformClient } from './platform-client';
 
-const USAGE = `Usage: npm run agent -- --url <base_url> --token <computer agent token> [--computer <id>] [--workspace <dir>] [--hooks <file>]
+const USAGE = `Usage: agent-platform-agent --url <base_url> [--token-file <path>] [--computer <id>] [--workspace <dir>] [--hooks <file>]
+       (or: npm run agent -- <the same options>)
 
-Every option can come from the environment instead: AGENT_URL, AGENT_TOKEN, AGENT_COMPUTER_ID, AGENT_WORKSPACE
-(default: the current folder), AGENT_HOOKS_FILE (default: ~/.agent-platform/settings.json; the hooks object, or an
-object with a "hooks" key). AGENT_STATE_DIR (default: ~/.agent-platform) holds the transcripts hooks can read. The model: AGENT_MODEL_BASE_URL (an OpenAI-compatible endpoint), AGENT_MODEL (its
+The agent token comes from AGENT_TOKEN, or from a file: --token-file <path> or AGENT_TOKEN_FILE (its content, trimmed).
+Never from the command line, which every user of the machine can read (ps).
+
+Every other option can come from the environment instead: AGENT_URL, AGENT_COMPUTER_ID, AGENT_WORKSPACE
+(default: the current folder), AGENT_HOOKS_FILE (default: ~/.agent-platform/settings.json: the hooks object, or an
+object with a "hooks" key and an "instructions" string the model reads at every turn, as it reads the workspace's AGENTS.md).
+AGENT_STATE_DIR (default: ~/.agent-platform) holds the transcripts hooks can read. The model: AGENT_MODEL_BASE_URL (an OpenAI-compatible endpoint), AGENT_MODEL (its
 model id), AGENT_MODEL_PROVIDER (generic-chat-completion-api, the default, or anthropic: the Messages API, e.g. https://api.anthropic.com), AGENT_MODEL_API_KEY (if it needs one), AGENT_MODEL_MAX_OUTPUT_TOKENS; AGENT_CONTEXT_CHARS (default 400000) is the size of conversation past which it is compacted
 into the model's summary. Without a model the agent still
-takes work and answers each turn with how to configure one.`;
+takes work and answers each turn with how to configure one. See docs/agents.md.`;
 
 /** How long a stopping agent may take to end its turn before it exits regardless. */
 const STOP_GRACE_MS = 15_000;
 
 function main(): void {
+  // Before parsing: `--token` with or without its value is refused with the reason, not as an unknown option.
+  if (process.argv.slice(2).some((arg) => arg === '--token' || arg.startsWith('--token='))) {
+    console.error(
+      '--token is not accepted: the command line is visible to every user of the machine (ps). Put the token in AGENT_TOKEN, ' +
+        'or in a file only you can read and pass --token-file <path> (or AGENT_TOKEN_FILE).',
+    );
+    process.exit(64);
+  }
   let values;
   try {
     ({ values } = parseArgs({
       options: {
         url: { type: 'string' },
-        token: { type: 'string' },
+        'token-file': { type: 'string' },
         computer: { type: 'string' },
         workspace: { type: 'string' },
         hooks: { type: 'string' },
-        help: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
       },
       strict: true,
     }));
@@ -42,9 +55,11 @@ function main(): void {
   }
   const env = process.env;
   const url = values.url ?? env.AGENT_URL;
-  const token = values.token ?? env.AGENT_TOKEN;
+  const token = tokenFrom(values['token-file'] ?? env.AGENT_TOKEN_FILE, env.AGENT_TOKEN);
   if (!url || !token) {
-    console.error(`${!url ? 'The server URL (--url or AGENT_URL)' : 'The agent token (--token or AGENT_TOKEN)'} is required.\n\n${USAGE}`);
+    console.error(
+      `${!url ? 'The server URL (--url or AGENT_URL)' : 'The agent token (AGENT_TOKEN, --token-file or AGENT_TOKEN_FILE)'} is required.\n\n${USAGE}`,
+    );
     process.exit(64);
   }
   const workspace = resolve(values.workspace ?? env.AGENT_WORKSPACE ?? process.cwd());
@@ -87,6 +102,31 @@ function main(): void {
       process.exit(1);
     },
   );
+}
+
+/**
+ * The token from the file when one is named (a file wins over AGENT_TOKEN), else AGENT_TOKEN. An unreadable or empty
+ * file exits 64. A file others may read only gets a warning: secrets mounted into containers (Docker, Kubernetes) are
+ * usually 0444 or 0644 in a machine of one user, and refusing them would push people back to the environment.
+ */
+function tokenFrom(file: string | undefined, fromEnv: string | undefined): string | undefined {
+  if (file === undefined || file === '') return fromEnv?.trim() || undefined;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+    if (process.platform !== 'win32' && (statSync(file).mode & 0o077) !== 0) {
+      console.error(`Warning: the token file ${file} can be read by other users of this machine; chmod 600 it.`);
+    }
+  } catch (error) {
+    console.error(`The token file ${file} cannot be read: ${(error as Error).message}`);
+    process.exit(64);
+  }
+  const token = text.trim();
+  if (!token) {
+    console.error(`The token file ${file} is empty: it must hold the computer's agent token.`);
+    process.exit(64);
+  }
+  return token;
 }
 
 main();

@@ -17,6 +17,7 @@ import type {
   Heartbeat,
   HeartbeatRequest,
   Message,
+  MessageDeltaRequest,
   ToolApproval,
   ToolApprovalAnswer,
   ToolApprovalQuery,
@@ -44,20 +45,35 @@ export class ChannelRefusal extends Error {
 export interface ClientOptions {
   baseUrl: string;
   token: string;
-  /** Attempts per request on network errors, 5xx and 429 (each retry with the same Idempotency-Key). */
-  attempts?: number;
+  /**
+   * How long a request is retried on network errors, 429, 502, 503 and 504 (each retry with the same
+   * Idempotency-Key): RETRY_WINDOW_MS when not set. 0: one attempt.
+   */
+  retryWindowMs?: number;
   log?: (line: string) => void;
 }
+
+/**
+ * How long a request is retried: a server restart (a deploy, a crash and its supervisor) takes seconds to a minute, and
+ * the turn's lease (AGENT_LEASE_MS, 5 minutes by default) outlasts this, so the turn is still the agent's when the server is back.
+ */
+export const RETRY_WINDOW_MS = 120_000;
+/** The longest wait between two attempts, Retry-After included. */
+const MAX_DELAY_MS = 5_000;
+/** Answers that say "not now" rather than "no": the request is tried again. */
+const TRANSIENT = new Set([429, 502, 503, 504]);
+/** A delta is worth sending only now: a short timeout, no retry. */
+const DELTA_TIMEOUT_MS = 5_000;
 
 /**
  * The agent channel over HTTP. Every write carries an Idempotency-Key kept across its retries, so a
  * request whose answer was lost (network error, server restart) is retried without being done twice.
  */
 export class PlatformClient {
-  private readonly attempts: number;
+  private readonly retryWindowMs: number;
 
   constructor(private readonly options: ClientOptions) {
-    this.attempts = options.attempts ?? 10;
+    this.retryWindowMs = options.retryWindowMs ?? RETRY_WINDOW_MS;
   }
 
   connect(hostname: string): Promise<ConnectAnswer> {
@@ -98,7 +114,23 @@ export class PlatformClient {
   /** Renews the turn's lease; `interrupted` says a user interrupted the turn. */
   heartbeat(sessionId: string, turnId: string): Promise<Heartbeat> {
     // No Idempotency-Key: a heartbeat done twice does no harm, and one a second would fill the server's key store.
-    return this.request<Heartbeat>('POST', `/api/v0/agent/sessions/${sessionId}/heartbeat`, { turnId } satisfies HeartbeatRequest);
+    // No retry either: the next beat is a second away, and beats resume by themselves once the server is back.
+    return this.request<Heartbeat>('POST', `/api/v0/agent/sessions/${sessionId}/heartbeat`, { turnId } satisfies HeartbeatRequest, undefined, undefined, 0);
+  }
+
+  /**
+   * Sends a piece of the text the model is writing to the session's live streams (`message.delta`):
+   * once, with a short timeout; a failure throws (the caller drops the text: the message it appends stays whole).
+   */
+  async delta(sessionId: string, body: MessageDeltaRequest): Promise<void> {
+    const res = await fetch(`${this.options.baseUrl}/api/v0/agent/sessions/${sessionId}/deltas`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${this.options.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(DELTA_TIMEOUT_MS),
+    });
+    await res.arrayBuffer();
+    if (!res.ok) throw new DeltaRefused(res.status, retryAfterMs(res.headers.get('retry-after')));
   }
 
   /** Asks a person of the session to approve a tool call. */
@@ -126,10 +158,19 @@ export class PlatformClient {
    * The answer's JSON, as the contract types it for the operation called: the agent trusts the server it was given
    * (its answers are not validated again here), as it trusts it with the work.
    */
-  private async request<Answer>(method: string, path: string, body?: unknown, idempotencyKey?: string, signal?: AbortSignal): Promise<Answer> {
+  private async request<Answer>(
+    method: string,
+    path: string,
+    body?: unknown,
+    idempotencyKey?: string,
+    signal?: AbortSignal,
+    retryWindowMs = this.retryWindowMs,
+  ): Promise<Answer> {
     let lastError: unknown;
-    for (let attempt = 1; attempt <= this.attempts; attempt++) {
+    const giveUpAt = Date.now() + retryWindowMs;
+    for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
+      let retryAfter: number | null = null;
       try {
         const res = await fetch(`${this.options.baseUrl}${path}`, {
           method,
@@ -142,21 +183,50 @@ export class PlatformClient {
           signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(60_000)]) : AbortSignal.timeout(60_000),
         });
         const text = await res.text();
-        const parsed = text ? (JSON.parse(text) as unknown) : null;
-        if (res.ok) return parsed as Answer;
-        if (res.status < 500 && res.status !== 429) throw new ChannelRefusal(res.status, (parsed ?? {}) as ChannelRefusal['body']);
+        if (res.ok) return (text ? JSON.parse(text) : null) as Answer;
+        // A 502, 503 or 504 often comes from something in between (a proxy's error page), not as JSON.
+        if (!TRANSIENT.has(res.status)) throw new ChannelRefusal(res.status, (jsonOrNull(text) ?? {}) as ChannelRefusal['body']);
         lastError = new Error(`${method} ${path}: ${res.status}`);
+        retryAfter = retryAfterMs(res.headers.get('retry-after'));
       } catch (error) {
         if (error instanceof ChannelRefusal || signal?.aborted) throw error;
         lastError = error;
       }
-      // Bounded exponential backoff: 0.25 s, 0.5 s, 1 s ... up to 5 s between attempts.
-      const delay = Math.min(5_000, 250 * 2 ** (attempt - 1));
-      this.options.log?.(`${method} ${path} failed (${describe(lastError)}); attempt ${attempt} of ${this.attempts}, retrying in ${delay} ms`);
-      await sleep(delay);
+      // Bounded exponential backoff: 0.25 s, 0.5 s, 1 s ... up to 5 s between attempts, or what Retry-After asks (at most 5 s).
+      const delay = Math.min(MAX_DELAY_MS, retryAfter ?? 250 * 2 ** Math.min(attempt - 1, 10));
+      if (Date.now() + delay > giveUpAt) break;
+      this.options.log?.(`${method} ${path} failed (${describe(lastError)}); attempt ${attempt}, retrying in ${delay} ms`);
+      await sleep(delay, undefined, signal ? { signal } : undefined).catch(() => undefined);
     }
     throw lastError instanceof Error ? lastError : new Error(String(lastError));
   }
+}
+
+/** A delta the server did not take; `retryAfterMs` when it said when to try again (429). */
+export class DeltaRefused extends Error {
+  constructor(
+    readonly status: number,
+    readonly retryAfterMs: number | null,
+  ) {
+    super(`the server answered ${status}`);
+  }
+}
+
+function jsonOrNull(text: string): unknown {
+  try {
+    return text ? (JSON.parse(text) as unknown) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Retry-After (seconds, or an HTTP date) in ms, or null. */
+function retryAfterMs(value: string | null): number | null {
+  if (value === null) return null;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? null : Math.max(0, date - Date.now());
 }
 
 /** A query string of the parameters that are set. */

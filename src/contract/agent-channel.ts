@@ -24,6 +24,7 @@ type Append = paths['/api/v0/agent/sessions/{sessionId}/messages']['post'];
 type Usage = paths['/api/v0/agent/sessions/{sessionId}/usage']['post'];
 type Beat = paths['/api/v0/agent/sessions/{sessionId}/heartbeat']['post'];
 type EndTurn = paths['/api/v0/agent/sessions/{sessionId}/end-turn']['post'];
+type Delta = paths['/api/v0/agent/sessions/{sessionId}/deltas']['post'];
 type RequestApproval = paths['/api/v0/agent/sessions/{sessionId}/tool-approvals']['post'];
 type AwaitApproval = paths['/api/v0/agent/sessions/{sessionId}/tool-approvals/{approvalId}']['get'];
 
@@ -55,6 +56,7 @@ export type HeartbeatRequest = RequestOf<Beat>;
 export type Heartbeat = AnswerOf<Beat, 200>;
 export type EndTurnRequest = RequestOf<EndTurn>;
 export type EndTurnAnswer = AnswerOf<EndTurn, 200>;
+export type MessageDeltaRequest = RequestOf<Delta>;
 
 export type ToolApprovalRequest = RequestOf<RequestApproval>;
 export type ToolApprovalQuery = QueryOf<AwaitApproval>;

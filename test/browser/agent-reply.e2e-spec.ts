@@ -84,20 +84,17 @@ const AGENT_MAIN = join(__dirname, '..', '..', 'dist', 'agent', 'main.js');
       .send({ name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' })
       .expect(201);
     const modelUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
-    agent = spawn(
-      process.execPath,
-      [AGENT_MAIN, '--url', baseUrlOf(t), '--token', computer.body.agentToken as string, '--workspace', join(home, 'workspace')],
-      {
-        env: {
-          PATH: process.env.PATH ?? '',
-          HOME: home,
-          AGENT_STATE_DIR: join(home, 'state'),
-          AGENT_HOOKS_FILE: join(home, 'hooks.json'),
-          AGENT_MODEL_BASE_URL: modelUrl,
-          AGENT_MODEL: 'scripted-1',
-        },
+    agent = spawn(process.execPath, [AGENT_MAIN, '--url', baseUrlOf(t), '--workspace', join(home, 'workspace')], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: home,
+        AGENT_TOKEN: computer.body.agentToken as string,
+        AGENT_STATE_DIR: join(home, 'state'),
+        AGENT_HOOKS_FILE: join(home, 'hooks.json'),
+        AGENT_MODEL_BASE_URL: modelUrl,
+        AGENT_MODEL: 'scripted-1',
       },
-    );
+    });
     agent.stdout?.on('data', (chunk: Buffer) => (agentOutput += chunk.toString()));
     agent.stderr?.on('data', (chunk: Buffer) => (agentOutput += chunk.toString()));
     const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ title: 'Ask the agent', computerId: computer.body.id }).expect(201);

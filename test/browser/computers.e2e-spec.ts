@@ -57,7 +57,7 @@ import { join } from 'node:path';
     const token = await page.getByLabel('The agent token').inputValue();
     expect(token).toMatch(/^cpt_/);
     const command = page.getByLabel("The agent's command");
-    expect(await command.textContent()).toContain(`--token ${token}`);
+    expect(await command.textContent()).toContain(`AGENT_TOKEN=${token} `);
     // BASE_URL, where the agent channel is (the computer's relayAgentUrl), which may differ from where the console is.
     const { relayAgentUrl } = (await t.http().get(`/api/v0/computers/${computerId}`).set(owner.auth).expect(200)).body as { relayAgentUrl: string };
     expect(await command.textContent()).toContain(`--url ${relayAgentUrl.replace(/\/api\/v0\/agent$/, '')} `);

@@ -58,11 +58,16 @@ describe('Agent channel answers, against the contract the agent is typed with', 
     jest.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
       const res = await fetch(input, init);
       const text = await res.clone().text();
-      answers.push({ method: (init?.method ?? 'GET').toLowerCase(), path: new URL(String(input)).pathname, status: res.status, body: JSON.parse(text) });
+      answers.push({
+        method: (init?.method ?? 'GET').toLowerCase(),
+        path: new URL(String(input)).pathname,
+        status: res.status,
+        body: text ? JSON.parse(text) : undefined,
+      });
       return res;
     });
     const { port } = t.app.getHttpServer().address() as AddressInfo;
-    const client = new PlatformClient({ baseUrl: `http://127.0.0.1:${port}`, token: computer.agentToken, attempts: 1 });
+    const client = new PlatformClient({ baseUrl: `http://127.0.0.1:${port}`, token: computer.agentToken, retryWindowMs: 0 });
 
     await client.connect('laptop.example');
     await client.policy();
@@ -83,6 +88,7 @@ describe('Agent channel answers, against the contract the agent is typed with', 
     expect((await client.conversation(sessionId, work.turnId)).messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
     await client.usage(sessionId, { turnId: work.turnId, model: 'model-a', inputTokens: 10, outputTokens: 5, cacheReadTokens: 0, thinkingTokens: 2 });
     await client.heartbeat(sessionId, work.turnId);
+    await client.delta(sessionId, { turnId: work.turnId, step: 0, text: 'Running the' });
     const asked = await client.requestApproval(sessionId, {
       turnId: work.turnId,
       toolName: 'Execute',
@@ -102,8 +108,13 @@ describe('Agent channel answers, against the contract the agent is typed with', 
     const ajv = new Ajv({ strict: false, validateFormats: false });
     ajv.addSchema({ ...doc, $id: 'openapi' });
     const templates = Object.keys(doc.paths).map((path) => ({ path, pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`) }));
-    const problems = answers.flatMap(({ method, path, status, body }) => {
+    const problems = answers.flatMap(({ method, path, status, body }): Array<{ operation: string; status: number; errors: unknown }> => {
       const template = templates.find(({ pattern }) => pattern.test(path))!.path;
+      // An answer without a body (202): the document declares the status, without content.
+      if (body === undefined) {
+        const declared = (doc.paths[template] as Record<string, { responses: Record<string, { content?: unknown }> }>)[method].responses[status];
+        return declared && !declared.content ? [] : [{ operation: `${method} ${template}`, status, errors: 'an empty answer the document does not declare' }];
+      }
       const validate = ajv.compile({ $ref: `openapi#/paths/${segment(template)}/${method}/responses/${status}/content/application~1json/schema` });
       return validate(body) ? [] : [{ operation: `${method} ${template}`, status, errors: validate.errors }];
     });

@@ -106,20 +106,17 @@ describe('A person in the loop of the agent process', () => {
     folders.push(home);
     const url = (await t.app.getUrl()).replace('[::1]', '127.0.0.1');
     const workspace = join(home, 'workspace');
-    const child = spawn(
-      process.execPath,
-      [join(ROOT, 'dist/agent/main.js'), '--url', url, '--token', computer.body.agentToken as string, '--workspace', workspace],
-      {
-        env: {
-          PATH: process.env.PATH ?? '',
-          HOME: home,
-          AGENT_STATE_DIR: join(home, 'state'),
-          AGENT_HOOKS_FILE: join(home, 'hooks.json'),
-          AGENT_MODEL_BASE_URL: modelUrl,
-          AGENT_MODEL: 'scripted-1',
-        },
+    const child = spawn(process.execPath, [join(ROOT, 'dist/agent/main.js'), '--url', url, '--workspace', workspace], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: home,
+        AGENT_TOKEN: computer.body.agentToken as string,
+        AGENT_STATE_DIR: join(home, 'state'),
+        AGENT_HOOKS_FILE: join(home, 'hooks.json'),
+        AGENT_MODEL_BASE_URL: modelUrl,
+        AGENT_MODEL: 'scripted-1',
       },
-    );
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -1,8 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer, request as httpRequest, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { ServerProcess, startServer } from '../utils/processes';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { createTestDatabase } from '../utils/test-database';
 import { agentProcessFixture, call, completion, Json, ScriptedModel } from '../utils/fixtures/agent-process';
@@ -56,7 +59,7 @@ const portOf = async (app: TestApp) => Number(new URL(await app.app.getUrl()).po
  */
 describe('The agent process', () => {
   const fixture = agentProcessFixture();
-  const { computerWithAgent, startAgent, say, untilIdle, messages } = fixture;
+  const { computerWithAgent, startAgent, say, untilIdle, messages, folders } = fixture;
   let t: TestApp;
   beforeAll(() => (t = fixture.t));
   /** Points this file's requests and the fixture's calls at another app. */
@@ -115,6 +118,84 @@ describe('The agent process', () => {
       await model.stop();
       await proxy.stop();
       await server.close();
+      await database.drop();
+    }
+  });
+
+  it('goes on with a turn across a SIGKILL of the real server process while its answer is on the way: writes wait for the server, heartbeats resume and hold the lease', async () => {
+    const database = await createTestDatabase();
+    // A short lease: were heartbeats not to resume after the restart, another agent could take the turn within the second model call.
+    const env = { ...database.env, AGENT_LEASE_MS: '3000' };
+    let server: ServerProcess = await startServer(['--demo'], env);
+    const keys = JSON.parse(readFileSync(join(database.dataDir, 'demo-keys.json'), 'utf8')) as Record<string, Record<string, string>>;
+    const auth = { Authorization: `Bearer ${keys.acme.owner}`, 'content-type': 'application/json' };
+    const api = async (method: string, path: string, body?: object): Promise<{ status: number; body: Json }> => {
+      const res = await fetch(`${server.url}${path}`, { method, headers: auth, body: body ? JSON.stringify(body) : undefined });
+      return { status: res.status, body: (await res.json()) as Json };
+    };
+    const proxy = new FlakyProxy();
+    const proxyUrl = await proxy.start();
+    proxy.target = Number(new URL(server.url).port);
+    let computerId = '';
+    let restarted: Promise<void> = Promise.resolve();
+    const claimedMeanwhile: Array<Json | null> = [];
+    const model = new ScriptedModel(async (request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role === 'user') {
+        // The server dies while the model thinks, and the answer comes back before it is up again: the agent's usage report
+        // and its message wait for it (connection refused, then reset by the proxy).
+        proxy.target = null;
+        server.child.kill('SIGKILL');
+        await once(server.child, 'exit');
+        restarted = (async () => {
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+          server = await startServer([], env);
+          proxy.target = Number(new URL(server.url).port);
+        })();
+        return completion({ tool_calls: [call('call_1', 'Create', { file_path: 'once.txt', content: 'once\n' })] });
+      }
+      // Past the lease, someone else asks for the computer's work: the turn is still this agent's (its heartbeats renewed it).
+      await restarted;
+      for (let i = 0; i < 3; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        claimedMeanwhile.push((await api('POST', '/api/v0/agent/claims', { computerId })).body.work as Json | null);
+      }
+      return completion({ content: 'Done.' });
+    });
+    const modelUrl = await model.start();
+    try {
+      const computer = await api('POST', '/api/v0/computers', { name: 'laptop', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' });
+      expect(computer.status).toBe(201);
+      computerId = computer.body.id as string;
+      const home = mkdtempSync(join(tmpdir(), 'ap-agent-'));
+      folders.push(home);
+      const { output } = startAgent(computer.body.agentToken as string, home, { AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' }, proxyUrl);
+      const { sessionId } = (await api('POST', '/api/v0/sessions', { computerId })).body as { sessionId: string };
+      expect((await api('POST', `/api/v0/sessions/${sessionId}/messages`, { text: 'Write once.txt', computerId })).status).toBe(200);
+
+      const deadline = Date.now() + 60_000;
+      let session: Json = {};
+      while (Date.now() < deadline) {
+        session = await api('GET', `/api/v0/sessions/${sessionId}`).then(
+          (res) => res.body,
+          () => ({}),
+        );
+        if (session.status === 'idle') break;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect([session.status, output()]).toEqual(['idle', expect.any(String)]);
+      expect(output()).toMatch(/usage failed \(.*\); attempt 1, retrying/);
+      expect(claimedMeanwhile).toEqual([null, null, null]);
+      expect(session.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 240, outputTokens: 60 });
+      const all = (await api('GET', `/api/v0/sessions/${sessionId}/messages?limit=100`)).body.messages as Json[];
+      expect(all.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+      expect(all[3].content).toEqual([{ type: 'text', text: 'Done.' }]);
+      expect(readFileSync(join(home, 'workspace', 'once.txt'), 'utf8')).toBe('once\n');
+    } finally {
+      await model.stop();
+      await proxy.stop();
+      await restarted.catch(() => undefined);
+      await server.stop();
       await database.drop();
     }
   });

@@ -212,7 +212,7 @@ describe('Message pages within MESSAGE_PAGE_MAX_BYTES', () => {
     const sessionId = await newSession(user);
     const sent = await say(sessionId, [sized('d1', 90), sized('d2', 90), sized('d3', 90), 'd4'], user);
     const address = t.app.getHttpServer().address() as { port: number };
-    const client = new PlatformClient({ baseUrl: `http://127.0.0.1:${address.port}`, token: user.key, attempts: 1 });
+    const client = new PlatformClient({ baseUrl: `http://127.0.0.1:${address.port}`, token: user.key, retryWindowMs: 0 });
     const work = await client.claim(0);
     expect(work?.sessionId).toBe(sessionId);
     expect(work?.messages.map((m) => m.id)).toEqual(sent);

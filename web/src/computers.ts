@@ -48,11 +48,11 @@ export function baseUrlOf(computer: Computer): string {
   return (computer.relayAgentUrl ?? `${window.location.origin}/api/v0/agent`).replace(/\/api\/v0\/agent\/?$/, '');
 }
 
-/** The reference agent's command line for a computer (README, "Running an agent"; `npm run agent -- --help`). */
+/** The reference agent's command line for a computer (docs/agents.md; `npx agent-platform-agent --help`): the token in the environment, never on the command line. */
 export function agentCommand(computer: Computer, token: string | undefined): string {
   return [
-    `npm run agent -- --url ${baseUrlOf(computer)} \\`,
-    `  --token ${token ?? '"$AGENT_TOKEN"'} \\`,
+    `AGENT_TOKEN=${token ?? '"$AGENT_TOKEN"'} \\`,
+    `  npx agent-platform-agent --url ${baseUrlOf(computer)} \\`,
     `  --computer ${computer.id} \\`,
     '  --workspace ~/work',
   ].join('\n');

@@ -81,6 +81,13 @@ describe('parseHooks', () => {
     }
   });
 
+  it('reads a settings file with instructions and no hooks as no hooks, and still checks hooks beside instructions', () => {
+    expect(parseHooks('{"instructions": "Be brief."}')).toEqual({});
+    expect(parseError({ instructions: 'Be brief.', hooks: { OnSave: [] } }, 'settings.json').message).toBe(
+      'settings.json: /hooks/ must NOT have additional properties (OnSave)',
+    );
+  });
+
   it('refuses hooks under the `hooks` key that are not an object', () => {
     expect(parseError({ hooks: [] }, 'settings.json').message).toBe('settings.json: /hooks/ must be object');
     expect(parseError({ hooks: null }, 'settings.json').message).toBe('settings.json: /hooks/ must be object');

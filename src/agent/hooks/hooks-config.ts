@@ -65,7 +65,7 @@ export class HooksConfigError extends Error {}
 
 /**
  * Reads the user-level hooks file. Both forms: the whole file is the hooks object, or it sits under
- * a top-level `hooks` key (beside other settings). A missing file is no hooks; a bad one throws a
+ * a top-level `hooks` key (beside other settings, such as `instructions`). A missing file is no hooks; a bad one throws a
  * HooksConfigError naming the file and every problem.
  */
 export async function loadHooks(path: string): Promise<HooksConfig> {
@@ -87,8 +87,10 @@ export function parseHooks(text: string, path = 'hooks file'): HooksConfig {
     throw new HooksConfigError(`${path}: not valid JSON (${(error as Error).message})`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new HooksConfigError(`${path}: must be a JSON object`);
-  const hooks = 'hooks' in parsed ? (parsed as { hooks: unknown }).hooks : parsed;
-  const where = 'hooks' in parsed ? '/hooks' : '';
+  // The settings form: hooks under `hooks`, beside the other settings (`instructions`, see ../memory.ts), any of them absent.
+  const settings = 'hooks' in parsed || 'instructions' in parsed;
+  const hooks = settings ? ('hooks' in parsed ? (parsed as { hooks: unknown }).hooks : {}) : parsed;
+  const where = settings ? '/hooks' : '';
   if (!validate(hooks)) {
     const problems = (validate.errors ?? []).map(
       (e) => `${where}${e.instancePath || '/'} ${e.message}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`,

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
-import { EventLog, OnDomainEvent, StoredEvent } from '../../platform/events';
+import { EventLog, LiveEvents, MessageDelta, OnDomainEvent, StoredEvent } from '../../platform/events';
 import { logSecurityEvent } from '../../platform/logging/security-log';
 import { Metrics } from '../../platform/metrics';
 import { InFlight } from '../../platform/rate-limit/in-flight';
@@ -16,6 +16,11 @@ export interface StreamScope {
   sessionId?: string;
   types?: readonly string[];
 }
+
+/** The live-only event type: sent to open streams as it happens, never in the log (see LiveEvents). */
+export const MESSAGE_DELTA = 'message.delta';
+/** Deltas a stream may have waiting for their visibility check; past it, more are dropped (they are best effort). */
+const DELTAS_WAITING_MAX = 100;
 
 /** What a refused stream is told to wait before trying again. */
 const RETRY_AFTER_SECONDS = 5;
@@ -48,6 +53,7 @@ export class EventStreams implements OnModuleDestroy {
     private readonly visibility: EventVisibility,
     private readonly config: AppConfig,
     metrics: Metrics,
+    private readonly live: LiveEvents,
   ) {
     metrics.gauge({ name: 'event_streams_open', help: 'Event streams (server-sent events) open on this instance.', read: () => this.open.size });
     // Before any stream listens: the streams woken by a commit must not join a read begun before it.
@@ -93,10 +99,13 @@ export class EventStreams implements OnModuleDestroy {
    * (from `admit`) is called when the stream ends, whoever ends it.
    */
   start(principal: Principal, scope: StreamScope, after: number, out: Writable, release: () => void): void {
+    const viewer = this.visibility.viewer(principal);
     const stream = new LiveStream(principal, after, out, {
       log: this.log,
+      live: this.live,
       read: (from) => this.read(principal, scope, from),
-      viewer: this.visibility.viewer(principal),
+      wantsDelta: (delta) => this.wantsDelta(principal, scope, viewer, delta),
+      viewer,
       heartbeatMs: this.config.EVENT_STREAM_HEARTBEAT_MS,
       logger: this.logger,
       onClose: () => {
@@ -138,6 +147,19 @@ export class EventStreams implements OnModuleDestroy {
     return batch;
   }
 
+  /**
+   * Whether a stream sends a delta: one of its scope (session, `types`), of a session its caller may
+   * read, where the organization keeps message history (without it `message.added` carries no
+   * message, so no text of one is streamed either).
+   */
+  private async wantsDelta(principal: Principal, scope: StreamScope, viewer: EventViewer, delta: MessageDelta): Promise<boolean> {
+    if (delta.organizationId !== principal.organizationId) return false;
+    if (scope.sessionId !== undefined && scope.sessionId !== delta.sessionId) return false;
+    if (scope.types !== undefined && !scope.types.includes(MESSAGE_DELTA)) return false;
+    if (principal.features.messageHistory !== true) return false;
+    return viewer.seesSession(delta.sessionId);
+  }
+
   onModuleDestroy(): void {
     for (const stream of [...this.open]) stream.close();
   }
@@ -165,7 +187,9 @@ interface Batch {
 
 interface LiveStreamDeps {
   log: EventLog;
+  live: LiveEvents;
   read: (after: number) => Promise<Batch>;
+  wantsDelta: (delta: MessageDelta) => Promise<boolean>;
   viewer: EventViewer;
   heartbeatMs: number;
   logger: Logger;
@@ -182,6 +206,17 @@ class LiveStream {
     if (organizationId === this.principal.organizationId) this.kick();
   };
   private readonly onResumed = () => this.kick();
+  /** Deltas in arrival order: each waits for the one before it (visibility is checked asynchronously). */
+  private deltas: Promise<void> = Promise.resolve();
+  private deltasWaiting = 0;
+  private readonly onDelta = (delta: MessageDelta) => {
+    if (delta.organizationId !== this.principal.organizationId || this.closed || this.deltasWaiting >= DELTAS_WAITING_MAX) return;
+    this.deltasWaiting++;
+    this.deltas = this.deltas
+      .then(() => this.sendDelta(delta))
+      .catch((error: Error) => this.deps.logger.warn(`A message delta was not sent to a stream: ${error.message}`))
+      .finally(() => this.deltasWaiting--);
+  };
 
   constructor(
     readonly principal: Principal,
@@ -195,6 +230,7 @@ class LiveStream {
     // its number, so none is missed and none is sent twice.
     this.deps.log.growth.on('appended', this.onGrowth);
     this.deps.log.growth.on('resumed', this.onResumed);
+    this.deps.live.emitter.on('delta', this.onDelta);
     this.out.once('close', () => this.close());
     this.out.once('error', () => this.close());
     this.out.write(`retry: ${RECONNECT_MS}\n: connected\n\n`);
@@ -210,6 +246,7 @@ class LiveStream {
     this.closed = true;
     this.deps.log.growth.off('appended', this.onGrowth);
     this.deps.log.growth.off('resumed', this.onResumed);
+    this.deps.live.emitter.off('delta', this.onDelta);
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (!this.out.writableEnded && !this.out.destroyed) this.out.end();
     this.deps.onClose();
@@ -250,6 +287,17 @@ class LiveStream {
         this.cursor = events[events.length - 1].seq;
       }
     } while (this.again && !this.closed);
+  }
+
+  /**
+   * A delta without an `id:` line, so that `Last-Event-ID` stays the last logged event's. A client
+   * that has not taken what was written before loses the delta rather than this server's memory.
+   */
+  private async sendDelta(delta: MessageDelta): Promise<void> {
+    if (this.closed || !(await this.deps.wantsDelta(delta)) || this.closed || this.out.writableNeedDrain) return;
+    const { organizationId, sessionId, turnId, step, text, occurredAt } = delta;
+    const event = { type: MESSAGE_DELTA, occurredAt, organizationId, sessionId, data: { sessionId, turnId, step, text } };
+    this.out.write(`event: ${MESSAGE_DELTA}\ndata: ${JSON.stringify(event)}\n\n`);
   }
 
   /** Waits until the client has taken what was written (memory stays bounded for a slow client). */

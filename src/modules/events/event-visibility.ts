@@ -39,6 +39,12 @@ export class EventViewer {
     return isAdmin(this.principal.role);
   }
 
+  /** Whether the caller may read the session (and so its live events). */
+  async seesSession(sessionId: string): Promise<boolean> {
+    if (this.seesEverything) return true;
+    return (await this.sessions.readable(this.principal, [sessionId], this.sessionOwners)).has(sessionId);
+  }
+
   /** The events the caller may see, in their order. Read again for every batch: controls may change. */
   async filter(events: readonly AnyStoredEvent[]): Promise<AnyStoredEvent[]> {
     if (this.seesEverything) return [...events];

@@ -19,6 +19,7 @@ import { EventsError, EventsErrorCode } from './domain/events.errors';
 import { EventStreamQuery } from './schemas/event-queries';
 import { eventSchemas } from './schemas/event.schemas';
 import { PublicEvent } from './event-presenter';
+import { MESSAGE_DELTA } from './event-streams';
 import { EventsService } from './events.service';
 
 export const EVENT_STREAM_TYPE = 'text/event-stream';
@@ -27,6 +28,9 @@ const STREAM_DESCRIPTION =
   'With `Accept: text/event-stream`: server-sent events, one per event: `id: <seq>`, `event: <type>`, `data: <the Event as JSON>`. ' +
   'Replays the events after `Last-Event-ID` (or `after`) from the log, then sends each new one as it is numbered (right after its commit), in `seq` order with no gap and no duplicate; ' +
   'without either it starts with the next event. A comment line (`: heartbeat`) comes every 15 s (`EVENT_STREAM_HEARTBEAT_MS`). ' +
+  'Streams also carry `message.delta` (schema `MessageDeltaEvent`; not in the spec, clients may ignore it): the text a model is writing, live, as its agent sends it, ' +
+  'without an `id:` line (it is not in the log, so `Last-Event-ID` and resuming are unaffected, and a list never has it); the stored message stays whole and final. ' +
+  'Only to callers who may read the session, where the organization keeps message history; `types` may name it. ' +
   'The stream ends when the server shuts down or the credential stops being valid (key revoked, user removed or given another role): reconnect with `Last-Event-ID`. ' +
   'Otherwise: the same events as a JSON page, oldest first, from `after` (default: the oldest kept) or `cursor`; a page may hold fewer than `limit` ' +
   "when events you may not see were skipped, and `hasMore` still says whether to go on. `seq` numbers the organization's log, so a session's or a filtered list skips numbers.";
@@ -121,7 +125,7 @@ export class EventsController {
     lastId: string | undefined,
     reply: FastifyReply,
   ): Promise<void> {
-    const types = EventsService.types('types', query.types);
+    const types = EventsService.types('types', query.types, [MESSAGE_DELTA]);
     const after = query.after === undefined ? undefined : Number(query.after);
     if (wantsStream(accept)) {
       const resume = lastId !== undefined ? parseLastEventId(lastId) : after;

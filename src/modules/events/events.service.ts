@@ -122,13 +122,17 @@ export class EventsService {
     if (open) out.end();
   }
 
-  /** The event types named in a comma-separated list, or 400 naming the unknown ones. */
-  static types(field: string, list: string | undefined): EventType[] | undefined {
+  /**
+   * The event types named in a comma-separated list, or 400 naming the unknown ones. `live` also
+   * allows the live-only types (streams: `message.delta`), which the log never holds.
+   */
+  static types(field: string, list: string | undefined, live: readonly string[] = []): EventType[] | undefined {
     if (list === undefined) return undefined;
     const names = [...new Set(list.split(','))];
-    const unknown = names.filter((name) => !(EVENT_TYPES as string[]).includes(name));
+    const known = [...EVENT_TYPES, ...live];
+    const unknown = names.filter((name) => !known.includes(name));
     if (unknown.length > 0) {
-      throw validationError([{ field, message: `names unknown event types (${unknown.join(', ')}); known: ${EVENT_TYPES.join(', ')}` }]);
+      throw validationError([{ field, message: `names unknown event types (${unknown.join(', ')}); known: ${known.join(', ')}` }]);
     }
     return names as EventType[];
   }

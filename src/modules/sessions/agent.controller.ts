@@ -1,6 +1,7 @@
 import type { ApiSchema } from '../../platform/http/api-schema';
 import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import {
+  ApiAcceptedResponse,
   ApiBadRequestResponse,
   ApiBody,
   ApiConflictResponse,
@@ -16,7 +17,7 @@ import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role
 import { DefaultBody, QuerySchema, ref } from '../../platform/http/json-schema';
 import { V0_ERROR } from '../../platform/http/openapi';
 import { pageOf, pageSize, Pagination } from '../../platform/http/pagination';
-import { MessageSizedBody } from '../../platform/http/route-config';
+import { MessageSizedBody, OwnRateLimit } from '../../platform/http/route-config';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
 import { AgentWorkService } from './agent-work.service';
 import { WorkClaims } from './work-claims.service';
@@ -173,6 +174,32 @@ export class AgentController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<{ leaseExpiresAt: number; interrupted: boolean }> {
     return respond(reply, await this.work.heartbeat(principal, sessionId, body, idempotent));
+  }
+
+  @Post('sessions/:sessionId/deltas')
+  @OwnRateLimit()
+  @HttpCode(202)
+  @ApiOperation({
+    summary: 'Stream a piece of the text the model is writing',
+    description:
+      "Sends `text` at once to the session's open event streams as a `message.delta` event (`MessageDeltaEvent`; not in the spec), on every server instance. " +
+      'Nothing is stored: no `seq`, no webhook, no analytics, and a stream opened later never gets it; the message the agent appends afterwards is the ' +
+      "whole, final text. Streams send it only to those who may read the session's messages (the `messageHistory` feature, as for `message.added`'s " +
+      '`message`). Best effort: an agent sends these coalesced (every 100 ms or 2 KB), never retries them, and goes on with its turn when one fails. ' +
+      'It does not spend the rate limits of the credential and the organization (so streaming never starves appends): deltas have their own, ' +
+      '50 a second per credential on each server instance, past which 429 `too_many_deltas` with `Retry-After: 1`. A turn that is over is 409 `turn_not_active`.',
+  })
+  @ApiBody({ schema: ref('MessageDeltaBody') })
+  @ApiAcceptedResponse({ description: 'Sent to the streams open now.' })
+  @ApiNotFoundResponse({ description: 'No such session in your organization.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: TURN_CONFLICT, schema: V0_ERROR })
+  @ApiTooManyRequestsResponse({ description: 'More than 50 deltas a second from this credential (`too_many_deltas`, `Retry-After: 1`).', schema: V0_ERROR })
+  async delta(
+    @CurrentPrincipal() principal: Principal,
+    @Param('sessionId') sessionId: string,
+    @Body(sessionSchemas.pipe('MessageDeltaBody')) body: ApiSchema<'MessageDeltaBody'>,
+  ): Promise<void> {
+    await this.work.publishDelta(principal, sessionId, body);
   }
 
   @Post('sessions/:sessionId/end-turn')

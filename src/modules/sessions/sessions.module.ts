@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth';
 import { AgentController } from './agent.controller';
 import { AgentPresence } from './agent-presence';
+import { DeltaRate } from './delta-rate';
 import { AgentWorkService } from './agent-work.service';
 import { WorkClaims } from './work-claims.service';
 import { WorkQueue } from './work-queue';
@@ -34,6 +35,7 @@ import { ToolApprovalWaits } from './tool-approval-waits.service';
     SessionMessages,
     ServerLogs,
     AgentWorkService,
+    DeltaRate,
     WorkQueue,
     WorkClaims,
     HistoryImportService,

@@ -14,6 +14,8 @@ export interface EdgeRouteConfig {
   probe?: boolean;
   /** Takes bodies up to MESSAGE_BODY_LIMIT_BYTES rather than BODY_LIMIT_BYTES. */
   messageBody?: boolean;
+  /** Authenticated calls have a limit of their own (the route's), and do not spend the shared rate limits. */
+  ownRateLimit?: boolean;
 }
 
 /**
@@ -42,6 +44,12 @@ export function EdgeConfig(patch: EdgeRouteConfig): MethodDecorator & ClassDecor
 export function edgeConfigOf(request: FastifyRequest): EdgeRouteConfig {
   return (request.routeOptions.config ?? {}) as EdgeRouteConfig;
 }
+
+/**
+ * A route whose frequent calls would spend the credential's and the organization's budgets (an agent's live text, ten a
+ * second) and starve the calls that matter: it counts its calls itself instead.
+ */
+export const OwnRateLimit = () => EdgeConfig({ ownRateLimit: true });
 
 /** Add-message routes: base64 images and files ride in their bodies, so they take MESSAGE_BODY_LIMIT_BYTES. */
 export const MessageSizedBody = () => EdgeConfig({ messageBody: true });

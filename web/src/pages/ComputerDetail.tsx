@@ -282,8 +282,8 @@ function RunAgent({ computer, token }: { computer: Computer; token: string | und
           ? 'The command holds the token you were just shown: keep it as safe as the token.'
           : 'Set AGENT_TOKEN to the agent token shown when the computer was made; lost it? Make a new agent token above.'}{' '}
         Without <code>AGENT_MODEL_BASE_URL</code> the agent uses your organization’s custom models through the server; to use a model of your own add{' '}
-        <code>AGENT_MODEL_BASE_URL</code>, <code>AGENT_MODEL</code> and <code>AGENT_MODEL_API_KEY</code> before <code>npm run agent</code>. Once it has
-        connected, Host above names the machine.
+        <code>AGENT_MODEL_BASE_URL</code>, <code>AGENT_MODEL</code> and <code>AGENT_MODEL_API_KEY</code> before <code>npx agent-platform-agent</code>. Once it
+        has connected, Host above names the machine.
       </p>
     </section>
   );

@@ -170,8 +170,8 @@ curl -X POST ${origin}/api/v0/sessions/$SESSION/messages -H "Authorization: Bear
   -H 'content-type: application/json' -d '{"text": "Add GET /healthz with a test."}'`}</code>
           </pre>
           <p>
-            An agent then takes the work: run the reference agent on a computer (<code>npm run agent -- --url {origin} --token &lt;agent token&gt;</code>) or
-            use a managed computer, whose agent the server runs.
+            An agent then takes the work: run the reference agent on a computer (
+            <code>AGENT_TOKEN=&lt;agent token&gt; npx agent-platform-agent --url {origin}</code>) or use a managed computer, whose agent the server runs.
           </p>
         </>
       ) : (

@@ -25,7 +25,9 @@ export const EVENT_QUERIES: Record<string, SchemaObject> = {
       type: 'string',
       pattern: TYPE_LIST,
       'x-problem': TYPE_LIST_PROBLEM,
-      description: 'Only events of these types, comma-separated (e.g. `message.added,session.status_changed`). An unknown type answers 400.',
+      description:
+        'Only events of these types, comma-separated (e.g. `message.added,session.status_changed`). An unknown type answers 400. ' +
+        'Streams also know `message.delta` (live only, never in a list); without `types` a stream sends it too.',
     },
   }),
   AuditLogQuery: pageQuery({

@@ -325,5 +325,29 @@ schemas.Event = {
   discriminator: { propertyName: 'type', mapping: Object.fromEntries(EVENT_TYPES.map((type) => [type, ref(eventSchemaName(type)).$ref])) },
 };
 
+/** The live-only event of streams (see LiveEvents): an envelope without `id`, `seq`, `target` and `actor`, as it is in no log. */
+schemas.MessageDeltaEvent = {
+  type: 'object',
+  description:
+    'Not in the spec; clients may ignore it; the stored message stays whole and final. A piece of the text a model is writing in a turn, sent to open ' +
+    'event streams as the agent sends it (`POST /api/v0/agent/sessions/{sessionId}/deltas`), without an SSE `id:` line: never stored, numbered, listed, ' +
+    'replayed or sent to webhooks. Concatenate the `text` of one `turnId` and `step` in order; the `message.added` of the answer replaces it (a delta may ' +
+    'still arrive after it: drop those of a step whose message you have). Deltas may be lost (a slow client, a failed send): the message is what counts. ' +
+    "Sent only to callers who may read the session, where the organization's `messageHistory` feature is on.",
+  required: ['type', 'occurredAt', 'organizationId', 'sessionId', 'data'],
+  properties: {
+    type: { type: 'string', enum: ['message.delta'] },
+    occurredAt: { type: 'integer', description: 'When the server got it (Unix ms).' },
+    organizationId: uuidString('Your organization.'),
+    sessionId: uuidString('The session.'),
+    data: object('', {
+      sessionId: uuidString('The session.'),
+      turnId: uuidString('The turn.'),
+      step: { type: 'integer', minimum: 0, description: 'The model call within the turn (0, 1, 2...): each is a new assistant message.' },
+      text: text('The next piece of the text (1 to 16,384 characters).'),
+    }),
+  },
+};
+
 /** The events are published only (requests never carry events); the query strings are validated. */
 export const eventSchemas = new SchemaRegistry('events').add({ ...schemas, ...EVENT_QUERIES });

@@ -9,6 +9,7 @@ export enum SessionsErrorCode {
   TurnNotActive = 'turn_not_active',
   ParentNotFound = 'parent_message_not_found',
   TooManyLongPolls = 'too_many_long_polls',
+  TooManyDeltas = 'too_many_deltas',
   NoRunningTurn = 'no_running_turn',
   TurnInterrupted = 'turn_interrupted',
   ToolApprovalNotFound = 'tool_approval_not_found',
@@ -34,6 +35,7 @@ export class SessionsError extends DomainError<SessionsErrorCode> {
       case SessionsErrorCode.ParentNotFound:
         return ErrorKind.InvalidRequest;
       case SessionsErrorCode.TooManyLongPolls:
+      case SessionsErrorCode.TooManyDeltas:
         return ErrorKind.TooManyRequests;
     }
   }

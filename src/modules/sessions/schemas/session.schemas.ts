@@ -14,6 +14,9 @@ import { TOOL_APPROVAL_STATUSES } from '../domain/tool-approval';
 import { ATTACHMENT_LIMITS, THINKING_SIGNATURE_PROVIDERS } from '../domain/limits';
 import { SESSION_QUERIES } from './session-queries';
 
+/** The most text one `message.delta` carries (characters). */
+export const MESSAGE_DELTA_MAX_CHARS = 16_384;
+
 /**
  * The Sessions module's JSON Schemas: the spec's Session, Message and content blocks (closed
  * objects, as the spec requires), and the request bodies. Ajv validates requests against them and
@@ -375,6 +378,11 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
     },
   }),
   TurnBody: closed(['turnId'], { turnId: str() }),
+  MessageDeltaBody: closed(['turnId', 'step', 'text'], {
+    turnId: str('The turn from the claim.'),
+    step: { type: 'integer', minimum: 0, maximum: 1_000_000, description: 'The model call within the turn the text comes from: 0, 1, 2...' },
+    text: str('The next piece of the text the model is writing.', { minLength: 1, maxLength: MESSAGE_DELTA_MAX_CHARS }),
+  }),
   ToolApprovalRules: toolApprovalRules,
   ToolApproval: closed(
     ['approvalId', 'sessionId', 'turnId', 'toolName', 'summary', 'input', 'status', 'requestedAt', 'expiresAt'],
