@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { json, RecordedRequest, RecordingUpstream } from '../utils/recording-upstream';
+import { openStream } from '../utils/sse';
 import { TestApp } from '../utils/test-app';
 import { agentProcessFixture, Json } from '../utils/fixtures/agent-process';
 
@@ -192,5 +193,49 @@ describe('The agent process with custom models of both APIs', () => {
       /^The model failed \(retried 5 times\): .*answered 503.*Service unavailable.*gave up after 6 attempts; last: status 503/s,
     );
     expect(vendor.requests).toHaveLength(6);
+  });
+  it('streams the answer to the session’s viewers as message.delta while the model writes it, and stores it whole', async () => {
+    const pieces = ['The tests ', 'all pass: ', '42 of 42, ', 'in 3.1 s.'];
+    vendor.script((_, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const write = (event: Json | string) => res.write(`data: ${typeof event === 'string' ? event : JSON.stringify(event)}\n\n`);
+      // A pause between pieces longer than the agent's 100 ms coalescing: the viewer sees the answer grow.
+      void (async () => {
+        for (const piece of pieces) {
+          write({ choices: [{ index: 0, delta: { content: piece } }] });
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+        write({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+        write('[DONE]');
+        res.end();
+      })();
+    });
+    const { owner, computerId, output } = await computerWithAgent({});
+    const customModels = [{ id: 'team-gpt', model: 'vendor-gpt', baseUrl: `http://127.0.0.1:${vendor.port}/v1` }];
+    await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+    const viewer = await openStream((await t.app.getUrl()).replace('[::1]', '127.0.0.1'), '/api/v0/events?types=message.delta', owner.auth);
+    try {
+      const sessionId = await say(computerId, 'Run the tests.');
+      const text = pieces.join('');
+      const streamed = () =>
+        viewer.events.map((event) => (JSON.parse(event.data) as Json).data as Json).filter((data) => data.sessionId === sessionId && data.step === 0);
+      // The first piece is seen before the answer is stored: it is live, not a replay.
+      await viewer.until(() => streamed().length > 0, 'the first delta');
+      expect((await messages(sessionId)).map((m) => m.role)).toEqual(['user']);
+      await untilIdle(sessionId, output);
+      await viewer.until(
+        () =>
+          streamed()
+            .map((data) => data.text)
+            .join('') === text,
+        'the whole answer as deltas',
+      );
+      expect(streamed().length).toBeGreaterThan(1);
+      expect(viewer.events.every((event) => event.id === undefined)).toBe(true);
+      const all = await messages(sessionId);
+      expect(all[1].content).toEqual([{ type: 'text', text }]);
+    } finally {
+      viewer.close();
+    }
   });
 });
