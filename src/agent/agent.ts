@@ -52,9 +52,9 @@ export interface AgentOptions {
 
 const NO_MODEL =
   "No model is configured for this agent, so it cannot work on this message. Add a custom model to the organization's enterprise " +
-  'controls (customModels), or start the agent with AGENT_MODEL_BASE_URL ' +
-  '(an OpenAI-compatible endpoint, e.g. https://api.example.com/v1), AGENT_MODEL (the model id) and, if the endpoint needs one, ' +
-  'AGENT_MODEL_API_KEY; see the README, "Running an agent".';
+  'controls (customModels, with provider anthropic for a Messages API model), or start the agent with AGENT_MODEL_BASE_URL ' +
+  '(an OpenAI-compatible endpoint, e.g. https://api.example.com/v1, or with AGENT_MODEL_PROVIDER=anthropic an Anthropic one, ' +
+  'e.g. https://api.anthropic.com), AGENT_MODEL (the model id) and, if the endpoint needs one, AGENT_MODEL_API_KEY; see docs/agents.md.';
 
 /**
  * The reference agent: takes work from the agent channel, runs the model with the workspace tools
@@ -297,7 +297,7 @@ export class Agent {
         );
         if (post?.blocked) result = { ...result, content: `${result.content}\n\nA PostToolUse hook says: ${post.blockReason}` };
         results.push({ call, result });
-        history.push({ role: 'tool', tool_call_id: call.id, content: result.content });
+        history.push({ role: 'tool', tool_call_id: call.id, content: result.content, ...(result.isError ? { isError: true } : {}) });
       }
       await client.append(work.sessionId, work.turnId, [
         {
@@ -694,7 +694,7 @@ export function toChatHistory(stored: Message[]): ChatMessage[] {
     } else if (message.role === 'tool') {
       for (const block of message.content) {
         if (block.type === 'tool_result' && called.has(block.toolUseId))
-          history.push({ role: 'tool', tool_call_id: block.toolUseId, content: resultText(block.content) });
+          history.push({ role: 'tool', tool_call_id: block.toolUseId, content: resultText(block.content), ...(block.isError ? { isError: true } : {}) });
       }
     }
   }

@@ -66,7 +66,11 @@ function main(): void {
   mkdirSync(workspace, { recursive: true });
   const log = (line: string) => console.log(`[agent ${new Date().toISOString()}] ${line}`);
   const maxOutputTokens = Number(env.AGENT_MODEL_MAX_OUTPUT_TOKENS ?? 0) || undefined;
-  const provider = env.AGENT_MODEL_PROVIDER === 'anthropic' ? 'anthropic' : 'generic-chat-completion-api';
+  const provider = env.AGENT_MODEL_PROVIDER || 'generic-chat-completion-api';
+  if (provider !== 'generic-chat-completion-api' && provider !== 'anthropic') {
+    console.error(`AGENT_MODEL_PROVIDER must be generic-chat-completion-api (the default) or anthropic, not "${provider}".\n\n${USAGE}`);
+    process.exit(64);
+  }
   const model =
     env.AGENT_MODEL_BASE_URL && env.AGENT_MODEL
       ? modelClient(provider, { baseUrl: env.AGENT_MODEL_BASE_URL, model: env.AGENT_MODEL, apiKey: env.AGENT_MODEL_API_KEY || undefined, maxOutputTokens })

@@ -89,6 +89,14 @@ describe('The agent process', () => {
       expect([none.status, none.stderr]).toEqual([64, expect.stringContaining('The agent token (AGENT_TOKEN, --token-file or AGENT_TOKEN_FILE) is required')]);
     });
 
+    it('refuses a model API it does not speak (AGENT_MODEL_PROVIDER), rather than calling the model with the wrong one: exit 64', () => {
+      const { status, stderr } = bin(['--url', 'http://127.0.0.1:9'], { AGENT_TOKEN: 'cpt_x', AGENT_MODEL_PROVIDER: 'openai-responses' });
+      expect([status, stderr]).toEqual([
+        64,
+        expect.stringContaining('AGENT_MODEL_PROVIDER must be generic-chat-completion-api (the default) or anthropic, not "openai-responses"'),
+      ]);
+    });
+
     it('works with the token in a file (the fixture starts every agent so): it connects and takes work', async () => {
       const { computerId, output, owner } = await computerWithAgent({});
       const sessionId = await say(computerId, 'Hello');

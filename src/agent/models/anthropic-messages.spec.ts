@@ -109,7 +109,7 @@ describe('AnthropicMessagesClient against a scripted vendor', () => {
         thinking: first.thinking,
       },
       { role: 'tool', tool_call_id: 'toolu_1', content: 'hi' },
-      { role: 'tool', tool_call_id: 'toolu_2', content: '' },
+      { role: 'tool', tool_call_id: 'toolu_2', content: '', isError: true },
       { role: 'user', content: 'and?' },
     ];
     const second = await client().complete(history, tools);
@@ -130,7 +130,7 @@ describe('AnthropicMessagesClient against a scripted vendor', () => {
         role: 'user',
         content: [
           { type: 'tool_result', tool_use_id: 'toolu_1', content: 'hi' },
-          { type: 'tool_result', tool_use_id: 'toolu_2' },
+          { type: 'tool_result', tool_use_id: 'toolu_2', is_error: true },
           { type: 'text', text: 'and?' },
         ],
       },

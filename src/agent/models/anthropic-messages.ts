@@ -66,7 +66,7 @@ type Block =
   | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'redacted_thinking'; data: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content?: string };
+  | { type: 'tool_result'; tool_use_id: string; content?: string; is_error?: true };
 
 interface MessagesMessage {
   role: 'user' | 'assistant';
@@ -91,7 +91,14 @@ export function toMessages(messages: ChatMessage[]): MessagesMessage[] {
     if (message.role === 'user') add('user', message.content ? [{ type: 'text', text: message.content }] : []);
     // An empty result goes without content: the API refuses empty text.
     else if (message.role === 'tool')
-      add('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id, ...(message.content ? { content: message.content } : {}) }]);
+      add('user', [
+        {
+          type: 'tool_result',
+          tool_use_id: message.tool_call_id,
+          ...(message.content ? { content: message.content } : {}),
+          ...(message.isError ? { is_error: true as const } : {}),
+        },
+      ]);
     else if (message.role === 'assistant') {
       add('assistant', [
         ...(message.thinking ?? []).map((block): Block =>

@@ -31,6 +31,17 @@ describe('ChatCompletionsClient against a scripted vendor', () => {
   afterAll(() => vendor.stop());
   beforeEach(() => (vendor.requests.length = 0));
 
+  it('sends a failed tool result as Chat Completions knows it: no isError field, which strict vendors refuse', async () => {
+    vendor.script((_, res) => sse(res, [delta({ content: 'ok' }, 'stop'), '[DONE]']));
+    const history: ChatMessage[] = [
+      ...conversation,
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'Read', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: 'no such file', isError: true },
+    ];
+    await client().complete(history, tools);
+    expect(JSON.parse(vendor.requests[0].body).messages.at(-1)).toEqual({ role: 'tool', tool_call_id: 'call_1', content: 'no such file' });
+  });
+
   it('streams: text as it arrives, tool calls assembled by index, reasoning, and the exact usage of the last chunk', async () => {
     vendor.script((_, res) =>
       sse(res, [

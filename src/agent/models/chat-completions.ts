@@ -17,7 +17,13 @@ export class ChatCompletionsClient implements ModelApi {
   complete(messages: ChatMessage[], tools: ToolSpec[], options: CompleteOptions = {}): Promise<ModelAnswer> {
     const { model, apiKey, extraHeaders, extraArgs, maxOutputTokens } = this.config;
     // Thinking blocks are Anthropic's; a Chat Completions API does not know the field.
-    const conversation = messages.map((message) => (message.role === 'assistant' && message.thinking ? withoutThinking(message) : message));
+    const conversation = messages.map((message) =>
+      message.role === 'assistant' && message.thinking
+        ? withoutThinking(message)
+        : message.role === 'tool' && message.isError !== undefined
+          ? { role: message.role, tool_call_id: message.tool_call_id, content: message.content }
+          : message,
+    );
     const body = {
       ...extraArgs,
       model,

@@ -13,7 +13,8 @@ export type ChatMessage =
       /** Anthropic thinking blocks of this answer, sent back as they came (signature included), as Anthropic requires across tool use. */
       thinking?: ThinkingBlock[];
     }
-  | { role: 'tool'; tool_call_id: string; content: string };
+  /** `isError`: the call failed or was refused (Anthropic's `is_error`; Chat Completions has no such field). */
+  | { role: 'tool'; tool_call_id: string; content: string; isError?: boolean };
 
 export interface ThinkingBlock {
   thinking: string;
