@@ -163,7 +163,7 @@ export class Agent {
         await hooks.fire('Notification', { message: refusal ?? NO_MODEL });
       } else {
         const approvalRules = [policy.toolApproval, settings.toolApproval];
-        const mcpTools = await this.mcpTools(work, policy, settings, spec);
+        const mcpTools = await this.mcpTools(work, policy, settings, spec, abort.signal);
         const memory = await loadMemory(this.options.workspace, this.options.hooksFile);
         const ending = await this.work(
           {
@@ -357,9 +357,10 @@ export class Agent {
    * effects are unknown); else those of every server the policy lets the agent use, less the session's
    * `disabledToolIds`. A server that fails is said in the session and offers nothing; the turn goes on.
    */
-  private async mcpTools(work: Work, policy: AgentPolicy, settings: SessionSettings, spec: boolean): Promise<McpTool[]> {
+  private async mcpTools(work: Work, policy: AgentPolicy, settings: SessionSettings, spec: boolean, signal: AbortSignal): Promise<McpTool[]> {
     if (spec || !this.mcp) return [];
-    const { tools, problems } = await this.mcp.toolset(policy, settings.disabledToolIds ?? []);
+    // A user's interrupt during the connections ends them at once (a server may take up to 30 s to start).
+    const { tools, problems } = await this.mcp.toolset(policy, settings.disabledToolIds ?? [], signal);
     for (const problem of problems) await this.say(work, problem);
     return tools;
   }

@@ -132,4 +132,16 @@ describe('McpConnections (stdio)', () => {
     const { problems } = await connections.toolset(policy({ mcpServers: [{ name: 'unknown', transport: 'stdio', command: 'x' }] }));
     expect(problems).toEqual([expect.stringMatching(/MCP server unknown is unavailable.*refused to say how to start it \(404: no such server\)/)]);
   });
+
+  it('stops connecting at once when the turn is interrupted: a server that never answers does not hold the turn for 30 s', async () => {
+    // Started, but silent: it never answers `initialize`.
+    launch = { command: process.execPath, args: ['-e', 'setInterval(() => undefined, 1000)'], env: {} };
+    const interrupt = new AbortController();
+    setTimeout(() => interrupt.abort(), 300);
+    const started = Date.now();
+    const { tools, problems } = await connections.toolset(policy(), [], interrupt.signal);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // Nothing to offer and nobody to blame: the turn stops anyway.
+    expect([tools, problems]).toEqual([[], []]);
+  });
 });

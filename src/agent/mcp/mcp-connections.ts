@@ -62,13 +62,13 @@ export class McpConnections {
    * Connects to every server the policy lets the agent use (closing those it no longer does) and
    * lists their tools. A server that fails offers no tools and says why; it never fails the turn.
    */
-  async toolset(policy: AgentPolicy, disabledToolIds: readonly string[] = []): Promise<McpToolset> {
+  async toolset(policy: AgentPolicy, disabledToolIds: readonly string[] = [], signal?: AbortSignal): Promise<McpToolset> {
     const servers = usableMcpServers(policy);
     for (const name of [...this.connections.keys()]) if (!servers.some((server) => server.name === name)) await this.drop(name);
     // Connected side by side (one slow server does not hold up the others), offered in the policy's order.
     const outcomes = await Promise.all(
       servers.map((server) =>
-        this.listed(server, policy).then(
+        this.listed(server, policy, signal).then(
           (listed) => ({ listed }),
           (error: Error) => ({ error }),
         ),
@@ -76,6 +76,8 @@ export class McpConnections {
     );
     const taken = new Set<string>();
     const toolset: McpToolset = { tools: [], problems: [] };
+    // Interrupted or stopped while connecting: no tools are needed, and no server is to blame.
+    if (signal?.aborted) return toolset;
     for (const [index, server] of servers.entries()) {
       const outcome = outcomes[index];
       if ('listed' in outcome) {
@@ -115,8 +117,8 @@ export class McpConnections {
   }
 
   /** The server's tools, on a connection made from its current definition. */
-  private async listed(server: McpServerDefinition, policy: AgentPolicy): Promise<ListedTool[]> {
-    const launch = server.transport === 'stdio' ? await this.launch(server.name) : null;
+  private async listed(server: McpServerDefinition, policy: AgentPolicy, signal?: AbortSignal): Promise<ListedTool[]> {
+    const launch = server.transport === 'stdio' ? await this.launch(server.name, signal) : null;
     const key = JSON.stringify(server.transport === 'http' ? { url: server.url } : { launch, sandbox: policy.sandbox, networkPolicy: policy.networkPolicy });
     let connection = this.connections.get(server.name);
     if (connection && (connection.closed || connection.key !== key)) {
@@ -124,27 +126,27 @@ export class McpConnections {
       connection = undefined;
     }
     if (!connection) {
-      connection = await this.connect(server.name, key, launch, policy);
+      connection = await this.connect(server.name, key, launch, policy, signal);
       this.connections.set(server.name, connection);
     }
     const tools: ListedTool[] = [];
     let cursor: string | undefined;
     do {
-      const page = await connection.client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: CONNECT_TIMEOUT_MS });
+      const page = await connection.client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: CONNECT_TIMEOUT_MS, signal });
       tools.push(...page.tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema })));
       cursor = page.nextCursor;
     } while (cursor);
     return tools;
   }
 
-  private async connect(name: string, key: string, launch: Launch | null, policy: AgentPolicy): Promise<Connection> {
+  private async connect(name: string, key: string, launch: Launch | null, policy: AgentPolicy, signal?: AbortSignal): Promise<Connection> {
     const stderr = { text: '' };
     const { transport, cleanup } = launch ? await this.stdioTransport(launch, policy, stderr) : this.relayTransport(name);
     const client = new Client({ name: 'agent-platform-agent', version: '1' });
     const connection: Connection = { key, client, closed: false, stderr, cleanup };
     client.onclose = () => (connection.closed = true);
     try {
-      await client.connect(transport, { timeout: CONNECT_TIMEOUT_MS });
+      await client.connect(transport, { timeout: CONNECT_TIMEOUT_MS, signal });
     } catch (error) {
       await client.close().catch(() => undefined);
       await cleanup();
@@ -188,10 +190,10 @@ export class McpConnections {
   }
 
   /** How to start a stdio server, from the platform (the one place its env values are revealed). */
-  private async launch(name: string): Promise<Launch> {
+  private async launch(name: string, signal?: AbortSignal): Promise<Launch> {
     const response = await fetch(`${this.options.platformUrl}/api/v0/agent/mcp/${encodeURIComponent(name)}/launch`, {
       headers: { authorization: `Bearer ${this.options.token}`, accept: 'application/json' },
-      signal: AbortSignal.timeout(CONNECT_TIMEOUT_MS),
+      signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(CONNECT_TIMEOUT_MS)]) : AbortSignal.timeout(CONNECT_TIMEOUT_MS),
     });
     const body = (await response.json().catch(() => ({}))) as Partial<Launch> & { detail?: string };
     if (!response.ok) throw new Error(`the platform refused to say how to start it (${response.status}: ${body.detail ?? 'no detail'})`);
