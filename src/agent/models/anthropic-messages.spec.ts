@@ -81,8 +81,9 @@ describe('AnthropicMessagesClient against a scripted vendor', () => {
     expect(JSON.parse(sent.body)).toEqual({
       model: 'claude-test',
       max_tokens: 8192,
-      system: 'You are a test.',
-      messages: [{ role: 'user', content: [{ type: 'text', text: 'Read a' }] }],
+      // Cache breakpoints after the system prompt and at the end of the conversation.
+      system: [{ type: 'text', text: 'You are a test.', cache_control: { type: 'ephemeral' } }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Read a', cache_control: { type: 'ephemeral' } }] }],
       tools: [{ name: 'Read', description: 'Reads a file.', input_schema: tools[0].function.parameters }],
       thinking: { type: 'enabled', budget_tokens: 2048 },
       stream: true,
@@ -131,7 +132,7 @@ describe('AnthropicMessagesClient against a scripted vendor', () => {
         content: [
           { type: 'tool_result', tool_use_id: 'toolu_1', content: 'hi' },
           { type: 'tool_result', tool_use_id: 'toolu_2', is_error: true },
-          { type: 'text', text: 'and?' },
+          { type: 'text', text: 'and?', cache_control: { type: 'ephemeral' } },
         ],
       },
     ]);

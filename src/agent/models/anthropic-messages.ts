@@ -31,8 +31,10 @@ export class AnthropicMessagesClient implements ModelApi {
       model,
       // The API refuses a thinking budget that is not below max_tokens: room is made for the answer after it.
       max_tokens: thinkingBudgetTokens !== undefined && configured <= thinkingBudgetTokens ? thinkingBudgetTokens + DEFAULT_MAX_TOKENS : configured,
-      ...(system ? { system } : {}),
-      messages: toMessages(messages),
+      // Prompt caching: a breakpoint after the system prompt (tools and system) and one at the end of the conversation,
+      // which the next call of the loop extends, so each call pays full price only for what is new since the last.
+      ...(system ? { system: [{ type: 'text', text: system, cache_control: EPHEMERAL }] } : {}),
+      messages: withCacheBreakpoint(toMessages(messages)),
       ...(tools.length
         ? { tools: tools.map((tool) => ({ name: tool.function.name, description: tool.function.description, input_schema: tool.function.parameters })) }
         : {}),
@@ -61,12 +63,21 @@ export function messagesUrl(baseUrl: string): string {
   return url.href;
 }
 
+const EPHEMERAL = { type: 'ephemeral' } as const;
+
+/** The last message's last block marked as a cache breakpoint (text and tool results can be; thinking cannot). */
+function withCacheBreakpoint(messages: MessagesMessage[]): MessagesMessage[] {
+  const last = messages.at(-1)?.content.at(-1);
+  if (last && (last.type === 'text' || last.type === 'tool_result')) last.cache_control = EPHEMERAL;
+  return messages;
+}
+
 type Block =
-  | { type: 'text'; text: string }
+  | { type: 'text'; text: string; cache_control?: typeof EPHEMERAL }
   | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'redacted_thinking'; data: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content?: string; is_error?: true };
+  | { type: 'tool_result'; tool_use_id: string; content?: string; is_error?: true; cache_control?: typeof EPHEMERAL };
 
 interface MessagesMessage {
   role: 'user' | 'assistant';
