@@ -38,10 +38,13 @@ describe('Agent channel answers, against the contract the agent is typed with', 
     await t.close();
   });
 
-  /** The agent channel's operations in the document, but the model relay (the vendors' shapes, which the contract leaves open). */
+  /**
+   * The agent channel's operations in the document, but the relays: the model relay (the vendors' shapes, which the
+   * contract leaves open) and the MCP relay and launch (the MCP SDK's client speaks them; test/e2e/mcp-relay.e2e-spec.ts).
+   */
   const operations = () =>
     Object.entries(doc.paths)
-      .filter(([path]) => path.startsWith('/api/v0/agent/') && !path.startsWith('/api/v0/agent/models/'))
+      .filter(([path]) => path.startsWith('/api/v0/agent/') && !path.startsWith('/api/v0/agent/models/') && !path.startsWith('/api/v0/agent/mcp/'))
       .flatMap(([path, item]) => Object.keys(item).map((method) => `${method} ${path}`))
       .sort();
 

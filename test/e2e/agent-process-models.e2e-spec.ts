@@ -109,7 +109,7 @@ describe('The agent process with custom models of both APIs', () => {
       max_tokens: 8192,
       stream: true,
       thinking: { type: 'enabled', budget_tokens: 2048 },
-      system: expect.stringContaining('You are a coding agent'),
+      system: [{ type: 'text', text: expect.stringContaining('You are a coding agent'), cache_control: { type: 'ephemeral' } }],
       messages: [{ role: 'user', content: [{ type: 'text', text: 'Write a note.' }] }],
     });
     expect((body(first).tools as Json[]).find((tool) => tool.name === 'Create')).toMatchObject({ input_schema: { type: 'object' } });
