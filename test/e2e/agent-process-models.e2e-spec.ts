@@ -121,7 +121,11 @@ describe('The agent process with custom models of both APIs', () => {
           { type: 'tool_use', id: 'toolu_01', name: 'Create', input: { file_path: 'note.txt', content: 'from claude\n' } },
         ],
       },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_01', content: expect.any(String) }] },
+      // The end of the conversation is the cache breakpoint the next call extends.
+      {
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: 'toolu_01', content: expect.any(String), cache_control: { type: 'ephemeral' } }],
+      },
     ]);
     expect(output()).not.toContain(secret);
   });
