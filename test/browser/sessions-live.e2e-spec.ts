@@ -262,9 +262,13 @@ const DAY = 86_400_000;
     const writer = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
     const sessionId = await newSession(writer, { title: 'Streamed answer' });
     let sessionReads = 0;
+    const resumedFrom: (string | undefined)[] = [];
     const page = await signedIn(writer, `/sessions/${sessionId}`, (page) =>
       page.on('request', (request) => {
-        if (request.method() === 'GET' && new URL(request.url()).pathname === `/api/v0/sessions/${sessionId}`) sessionReads++;
+        const path = new URL(request.url()).pathname;
+        if (request.method() === 'GET' && path === `/api/v0/sessions/${sessionId}`) sessionReads++;
+        if (path === `/api/v0/sessions/${sessionId}/events` && request.headers()['accept'] === 'text/event-stream')
+          resumedFrom.push(request.headers()['last-event-id']);
       }),
     );
     await page.getByText('Live: new messages').waitFor();
@@ -321,6 +325,39 @@ const DAY = 86_400_000;
     await writing.filter({ hasText: 'Final words' }).waitFor();
     expect(await writing.textContent()).not.toContain('Thinking it over');
     expect(await page.locator('.message-writing').count()).toBe(1);
+
+    // The stream drops (pieces sent meanwhile are lost): rather than text with a hole, that step waits for its message;
+    // the next step shows again.
+    const server = t.app.getHttpServer() as Server;
+    const sockets = new Set<Socket>();
+    const onRequest = (request: IncomingMessage) => {
+      if (request.url?.startsWith(`/api/v0/sessions/${sessionId}/events`)) sockets.add(request.socket);
+    };
+    server.on('request', onRequest);
+    try {
+      await page.reload();
+      await page.getByText('Live: new messages').waitFor();
+      await delta(2, 'Final words again');
+      await writing.filter({ hasText: 'Final words again' }).waitFor();
+      // A numbered event (the turn's usage) after the deltas: the resume point.
+      await post(writer, `/api/v0/agent/sessions/${sessionId}/usage`, { turnId, model: 'model-a', inputTokens: 100, outputTokens: 10 }).expect(200);
+      await page.getByTestId('session-tokens').waitFor();
+      await delta(2, ', still writing');
+      await writing.filter({ hasText: 'still writing' }).waitFor();
+      for (const socket of sockets) socket.destroy();
+      await page.getByText('Live updates interrupted: reconnecting…').waitFor();
+      await writing.waitFor({ state: 'detached' });
+      await page.getByText('Live: new messages').waitFor();
+      // Resumed from the last numbered event: the deltas, without ids, moved nothing.
+      const numbered = (await t.http().get(`/api/v0/sessions/${sessionId}/events`).set(writer.auth).expect(200)).body.events as { seq: number }[];
+      expect(resumedFrom.at(-1)).toBe(String(numbered.at(-1)!.seq));
+      await delta(2, ', and more');
+      await delta(3, 'Step three');
+      await writing.filter({ hasText: 'Step three' }).waitFor();
+      expect(await writing.textContent()).not.toContain('and more');
+    } finally {
+      server.off('request', onRequest);
+    }
 
     // The turn ends without storing it: the session leaves running, and the provisional text goes.
     await post(writer, `/api/v0/agent/sessions/${sessionId}/end-turn`, { turnId }).expect(200);

@@ -58,6 +58,8 @@ export default function SessionView() {
       void queries.invalidateQueries({ queryKey: ['messages', sessionId] });
       void queries.invalidateQueries({ queryKey: ['tool-approvals', sessionId] });
     },
+    // Pieces sent while the stream was down are lost: rather than text with a hole, that step waits for its message.
+    onDropped: () => setWriting(finished),
     // The text being written is kept here only: nothing is read again for it.
     onDelta: (delta) => {
       if (delta.sessionId === sessionId) setWriting((state) => withDelta(state, delta));

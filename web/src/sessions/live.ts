@@ -26,6 +26,8 @@ interface Handlers {
   onDelta(delta: MessageDelta): void;
   /** The stream (re)started without a resume point: what is shown may have missed events, reload it. */
   onFresh(): void;
+  /** The stream dropped: numbered events sent meanwhile are replayed on resume, deltas are lost. */
+  onDropped(): void;
 }
 
 /**
@@ -43,6 +45,7 @@ export function useSessionEvents(sessionId: string, handlers: Handlers): LiveSta
       onEvent: (event) => latest.current.onEvent(event),
       onDelta: (delta) => latest.current.onDelta(delta),
       onFresh: () => latest.current.onFresh(),
+      onDropped: () => latest.current.onDropped(),
       onState: (next) => setState(next),
     });
     return () => abort.abort();
@@ -98,9 +101,11 @@ async function follow(sessionId: string, signal: AbortSignal, handlers: Handlers
         if (done) break;
         parser.feed(value);
       }
+      handlers.onDropped();
       handlers.onState({ status: 'reconnecting' });
     } catch (error) {
       if (signal.aborted) return;
+      handlers.onDropped();
       handlers.onState({ status: 'reconnecting', error: error instanceof Error && 'status' in error ? (error as ApiProblem) : undefined });
     }
     await new Promise((resolve) => setTimeout(resolve, retryMs));
