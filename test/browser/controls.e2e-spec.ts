@@ -264,7 +264,12 @@ const SECRET = 'sk-test-secret-key-9f3a7c21';
         .inputValue(),
     ).resolves.toBe('anthropic');
     expect(await page.content()).not.toContain(HEADER);
-    await server.getByLabel('Allowed tools', { exact: true }).fill('search\nfetch');
+    // Absent is all of its tools (empty would be none): said as "not set", until set.
+    await server.getByText('Allowed tools allowedTools: not set.').waitFor();
+    await server.getByRole('button', { name: 'Set allowed tools' }).click();
+    const tools = server.getByLabel('Allowed tools', { exact: true });
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe(await tools.getAttribute('id'));
+    await tools.fill('search\nfetch');
     answer = patched(page);
     await page.getByRole('button', { name: 'Save controls' }).click();
     const saved = await answer;
@@ -281,6 +286,22 @@ const SECRET = 'sk-test-secret-key-9f3a7c21';
     now = await read();
     expect(now.settings.mcpServers[0]).toMatchObject({ headers: { Authorization: MASK }, allowedTools: ['search', 'fetch'] });
     expect(await storedHeader()).toBe(HEADER);
+
+    // A stdio server's env values are secrets too: masked in the page, never in it.
+    const ENV_SECRET = 'ghp-env-secret-value-9c1d';
+    await t
+      .http()
+      .patch(CONTROLS)
+      .set(owner.auth)
+      .send({ settings: { mcpServers: [...now.settings.mcpServers, { name: 'tools', transport: 'stdio', command: 'mcp-tools', env: { TOKEN: ENV_SECRET } }] } })
+      .expect(200);
+    await page.reload();
+    const stdio = page.getByRole('group', { name: 'MCP servers 2', exact: true });
+    await expect(stdio.getByLabel('Transport', { exact: true }).inputValue()).resolves.toBe('stdio');
+    await expect(stdio.getByLabel('Command', { exact: true }).inputValue()).resolves.toBe('mcp-tools');
+    await stdio.getByText('Stored: ****9c1d').waitFor();
+    await stdio.getByRole('button', { name: 'Replace TOKEN' }).waitFor();
+    expect(await page.content()).not.toContain(ENV_SECRET);
     await page.close();
   });
 

@@ -207,28 +207,70 @@ function describeRange(schema: JsonSchema, required?: boolean): string | undefin
 }
 
 /** A list of text, one entry a line (empty lines dropped). */
-function LinesField(props: { ctx: FormContext; path: Path; value: Json | undefined; label: string; description?: string }) {
+/**
+ * A list of text, one entry a line (empty lines dropped). An optional list that is absent says so, with "Set …": absent
+ * and empty may differ (an MCP server's `allowedTools`: absent is all of them, empty none).
+ */
+function LinesField(props: { ctx: FormContext; path: Path; value: Json | undefined; label: string; description?: string; required?: boolean }) {
   const id = fieldId(props.path);
   const current = Array.isArray(props.value) ? props.value.map(String) : [];
   // The text as typed (a trailing new line included) while it means the same list.
   const [text, setText] = useState(current.join('\n'));
+  /** Set just now with "Set …": the focus goes to the new text box. */
+  const [justSet, setJustSet] = useState(false);
   const shown = linesOf(text).join('\n') === current.join('\n') ? text : current.join('\n');
   const errors = errorsAt(props.ctx, props.path, true);
+  const optional = !props.required && typeof props.path[props.path.length - 1] === 'string';
+  if (optional && props.value === undefined) {
+    return (
+      <div className="field schema-field">
+        <p className="schema-absent" id={id}>
+          <strong>{props.label}</strong> <code className="field-key">{String(props.path[props.path.length - 1])}</code>: not set.{' '}
+          <button
+            type="button"
+            className="small"
+            onClick={() => {
+              setText('');
+              setJustSet(true);
+              props.ctx.onChange(props.path, []);
+            }}
+          >
+            Set {props.label.toLowerCase()}
+          </button>
+        </p>
+        {props.description ? <p className="hint">{props.description}</p> : null}
+        <FieldErrors id={`${id}-errors`} messages={errors} />
+      </div>
+    );
+  }
   return (
     <Labelled path={props.path} label={props.label} description={`${props.description ?? ''} One entry a line.`.trim()} errors={errors}>
       {(describedBy) => (
-        <textarea
-          id={id}
-          rows={Math.min(8, Math.max(2, current.length + 1))}
-          value={shown}
-          spellCheck={false}
-          onChange={(event) => {
-            setText(event.target.value);
-            props.ctx.onChange(props.path, linesOf(event.target.value));
-          }}
-          aria-describedby={describedBy}
-          aria-invalid={errors.length > 0 || undefined}
-        />
+        <>
+          <textarea
+            id={id}
+            rows={Math.min(8, Math.max(2, current.length + 1))}
+            value={shown}
+            spellCheck={false}
+            onChange={(event) => {
+              setText(event.target.value);
+              props.ctx.onChange(props.path, linesOf(event.target.value));
+            }}
+            aria-describedby={describedBy}
+            aria-invalid={errors.length > 0 || undefined}
+            ref={(element) => {
+              if (element && justSet) {
+                element.focus();
+                setJustSet(false);
+              }
+            }}
+          />
+          {optional ? (
+            <button type="button" className="small" onClick={() => props.ctx.onChange(props.path, undefined)}>
+              Remove {props.label.toLowerCase()}
+            </button>
+          ) : null}
+        </>
       )}
     </Labelled>
   );
