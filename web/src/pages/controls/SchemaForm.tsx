@@ -206,7 +206,6 @@ function describeRange(schema: JsonSchema, required?: boolean): string | undefin
   return [schema.description, range, optional].filter(Boolean).join(' ').trim() || undefined;
 }
 
-/** A list of text, one entry a line (empty lines dropped). */
 /**
  * A list of text, one entry a line (empty lines dropped). An optional list that is absent says so, with "Set …": absent
  * and empty may differ (an MCP server's `allowedTools`: absent is all of them, empty none).
