@@ -18,8 +18,8 @@ const AGENT_MAIN = join(__dirname, '..', '..', 'dist', 'agent', 'main.js');
 
 /**
  * The console's main flow end to end: a person types a message in the browser and sees the reply of a real agent
- * arrive without reloading. The reference agent runs as its own process for a BYOM computer, against the real server
- * and a scripted OpenAI-compatible model on loopback that answers with the words it was sent.
+ * being written, then stored, without reloading. The reference agent runs as its own process for a BYOM computer,
+ * against the real server and a scripted OpenAI-compatible model on loopback that streams back the words it was sent.
  */
 (browserAvailable() ? describe : describe.skip)('A message sent in the console, answered live by the reference agent', () => {
   let t: TestApp;
@@ -42,21 +42,21 @@ const AGENT_MAIN = join(__dirname, '..', '..', 'dist', 'agent', 'main.js');
             .filter((m) => m.role === 'user')
             .map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)))
             .pop() ?? '';
-        res.setHeader('content-type', 'application/json');
-        res.end(
-          JSON.stringify({
-            id: 'chatcmpl-1',
-            object: 'chat.completion',
-            choices: [
-              {
-                index: 0,
-                finish_reason: 'stop',
-                message: { role: 'assistant', content: `Scripted reply to: ${asked.includes('count the files') ? 'count the files' : asked}` },
-              },
-            ],
-            usage: { prompt_tokens: 50, completion_tokens: 8 },
-          }),
-        );
+        const reply = `Scripted reply to: ${asked.includes('count the files') ? 'count the files' : asked}`;
+        // Streamed as the agent asks, a word at a time with pauses longer than its 100 ms coalescing: the page sees the
+        // answer being written before it is stored.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const write = (event: object | string) => res.write(`data: ${typeof event === 'string' ? event : JSON.stringify(event)}\n\n`);
+        void (async () => {
+          for (const piece of reply.split(/(?<= )/)) {
+            write({ id: 'chatcmpl-1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: piece } }] });
+            await new Promise((resolve) => setTimeout(resolve, 300));
+          }
+          write({ id: 'chatcmpl-1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+          write({ id: 'chatcmpl-1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 50, completion_tokens: 8 } });
+          write('[DONE]');
+          res.end();
+        })();
       });
     });
     model.listen(0, '127.0.0.1');
@@ -107,18 +107,25 @@ const AGENT_MAIN = join(__dirname, '..', '..', 'dist', 'agent', 'main.js');
     await page.getByLabel('Message', { exact: true }).fill('Please count the files');
     await page.getByRole('button', { name: 'Send' }).click();
     await page.getByText('Please count the files').waitFor();
+    const sessionMessages = async () =>
+      (
+        await t
+          .http()
+          .get(`/api/v0/sessions/${session.body.sessionId as string}/messages`)
+          .set(owner.auth)
+          .expect(200)
+      ).body.messages as { role: string }[];
     try {
-      await page.getByText('Scripted reply to: count the files').waitFor({ timeout: 20_000 });
+      // The answer as the model writes it, before it is stored; then the stored one in its place.
+      await page.getByTestId('writing').filter({ hasText: 'Scripted reply' }).waitFor({ timeout: 20_000 });
+      expect((await sessionMessages()).map((m) => m.role)).toEqual(['user']);
+      await page.locator('.message-assistant:not(.message-writing)').filter({ hasText: 'Scripted reply to: count the files' }).waitFor();
     } catch (error) {
       throw new Error(`${(error as Error).message}\nagent output:\n${agentOutput}`);
     }
+    await page.getByTestId('writing').waitFor({ state: 'detached' });
     expect(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed)).toBe(true);
-    const stored = await t
-      .http()
-      .get(`/api/v0/sessions/${session.body.sessionId as string}/messages`)
-      .set(owner.auth)
-      .expect(200);
-    expect(stored.body.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
+    expect((await sessionMessages()).map((m) => m.role)).toEqual(['user', 'assistant']);
     expect(await checkPage(page, 'session-agent-reply')).toEqual([]);
     await page.close();
   });

@@ -1,7 +1,9 @@
 /// <reference lib="dom" />
 // Code passed to page.evaluate() runs in the browser.
 import type { Browser, Page } from 'playwright-core';
+import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
+import { SecretBox } from '../../src/platform/secrets/secret-box';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole } from './browser';
@@ -193,6 +195,113 @@ const SECRET = 'sk-test-secret-key-9f3a7c21';
       expect.arrayContaining([expect.stringContaining('"restrictMemberVisibility": false')]),
     );
     problems.push(...(await checkPage(page, 'controls-history')));
+    await page.close();
+  });
+
+  it('a custom model on the Anthropic API and an HTTP MCP server with a secret header: added in the form, then shown masked and kept', async () => {
+    const HEADER = 'Bearer mcp-header-secret-7f2e';
+    const MASK = '****7f2e';
+    /** The header as stored (encrypted at rest), decrypted: what the relay would send. */
+    const storedHeader = async () => {
+      const [row] = await t.app
+        .get(DataSource)
+        .query(`SELECT settings::text AS settings FROM enterprise_control_revisions WHERE organization_id = $1 ORDER BY revision DESC LIMIT 1`, [
+          owner.organizationId,
+        ]);
+      const envelope = JSON.parse(row.settings).mcpServers[0].headers.Authorization as string;
+      expect(envelope).toMatch(/^enc:v1:/);
+      return t.app.get(SecretBox).decrypt(envelope, owner.organizationId);
+    };
+    const patched = (page: Page) => page.waitForResponse((response) => response.url().endsWith(CONTROLS) && response.request().method() === 'PATCH');
+    const models = ((await read()).settings.customModels as unknown[]).length;
+    const page = await signedIn(owner, '/settings/controls');
+    await page.getByText(/Revision \d+, saved by/).waitFor();
+
+    await page.getByRole('button', { name: 'Add to custom models' }).click();
+    const model = page.getByRole('group', { name: `Custom models ${models + 1}`, exact: true });
+    await model.getByLabel('Id', { exact: true }).fill('claude');
+    await model.getByLabel('Model', { exact: true }).fill('claude-sonnet');
+    await model.getByLabel('Base URL', { exact: true }).fill('https://anthropic.example.com');
+    await model.getByLabel('Provider', { exact: true }).selectOption('anthropic');
+
+    // A new server is a stdio one; choosing http keeps what both kinds have (the name) and shows the http fields.
+    await page.getByRole('button', { name: 'Add to MCP servers' }).click();
+    let server = page.getByRole('group', { name: 'MCP servers 1', exact: true });
+    await expect(server.getByLabel('Transport', { exact: true }).inputValue()).resolves.toBe('stdio');
+    await server.getByLabel('Command', { exact: true }).waitFor();
+    await server.getByLabel('Name', { exact: true }).fill('docs');
+    await server.getByLabel('Transport', { exact: true }).selectOption('http');
+    await expect(server.getByLabel('Name', { exact: true }).inputValue()).resolves.toBe('docs');
+    expect(await server.getByLabel('Command', { exact: true }).count()).toBe(0);
+    await server.getByLabel('URL', { exact: true }).fill('https://mcp.example.com/mcp');
+    await server.getByLabel('New key for headers').fill('Authorization');
+    await server.getByRole('button', { name: 'Add to headers' }).click();
+    await server.getByLabel('Authorization', { exact: true }).fill(HEADER);
+    expect(await server.getByLabel('Authorization', { exact: true }).getAttribute('type')).toBe('password');
+    await page.getByText('JSON view (read-only)').click();
+    expect(await page.locator('.json-view').textContent()).not.toContain(HEADER);
+    problems.push(...(await checkPage(page, 'controls-mcp-server')));
+    let answer = patched(page);
+    await page.getByRole('button', { name: 'Save controls' }).click();
+    expect((await answer).status()).toBe(200);
+    await page.getByText(/Saved: revision \d+ is in force./).waitFor();
+
+    let now = await read();
+    expect(now.settings.customModels[models]).toMatchObject({ id: 'claude', model: 'claude-sonnet', provider: 'anthropic' });
+    expect(now.settings.mcpServers).toEqual([{ name: 'docs', transport: 'http', url: 'https://mcp.example.com/mcp', headers: { Authorization: MASK } }]);
+    expect(await storedHeader()).toBe(HEADER);
+    const revision = now.revision;
+
+    // Read again: the header only as its mask; another change to the server sends the mask back, and the header is kept.
+    await page.reload();
+    server = page.getByRole('group', { name: 'MCP servers 1', exact: true });
+    await server.getByText(`Stored: ${MASK}`).waitFor();
+    await expect(server.getByLabel('Transport', { exact: true }).inputValue()).resolves.toBe('http');
+    await expect(
+      page
+        .getByRole('group', { name: `Custom models ${models + 1}`, exact: true })
+        .getByLabel('Provider')
+        .inputValue(),
+    ).resolves.toBe('anthropic');
+    expect(await page.content()).not.toContain(HEADER);
+    // Absent is all of its tools (empty would be none): said as "not set", until set.
+    await server.getByText('Allowed tools allowedTools: not set.').waitFor();
+    await server.getByRole('button', { name: 'Set allowed tools' }).click();
+    const tools = server.getByLabel('Allowed tools', { exact: true });
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe(await tools.getAttribute('id'));
+    await tools.fill('search\nfetch');
+    answer = patched(page);
+    await page.getByRole('button', { name: 'Save controls' }).click();
+    const saved = await answer;
+    expect(saved.status()).toBe(200);
+    expect(JSON.parse(saved.request().postData()!)).toEqual({
+      settings: {
+        mcpServers: [
+          { name: 'docs', transport: 'http', url: 'https://mcp.example.com/mcp', headers: { Authorization: MASK }, allowedTools: ['search', 'fetch'] },
+        ],
+      },
+    });
+    await page.getByText(`Saved: revision ${revision + 1} is in force.`).waitFor();
+    await server.getByText(`Stored: ${MASK}`).waitFor();
+    now = await read();
+    expect(now.settings.mcpServers[0]).toMatchObject({ headers: { Authorization: MASK }, allowedTools: ['search', 'fetch'] });
+    expect(await storedHeader()).toBe(HEADER);
+
+    // A stdio server's env values are secrets too: masked in the page, never in it.
+    const ENV_SECRET = 'ghp-env-secret-value-9c1d';
+    await t
+      .http()
+      .patch(CONTROLS)
+      .set(owner.auth)
+      .send({ settings: { mcpServers: [...now.settings.mcpServers, { name: 'tools', transport: 'stdio', command: 'mcp-tools', env: { TOKEN: ENV_SECRET } }] } })
+      .expect(200);
+    await page.reload();
+    const stdio = page.getByRole('group', { name: 'MCP servers 2', exact: true });
+    await expect(stdio.getByLabel('Transport', { exact: true }).inputValue()).resolves.toBe('stdio');
+    await expect(stdio.getByLabel('Command', { exact: true }).inputValue()).resolves.toBe('mcp-tools');
+    await stdio.getByText('Stored: ****9c1d').waitFor();
+    await stdio.getByRole('button', { name: 'Replace TOKEN' }).waitFor();
+    expect(await page.content()).not.toContain(ENV_SECRET);
     await page.close();
   });
 

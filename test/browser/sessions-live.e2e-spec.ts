@@ -6,7 +6,7 @@ import type { Browser, Page } from 'playwright-core';
 import { Role } from '../../src/modules/auth';
 import { EventLog } from '../../src/platform/events';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
-import { until } from '../utils/polling';
+import { sleep, until } from '../utils/polling';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole } from './browser';
 
@@ -255,6 +255,116 @@ const DAY = 86_400_000;
       server.off('request', onRequest);
       await page.close();
     }
+  });
+
+  it('live text: the answer shows as the agent writes it, without reading the session again, and gives way to the stored message', async () => {
+    // An organization of its own: the claim takes this session's turn, not another test's waiting one.
+    const writer = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
+    const sessionId = await newSession(writer, { title: 'Streamed answer' });
+    let sessionReads = 0;
+    const resumedFrom: (string | undefined)[] = [];
+    const page = await signedIn(writer, `/sessions/${sessionId}`, (page) =>
+      page.on('request', (request) => {
+        const path = new URL(request.url()).pathname;
+        if (request.method() === 'GET' && path === `/api/v0/sessions/${sessionId}`) sessionReads++;
+        if (path === `/api/v0/sessions/${sessionId}/events` && request.headers()['accept'] === 'text/event-stream')
+          resumedFrom.push(request.headers()['last-event-id']);
+      }),
+    );
+    await page.getByText('Live: new messages').waitFor();
+    await post(writer, `/api/v0/sessions/${sessionId}/messages`, { text: 'Write a poem.' }).expect(200);
+    // The writer's key takes the turn as an agent would.
+    const claim = await post(writer, '/api/v0/agent/claims', {}).expect(200);
+    expect(claim.body.work).toMatchObject({ sessionId });
+    const turnId = claim.body.work.turnId as string;
+    await page.getByTestId('session-status').filter({ hasText: 'Running' }).waitFor();
+    const delta = (step: number, text: string) => post(writer, `/api/v0/agent/sessions/${sessionId}/deltas`, { turnId, step, text }).expect(202);
+    const writing = page.getByTestId('writing');
+    const status = page.getByRole('status').filter({ hasText: 'The agent is writing an answer.' });
+    expect(await writing.count()).toBe(0);
+
+    // 30 pieces, about 10 a second as the reference agent sends them: the text grows, and the session is not read again.
+    await sleep(300);
+    const readsBefore = sessionReads;
+    let text = '';
+    for (let i = 0; i < 30; i++) {
+      const piece = `line ${i}, `;
+      await delta(0, piece);
+      text += piece;
+      if (i === 0 || i === 14) {
+        await writing.filter({ hasText: text.trim() }).waitFor();
+        expect(await writing.locator('.badge').textContent()).toBe('writing…');
+        await status.waitFor({ state: 'attached' });
+      }
+      await sleep(70);
+    }
+    await writing.filter({ hasText: text.trim() }).waitFor();
+    // Shown before anything is stored: the only message is the user's.
+    expect((await messagesOf(writer, sessionId)).length).toBe(1);
+    expect(await page.locator('.message').count()).toBe(2);
+    expect(sessionReads - readsBefore).toBeLessThanOrEqual(2);
+    accessibility.push(...(await checkPage(page, 'session-writing')));
+
+    // The agent stores the message: it takes the provisional text's place; a late piece of that step is dropped.
+    const answer = text.trim();
+    await post(writer, `/api/v0/agent/sessions/${sessionId}/messages`, {
+      turnId,
+      messages: [{ role: 'assistant', content: [{ type: 'text', text: answer }] }],
+    }).expect(200);
+    await page.locator('.message-assistant:not(.message-writing)').filter({ hasText: answer }).waitFor();
+    await writing.waitFor({ state: 'detached' });
+    expect(await status.count()).toBe(0);
+    await delta(0, 'late piece');
+    await sleep(300);
+    expect(await writing.count()).toBe(0);
+
+    // The next model call writes anew; a later one replaces it.
+    await delta(1, 'Thinking it over');
+    await writing.filter({ hasText: 'Thinking it over' }).waitFor();
+    await delta(2, 'Final words');
+    await writing.filter({ hasText: 'Final words' }).waitFor();
+    expect(await writing.textContent()).not.toContain('Thinking it over');
+    expect(await page.locator('.message-writing').count()).toBe(1);
+
+    // The stream drops (pieces sent meanwhile are lost): rather than text with a hole, that step waits for its message;
+    // the next step shows again.
+    const server = t.app.getHttpServer() as Server;
+    const sockets = new Set<Socket>();
+    const onRequest = (request: IncomingMessage) => {
+      if (request.url?.startsWith(`/api/v0/sessions/${sessionId}/events`)) sockets.add(request.socket);
+    };
+    server.on('request', onRequest);
+    try {
+      await page.reload();
+      await page.getByText('Live: new messages').waitFor();
+      await delta(2, 'Final words again');
+      await writing.filter({ hasText: 'Final words again' }).waitFor();
+      // A numbered event (the turn's usage) after the deltas: the resume point.
+      await post(writer, `/api/v0/agent/sessions/${sessionId}/usage`, { turnId, model: 'model-a', inputTokens: 100, outputTokens: 10 }).expect(200);
+      await page.getByTestId('session-tokens').waitFor();
+      await delta(2, ', still writing');
+      await writing.filter({ hasText: 'still writing' }).waitFor();
+      for (const socket of sockets) socket.destroy();
+      await page.getByText('Live updates interrupted: reconnecting…').waitFor();
+      await writing.waitFor({ state: 'detached' });
+      await page.getByText('Live: new messages').waitFor();
+      // Resumed from the last numbered event: the deltas, without ids, moved nothing.
+      const numbered = (await t.http().get(`/api/v0/sessions/${sessionId}/events`).set(writer.auth).expect(200)).body.events as { seq: number }[];
+      expect(resumedFrom.at(-1)).toBe(String(numbered.at(-1)!.seq));
+      await delta(2, ', and more');
+      await delta(3, 'Step three');
+      await writing.filter({ hasText: 'Step three' }).waitFor();
+      expect(await writing.textContent()).not.toContain('and more');
+    } finally {
+      server.off('request', onRequest);
+    }
+
+    // The turn ends without storing it: the session leaves running, and the provisional text goes.
+    await post(writer, `/api/v0/agent/sessions/${sessionId}/end-turn`, { turnId }).expect(200);
+    await page.getByTestId('session-status').filter({ hasText: 'Idle' }).waitFor();
+    await writing.waitFor({ state: 'detached' });
+    expect(await page.locator('.message').count()).toBe(2);
+    await page.close();
   });
 
   it("a member reads another member's session without write controls; where the owner is unknown, the API's 403 is shown as worded", async () => {

@@ -16,6 +16,9 @@ export interface JsonSchema {
   format?: string;
   nullable?: boolean;
   default?: unknown;
+  /** One of these shapes; with `discriminator`, the member whose value (each shape's one-value enum) says which. */
+  oneOf?: JsonSchema[];
+  discriminator?: { propertyName: string; mapping?: Record<string, string> };
 }
 
 /** Follows `$ref`s to `#/components/schemas/<Name>` in `schemas`; a description written beside the ref wins. */

@@ -1,4 +1,5 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient, type InfiniteData } from '@tanstack/react-query';
+import { useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { api, unwrap } from '../api/client';
 import { ErrorMessage } from '../components/ErrorMessage';
@@ -12,6 +13,7 @@ import { STATUS_LABELS, maySeeComputers, sessionName } from '../sessions/format'
 import { useSessionEvents, type LiveState, type StreamEvent } from '../sessions/live';
 import { Messages } from '../sessions/Messages';
 import { ToolApprovals } from '../sessions/ToolApprovals';
+import { finished, NOT_WRITING, withDelta, type Writing } from '../sessions/writing';
 
 const PAGE_SIZE = 30;
 interface MessagePage {
@@ -47,14 +49,24 @@ export default function SessionView() {
   });
 
   const access = useSessionWriteAccess(sessionId, me);
+  const [writing, setWriting] = useState<Writing>(NOT_WRITING);
 
   const live = useSessionEvents(sessionId, {
     onFresh: () => {
+      setWriting(NOT_WRITING);
       void queries.invalidateQueries({ queryKey: ['session', sessionId] });
       void queries.invalidateQueries({ queryKey: ['messages', sessionId] });
       void queries.invalidateQueries({ queryKey: ['tool-approvals', sessionId] });
     },
+    // Pieces sent while the stream was down are lost: rather than text with a hole, that step waits for its message.
+    onDropped: () => setWriting(finished),
+    // The text being written is kept here only: nothing is read again for it.
+    onDelta: (delta) => {
+      if (delta.sessionId === sessionId) setWriting((state) => withDelta(state, delta));
+    },
     onEvent: (event: StreamEvent) => {
+      if ((event.type === 'message.added' && event.data.role === 'assistant') || (event.type === 'session.status_changed' && event.data.to !== 'running'))
+        setWriting(finished);
       if (event.type === 'message.added') {
         const message = event.data.message as WireMessage | undefined;
         if (message) {
@@ -148,7 +160,11 @@ export default function SessionView() {
         {history.data && messages.length === 0 ? (
           <p className="muted">No messages yet.{mayWrite ? ' Write the first below: an agent takes it from there.' : ''}</p>
         ) : null}
-        <Messages messages={messages} />
+        <Messages messages={messages} writing={writing.current?.text} />
+        {/* Said once when the agent starts writing, not at every piece of text. */}
+        <p role="status" className="visually-hidden">
+          {writing.current ? 'The agent is writing an answer.' : ''}
+        </p>
       </section>
       {mayWrite ? <Composer sessionId={sessionId} /> : access === 'checking' ? null : <ReadOnly role={me.user.role} />}
     </Page>

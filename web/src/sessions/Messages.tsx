@@ -8,8 +8,11 @@ const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp
 /** The anchor of a tool use, which its result links to. */
 const toolAnchor = (id: string) => `tool-use-${id.replace(/[^A-Za-z0-9_-]/g, '_')}`;
 
-/** A conversation, oldest first: every block the spec defines, and hook messages. */
-export function Messages({ messages }: { messages: WireMessage[] }) {
+/**
+ * A conversation, oldest first: every block the spec defines, and hook messages; then, while the model writes its
+ * answer, that text (`writing`), provisional until the message is stored.
+ */
+export function Messages({ messages, writing }: { messages: WireMessage[]; writing?: string }) {
   // Tool results name their tool use by id: give them the tool's name to link to.
   const toolNames = new Map<string, string>();
   for (const message of messages) for (const block of message.content) if (block.type === 'tool_use') toolNames.set(block.id, block.name);
@@ -29,6 +32,15 @@ export function Messages({ messages }: { messages: WireMessage[] }) {
           ))}
         </li>
       ))}
+      {writing ? (
+        <li className="message message-assistant message-writing" aria-busy="true" data-testid="writing">
+          <div className="message-meta">
+            <span className="message-role">Agent</span>
+            <span className="badge">writing…</span>
+          </div>
+          <Markdown text={writing} />
+        </li>
+      ) : null}
     </ol>
   );
 }

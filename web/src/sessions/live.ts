@@ -1,8 +1,8 @@
 import { createParser } from 'eventsource-parser';
 import { useEffect, useRef, useState } from 'react';
-import { authorizationHeader, problemFrom, type ApiProblem } from '../api/client';
+import { authorizationHeader, problemFrom, type ApiProblem, type Schemas } from '../api/client';
 
-/** One event of the stream (schema `Event`): only what the session view reads. */
+/** One numbered event of the stream (schema `Event`): only what the session view reads. */
 export interface StreamEvent {
   id: string;
   seq: number;
@@ -14,10 +14,20 @@ export interface StreamEvent {
 export type LiveState =
   { status: 'connecting' } | { status: 'live' } | { status: 'reconnecting'; error?: ApiProblem } | { status: 'stopped'; error: ApiProblem };
 
+/** A piece of the text a model is writing (schema `MessageDeltaEvent`'s `data`): live only, never numbered or stored. */
+export type MessageDelta = Schemas['MessageDeltaEvent']['data'];
+
 interface Handlers {
   onEvent(event: StreamEvent): void;
+  /**
+   * `message.delta`, apart from `onEvent`: several a second while a model writes, and never a reason to read anything
+   * again (the stored message follows as `message.added`).
+   */
+  onDelta(delta: MessageDelta): void;
   /** The stream (re)started without a resume point: what is shown may have missed events, reload it. */
   onFresh(): void;
+  /** The stream dropped: numbered events sent meanwhile are replayed on resume, deltas are lost. */
+  onDropped(): void;
 }
 
 /**
@@ -33,7 +43,9 @@ export function useSessionEvents(sessionId: string, handlers: Handlers): LiveSta
     const abort = new AbortController();
     void follow(sessionId, abort.signal, {
       onEvent: (event) => latest.current.onEvent(event),
+      onDelta: (delta) => latest.current.onDelta(delta),
       onFresh: () => latest.current.onFresh(),
+      onDropped: () => latest.current.onDropped(),
       onState: (next) => setState(next),
     });
     return () => abort.abort();
@@ -69,9 +81,12 @@ async function follow(sessionId: string, signal: AbortSignal, handlers: Handlers
       if (lastId === undefined) handlers.onFresh();
       const parser = createParser({
         onEvent: (message) => {
+          // Deltas come without an id: the resume point stays the last numbered event's.
           if (message.id) lastId = message.id;
           try {
-            handlers.onEvent(JSON.parse(message.data) as StreamEvent);
+            const event = JSON.parse(message.data) as StreamEvent | Schemas['MessageDeltaEvent'];
+            if (event.type === 'message.delta') handlers.onDelta((event as Schemas['MessageDeltaEvent']).data);
+            else handlers.onEvent(event as StreamEvent);
           } catch {
             // Not JSON: not an event of ours.
           }
@@ -86,9 +101,11 @@ async function follow(sessionId: string, signal: AbortSignal, handlers: Handlers
         if (done) break;
         parser.feed(value);
       }
+      handlers.onDropped();
       handlers.onState({ status: 'reconnecting' });
     } catch (error) {
       if (signal.aborted) return;
+      handlers.onDropped();
       handlers.onState({ status: 'reconnecting', error: error instanceof Error && 'status' in error ? (error as ApiProblem) : undefined });
     }
     await new Promise((resolve) => setTimeout(resolve, retryMs));

@@ -1,9 +1,13 @@
 import { useEffect, useRef } from 'react';
 import { formatTime } from '../../format';
 import type { Snapshot } from './EnterpriseControls';
-import { applyMergePatch, equal, getAt, maskSecrets, mergePatch, patchedPaths, pathName, stableJson, type Json, type JsonObject } from './settings-model';
+import { applyMergePatch, equal, getAt, maskSecrets, mergePatch, patchedPaths, pathName, stableJson, type JsonObject, type Path } from './settings-model';
 
-const short = (value: Json | undefined) => (value === undefined ? '(not set)' : stableJson(maskSecrets(value)));
+/** The value at `path` of `settings`, secrets masked. */
+const short = (settings: JsonObject, path: Path) => {
+  const value = getAt(settings, path);
+  return value === undefined ? '(not set)' : stableJson(maskSecrets(value, path));
+};
 
 /**
  * Someone else saved first (412): nothing of ours was written. Theirs beside ours, field by field, and the choice: take
@@ -54,13 +58,13 @@ export function ConflictScreen(props: { base: Snapshot; theirs: Snapshot; patch:
                     {both ? <span className="badge">both changed</span> : null}
                   </th>
                   <td data-label="Before">
-                    <pre>{short(getAt(before, path))}</pre>
+                    <pre>{short(before, path)}</pre>
                   </td>
                   <td data-label="Theirs">
-                    <pre>{short(getAt(theirs, path))}</pre>
+                    <pre>{short(theirs, path)}</pre>
                   </td>
                   <td data-label="Yours">
-                    <pre>{short(getAt(mine, path))}</pre>
+                    <pre>{short(mine, path)}</pre>
                   </td>
                 </tr>
               );

@@ -1,13 +1,14 @@
 import { useState, type ReactNode } from 'react';
 import { resolveSchema, type JsonSchema } from '../../api/json-schema';
-import { humanize, isObject, isSecretPath as isSecret, MASKED, pathName, type Json, type Path } from './settings-model';
+import { humanize, isObject, isSecretPath as isSecret, MASKED, pathName, type Json, type JsonObject, type Path } from './settings-model';
 
 /**
  * A form drawn from a JSON Schema (the server's own, from its OpenAPI document): one control per field, its description
  * beside it, the server's validation errors at the field they name. Booleans are checkboxes, enums selects, numbers
  * number inputs, lists of text one entry a line, lists of objects repeated groups, maps key → value rows, objects
- * without a known shape JSON. Secrets (custom models' keys and headers) are never shown: the stored value stays masked
- * and can only be replaced.
+ * without a known shape JSON, one of several shapes (`oneOf` with a `discriminator`: an MCP server's `transport`) a
+ * select of the shapes and the chosen one's fields. Secrets (custom models' keys and headers, MCP servers' headers and
+ * env) are never shown: the stored value stays masked and can only be replaced.
  */
 export interface FormContext {
   schemas: Record<string, JsonSchema>;
@@ -24,6 +25,8 @@ export function fieldId(path: Path): string {
 /** What an empty new value of a schema is: required members filled, lists and maps empty. */
 export function emptyOf(schema: JsonSchema, schemas: Record<string, JsonSchema>): Json {
   const s = resolveSchema(schema, schemas);
+  const variants = variantsOf(s, schemas);
+  if (variants.length > 0) return emptyOf(variants[0].schema, schemas);
   switch (s.type) {
     case 'boolean':
       return false;
@@ -104,6 +107,8 @@ export function SchemaField(props: { ctx: FormContext; schema: JsonSchema; path:
 
   if (isSecret(path) && schema.type === 'string' && (value === undefined || typeof value === 'string'))
     return <SecretField {...props} label={label} description={schema.description} />;
+  const variants = variantsOf(schema, ctx.schemas);
+  if (variants.length > 0) return <VariantField {...props} label={label} schema={schema} variants={variants} />;
 
   switch (schema.type) {
     case 'boolean':
@@ -201,29 +206,70 @@ function describeRange(schema: JsonSchema, required?: boolean): string | undefin
   return [schema.description, range, optional].filter(Boolean).join(' ').trim() || undefined;
 }
 
-/** A list of text, one entry a line (empty lines dropped). */
-function LinesField(props: { ctx: FormContext; path: Path; value: Json | undefined; label: string; description?: string }) {
+/**
+ * A list of text, one entry a line (empty lines dropped). An optional list that is absent says so, with "Set …": absent
+ * and empty may differ (an MCP server's `allowedTools`: absent is all of them, empty none).
+ */
+function LinesField(props: { ctx: FormContext; path: Path; value: Json | undefined; label: string; description?: string; required?: boolean }) {
   const id = fieldId(props.path);
   const current = Array.isArray(props.value) ? props.value.map(String) : [];
   // The text as typed (a trailing new line included) while it means the same list.
   const [text, setText] = useState(current.join('\n'));
+  /** Set just now with "Set …": the focus goes to the new text box. */
+  const [justSet, setJustSet] = useState(false);
   const shown = linesOf(text).join('\n') === current.join('\n') ? text : current.join('\n');
   const errors = errorsAt(props.ctx, props.path, true);
+  const optional = !props.required && typeof props.path[props.path.length - 1] === 'string';
+  if (optional && props.value === undefined) {
+    return (
+      <div className="field schema-field">
+        <p className="schema-absent" id={id}>
+          <strong>{props.label}</strong> <code className="field-key">{String(props.path[props.path.length - 1])}</code>: not set.{' '}
+          <button
+            type="button"
+            className="small"
+            onClick={() => {
+              setText('');
+              setJustSet(true);
+              props.ctx.onChange(props.path, []);
+            }}
+          >
+            Set {props.label.toLowerCase()}
+          </button>
+        </p>
+        {props.description ? <p className="hint">{props.description}</p> : null}
+        <FieldErrors id={`${id}-errors`} messages={errors} />
+      </div>
+    );
+  }
   return (
     <Labelled path={props.path} label={props.label} description={`${props.description ?? ''} One entry a line.`.trim()} errors={errors}>
       {(describedBy) => (
-        <textarea
-          id={id}
-          rows={Math.min(8, Math.max(2, current.length + 1))}
-          value={shown}
-          spellCheck={false}
-          onChange={(event) => {
-            setText(event.target.value);
-            props.ctx.onChange(props.path, linesOf(event.target.value));
-          }}
-          aria-describedby={describedBy}
-          aria-invalid={errors.length > 0 || undefined}
-        />
+        <>
+          <textarea
+            id={id}
+            rows={Math.min(8, Math.max(2, current.length + 1))}
+            value={shown}
+            spellCheck={false}
+            onChange={(event) => {
+              setText(event.target.value);
+              props.ctx.onChange(props.path, linesOf(event.target.value));
+            }}
+            aria-describedby={describedBy}
+            aria-invalid={errors.length > 0 || undefined}
+            ref={(element) => {
+              if (element && justSet) {
+                element.focus();
+                setJustSet(false);
+              }
+            }}
+          />
+          {optional ? (
+            <button type="button" className="small" onClick={() => props.ctx.onChange(props.path, undefined)}>
+              Remove {props.label.toLowerCase()}
+            </button>
+          ) : null}
+        </>
       )}
     </Labelled>
   );
@@ -347,6 +393,119 @@ function ObjectField(props: { ctx: FormContext; schema: JsonSchema; path: Path; 
       {Object.entries(schema.properties ?? {}).map(([key, member]) => (
         <SchemaField key={key} ctx={ctx} schema={member} path={[...path, key]} value={value[key]} required={schema.required?.includes(key)} />
       ))}
+      {!props.required && path.length > 0 && typeof path[path.length - 1] === 'string' ? (
+        <button type="button" className="small" onClick={() => ctx.onChange(path, undefined)}>
+          Remove {props.label.toLowerCase()}
+        </button>
+      ) : null}
+    </fieldset>
+  );
+}
+
+/** The shapes of a `oneOf` told apart by a discriminator, each with its value of it (a one-value enum, as the server writes them). */
+interface Variant {
+  tag: string;
+  schema: JsonSchema;
+}
+function variantsOf(schema: JsonSchema, schemas: Record<string, JsonSchema>): Variant[] {
+  const property = schema.discriminator?.propertyName;
+  if (!property || !schema.oneOf) return [];
+  return schema.oneOf.flatMap((option) => {
+    const variant = resolveSchema(option, schemas);
+    const tag = resolveSchema(variant.properties?.[property] ?? {}, schemas).enum?.[0];
+    return typeof tag === 'string' ? [{ tag, schema: variant }] : [];
+  });
+}
+
+/**
+ * One of several shapes (an MCP server over stdio or http): a select of the shapes (the discriminator, `transport`),
+ * then the chosen shape's fields. Changing the shape keeps the members both shapes have (`name`, `allowedTools`).
+ */
+function VariantField(props: {
+  ctx: FormContext;
+  schema: JsonSchema;
+  variants: Variant[];
+  path: Path;
+  value: Json | undefined;
+  label: string;
+  required?: boolean;
+}) {
+  const { ctx, schema, variants, path } = props;
+  const property = schema.discriminator!.propertyName;
+  const id = fieldId(path);
+  const value = isObject(props.value) ? props.value : null;
+  const chosen = variants.find((variant) => variant.tag === value?.[property]);
+  // A shape this console does not know (the server is newer): its JSON, as it is.
+  if (value && !chosen) return <JsonField {...props} description={schema.description} />;
+  const errors = errorsAt(ctx, path, false);
+  const choose = (tag: string) => {
+    const next = variants.find((variant) => variant.tag === tag)!;
+    const kept = Object.entries(value ?? {}).filter(([key]) => key !== property && key in (next.schema.properties ?? {}));
+    ctx.onChange(path, { ...(emptyOf(next.schema, ctx.schemas) as JsonObject), ...Object.fromEntries(kept), [property]: tag });
+  };
+  if (!value || !chosen) {
+    return (
+      <div className="field schema-field">
+        <p className="schema-absent" id={id}>
+          <strong>{props.label}</strong>: not set.{' '}
+          <button type="button" className="small" onClick={() => choose(variants[0].tag)}>
+            Set {props.label.toLowerCase()}
+          </button>
+        </p>
+        <FieldErrors id={`${id}-errors`} messages={errors} />
+      </div>
+    );
+  }
+  const selectId = fieldId([...path, property]);
+  const selectErrors = errorsAt(ctx, [...path, property], false);
+  const described =
+    [chosen.schema.description ? `${selectId}-help` : '', selectErrors.length > 0 ? `${selectId}-errors` : ''].filter(Boolean).join(' ') || undefined;
+  return (
+    <fieldset className="schema-group" id={id} aria-describedby={schema.description ? `${id}-help` : undefined}>
+      <legend>
+        {props.label} {typeof path[path.length - 1] === 'string' ? <code className="field-key">{String(path[path.length - 1])}</code> : null}
+      </legend>
+      {schema.description ? (
+        <p className="hint" id={`${id}-help`}>
+          {schema.description}
+        </p>
+      ) : null}
+      <FieldErrors id={`${id}-errors`} messages={errors} />
+      <div className={`field schema-field${selectErrors.length > 0 ? ' has-error' : ''}`}>
+        <label htmlFor={selectId}>{humanize(property)}</label>
+        <code className="field-key">{property}</code>
+        <select
+          id={selectId}
+          value={chosen.tag}
+          onChange={(event) => choose(event.target.value)}
+          aria-describedby={described}
+          aria-invalid={selectErrors.length > 0 || undefined}
+        >
+          {variants.map((variant) => (
+            <option key={variant.tag} value={variant.tag}>
+              {variant.tag}
+            </option>
+          ))}
+        </select>
+        {chosen.schema.description ? (
+          <p className="hint" id={`${selectId}-help`}>
+            {chosen.schema.description}
+          </p>
+        ) : null}
+        <FieldErrors id={`${selectId}-errors`} messages={selectErrors} />
+      </div>
+      {Object.entries(chosen.schema.properties ?? {})
+        .filter(([key]) => key !== property)
+        .map(([key, member]) => (
+          <SchemaField
+            key={`${chosen.tag}:${key}`}
+            ctx={ctx}
+            schema={member}
+            path={[...path, key]}
+            value={value[key]}
+            required={chosen.schema.required?.includes(key)}
+          />
+        ))}
       {!props.required && path.length > 0 && typeof path[path.length - 1] === 'string' ? (
         <button type="button" className="small" onClick={() => ctx.onChange(path, undefined)}>
           Remove {props.label.toLowerCase()}

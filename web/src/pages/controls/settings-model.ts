@@ -129,15 +129,25 @@ const ACRONYMS: Record<string, string> = {
   socks: 'SOCKS',
 };
 
-const SECRET_KEYS = new Set(['apiKey', 'cloudAuthRefresh', 'cloudCredentialExport']);
-/** Whether the value at `path` is a secret (custom models' keys, header values, cloud credentials). */
+/**
+ * Where the settings hold secrets, from their root (`*`: any one segment): the server's own list (SECRET_POINTERS in
+ * src/modules/enterprise-controls/domain/settings-secrets.ts), which answers each of them masked.
+ */
+const SECRET_PATHS: readonly (readonly string[])[] = [
+  ['customModels', '*', 'apiKey'],
+  ['customModels', '*', 'extraHeaders', '*'],
+  ['customModels', '*', 'cloudModelConfig', 'cloudAuthRefresh'],
+  ['customModels', '*', 'cloudModelConfig', 'cloudCredentialExport'],
+  ['mcpServers', '*', 'headers', '*'],
+  ['mcpServers', '*', 'env', '*'],
+];
+/** Whether the value at `path` (from the settings' root) is a secret: custom models' keys and headers, cloud credentials, MCP servers' headers and env. */
 export function isSecretPath(path: Path): boolean {
-  const last = path[path.length - 1];
-  return (typeof last === 'string' && SECRET_KEYS.has(last)) || path[path.length - 2] === 'extraHeaders';
+  return SECRET_PATHS.some((pattern) => pattern.length === path.length && pattern.every((segment, i) => segment === '*' || segment === String(path[i])));
 }
 export const MASKED = /^\*{4}/;
 
-/** A copy for showing: a secret typed here (not the server's `****abcd` mask) is never shown back. */
+/** A copy for showing (`path`: where `value` is in the settings): a secret typed here (not the server's `****abcd` mask) is never shown back. */
 export function maskSecrets(value: Json, path: Path = []): Json {
   if (Array.isArray(value)) return value.map((item, i) => maskSecrets(item, [...path, i]));
   if (isObject(value)) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, maskSecrets(item, [...path, key])]));
