@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { Injectable, Logger } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../../config/app-config';
@@ -22,7 +23,8 @@ import { normalizeSettingsUrls } from './domain/settings-urls';
 import { ControlChangeView, ControlRevisionView, ControlsView, toChangeView } from './domain/views';
 import { AGENT_POLICY_FIELDS, AgentPolicyView } from './domain/agent-policy';
 import { EnterpriseControlsRepository, RetentionPolicy } from './enterprise-controls.repository';
-import { ModelRelay, RelayAnswer, RelayFailure, RelayFailureReason } from './relay/model-relay';
+import { ModelRelay, RelayAnswer } from './relay/model-relay';
+import { RelayFailure, RelayFailureReason } from './relay/relay-exchange';
 import { McpRelay, McpRelayAnswer, McpRelayRequest } from './relay/mcp-relay';
 import { ControlRevisionEntity } from './entities';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
@@ -240,14 +242,9 @@ export class EnterpriseControlsService {
     };
     const headers = api === 'messages' ? anthropicHeaders(revealed, callerHeaders) : chatCompletionsHeaders(revealed);
     const url = api === 'messages' ? messagesUrl(revealed.baseUrl) : chatCompletionsUrl(revealed.baseUrl);
-    const release = this.takeRelaySlot(principal);
     try {
-      const answer = await this.relay.send({ url, headers, payload, secrets: secretsOf(revealed), signal });
-      if ('stream' in answer) answer.stream.once('close', release);
-      else release();
-      return answer;
+      return await this.inRelaySlot(principal, () => this.relay.send({ url, headers, payload, secrets: secretsOf(revealed), signal }));
     } catch (error) {
-      release();
       if (!(error instanceof RelayFailure)) throw error;
       if (error.reason === 'refused') logSecurityEvent('relay.destination_refused', securityActorOf(principal), { customModelId, reason: error.message });
       const { code } = RELAY_FAILURES[error.reason];
@@ -266,14 +263,9 @@ export class EnterpriseControlsService {
    */
   async relayMcp(principal: Principal, serverName: string, request: McpRelayRequest): Promise<McpRelayAnswer> {
     const server = await this.mcpServerFor(principal, serverName, 'http');
-    const release = this.takeRelaySlot(principal);
     try {
-      const answer = await this.mcpRelay.send(new URL(server.url), server.headers ?? {}, mcpSecretsOf(server), request);
-      if ('stream' in answer) answer.stream.once('close', release);
-      else release();
-      return answer;
+      return await this.inRelaySlot(principal, () => this.mcpRelay.send(new URL(server.url), server.headers ?? {}, mcpSecretsOf(server), request));
     } catch (error) {
-      release();
       if (!(error instanceof RelayFailure)) throw error;
       if (error.reason === 'refused')
         logSecurityEvent('relay.destination_refused', securityActorOf(principal), { mcpServer: serverName, reason: error.message });
@@ -352,6 +344,20 @@ export class EnterpriseControlsService {
   @OnDomainEvent('controls.revised')
   forgetCached(event: StoredEvent<'controls.revised'>): void {
     this.cache?.delete(event.organizationId);
+  }
+
+  /** Sends in one of the computer's relay slots, held until the answer is read (or its stream closed). */
+  private async inRelaySlot<T extends object>(principal: Principal, send: () => Promise<T>): Promise<T> {
+    const release = this.takeRelaySlot(principal);
+    try {
+      const answer = await send();
+      if ('stream' in answer) (answer.stream as Readable).once('close', release);
+      else release();
+      return answer;
+    } catch (error) {
+      release();
+      throw error;
+    }
   }
 
   /** One of the computer's MODEL_RELAY_CONCURRENCY_PER_COMPUTER relayed calls, or 429. */
