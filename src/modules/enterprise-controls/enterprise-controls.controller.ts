@@ -23,7 +23,8 @@ import { MessageSizedBody } from '../../platform/http/route-config';
 import { AgentPolicyView } from './domain/agent-policy';
 import { etagOf, parseIfMatch } from './domain/if-match';
 import { ControlRevisionView, ControlsView } from './domain/views';
-import { EnterpriseControlsService, RelayApi } from './enterprise-controls.service';
+import { EnterpriseControlsService } from './enterprise-controls.service';
+import { AgentRelays, RelayApi } from './agent-relays.service';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
 
 const ADMINS = [Role.Owner, Role.Manager];
@@ -116,7 +117,10 @@ const RELAY_RULES =
 @ApiTags('Agent channel')
 @Controller('api/v0/agent')
 export class AgentPolicyController {
-  constructor(private readonly controls: EnterpriseControlsService) {}
+  constructor(
+    private readonly controls: EnterpriseControlsService,
+    private readonly relays: AgentRelays,
+  ) {}
 
   @Get('policy')
   @Authenticated(Role.Owner, Role.Manager, Role.Member)
@@ -202,7 +206,7 @@ export class AgentPolicyController {
     // The call to the model ends when the caller goes away.
     const caller = new AbortController();
     reply.raw.once('close', () => caller.abort());
-    const answer = await this.controls.relayModelCall(principal, customModelId, api, body, headers, caller.signal);
+    const answer = await this.relays.relayModelCall(principal, customModelId, api, body, headers, caller.signal);
     void reply.status(answer.status).headers(answer.headers);
     if ('stream' in answer) {
       // Proxies in between must not hold events back.

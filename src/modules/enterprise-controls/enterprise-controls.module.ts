@@ -7,6 +7,7 @@ import { AgentPolicyController, EnterpriseControlsController } from './enterpris
 import { McpRelayController } from './mcp-relay.controller';
 import { EnterpriseControlsRepository } from './enterprise-controls.repository';
 import { EnterpriseControlsService } from './enterprise-controls.service';
+import { AgentRelays } from './agent-relays.service';
 import { ModelRelay } from './relay/model-relay';
 import { McpRelay } from './relay/mcp-relay';
 
@@ -21,6 +22,7 @@ import { McpRelay } from './relay/mcp-relay';
   providers: [
     EnterpriseControlsRepository,
     EnterpriseControlsService,
+    AgentRelays,
     ModelRelay,
     McpRelay,
     SecretBox,

@@ -17,7 +17,7 @@ import { AgentTokensOnly, Authenticated, CurrentPrincipal, Principal } from '../
 import { ref } from '../../platform/http/json-schema';
 import { V0_ERROR } from '../../platform/http/openapi';
 import { MessageSizedBody } from '../../platform/http/route-config';
-import { EnterpriseControlsService } from './enterprise-controls.service';
+import { AgentRelays } from './agent-relays.service';
 import { McpRelayAnswer, McpRelayRequest, MCP_REQUEST_HEADERS } from './relay/mcp-relay';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
 
@@ -40,7 +40,7 @@ const RELAY_DESCRIPTION =
 @Authenticated()
 @AgentTokensOnly()
 export class McpRelayController {
-  constructor(private readonly controls: EnterpriseControlsService) {}
+  constructor(private readonly relays: AgentRelays) {}
 
   @Post(':serverName')
   @MessageSizedBody()
@@ -100,7 +100,7 @@ export class McpRelayController {
   @ApiConflictResponse({ description: 'The server is an HTTP one: agents reach it through the relay.', schema: V0_ERROR })
   @ApiServiceUnavailableResponse({ description: "The server's env values cannot be decrypted.", schema: V0_ERROR })
   launch(@CurrentPrincipal() principal: Principal, @Param('serverName') serverName: string): Promise<ApiSchema<'McpLaunch'>> {
-    return this.controls.mcpLaunch(principal, serverName);
+    return this.relays.mcpLaunch(principal, serverName);
   }
 
   private async relay(
@@ -119,7 +119,7 @@ export class McpRelayController {
     // The request to the MCP server ends when the caller goes away.
     const caller = new AbortController();
     reply.raw.once('close', () => caller.abort());
-    const answer: McpRelayAnswer = await this.controls.relayMcp(principal, serverName, { method, headers, body, signal: caller.signal });
+    const answer: McpRelayAnswer = await this.relays.relayMcp(principal, serverName, { method, headers, body, signal: caller.signal });
     void reply.status(answer.status).headers(answer.headers);
     if ('stream' in answer) {
       void reply.header('x-accel-buffering', 'no');

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { EntityManager } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
 import { AccessPolicy, eventActorOf, Principal } from '../auth';
-import { EventLog, LiveEvents } from '../../platform/events';
+import { EventLog } from '../../platform/events';
 import { isUuid, newId } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { FieldError, validationError } from '../../platform/http/validation';
@@ -17,7 +17,6 @@ import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
 import { MESSAGE_ATTRIBUTE_FIELDS } from './schemas/session.schemas';
 import { SessionsRepository } from './sessions.repository';
-import { DeltaRate } from './delta-rate';
 import { ToolApprovalLedger } from './tool-approval-ledger';
 
 /** A message as the agent appends it (AppendMessagesBody). */
@@ -36,37 +35,7 @@ export class AgentWorkService {
     private readonly events: EventLog,
     private readonly config: AppConfig,
     private readonly ledger: ToolApprovalLedger,
-    private readonly live: LiveEvents,
-    private readonly deltaRate: DeltaRate,
   ) {}
-
-  /**
-   * A piece of the text the model is writing, to the session's live streams (`message.delta`): the
-   * turn must be the running one, as for appends, but nothing is written, so the session is read,
-   * not locked, and the lease is not renewed (heartbeats do that).
-   */
-  async publishDelta(principal: Principal, sessionId: string, input: { turnId: string; step: number; text: string }): Promise<void> {
-    this.deltaRate.take(principal);
-    const session = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId) : null;
-    if (!session || !mayWorkOn(principal, session)) {
-      throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
-    }
-    if (session.status !== SessionStatus.Running || !isUuid(input.turnId) || session.turnId !== input.turnId.toLowerCase()) {
-      throw new SessionsError(
-        SessionsErrorCode.TurnNotActive,
-        `Turn ${input.turnId} is not the running turn of session ${sessionId}: it ended, or its lease ran out and another agent took the work.`,
-        { sessionStatus: session.status },
-      );
-    }
-    await this.live.publish({
-      organizationId: principal.organizationId,
-      sessionId: session.id,
-      turnId: session.turnId,
-      step: input.step,
-      text: input.text,
-      occurredAt: Date.now(),
-    });
-  }
 
   async appendMessages(
     principal: Principal,

@@ -20,6 +20,7 @@ import { pageOf, pageSize, Pagination } from '../../platform/http/pagination';
 import { MessageSizedBody, OwnRateLimit } from '../../platform/http/route-config';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
 import { AgentWorkService } from './agent-work.service';
+import { TurnDeltas } from './turn-deltas.service';
 import { WorkClaims } from './work-claims.service';
 import { MessageView, SessionView } from './domain/views';
 import { TurnConversationQuery } from './schemas/session-queries';
@@ -43,6 +44,7 @@ export class AgentController {
   constructor(
     private readonly claims: WorkClaims,
     private readonly work: AgentWorkService,
+    private readonly deltas: TurnDeltas,
   ) {}
 
   @Post('claims')
@@ -199,7 +201,7 @@ export class AgentController {
     @Param('sessionId') sessionId: string,
     @Body(sessionSchemas.pipe('MessageDeltaBody')) body: ApiSchema<'MessageDeltaBody'>,
   ): Promise<void> {
-    await this.work.publishDelta(principal, sessionId, body);
+    await this.deltas.publish(principal, sessionId, body);
   }
 
   @Post('sessions/:sessionId/end-turn')

@@ -3,6 +3,7 @@ import { AuthModule } from '../auth';
 import { AgentController } from './agent.controller';
 import { AgentPresence } from './agent-presence';
 import { DeltaRate } from './delta-rate';
+import { TurnDeltas } from './turn-deltas.service';
 import { AgentWorkService } from './agent-work.service';
 import { WorkClaims } from './work-claims.service';
 import { WorkQueue } from './work-queue';
@@ -36,6 +37,7 @@ import { ToolApprovalWaits } from './tool-approval-waits.service';
     ServerLogs,
     AgentWorkService,
     DeltaRate,
+    TurnDeltas,
     WorkQueue,
     WorkClaims,
     HistoryImportService,

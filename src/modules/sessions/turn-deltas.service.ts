@@ -1,0 +1,47 @@
+import { Injectable } from '@nestjs/common';
+import { Principal } from '../auth';
+import { LiveEvents } from '../../platform/events';
+import { isUuid } from '../../platform/database/ids';
+import { SessionStatus } from './domain/session-status';
+import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
+import { mayWorkOn } from './agent-work.service';
+import { DeltaRate } from './delta-rate';
+import { SessionsRepository } from './sessions.repository';
+
+/** The live text of a turn (`message.delta`): what the agent's model is writing, to the session's open streams, never stored. */
+@Injectable()
+export class TurnDeltas {
+  constructor(
+    private readonly repository: SessionsRepository,
+    private readonly live: LiveEvents,
+    private readonly rate: DeltaRate,
+  ) {}
+
+  /**
+   * A piece of the text the model is writing, to the session's live streams (`message.delta`): the
+   * turn must be the running one, as for appends, but nothing is written, so the session is read,
+   * not locked, and the lease is not renewed (heartbeats do that).
+   */
+  async publish(principal: Principal, sessionId: string, input: { turnId: string; step: number; text: string }): Promise<void> {
+    this.rate.take(principal);
+    const session = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId) : null;
+    if (!session || !mayWorkOn(principal, session)) {
+      throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
+    }
+    if (session.status !== SessionStatus.Running || !isUuid(input.turnId) || session.turnId !== input.turnId.toLowerCase()) {
+      throw new SessionsError(
+        SessionsErrorCode.TurnNotActive,
+        `Turn ${input.turnId} is not the running turn of session ${sessionId}: it ended, or its lease ran out and another agent took the work.`,
+        { sessionStatus: session.status },
+      );
+    }
+    await this.live.publish({
+      organizationId: principal.organizationId,
+      sessionId: session.id,
+      turnId: session.turnId,
+      step: input.step,
+      text: input.text,
+      occurredAt: Date.now(),
+    });
+  }
+}
