@@ -37,6 +37,13 @@ export type SchemaObject = { [keyword: string]: unknown };
 export const MESSAGE_KEYWORDS = ['x-problem', 'x-required'];
 
 /**
+ * Marks a value that is a secret: stored encrypted, answered masked (`****` and the last four
+ * characters), and kept when its mask is sent back. Published, so that clients (the console) know
+ * which fields to treat so without a list of their own.
+ */
+export const SECRET_KEYWORD = 'x-secret';
+
+/**
  * Every request body and query string is a closed JSON Schema, validated with Ajv against the same
  * schemas the OpenAPI document publishes, so the docs and the checks cannot drift. Schemas are
  * OpenAPI 3.0 flavoured: `nullable`, `discriminator`, single-value `enum` for tags, refs as
@@ -67,7 +74,7 @@ export class SchemaRegistry {
     urlFormats: Record<string, UrlFormat> = {},
   ) {
     this.urlFormats = { ...URL_FORMATS, ...urlFormats };
-    this.ajv.addVocabulary(['example', 'components', ...MESSAGE_KEYWORDS]);
+    this.ajv.addVocabulary(['example', 'components', SECRET_KEYWORD, ...MESSAGE_KEYWORDS]);
     this.ajv.addFormat('uuid', isUuid);
     for (const [name, format] of Object.entries(this.urlFormats)) this.ajv.addFormat(name, (value: string) => format.problem(value) === undefined);
     this.ajv.addFormat(

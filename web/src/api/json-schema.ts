@@ -19,6 +19,8 @@ export interface JsonSchema {
   /** One of these shapes; with `discriminator`, the member whose value (each shape's one-value enum) says which. */
   oneOf?: JsonSchema[];
   discriminator?: { propertyName: string; mapping?: Record<string, string> };
+  /** A secret: the server stores it encrypted and answers it masked (`****` and its last four characters). */
+  'x-secret'?: boolean;
 }
 
 /** Follows `$ref`s to `#/components/schemas/<Name>` in `schemas`; a description written beside the ref wins. */

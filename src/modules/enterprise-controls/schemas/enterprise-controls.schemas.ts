@@ -1,4 +1,4 @@
-import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
+import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry, SECRET_KEYWORD } from '../../../platform/http/json-schema';
 import { AGENT_POLICY_FIELDS } from '../domain/agent-policy';
 import {
   CLOUD_MODEL_CONFIG_FIELDS,
@@ -60,7 +60,9 @@ const mcpServerName: SchemaObject = {
   pattern: MCP_SERVER_NAME,
   description: 'Unique among `mcpServers`: 1-64 letters, digits, `_` or `-` (the name `mcpPolicy.allowlist` and `mcpAutonomyOverrides` use).',
 };
-const mcpSecretValue: SchemaObject = { type: 'string', maxLength: L.string, pattern: NO_CONTROL_CHARACTERS };
+/** A secret (SECRET_KEYWORD): where these marks are must be where SECRET_POINTERS says the settings hold secrets (tested). */
+const secret = (schema: SchemaObject): SchemaObject => ({ ...schema, [SECRET_KEYWORD]: true });
+const mcpSecretValue: SchemaObject = secret({ type: 'string', maxLength: L.string, pattern: NO_CONTROL_CHARACTERS });
 const allowedMcpTools: SchemaObject = {
   type: 'array',
   maxItems: 500,
@@ -243,7 +245,7 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
       model: text(256, "The model name the vendor's API expects."),
       index: { type: 'integer', minimum: 0, maximum: 10_000, description: 'Display order.' },
       baseUrl: httpUrl("The vendor API's address."),
-      apiKey: {
+      apiKey: secret({
         type: 'string',
         minLength: 1,
         maxLength: 4096,
@@ -251,7 +253,7 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
         description:
           'Write-only in full: encrypted at rest, and answered masked (`****` plus the last four characters of keys of 12 or more). ' +
           'Send the masked value back to keep the stored key; omit it for a model that needs none.',
-      },
+      }),
       displayName: text(256),
       maxContextLimit: positive(100_000_000),
       enableThinking: bool(),
@@ -261,13 +263,16 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
         type: 'object',
         maxProperties: 50,
         propertyNames: { maxLength: 256, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" },
-        additionalProperties: { type: 'string', maxLength: L.string, pattern: NO_CONTROL_CHARACTERS },
-        description: 'HTTP headers sent with each call: valid header names, one-line values; at most 50.',
+        additionalProperties: secret({ type: 'string', maxLength: L.string, pattern: NO_CONTROL_CHARACTERS }),
+        description: 'HTTP headers sent with each call: valid header names, one-line values (secrets, answered masked); at most 50.',
       },
       extraArgs: { type: 'object', maxProperties: 100, description: 'Extra request parameters, any JSON; at most 100.' },
       noImageSupport: bool(),
       cloudModelConfig: closed([], {
         ...Object.fromEntries(CLOUD_MODEL_CONFIG_FIELDS.map((field) => [field, text()])),
+        // Credentials: a token, or a command that mints one.
+        cloudAuthRefresh: secret(text()),
+        cloudCredentialExport: secret(text()),
         cloudBaseUrl: httpUrl("The cloud provider's endpoint, served to agents."),
       }),
       baseModelId: text(256, 'The model this one derives from (the spec leaves its type open; a string here).'),

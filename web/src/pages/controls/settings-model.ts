@@ -1,3 +1,6 @@
+import settingsSchema from 'virtual:schema/EnterpriseSettings';
+import { resolveSchema, type JsonSchema } from '../../api/json-schema';
+
 /** JSON values, merge patches (RFC 7396) and the paths the API names fields by (`settings.a.b[2].c`). */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
@@ -130,17 +133,23 @@ const ACRONYMS: Record<string, string> = {
 };
 
 /**
- * Where the settings hold secrets, from their root (`*`: any one segment): the server's own list (SECRET_POINTERS in
- * src/modules/enterprise-controls/domain/settings-secrets.ts), which answers each of them masked.
+ * Where the settings hold secrets, from their root (`*`: any item or key): the places the API's schema marks `x-secret`
+ * (the server encrypts them and answers them masked), found once by walking the settings' schema.
  */
-const SECRET_PATHS: readonly (readonly string[])[] = [
-  ['customModels', '*', 'apiKey'],
-  ['customModels', '*', 'extraHeaders', '*'],
-  ['customModels', '*', 'cloudModelConfig', 'cloudAuthRefresh'],
-  ['customModels', '*', 'cloudModelConfig', 'cloudCredentialExport'],
-  ['mcpServers', '*', 'headers', '*'],
-  ['mcpServers', '*', 'env', '*'],
-];
+const SECRET_PATHS: readonly (readonly string[])[] = secretPlaces(settingsSchema.schemas[settingsSchema.root]);
+
+function secretPlaces(schema: JsonSchema, at: string[] = [], seen: ReadonlySet<string> = new Set()): string[][] {
+  if (schema.$ref) {
+    const name = schema.$ref.replace('#/components/schemas/', '');
+    return seen.has(name) ? [] : secretPlaces(resolveSchema(schema, settingsSchema.schemas), at, new Set([...seen, name]));
+  }
+  const places = schema['x-secret'] === true ? [at] : [];
+  for (const [key, member] of Object.entries(schema.properties ?? {})) places.push(...secretPlaces(member, [...at, key], seen));
+  for (const member of schema.oneOf ?? []) places.push(...secretPlaces(member, at, seen));
+  if (schema.items) places.push(...secretPlaces(schema.items, [...at, '*'], seen));
+  if (typeof schema.additionalProperties === 'object') places.push(...secretPlaces(schema.additionalProperties, [...at, '*'], seen));
+  return places;
+}
 /** Whether the value at `path` (from the settings' root) is a secret: custom models' keys and headers, cloud credentials, MCP servers' headers and env. */
 export function isSecretPath(path: Path): boolean {
   return SECRET_PATHS.some((pattern) => pattern.length === path.length && pattern.every((segment, i) => segment === '*' || segment === String(path[i])));
