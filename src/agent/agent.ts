@@ -174,6 +174,7 @@ export class Agent {
             policy,
             spec,
             autonomyLevel: settings.autonomyLevel,
+            reasoningEffort: spec ? (settings.specModeReasoningEffort ?? settings.reasoningEffort) : settings.reasoningEffort,
             approvalRules,
             memory,
             mcpTools,
@@ -244,6 +245,7 @@ export class Agent {
         answer = await model.complete([{ role: 'system', content: system }, ...history], specs, {
           signal,
           onText: turn.onText,
+          reasoningEffort: turn.reasoningEffort,
           onRetry: ({ attempt, delayMs, error }) =>
             this.options.log(`session ${work.sessionId}: model call ${attempt} failed (${error.message}); retrying in ${delayMs} ms`),
         });
@@ -623,6 +625,8 @@ interface TurnContext {
   spec: boolean;
   /** The session's `autonomyLevel`: what the agent may do without a person confirming it. */
   autonomyLevel: SessionSettings['autonomyLevel'];
+  /** The session's `reasoningEffort` (`specModeReasoningEffort` in spec mode): passed to the model where its API has a say. */
+  reasoningEffort?: string;
   /** The organization's and the session's `toolApproval`: the calls a person must approve first. */
   approvalRules: Array<ApprovalRules | undefined>;
   /** The tools of the organization's MCP servers offered this turn (none in spec mode), to the agent and its subagents. */

@@ -242,4 +242,21 @@ describe('The agent process with custom models of both APIs', () => {
       viewer.close();
     }
   });
+  it("passes the session's reasoningEffort to the model (reasoning_effort through the relay)", async () => {
+    vendor.script((_, res) => sse(res, [{ choices: [{ index: 0, delta: { content: 'Thought hard.' }, finish_reason: 'stop' }] }, '[DONE]']));
+    const { owner, computerId, output } = await computerWithAgent({});
+    const customModels = [{ id: 'team-gpt', model: 'vendor-gpt', baseUrl: `http://127.0.0.1:${vendor.port}/v1` }];
+    await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+    const created = await t
+      .http()
+      .post('/api/v0/sessions')
+      .set(owner.auth)
+      .send({ computerId, sessionSettings: { reasoningEffort: 'xhigh' } })
+      .expect(201);
+    const sessionId = created.body.sessionId as string;
+    await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Think about it.', computerId }).expect(200);
+    await untilIdle(sessionId, output);
+    // xhigh is above what Chat Completions knows: the highest it does.
+    expect(body(vendor.requests[0])).toMatchObject({ model: 'vendor-gpt', reasoning_effort: 'high' });
+  });
 });

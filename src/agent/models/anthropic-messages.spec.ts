@@ -138,6 +138,19 @@ describe('AnthropicMessagesClient against a scripted vendor', () => {
     ]);
   });
 
+  it("thinks as hard as the session's reasoningEffort asks, and not at all for off (max_tokens above the budget)", async () => {
+    const done = [
+      { type: 'message_start', message: { usage: { input_tokens: 5, output_tokens: 1 } } },
+      { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 1 } },
+    ];
+    vendor.script((_, res) => sse(res, done));
+    await client({ thinkingBudgetTokens: 4096, maxOutputTokens: 8192 }).complete(conversation, tools, { reasoningEffort: 'high' });
+    await client({ thinkingBudgetTokens: 4096, maxOutputTokens: 8192 }).complete(conversation, tools, { reasoningEffort: 'off' });
+    const [high, off] = vendor.requests.map((request) => JSON.parse(request.body));
+    expect([high.thinking, high.max_tokens]).toEqual([{ type: 'enabled', budget_tokens: 16_384 }, 16_384 + 8192]);
+    expect([off.thinking, off.max_tokens]).toEqual([undefined, 8192]);
+  });
+
   it('takes a JSON answer to a streaming request as the whole answer', async () => {
     vendor.script((_, res) =>
       json(res, 200, {

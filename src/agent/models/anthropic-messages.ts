@@ -1,4 +1,16 @@
-import { ChatMessage, CompleteOptions, ModelAnswer, ModelApi, ModelConfig, ModelError, ModelUsage, ThinkingBlock, ToolCall, ToolSpec } from './model-api';
+import {
+  ChatMessage,
+  CompleteOptions,
+  ModelAnswer,
+  ModelApi,
+  ModelConfig,
+  ModelError,
+  ModelUsage,
+  ThinkingBlock,
+  thinkingBudgetFor,
+  ToolCall,
+  ToolSpec,
+} from './model-api';
 import { eventJson, isEventStream, jsonBody, postModel, readEvents } from './model-http';
 import { DEFAULT_RETRY, RetryPolicy, withRetries } from './retry';
 
@@ -23,7 +35,8 @@ export class AnthropicMessagesClient implements ModelApi {
   }
 
   complete(messages: ChatMessage[], tools: ToolSpec[], options: CompleteOptions = {}): Promise<ModelAnswer> {
-    const { model, apiKey, extraHeaders, extraArgs, maxOutputTokens, thinkingBudgetTokens } = this.config;
+    const { model, apiKey, extraHeaders, extraArgs, maxOutputTokens } = this.config;
+    const thinkingBudgetTokens = thinkingBudgetFor(this.config.thinkingBudgetTokens, options.reasoningEffort);
     const system = messages.flatMap((m) => (m.role === 'system' ? [m.content] : [])).join('\n\n');
     const configured = maxOutputTokens ?? DEFAULT_MAX_TOKENS;
     const body = {

@@ -31,6 +31,12 @@ describe('ChatCompletionsClient against a scripted vendor', () => {
   afterAll(() => vendor.stop());
   beforeEach(() => (vendor.requests.length = 0));
 
+  it("sends the session's reasoningEffort as reasoning_effort where the API knows the value, and nothing for off", async () => {
+    vendor.script((_, res) => sse(res, [delta({ content: 'ok' }, 'stop'), '[DONE]']));
+    for (const effort of ['xhigh', 'low', 'off']) await client().complete(conversation, tools, { reasoningEffort: effort });
+    expect(vendor.requests.map((request) => JSON.parse(request.body).reasoning_effort)).toEqual(['high', 'low', undefined]);
+  });
+
   it('sends a failed tool result as Chat Completions knows it: no isError field, which strict vendors refuse', async () => {
     vendor.script((_, res) => sse(res, [delta({ content: 'ok' }, 'stop'), '[DONE]']));
     const history: ChatMessage[] = [

@@ -1,4 +1,16 @@
-import { ChatMessage, CompleteOptions, endpoint, ModelAnswer, ModelApi, ModelConfig, ModelError, ModelUsage, ToolCall, ToolSpec } from './model-api';
+import {
+  ChatMessage,
+  CompleteOptions,
+  endpoint,
+  ModelAnswer,
+  ModelApi,
+  ModelConfig,
+  ModelError,
+  ModelUsage,
+  reasoningEffortParameter,
+  ToolCall,
+  ToolSpec,
+} from './model-api';
 import { eventJson, isEventStream, jsonBody, postModel, readEvents } from './model-http';
 import { DEFAULT_RETRY, RetryPolicy, withRetries } from './retry';
 
@@ -24,12 +36,14 @@ export class ChatCompletionsClient implements ModelApi {
           ? { role: message.role, tool_call_id: message.tool_call_id, content: message.content }
           : message,
     );
+    const effort = reasoningEffortParameter(options.reasoningEffort);
     const body = {
       ...extraArgs,
       model,
       messages: conversation,
       ...(tools.length ? { tools } : {}),
       ...(maxOutputTokens ? { max_tokens: maxOutputTokens } : {}),
+      ...(effort ? { reasoning_effort: effort } : {}),
       stream: true,
       stream_options: { include_usage: true },
     };

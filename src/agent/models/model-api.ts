@@ -88,6 +88,31 @@ export interface CompleteOptions {
   /** Each piece of the answer's text as it arrives; the returned answer is whole. */
   onText?: (delta: string) => void;
   onRetry?: (notice: RetryNotice) => void;
+  /** The session's `reasoningEffort` (or `specModeReasoningEffort`): how hard the model should think, where its API has a say. */
+  reasoningEffort?: string;
+}
+
+/**
+ * Chat Completions' `reasoning_effort` for a session's effort: the four values the API knows, the two
+ * above it as `high`. `none`, `off` and `dynamic` send nothing (the model's own default): there is no
+ * value every vendor accepts for "no reasoning", and an unknown one fails the call.
+ */
+export function reasoningEffortParameter(effort: string | undefined): string | undefined {
+  if (effort === 'minimal' || effort === 'low' || effort === 'medium' || effort === 'high') return effort;
+  return effort === 'xhigh' || effort === 'max' ? 'high' : undefined;
+}
+
+/** Anthropic thinking budgets (tokens) by effort, for a model with thinking on. */
+const THINKING_BUDGETS: Record<string, number> = { minimal: 1_024, low: 2_048, medium: 8_192, high: 16_384, xhigh: 32_768, max: 65_536 };
+
+/**
+ * The thinking budget of one Anthropic call: none for `none`/`off`; the effort's budget for a model
+ * with thinking on (`budget`, from `enableThinking`); the model's own budget otherwise. A model
+ * without thinking on is never asked to think: not every Anthropic model can.
+ */
+export function thinkingBudgetFor(budget: number | undefined, effort: string | undefined): number | undefined {
+  if (budget === undefined || effort === 'none' || effort === 'off') return undefined;
+  return (effort !== undefined && THINKING_BUDGETS[effort]) || budget;
 }
 
 /** A model behind one API: `complete` sends the conversation and tools and returns the whole answer. */
