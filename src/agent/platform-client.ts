@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { retryAfterMs } from './models/retry';
 import type {
   AgentMessage,
   AgentPolicy,
@@ -130,7 +131,7 @@ export class PlatformClient {
       signal: AbortSignal.timeout(DELTA_TIMEOUT_MS),
     });
     await res.arrayBuffer();
-    if (!res.ok) throw new DeltaRefused(res.status, retryAfterMs(res.headers.get('retry-after')));
+    if (!res.ok) throw new DeltaRefused(res.status, retryAfterMs(res.headers.get('retry-after')) ?? null);
   }
 
   /** Asks a person of the session to approve a tool call. */
@@ -187,7 +188,7 @@ export class PlatformClient {
         // A 502, 503 or 504 often comes from something in between (a proxy's error page), not as JSON.
         if (!TRANSIENT.has(res.status)) throw new ChannelRefusal(res.status, (jsonOrNull(text) ?? {}) as ChannelRefusal['body']);
         lastError = new Error(`${method} ${path}: ${res.status}`);
-        retryAfter = retryAfterMs(res.headers.get('retry-after'));
+        retryAfter = retryAfterMs(res.headers.get('retry-after')) ?? null;
       } catch (error) {
         if (error instanceof ChannelRefusal || signal?.aborted) throw error;
         lastError = error;
@@ -218,15 +219,6 @@ function jsonOrNull(text: string): unknown {
   } catch {
     return null;
   }
-}
-
-/** Retry-After (seconds, or an HTTP date) in ms, or null. */
-function retryAfterMs(value: string | null): number | null {
-  if (value === null) return null;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? null : Math.max(0, date - Date.now());
 }
 
 /** A query string of the parameters that are set. */
