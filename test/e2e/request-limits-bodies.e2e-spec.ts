@@ -231,3 +231,89 @@ describe('JSON nesting depth', () => {
     expect(Date.now() - started).toBeLessThan(2000);
   });
 });
+
+describe('Bodies built to make validation expensive', () => {
+  let t: TestApp;
+  let owner: TestUser;
+  /** Under the default limit of 1 MiB: about half a million items of two bytes each. */
+  const items = 499_000;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    owner = await createUser(t, Role.Owner);
+  });
+
+  afterAll(() => t.close());
+
+  /** Sends the body, asking /livez meanwhile; the refusal and every /livez status. */
+  async function refusedWhileLive(path: string, body: unknown, method: 'post' | 'patch' = 'post'): Promise<{ res: Response; bytes: number; livez: number[] }> {
+    const text = JSON.stringify(body);
+    expect(text.length).toBeLessThan(MiB);
+    const livez: number[] = [];
+    let done = false;
+    const polling = (async () => {
+      while (!done) livez.push((await t.http().get('/livez')).status);
+    })();
+    const contentType = method === 'patch' ? 'application/merge-patch+json' : 'application/json';
+    const res = await t.http()[method](path).set(owner.auth).set('content-type', contentType).send(text);
+    done = true;
+    await polling;
+    return { res, bytes: Buffer.byteLength(JSON.stringify(res.body)), livez };
+  }
+
+  it("an owner's webhook with half a million event types is one problem in an answer of a few hundred bytes (87 MB before)", async () => {
+    const { res, bytes, livez } = await refusedWhileLive('/api/v0/organization/webhooks', {
+      url: 'https://example.com/hook',
+      eventTypes: Array(items).fill(0),
+    });
+    expectV0Error(res, 400, 'validation_failed');
+    expect(res.body.metadata).toEqual({
+      code: 'validation_failed',
+      errors: [{ field: 'eventTypes', message: expect.stringMatching(/^must NOT have more than \d+ items$/) }],
+      errorCount: 1,
+    });
+    expect(bytes).toBeLessThan(1024);
+    expect(livez.every((status) => status === 200)).toBe(true);
+  });
+
+  it("a session's half a million tags are refused the same way", async () => {
+    const { res, bytes } = await refusedWhileLive('/api/v0/sessions', { title: 'x', sessionSettings: { tags: Array(items).fill(0) } });
+    expectV0Error(res, 400, 'validation_failed');
+    expect(res.body.metadata.errors).toEqual([{ field: 'sessionSettings.tags', message: 'must NOT have more than 50 items' }]);
+    expect(bytes).toBeLessThan(1024);
+  });
+
+  it('eighty thousand unknown fields: the first 20 named, all counted, nothing stored', async () => {
+    const body: Record<string, number> = { title: 0 } as Record<string, number>;
+    for (let i = 0; i < 80_000; i++) body[`f${i}`] = 0;
+    const { res, bytes } = await refusedWhileLive('/api/v0/sessions', body);
+    expectV0Error(res, 400, 'validation_failed');
+    expect(res.body.metadata.errors).toHaveLength(20);
+    expect(res.body.metadata.errors[0]).toEqual({ field: 'f0', message: 'is not an accepted field' });
+    expect(res.body.metadata.errorCount).toBe(80_000);
+    expect(res.body.detail).toBe('f0: is not an accepted field (and 79999 more problems)');
+    expect(bytes).toBeLessThan(4096);
+    const sessions = await t.http().get('/api/v0/sessions').set(owner.auth);
+    expect(sessions.body.sessions).toEqual([]);
+  });
+
+  it('a merge patch of the controls with a list far over its limit', async () => {
+    const { res, bytes } = await refusedWhileLive(
+      '/api/v0/organization/enterprise-controls',
+      { settings: { modelPolicy: { allowedModelIds: Array(items).fill(0) } } },
+      'patch',
+    );
+    expectV0Error(res, 400, 'validation_failed');
+    expect(res.body.metadata.errors).toEqual([
+      { field: 'settings.modelPolicy.allowedModelIds', message: expect.stringMatching(/^must NOT have more than \d+ items$/) },
+    ]);
+    expect(bytes).toBeLessThan(1024);
+  });
+
+  it('a field name of 500,000 characters is quoted back in 200', async () => {
+    const { res, bytes } = await refusedWhileLive('/api/v0/organization/enterprise-controls', { settings: { ['k'.repeat(500_000)]: 1 } }, 'patch');
+    expectV0Error(res, 400, 'validation_failed');
+    expect(res.body.metadata.errors).toEqual([{ field: `settings.${'k'.repeat(191)}...`, message: 'is not an accepted field' }]);
+    expect(bytes).toBeLessThan(1024);
+  });
+});

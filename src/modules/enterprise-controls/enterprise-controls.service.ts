@@ -165,14 +165,15 @@ export class EnterpriseControlsService {
   private apply(before: EnterpriseSettings, patch: Record<string, unknown>, members: Set<string>): EnterpriseSettings {
     const after = structuredClone(applyMergePatch(before, patch)) as EnterpriseSettings;
     const nulled = nulledPaths(patch, 'settings');
-    const problems = enterpriseControlsSchemas.problems('EnterpriseSettings', after).map(({ field, message }) => {
+    const checked = enterpriseControlsSchemas.problems('EnterpriseSettings', after);
+    const problems = checked.errors.map(({ field, message }) => {
       const path = field === 'body' ? 'settings' : `settings.${field}`;
       return {
         field: path,
         message: message === 'is required' && nulled.has(path) ? 'is required; null would remove it, and only optional fields can be removed' : message,
       };
     });
-    if (problems.length > 0) throw validationError(problems);
+    if (checked.total > 0) throw validationError(problems, checked.total);
     normalizeSettingsUrls(after);
     problems.push(
       ...restoreMaskedSecrets(after.customModels, before.customModels),

@@ -3,8 +3,9 @@ import { ApiQuery } from '@nestjs/swagger';
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import { isIP } from 'node:net';
 import { isUuid } from '../database/ids';
+import { countProblems } from './schema-limits';
 import { URL_FORMATS, UrlFormat } from './urls';
-import { checkQueryKeys, FieldError, validationError } from './validation';
+import { checkQueryKeys, FieldError, ProblemList } from './validation';
 
 /** A pattern for one-line text: no C0 or C1 control characters (nor DEL). Linear to check, whatever the input. */
 export const NO_CONTROL_CHARACTERS = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
@@ -53,17 +54,13 @@ export class SchemaRegistry {
   /** Every registry, so the OpenAPI document can publish all their schemas. */
   static readonly all: SchemaRegistry[] = [];
 
-  private readonly ajv = new Ajv({
-    allErrors: true,
-    verbose: true,
-    discriminator: true,
-    allowUnionTypes: true,
-    strict: true,
-    coerceTypes: false,
-    useDefaults: false,
-  });
+  /** Stops at the first problem: what every request pays, and all a valid one needs. */
+  private readonly ajv = newAjv(false);
+  /** Finds every problem, for the 400 of a body whose counts are within their limits (countProblems). */
+  private readonly ajvAll = newAjv(true);
   private readonly schemas: Record<string, SchemaObject> = {};
   private readonly compiled = new Map<string, ValidateFunction>();
+  private readonly compiledAll = new Map<string, ValidateFunction>();
   private sealed = false;
 
   private readonly urlFormats: Record<string, UrlFormat>;
@@ -74,19 +71,23 @@ export class SchemaRegistry {
     urlFormats: Record<string, UrlFormat> = {},
   ) {
     this.urlFormats = { ...URL_FORMATS, ...urlFormats };
-    this.ajv.addVocabulary(['example', 'components', SECRET_KEYWORD, ...MESSAGE_KEYWORDS]);
-    this.ajv.addFormat('uuid', isUuid);
-    for (const [name, format] of Object.entries(this.urlFormats)) this.ajv.addFormat(name, (value: string) => format.problem(value) === undefined);
-    this.ajv.addFormat(
+    for (const ajv of [this.ajv, this.ajvAll]) this.addKeywordsAndFormats(ajv);
+    SchemaRegistry.all.push(this);
+  }
+
+  private addKeywordsAndFormats(ajv: Ajv): void {
+    ajv.addVocabulary(['example', 'components', SECRET_KEYWORD, ...MESSAGE_KEYWORDS]);
+    ajv.addFormat('uuid', isUuid);
+    for (const [name, format] of Object.entries(this.urlFormats)) ajv.addFormat(name, (value: string) => format.problem(value) === undefined);
+    ajv.addFormat(
       'date-time',
       (value: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value) && !Number.isNaN(Date.parse(value)),
     );
     // The shape only: whether it is a real day is the caller's to say (February 30 has the shape).
-    this.ajv.addFormat('date', /^\d{4}-\d{2}-\d{2}$/);
-    this.ajv.addFormat('lowercase-uuid', (value: string) => isUuid(value) && value === value.toLowerCase());
-    this.ajv.addFormat('email', isEmailAddress);
-    this.ajv.addFormat('ip-or-cidr', isIpOrCidr);
-    SchemaRegistry.all.push(this);
+    ajv.addFormat('date', /^\d{4}-\d{2}-\d{2}$/);
+    ajv.addFormat('lowercase-uuid', (value: string) => isUuid(value) && value === value.toLowerCase());
+    ajv.addFormat('email', isEmailAddress);
+    ajv.addFormat('ip-or-cidr', isIpOrCidr);
   }
 
   /** Adds named component schemas; all must be added before the first `validator()`. */
@@ -110,14 +111,18 @@ export class SchemaRegistry {
   readonly piped = new Set<string>();
 
   validator(name: string): ValidateFunction {
+    return this.compile(this.ajv, this.compiled, name);
+  }
+
+  private compile(ajv: Ajv, compiled: Map<string, ValidateFunction>, name: string): ValidateFunction {
     if (!this.sealed) {
-      this.ajv.addSchema({ $id: this.documentId, components: { schemas: this.schemas } });
+      for (const each of [this.ajv, this.ajvAll]) each.addSchema({ $id: this.documentId, components: { schemas: this.schemas } });
       this.sealed = true;
     }
-    let validate = this.compiled.get(name);
+    let validate = compiled.get(name);
     if (!validate) {
-      validate = this.ajv.compile({ $ref: `${this.documentId}#/components/schemas/${name}` });
-      this.compiled.set(name, validate);
+      validate = ajv.compile({ $ref: `${this.documentId}#/components/schemas/${name}` });
+      compiled.set(name, validate);
     }
     return validate;
   }
@@ -151,18 +156,38 @@ export class SchemaRegistry {
   }
 
   check<T>(name: string, value: unknown): T {
-    const problems = this.problems(name, value);
-    if (problems.length > 0) throw validationError(problems);
+    this.problems(name, value).throwIfAny();
     return value as T;
   }
 
-  /** Every way the value breaks the schema (or holds strings PostgreSQL cannot store); none when valid. */
-  problems(name: string, value: unknown): FieldError[] {
-    if (depthOf(value) > MAX_JSON_DEPTH) return [{ field: 'body', message: `nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep` }];
-    const validate = this.validator(name);
-    if (!validate(value)) return toFieldErrors(validate.errors ?? [], value, (name) => this.schemas[name], this.urlFormats);
-    return unstorableStrings(value);
+  /**
+   * How the value breaks the schema (or holds strings PostgreSQL cannot store): none when valid. What it costs is
+   * bounded by the value's size whatever it holds: counts over their limits are found before anything walks what they
+   * count, and the list keeps the first problems (MAX_REPORTED_ERRORS).
+   */
+  problems(name: string, value: unknown): ProblemList {
+    const problems = new ProblemList();
+    if (depthOf(value) > MAX_JSON_DEPTH) {
+      problems.add('body', `nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep`);
+    } else if (this.validator(name)(value)) {
+      unstorableStrings(value, problems);
+    } else if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      problems.add('body', 'must be a JSON object');
+    } else {
+      countProblems({ $ref: name }, value, (schema) => this.schemas[schema], problems);
+      if (problems.total === 0) {
+        const validate = this.compile(this.ajvAll, this.compiledAll, name);
+        validate(value);
+        for (const { field, message } of toFieldErrors(validate.errors ?? [], value, (schema) => this.schemas[schema], this.urlFormats))
+          problems.add(field, message);
+      }
+    }
+    return problems;
   }
+}
+
+function newAjv(allErrors: boolean): Ajv {
+  return new Ajv({ allErrors, verbose: true, discriminator: true, allowUnionTypes: true, strict: true, coerceTypes: false, useDefaults: false });
 }
 
 /** Deeper bodies are refused before anything walks them: recursive code would run out of stack. */
@@ -171,13 +196,22 @@ export const MAX_JSON_DEPTH = 64;
 /** How deeply objects and arrays nest in a value (a scalar is 0), walked without recursion, stopping past the limit. */
 function depthOf(value: unknown): number {
   let deepest = 0;
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length > 0) {
-    const [item, depth] = stack.pop()!;
-    if (item === null || typeof item !== 'object') continue;
-    deepest = Math.max(deepest, depth);
-    if (deepest > MAX_JSON_DEPTH) return deepest;
-    for (const child of Object.values(item)) stack.push([child, depth + 1]);
+  // Containers only, with their depths beside them: a list of half a million numbers is one pass over it.
+  const items: object[] = [];
+  const depths: number[] = [];
+  const push = (child: unknown, depth: number) => {
+    if (child !== null && typeof child === 'object') {
+      items.push(child);
+      depths.push(depth);
+    }
+  };
+  push(value, 1);
+  while (items.length > 0) {
+    const item = items.pop()! as Record<string, unknown>;
+    const depth = depths.pop()!;
+    if (depth > deepest && (deepest = depth) > MAX_JSON_DEPTH) return deepest;
+    if (Array.isArray(item)) for (const child of item) push(child, depth + 1);
+    else for (const key in item) push(item[key], depth + 1);
   }
   return deepest;
 }
@@ -189,17 +223,19 @@ const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF
  * Strings PostgreSQL cannot store in text or jsonb: NUL characters and unpaired UTF-16 surrogates.
  * Refused with the field's path rather than failing in the database.
  */
-export function unstorableStrings(value: unknown, path = ''): FieldError[] {
+export function unstorableStrings(value: unknown, problems: ProblemList, path = ''): void {
   const message = 'must not contain NUL characters (\\u0000) or unpaired surrogates; escape binary data (e.g. base64)';
-  if (typeof value === 'string') return UNSTORABLE.test(value) ? [{ field: path || 'body', message }] : [];
-  if (Array.isArray(value)) return value.flatMap((item, i) => unstorableStrings(item, `${path}[${i}]`));
-  if (value !== null && typeof value === 'object') {
-    return Object.entries(value).flatMap(([key, item]) => {
+  if (typeof value === 'string') {
+    if (UNSTORABLE.test(value)) problems.add(path || 'body', message);
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => unstorableStrings(item, problems, `${path}[${i}]`));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
       const field = path ? `${path}.${key}` : key;
-      return UNSTORABLE.test(key) ? [{ field, message }] : unstorableStrings(item, field);
-    });
+      if (UNSTORABLE.test(key)) problems.add(field, message);
+      else unstorableStrings(item, problems, field);
+    }
   }
-  return [];
 }
 
 /** For bodies whose fields are all optional: no body at all counts as `{}`. */

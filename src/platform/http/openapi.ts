@@ -27,9 +27,11 @@ export const httpSchemas = new SchemaRegistry('http').add({
           },
           errors: {
             type: 'array',
+            maxItems: 20,
             items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } },
-            description: 'On validation errors: every problem.',
+            description: 'On validation errors: the first 20 problems (field paths and messages quoted at most 200 and 500 characters long).',
           },
+          errorCount: { type: 'integer', description: 'On validation errors: how many problems were found, listed or not.' },
         },
         // Some codes add details of their own (`too_many_long_polls`: `limit` and `max`).
         additionalProperties: true,

@@ -16,6 +16,11 @@ export const ATTACHMENT_LIMITS = {
   blocksPerMessage: 500,
 } as const;
 
+/** A hook message's lists (the spec sets no size): more commands than one hook event runs in any agent we know. */
+export const HOOK_LIMITS = {
+  commandsPerMessage: 100,
+} as const;
+
 /**
  * The spec's eight signature providers (vendors anonymised as the spec does), `unknown`, and `anthropic` (not in the
  * spec): the reference agent's signatures from an Anthropic Messages model, which it sends back to that API.

@@ -11,7 +11,7 @@ import {
 } from '../domain/session-settings';
 import { SESSION_STATUSES } from '../domain/session-status';
 import { TOOL_APPROVAL_STATUSES } from '../domain/tool-approval';
-import { ATTACHMENT_LIMITS, THINKING_SIGNATURE_PROVIDERS } from '../domain/limits';
+import { ATTACHMENT_LIMITS, HOOK_LIMITS, THINKING_SIGNATURE_PROVIDERS } from '../domain/limits';
 import { SESSION_QUERIES } from './session-queries';
 
 /** The most text one `message.delta` carries (characters). */
@@ -77,6 +77,7 @@ const contentBlocks: Record<string, SchemaObject> = {
     content: {
       type: ['string', 'array'] as unknown as 'string',
       description: 'A string, or an array of text, image and document blocks.',
+      maxItems: ATTACHMENT_LIMITS.blocksPerMessage,
       items: anyOfTypes(['TextBlock', 'ImageBlock', 'DocumentBlock']),
     } as SchemaObject,
   }),
@@ -135,11 +136,13 @@ const optionalMessageFields: Record<string, SchemaObject> = {
   hookMatcher: str(),
   hookCommands: {
     type: 'array',
+    maxItems: HOOK_LIMITS.commandsPerMessage,
     items: closed(['command'], { command: str(), timeout: { type: 'number', description: 'Seconds.' } }),
   },
   hookStatus: { type: 'string', enum: ['executing', 'completed', 'error'] },
   hookResults: {
     type: 'array',
+    maxItems: HOOK_LIMITS.commandsPerMessage,
     items: closed(['exitCode', 'stdout', 'stderr'], {
       exitCode: { type: 'number' },
       stdout: str(),
