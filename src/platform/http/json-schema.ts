@@ -167,9 +167,8 @@ export class SchemaRegistry {
    */
   problems(name: string, value: unknown): ProblemList {
     const problems = new ProblemList();
-    if (depthOf(value) > MAX_JSON_DEPTH) {
-      problems.add('body', `nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep`);
-    } else if (this.validator(name)(value)) {
+    // Nesting was bounded when the body was parsed (JSON_MAX_DEPTH), so the walks below recurse only so deep.
+    if (this.validator(name)(value)) {
       unstorableStrings(value, problems);
     } else if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       problems.add('body', 'must be a JSON object');
@@ -188,32 +187,6 @@ export class SchemaRegistry {
 
 function newAjv(allErrors: boolean): Ajv {
   return new Ajv({ allErrors, verbose: true, discriminator: true, allowUnionTypes: true, strict: true, coerceTypes: false, useDefaults: false });
-}
-
-/** Deeper bodies are refused before anything walks them: recursive code would run out of stack. */
-export const MAX_JSON_DEPTH = 64;
-
-/** How deeply objects and arrays nest in a value (a scalar is 0), walked without recursion, stopping past the limit. */
-function depthOf(value: unknown): number {
-  let deepest = 0;
-  // Containers only, with their depths beside them: a list of half a million numbers is one pass over it.
-  const items: object[] = [];
-  const depths: number[] = [];
-  const push = (child: unknown, depth: number) => {
-    if (child !== null && typeof child === 'object') {
-      items.push(child);
-      depths.push(depth);
-    }
-  };
-  push(value, 1);
-  while (items.length > 0) {
-    const item = items.pop()! as Record<string, unknown>;
-    const depth = depths.pop()!;
-    if (depth > deepest && (deepest = depth) > MAX_JSON_DEPTH) return deepest;
-    if (Array.isArray(item)) for (const child of item) push(child, depth + 1);
-    else for (const key in item) push(item[key], depth + 1);
-  }
-  return deepest;
 }
 
 // eslint-disable-next-line no-control-regex -- finding NUL is the point

@@ -40,7 +40,8 @@ export function countProblems(schema: SchemaObject, value: unknown, resolve: Res
     const unknown = keys.filter((key) => !Object.hasOwn(properties, key));
     // A few unknown keys are left to the full validation, which names them beside every other problem.
     if (unknown.length > MAX_REPORTED_ERRORS) {
-      for (const key of unknown) problems.add(child(key), 'is not an accepted field');
+      for (const key of unknown.slice(0, MAX_REPORTED_ERRORS)) problems.add(child(key), 'is not an accepted field');
+      problems.counted(unknown.length - MAX_REPORTED_ERRORS);
       return;
     }
   }

@@ -48,6 +48,11 @@ export class ProblemList {
     if (this.total++ < MAX_REPORTED_ERRORS) this.errors.push({ field, message });
   }
 
+  /** Problems counted but not listed (the caller knows there are more than a 400 lists). */
+  counted(more: number): void {
+    this.total += more;
+  }
+
   /** Throws the 400 when anything was found. */
   throwIfAny(): void {
     if (this.total > 0) throw validationError(this.errors, this.total);
