@@ -3,7 +3,7 @@ import autocannon from 'autocannon';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import console from 'node:console';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -16,20 +16,12 @@ import { seconds } from './lib/bulk.mjs';
 import { closeConnections, request } from './lib/http.mjs';
 import { runLoaders } from './lib/load.mjs';
 import { Database, LOAD_SETTINGS, REPORTED_SETTINGS, RUN_SETTINGS } from './lib/postgres.mjs';
-import { startNodeServer } from './lib/processes.mjs';
+import { cpuMillis, startNodeServer } from './lib/processes.mjs';
 import { formatBytes, judge, markdownTable } from './lib/report.mjs';
 
 const BENCH = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH);
 const RESULTS = join(BENCH, 'results');
-// For the servers' CPU time, which /proc counts in clock ticks.
-const CLOCK_TICKS = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
 
 const env = process.env;
 const number = (name, fallback) => {
@@ -363,19 +355,6 @@ async function loadSuites() {
     if (suite.selected(config.only)) suites.push(suite);
   }
   return suites;
-}
-
-/**
- * CPU time (user and system) a process has used so far, in ms, or null where /proc is not there. Per request, it
- * is what the server spends on each whatever else runs on the machine: req/s is not (it shares the cores).
- */
-function cpuMillis(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return null;
-  }
 }
 
 /** A run of the baseline (`reference` on `baseline`), then `scenario` on `server`, compared with that run. */

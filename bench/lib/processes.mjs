@@ -1,10 +1,32 @@
 // Child processes of the bench: the servers under test.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import process from 'node:process';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
+
+// For the servers' CPU time, which /proc counts in clock ticks.
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/**
+ * CPU time (user and system) a process has used so far, in ms, or null where /proc is not there. Per request, it
+ * is what the server spends on each whatever else runs on the machine: req/s is not (it shares the cores).
+ */
+export function cpuMillis(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
 
 export function freePort() {
   return new Promise((resolve, reject) => {

@@ -45,6 +45,7 @@ export enum RequestErrorCode {
   InvalidCursor = 'invalid_cursor',
   InvalidJson = 'invalid_json',
   JsonTooDeep = 'json_too_deep',
+  JsonTooManyValues = 'json_too_many_values',
   UnsupportedMediaType = 'unsupported_media_type',
   PayloadTooLarge = 'payload_too_large',
   RouteNotFound = 'route_not_found',
@@ -57,6 +58,7 @@ export class RequestError extends DomainError<RequestErrorCode> {
       case RequestErrorCode.InvalidCursor:
       case RequestErrorCode.InvalidJson:
       case RequestErrorCode.JsonTooDeep:
+      case RequestErrorCode.JsonTooManyValues:
         return ErrorKind.InvalidRequest;
       case RequestErrorCode.UnsupportedMediaType:
         return ErrorKind.UnsupportedMediaType;

@@ -179,7 +179,8 @@ function exampleError(path: string, method: string, status: number, roleBound: b
 }
 
 const ADDED: Record<string, string> = {
-  '400': 'The body is not well-formed JSON, or nests deeper than `JSON_MAX_DEPTH` (`json_too_deep`).',
+  '400':
+    'The body is not well-formed JSON, nests deeper than `JSON_MAX_DEPTH` (`json_too_deep`), or holds more than `JSON_MAX_VALUES` values (`json_too_many_values`).',
   '403': "A computer's agent token (`cpt_...`): it works only on the agent channel (`computer_token_not_accepted`).",
   '413':
     'The body is larger than this operation accepts (`payload_too_large`, `metadata.limitBytes`): `BODY_LIMIT_BYTES`, or `MESSAGE_BODY_LIMIT_BYTES` for messages and the relay.',

@@ -37,11 +37,13 @@ export function countProblems(schema: SchemaObject, value: unknown, resolve: Res
   const properties = (schema.properties ?? {}) as Record<string, SchemaObject>;
   const child = (key: string) => (path ? `${path}.${key}` : key);
   if (schema.additionalProperties === false && schema.patternProperties === undefined) {
-    const unknown = keys.filter((key) => !Object.hasOwn(properties, key));
+    let unknown = 0;
+    const listed: string[] = [];
+    for (const key of keys) if (!Object.hasOwn(properties, key) && unknown++ < MAX_REPORTED_ERRORS) listed.push(key);
     // A few unknown keys are left to the full validation, which names them beside every other problem.
-    if (unknown.length > MAX_REPORTED_ERRORS) {
-      for (const key of unknown.slice(0, MAX_REPORTED_ERRORS)) problems.add(child(key), 'is not an accepted field');
-      problems.counted(unknown.length - MAX_REPORTED_ERRORS);
+    if (unknown > MAX_REPORTED_ERRORS) {
+      for (const key of listed) problems.add(child(key), 'is not an accepted field');
+      problems.counted(unknown - listed.length);
       return;
     }
   }

@@ -1,8 +1,10 @@
-import { nestsDeeperThan } from './json-depth';
+import { jsonLimitBroken } from './json-limits';
+
+const nestsDeeperThan = (text: string, max: number) => jsonLimitBroken(text, max) === 'depth';
 
 const nested = (levels: number, open = '[', close = ']') => `${open.repeat(levels)}${close.repeat(levels)}`;
 
-describe('nestsDeeperThan', () => {
+describe('jsonLimitBroken: depth', () => {
   it('counts arrays and objects, mixed, as levels', () => {
     expect(nestsDeeperThan(nested(64), 64)).toBe(false);
     expect(nestsDeeperThan(nested(65), 64)).toBe(true);
@@ -33,5 +35,19 @@ describe('nestsDeeperThan', () => {
     const started = performance.now();
     expect(nestsDeeperThan(body, 64)).toBe(false);
     expect(performance.now() - started).toBeLessThan(200);
+  });
+});
+
+describe('jsonLimitBroken: values', () => {
+  it('counts items and members at every level, and containers, but nothing inside strings', () => {
+    expect(jsonLimitBroken(JSON.stringify(Array(99).fill(0)), 64, 100)).toBeUndefined();
+    expect(jsonLimitBroken(JSON.stringify(Array(101).fill(0)), 64, 100)).toBe('values');
+    expect(jsonLimitBroken(JSON.stringify({ a: Array(60).fill(0), b: Array(60).fill({}) }), 64, 100)).toBe('values');
+    expect(jsonLimitBroken(JSON.stringify({ text: ','.repeat(10_000), list: '[[[[' }), 64, 10)).toBeUndefined();
+  });
+
+  it('stops at the first broken limit, whichever it is', () => {
+    expect(jsonLimitBroken(`[${'0,'.repeat(200)}${'['.repeat(10)}`, 5, 100)).toBe('values');
+    expect(jsonLimitBroken(`${'['.repeat(10)}${'0,'.repeat(200)}`, 5, 100)).toBe('depth');
   });
 });
