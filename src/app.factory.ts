@@ -10,6 +10,7 @@ import { installCompression } from './platform/http/compression';
 import { ApiExceptionFilter } from './platform/http/api-exception.filter';
 import { errorBody, errorFlavourOf } from './platform/http/error-body';
 import { docsArePublic, setupOpenApi } from './platform/http/openapi-document';
+import { installLargeAnswers } from './platform/http/large-answers';
 import { installRequestBodies } from './platform/http/request-bodies';
 import { installRequestContext } from './platform/http/request-context';
 import { edgeConfigOf } from './platform/http/route-config';
@@ -71,6 +72,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     request.principal ? { organizationId: request.principal.organizationId, credentialId: credentialIdOf(request.principal) } : {},
   );
   installHttpMetrics(fastify, app.get(Metrics));
+  installLargeAnswers(fastify);
   // The web console: a browser navigation gets its index.html before any credential is asked for.
   WebConsole.load(config)?.install(fastify);
   // A known path asked with another method: 405 before its body is read (a bad body would answer 400 or 415).

@@ -17,7 +17,7 @@ import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role
 import { DefaultBody, QuerySchema, ref } from '../../platform/http/json-schema';
 import { V0_ERROR } from '../../platform/http/openapi';
 import { pageOf, pageSize, Pagination } from '../../platform/http/pagination';
-import { MessageSizedBody, OwnRateLimit } from '../../platform/http/route-config';
+import { MessageSizedAnswer, MessageSizedBody, OwnRateLimit } from '../../platform/http/route-config';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../platform/idempotency';
 import { AgentWorkService } from './agent-work.service';
 import { TurnDeltas } from './turn-deltas.service';
@@ -48,6 +48,7 @@ export class AgentController {
   ) {}
 
   @Post('claims')
+  @MessageSizedAnswer()
   @ApiIdempotencyKey()
   @HttpCode(200)
   @ApiOperation({
@@ -82,6 +83,7 @@ export class AgentController {
   }
 
   @Get('sessions/:sessionId/messages')
+  @MessageSizedAnswer()
   @ApiOperation({
     summary: 'Read the conversation of a turn',
     description:

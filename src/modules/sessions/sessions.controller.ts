@@ -16,7 +16,7 @@ import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { DefaultBody, QuerySchema, ref } from '../../platform/http/json-schema';
 import { V0_ERROR } from '../../platform/http/openapi';
 import { pageOf, pageSize, Pagination } from '../../platform/http/pagination';
-import { MessageSizedBody } from '../../platform/http/route-config';
+import { MessageSizedAnswer, MessageSizedBody } from '../../platform/http/route-config';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest, IdempotentResult, REPLAYED_HEADER } from '../../platform/idempotency';
 import { MessageRole } from './domain/message';
 import { MessageView, SessionView } from './domain/views';
@@ -124,6 +124,7 @@ export class SessionsController {
   }
 
   @Get(':sessionId/messages')
+  @MessageSizedAnswer()
   @ApiOperation({
     summary: 'List session messages',
     description:

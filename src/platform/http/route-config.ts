@@ -14,6 +14,8 @@ export interface EdgeRouteConfig {
   probe?: boolean;
   /** Takes bodies up to MESSAGE_BODY_LIMIT_BYTES rather than BODY_LIMIT_BYTES. */
   messageBody?: boolean;
+  /** Answers pages of messages (up to MESSAGE_PAGE_MAX_BYTES): serialized a piece at a time (installLargeAnswers). */
+  largeAnswer?: boolean;
   /** Authenticated calls have a limit of their own (the route's), and do not spend the shared rate limits. */
   ownRateLimit?: boolean;
 }
@@ -53,3 +55,6 @@ export const OwnRateLimit = () => EdgeConfig({ ownRateLimit: true });
 
 /** Add-message routes: base64 images and files ride in their bodies, so they take MESSAGE_BODY_LIMIT_BYTES. */
 export const MessageSizedBody = () => EdgeConfig({ messageBody: true });
+
+/** Routes that answer pages of messages, up to MESSAGE_PAGE_MAX_BYTES: serialized without holding up other requests. */
+export const MessageSizedAnswer = () => EdgeConfig({ largeAnswer: true });
