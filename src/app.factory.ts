@@ -12,6 +12,7 @@ import { errorBody, errorFlavourOf } from './platform/http/error-body';
 import { docsArePublic, setupOpenApi } from './platform/http/openapi-document';
 import { installRequestBodies } from './platform/http/request-bodies';
 import { installRequestContext } from './platform/http/request-context';
+import { PathIdGuard } from './platform/http/path-ids';
 import { edgeConfigOf } from './platform/http/route-config';
 import { installHttpMetrics, Metrics } from './platform/metrics';
 import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
@@ -97,8 +98,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     }
   });
   app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES, new ServerDetails(config), (path) => allowedMethods.of(path)));
-  // After the AuthGuard (an APP_GUARD, registered when the app was created): 401 and 403 come before a 400 for the query.
-  app.useGlobalGuards(new NoUndeclaredQueryGuard());
+  // After the AuthGuard (an APP_GUARD, registered when the app was created): 401 and 403 come before a 404 for an id
+  // no row can have, or a 400 for the query.
+  app.useGlobalGuards(new PathIdGuard(), new NoUndeclaredQueryGuard());
   setupOpenApi(app, config);
   await app.init();
   await fastify.ready();

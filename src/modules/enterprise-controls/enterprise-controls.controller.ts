@@ -26,12 +26,15 @@ import { ControlRevisionView, ControlsView } from './domain/views';
 import { EnterpriseControlsService } from './enterprise-controls.service';
 import { AgentRelays, RelayApi } from './agent-relays.service';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
+import { PathIds } from '../../platform/http/path-ids';
+import { customModelNotFound, revisionNotFound } from './domain/enterprise-controls.errors';
 
 const ADMINS = [Role.Owner, Role.Manager];
 
 @ApiTags('Enterprise controls')
 @Controller('api/v0/organization/enterprise-controls')
 @Authenticated(...ADMINS)
+@PathIds({ revision: revisionNotFound })
 export class EnterpriseControlsController {
   constructor(private readonly controls: EnterpriseControlsService) {}
 
@@ -116,6 +119,7 @@ const RELAY_RULES =
 /** The agent's side: what it must obey, and the relay to the organization's models. */
 @ApiTags('Agent channel')
 @Controller('api/v0/agent')
+@PathIds({ customModelId: customModelNotFound })
 export class AgentPolicyController {
   constructor(
     private readonly controls: EnterpriseControlsService,

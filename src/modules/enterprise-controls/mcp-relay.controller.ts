@@ -20,6 +20,8 @@ import { MessageSizedBody } from '../../platform/http/route-config';
 import { AgentRelays } from './agent-relays.service';
 import { McpRelayAnswer, McpRelayRequest, MCP_REQUEST_HEADERS } from './relay/mcp-relay';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
+import { PathIds } from '../../platform/http/path-ids';
+import { mcpServerNotFound } from './domain/enterprise-controls.errors';
 
 const RELAY_DESCRIPTION =
   "The Streamable HTTP transport of one of the organization's HTTP `mcpServers`, relayed: the server sends the request on to the MCP server's `url` " +
@@ -39,6 +41,7 @@ const RELAY_DESCRIPTION =
 @Controller('api/v0/agent/mcp')
 @Authenticated()
 @AgentTokensOnly()
+@PathIds({ serverName: mcpServerNotFound })
 export class McpRelayController {
   constructor(private readonly relays: AgentRelays) {}
 

@@ -24,6 +24,8 @@ import { GetSessionQuery, ListMessagesQuery, ListSessionsQuery } from './schemas
 import { sessionSchemas } from './schemas/session.schemas';
 import { AddMessageInput, AddMessageResult, SessionMessages } from './session-messages.service';
 import { CreateSessionInput, SessionsService, UpdateSessionInput } from './sessions.service';
+import { PathIds } from '../../platform/http/path-ids';
+import { sessionNotFound } from './domain/sessions.errors';
 
 const WRITERS = [Role.Owner, Role.Manager, Role.Member];
 
@@ -41,6 +43,7 @@ export function respond<T>(reply: FastifyReply, result: IdempotentResult<T>): T 
   description: "No such session in your organization, or one you may not read (another organization's included); or an unknown `computerId`.",
   schema: V0_ERROR,
 })
+@PathIds({ sessionId: sessionNotFound })
 export class SessionsController {
   constructor(
     private readonly sessions: SessionsService,
