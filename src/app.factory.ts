@@ -2,6 +2,7 @@ import { MethodNotAllowedException } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { maxHeaderSize } from 'node:http';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { credentialIdOf, RequestAuthentication, RequestIdentity } from './modules/auth';
@@ -39,6 +40,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     http: { requestTimeout: config.REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1_000 },
     clientErrorHandler: answerClientError,
+    // An id of any length Node lets through (its request line and headers fit in maxHeaderSize) reaches its route, which
+    // answers its own 404 for an id that names nothing, rather than the router a 414 (FST_ERR_MAX_PARAM_LENGTH) at 100.
+    routerOptions: { maxParamLength: maxHeaderSize },
     // Errors Fastify raises before routing (e.g. a malformed percent-escape in the path).
     frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
       const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;

@@ -45,13 +45,16 @@ const UNSTORABLE = [
   ['a well-formed id and a NUL byte', `${randomUUID()}%00`],
 ] as const;
 /** Ids that decode to text PostgreSQL can store, but no row has. */
-const STRANGE = [['odd but valid UTF-8 (bidi override, emoji, quotes, space)', '%E2%80%AE%F0%9F%98%80%22%27%3B--%20x']] as const;
+const STRANGE = [
+  ['odd but valid UTF-8 (bidi override, emoji, quotes, space)', '%E2%80%AE%F0%9F%98%80%22%27%3B--%20x'],
+  ['8,000 characters', 'a'.repeat(8000)],
+] as const;
 
 /**
  * Ids no row can have, in the path of every operation that takes one, enumerated from the published document so that a
  * new route is covered as soon as it exists; sent by a caller who may call the route and by a guest. Each answer is
  * one the operation documents, in its documented body: the route's own 404 for an id that names nothing, never a 500
- * (a NUL byte reached PostgreSQL, which refuses it).
+ * (a NUL byte reached PostgreSQL, which refuses it) nor a 414 (the router's limit of 100 characters for a parameter).
  */
 describe('Hostile ids, query values and headers', () => {
   let t: TestApp;
