@@ -44,6 +44,11 @@ const UNSTORABLE = [
   ['a NUL byte', '%00'],
   ['a well-formed id and a NUL byte', `${randomUUID()}%00`],
 ] as const;
+/** Text that is not UTF-8 cannot be decoded into an id: the URL itself is malformed. */
+const UNDECODABLE = [
+  ['a lone surrogate (invalid UTF-8)', '%ED%A0%80'],
+  ['a bad percent-escape', '%zz'],
+] as const;
 /** Ids that decode to text PostgreSQL can store, but no row has. */
 const STRANGE = [
   ['odd but valid UTF-8 (bidi override, emoji, quotes, space)', '%E2%80%AE%F0%9F%98%80%22%27%3B--%20x'],
@@ -147,6 +152,14 @@ describe('Hostile ids, query values and headers', () => {
       const code = unknownIdCode(route);
       problems.push(...problemsOf(route, await send(route, id, callerOf(route)), { 404: code }));
       problems.push(...problemsOf(route, await send(route, id, guest.auth), { 403: undefined, 404: code }));
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it.each(UNDECODABLE)('an id of %s answers 400 malformed_url, which every operation documents', async (_, id) => {
+    const problems: string[] = [];
+    for (const route of routes) {
+      for (const auth of [callerOf(route), guest.auth]) problems.push(...problemsOf(route, await send(route, id, auth), { 400: 'malformed_url' }));
     }
     expect(problems).toEqual([]);
   });

@@ -150,6 +150,9 @@ describe('OpenAPI document', () => {
     'get /api/v0/events': ['200', '400', '401', '403', '410', '429'],
     'get /api/v0/sessions/{sessionId}/events': ['200', '400', '401', '403', '404', '410', '429'],
     'get /api/v0/organization/audit-log': ['200', '400', '401', '403', '429'],
+    // Public, but counted against the anonymous rate limit (only the load balancer's probes are not).
+    'get /api/v0/setup': ['200', '400', '429'],
+    'post /api/v0/setup': ['201', '400', '401', '408', '409', '413', '415', '429'],
   };
 
   it('documents every event type with its payload as a union on `type`, and the streams as text/event-stream and JSON', () => {
@@ -194,7 +197,7 @@ describe('OpenAPI document', () => {
     expect(unions.length).toBeGreaterThan(3);
   });
 
-  it('documents every status an operation can answer: 401, 403 and 429 wherever a credential is needed, and the table', () => {
+  it('documents every status an operation can answer: 400 on all, 401, 403 and 429 wherever a credential is needed, 408, 413 and 415 with a body, and the table', () => {
     const missing: string[] = [];
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, operation] of Object.entries(item)) {
@@ -202,8 +205,10 @@ describe('OpenAPI document', () => {
         const op = operation as Operation;
         const statuses = Object.keys(op.responses);
         const needed = [
+          // Any operation: a malformed URL (`malformed_url`) or a query parameter it does not take.
+          '400',
           ...(op.security ? ['401', '403', '429'] : []),
-          ...(op.requestBody ? ['400', '413', '415'] : []),
+          ...(op.requestBody ? ['408', '413', '415'] : []),
           ...(REQUIRED[`${method} ${path}`] ?? []),
         ];
         for (const status of needed) if (!statuses.includes(status)) missing.push(`${method} ${path} ${status}`);
