@@ -4,6 +4,9 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import Ajv2020 from 'ajv/dist/2020';
 import { EVENT_TYPES } from '../../src/modules/events';
 import { SECRET_KEYWORD } from '../../src/platform/http/json-schema';
+import { Role } from '../../src/modules/auth';
+import { createUser } from '../utils/factories';
+import { agentOf } from '../utils/fixtures/model-relay';
 import { startTestApp, TestApp } from '../utils/test-app';
 
 const ROOT = join(__dirname, '../..');
@@ -219,6 +222,29 @@ describe('OpenAPI document', () => {
       const [method, path] = key.split(' ');
       expect([key, doc.paths[path]?.[method] !== undefined]).toEqual([key, true]);
     }
+  });
+
+  it('agrees with the server on which bodies are required: one left out is a 400 naming `body`, unless the document says it may be', async () => {
+    const owner = await createUser(t, Role.Owner);
+    const agent = await agentOf(t, owner);
+    const answers: string[] = [];
+    const expected: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const op = operation as Operation & { requestBody?: { required?: boolean } };
+        if (method === 'servers' || !op.requestBody) continue;
+        const agentOnly =
+          (op.responses['403']?.content?.['application/json']?.example as { metadata?: { code?: string } })?.metadata?.code === 'agent_token_required';
+        const url = path.replace(/\{\w+\}/g, '0196f1d2-7c3a-7e0b-9f41-3a5c2b8d9e10');
+        const http = t.http();
+        const res = await http[method as 'post' | 'patch'](url).set(agentOnly ? agent : owner.auth);
+        const field = (res.body?.metadata?.errors as Array<{ field: string }> | undefined)?.[0]?.field;
+        answers.push(`${method} ${path}: ${res.status < 300 ? 'accepted' : `${res.status} ${field ?? res.body?.metadata?.code}`}`);
+        expected.push(`${method} ${path}: ${op.requestBody.required ? '400 body' : 'accepted'}`);
+      }
+    }
+    expect(answers).toEqual(expected);
+    expect(expected.filter((line) => line.endsWith('accepted')).length).toBeGreaterThanOrEqual(2);
   });
 
   it('gives every error answer an example that is a real error body of that status', () => {

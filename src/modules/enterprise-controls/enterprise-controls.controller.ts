@@ -4,6 +4,7 @@ import {
   ApiBadGatewayResponse,
   ApiBadRequestResponse,
   ApiBody,
+  ApiDefaultResponse,
   ApiForbiddenResponse,
   ApiGatewayTimeoutResponse,
   ApiHeader,
@@ -227,6 +228,10 @@ function RelayAnswers(): MethodDecorator {
     ApiOkResponse({
       description: "The model's answer (its own status, passed on), as JSON or as `text/event-stream` when streamed.",
       content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
+    }),
+    ApiDefaultResponse({
+      description:
+        "Any other status the model answers (its 400, 401 or 429, say), passed on with its JSON body. The statuses listed here are also the relay's own answers, in this server's error body.",
     }),
     ApiBadRequestResponse({
       description: "The body is not a JSON object, or the endpoint is not the one of the model's `provider` (`model_api_mismatch`).",

@@ -64,7 +64,7 @@ export class AgentController {
       '(`LONG_POLLS_PER_COMPUTER`, default 10) and per organization (`LONG_POLLS_PER_ORGANIZATION`, default 200) on each server instance: ' +
       'more answer 429 `too_many_long_polls` with `Retry-After`; a claim that finds work at once, or does not wait, is not counted. The body may be omitted.',
   })
-  @ApiBody({ schema: ref('ClaimWorkBody') })
+  @ApiBody({ schema: ref('ClaimWorkBody'), required: false })
   @ApiOkResponse({ schema: ref('ClaimWorkResponse') })
   @ApiNotFoundResponse({ description: 'Unknown `computerId`.', schema: V0_ERROR })
   @ApiTooManyRequestsResponse({

@@ -57,9 +57,9 @@ export class SessionsController {
     summary: 'Create a session',
     description:
       'Not in the spec; added so clients can start work. The session starts `idle` with no messages and belongs to the caller. ' +
-      "Its id is a UUIDv7: time-ordered and unguessable. `sessionSettings` are laid over the organization's session defaults.",
+      "Its id is a UUIDv7: time-ordered and unguessable. `sessionSettings` are laid over the organization's session defaults. Every field is optional: the body may be omitted.",
   })
-  @ApiBody({ schema: ref('CreateSessionBody') })
+  @ApiBody({ schema: ref('CreateSessionBody'), required: false })
   @ApiCreatedResponse({ schema: ref('Session') })
   @ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request.', schema: V0_ERROR })
   async create(
