@@ -2,6 +2,7 @@ import { MethodNotAllowedException } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { maxHeaderSize } from 'node:http';
 import { AppModule } from './app.module';
 import { AppConfig } from './config/app-config';
 import { credentialIdOf, RequestAuthentication, RequestIdentity } from './modules/auth';
@@ -13,6 +14,7 @@ import { docsArePublic, setupOpenApi } from './platform/http/openapi-document';
 import { installLargeAnswers } from './platform/http/large-answers';
 import { installRequestBodies } from './platform/http/request-bodies';
 import { installRequestContext } from './platform/http/request-context';
+import { PathIdGuard } from './platform/http/path-ids';
 import { edgeConfigOf } from './platform/http/route-config';
 import { installHttpMetrics, Metrics } from './platform/metrics';
 import { assignRequestId, REQUEST_ID_HEADER } from './platform/http/request-id';
@@ -39,6 +41,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     requestTimeout: config.REQUEST_TIMEOUT_MS,
     http: { requestTimeout: config.REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1_000 },
     clientErrorHandler: answerClientError,
+    // An id of any length Node lets through (its request line and headers fit in maxHeaderSize) reaches its route, which
+    // answers its own 404 for an id that names nothing, rather than the router a 414 (FST_ERR_MAX_PARAM_LENGTH) at 100.
+    routerOptions: { maxParamLength: maxHeaderSize },
     // Errors Fastify raises before routing (e.g. a malformed percent-escape in the path).
     frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
       const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 400;
@@ -99,8 +104,9 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     }
   });
   app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES, new ServerDetails(config), (path) => allowedMethods.of(path)));
-  // After the AuthGuard (an APP_GUARD, registered when the app was created): 401 and 403 come before a 400 for the query.
-  app.useGlobalGuards(new NoUndeclaredQueryGuard());
+  // After the AuthGuard (an APP_GUARD, registered when the app was created): 401 and 403 come before a 404 for an id
+  // no row can have, or a 400 for the query.
+  app.useGlobalGuards(new PathIdGuard(), new NoUndeclaredQueryGuard());
   setupOpenApi(app, config);
   await app.init();
   await fastify.ready();

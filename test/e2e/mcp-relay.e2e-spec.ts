@@ -133,6 +133,30 @@ describe('MCP servers in the controls, and the MCP relay (e2e)', () => {
     expect(answers[2].diff).toEqual(expect.arrayContaining([expect.objectContaining({ path: '/mcpServers' })]));
   });
 
+  it("passes on a notification's 202 with no body, refuses a request without a body, and documents both", async () => {
+    await change({ mcpServers: [remote()] }).expect(200);
+    const initialized = await relay(agent).expect(200);
+    const headers = { 'mcp-session-id': String(initialized.headers['mcp-session-id']), 'mcp-protocol-version': '2025-06-18' };
+    const notified = await t
+      .http()
+      .post('/api/v0/agent/mcp/remote')
+      .set(agent)
+      .set(headers)
+      .set('accept', 'application/json, text/event-stream')
+      .send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    expect({ status: notified.status, body: notified.text }).toEqual({ status: 202, body: '' });
+    const sent = mcp.requests.length;
+    expectInvalid(await t.http().post('/api/v0/agent/mcp/remote').set(agent).set(headers), 'body');
+    expect(mcp.requests).toHaveLength(sent);
+
+    const paths = (await t.http().get('/docs-json')).body.paths as Record<string, Record<string, { requestBody?: { required?: boolean }; responses: Json }>>;
+    const relayed = paths['/api/v0/agent/mcp/{serverName}'];
+    expect(relayed.post.requestBody?.required).toBe(true);
+    expect(Object.keys(relayed.post.responses)).toEqual(expect.arrayContaining(['200', '202', 'default']));
+    // DELETE goes through the same relay, so it fails as POST does.
+    expect(Object.keys(relayed.delete.responses)).toEqual(expect.arrayContaining(['200', '502', '503', '504', 'default']));
+  });
+
   it("reveals a stdio server's env only to an agent token, on the launch endpoint", async () => {
     await change({ mcpServers: [remote(), local()] }).expect(200);
     expect((await launch(agent).expect(200)).body).toEqual({ command: process.execPath, args: [FIXTURE], env: { FIXTURE_TOKEN: ENV_SECRET } });

@@ -4,6 +4,9 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import Ajv2020 from 'ajv/dist/2020';
 import { EVENT_TYPES } from '../../src/modules/events';
 import { SECRET_KEYWORD } from '../../src/platform/http/json-schema';
+import { Role } from '../../src/modules/auth';
+import { createUser } from '../utils/factories';
+import { agentOf } from '../utils/fixtures/model-relay';
 import { startTestApp, TestApp } from '../utils/test-app';
 
 const ROOT = join(__dirname, '../..');
@@ -150,6 +153,9 @@ describe('OpenAPI document', () => {
     'get /api/v0/events': ['200', '400', '401', '403', '410', '429'],
     'get /api/v0/sessions/{sessionId}/events': ['200', '400', '401', '403', '404', '410', '429'],
     'get /api/v0/organization/audit-log': ['200', '400', '401', '403', '429'],
+    // Public, but counted against the anonymous rate limit (only the load balancer's probes are not).
+    'get /api/v0/setup': ['200', '400', '429'],
+    'post /api/v0/setup': ['201', '400', '401', '408', '409', '413', '415', '429'],
   };
 
   it('documents every event type with its payload as a union on `type`, and the streams as text/event-stream and JSON', () => {
@@ -194,7 +200,7 @@ describe('OpenAPI document', () => {
     expect(unions.length).toBeGreaterThan(3);
   });
 
-  it('documents every status an operation can answer: 401, 403 and 429 wherever a credential is needed, and the table', () => {
+  it('documents every status an operation can answer: 400 on all, 401, 403 and 429 wherever a credential is needed, 408, 413 and 415 with a body, and the table', () => {
     const missing: string[] = [];
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, operation] of Object.entries(item)) {
@@ -202,8 +208,10 @@ describe('OpenAPI document', () => {
         const op = operation as Operation;
         const statuses = Object.keys(op.responses);
         const needed = [
+          // Any operation: a malformed URL (`malformed_url`) or a query parameter it does not take.
+          '400',
           ...(op.security ? ['401', '403', '429'] : []),
-          ...(op.requestBody ? ['400', '413', '415'] : []),
+          ...(op.requestBody ? ['408', '413', '415'] : []),
           ...(REQUIRED[`${method} ${path}`] ?? []),
         ];
         for (const status of needed) if (!statuses.includes(status)) missing.push(`${method} ${path} ${status}`);
@@ -214,6 +222,29 @@ describe('OpenAPI document', () => {
       const [method, path] = key.split(' ');
       expect([key, doc.paths[path]?.[method] !== undefined]).toEqual([key, true]);
     }
+  });
+
+  it('agrees with the server on which bodies are required: one left out is a 400 naming `body`, unless the document says it may be', async () => {
+    const owner = await createUser(t, Role.Owner);
+    const agent = await agentOf(t, owner);
+    const answers: string[] = [];
+    const expected: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const op = operation as Operation & { requestBody?: { required?: boolean } };
+        if (method === 'servers' || !op.requestBody) continue;
+        const agentOnly =
+          (op.responses['403']?.content?.['application/json']?.example as { metadata?: { code?: string } })?.metadata?.code === 'agent_token_required';
+        const url = path.replace(/\{\w+\}/g, '0196f1d2-7c3a-7e0b-9f41-3a5c2b8d9e10');
+        const http = t.http();
+        const res = await http[method as 'post' | 'patch'](url).set(agentOnly ? agent : owner.auth);
+        const field = (res.body?.metadata?.errors as Array<{ field: string }> | undefined)?.[0]?.field;
+        answers.push(`${method} ${path}: ${res.status < 300 ? 'accepted' : `${res.status} ${field ?? res.body?.metadata?.code}`}`);
+        expected.push(`${method} ${path}: ${op.requestBody.required ? '400 body' : 'accepted'}`);
+      }
+    }
+    expect(answers).toEqual(expected);
+    expect(expected.filter((line) => line.endsWith('accepted')).length).toBeGreaterThanOrEqual(2);
   });
 
   it('gives every error answer an example that is a real error body of that status', () => {

@@ -170,6 +170,8 @@ describe('Rate limits', () => {
       expectV0Error(await t.http().get('/no/such/route'), 404, 'route_not_found');
       expectRateLimited(await t.http().get('/api/v0/sessions'), 'anonymous', 4);
       expectRateLimited(await t.http().get('/docs-json'), 'anonymous', 4);
+      // A public operation of the API counts too, as its document's 429 says.
+      expectRateLimited(await t.http().get('/api/v0/setup'), 'anonymous', 4);
       for (let i = 0; i < 20; i++) expect((await t.http().get('/api/v0/sessions').set('Authorization', 'Bearer apk_guess')).status).toBe(429);
       expectStatus(await t.http().get('/healthz'), 200);
       const valid = await t.http().get('/api/v0/sessions').set(user.auth);

@@ -18,12 +18,15 @@ import { authSchemas, CreateApiKeyInput, ListApiKeysQuery } from './schemas/auth
 import { ApiKeyEntity } from './entities';
 import { pageSize } from '../../platform/http/pagination';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
+import { PathIds } from '../../platform/http/path-ids';
+import { apiKeyNotFound } from './domain/auth.errors';
 
 /** The web application's `{app_url}/settings/api-keys`, where users manage their API keys. */
 @ApiTags('API keys')
 @Controller('settings/api-keys')
 @Authenticated()
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
+@PathIds({ apiKeyId: apiKeyNotFound })
 export class ApiKeysController {
   constructor(private readonly apiKeys: ApiKeysService) {}
 

@@ -7,7 +7,7 @@ import { logSecurityEvent } from '../../platform/logging/security-log';
 import { AuthRepository } from './auth.repository';
 import { CredentialCache } from './credential-cache';
 import { generateApiKey } from './domain/api-key-secret';
-import { AuthError, AuthErrorCode } from './domain/auth.errors';
+import { apiKeyNotFound, AuthError, AuthErrorCode } from './domain/auth.errors';
 import { ActingAs, actingAs, OPERATOR, Principal, securityActorOf } from './domain/principal';
 import { isAdmin } from './domain/role';
 import { ApiKeyEntity } from './entities';
@@ -96,7 +96,7 @@ export class ApiKeysService {
   async revoke(principal: Principal, id: string, now = new Date()): Promise<ApiKeyEntity> {
     const key = isUuid(id) ? await this.repository.findApiKey(id, principal.organizationId) : null;
     if (!key || (key.userId !== principal.userId && !isAdmin(principal.role))) {
-      throw new AuthError(AuthErrorCode.ApiKeyNotFound, `No API key ${id} exists in your organization.`);
+      throw apiKeyNotFound(id);
     }
     const revoked = (await this.revokeIn(key, now, actingAs(principal))) ?? key;
     this.credentials.forget(revoked.keyHash);

@@ -23,12 +23,15 @@ import { UserEntity } from './entities';
 import { actorOf, MembersService } from './members.service';
 import { pageSize } from '../../platform/http/pagination';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
+import { PathIds } from '../../platform/http/path-ids';
+import { serviceAccountNotFound, userNotFound } from './domain/auth.errors';
 
 /** The organization's users and service accounts, for its owners and managers (added; the spec has no members API). */
 @ApiTags('Members')
 @Controller('api/v0/organization/members')
 @Authenticated(Role.Owner, Role.Manager)
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
+@PathIds({ userId: userNotFound })
 export class MembersController {
   constructor(private readonly members: MembersService) {}
 
@@ -95,6 +98,7 @@ export class MembersController {
   }
 
   @Post(':userId/api-keys')
+  @PathIds({ userId: serviceAccountNotFound })
   @ApiOperation({
     summary: 'Create a key for a service account',
     description: 'The key is in this response only. People create their own keys (`POST /settings/api-keys`).',

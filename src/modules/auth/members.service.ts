@@ -7,7 +7,7 @@ import { logSecurityEvent } from '../../platform/logging/security-log';
 import { ApiKeysService, CreatedApiKey } from './api-keys.service';
 import { AuthRepository } from './auth.repository';
 import { CredentialCache } from './credential-cache';
-import { AuthError, AuthErrorCode } from './domain/auth.errors';
+import { AuthError, AuthErrorCode, serviceAccountNotFound, userNotFound } from './domain/auth.errors';
 import { ActingAs, actingAs, Principal } from './domain/principal';
 import { rankOf, Role } from './domain/role';
 import { UserKind } from './domain/user-kind';
@@ -104,9 +104,7 @@ export class MembersService {
   async createServiceAccountKey(actor: MembersActor, userId: string, input: { name: string; expiresAt?: Date }): Promise<CreatedApiKey> {
     const target = isUuid(userId) ? await this.repository.findMember(actor.organizationId, userId.toLowerCase()) : null;
     if (!target || target.kind !== UserKind.ServiceAccount) {
-      throw new AuthError(AuthErrorCode.ServiceAccountNotFound, `No service account ${userId} exists in your organization; people create their own keys.`, {
-        userId,
-      });
+      throw serviceAccountNotFound(userId);
     }
     this.mayReach(actor, target);
     return this.apiKeys.create({ organizationId: actor.organizationId, userId: target.id, ...input }, new Date(), actor.by);
@@ -124,7 +122,7 @@ export class MembersService {
 
   private async requireMember(actor: MembersActor, userId: string, manager: Parameters<AuthRepository['findMember']>[2]): Promise<UserEntity> {
     const user = isUuid(userId) ? await this.repository.findMember(actor.organizationId, userId.toLowerCase(), manager) : null;
-    if (!user) throw new AuthError(AuthErrorCode.UserNotFound, `No user ${userId} exists in your organization.`, { userId });
+    if (!user) throw userNotFound(userId);
     return user;
   }
 

@@ -25,6 +25,8 @@ import { ComputerViews } from './computer-views.service';
 import { CreateComputerInput } from './domain/new-computer';
 import { ProvisioningRetry } from './provisioning-retry.service';
 import { computerSchemas } from './schemas/computer.schemas';
+import { PathIds } from '../../platform/http/path-ids';
+import { computerNotFound } from './domain/computers.errors';
 
 const PROVISIONING_QUOTA =
   'The organization has `PROVISIONING_PER_ORGANIZATION` (default 5) managed computers provisioning already: `metadata` is ' +
@@ -36,6 +38,7 @@ const NOT_FOUND = "No such computer in your organization, or one you may not see
 @Controller('api/v0/computers')
 @Authenticated(Role.Owner, Role.Manager, Role.Member)
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
+@PathIds({ computerId: (id) => computerNotFound(id) })
 export class ComputersController {
   constructor(
     private readonly creation: ComputerCreation,

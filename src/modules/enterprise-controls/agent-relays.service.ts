@@ -6,7 +6,7 @@ import { logSecurityEvent } from '../../platform/logging/security-log';
 import { Principal, securityActorOf } from '../auth';
 import { secretsOf } from './domain/model-secrets';
 import { mcpPolicyRefusal, mcpSecretsOf } from './domain/mcp-servers';
-import { EnterpriseControlsError, EnterpriseControlsErrorCode } from './domain/enterprise-controls.errors';
+import { customModelNotFound, EnterpriseControlsError, EnterpriseControlsErrorCode, mcpServerNotFound } from './domain/enterprise-controls.errors';
 import { checkModel } from './domain/model-policy';
 import { CustomModel, CustomModelProvider, McpServer } from './domain/settings';
 import { EnterpriseControlsService } from './enterprise-controls.service';
@@ -49,11 +49,7 @@ export class AgentRelays {
     const { settings } = await this.controls.inForce(principal.organizationId);
     const model = settings.customModels.find((candidate) => candidate.id === customModelId);
     if (!model) {
-      throw new EnterpriseControlsError(
-        EnterpriseControlsErrorCode.CustomModelNotFound,
-        `There is no custom model "${customModelId}" in your organization's controls.`,
-        { customModelId },
-      );
+      throw customModelNotFound(customModelId);
     }
     const refusal = checkModel(settings, principal.userId, customModelId);
     if (refusal) throw new EnterpriseControlsError(EnterpriseControlsErrorCode.ModelNotAllowed, refusal.detail, { rule: refusal.rule, model: customModelId });
@@ -127,13 +123,7 @@ export class AgentRelays {
     const { settings } = await this.controls.inForce(principal.organizationId);
     const sealed = (settings.mcpServers ?? []).find((candidate) => candidate.name === serverName);
     if (!sealed) {
-      throw new EnterpriseControlsError(
-        EnterpriseControlsErrorCode.McpServerNotFound,
-        `There is no MCP server "${serverName}" in your organization's controls.`,
-        {
-          serverName,
-        },
-      );
+      throw mcpServerNotFound(serverName);
     }
     const refusal = mcpPolicyRefusal(settings, serverName);
     if (refusal) throw new EnterpriseControlsError(EnterpriseControlsErrorCode.McpNotAllowed, refusal, { serverName });

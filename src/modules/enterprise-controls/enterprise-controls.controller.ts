@@ -4,6 +4,7 @@ import {
   ApiBadGatewayResponse,
   ApiBadRequestResponse,
   ApiBody,
+  ApiDefaultResponse,
   ApiForbiddenResponse,
   ApiGatewayTimeoutResponse,
   ApiHeader,
@@ -26,12 +27,15 @@ import { ControlRevisionView, ControlsView } from './domain/views';
 import { EnterpriseControlsService } from './enterprise-controls.service';
 import { AgentRelays, RelayApi } from './agent-relays.service';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
+import { PathIds } from '../../platform/http/path-ids';
+import { customModelNotFound, revisionNotFound } from './domain/enterprise-controls.errors';
 
 const ADMINS = [Role.Owner, Role.Manager];
 
 @ApiTags('Enterprise controls')
 @Controller('api/v0/organization/enterprise-controls')
 @Authenticated(...ADMINS)
+@PathIds({ revision: revisionNotFound })
 export class EnterpriseControlsController {
   constructor(private readonly controls: EnterpriseControlsService) {}
 
@@ -116,6 +120,7 @@ const RELAY_RULES =
 /** The agent's side: what it must obey, and the relay to the organization's models. */
 @ApiTags('Agent channel')
 @Controller('api/v0/agent')
+@PathIds({ customModelId: customModelNotFound })
 export class AgentPolicyController {
   constructor(
     private readonly controls: EnterpriseControlsService,
@@ -223,6 +228,10 @@ function RelayAnswers(): MethodDecorator {
     ApiOkResponse({
       description: "The model's answer (its own status, passed on), as JSON or as `text/event-stream` when streamed.",
       content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
+    }),
+    ApiDefaultResponse({
+      description:
+        "Any other status the model answers (its 400, 401 or 429, say), passed on with its JSON body. The statuses listed here are also the relay's own answers, in this server's error body.",
     }),
     ApiBadRequestResponse({
       description: "The body is not a JSON object, or the endpoint is not the one of the model's `provider` (`model_api_mismatch`).",

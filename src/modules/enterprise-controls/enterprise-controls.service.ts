@@ -12,7 +12,7 @@ import { eventActorOf, OrganizationsService, Principal, securityActorOf } from '
 import { extraHeaderProblems, restoreMaskedSecrets } from './domain/model-secrets';
 import { mcpServerProblems, restoreMaskedMcpSecrets } from './domain/mcp-servers';
 import { mapSettingsSecrets, SecretLocation, secretAtLocation } from './domain/settings-secrets';
-import { EnterpriseControlsError, EnterpriseControlsErrorCode } from './domain/enterprise-controls.errors';
+import { EnterpriseControlsError, EnterpriseControlsErrorCode, revisionNotFound } from './domain/enterprise-controls.errors';
 import { applyMergePatch, nulledPaths } from './domain/merge-patch';
 import { effectiveModelPolicy } from './domain/model-policy';
 import { defaultSettings, EnterpriseSettings, SETTINGS_LIMITS } from './domain/settings';
@@ -140,9 +140,7 @@ export class EnterpriseControlsService {
     const number = /^[1-9][0-9]{0,9}$/.test(revision) ? Number(revision) : NaN;
     const row = Number.isSafeInteger(number) && number <= 2 ** 31 - 1 ? await this.repository.find(principal.organizationId, number) : null;
     if (!row) {
-      throw new EnterpriseControlsError(EnterpriseControlsErrorCode.RevisionNotFound, `Your organization's controls have no revision ${revision}.`, {
-        revision,
-      });
+      throw revisionNotFound(revision);
     }
     return { ...toChangeView(row, this.masked(row.organizationId, row.settings)), diff: row.diff };
   }

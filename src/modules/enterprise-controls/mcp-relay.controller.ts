@@ -1,9 +1,11 @@
 import type { ApiSchema } from '../../platform/http/api-schema';
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
 import {
+  ApiAcceptedResponse,
   ApiBadGatewayResponse,
   ApiBody,
   ApiConflictResponse,
+  ApiDefaultResponse,
   ApiForbiddenResponse,
   ApiGatewayTimeoutResponse,
   ApiNotFoundResponse,
@@ -20,6 +22,8 @@ import { MessageSizedBody } from '../../platform/http/route-config';
 import { AgentRelays } from './agent-relays.service';
 import { McpRelayAnswer, McpRelayRequest, MCP_REQUEST_HEADERS } from './relay/mcp-relay';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
+import { PathIds } from '../../platform/http/path-ids';
+import { mcpServerNotFound } from './domain/enterprise-controls.errors';
 
 const RELAY_DESCRIPTION =
   "The Streamable HTTP transport of one of the organization's HTTP `mcpServers`, relayed: the server sends the request on to the MCP server's `url` " +
@@ -34,11 +38,16 @@ const RELAY_DESCRIPTION =
   'up to `MODEL_RELAY_MAX_RESPONSE_BYTES` (else 502 `mcp_answer_invalid`), with any header value of the MCP server quoted in it masked. No answer within ' +
   '`MODEL_RELAY_TIMEOUT_MS` is 504 `mcp_timed_out`; an unreachable server 503 `mcp_unreachable`. `GET` (the standalone event stream) answers 405: clients work without it.';
 
+/** The relay passes on whatever status the MCP server answers, but a redirect (502). */
+const PASSED_ON =
+  "Any other status the MCP server answers (its 404 for an MCP session it no longer knows, say), passed on with its body. The statuses listed here are also the relay's own answers, in this server's error body.";
+
 /** The agent's side of the organization's MCP servers: the relay to HTTP ones, and how to launch stdio ones. */
 @ApiTags('Agent channel')
 @Controller('api/v0/agent/mcp')
 @Authenticated()
 @AgentTokensOnly()
+@PathIds({ serverName: mcpServerNotFound })
 export class McpRelayController {
   constructor(private readonly relays: AgentRelays) {}
 
@@ -48,9 +57,13 @@ export class McpRelayController {
   @ApiOperation({ summary: 'Send an MCP request to an HTTP MCP server (added)', description: RELAY_DESCRIPTION })
   @ApiBody({ schema: ref('McpRelayBody') })
   @ApiOkResponse({
-    description: "The MCP server's answer (its own status, passed on): JSON, an event stream, or nothing (202 for notifications).",
+    description: "The MCP server's answer to a request (its own status, passed on): JSON, or an event stream.",
     content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
   })
+  @ApiAcceptedResponse({
+    description: "The MCP server took a notification or a response (every client's `notifications/initialized`, say): no body, as the transport answers them.",
+  })
+  @ApiDefaultResponse({ description: PASSED_ON })
   @ApiForbiddenResponse({ description: "Not an agent token; the caller's mcpPolicy refuses the server; or the server's address is refused.", schema: V0_ERROR })
   @ApiNotFoundResponse({ description: 'No MCP server with that name.', schema: V0_ERROR })
   @ApiConflictResponse({ description: 'The server is a stdio one: agents launch it themselves.', schema: V0_ERROR })
@@ -74,9 +87,13 @@ export class McpRelayController {
     description: "Relays the client's `DELETE` (with its `mcp-session-id`) as `POST` relays requests.",
   })
   @ApiOkResponse({ description: "The MCP server's answer, its status passed on." })
+  @ApiDefaultResponse({ description: PASSED_ON })
   @ApiForbiddenResponse({ description: "Not an agent token; the caller's mcpPolicy refuses the server; or the server's address is refused.", schema: V0_ERROR })
   @ApiNotFoundResponse({ description: 'No MCP server with that name.', schema: V0_ERROR })
   @ApiConflictResponse({ description: 'The server is a stdio one.', schema: V0_ERROR })
+  @ApiBadGatewayResponse({ description: 'The MCP server redirected, or answered something other than JSON or nothing, or too much.', schema: V0_ERROR })
+  @ApiServiceUnavailableResponse({ description: "The MCP server cannot be reached, or its headers' values cannot be decrypted.", schema: V0_ERROR })
+  @ApiGatewayTimeoutResponse({ description: 'The MCP server did not answer within `MODEL_RELAY_TIMEOUT_MS`.', schema: V0_ERROR })
   async delete(
     @CurrentPrincipal() principal: Principal,
     @Param('serverName') serverName: string,

@@ -15,12 +15,14 @@ import { QuerySchema, ref } from '../../platform/http/json-schema';
 import { V0_ERROR } from '../../platform/http/openapi';
 import { pageSize, Pagination } from '../../platform/http/pagination';
 import { Authenticated, CurrentPrincipal, Principal } from '../auth';
+import { sessionNotFound } from '../sessions';
 import { EventsError, EventsErrorCode } from './domain/events.errors';
 import { EventStreamQuery } from './schemas/event-queries';
 import { eventSchemas } from './schemas/event.schemas';
 import { PublicEvent } from './event-presenter';
 import { MESSAGE_DELTA } from './event-streams';
 import { EventsService } from './events.service';
+import { PathIds } from '../../platform/http/path-ids';
 
 export const EVENT_STREAM_TYPE = 'text/event-stream';
 
@@ -71,6 +73,7 @@ const lastEventId = ApiHeader({
   description: 'The resume point is older than the oldest event kept (`EVENT_RETENTION_DAYS`): `event_expired`, with `metadata.oldestId`.',
   schema: V0_ERROR,
 })
+@PathIds({ sessionId: sessionNotFound })
 export class EventsController {
   constructor(private readonly events: EventsService) {}
 

@@ -8,6 +8,8 @@ import { criteriaCatalogue, CriteriaCatalogueView, LevelPointView, RepositoryVie
 import { LevelHistoryQuery, ListReportsQuery } from './schemas/readiness-queries';
 import { ReadinessService, UploadReportInput } from './readiness.service';
 import { readinessSchemas } from './schemas/readiness.schemas';
+import { PathIds } from '../../platform/http/path-ids';
+import { repositoryNotFound } from './domain/readiness.errors';
 
 const UPLOADERS = [Role.Owner, Role.Manager, Role.Member];
 const LIST = {
@@ -37,6 +39,7 @@ const reportsSchema = { type: 'object', required: ['reports'], properties: { rep
 @Controller('api/organization')
 @Authenticated()
 @ApiBadRequestResponse({ description: 'Invalid parameters or body; `detail` names the field.', schema: REQUEST_ID_ERROR })
+@PathIds({ repoId: repositoryNotFound })
 export class ReadinessController {
   constructor(private readonly readiness: ReadinessService) {}
 

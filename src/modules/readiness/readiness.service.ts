@@ -6,7 +6,7 @@ import { FieldError, validationError } from '../../platform/http/validation';
 import { eventActorOf, Principal } from '../auth';
 import { LEVEL_NAMES, maturityLevel, organizationLevel } from './domain/criteria';
 import { DEFAULT_HISTORY, DEFAULT_PAGE, MAX_HISTORY, MAX_PAGE } from './domain/report';
-import { ReadinessError, ReadinessErrorCode } from './domain/readiness.errors';
+import { ReadinessError, ReadinessErrorCode, repositoryNotFound } from './domain/readiness.errors';
 import { checkRepoUrl, repositoryId } from './domain/repository-id';
 import { LevelPointView, ReadinessReportView, RepositoryView, toReportView } from './domain/views';
 import { ReadinessReportEntity } from './entities';
@@ -97,7 +97,7 @@ export class ReadinessService {
   async levelHistory(principal: Principal, repoId: string, limit = DEFAULT_HISTORY): Promise<{ repoId: string; levels: LevelPointView[] }> {
     const levels = await this.repository.levels(principal.organizationId, repoId, Math.min(limit, MAX_HISTORY));
     if (levels.length === 0) {
-      throw new ReadinessError(ReadinessErrorCode.RepositoryNotFound, `Your organization has no report of repository ${repoId}.`, { repoId });
+      throw repositoryNotFound(repoId);
     }
     return { repoId, levels };
   }

@@ -26,6 +26,8 @@ import { MessageView, SessionView } from './domain/views';
 import { TurnConversationQuery } from './schemas/session-queries';
 import { sessionSchemas } from './schemas/session.schemas';
 import { respond } from './sessions.controller';
+import { PathIds } from '../../platform/http/path-ids';
+import { sessionNotFound } from './domain/sessions.errors';
 
 const sessionResponse = { type: 'object', required: ['session'], properties: { session: ref('Session') } };
 const TURN_CONFLICT = 'The turn is over: it ended, or its lease ran out and another agent took the work (`turn_not_active`).';
@@ -40,6 +42,7 @@ const TURN_CONFLICT = 'The turn is over: it ended, or its lease ran out and anot
 @Authenticated(Role.Owner, Role.Manager, Role.Member)
 @AcceptsComputerTokens()
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
+@PathIds({ sessionId: sessionNotFound })
 export class AgentController {
   constructor(
     private readonly claims: WorkClaims,
@@ -62,7 +65,7 @@ export class AgentController {
       '(`LONG_POLLS_PER_COMPUTER`, default 10) and per organization (`LONG_POLLS_PER_ORGANIZATION`, default 200) on each server instance: ' +
       'more answer 429 `too_many_long_polls` with `Retry-After`; a claim that finds work at once, or does not wait, is not counted. The body may be omitted.',
   })
-  @ApiBody({ schema: ref('ClaimWorkBody') })
+  @ApiBody({ schema: ref('ClaimWorkBody'), required: false })
   @ApiOkResponse({ schema: ref('ClaimWorkResponse') })
   @ApiNotFoundResponse({ description: 'Unknown `computerId`.', schema: V0_ERROR })
   @ApiTooManyRequestsResponse({

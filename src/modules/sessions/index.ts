@@ -9,6 +9,7 @@ export { HistoryImportService } from './history-import.service';
 export type { PastSession } from './history-import.service';
 export type { SessionView, MessageView } from './domain/views';
 export { SessionStatus } from './domain/session-status';
+export { sessionNotFound } from './domain/sessions.errors';
 export { MessageRole, USER_MESSAGE_SOURCES } from './domain/message';
 export { TOOL_APPROVAL_STATUSES } from './domain/tool-approval';
 export * from './events';

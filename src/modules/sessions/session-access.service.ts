@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { AccessPolicy, OrganizationControlsReader, Principal, Role } from '../auth';
 import { isUuid } from '../../platform/database/ids';
-import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
+import { sessionNotFound, SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { SessionEntity } from './entities';
 import { ComputerDirectory } from './ports/computer-directory';
 import { SessionsRepository } from './sessions.repository';
@@ -24,13 +24,13 @@ export class SessionAccess {
   async readable(principal: Principal, sessionId: string, computerId?: string): Promise<SessionEntity> {
     if (computerId !== undefined) await this.requireComputer(principal, computerId);
     const session = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId) : null;
-    if (!session || (computerId !== undefined && session.computerId !== computerId)) sessionNotFound(sessionId);
+    if (!session || (computerId !== undefined && session.computerId !== computerId)) throw sessionNotFound(sessionId);
     return this.readableEntity(principal, session, sessionId);
   }
 
   /** `session`, already read, if the caller may read it; 404 otherwise. */
   async readableEntity<S extends Owned>(principal: Principal, session: S, sessionId: string): Promise<S> {
-    if (!(await this.readCheck(principal))(session)) sessionNotFound(sessionId);
+    if (!(await this.readCheck(principal))(session)) throw sessionNotFound(sessionId);
     return session;
   }
 
@@ -70,8 +70,4 @@ export class SessionAccess {
       });
     }
   }
-}
-
-export function sessionNotFound(sessionId: string): never {
-  throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
 }

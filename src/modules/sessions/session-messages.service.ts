@@ -11,11 +11,11 @@ import { SessionEntity } from './entities';
 import { checkBase64Payload } from './domain/attachments';
 import { ContentBlock, MessageRole } from './domain/message';
 import { assertTransition, SessionStatus, SessionTrigger } from './domain/session-status';
-import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
+import { sessionNotFound, SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { MessageView, StatusReason, toMessageView } from './domain/views';
 import { AgentPresence } from './agent-presence';
 import { SessionPolicy } from './ports/session-policy';
-import { SessionAccess, sessionNotFound } from './session-access.service';
+import { SessionAccess } from './session-access.service';
 import { SessionChange, SessionsRepository } from './sessions.repository';
 
 export type AddMessageInput = ApiSchema<'AddMessageBody'>;
@@ -48,7 +48,7 @@ export class SessionMessages {
    */
   async add(principal: Principal, sessionId: string, input: AddMessageInput, idempotent?: IdempotentRequest): Promise<IdempotentResult<AddMessageResult>> {
     const content = userContent(input);
-    if (!isUuid(sessionId)) sessionNotFound(sessionId);
+    if (!isUuid(sessionId)) throw sessionNotFound(sessionId);
     if (input.computerId !== undefined) await this.access.requireComputer(principal, input.computerId);
     // Owners and managers may write to any session of the organization, so they need no read
     // before the locked update unless the session's models must be checked; members must own the
@@ -78,7 +78,7 @@ export class SessionMessages {
         },
         manager,
       );
-      if (!change) sessionNotFound(sessionId);
+      if (!change) throw sessionNotFound(sessionId);
       assertTransition(SessionTrigger.UserMessageAdded, change.previousStatus, change.session.status);
       published = change;
       return { messageId, status: change.session.status };
@@ -107,7 +107,7 @@ export class SessionMessages {
     const found = isUuid(sessionId)
       ? await this.repository.listMessages(sessionId, principal.organizationId, { ...query, maxBytes: this.config.MESSAGE_PAGE_MAX_BYTES })
       : null;
-    if (!found || (query.computerId !== undefined && found.session.computerId !== query.computerId)) sessionNotFound(sessionId);
+    if (!found || (query.computerId !== undefined && found.session.computerId !== query.computerId)) throw sessionNotFound(sessionId);
     await this.access.readableEntity(principal, found.session, sessionId);
     return { items: found.page.items.map(toMessageView), pagination: found.page.pagination };
   }

@@ -24,6 +24,8 @@ import { GetSessionQuery, ListMessagesQuery, ListSessionsQuery } from './schemas
 import { sessionSchemas } from './schemas/session.schemas';
 import { AddMessageInput, AddMessageResult, SessionMessages } from './session-messages.service';
 import { CreateSessionInput, SessionsService, UpdateSessionInput } from './sessions.service';
+import { PathIds } from '../../platform/http/path-ids';
+import { sessionNotFound } from './domain/sessions.errors';
 
 const WRITERS = [Role.Owner, Role.Manager, Role.Member];
 
@@ -41,6 +43,7 @@ export function respond<T>(reply: FastifyReply, result: IdempotentResult<T>): T 
   description: "No such session in your organization, or one you may not read (another organization's included); or an unknown `computerId`.",
   schema: V0_ERROR,
 })
+@PathIds({ sessionId: sessionNotFound })
 export class SessionsController {
   constructor(
     private readonly sessions: SessionsService,
@@ -54,9 +57,9 @@ export class SessionsController {
     summary: 'Create a session',
     description:
       'Not in the spec; added so clients can start work. The session starts `idle` with no messages and belongs to the caller. ' +
-      "Its id is a UUIDv7: time-ordered and unguessable. `sessionSettings` are laid over the organization's session defaults.",
+      "Its id is a UUIDv7: time-ordered and unguessable. `sessionSettings` are laid over the organization's session defaults. Every field is optional: the body may be omitted.",
   })
-  @ApiBody({ schema: ref('CreateSessionBody') })
+  @ApiBody({ schema: ref('CreateSessionBody'), required: false })
   @ApiCreatedResponse({ schema: ref('Session') })
   @ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request.', schema: V0_ERROR })
   async create(

@@ -11,7 +11,8 @@ import { SessionStatus } from './domain/session-status';
 import { SessionView, StatusReason, toSessionView } from './domain/views';
 import { AgentPresence } from './agent-presence';
 import { SessionPolicy } from './ports/session-policy';
-import { SessionAccess, sessionNotFound } from './session-access.service';
+import { SessionAccess } from './session-access.service';
+import { sessionNotFound } from './domain/sessions.errors';
 import { SessionsRepository } from './sessions.repository';
 
 export type CreateSessionInput = ApiSchema<'CreateSessionBody'>;
@@ -99,13 +100,13 @@ export class SessionsService {
   }
 
   async update(principal: Principal, sessionId: string, input: UpdateSessionInput): Promise<SessionView> {
-    if (!isUuid(sessionId)) sessionNotFound(sessionId);
+    if (!isUuid(sessionId)) throw sessionNotFound(sessionId);
     // Read before the transaction: on PGlite's one connection, a read outside it would wait for it.
     const canRead = await this.access.readCheck(principal);
     if (input.sessionSettings) await this.policy.requireModels(principal, input.sessionSettings);
     return this.repository.transaction(async (manager) => {
       const locked = await this.repository.findSession(sessionId, principal.organizationId, manager, true);
-      if (!locked || !canRead(locked)) sessionNotFound(sessionId);
+      if (!locked || !canRead(locked)) throw sessionNotFound(sessionId);
       this.access.writable(principal, locked);
       const merged: Record<string, unknown> = { ...locked.settings, ...input.sessionSettings };
       // A null setting removes it (e.g. `archivedAt: null` unarchives); what is left is the schema's, checked.

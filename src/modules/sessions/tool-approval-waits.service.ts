@@ -5,7 +5,7 @@ import { isUuid } from '../../platform/database/ids';
 import { mayWorkOn } from './agent-work.service';
 import { ToolApprovalEntity } from './entities';
 import { SessionStatus } from './domain/session-status';
-import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
+import { sessionNotFound, SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { ToolApprovalStatus, ToolApprovalView, toToolApprovalView } from './domain/tool-approval';
 import { LongPollSlots } from './long-poll-slots';
 import { SessionsRepository } from './sessions.repository';
@@ -65,7 +65,7 @@ export class ToolApprovalWaits {
   /** The approval as it stands, written `expired` when its time is up; the turn must still be the caller's. */
   private async look(principal: Principal, sessionId: string, approvalId: string, turnId: string): Promise<ToolApprovalEntity> {
     const session = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId) : null;
-    if (!session || !mayWorkOn(principal, session)) throw notFound(sessionId);
+    if (!session || !mayWorkOn(principal, session)) throw sessionNotFound(sessionId);
     const found = isUuid(approvalId) ? await this.repository.findToolApproval(session.id, principal.organizationId, approvalId.toLowerCase()) : null;
     if (!found || !isUuid(turnId) || found.turnId !== turnId.toLowerCase()) {
       throw new SessionsError(SessionsErrorCode.ToolApprovalNotFound, `No tool approval ${approvalId} of turn ${turnId} exists in session ${sessionId}.`);
@@ -130,8 +130,4 @@ export class ToolApprovalWaits {
       },
     };
   }
-}
-
-function notFound(sessionId: string): SessionsError {
-  return new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
 }

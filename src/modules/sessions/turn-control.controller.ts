@@ -25,16 +25,20 @@ import { respond } from './sessions.controller';
 import { ToolApprovalRequest, ToolApprovalRequests } from './tool-approval-requests.service';
 import { ToolApprovalWaits } from './tool-approval-waits.service';
 import { TurnControlService } from './turn-control.service';
+import { PathIds } from '../../platform/http/path-ids';
+import { sessionNotFound, toolApprovalNotFound } from './domain/sessions.errors';
 
 const WRITERS = [Role.Owner, Role.Manager, Role.Member];
 const NOT_FOUND = "No such session in your organization, or one you may not read (another organization's included).";
 const WRITE_FORBIDDEN = "A member acting on someone else's session (`read_only_role`); guests may not call this route at all.";
+const SESSION_IDS = { sessionId: sessionNotFound, approvalId: (id: string, ids: Record<string, string>) => toolApprovalNotFound(ids.sessionId, id) };
 
 /** A person in the loop of a session's turn: interrupt it, and answer its agent's requests for approval. */
 @ApiTags('Sessions')
 @Controller('api/v0/sessions')
 @Authenticated()
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
+@PathIds(SESSION_IDS)
 export class TurnControlController {
   constructor(private readonly turns: TurnControlService) {}
 
@@ -114,6 +118,7 @@ const TURN_CONFLICT = 'The turn is over (`turn_not_active`), or a user interrupt
 @Authenticated(Role.Owner, Role.Manager, Role.Member)
 @AcceptsComputerTokens()
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
+@PathIds(SESSION_IDS)
 export class AgentToolApprovalsController {
   constructor(
     private readonly requests: ToolApprovalRequests,

@@ -5,7 +5,7 @@ import { EventActor, EventLog } from '../../platform/events';
 import { isUuid } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { assertTransition, SessionStatus, SessionTrigger } from './domain/session-status';
-import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
+import { sessionNotFound, SessionsError, SessionsErrorCode, toolApprovalNotFound } from './domain/sessions.errors';
 import { ToolApprovalDecision, ToolApprovalStatus, ToolApprovalView, toToolApprovalView } from './domain/tool-approval';
 import { SessionView, toSessionView } from './domain/views';
 import { SessionAccess } from './session-access.service';
@@ -45,7 +45,7 @@ export class TurnControlService {
     const actor = eventActorOf(principal);
     return this.idempotency.run(principal, idempotent, async (manager) => {
       const locked = await this.repository.findSession(session.id, principal.organizationId, manager, true);
-      if (!locked) throw notFound(sessionId);
+      if (!locked) throw sessionNotFound(sessionId);
       if (locked.status !== SessionStatus.Running || !locked.turnId) {
         throw new SessionsError(SessionsErrorCode.NoRunningTurn, `Session ${sessionId} has no running turn to interrupt: it is ${locked.status}.`, {
           sessionStatus: locked.status,
@@ -93,7 +93,7 @@ export class TurnControlService {
       const approval = isUuid(approvalId)
         ? await this.repository.findToolApproval(session.id, principal.organizationId, approvalId.toLowerCase(), manager, true)
         : null;
-      if (!approval) throw new SessionsError(SessionsErrorCode.ToolApprovalNotFound, `No tool approval ${approvalId} exists in session ${sessionId}.`);
+      if (!approval) throw toolApprovalNotFound(sessionId, approvalId);
       const status =
         approval.status === ToolApprovalStatus.Pending && approval.expiresAt.getTime() <= Date.now() ? ToolApprovalStatus.Expired : approval.status;
       if (status !== ToolApprovalStatus.Pending) {
@@ -152,8 +152,4 @@ export class TurnControlService {
     }
     return { turnsEnded, approvalsExpired };
   }
-}
-
-function notFound(sessionId: string): SessionsError {
-  return new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
 }

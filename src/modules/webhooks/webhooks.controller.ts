@@ -19,6 +19,8 @@ import { CreateWebhookInput, ListDeliveriesQuery, UpdateWebhookInput, webhookSch
 import { DeliveryRow, WebhookRow } from './webhooks.repository';
 import { WebhooksService } from './webhooks.service';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
+import { PathIds } from '../../platform/http/path-ids';
+import { deliveryNotFound, webhookNotFound } from './domain/webhook.errors';
 
 const NOT_FOUND = { description: '`webhook_not_found`: no such webhook in your organization.', schema: V0_ERROR };
 const DELIVERY =
@@ -34,6 +36,7 @@ const DELIVERY =
 @Controller('api/v0/organization/webhooks')
 @Authenticated(Role.Owner, Role.Manager)
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
+@PathIds({ webhookId: webhookNotFound, deliveryId: (id, { webhookId }) => deliveryNotFound(webhookId, id) })
 export class WebhooksController {
   constructor(private readonly webhooks: WebhooksService) {}
 

@@ -8,7 +8,7 @@ import { SecretBox } from '../../platform/secrets/secret-box';
 import { actingAs, Principal, securityActorOf } from '../auth';
 import { WebhookSender } from './delivery/webhook-sender';
 import { generateSecret, secretHint } from './domain/signing';
-import { WebhookError, WebhookErrorCode } from './domain/webhook.errors';
+import { deliveryNotFound, WebhookError, WebhookErrorCode, webhookNotFound } from './domain/webhook.errors';
 import { WebhookSummary } from './events';
 import { CreateWebhookInput, UpdateWebhookInput } from './schemas/webhook.schemas';
 import { DeliveryRow, DeliveryStatus, WebhookRow, WebhooksRepository } from './webhooks.repository';
@@ -80,17 +80,17 @@ export class WebhooksService {
 
   async get(principal: Principal, id: string): Promise<WebhookRow> {
     const webhook = isUuid(id) ? await this.repository.findWebhook(principal.organizationId, id) : null;
-    if (!webhook) throw notFound(id);
+    if (!webhook) throw webhookNotFound(id);
     return webhook;
   }
 
   /** Changes the fields given. Enabling a webhook clears what the server knew of its failures. */
   async update(principal: Principal, id: string, input: UpdateWebhookInput): Promise<WebhookRow> {
     const url = input.url === undefined ? undefined : this.checkUrl(principal, input.url);
-    if (!isUuid(id)) throw notFound(id);
+    if (!isUuid(id)) throw webhookNotFound(id);
     const updated = await this.repository.transaction(async (manager) => {
       const webhook = await this.repository.findWebhook(principal.organizationId, id, manager, true);
-      if (!webhook) throw notFound(id);
+      if (!webhook) throw webhookNotFound(id);
       const next: WebhookRow = { ...webhook, updatedAt: new Date() };
       if (url !== undefined) next.url = url;
       if (input.eventTypes !== undefined) next.eventTypes = [...new Set(input.eventTypes)].sort();
@@ -127,11 +127,11 @@ export class WebhooksService {
 
   /** A new secret, in the answer only; the old one signs nothing from now on. */
   async rotateSecret(principal: Principal, id: string): Promise<{ webhook: WebhookRow; secret: string }> {
-    if (!isUuid(id)) throw notFound(id);
+    if (!isUuid(id)) throw webhookNotFound(id);
     const secret = generateSecret();
     const webhook = await this.repository.transaction(async (manager) => {
       const webhook = await this.repository.findWebhook(principal.organizationId, id, manager, true);
-      if (!webhook) throw notFound(id);
+      if (!webhook) throw webhookNotFound(id);
       const next = { ...webhook, secret: this.box.encrypt(secret, id), secretHint: secretHint(secret), updatedAt: new Date() };
       await this.repository.updateWebhook(manager, next);
       this.events.raise(manager, {
@@ -148,10 +148,10 @@ export class WebhooksService {
 
   /** Deletes a webhook and its deliveries: nothing more is sent to it, pending retries included. */
   async delete(principal: Principal, id: string): Promise<WebhookRow> {
-    if (!isUuid(id)) throw notFound(id);
+    if (!isUuid(id)) throw webhookNotFound(id);
     const deleted = await this.repository.transaction(async (manager) => {
       const webhook = await this.repository.findWebhook(principal.organizationId, id, manager, true);
-      if (!webhook) throw notFound(id);
+      if (!webhook) throw webhookNotFound(id);
       await this.repository.deleteWebhook(manager, webhook);
       this.events.raise(manager, {
         type: 'webhook.deleted',
@@ -180,7 +180,7 @@ export class WebhooksService {
   async redeliver(principal: Principal, webhookId: string, deliveryId: string): Promise<DeliveryRow> {
     const webhook = await this.get(principal, webhookId);
     const delivery = isUuid(deliveryId) ? await this.repository.findDelivery(webhook, deliveryId) : null;
-    if (!delivery) throw new WebhookError(WebhookErrorCode.DeliveryNotFound, `No delivery ${deliveryId} of webhook ${webhookId} exists.`);
+    if (!delivery) throw deliveryNotFound(webhookId, deliveryId);
     if (!webhook.enabled) {
       throw new WebhookError(WebhookErrorCode.WebhookDisabled, `Webhook ${webhookId} is disabled; enable it (PATCH enabled: true) before redelivering.`);
     }
@@ -212,10 +212,6 @@ export class WebhooksService {
     if (reason !== null) throw refuse(reason);
     return url.href;
   }
-}
-
-function notFound(id: string): WebhookError {
-  return new WebhookError(WebhookErrorCode.WebhookNotFound, `No webhook ${id} exists in your organization.`);
 }
 
 function summaryOf(webhook: WebhookRow): WebhookSummary {

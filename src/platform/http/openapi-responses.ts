@@ -1,4 +1,6 @@
+import { clientErrorBody } from '../logging/access-log';
 import { errorBody, errorFlavourOf } from './error-body';
+import { REQUEST_ID_ERROR, V0_ERROR } from './openapi';
 
 /**
  * Answers every operation can give whatever its controller says, added to the document so that Swagger UI
@@ -6,13 +8,29 @@ import { errorBody, errorFlavourOf } from './error-body';
  * same `errorBody` the exception filter answers with (so the examples cannot drift from real answers).
  *
  * Added where the operation does not document the status itself:
+ * - every operation: **400**, for a URL with a bad percent-escape or bytes that are not UTF-8 (`malformed_url`,
+ *   answered before routing) and a query parameter the operation does not take (`validation_failed`;
+ *   NoUndeclaredQueryGuard and the query schemas); an operation's own 400 says so too;
  * - authenticated operations: **403** `computer_token_not_accepted` (the guard refuses agent tokens outside
- *   the agent channel; AuthGuard) and **429** `rate_limited` (every counted request; RateLimitGuard);
- * - operations with a request body: **400** (malformed JSON, `json_too_deep`), **413** `payload_too_large`
- *   (`BODY_LIMIT_BYTES`, or `MESSAGE_BODY_LIMIT_BYTES` on message routes) and **415** `unsupported_media_type`.
+ *   the agent channel; AuthGuard) and **429** `rate_limited` (every counted request; RateLimitGuard); public ones
+ *   but the load balancer's probes: **429** (the anonymous limit);
+ * - operations with a request body: **400** (malformed JSON, `json_too_deep`), **408** `request_timeout` (a body
+ *   still arriving after `REQUEST_TIMEOUT_MS`: Node answers it, in the v0 body whatever the path), **413**
+ *   `payload_too_large` (`BODY_LIMIT_BYTES`, or `MESSAGE_BODY_LIMIT_BYTES` on message routes) and **415**
+ *   `unsupported_media_type`.
+ *
+ * Not added: 405 (a method the path has no operation for; the document's description says it once), 414 (no path
+ * the server accepts is too long for its router: `maxParamLength` is Node's header size), and what Node refuses
+ * before any path is read (431, or 400 `malformed_request`), which docs/api.md describes.
  */
 type Json = { [key: string]: unknown };
-type Operation = { security?: unknown[]; requestBody?: unknown; responses: Record<string, Json>; description?: string };
+type Operation = {
+  security?: unknown[];
+  requestBody?: unknown;
+  parameters?: Array<{ name: string; in: string }>;
+  responses: Record<string, Json>;
+  description?: string;
+};
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 /** The error bodies' schemas (src/platform/http/openapi.ts); other answers (health's) have examples of their own. */
@@ -178,15 +196,43 @@ function exampleError(path: string, method: string, status: number, roleBound: b
   }
 }
 
+/** What any operation answers 400 for, whatever its own 400 says. */
+const ANY_OPERATION_400 =
+  'Any operation: a URL with a bad percent-escape or bytes that are not UTF-8 (`malformed_url`), or a query parameter it does not take (`validation_failed`, naming it).';
+
 const ADDED: Record<string, string> = {
   '400':
     'The body is not well-formed JSON, nests deeper than `JSON_MAX_DEPTH` (`json_too_deep`), or holds more than `JSON_MAX_VALUES` values (`json_too_many_values`).',
   '403': "A computer's agent token (`cpt_...`): it works only on the agent channel (`computer_token_not_accepted`).",
+  '408': 'The body was still arriving after `REQUEST_TIMEOUT_MS` (`request_timeout`, in the v0 body on every path); the connection is closed.',
   '413':
     'The body is larger than this operation accepts (`payload_too_large`, `metadata.limitBytes`): `BODY_LIMIT_BYTES`, or `MESSAGE_BODY_LIMIT_BYTES` for messages and the relay.',
   '415': 'The body is not JSON (`Content-Type: application/json` or `application/merge-patch+json`): `unsupported_media_type`.',
   '429': 'Over a rate limit (`rate_limited`, `metadata.policy`): wait `Retry-After` seconds.',
 };
+
+/** The load balancer's probes: public, and never counted against a rate limit. */
+const PROBES = new Set(['/healthz', '/livez']);
+const REQUEST_ID = 'req_4f0c2d1e9b7a4c55a1d3e2f1a0b9c8d7';
+
+/** The 400 of a query parameter the operation does not take, as NoUndeclaredQueryGuard and the query schemas answer it. */
+function undeclaredQueryExample(path: string, operation: Operation): unknown {
+  const accepted = (operation.parameters ?? []).filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name);
+  const message = `is not an accepted query parameter (${accepted.length === 0 ? 'this operation takes no query parameters' : `accepted: ${accepted.join(', ')}`})`;
+  return errorBody(errorFlavourOf(path), 400, `q: ${message}`, REQUEST_ID, { code: 'validation_failed', errors: [{ field: 'q', message }] });
+}
+
+/** The 429 of a request without a credential, as RateLimits answers it. */
+function anonymousLimitExample(path: string): unknown {
+  const detail = 'Too many requests: the anonymous limit is 120 a minute. Retry after 42 s.';
+  return errorBody(errorFlavourOf(path), 429, detail, REQUEST_ID, {
+    code: 'rate_limited',
+    policy: 'anonymous',
+    limit: 120,
+    windowSeconds: 60,
+    retryAfterSeconds: 42,
+  });
+}
 
 /** Adds the always-possible answers and an example to each error answer; the document is changed in place. */
 export function completeResponses(document: { paths: object }): void {
@@ -194,19 +240,28 @@ export function completeResponses(document: { paths: object }): void {
     for (const method of METHODS) {
       const operation = item[method] as Operation | undefined;
       if (!operation?.responses) continue;
-      const errorContent = operation.responses['401']?.content ?? operation.responses['400']?.content;
+      const errorContent = operation.responses['401']?.content ??
+        operation.responses['400']?.content ?? { 'application/json': { schema: errorFlavourOf(path) === 'v0' ? V0_ERROR : REQUEST_ID_ERROR } };
       const roleBound = operation.responses['403'] !== undefined;
-      const add = (status: string) => {
-        if (operation.responses[status] || !errorContent) return;
-        const content = structuredClone(errorContent) as Record<string, Json>;
-        for (const media of Object.values(content)) delete media.example;
-        operation.responses[status] = { description: ADDED[status], content };
+      const add = (status: string, description = ADDED[status], content = errorContent, example?: unknown) => {
+        if (operation.responses[status]) return;
+        const copy = structuredClone(content) as Record<string, Json>;
+        for (const media of Object.values(copy)) delete media.example;
+        if (example) copy['application/json'].example = example;
+        operation.responses[status] = { description, content: copy };
       };
-      if (operation.security) {
-        add('403');
-        add('429');
+      if (operation.security || !PROBES.has(path)) add('429', ADDED['429'], errorContent, operation.security ? undefined : anonymousLimitExample(path));
+      if (operation.security) add('403');
+      if (operation.requestBody) {
+        for (const status of ['400', '413', '415']) add(status);
+        add('408', ADDED['408'], { 'application/json': { schema: V0_ERROR } }, clientErrorBody(408, REQUEST_ID));
       }
-      if (operation.requestBody) for (const status of ['400', '413', '415']) add(status);
+      add('400', ANY_OPERATION_400, errorContent, undeclaredQueryExample(path, operation));
+      const own400 = operation.responses['400'];
+      if (!String(own400.description).endsWith(ANY_OPERATION_400)) {
+        // Nest shares a controller's responses between its operations: each gets a copy of its own.
+        operation.responses['400'] = { ...own400, description: `${String(own400.description ?? '')} ${ANY_OPERATION_400}`.trim() };
+      }
       operation.responses = Object.fromEntries(Object.entries(operation.responses).sort(([a], [b]) => a.localeCompare(b)));
       for (const [status, response] of Object.entries(operation.responses)) {
         // Nest shares one content object between operations: each example goes on a copy of its own.
@@ -216,7 +271,7 @@ export function completeResponses(document: { paths: object }): void {
         const schema = (media?.schema as { $ref?: string } | undefined)?.$ref ?? '';
         if (!media || !error || !ERROR_SCHEMAS.test(schema) || media.example !== undefined || media.examples !== undefined) continue;
         const { code, detail, metadata } = error;
-        media.example = errorBody(errorFlavourOf(path), Number(status), detail, 'req_4f0c2d1e9b7a4c55a1d3e2f1a0b9c8d7', { code, ...metadata });
+        media.example = errorBody(errorFlavourOf(path), Number(status), detail, REQUEST_ID, { code, ...metadata });
       }
     }
   }

@@ -79,6 +79,17 @@ export function logUnroutable(request: FastifyRequest, status: number, bytesOut:
   );
 }
 
+/** The v0 body of a request Node's parser refused (400, 431) or that did not arrive in time (408), whatever its path. */
+export function clientErrorBody(status: 400 | 408 | 431, requestId: string) {
+  const detail =
+    status === 408
+      ? 'The request did not arrive in time: send it whole within the request timeout.'
+      : status === 431
+        ? 'The request headers are too large.'
+        : 'The request is not valid HTTP (check its Content-Length and headers).';
+  return errorBody('v0', status, detail, requestId, { code: status === 408 ? 'request_timeout' : 'malformed_request' });
+}
+
 /**
  * Requests Node's parser refuses before Fastify sees them (a malformed Content-Length or header,
  * a body that does not arrive within the request timeout): answered in the v0 error body and
@@ -90,13 +101,7 @@ export function answerClientError(error: NodeJS.ErrnoException, socket: Socket):
   const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
   const requestId = newRequestId();
   const ip = socket.remoteAddress;
-  const detail =
-    status === 408
-      ? 'The request did not arrive in time: send it whole within the request timeout.'
-      : status === 431
-        ? 'The request headers are too large.'
-        : 'The request is not valid HTTP (check its Content-Length and headers).';
-  const body = JSON.stringify(errorBody('v0', status, detail, requestId, { code: status === 408 ? 'request_timeout' : 'malformed_request' }));
+  const body = JSON.stringify(clientErrorBody(status, requestId));
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +

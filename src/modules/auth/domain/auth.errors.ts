@@ -55,3 +55,19 @@ export class AuthError extends DomainError<AuthErrorCode> {
     }
   }
 }
+
+/** An API key the caller may not revoke, whatever the reason (unknown, another organization's, another user's). */
+export function apiKeyNotFound(id: string): AuthError {
+  return new AuthError(AuthErrorCode.ApiKeyNotFound, `No API key ${id} exists in your organization.`);
+}
+
+export function userNotFound(userId: string): AuthError {
+  return new AuthError(AuthErrorCode.UserNotFound, `No user ${userId} exists in your organization.`, { userId });
+}
+
+/** A person's id names no service account either: people create their own keys. */
+export function serviceAccountNotFound(userId: string): AuthError {
+  return new AuthError(AuthErrorCode.ServiceAccountNotFound, `No service account ${userId} exists in your organization; people create their own keys.`, {
+    userId,
+  });
+}

@@ -60,3 +60,21 @@ export class EnterpriseControlsError extends DomainError<EnterpriseControlsError
     }
   }
 }
+
+export function revisionNotFound(revision: string): EnterpriseControlsError {
+  return new EnterpriseControlsError(EnterpriseControlsErrorCode.RevisionNotFound, `Your organization's controls have no revision ${revision}.`, { revision });
+}
+
+export function customModelNotFound(customModelId: string): EnterpriseControlsError {
+  return new EnterpriseControlsError(
+    EnterpriseControlsErrorCode.CustomModelNotFound,
+    `There is no custom model "${customModelId}" in your organization's controls.`,
+    { customModelId },
+  );
+}
+
+export function mcpServerNotFound(serverName: string): EnterpriseControlsError {
+  return new EnterpriseControlsError(EnterpriseControlsErrorCode.McpServerNotFound, `There is no MCP server "${serverName}" in your organization's controls.`, {
+    serverName,
+  });
+}

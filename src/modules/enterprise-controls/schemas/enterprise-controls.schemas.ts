@@ -333,7 +333,8 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
     },
     'An MCP server agents reach through `/api/v0/agent/mcp/{serverName}` (the MCP relay), which adds its headers.',
   ),
-  McpRelayBody: { description: 'A JSON-RPC message or batch of the Streamable HTTP transport, passed on as it is.' },
+  // An object (a message) or an array (a batch): a missing body is refused, naming `body`, rather than relayed as nothing.
+  McpRelayBody: { type: ['object', 'array'], description: 'A JSON-RPC message or batch of the Streamable HTTP transport, passed on as it is.' },
   McpLaunch: closed(
     ['command', 'args', 'env'],
     {

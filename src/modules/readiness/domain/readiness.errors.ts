@@ -15,3 +15,7 @@ export class ReadinessError extends DomainError<ReadinessErrorCode> {
     }
   }
 }
+
+export function repositoryNotFound(repoId: string): ReadinessError {
+  return new ReadinessError(ReadinessErrorCode.RepositoryNotFound, `Your organization has no report of repository ${repoId}.`, { repoId });
+}

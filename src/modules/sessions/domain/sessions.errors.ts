@@ -48,3 +48,12 @@ export function interruptedError(sessionId: string, turnId: string): SessionsErr
     `Turn ${turnId} of session ${sessionId} was interrupted by a user: stop, append what you have and end the turn.`,
   );
 }
+
+/** The one answer for a session the caller may not read, whatever the reason (unknown, another organization's, hidden). */
+export function sessionNotFound(sessionId: string): SessionsError {
+  return new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
+}
+
+export function toolApprovalNotFound(sessionId: string, approvalId: string): SessionsError {
+  return new SessionsError(SessionsErrorCode.ToolApprovalNotFound, `No tool approval ${approvalId} exists in session ${sessionId}.`);
+}

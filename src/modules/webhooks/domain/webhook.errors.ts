@@ -24,3 +24,11 @@ export class WebhookError extends DomainError<WebhookErrorCode> {
     }
   }
 }
+
+export function webhookNotFound(webhookId: string): WebhookError {
+  return new WebhookError(WebhookErrorCode.WebhookNotFound, `No webhook ${webhookId} exists in your organization.`);
+}
+
+export function deliveryNotFound(webhookId: string, deliveryId: string): WebhookError {
+  return new WebhookError(WebhookErrorCode.DeliveryNotFound, `No delivery ${deliveryId} of webhook ${webhookId} exists.`);
+}
