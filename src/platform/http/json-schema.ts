@@ -192,6 +192,11 @@ function newAjv(allErrors: boolean): Ajv {
 // eslint-disable-next-line no-control-regex -- finding NUL is the point
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/** Whether text holds what PostgreSQL cannot store or compare: a NUL character or an unpaired surrogate. */
+export function isUnstorable(text: string): boolean {
+  return UNSTORABLE.test(text);
+}
+
 /**
  * Strings PostgreSQL cannot store in text or jsonb: NUL characters and unpaired UTF-16 surrogates.
  * Refused with the field's path rather than failing in the database.
@@ -199,13 +204,13 @@ const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF
 export function unstorableStrings(value: unknown, problems: ProblemList, path = ''): void {
   const message = 'must not contain NUL characters (\\u0000) or unpaired surrogates; escape binary data (e.g. base64)';
   if (typeof value === 'string') {
-    if (UNSTORABLE.test(value)) problems.add(path || 'body', message);
+    if (isUnstorable(value)) problems.add(path || 'body', message);
   } else if (Array.isArray(value)) {
     value.forEach((item, i) => unstorableStrings(item, problems, `${path}[${i}]`));
   } else if (value !== null && typeof value === 'object') {
     for (const [key, item] of Object.entries(value)) {
       const field = path ? `${path}.${key}` : key;
-      if (UNSTORABLE.test(key)) problems.add(field, message);
+      if (isUnstorable(key)) problems.add(field, message);
       else unstorableStrings(item, problems, field);
     }
   }

@@ -1,7 +1,7 @@
 import { CanActivate, ExecutionContext } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { DomainError, RequestError, RequestErrorCode } from './domain-error';
-import { unstorableStrings } from './json-schema';
+import { isUnstorable } from './json-schema';
 
 /** The error a route answers for an id of its path that names nothing; `params` holds every id of the path. */
 export type UnknownId = (id: string, params: Record<string, string>) => DomainError;
@@ -32,7 +32,7 @@ export class PathIdGuard implements CanActivate {
     const params = context.switchToHttp().getRequest<FastifyRequest>().params as Record<string, string> | null | undefined;
     if (!params) return true;
     for (const [name, id] of Object.entries(params)) {
-      if (typeof id === 'string' && unstorableStrings(id).length === 0) continue;
+      if (typeof id === 'string' && !isUnstorable(id)) continue;
       const unknown = this.unknownIdsOf(context)[name];
       throw unknown ? unknown(String(id), params) : new RequestError(RequestErrorCode.RouteNotFound, `${name}: names nothing here.`);
     }
