@@ -12,9 +12,11 @@ type Resolve = (name: string) => SchemaObject | undefined;
  * find too.
  */
 export function countProblems(schema: SchemaObject, value: unknown, resolve: Resolve, problems: ProblemList, path = ''): void {
+  // As in OpenAPI 3.0, a $ref stands for its whole schema.
   if (typeof schema.$ref === 'string') {
     const target = resolve(schema.$ref.split('/').pop()!);
     if (target) countProblems(target, value, resolve, problems, path);
+    return;
   }
   if (value === null || typeof value !== 'object') return;
   for (const branch of (schema.allOf as SchemaObject[] | undefined) ?? []) countProblems(branch, value, resolve, problems, path);
