@@ -173,7 +173,7 @@ export function oracleOf(app: NestFastifyApplication, config: AppConfig): OpenAp
 }
 
 /** What a supertest answer carried as a body: parsed JSON, other text, or undefined when there was none. */
-function bodyOf(res: Response): unknown {
+export function answerBodyOf(res: Response): unknown {
   if (res.status === 204 || res.status === 304) return undefined;
   if (typeof res.text === 'string') {
     if (res.text === '') return undefined;
@@ -196,7 +196,7 @@ function checked(test: Test, oracle: () => OpenApiOracle): Test {
     end((error, res) => {
       if (!error && res) {
         try {
-          oracle().checkResponse(test.method, test.url, res.status, res.headers, bodyOf(res));
+          oracle().checkResponse(test.method, test.url, res.status, res.headers, answerBodyOf(res));
         } catch (failure) {
           (failure as Error).stack = [(failure as Error).message, ...sentFrom].join('\n');
           return callback?.(failure, res);
