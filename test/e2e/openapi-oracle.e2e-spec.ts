@@ -27,7 +27,7 @@ describe('OpenAPI oracle', () => {
     const document = structuredClone(t.oracle().document);
     edit(document);
     const oracle = new OpenApiOracle(document);
-    return checkedAgent(request(t.app.getHttpServer()), () => oracle);
+    return checkedAgent(request(t.app.getHttpServer()), oracle);
   };
   const responsesOf = (document: OpenApiOracle['document'], path: string, method: string) =>
     (document.paths[path][method] as { responses: Record<string, unknown> }).responses;

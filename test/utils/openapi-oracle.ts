@@ -157,19 +157,17 @@ function describe(errors: ErrorObject[]): string[] {
   return errors.length > 10 ? [...lines, `… and ${errors.length - 10} more`] : lines;
 }
 
-/** One oracle per distinct document (apps of a file usually share theirs; the servers differ only in `servers`). */
-const oracles = new Map<string, OpenApiOracle>();
+let shared: OpenApiOracle | undefined;
 
-/** The oracle for a running app, built from the document it publishes at /docs-json (the same function). */
+/**
+ * The oracle for a running app, from the document it publishes at /docs-json (the same function). Built once per
+ * test file: the app's modules and routes do not depend on its settings, which change only the document's
+ * `servers`. Built when the first app starts, not on its first answer, so that no test pays for it between two
+ * requests whose timing it tests.
+ */
 export function oracleOf(app: NestFastifyApplication, config: AppConfig): OpenApiOracle {
-  const document = buildOpenApiDocument(app, config) as unknown as OpenApiDocument & { servers?: unknown };
-  const key = JSON.stringify({ paths: document.paths, components: document.components });
-  let oracle = oracles.get(key);
-  if (!oracle) {
-    oracle = new OpenApiOracle(document);
-    oracles.set(key, oracle);
-  }
-  return oracle;
+  shared ??= new OpenApiOracle(buildOpenApiDocument(app, config) as unknown as OpenApiDocument);
+  return shared;
 }
 
 /** What a supertest answer carried as a body: parsed JSON, other text, or undefined when there was none. */
@@ -186,7 +184,7 @@ export function answerBodyOf(res: Response): unknown {
  * Checks the answer once the test's own `.expect(...)`s have passed, so a wrong status reads as the test's own
  * failure first. A failure points at the line that sent the request.
  */
-function checked(test: Test, oracle: () => OpenApiOracle): Test {
+function checked(test: Test, oracle: OpenApiOracle): Test {
   const sentFrom = new Error()
     .stack!.split('\n')
     .slice(1)
@@ -196,7 +194,7 @@ function checked(test: Test, oracle: () => OpenApiOracle): Test {
     end((error, res) => {
       if (!error && res) {
         try {
-          oracle().checkResponse(test.method, test.url, res.status, res.headers, answerBodyOf(res));
+          oracle.checkResponse(test.method, test.url, res.status, res.headers, answerBodyOf(res));
         } catch (failure) {
           (failure as Error).stack = [(failure as Error).message, ...sentFrom].join('\n');
           return callback?.(failure, res);
@@ -216,7 +214,7 @@ export type CheckedAgent = TestAgent & {
   unchecked(why: string): TestAgent;
 };
 
-export function checkedAgent(agent: TestAgent, oracle: () => OpenApiOracle): CheckedAgent {
+export function checkedAgent(agent: TestAgent, oracle: OpenApiOracle): CheckedAgent {
   const wrapped = Object.fromEntries(
     Object.entries(agent).map(([name, value]) => [
       name,

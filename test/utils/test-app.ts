@@ -37,15 +37,13 @@ export async function startTestApp(env: Record<string, string> = {}, existing?: 
   });
   const app = await createApp(config);
   await app.listen({ port: 0, host: '127.0.0.1' });
-  // Built on the first answer to check: a file that makes no request pays nothing.
-  let oracle: OpenApiOracle | undefined;
-  const oracleOnce = () => (oracle ??= oracleOf(app, config));
+  const oracle = oracleOf(app, config);
   return {
     app,
     config,
     database,
-    http: () => checkedAgent(request(app.getHttpServer()), oracleOnce),
-    oracle: oracleOnce,
+    http: () => checkedAgent(request(app.getHttpServer()), oracle),
+    oracle: () => oracle,
     close: async () => {
       await app.close();
       if (!existing) await database.drop();
