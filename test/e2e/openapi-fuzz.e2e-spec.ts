@@ -19,7 +19,7 @@ import { startTestApp, TestApp } from '../utils/test-app';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 0x5eed0a91);
 const CASES = Number(process.env.FUZZ_CASES ?? 1_500);
-const ONLY = process.env.FUZZ_ONLY?.toLowerCase();
+const ONLY = process.env.FUZZ_ONLY?.replace(/^\w+/, (method) => method.toLowerCase());
 /** Generous for a shared machine: the point is catching requests that stall the server for seconds. */
 const STALL_MS = 5_000;
 const CONTROLS = '/api/v0/organization/enterprise-controls';
@@ -70,8 +70,11 @@ const operationsOf = (document: OpenApiDocument): Operation[] =>
           };
         }),
     )
-    // Deletions last, so the objects they remove were there for every other operation.
-    .sort((a, b) => Number(a.method === 'delete') - Number(b.method === 'delete'));
+    // Deletions last, so the objects they remove were there for every other operation; a computer's last of all,
+    // as its agent token is the agent channel's credential.
+    .sort((a, b) => deletionRank(a) - deletionRank(b));
+
+const deletionRank = (op: Operation) => (op.method !== 'delete' ? 0 : op.template === '/api/v0/computers/{computerId}' ? 2 : 1);
 
 /** A seed of its own per operation: FUZZ_ONLY replays an operation's requests without running the others. */
 const seedOf = (key: string) => [...key].reduce((hash, c) => Math.imul(hash ^ c.charCodeAt(0), 16777619) >>> 0, SEED >>> 0);
@@ -131,7 +134,8 @@ describe('OpenAPI fuzz: every operation, requests generated from the document', 
   let originalControls: Json;
   let ownComputer: string;
   let runningSession: string;
-  const hints: Hints = (name) => (pools[name]?.length ? pools[name] : undefined);
+  /** A query parameter is named `?name`: its own values first (`?type` is an event type, a body's `type` is not). */
+  const hints: Hints = (name) => [pools[name], pools[name.replace(/^\?/, '')]].find((pool) => pool?.length);
   const add = (name: string, ...values: unknown[]) => (pools[name] ??= []).push(...values);
 
   beforeAll(async () => {
@@ -149,11 +153,12 @@ describe('OpenAPI fuzz: every operation, requests generated from the document', 
     });
     document = t.oracle().document;
     const http = () => t.http();
-    const orgA = await createOrganization(t);
+    // With message history, so the message lists answer (it is off by default).
+    const orgA = await createOrganization(t, { messageHistory: true });
     owner = await createUser(t, Role.Owner, orgA);
     const users = { owner, manager: await createUser(t, Role.Manager, orgA), member: await createUser(t, Role.Member, orgA) };
     const guest = await createUser(t, Role.Guest, orgA);
-    const otherOwner = await createUser(t, Role.Owner);
+    const otherOwner = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
     for (const [name, user] of Object.entries({ ...users, guest, otherOwner })) {
       credentials.push([name, user.auth]);
       protectedIds.add(user.userId).add(user.apiKeyId);
@@ -207,17 +212,17 @@ describe('OpenAPI fuzz: every operation, requests generated from the document', 
     add('apiKeyId', victim.apiKeyId, otherOwner.apiKeyId);
     add('userId', victim.userId, serviceAccount.userId, otherOwner.userId);
     add('serviceAccountId', serviceAccount.userId);
-    add('actorUserId', owner.userId);
+    add('?actorUserId', owner.userId);
     add('customModelId', 'm');
     add('serverName', 'remote', 'local');
     add('revision', 1, 2);
     add('waitMs', 0, 50, 200);
-    add('limit', '1', '5', '100');
-    add('after', '0', '1');
-    add('types', ...Object.keys(eventMapping()));
-    add('type', ...Object.keys(eventMapping()));
-    add('since', '2026-01-01T00:00:00Z', '0');
-    add('until', '2030-01-01T00:00:00Z', '4102444800000');
+    add('?limit', '1', '5', '100');
+    add('?after', '0', '1');
+    add('?types', ...Object.keys(eventMapping()));
+    add('?type', ...Object.keys(eventMapping()));
+    add('?since', '2026-01-01T00:00:00Z', '0');
+    add('?until', '2030-01-01T00:00:00Z', '4102444800000');
     add('expiresAt', '2030-01-01T00:00:00.000Z');
     add('remoteUser', 'dev');
     add('commitHash', 'd670460b4b4aece5915caf5c68d12f560a9fe3e4');
@@ -275,7 +280,7 @@ describe('OpenAPI fuzz: every operation, requests generated from the document', 
     for (const parameter of op.parameters) {
       // A cursor is only valid as a list gave it: mostly left out.
       if (parameter.in === 'path' || !dice.chance(parameter.required ? 0.95 : parameter.name === 'cursor' ? 0.1 : 0.5)) continue;
-      let value = String(sampler.valid(parameter.schema, parameter.name));
+      let value = String(sampler.valid(parameter.schema, parameter.in === 'query' ? `?${parameter.name}` : parameter.name));
       if (dice.chance(0.15)) {
         value = dice.pick([...ODD_STRINGS, '-1', '1e308', '0.5', 'abc', 'x'.repeat(3_000), 'true', '[]']);
         how.push(`odd ${parameter.name}`);
@@ -293,8 +298,15 @@ describe('OpenAPI fuzz: every operation, requests generated from the document', 
     ] as const)();
     const sent: Sent = { method: op.method, url: `${path}${query.length > 0 ? `?${query.join('&')}` : ''}`, headers: { ...headers, ...auth }, credential, how };
     if (op.body === undefined) {
-      if (dice.chance(0.05))
-        Object.assign(sent, { body: '{"x":1}', headers: { ...sent.headers, 'content-type': 'application/json' } }, how.push('a body where none is taken'));
+      if (dice.chance(0.05)) {
+        const [type, body] = dice.pick([
+          ['application/json', '{"x":1}'],
+          ['text/plain', 'x'],
+          ['application/json', `{"x":"${'x'.repeat(1_100_000)}"}`],
+        ]);
+        Object.assign(sent, { body, headers: { ...sent.headers, 'content-type': type } });
+        how.push(`a body where none is taken (${type}, ${body.length} bytes)`);
+      }
       return sent;
     }
     // The document's "Try it out" body where there is one (never one naming a host), as valid as a body gets.
@@ -305,7 +317,7 @@ describe('OpenAPI fuzz: every operation, requests generated from the document', 
       op.key === `patch ${CONTROLS}`
         ? { settings: someSettings(dice, sampler) }
         : example !== undefined && !JSON.stringify(example).includes('://') && dice.chance(0.3)
-          ? structuredClone(example)
+          ? withRealIds(example as Json, dice)
           : sampler.valid(op.body);
     let text: string | Buffer | undefined;
     if (dice.chance(0.4)) {
@@ -330,6 +342,11 @@ describe('OpenAPI fuzz: every operation, requests generated from the document', 
     if (text !== undefined)
       Object.assign(sent, { body: text, headers: { ...sent.headers, 'content-type': type === 'invalid utf-8' ? 'application/json' : type } });
     return sent;
+  }
+
+  /** The example with the seeded objects' ids where its keys name one (its turnId is no turn of ours). */
+  function withRealIds(example: Json, dice: Dice): Json {
+    return Object.fromEntries(Object.entries(example).map(([key, value]) => [key, hints(key) ? dice.pick(hints(key)!) : value]));
   }
 
   /** A merge patch of one to three settings, each drawn from the published settings schema. */
@@ -399,7 +416,9 @@ describe('OpenAPI fuzz: every operation, requests generated from the document', 
       const answered2xx = new Set<string>();
       let sentCount = 0;
       const started = performance.now();
-      for (const op of operations.filter((o) => !ONLY || o.key === ONLY)) {
+      const chosen = operations.filter((o) => !ONLY || o.key === ONLY);
+      if (chosen.length === 0) throw new Error(`FUZZ_ONLY=${ONLY}: no such operation (write it as "post /api/v0/sessions")`);
+      for (const op of chosen) {
         if (op.template.startsWith('/api/v0/agent/sessions/') || op.template.includes('tool-approvals')) await runningTurn();
         const dice = Dice.seeded(seedOf(op.key));
         const sampler = new SchemaSampler(document, dice, hints);
@@ -436,7 +455,7 @@ describe('OpenAPI fuzz: every operation, requests generated from the document', 
       }
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       // How far the run got: operations no request succeeded on had only their refusals tried.
-      const never = operations.filter((o) => (!ONLY || o.key === ONLY) && !answered2xx.has(o.key)).map((o) => o.key);
+      const never = chosen.filter((o) => !answered2xx.has(o.key)).map((o) => o.key);
       console.info(
         `OpenAPI fuzz: seed ${SEED}, ${sentCount} requests in ${seconds} s; statuses ${JSON.stringify(Object.fromEntries(statuses))}; never a 2xx: ${never.join(', ') || 'none'}`,
       );
