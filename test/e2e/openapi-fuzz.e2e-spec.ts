@@ -3,10 +3,24 @@ import type { Response } from 'supertest';
 import { Role } from '../../src/modules/auth';
 import { createOrganization, createServiceAccount, createUser, TestUser } from '../utils/factories';
 import { answerBodyOf, OpenApiDocument } from '../utils/openapi-oracle';
-import { Hints, jsonText, mutate, ODD_BODIES, ODD_STRINGS, oddId, SchemaSampler } from '../utils/openapi-fuzz';
+import {
+  encodeSafely,
+  excerpt,
+  Hints,
+  jsonText,
+  mutate,
+  ODD_BODIES,
+  ODD_STRINGS,
+  oddId,
+  Operation,
+  operationsOf,
+  restoring,
+  SchemaSampler,
+} from '../utils/openapi-fuzz';
 import { json, RecordingUpstream } from '../utils/recording-upstream';
 import { Dice } from '../utils/seeded-random';
 import { startTestApp, TestApp } from '../utils/test-app';
+import { errorBodyProblem } from '../utils/v0-errors';
 
 /**
  * Every operation of the OpenAPI document, sent requests generated from its own schemas with a seeded generator:
@@ -27,14 +41,6 @@ const COMPUTERS = '/api/v0/computers';
 const WEBHOOKS = '/api/v0/organization/webhooks';
 
 type Json = Record<string, unknown>;
-interface Operation {
-  key: string;
-  method: string;
-  template: string;
-  parameters: Array<{ name: string; in: string; required?: boolean; schema?: unknown }>;
-  body?: unknown;
-  statuses: string[];
-}
 interface Sent {
   method: string;
   url: string;
@@ -47,71 +53,13 @@ interface Finding {
   key: string;
   why: string;
   request: Sent;
-  status: number;
   answer: unknown;
   caseNumber: number;
   count: number;
 }
 
-const operationsOf = (document: OpenApiDocument): Operation[] =>
-  Object.entries(document.paths)
-    .flatMap(([template, item]) =>
-      Object.entries(item)
-        .filter(([method]) => ['get', 'post', 'patch', 'put', 'delete'].includes(method))
-        .map(([method, value]) => {
-          const op = value as { parameters?: Operation['parameters']; requestBody?: { content: Record<string, { schema: unknown }> }; responses: Json };
-          return {
-            key: `${method} ${template}`,
-            method,
-            template,
-            parameters: op.parameters ?? [],
-            body: op.requestBody?.content['application/json']?.schema,
-            statuses: Object.keys(op.responses),
-          };
-        }),
-    )
-    // Deletions last, so the objects they remove were there for every other operation; a computer's last of all,
-    // as its agent token is the agent channel's credential.
-    .sort((a, b) => deletionRank(a) - deletionRank(b));
-
-const deletionRank = (op: Operation) => (op.method !== 'delete' ? 0 : op.template === '/api/v0/computers/{computerId}' ? 2 : 1);
-
 /** A seed of its own per operation: FUZZ_ONLY replays an operation's requests without running the others. */
 const seedOf = (key: string) => [...key].reduce((hash, c) => Math.imul(hash ^ c.charCodeAt(0), 16777619) >>> 0, SEED >>> 0);
-
-/** The error body of the path's flavour (docs/api.md, Errors): exactly its keys, the status repeated, a code on v0. */
-function errorShapeProblem(path: string, status: number, res: Response): string | undefined {
-  const body = res.body as Json;
-  if (!/^application\/json/.test(String(res.headers['content-type']))) return `an error answered as ${String(res.headers['content-type'])}`;
-  const keys = Object.keys(body ?? {}).sort();
-  const requestId = path.startsWith('/api/v1/') || path.startsWith('/api/organization/');
-  const allowed = requestId
-    ? ['detail', 'requestId', 'status', 'title', ...(path.startsWith('/api/organization/') ? ['metadata'] : [])]
-    : ['detail', 'metadata', 'status', 'title'];
-  const required = requestId ? ['detail', 'requestId', 'status', 'title'] : ['detail', 'metadata', 'status', 'title'];
-  if (keys.some((key) => !allowed.includes(key)) || required.some((key) => !keys.includes(key))) return `error body keys ${keys.join(', ')}`;
-  if (body.status !== status || typeof body.title !== 'string' || typeof body.detail !== 'string' || body.detail === '') return 'error body fields';
-  const code = (body.metadata as Json | undefined)?.code;
-  if (!requestId && (typeof code !== 'string' || !/^[a-z_]+$/.test(code))) return `metadata.code ${JSON.stringify(code)}`;
-  return undefined;
-}
-
-/** The merge patch that takes the controls from `current` back to `original` (null removes what the fuzz added). */
-function restoring(current: Json, original: Json): Json {
-  const patch: Json = {};
-  for (const key of Object.keys(current)) if (!(key in original)) patch[key] = null;
-  for (const [key, value] of Object.entries(original)) {
-    const now = current[key];
-    const objects = [value, now].every((v) => v !== null && typeof v === 'object' && !Array.isArray(v));
-    patch[key] = objects ? restoring(now as Json, value as Json) : value;
-  }
-  return patch;
-}
-
-const excerpt = (value: unknown, length = 300) => {
-  const text = Buffer.isBuffer(value) ? `<${value.length} bytes>` : typeof value === 'string' ? value : JSON.stringify(value);
-  return text === undefined ? '(none)' : text.length > length ? `${text.slice(0, length)}… (${text.length})` : text;
-};
 
 describe('OpenAPI fuzz: every operation, requests generated from the document', () => {
   let t: TestApp;
@@ -365,7 +313,7 @@ describe('OpenAPI fuzz: every operation, requests generated from the document', 
     if (ms > STALL_MS + Math.min(waited, 30_000)) problems.push(['stall', `answered after ${Math.round(ms)} ms`]);
     if (res.status >= 500 && (res.status === 500 || !op.statuses.includes(String(res.status)))) problems.push(['5xx', `answered ${res.status}`]);
     if (res.status >= 400) {
-      const shape = errorShapeProblem(request.url.split('?')[0], res.status, res);
+      const shape = errorBodyProblem(request.url.split('?')[0], res.status, res);
       if (shape) problems.push(['error body', shape]);
     }
     try {
@@ -408,6 +356,12 @@ describe('OpenAPI fuzz: every operation, requests generated from the document', 
       const operations = operationsOf(document);
       const perOperation = Math.max(1, Math.ceil(CASES / operations.length));
       const findings = new Map<string, Finding>();
+      /** Each distinct finding once, with how often it came and the first request that met it. */
+      const note = (key: string, why: string, request: Sent, answer: unknown, caseNumber: number) => {
+        const seen = findings.get(key);
+        if (seen) seen.count++;
+        else findings.set(key, { key, why, request, answer, caseNumber, count: 1 });
+      };
       const statuses = new Map<number, number>();
       const answered2xx = new Set<string>();
       let sentCount = 0;
@@ -425,26 +379,15 @@ describe('OpenAPI fuzz: every operation, requests generated from the document', 
           try {
             res = await send(request);
           } catch (error) {
-            const key = `${op.key} no answer`;
-            findings.set(key, {
-              key,
-              why: (error as Error).message,
-              request,
-              status: 0,
-              answer: undefined,
-              caseNumber: i,
-              count: (findings.get(key)?.count ?? 0) + 1,
-            });
+            note(`${op.key} no answer`, (error as Error).message, request, undefined, i);
             continue;
           }
           sentCount++;
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
           if (res.status < 300) answered2xx.add(op.key);
           for (const [kind, why] of judge(op, request, res, performance.now() - before)) {
-            const key = `${op.key} → ${res.status} ${kind === 'contract' ? (/does not list|promises/.test(why) ? 'status not documented' : 'body off its schema') : kind}`;
-            const seen = findings.get(key);
-            if (seen) seen.count++;
-            else findings.set(key, { key, why, request, status: res.status, answer: answerBodyOf(res), caseNumber: i, count: 1 });
+            const what = kind === 'contract' ? (/does not list|promises/.test(why) ? 'status not documented' : 'body off its schema') : kind;
+            note(`${op.key} → ${res.status} ${what}`, why, request, answerBodyOf(res), i);
           }
           await learn(op, request, res);
         }
@@ -466,12 +409,3 @@ describe('OpenAPI fuzz: every operation, requests generated from the document', 
     Math.max(300_000, CASES * 300),
   );
 });
-
-/** A query value percent-encoded, a lone surrogate as the bytes a careless client would send. */
-function encodeSafely(value: string): string {
-  try {
-    return encodeURIComponent(value);
-  } catch {
-    return value.replace(/[\ud800-\udfff]/g, '%ED%A0%80').replace(/[^%\w.~-]/g, (c) => encodeURIComponent(c));
-  }
-}

@@ -312,3 +312,64 @@ export function oddId(dice: Dice): string {
     () => 'a'.repeat(8_000),
   ])();
 }
+
+/** The merge patch that takes the controls from `current` back to `original` (null removes what the fuzz added). */
+export function restoring(current: Json, original: Json): Json {
+  const patch: Json = {};
+  for (const key of Object.keys(current)) if (!(key in original)) patch[key] = null;
+  for (const [key, value] of Object.entries(original)) {
+    const now = current[key];
+    const objects = [value, now].every((v) => v !== null && typeof v === 'object' && !Array.isArray(v));
+    patch[key] = objects ? restoring(now as Json, value as Json) : value;
+  }
+  return patch;
+}
+
+/** The start of a body or value, for a failure message. */
+export const excerpt = (value: unknown, length = 300) => {
+  const text = Buffer.isBuffer(value) ? `<${value.length} bytes>` : typeof value === 'string' ? value : JSON.stringify(value);
+  return text === undefined ? '(none)' : text.length > length ? `${text.slice(0, length)}… (${text.length})` : text;
+};
+
+/** A query value percent-encoded, a lone surrogate as the bytes a careless client would send. */
+export function encodeSafely(value: string): string {
+  try {
+    return encodeURIComponent(value);
+  } catch {
+    return value.replace(/[\ud800-\udfff]/g, '%ED%A0%80').replace(/[^%\w.~-]/g, (c) => encodeURIComponent(c));
+  }
+}
+
+/** An operation of the document, as the fuzz sends it. */
+export interface Operation {
+  key: string;
+  method: string;
+  template: string;
+  parameters: Array<{ name: string; in: string; required?: boolean; schema?: unknown }>;
+  body?: unknown;
+  statuses: string[];
+}
+
+/** Every operation of the document. */
+export const operationsOf = (document: OpenApiDocument): Operation[] =>
+  Object.entries(document.paths)
+    .flatMap(([template, item]) =>
+      Object.entries(item)
+        .filter(([method]) => ['get', 'post', 'patch', 'put', 'delete'].includes(method))
+        .map(([method, value]) => {
+          const op = value as { parameters?: Operation['parameters']; requestBody?: { content: Record<string, { schema: unknown }> }; responses: Json };
+          return {
+            key: `${method} ${template}`,
+            method,
+            template,
+            parameters: op.parameters ?? [],
+            body: op.requestBody?.content['application/json']?.schema,
+            statuses: Object.keys(op.responses),
+          };
+        }),
+    )
+    // Deletions last, so the objects they remove were there for every other operation; a computer's last of all,
+    // as its agent token is the agent channel's credential.
+    .sort((a, b) => deletionRank(a) - deletionRank(b));
+
+const deletionRank = (op: Operation) => (op.method !== 'delete' ? 0 : op.template === '/api/v0/computers/{computerId}' ? 2 : 1);
