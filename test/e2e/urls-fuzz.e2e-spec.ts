@@ -1,4 +1,5 @@
 import { EVERY, Json, MAX, urlFieldsFixture } from '../utils/fixtures/urls';
+import { random } from '../utils/seeded-random';
 
 /**
  * Every URL the API stores, over real HTTP against the real application: a seeded fuzz pass. The
@@ -9,17 +10,6 @@ import { EVERY, Json, MAX, urlFieldsFixture } from '../utils/fixtures/urls';
 /** What no stored URL may hold: whitespace, control, invisible or unpaired-surrogate characters, or raw HTML-ish ones. */
 // eslint-disable-next-line no-control-regex -- finding control characters is the point
 const FORBIDDEN = /[\s\u0000-\u001f\u007f-\u009f\p{Cf}\p{Cs}\p{Z}<>"'{}|\\^`]/u;
-
-/** A small seeded generator (mulberry32), so a failure replays. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(state ^ (state >>> 15), 1 | state);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SCHEMES = ['https', 'https', 'http', 'HTTPS', 'HtTp', 'ssh', 'git', 'file', 'javascript', 'data', 'ftp', 'ws', 'mailto', '', 'h ttp', 'http\t'];
 const SEPARATORS = ['://', '://', '://', '://', '://', ':', ':/', ':///', ':\\\\', ':\\/', '//', ' ://', '', ':////'];

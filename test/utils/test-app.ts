@@ -1,17 +1,19 @@
 import 'reflect-metadata';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import request from 'supertest';
-import type TestAgent from 'supertest/lib/agent';
 import { createApp } from '../../src/app.factory';
 import { AppConfig, loadConfig } from '../../src/config/app-config';
+import { CheckedAgent, checkedAgent, OpenApiOracle, oracleOf } from './openapi-oracle';
 import { createTestDatabase, TestDatabase } from './test-database';
 
 export interface TestApp {
   app: NestFastifyApplication;
   config: AppConfig;
   database: TestDatabase;
-  /** Real HTTP requests against the running server. */
-  http(): TestAgent;
+  /** Real HTTP requests against the running server; every answer is checked against its OpenAPI document. */
+  http(): CheckedAgent;
+  /** That check, for answers read another way (plain `fetch`). */
+  oracle(): OpenApiOracle;
   close(): Promise<void>;
 }
 
@@ -35,11 +37,13 @@ export async function startTestApp(env: Record<string, string> = {}, existing?: 
   });
   const app = await createApp(config);
   await app.listen({ port: 0, host: '127.0.0.1' });
+  const oracle = oracleOf(app, config);
   return {
     app,
     config,
     database,
-    http: () => request(app.getHttpServer()),
+    http: () => checkedAgent(request(app.getHttpServer()), oracle),
+    oracle: () => oracle,
     close: async () => {
       await app.close();
       if (!existing) await database.drop();

@@ -33,3 +33,23 @@ export function messageFor(res: Response, field: string): string {
   const errors = res.body.metadata.errors as Array<{ field: string; message: string }>;
   return errors.find((e) => e.field === field)?.message ?? '';
 }
+
+/**
+ * What is wrong with an error answer for its path's flavour (docs/api.md, Errors): exactly its keys, the status
+ * repeated, a snake_case code on v0; the analytics and readiness body on /api/v1/ and /api/organization/.
+ */
+export function errorBodyProblem(path: string, status: number, res: Response): string | undefined {
+  const body = res.body as Record<string, unknown>;
+  if (!/^application\/json/.test(String(res.headers['content-type']))) return `an error answered as ${String(res.headers['content-type'])}`;
+  const keys = Object.keys(body ?? {}).sort();
+  const requestId = path.startsWith('/api/v1/') || path.startsWith('/api/organization/');
+  const allowed = requestId
+    ? ['detail', 'requestId', 'status', 'title', ...(path.startsWith('/api/organization/') ? ['metadata'] : [])]
+    : ['detail', 'metadata', 'status', 'title'];
+  const required = requestId ? ['detail', 'requestId', 'status', 'title'] : ['detail', 'metadata', 'status', 'title'];
+  if (keys.some((key) => !allowed.includes(key)) || required.some((key) => !keys.includes(key))) return `error body keys ${keys.join(', ')}`;
+  if (body.status !== status || typeof body.title !== 'string' || typeof body.detail !== 'string' || body.detail === '') return 'error body fields';
+  const code = (body.metadata as Record<string, unknown> | undefined)?.code;
+  if (!requestId && (typeof code !== 'string' || !/^[a-z_]+$/.test(code))) return `metadata.code ${JSON.stringify(code)}`;
+  return undefined;
+}
