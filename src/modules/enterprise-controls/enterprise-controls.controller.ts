@@ -18,7 +18,7 @@ import {
 import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, AgentTokensOnly, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
-import { V0_ERROR } from '../../platform/http/openapi';
+import { PASSED_ON, V0_ERROR } from '../../platform/http/openapi';
 import { pageSize } from '../../platform/http/pagination';
 import { MessageSizedBody } from '../../platform/http/route-config';
 import { AgentPolicyView } from './domain/agent-policy';
@@ -67,6 +67,10 @@ export class EnterpriseControlsController {
   @ApiOkResponse({ schema: ref('EnterpriseControls'), headers: { ETag: { description: 'The revision now in force.', schema: { type: 'string' } } } })
   @ApiBadRequestResponse({ description: 'Invalid settings; `detail` names the first problem, `metadata.errors` lists all.', schema: V0_ERROR })
   @ApiPreconditionFailedResponse({ description: '`If-Match` names another revision than the one in force (`metadata.currentRevision`).', schema: V0_ERROR })
+  @ApiServiceUnavailableResponse({
+    description: 'A stored secret the change keeps cannot be decrypted with `SECRETS_KEY` (`secret_unreadable`); nothing is changed.',
+    schema: V0_ERROR,
+  })
   async change(
     @CurrentPrincipal() principal: Principal,
     @Body(enterpriseControlsSchemas.pipe('ChangeEnterpriseControlsBody')) body: ApiSchema<'ChangeEnterpriseControlsBody'>,
@@ -231,7 +235,8 @@ function RelayAnswers(): MethodDecorator {
     }),
     ApiDefaultResponse({
       description:
-        "Any other status the model answers (its 400, 401 or 429, say), passed on with its JSON body. The statuses listed here are also the relay's own answers, in this server's error body.",
+        "Any other status the model answers (its 529, say), passed on with its JSON body. The statuses listed here are also the relay's own answers, in this server's error body, and the model's when it answers them.",
+      content: PASSED_ON,
     }),
     ApiBadRequestResponse({
       description: "The body is not a JSON object, or the endpoint is not the one of the model's `provider` (`model_api_mismatch`).",
@@ -242,7 +247,10 @@ function RelayAnswers(): MethodDecorator {
       schema: V0_ERROR,
     }),
     ApiNotFoundResponse({ description: 'No custom model with that id.', schema: V0_ERROR }),
-    ApiBadGatewayResponse({ description: 'The model redirected, or answered something other than JSON, or more than the relay passes on.', schema: V0_ERROR }),
+    ApiBadGatewayResponse({
+      description: 'The model redirected, or answered something other than JSON, or more than the relay passes on.',
+      schema: V0_ERROR,
+    }),
     ApiServiceUnavailableResponse({ description: 'The model cannot be reached, or its secrets cannot be decrypted.', schema: V0_ERROR }),
     ApiGatewayTimeoutResponse({ description: 'The model did not answer within `MODEL_RELAY_TIMEOUT_MS`.', schema: V0_ERROR }),
   );

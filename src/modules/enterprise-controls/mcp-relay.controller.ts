@@ -17,7 +17,7 @@ import {
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AgentTokensOnly, Authenticated, CurrentPrincipal, Principal } from '../auth';
 import { ref } from '../../platform/http/json-schema';
-import { V0_ERROR } from '../../platform/http/openapi';
+import { PASSED_ON, V0_ERROR } from '../../platform/http/openapi';
 import { MessageSizedBody } from '../../platform/http/route-config';
 import { AgentRelays } from './agent-relays.service';
 import { McpRelayAnswer, McpRelayRequest, MCP_REQUEST_HEADERS } from './relay/mcp-relay';
@@ -39,7 +39,7 @@ const RELAY_DESCRIPTION =
   '`MODEL_RELAY_TIMEOUT_MS` is 504 `mcp_timed_out`; an unreachable server 503 `mcp_unreachable`. `GET` (the standalone event stream) answers 405: clients work without it.';
 
 /** The relay passes on whatever status the MCP server answers, but a redirect (502). */
-const PASSED_ON =
+const PASSED_ON_DESCRIPTION =
   "Any other status the MCP server answers (its 404 for an MCP session it no longer knows, say), passed on with its body. The statuses listed here are also the relay's own answers, in this server's error body.";
 
 /** The agent's side of the organization's MCP servers: the relay to HTTP ones, and how to launch stdio ones. */
@@ -63,7 +63,7 @@ export class McpRelayController {
   @ApiAcceptedResponse({
     description: "The MCP server took a notification or a response (every client's `notifications/initialized`, say): no body, as the transport answers them.",
   })
-  @ApiDefaultResponse({ description: PASSED_ON })
+  @ApiDefaultResponse({ description: PASSED_ON_DESCRIPTION, content: PASSED_ON })
   @ApiForbiddenResponse({ description: "Not an agent token; the caller's mcpPolicy refuses the server; or the server's address is refused.", schema: V0_ERROR })
   @ApiNotFoundResponse({ description: 'No MCP server with that name.', schema: V0_ERROR })
   @ApiConflictResponse({ description: 'The server is a stdio one: agents launch it themselves.', schema: V0_ERROR })
@@ -86,8 +86,8 @@ export class McpRelayController {
     summary: 'End an MCP session on an HTTP MCP server (added)',
     description: "Relays the client's `DELETE` (with its `mcp-session-id`) as `POST` relays requests.",
   })
-  @ApiOkResponse({ description: "The MCP server's answer, its status passed on." })
-  @ApiDefaultResponse({ description: PASSED_ON })
+  @ApiOkResponse({ description: "The MCP server's answer, its status passed on: its JSON, or nothing.", content: PASSED_ON })
+  @ApiDefaultResponse({ description: PASSED_ON_DESCRIPTION, content: PASSED_ON })
   @ApiForbiddenResponse({ description: "Not an agent token; the caller's mcpPolicy refuses the server; or the server's address is refused.", schema: V0_ERROR })
   @ApiNotFoundResponse({ description: 'No MCP server with that name.', schema: V0_ERROR })
   @ApiConflictResponse({ description: 'The server is a stdio one.', schema: V0_ERROR })

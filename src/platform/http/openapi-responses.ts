@@ -1,6 +1,6 @@
 import { clientErrorBody } from '../logging/access-log';
 import { errorBody, errorFlavourOf } from './error-body';
-import { REQUEST_ID_ERROR, V0_ERROR } from './openapi';
+import { PASSED_ON, REQUEST_ID_ERROR, V0_ERROR } from './openapi';
 
 /**
  * Answers every operation can give whatever its controller says, added to the document so that Swagger UI
@@ -205,6 +205,7 @@ const ADDED: Record<string, string> = {
     'The body is not well-formed JSON, nests deeper than `JSON_MAX_DEPTH` (`json_too_deep`), or holds more than `JSON_MAX_VALUES` values (`json_too_many_values`).',
   '403': "A computer's agent token (`cpt_...`): it works only on the agent channel (`computer_token_not_accepted`).",
   '408': 'The body was still arriving after `REQUEST_TIMEOUT_MS` (`request_timeout`, in the v0 body on every path); the connection is closed.',
+  '431': "Any operation: the request's headers are larger than Node accepts (16 KiB; `malformed_request`, in the v0 body on every path).",
   '413':
     'The body is larger than this operation accepts (`payload_too_large`, `metadata.limitBytes`): `BODY_LIMIT_BYTES`, or `MESSAGE_BODY_LIMIT_BYTES` for messages and the relay.',
   '415': 'The body is not JSON (`Content-Type: application/json` or `application/merge-patch+json`): `unsupported_media_type`.',
@@ -240,6 +241,8 @@ export function completeResponses(document: { paths: object }): void {
     for (const method of METHODS) {
       const operation = item[method] as Operation | undefined;
       if (!operation?.responses) continue;
+      // Nest shares a controller's response objects between its operations: each operation gets copies of its own.
+      operation.responses = structuredClone(operation.responses);
       const errorContent = operation.responses['401']?.content ??
         operation.responses['400']?.content ?? { 'application/json': { schema: errorFlavourOf(path) === 'v0' ? V0_ERROR : REQUEST_ID_ERROR } };
       const roleBound = operation.responses['403'] !== undefined;
@@ -252,26 +255,31 @@ export function completeResponses(document: { paths: object }): void {
       };
       if (operation.security || !PROBES.has(path)) add('429', ADDED['429'], errorContent, operation.security ? undefined : anonymousLimitExample(path));
       if (operation.security) add('403');
-      if (operation.requestBody) {
+      // Whatever the operation documents, a body sent with any method but GET is read, held to the limits and parsed.
+      if (operation.requestBody || method !== 'get') {
         for (const status of ['400', '413', '415']) add(status);
         add('408', ADDED['408'], { 'application/json': { schema: V0_ERROR } }, clientErrorBody(408, REQUEST_ID));
       }
+      add('431', ADDED['431'], { 'application/json': { schema: V0_ERROR } }, clientErrorBody(431, REQUEST_ID));
       add('400', ANY_OPERATION_400, errorContent, undeclaredQueryExample(path, operation));
       const own400 = operation.responses['400'];
-      if (!String(own400.description).endsWith(ANY_OPERATION_400)) {
-        // Nest shares a controller's responses between its operations: each gets a copy of its own.
-        operation.responses['400'] = { ...own400, description: `${String(own400.description ?? '')} ${ANY_OPERATION_400}`.trim() };
-      }
+      if (!String(own400.description).endsWith(ANY_OPERATION_400)) own400.description = `${String(own400.description ?? '')} ${ANY_OPERATION_400}`.trim();
       operation.responses = Object.fromEntries(Object.entries(operation.responses).sort(([a], [b]) => a.localeCompare(b)));
       for (const [status, response] of Object.entries(operation.responses)) {
-        // Nest shares one content object between operations: each example goes on a copy of its own.
-        if (response.content) response.content = structuredClone(response.content);
         const media = (response.content as Record<string, Json> | undefined)?.['application/json'];
         const error = Number(status) >= 400 ? exampleError(path, method, Number(status), roleBound) : undefined;
         const schema = (media?.schema as { $ref?: string } | undefined)?.$ref ?? '';
         if (!media || !error || !ERROR_SCHEMAS.test(schema) || media.example !== undefined || media.examples !== undefined) continue;
         const { code, detail, metadata } = error;
         media.example = errorBody(errorFlavourOf(path), Number(status), detail, REQUEST_ID, { code, ...metadata });
+      }
+      // A relay (an operation with a `default` answer) passes the other server's statuses on with its bodies: any error
+      // status it lists may carry this server's error body or that server's own.
+      if (operation.responses.default) {
+        for (const [status, response] of Object.entries(operation.responses)) {
+          const media = (response.content as Record<string, Json> | undefined)?.['application/json'];
+          if (Number(status) >= 400 && media?.schema) media.schema = { anyOf: [media.schema, PASSED_ON['application/json'].schema] };
+        }
       }
     }
   }

@@ -64,5 +64,11 @@ export const httpSchemas = new SchemaRegistry('http').add({
 /** The v0 error body, for `@Api...Response({ description, schema: V0_ERROR })`. */
 export const V0_ERROR = ref('V0ErrorSchema');
 
+/**
+ * What a relay answers when it passes another server's answer on (its `default` answer, and what any of its listed
+ * statuses may carry besides this server's own error body): that server's JSON.
+ */
+export const PASSED_ON = { 'application/json': { schema: { type: 'object', description: "The other server's own JSON body, passed on with its status." } } };
+
 /** The analytics and readiness error body. */
 export const REQUEST_ID_ERROR = ref('RequestIdErrorSchema');
