@@ -57,6 +57,7 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   installRequestContext(adapter.getInstance());
   // Hooks on routes must exist before Nest and Swagger add the routes.
   installRequestBodies(adapter.getInstance(), config);
+  installLargeAnswers(adapter.getInstance());
   await installCompression(adapter.getInstance());
   docsArePublic(adapter.getInstance());
   const allowedMethods = AllowedMethods.install(adapter.getInstance());
@@ -77,7 +78,6 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     request.principal ? { organizationId: request.principal.organizationId, credentialId: credentialIdOf(request.principal) } : {},
   );
   installHttpMetrics(fastify, app.get(Metrics));
-  installLargeAnswers(fastify);
   // The web console: a browser navigation gets its index.html before any credential is asked for.
   WebConsole.load(config)?.install(fastify);
   // A known path asked with another method: 405 before its body is read (a bad body would answer 400 or 415).

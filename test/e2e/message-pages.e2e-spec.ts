@@ -75,6 +75,22 @@ describe('Message pages within MESSAGE_PAGE_MAX_BYTES', () => {
   const messagesOf = (sessionId: string) => `/api/v0/sessions/${sessionId}/messages`;
   const ids = (pages: PageBody[]) => pages.flatMap((page) => page.messages.map((m) => m.id as string));
 
+  it('the operations that answer pages of messages, and only they, write them a message at a time (large-answers.ts)', () => {
+    const routes = t.app.getHttpAdapter().getInstance().printRoutes({ includeHooks: true, commonPrefix: false });
+    const sliced: string[] = [];
+    let route = '';
+    for (const line of routes.split('\n')) {
+      route = /(\/\S*) \(([A-Z, ]+)\)/.exec(line)?.slice(1, 3).reverse().join(' ') ?? route;
+      if (line.includes('serializeInSlices')) sliced.push(route);
+    }
+    // The tree prints a path under its parent, so the sessions list of messages shows as its last segment.
+    expect(sliced.filter((r) => !r.startsWith('HEAD'))).toEqual([
+      'GET /messages',
+      'POST /api/v0/agent/claims',
+      'GET /api/v0/agent/sessions/:sessionId/messages',
+    ]);
+  });
+
   it('a page of limit 50 over ~90 KiB messages holds 2, says there is more, and the cursor continues with message 3', async () => {
     const sessionId = await newSession();
     const sent = await say(

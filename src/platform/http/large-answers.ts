@@ -1,6 +1,6 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, preSerializationAsyncHookHandler } from 'fastify';
 import { setImmediate } from 'node:timers/promises';
-import { edgeConfigOf } from './route-config';
+import { EdgeRouteConfig } from './route-config';
 
 /** How long serializing may hold the event loop before it lets other requests run. */
 const SLICE_MS = 4;
@@ -10,15 +10,22 @@ const PIECEWISE_DEPTH = 3;
 /**
  * Answers of routes marked `largeAnswer` (pages of messages, up to MESSAGE_PAGE_MAX_BYTES) are serialized a message at a
  * time, letting other requests run every few milliseconds: a 16 MB page of small values took 260 ms to serialize in
- * one go, and every other client of the instance waited for it. The text is the one `JSON.stringify` makes.
+ * one go, and every other client of the instance waited for it. The text is the one `JSON.stringify` makes. Only those
+ * routes get the hook (the others pay nothing for it); it must be installed before the routes are.
  */
 export function installLargeAnswers(fastify: FastifyInstance): void {
-  fastify.addHook('preSerialization', async (request, reply, payload: unknown) => {
-    if (!edgeConfigOf(request).largeAnswer || payload === null || typeof payload !== 'object') return payload;
-    const text = await stringifyInSlices(payload);
-    reply.serializer((serialized: unknown) => serialized as string);
-    return text;
+  fastify.addHook('onRoute', (route) => {
+    if (!(route.config as EdgeRouteConfig | undefined)?.largeAnswer) return;
+    const own = route.preSerialization === undefined ? [] : [route.preSerialization].flat();
+    route.preSerialization = [...own, serializeInSlices as preSerializationAsyncHookHandler];
   });
+}
+
+async function serializeInSlices(_request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+  if (payload === null || typeof payload !== 'object') return payload;
+  const text = await stringifyInSlices(payload);
+  reply.serializer((serialized: unknown) => serialized as string);
+  return text;
 }
 
 /** `JSON.stringify(value)`, built a piece at a time and pausing for other work after each SLICE_MS of it. */
