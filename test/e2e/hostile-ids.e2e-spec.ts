@@ -146,7 +146,8 @@ describe('Hostile ids, query values and headers', () => {
     expect(routes.filter((route) => !unknownIdCode(route)).map((route) => `${route.method} ${route.path}`)).toEqual([]);
   });
 
-  it.each(UNSTORABLE)('an id of %s answers the route’s 404 before anything reads it, to a caller of the route and to a guest', async (_, id) => {
+  // NUL is answered by PathIdGuard before anything reads it; the others reach the route, which finds no such row.
+  it.each([...UNSTORABLE, ...STRANGE])("an id of %s answers the route's own 404, to a caller of the route and to a guest", async (_, id) => {
     const problems: string[] = [];
     for (const route of routes) {
       const code = unknownIdCode(route);
@@ -160,16 +161,6 @@ describe('Hostile ids, query values and headers', () => {
     const problems: string[] = [];
     for (const route of routes) {
       for (const auth of [callerOf(route), guest.auth]) problems.push(...problemsOf(route, await send(route, id, auth), { 400: 'malformed_url' }));
-    }
-    expect(problems).toEqual([]);
-  });
-
-  it.each(STRANGE)('an id of %s reaches the route, which answers its own 404', async (_, id) => {
-    const problems: string[] = [];
-    for (const route of routes) {
-      const code = unknownIdCode(route);
-      problems.push(...problemsOf(route, await send(route, id, callerOf(route)), { 404: code }));
-      problems.push(...problemsOf(route, await send(route, id, guest.auth), { 403: undefined, 404: code }));
     }
     expect(problems).toEqual([]);
   });
