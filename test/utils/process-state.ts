@@ -60,6 +60,14 @@ export function parentOf(pid: number): number {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 }
 
+/** CPU time a process has spent (user and system), in milliseconds: what it did, however busy the machine was. */
+export function cpuMillisOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime, fields 14 and 15 of stat(5), in clock ticks of 10 ms on Linux.
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 /** A process's parent, its parent's parent ... up to init. */
 export function ancestorsOf(pid: number): number[] {
   const ancestors: number[] = [];
