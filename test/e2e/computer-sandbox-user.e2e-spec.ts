@@ -6,8 +6,24 @@ import { join } from 'node:path';
 
 /** The user a server may run as when it is not root (Debian's `nobody`). */
 const USER = { uid: 65534, gid: 65534 };
-const SANDBOX_MODULE = join(__dirname, '..', '..', 'dist', 'modules', 'computers', 'sandbox', 'computer-sandbox.js');
+const PROJECT = join(__dirname, '..', '..');
 const root = process.getuid?.() === 0;
+
+/**
+ * Runs the fixture that plays the server as that user. From root, the checkout may lie where that user cannot go (in
+ * a folder of mode 0700, as `mktemp -d` makes and `/root` is): the command then sees it bound onto a folder of its
+ * own, in a mount namespace of its own, so nothing on the host changes for it.
+ */
+function runAsUser(reachable: string, args: (project: string) => string[], env: Record<string, string | undefined>): string {
+  const options = { env, encoding: 'utf8' as const, timeout: 60_000 };
+  if (!root) return execFileSync(process.execPath, args(PROJECT), options);
+  const asUser = `mount --bind "$1" "$2" && shift 2 && exec setpriv --reuid=${USER.uid} --regid=${USER.gid} --clear-groups "$@"`;
+  return execFileSync(
+    'unshare',
+    ['--mount', '--propagation', 'private', '--', 'sh', '-c', asUser, 'sh', PROJECT, reachable, process.execPath, ...args(reachable)],
+    options,
+  );
+}
 
 /**
  * The sandbox when the server runs as an ordinary user: no uid of its own for the computer, so only the sandbox's
@@ -16,13 +32,19 @@ const root = process.getuid?.() === 0;
  */
 describe('The computer sandbox of a server that is not root', () => {
   let base: string;
+  let project: string;
 
   beforeAll(() => {
     base = mkdtempSync(join(tmpdir(), 'ap-user-sandbox-'));
     chmodSync(base, 0o755);
+    project = mkdtempSync(join(tmpdir(), 'ap-user-project-'));
+    chmodSync(project, 0o755);
   });
 
-  afterAll(() => rmSync(base, { recursive: true, force: true }));
+  afterAll(() => {
+    rmSync(base, { recursive: true, force: true });
+    rmSync(project, { recursive: true, force: true });
+  });
 
   it('keeps out the files and processes of the user the server runs as', () => {
     const canary = `canary-${randomUUID()}`;
@@ -56,15 +78,15 @@ describe('The computer sandbox of a server that is not root', () => {
     chmodSync(join(workspace, 'escape.js'), 0o644);
     chmodSync(join(workspace, 'targets.json'), 0o644);
 
-    const output = execFileSync(
-      process.execPath,
-      [join(__dirname, '..', 'fixtures', 'sandbox-as-user.js'), SANDBOX_MODULE, workspace, join(base, 'computers')],
-      {
-        env: { PATH: process.env.PATH, SERVER_SECRET: canary },
-        ...(root ? USER : {}),
-        encoding: 'utf8',
-        timeout: 60_000,
-      },
+    const output = runAsUser(
+      project,
+      (at) => [
+        join(at, 'test', 'fixtures', 'sandbox-as-user.js'),
+        join(at, 'dist', 'modules', 'computers', 'sandbox', 'computer-sandbox.js'),
+        workspace,
+        join(base, 'computers'),
+      ],
+      { PATH: process.env.PATH, SERVER_SECRET: canary },
     );
     const result = JSON.parse(output.trim().split('\n').pop()!) as { exit?: number; uid?: number; unavailable?: string };
     expect(result).toEqual({ exit: 0, uid: root ? USER.uid : process.getuid!() });
