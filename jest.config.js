@@ -61,10 +61,34 @@ const ENGINE_NEUTRAL = [
   ].map((name) => `<rootDir>/test/e2e/${name}\\.e2e-spec\\.ts$`),
 ];
 
-module.exports = {
+const ignored = ['/node_modules/', ...(process.env.TEST_ENGINE_ONLY === '1' ? ENGINE_NEUTRAL : [])];
+
+/** How every file is loaded, unit or end to end. */
+const loading = {
+  rootDir: __dirname,
   testEnvironment: 'node',
-  testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
-  testPathIgnorePatterns: ['/node_modules/', ...(process.env.TEST_ENGINE_ONLY === '1' ? ENGINE_NEUTRAL : [])],
+  testPathIgnorePatterns: ignored,
+  transform: {
+    '^.+\\.ts$': swc('typescript'),
+    '^.+\\.m?js$': swc('ecmascript'),
+  },
+  transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
+  moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
+};
+
+module.exports = {
+  // Two projects, so the unit tests run alone (`npm run test:unit`, `--selectProjects unit`) without the end-to-end
+  // files' global setup: a project's setup runs only when one of its files does.
+  projects: [
+    { ...loading, displayName: 'unit', testMatch: ['<rootDir>/src/**/*.spec.ts'] },
+    {
+      ...loading,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+      globalSetup: '<rootDir>/test/utils/global-setup.ts',
+      globalTeardown: '<rootDir>/test/utils/global-teardown.ts',
+    },
+  ],
   // A file spends much of its time waiting (on a database, a child process, a browser): two workers keep a 2-core
   // machine busy, where Jest's default (cores - 1) runs one file at a time.
   maxWorkers: Math.max(2, availableParallelism() - 1),
@@ -72,13 +96,5 @@ module.exports = {
   // (PGlite's WebAssembly memory, a module registry) otherwise piles up in one long-lived process: the whole suite in
   // one process took twice the CPU time it takes in recycled workers.
   workerIdleMemoryLimit: '1GB',
-  transform: {
-    '^.+\\.ts$': swc('typescript'),
-    '^.+\\.m?js$': swc('ecmascript'),
-  },
-  transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
-  moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
-  globalSetup: '<rootDir>/test/utils/global-setup.ts',
-  globalTeardown: '<rootDir>/test/utils/global-teardown.ts',
   testTimeout: 60_000,
 };
