@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Role } from '../../src/modules/auth';
+import { LongPollSlots } from '../../src/modules/sessions/long-poll-slots';
 import { WorkClaims } from '../../src/modules/sessions/work-claims.service';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { serverUrl } from '../utils/test-database';
 import { openClaim as openRawClaim } from '../utils/raw-claims';
 import { TestApp } from '../utils/test-app';
-import { sleep } from '../utils/polling';
+import { ENDED_EARLY_MS, LONG_WAIT_MS, until } from '../utils/polling';
 import { agentChannelFixture, expectInvalid, expectV0Error, SessionView, UUID, Work } from '../utils/fixtures/agent-channel';
 
 /**
@@ -18,6 +19,28 @@ describe('Agent channel', () => {
   const { api } = fixture;
   let t: TestApp;
   beforeAll(() => ({ t } = fixture));
+
+  /** Watches the server's claims: how many arrived, which wait, what each answered. */
+  function watchClaims() {
+    const spy = jest.spyOn(t.app.get(WorkClaims), 'claim');
+    const slots = jest.spyOn(t.app.get(LongPollSlots), 'acquire');
+    return {
+      count: () => spy.mock.calls.length,
+      /** Claims that found nothing and wait: past their first look, in the long poll. */
+      waiting: () =>
+        until(
+          () => slots.mock.calls.length,
+          (n) => n === spy.mock.calls.length && n > 0,
+          'the claims to wait',
+          20_000,
+        ),
+      answers: () => Promise.all(spy.mock.results.map((r) => r.value as Promise<{ body: { work: Work | null } }>)),
+      restore: () => {
+        spy.mockRestore();
+        slots.mockRestore();
+      },
+    };
+  }
 
   describe('the session status cycle', () => {
     it('goes idle → pending → running → idle (with completedAt), and to pending when the user writes during a turn', async () => {
@@ -124,28 +147,28 @@ describe('Agent channel', () => {
       const owner = await createUser(t, Role.Owner, org);
       const session = await api.createSession(owner);
       const started = Date.now();
-      const waiting = api.claimRaw(owner, { waitMs: 5000 }).then((res) => ({ res, at: Date.now() }));
-      await sleep(250);
-      const addedAt = Date.now();
+      const claims = watchClaims();
+      const waiting = api.claimRaw(owner, { waitMs: LONG_WAIT_MS }).then((res) => ({ res, at: Date.now() }));
+      await claims.waiting().finally(claims.restore);
       const messageId = await api.say(owner, session.sessionId, 'wake up', 'pending');
       const { res, at } = await waiting;
       expect(res.status).toBe(200);
       expect(res.body.work).toMatchObject({ sessionId: session.sessionId, messages: [{ id: messageId }] });
-      expect(at - addedAt).toBeLessThan(3000);
-      // Woken by the message itself, not found by a periodic re-check of the database.
-      expect(at - started).toBeLessThan(900);
+      // Woken by the message itself, not found when the wait ran out or by a periodic re-check of the database.
+      expect(at - started).toBeLessThan(ENDED_EARLY_MS);
     });
 
     it('a waiting claim is woken when a turn ends with user messages left to answer', async () => {
       const { owner, sessionId, turnId } = await api.runningSession();
       const during = await api.say(owner, sessionId, 'one more thing', 'running');
       const started = Date.now();
-      const waiting = api.claimRaw(owner, { waitMs: 5000 }).then((res) => ({ res, at: Date.now() }));
-      await sleep(250);
+      const claims = watchClaims();
+      const waiting = api.claimRaw(owner, { waitMs: LONG_WAIT_MS }).then((res) => ({ res, at: Date.now() }));
+      await claims.waiting().finally(claims.restore);
       expect((await api.endTurn(owner, sessionId, { turnId })).body.session.status).toBe('pending');
       const { res, at } = await waiting;
       expect(res.body.work).toMatchObject({ sessionId, messages: [{ id: during }] });
-      expect(at - started).toBeLessThan(900);
+      expect(at - started).toBeLessThan(ENDED_EARLY_MS);
     });
 
     it('a claim with waitMs and no work answers {work: null} after about waitMs', async () => {
@@ -157,19 +180,21 @@ describe('Agent channel', () => {
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ work: null });
       expect(took).toBeGreaterThanOrEqual(290);
-      expect(took).toBeLessThan(1500);
+      // Not held past its waitMs until the next periodic re-check (30 s).
+      expect(took).toBeLessThan(ENDED_EARLY_MS);
     });
 
     it('a waiting claim is not given another organization’s work', async () => {
       const mine = await createUser(t, Role.Owner, await createOrganization(t));
       const theirs = await api.pendingSession();
       const started = Date.now();
-      const waiting = api.claimRaw(mine, { waitMs: 600 });
-      await sleep(100);
+      const claims = watchClaims();
+      const waiting = api.claimRaw(mine, { waitMs: 2_000 }).then((res) => res);
+      await claims.waiting().finally(claims.restore);
       await api.say(theirs.owner, (await api.createSession(theirs.owner)).sessionId, 'not for you');
       const res = await waiting;
       expect(res.body).toEqual({ work: null });
-      expect(Date.now() - started).toBeGreaterThanOrEqual(590);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1_990);
       expect((await api.getSession(theirs.owner, theirs.sessionId)).status).toBe('pending');
     });
 
@@ -197,14 +222,6 @@ describe('Agent channel', () => {
     }
 
     /** Records what the service answered each claim, the ones no client is left to read included. */
-    function watchClaims() {
-      const spy = jest.spyOn(t.app.get(WorkClaims), 'claim');
-      return {
-        count: () => spy.mock.calls.length,
-        answers: () => Promise.all(spy.mock.results.map((r) => r.value as Promise<{ body: { work: Work | null } }>)),
-        restore: () => spy.mockRestore(),
-      };
-    }
 
     it('a claim whose agent went away while waiting takes no work: the message stays pending for the next live agent', async () => {
       const org = await createOrganization(t);
@@ -212,19 +229,18 @@ describe('Agent channel', () => {
       const { sessionId } = await api.createSession(owner);
       const claims = watchClaims();
       try {
-        const dead = openClaim(owner, { waitMs: 20_000 });
-        await sleep(200);
+        const dead = openClaim(owner, { waitMs: LONG_WAIT_MS });
+        await claims.waiting();
         expect(claims.count()).toBe(1); // the server is in the long poll
         dead.cut();
         expect(await dead.outcome).toBe('cut');
-        await sleep(100);
 
         const messageId = await api.say(owner, sessionId, 'anyone there?', 'pending');
-        await sleep(1500);
-        // Without the check, the long poll woken by the message would have taken it: running under a turn no one does.
-        expect(await api.getSession(owner, sessionId)).toMatchObject({ status: 'pending', messageCount: 1 });
+        // Once the abandoned claim has answered, nothing else could take the message.
         const [abandoned] = await claims.answers();
         expect(abandoned.body).toEqual({ work: null });
+        // Without the check, the long poll woken by the message would have taken it: running under a turn no one does.
+        expect(await api.getSession(owner, sessionId)).toMatchObject({ status: 'pending', messageCount: 1 });
 
         const work = (await api.claim(owner))!;
         expect(work).toMatchObject({
@@ -244,19 +260,19 @@ describe('Agent channel', () => {
       const { sessionId } = await api.createSession(owner);
       const claims = watchClaims();
       try {
-        const dead = openClaim(owner, { waitMs: 20_000 });
-        const live = api.claimRaw(owner, { waitMs: 5000 }).then((res) => ({ res, at: Date.now() }));
-        await sleep(200);
+        const dead = openClaim(owner, { waitMs: LONG_WAIT_MS });
+        const live = api.claimRaw(owner, { waitMs: LONG_WAIT_MS }).then((res) => ({ res, at: Date.now() }));
+        await claims.waiting();
         expect(claims.count()).toBe(2);
         dead.cut();
         expect(await dead.outcome).toBe('cut');
-        await sleep(100);
         const addedAt = Date.now();
         const messageId = await api.say(owner, sessionId, 'who takes this?', 'pending');
         const { res, at } = await live;
         expect(res.status).toBe(200);
         expect(res.body.work).toMatchObject({ sessionId, messages: [{ id: messageId }] });
-        expect(at - addedAt).toBeLessThan(900);
+        // At once: not when its own wait or the gone agent's lease would have run out.
+        expect(at - addedAt).toBeLessThan(ENDED_EARLY_MS);
         const answers = await claims.answers();
         expect(answers.map((a) => a.body.work?.turnId ?? null).sort()).toEqual([null, res.body.work.turnId].sort());
         expect((await api.getSession(owner, sessionId)).status).toBe('running');
@@ -266,18 +282,18 @@ describe('Agent channel', () => {
       }
     });
 
-    it('an agent that went away before any work arrived ends its long poll within about a second, not at waitMs', async () => {
+    it('an agent that went away before any work arrived ends its long poll at once, not at waitMs', async () => {
       const owner = await createUser(t, Role.Owner, await createOrganization(t));
       const claims = watchClaims();
       try {
-        const dead = openClaim(owner, { waitMs: 20_000 });
-        await sleep(200);
+        const dead = openClaim(owner, { waitMs: LONG_WAIT_MS });
+        await claims.waiting();
         expect(claims.count()).toBe(1);
         const cutAt = Date.now();
         dead.cut();
         const [answer] = await claims.answers();
         expect(answer.body).toEqual({ work: null });
-        expect(Date.now() - cutAt).toBeLessThan(2500);
+        expect(Date.now() - cutAt).toBeLessThan(ENDED_EARLY_MS);
       } finally {
         claims.restore();
       }

@@ -5,6 +5,14 @@ export type Body = Record<string, any>;
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * How a test proves that a wait (a long poll, a timeout) ends on an event and not when its time runs out, without
+ * asserting any speed: it waits LONG_WAIT_MS and must be answered within half of it. The two outcomes lie seconds
+ * apart, which no busy machine closes; a bound of a few hundred milliseconds once failed in CI for that reason.
+ */
+export const LONG_WAIT_MS = 20_000;
+export const ENDED_EARLY_MS = LONG_WAIT_MS / 2;
+
 /** Polls `read` every 100 ms until `done` holds; fails naming `what` and the last value after `timeoutMs`. */
 export async function until<T>(read: () => T | Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
