@@ -74,6 +74,7 @@ const loading = {
   },
   transformIgnorePatterns: [`/node_modules/(?!(${ESM_ONLY.join('|')})/)`],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
+  setupFiles: ['<rootDir>/test/utils/code-cache.ts'],
 };
 
 module.exports = {

@@ -1,9 +1,10 @@
 import 'reflect-metadata';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/app-config';
 import { openDatabase } from '../../src/platform/database/open-database';
+import { CODE_CACHE_DIR } from './code-cache';
 import { serverUrl, TEMPLATE_ENV, withAdmin, withDatabase } from './test-database';
 
 /**
@@ -11,6 +12,7 @@ import { serverUrl, TEMPLATE_ENV, withAdmin, withDatabase } from './test-databas
  * copy (PostgreSQL: CREATE DATABASE ... TEMPLATE; PGlite: a copy of the data directory).
  */
 export default async function globalSetup(): Promise<void> {
+  await pruneCodeCache();
   const url = serverUrl();
   if (url) {
     const template = `ap_template_${process.pid}`;
@@ -26,5 +28,19 @@ export default async function globalSetup(): Promise<void> {
     const db = await openDatabase(loadConfig({ DATA_DIR: dataDir }));
     await db.close();
     process.env[TEMPLATE_ENV] = dataDir;
+  }
+}
+
+/** The compiled code test/utils/code-cache.js keeps (requiring it also puts it to work here, for `--runInBand`): entries older than a week are for code that changed since. */
+async function pruneCodeCache(): Promise<void> {
+  const weekAgo = Date.now() - 7 * 86_400_000;
+  const versions = await readdir(CODE_CACHE_DIR).catch(() => [] as string[]);
+  for (const version of versions) {
+    const dir = join(CODE_CACHE_DIR, version);
+    for (const entry of await readdir(dir).catch(() => [] as string[])) {
+      const file = join(dir, entry);
+      const made = (await stat(file).catch(() => null))?.mtimeMs ?? Infinity;
+      if (made < weekAgo) await rm(file, { force: true });
+    }
   }
 }
