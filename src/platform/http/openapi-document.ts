@@ -27,9 +27,10 @@ const DESCRIPTION = `
 \`POST /api/v0/sessions/{sessionId}/messages\`. The agent channel (\`/api/v0/agent\`) takes a computer's agent token
 (\`cpt_...\`; the demo's are in \`DATA_DIR/demo-agent-tokens.json\`).
 
-**Errors** are \`{detail, status, title, metadata?}\` (analytics: \`{title, detail, status, requestId}\`) with a stable
-\`metadata.code\`; every answer carries \`x-request-id\`. Any operation may answer **429** \`rate_limited\` with \`Retry-After\`. A
-method a path does not have answers **405** \`method_not_allowed\` with \`Allow\` listing the ones it has.
+**Errors** are \`{detail, status, title, metadata}\` with a stable \`metadata.code\` (analytics: \`{title, detail, status,
+requestId}\`; readiness: \`{title, detail, status, requestId, metadata}\`); every answer carries \`x-request-id\`. Any
+operation may answer **429** \`rate_limited\` with \`Retry-After\`. A method a path does not have answers
+**405** \`method_not_allowed\` with \`Allow\` listing the ones it has.
 
 **The guide**, in the repository's \`docs/\` folder: \`docs/getting-started.md\` (first key, first session, first agent turn
 with curl), \`docs/concepts.md\` (organizations, roles, sessions, computers, controls, analytics, readiness), \`docs/api.md\`
