@@ -60,10 +60,29 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
       if (APP_URL_PATHS.some((pattern) => pattern.test(path))) item.servers = [{ url: config.appUrl, description: '{app_url}' }];
     }
   }
+  normalizeSecurity(document);
   completeResponses(document);
   addRequestExamples(document);
   // Written in the 3.0 flavour the validators read; published as 3.1 (see openapi-31.ts).
   return toOpenApi31(document);
+}
+
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
+
+/**
+ * Each operation's security as OpenAPI reads it: each requirement once (a controller's @Authenticated and a route's own
+ * both name `bearer`), and `[]` where one requirement is nothing (`{}`, what @Public writes): the route needs no
+ * credential (AuthGuard lets it through before it reads one), which OpenAPI spells as an empty list.
+ */
+function normalizeSecurity(document: OpenAPIObject): void {
+  for (const item of Object.values(document.paths)) {
+    for (const method of METHODS) {
+      const operation = item[method];
+      if (!operation?.security) continue;
+      const requirements = [...new Map(operation.security.map((requirement) => [JSON.stringify(requirement), requirement])).values()];
+      operation.security = requirements.some((requirement) => Object.keys(requirement).length === 0) ? [] : requirements;
+    }
+  }
 }
 
 const DOCS_PATH = 'docs';

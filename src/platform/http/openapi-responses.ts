@@ -260,8 +260,10 @@ export function completeResponses(document: { paths: object }): void {
         if (example) copy['application/json'].example = example;
         operation.responses[status] = { description, content: copy };
       };
-      if (operation.security || !PROBES.has(path)) add('429', ADDED['429'], errorContent, operation.security ? undefined : anonymousLimitExample(path));
-      if (operation.security) add('403');
+      // A public operation has `security: []` (openapi-document.ts).
+      const needsCredential = (operation.security?.length ?? 0) > 0;
+      if (needsCredential || !PROBES.has(path)) add('429', ADDED['429'], errorContent, needsCredential ? undefined : anonymousLimitExample(path));
+      if (needsCredential) add('403');
       // Whatever the operation documents, a body sent with any method but GET is read, held to the limits and parsed.
       if (operation.requestBody || method !== 'get') {
         for (const status of ['400', '413', '415']) add(status);
