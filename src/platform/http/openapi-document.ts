@@ -44,6 +44,8 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
     .setOpenAPIVersion('3.1.0')
     .setTitle('Agent Platform API')
     .setVersion(API_VERSION)
+    // The project's licence (package.json), for readers of the document who never see the repository.
+    .setLicense('Apache-2.0', 'https://www.apache.org/licenses/LICENSE-2.0')
     .setDescription(DESCRIPTION.trim())
     .addServer(config.baseUrl, '{base_url}')
     .addBearerAuth(
