@@ -18,6 +18,7 @@ const swc = (syntax) => [
 /** Packages the app loads at run time that ship ES modules only. */
 const ESM_ONLY = [
   '@nestjs',
+  '@redocly',
   '@electric-sql',
   '@seriousme',
   '@borewit',
@@ -54,6 +55,7 @@ const ENGINE_NEUTRAL = [
     'engines',
     'fresh-clone',
     'module-boundaries',
+    'openapi-lint',
     'readiness-evaluator-cli',
     'readiness-evaluator-criteria',
     'readiness-evaluator-repositories',

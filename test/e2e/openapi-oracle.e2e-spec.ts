@@ -80,7 +80,11 @@ describe('OpenAPI oracle', () => {
   it('judges the document it holds, and leaves alone what it does not describe', () => {
     const oracle = t.oracle();
     const json = { 'content-type': 'application/json; charset=utf-8' };
-    expect(() => oracle.checkResponse('GET', `${MEMBERS}?limit=x`, 400, json, { detail: 'd', status: 400, title: 'Bad Request' })).not.toThrow();
+    const invalid = { detail: 'd', status: 400, title: 'Bad Request', metadata: { code: 'validation_failed' } };
+    expect(() => oracle.checkResponse('GET', `${MEMBERS}?limit=x`, 400, json, invalid)).not.toThrow();
+    // The v0 error body is exactly what the server sends: a code always, and no analytics `requestId`.
+    expect(() => oracle.checkResponse('GET', `${MEMBERS}?limit=x`, 400, json, { ...invalid, metadata: undefined })).toThrow(/required property 'metadata'/);
+    expect(() => oracle.checkResponse('GET', `${MEMBERS}?limit=x`, 400, json, { ...invalid, requestId: 'req_1' })).toThrow(/additional properties/);
     expect(() => oracle.checkResponse('GET', MEMBERS, 200, json, { members: 'none' })).toThrow(/GET \/api\/v0\/organization\/members 200: the body/);
     expect(() => oracle.checkResponse('DELETE', '/api/v0/sessions/x', 204, json, { deleted: true })).toThrow(
       /answered application\/json; the document gives no body/,

@@ -210,7 +210,7 @@ describe('OpenAPI document', () => {
         const needed = [
           // Any operation: a malformed URL (`malformed_url`) or a query parameter it does not take.
           '400',
-          ...(op.security ? ['401', '403', '429'] : []),
+          ...(op.security?.length ? ['401', '403', '429'] : []),
           ...(op.requestBody ? ['408', '413', '415'] : []),
           ...(REQUIRED[`${method} ${path}`] ?? []),
         ];
@@ -290,8 +290,17 @@ describe('OpenAPI document', () => {
     expect(Object.keys(doc.paths['/settings/api-keys/{apiKeyId}'].delete.responses)).toContain('404');
   });
 
-  it('places the web application’s endpoints on APP_URL and leaves /healthz public', () => {
+  it('places the web application’s endpoints on APP_URL and says which operations are public, and only those', () => {
     expect(doc.paths['/settings/api-keys'].servers).toEqual([{ url: 'https://app.example.test', description: '{app_url}' }]);
-    expect(doc.paths['/healthz'].get.security).toBeUndefined();
+    const open: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (method === 'servers') continue;
+        const { security } = operation as Operation;
+        if (security?.length === 0) open.push(`${method} ${path}`);
+        else expect([`${method} ${path}`, security]).toEqual([`${method} ${path}`, [{ bearer: [] }]]);
+      }
+    }
+    expect(open.sort()).toEqual(['get /api/v0/setup', 'get /healthz', 'get /livez', 'post /api/v0/setup']);
   });
 });

@@ -1,7 +1,7 @@
 import { Controller, Get, Header, HttpCode, Post } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
-import { REQUEST_ID_ERROR } from '../../platform/http/openapi';
+import { ANALYTICS_ERROR } from '../../platform/http/openapi';
 import { AnalyticsService } from './analytics.service';
 import { parseRange } from './domain/date-range';
 import { ActivityQuery, analyticsSchemas, DateRangeQuery, TokensQuery, ToolsQuery, UsersQuery } from './analytics-queries';
@@ -18,7 +18,7 @@ const ROLLUP_NOTE = 'Rows come from the daily rollup of closed days (see POST /a
 @Authenticated(Role.Owner, Role.Manager)
 @ApiBadRequestResponse({
   description: 'A date missing, malformed, after the other, today or later; an unknown group_by; limit outside 1-100; a cursor that is not a user id.',
-  schema: REQUEST_ID_ERROR,
+  schema: ANALYTICS_ERROR,
 })
 export class AnalyticsController {
   constructor(private readonly analytics: AnalyticsService) {}

@@ -1,5 +1,5 @@
 import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
-import { ApiBearerAuth, ApiForbiddenResponse, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiForbiddenResponse, ApiSecurity, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { V0_ERROR } from '../../platform/http/openapi';
 import { EdgeConfig } from '../../platform/http/route-config';
@@ -20,9 +20,11 @@ declare module 'fastify' {
 /**
  * The route needs no credentials (health, docs). Everything else is denied by default.
  * `probe`: a load balancer's health check, exempt from the anonymous rate limit.
+ * Its OpenAPI operation says so, with a requirement of nothing (`{}`; Nest drops an empty list): the document writes
+ * that `security: []` (openapi-document.ts), where a missing `security` would leave readers to guess.
  */
 export const Public = (options: { probe?: boolean } = {}) =>
-  applyDecorators(SetMetadata(PUBLIC_ROUTE, true), EdgeConfig({ public: true, probe: options.probe === true }));
+  applyDecorators(SetMetadata(PUBLIC_ROUTE, true), EdgeConfig({ public: true, probe: options.probe === true }), ApiSecurity({}));
 
 /**
  * Who may call a route: any authenticated user by default, or only the roles named

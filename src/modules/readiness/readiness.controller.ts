@@ -2,7 +2,7 @@ import { Body, Controller, Get, Param, Post } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiBody, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
-import { REQUEST_ID_ERROR } from '../../platform/http/openapi';
+import { READINESS_ERROR } from '../../platform/http/openapi';
 import { CRITERIA, LEVEL_NAMES, PILLARS, UNLOCK_SHARE } from './domain/criteria';
 import { criteriaCatalogue, CriteriaCatalogueView, LevelPointView, RepositoryView, ReadinessReportView } from './domain/views';
 import { LevelHistoryQuery, ListReportsQuery } from './schemas/readiness-queries';
@@ -38,7 +38,7 @@ const reportsSchema = { type: 'object', required: ['reports'], properties: { rep
 @ApiTags('Readiness reports')
 @Controller('api/organization')
 @Authenticated()
-@ApiBadRequestResponse({ description: 'Invalid parameters or body; `detail` names the field.', schema: REQUEST_ID_ERROR })
+@ApiBadRequestResponse({ description: 'Invalid parameters or body; `detail` names the field.', schema: READINESS_ERROR })
 @PathIds({ repoId: repositoryNotFound })
 export class ReadinessController {
   constructor(private readonly readiness: ReadinessService) {}
@@ -91,7 +91,7 @@ export class ReadinessController {
       "Every role may read. A repository the organization has no report of (another organization's included) is 404 `repository_not_found`.",
   })
   @ApiOkResponse({ schema: ref('ReadinessLevelHistory') })
-  @ApiNotFoundResponse({ description: '`repository_not_found`.', schema: REQUEST_ID_ERROR })
+  @ApiNotFoundResponse({ description: '`repository_not_found`.', schema: READINESS_ERROR })
   levels(
     @CurrentPrincipal() principal: Principal,
     @Param('repoId') repoId: string,

@@ -27,9 +27,10 @@ const DESCRIPTION = `
 \`POST /api/v0/sessions/{sessionId}/messages\`. The agent channel (\`/api/v0/agent\`) takes a computer's agent token
 (\`cpt_...\`; the demo's are in \`DATA_DIR/demo-agent-tokens.json\`).
 
-**Errors** are \`{detail, status, title, metadata?}\` (analytics: \`{title, detail, status, requestId}\`) with a stable
-\`metadata.code\`; every answer carries \`x-request-id\`. Any operation may answer **429** \`rate_limited\` with \`Retry-After\`. A
-method a path does not have answers **405** \`method_not_allowed\` with \`Allow\` listing the ones it has.
+**Errors** are \`{detail, status, title, metadata}\` with a stable \`metadata.code\` (analytics: \`{title, detail, status,
+requestId}\`; readiness: \`{title, detail, status, requestId, metadata}\`); every answer carries \`x-request-id\`. Any
+operation may answer **429** \`rate_limited\` with \`Retry-After\`. A method a path does not have answers
+**405** \`method_not_allowed\` with \`Allow\` listing the ones it has.
 
 **The guide**, in the repository's \`docs/\` folder: \`docs/getting-started.md\` (first key, first session, first agent turn
 with curl), \`docs/concepts.md\` (organizations, roles, sessions, computers, controls, analytics, readiness), \`docs/api.md\`
@@ -43,6 +44,8 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
     .setOpenAPIVersion('3.1.0')
     .setTitle('Agent Platform API')
     .setVersion(API_VERSION)
+    // The project's licence (package.json), for readers of the document who never see the repository.
+    .setLicense('Apache-2.0', 'https://www.apache.org/licenses/LICENSE-2.0')
     .setDescription(DESCRIPTION.trim())
     .addServer(config.baseUrl, '{base_url}')
     .addBearerAuth(
@@ -59,10 +62,29 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
       if (APP_URL_PATHS.some((pattern) => pattern.test(path))) item.servers = [{ url: config.appUrl, description: '{app_url}' }];
     }
   }
+  normalizeSecurity(document);
   completeResponses(document);
   addRequestExamples(document);
   // Written in the 3.0 flavour the validators read; published as 3.1 (see openapi-31.ts).
   return toOpenApi31(document);
+}
+
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
+
+/**
+ * Each operation's security as OpenAPI reads it: each requirement once (a controller's @Authenticated and a route's own
+ * both name `bearer`), and `[]` where one requirement is nothing (`{}`, what @Public writes): the route needs no
+ * credential (AuthGuard lets it through before it reads one), which OpenAPI spells as an empty list.
+ */
+function normalizeSecurity(document: OpenAPIObject): void {
+  for (const item of Object.values(document.paths)) {
+    for (const method of METHODS) {
+      const operation = item[method];
+      if (!operation?.security) continue;
+      const requirements = [...new Map(operation.security.map((requirement) => [JSON.stringify(requirement), requirement])).values()];
+      operation.security = requirements.some((requirement) => Object.keys(requirement).length === 0) ? [] : requirements;
+    }
+  }
 }
 
 const DOCS_PATH = 'docs';

@@ -1,6 +1,6 @@
 import { clientErrorBody } from '../logging/access-log';
 import { errorBody, errorFlavourOf } from './error-body';
-import { PASSED_ON, REQUEST_ID_ERROR, V0_ERROR } from './openapi';
+import { ERROR_SCHEMAS, PASSED_ON, V0_ERROR } from './openapi';
 
 /**
  * Answers every operation can give whatever its controller says, added to the document so that Swagger UI
@@ -34,7 +34,8 @@ type Operation = {
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 /** The error bodies' schemas (src/platform/http/openapi.ts); other answers (health's) have examples of their own. */
-const ERROR_SCHEMAS = /\/(V0ErrorSchema|RequestIdErrorSchema)$/;
+const ERROR_SCHEMA_REFS = new Set(Object.values(ERROR_SCHEMAS).map((schema) => schema.$ref));
+const isErrorSchema = (schema: unknown) => ERROR_SCHEMA_REFS.has((schema as { $ref?: string } | undefined)?.$ref ?? '');
 
 const ID = '0196f1d2-7c3a-7e0b-9f41-3a5c2b8d9e10';
 const COMPUTER_TOKEN_REFUSED = {
@@ -243,8 +244,14 @@ export function completeResponses(document: { paths: object }): void {
       if (!operation?.responses) continue;
       // Nest shares a controller's response objects between its operations: each operation gets copies of its own.
       operation.responses = structuredClone(operation.responses);
-      const errorContent = operation.responses['401']?.content ??
-        operation.responses['400']?.content ?? { 'application/json': { schema: errorFlavourOf(path) === 'v0' ? V0_ERROR : REQUEST_ID_ERROR } };
+      // The path decides which error body is answered (errorFlavourOf), whatever schema a decorator shared by every
+      // module names (@Authenticated's 401 and 403 name the v0 body): so the document says what the path answers.
+      const errorSchema = ERROR_SCHEMAS[errorFlavourOf(path)];
+      for (const response of Object.values(operation.responses)) {
+        const media = (response.content as Record<string, Json> | undefined)?.['application/json'];
+        if (media && isErrorSchema(media.schema)) media.schema = errorSchema;
+      }
+      const errorContent = operation.responses['401']?.content ?? operation.responses['400']?.content ?? { 'application/json': { schema: errorSchema } };
       const roleBound = operation.responses['403'] !== undefined;
       const add = (status: string, description = ADDED[status], content = errorContent, example?: unknown) => {
         if (operation.responses[status]) return;
@@ -253,8 +260,10 @@ export function completeResponses(document: { paths: object }): void {
         if (example) copy['application/json'].example = example;
         operation.responses[status] = { description, content: copy };
       };
-      if (operation.security || !PROBES.has(path)) add('429', ADDED['429'], errorContent, operation.security ? undefined : anonymousLimitExample(path));
-      if (operation.security) add('403');
+      // A public operation has `security: []` (openapi-document.ts).
+      const needsCredential = (operation.security?.length ?? 0) > 0;
+      if (needsCredential || !PROBES.has(path)) add('429', ADDED['429'], errorContent, needsCredential ? undefined : anonymousLimitExample(path));
+      if (needsCredential) add('403');
       // Whatever the operation documents, a body sent with any method but GET is read, held to the limits and parsed.
       if (operation.requestBody || method !== 'get') {
         for (const status of ['400', '413', '415']) add(status);
@@ -268,8 +277,7 @@ export function completeResponses(document: { paths: object }): void {
       for (const [status, response] of Object.entries(operation.responses)) {
         const media = (response.content as Record<string, Json> | undefined)?.['application/json'];
         const error = Number(status) >= 400 ? exampleError(path, method, Number(status), roleBound) : undefined;
-        const schema = (media?.schema as { $ref?: string } | undefined)?.$ref ?? '';
-        if (!media || !error || !ERROR_SCHEMAS.test(schema) || media.example !== undefined || media.examples !== undefined) continue;
+        if (!media || !error || !isErrorSchema(media.schema) || media.example !== undefined || media.examples !== undefined) continue;
         const { code, detail, metadata } = error;
         media.example = errorBody(errorFlavourOf(path), Number(status), detail, REQUEST_ID, { code, ...metadata });
       }

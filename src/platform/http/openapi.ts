@@ -1,55 +1,76 @@
-import { ref, SchemaRegistry } from './json-schema';
+import type { ErrorFlavour } from './error-body';
+import { ref, SchemaObject, SchemaRegistry } from './json-schema';
+
+/** A stable snake_case error code, as every error of the server names one (`ApiExceptionFilter`). */
+const ERROR_CODE = '^[a-z][a-z0-9]*(_[a-z0-9]+)*$';
+
+/** What the error bodies share, as the exception filter writes them (error-body.ts). */
+const detail: SchemaObject = {
+  type: 'string',
+  description: 'Human-readable message; names the offending field on validation errors.',
+  example: 'limit: must be a whole number from 1 to 100',
+};
+const status: SchemaObject = { type: 'integer', minimum: 400, maximum: 599, description: "HTTP status code, the same as the answer's.", example: 400 };
+const title: SchemaObject = { type: 'string', description: 'HTTP status title.', example: 'Bad Request' };
+/** The caller's `x-request-id` when it sent a sane one, else the server's (`req_` and 32 hex digits); also in the header. */
+const requestId: SchemaObject = {
+  type: 'string',
+  pattern: '^[A-Za-z0-9._:-]{1,128}$',
+  description: "The request's id, as the `x-request-id` header gives it: quote it when reporting an error.",
+  example: 'req_4f0c2d1e9b7a4c55a1d3e2f1a0b9c8d7',
+};
+const metadata: SchemaObject = {
+  type: 'object',
+  required: ['code'],
+  properties: {
+    code: {
+      type: 'string',
+      pattern: ERROR_CODE,
+      description: 'A stable snake_case error code (e.g. `validation_failed`, `invalid_cursor`, `revoked_api_key`, `insufficient_role`).',
+    },
+    errors: {
+      type: 'array',
+      maxItems: 20,
+      items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } },
+      description: 'On validation errors: the first 20 problems (field paths and messages quoted at most 200 and 500 characters long).',
+    },
+    errorCount: { type: 'integer', description: 'On validation errors: how many problems were found, listed or not.' },
+  },
+  // Some codes add details of their own (`too_many_long_polls`: `limit` and `max`).
+  additionalProperties: true,
+  description: 'What a program reads of the error: its `code`, and the details some codes add.',
+  example: { code: 'validation_failed', errors: [{ field: 'limit', message: 'must be a whole number from 1 to 100' }] },
+};
 
 /**
- * The shapes every module answers with: the two error bodies and a page's `pagination`. Published only
- * (nothing validates a request against them); modules point at them with `V0_ERROR`, `REQUEST_ID_ERROR`
- * and `ref('Pagination')`.
+ * The shapes every module answers with: the three error bodies and a page's `pagination`. Published only (nothing
+ * validates a request against them). Which error body an answer carries depends on its path alone (`errorFlavourOf`),
+ * so the document's error answers name the path's schema whatever a decorator says (`completeResponses`). Each lists
+ * exactly what the server sends, all of it required: the server always sends it.
  */
 export const httpSchemas = new SchemaRegistry('http').add({
   V0ErrorSchema: {
     type: 'object',
-    description: "The spec's v0 error body.",
-    required: ['detail', 'status', 'title'],
-    properties: {
-      detail: {
-        type: 'string',
-        description: 'Human-readable message; names the offending field on validation errors.',
-        example: 'limit: must be a whole number from 1 to 100',
-      },
-      status: { type: 'number', description: 'HTTP status code.', example: 400 },
-      title: { type: 'string', description: 'HTTP status title.', example: 'Bad Request' },
-      metadata: {
-        type: 'object',
-        properties: {
-          code: {
-            type: 'string',
-            description: 'A stable snake_case error code (e.g. `validation_failed`, `invalid_cursor`, `revoked_api_key`, `insufficient_role`).',
-          },
-          errors: {
-            type: 'array',
-            maxItems: 20,
-            items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } },
-            description: 'On validation errors: the first 20 problems (field paths and messages quoted at most 200 and 500 characters long).',
-          },
-          errorCount: { type: 'integer', description: 'On validation errors: how many problems were found, listed or not.' },
-        },
-        // Some codes add details of their own (`too_many_long_polls`: `limit` and `max`).
-        additionalProperties: true,
-        description: 'What a program reads of the error: its `code`, and the details some codes add.',
-        example: { code: 'validation_failed', errors: [{ field: 'limit', message: 'must be a whole number from 1 to 100' }] },
-      },
-    },
+    description:
+      "The spec's v0 error body (also the web application's `/settings` endpoints'). The spec makes `metadata` optional; this server always sends it, with a `code`.",
+    required: ['detail', 'status', 'title', 'metadata'],
+    additionalProperties: false,
+    properties: { detail, status, title, metadata },
   },
-  RequestIdErrorSchema: {
+  AnalyticsErrorSchema: {
     type: 'object',
-    description: 'The analytics error body (readiness answers the same, satisfying both documents).',
+    description: 'The analytics error body, as the spec and the reference analytics document give it.',
     required: ['title', 'detail', 'status', 'requestId'],
-    properties: {
-      title: { type: 'string', example: 'Bad Request' },
-      detail: { type: 'string', example: 'startDate: must be a date in YYYY-MM-DD format' },
-      status: { type: 'number', example: 400 },
-      requestId: { type: 'string', example: 'req_4f0c2d1e9b7a4c55a1d3e2f1a0b9c8d7' },
-    },
+    additionalProperties: false,
+    properties: { title, detail: { ...detail, example: 'startDate: must be a date in YYYY-MM-DD format' }, status, requestId },
+  },
+  ReadinessErrorSchema: {
+    type: 'object',
+    description:
+      "The readiness error body: the reference readiness document's `{title, detail, status, requestId}` with the v0 body's `metadata`, so it satisfies both.",
+    required: ['title', 'detail', 'status', 'requestId', 'metadata'],
+    additionalProperties: false,
+    properties: { title, detail, status, requestId, metadata },
   },
   Pagination: {
     type: 'object',
@@ -63,12 +84,16 @@ export const httpSchemas = new SchemaRegistry('http').add({
 
 /** The v0 error body, for `@Api...Response({ description, schema: V0_ERROR })`. */
 export const V0_ERROR = ref('V0ErrorSchema');
+/** The analytics error body. */
+export const ANALYTICS_ERROR = ref('AnalyticsErrorSchema');
+/** The readiness error body. */
+export const READINESS_ERROR = ref('ReadinessErrorSchema');
+
+/** The error body each kind of path answers with. */
+export const ERROR_SCHEMAS: Record<ErrorFlavour, { $ref: string }> = { v0: V0_ERROR, analytics: ANALYTICS_ERROR, readiness: READINESS_ERROR };
 
 /**
  * What a relay answers when it passes another server's answer on (its `default` answer, and what any of its listed
  * statuses may carry besides this server's own error body): that server's JSON.
  */
 export const PASSED_ON = { 'application/json': { schema: { type: 'object', description: "The other server's own JSON body, passed on with its status." } } };
-
-/** The analytics and readiness error body. */
-export const REQUEST_ID_ERROR = ref('RequestIdErrorSchema');
