@@ -12,6 +12,8 @@ export function serverUrl(): string | undefined {
 }
 
 export const TEMPLATE_ENV = 'AGENT_PLATFORM_TEST_TEMPLATE';
+/** Where global setup keeps migrated PGlite templates between runs, each under the hash of what made it. */
+export const TEMPLATE_CACHE_DIR = join(__dirname, '..', '..', 'node_modules', '.cache', 'test-template');
 
 export interface TestDatabase {
   /** Environment for the app: DATABASE_URL, or DATA_DIR holding a migrated PGlite. */
