@@ -1,4 +1,5 @@
 import js from '@eslint/js';
+import importX from 'eslint-plugin-import-x';
 import { dirname, relative, resolve, sep } from 'node:path';
 import tseslint from 'typescript-eslint';
 
@@ -126,6 +127,19 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  // Every package imported is declared in package.json (type imports too: the compile needs them). The server, the
+  // agent and the launcher run from a production install (--omit=dev, .ci/production-install), so they import
+  // `dependencies` only; tests, tools and the console may use devDependencies (Vite bundles the console into dist/web
+  // at build time, so nothing of it is loaded from node_modules in production).
+  {
+    plugins: { 'import-x': importX },
+    rules: { 'import-x/no-extraneous-dependencies': ['error', { includeTypes: true }] },
+  },
+  {
+    files: ['src/**/*.ts', 'bin/**/*.js'],
+    ignores: ['src/**/*.spec.ts'],
+    rules: { 'import-x/no-extraneous-dependencies': ['error', { includeTypes: true, devDependencies: false }] },
   },
   { files: ['**/*.mjs', '**/*.mts'], ...tseslint.configs.disableTypeChecked },
   // Plain CommonJS run with Node alone: the launcher (bin/), and what tests copy into a computer and run there.

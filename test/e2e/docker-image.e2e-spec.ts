@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SETTING_NAMES } from '../../src/config/settings';
 
-// js-yaml comes with @nestjs/swagger (the server serves /docs-yaml with it).
+// Untyped: js-yaml (the version @nestjs/swagger serves /docs-yaml with) ships no types.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { load } = require('js-yaml') as { load(text: string): unknown };
 

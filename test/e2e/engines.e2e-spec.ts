@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-// semver comes with npm's own tooling in node_modules (eslint, jest, typeorm's dependencies use it).
+// Untyped: semver ships no types, and @types/semver is not installed for two calls.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const semver = require('semver') as { satisfies(version: string, range: string): boolean; minVersion(range: string): { version: string } };
 

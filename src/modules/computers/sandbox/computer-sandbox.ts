@@ -6,7 +6,7 @@ import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { chown, lstat, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { hostname, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { AllowedIps } from '../../../agent/sandbox/network-policy';
 import { AppConfig } from '../../../config/app-config';
 import { logSecurityEvent } from '../../../platform/logging/security-log';
@@ -90,7 +90,7 @@ export interface SandboxRun {
   readOnly?: readonly string[];
   /** Host paths it may write besides its workspace (the agent's state). */
   writable?: readonly string[];
-  /** The command is the platform's reference agent: its code (dist/, node_modules/) is visible, read-only. */
+  /** The command is the platform's reference agent: its code (dist/) and packages are visible, read-only. */
   agent?: boolean;
 }
 
@@ -328,7 +328,9 @@ export class ComputerSandbox {
   /** The platform's built agent and the packages it loads: never the project's other files (its data, its settings). */
   private agentDirs(): string[] {
     const project = resolve(__dirname, '../../../..');
-    return [join(project, 'dist'), join(project, 'node_modules')];
+    // Installed as a package (npm install agent-platform), its dependencies sit beside it in the node_modules that holds it.
+    const holder = dirname(project);
+    return [join(project, 'dist'), join(project, 'node_modules'), ...(basename(holder) === 'node_modules' ? [holder] : [])];
   }
 }
 
