@@ -86,6 +86,20 @@ export function ancestorsOf(pid: number): number[] {
   return ancestors;
 }
 
+/** The command lines of the running processes that descend from `pid` (its children, theirs ...). */
+export function commandLinesUnder(pid: number): string[][] {
+  const found: string[][] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (ancestorsOf(Number(entry)).includes(pid)) found.push(commandLineOf(Number(entry)));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
+}
+
 /** The uid a process runs as, and its PID namespace. */
 export const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 export const pidNamespaceOf = (pid: number) => readlinkSync(`/proc/${pid}/ns/pid`);
