@@ -2,6 +2,7 @@ import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser } from '../utils/factories';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { ENDED_EARLY_MS, LONG_WAIT_MS, sleep } from '../utils/polling';
+import { pollsWaiting } from '../utils/long-polls-waiting';
 import { channel, expectV0Error, MessageView, Work } from '../utils/fixtures/agent-channel';
 
 /** Turn leases (a short AGENT_LEASE_MS) and the channel's shutdown. */
@@ -139,15 +140,16 @@ describe('Agent channel shutdown', () => {
     const t = await startTestApp();
     const api = channel(() => t);
     const owner = await createUser(t, Role.Owner);
-    const waiting = api.claimRaw(owner, { waitMs: 4000 }).then(
+    const waiting = api.claimRaw(owner, { waitMs: LONG_WAIT_MS }).then(
       (res) => ({ status: res.status, body: res.body as unknown }),
       (error: Error) => ({ status: 0, body: error.message as unknown }),
     );
-    await sleep(300);
+    await pollsWaiting(t, owner.organizationId, 1);
     const started = Date.now();
     await t.close();
     const closeTook = Date.now() - started;
     expect(await waiting).toEqual({ status: 200, body: { work: null } });
-    expect(closeTook).toBeLessThan(2000);
+    // Not held until the claim's wait ran out.
+    expect(closeTook).toBeLessThan(ENDED_EARLY_MS);
   });
 });

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Role } from '../../src/modules/auth';
 import { EventLog } from '../../src/platform/events';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
-import { Body, until } from '../utils/polling';
+import { Body, ENDED_EARLY_MS, LONG_WAIT_MS, until } from '../utils/polling';
 import { startTestApp, TestApp } from '../utils/test-app';
 
 const ROOT = join(__dirname, '..', '..');
@@ -158,8 +158,9 @@ describe('A person in the loop of the agent process', () => {
 
       const asked = Date.now();
       await t.http().post(`/api/v0/sessions/${sessionId}/interrupt`).set(owner.auth).expect(200);
-      await untilIdle(owner, sessionId, output, 5_000);
-      expect(Date.now() - asked).toBeLessThan(4_000);
+      // Seen at the agent's next heartbeat (each second): the model's answer, which never comes, is not waited for.
+      await untilIdle(owner, sessionId, output, LONG_WAIT_MS);
+      expect(Date.now() - asked).toBeLessThan(ENDED_EARLY_MS);
 
       const all = await messages(owner, sessionId);
       expect(all.map((m) => m.role)).toEqual(['user', 'assistant']);
@@ -186,8 +187,9 @@ describe('A person in the loop of the agent process', () => {
 
       const asked = Date.now();
       await t.http().post(`/api/v0/sessions/${sessionId}/interrupt`).set(owner.auth).expect(200);
-      await untilIdle(owner, sessionId, output, 5_000);
-      expect(Date.now() - asked).toBeLessThan(4_000);
+      // Killed, not waited for: the command would end by itself 30 s after it started.
+      await untilIdle(owner, sessionId, output, LONG_WAIT_MS);
+      expect(Date.now() - asked).toBeLessThan(ENDED_EARLY_MS);
       expect(alive(pid)).toBe(false);
 
       const all = await messages(owner, sessionId);

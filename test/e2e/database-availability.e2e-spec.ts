@@ -7,6 +7,7 @@ import { createTestDatabase, serverUrl, withAdmin } from '../utils/test-database
 import { startTestApp, TestApp } from '../utils/test-app';
 import { Role } from '../../src/modules/auth';
 import { createUser, TestUser } from '../utils/factories';
+import { LONG_WAIT_MS, until } from '../utils/polling';
 
 const onPglite = !serverUrl();
 
@@ -58,9 +59,13 @@ describe('The database connection survives idleness, errors and lost connections
     owner = await createUser(t, Role.Owner);
     await expectServing(t, owner);
     for (let round = 0; round < 2; round++) {
-      await sleep(400);
-      // The pool really let its connections go: what follows runs on new ones.
-      expect(poolOf(t).totalCount).toBe(0);
+      // The pool really lets its connections go (100 ms idle): what follows runs on new ones.
+      await until(
+        () => poolOf(t).totalCount,
+        (open) => open === 0,
+        'the pool to close its idle connections',
+        LONG_WAIT_MS,
+      );
       await expectServing(t, owner);
     }
   });
@@ -106,7 +111,20 @@ describe('The database connection survives idleness, errors and lost connections
     const database = new URL(t.config.DATABASE_URL!).pathname.slice(1);
     const admin = serverUrl()!;
     const sleeping = poolOf(t).query('SELECT pg_sleep(5)');
-    await sleep(200);
+    // Cancelled once it runs (a cancel before would find nothing, and it would simply end after 5 s).
+    await until(
+      () =>
+        withAdmin(admin, async (c) => {
+          const { rows } = await c.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND query = 'SELECT pg_sleep(5)'`,
+            [database],
+          );
+          return rows[0].n;
+        }),
+      (n) => n === 1,
+      'the statement to run',
+      LONG_WAIT_MS,
+    );
     await withAdmin(admin, (c) =>
       c.query(`SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND query = 'SELECT pg_sleep(5)'`, [database]),
     );

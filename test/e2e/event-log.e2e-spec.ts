@@ -208,6 +208,8 @@ describe('The event log', () => {
     const handled: string[] = [];
     /** Fails this many times on events of the organization named. */
     let failing = { organizationId: '', times: 0 };
+    /** When each delivery of that organization's events began, and whether it failed. */
+    const attempts: Array<{ at: number; failed: boolean }> = [];
 
     beforeAll(async () => {
       await t.app.get(DataSource).query(`CREATE TABLE IF NOT EXISTS test_durable_effects (event_id uuid PRIMARY KEY, seq bigint NOT NULL)`);
@@ -215,11 +217,14 @@ describe('The event log', () => {
         name: 'test.effects',
         types: ['session.created'],
         handle: async (manager: EntityManager, events: AnyStoredEvent[]) => {
+          const attempt = { at: Date.now(), failed: false };
+          if (events.some((event) => event.organizationId === failing.organizationId)) attempts.push(attempt);
           for (const event of events) {
             // A duplicate would break the primary key: exactly once.
             await manager.query(`INSERT INTO test_durable_effects (event_id, seq) VALUES ($1, $2)`, [event.id, event.seq]);
             if (failing.times > 0 && event.organizationId === failing.organizationId) {
               failing.times--;
+              attempt.failed = true;
               throw new Error('the listener is down');
             }
           }
@@ -238,8 +243,14 @@ describe('The event log', () => {
       await until(() => events.every((e) => handled.includes(e.id)), 'the listener to catch up after its failures', 20_000);
       expect(handled.filter((id) => events.some((e) => e.id === id))).toEqual(events.map((e) => e.id));
       expect(failing.times).toBe(0);
-      // Backing off: 1 s after the first failure, 2 s after the second, however many events arrive meanwhile.
+      // Backing off: 1 s after the first failure, 2 s after the second, however many events arrive meanwhile. Told by
+      // when each delivery began, which a busy machine can only delay: without a back-off they would come at each
+      // sweep (100 ms), and these bounds would fail however slow the machine.
       expect(Date.now() - started).toBeGreaterThanOrEqual(2_500);
+      const [first, second, third] = attempts;
+      expect(attempts.slice(0, 3).map((a) => a.failed)).toEqual([true, true, false]);
+      expect(second.at - first.at).toBeGreaterThanOrEqual(1_000 - 50);
+      expect(third.at - second.at).toBeGreaterThanOrEqual(2_000 - 50);
       const [checkpoint] = (await t.app
         .get(DataSource)
         .query(`SELECT seq::int AS seq, failures FROM event_checkpoints WHERE listener = 'test.effects' AND organization_id = $1`, [

@@ -2,7 +2,7 @@ import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
 import { EventLog } from '../../src/platform/events';
 import { createOrganization, createUser } from '../utils/factories';
-import { sleep } from '../utils/polling';
+import { ENDED_EARLY_MS, LONG_WAIT_MS, until, within } from '../utils/polling';
 import { openStream, payloads, SseStream } from '../utils/sse';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { expectV0Error } from '../utils/v0-errors';
@@ -129,14 +129,19 @@ describe('Event streams and lists', () => {
       await over.ended;
       expect(over.body()).toMatchObject({ status: 429, metadata: { code: 'too_many_streams', quota: 'EVENT_STREAMS_PER_ORGANIZATION', limit: 5 } });
       open[0].close();
-      let again: SseStream | undefined;
-      for (let i = 0; i < 50 && again?.status !== 200; i++) {
-        again?.close();
-        await sleep(20);
-        again = await stream(a, '/api/v0/events');
-      }
-      expect(again!.status).toBe(200);
-      for (const s of [...open, again!]) s.close();
+      // Freed when the server sees the connection close: until then another stream is still refused.
+      const again = await until(
+        async () => {
+          const attempt = await stream(a, '/api/v0/events');
+          if (attempt.status !== 200) attempt.close();
+          return attempt;
+        },
+        (attempt) => attempt.status === 200,
+        'a slot to be freed',
+        LONG_WAIT_MS,
+      );
+      expect(again.status).toBe(200);
+      for (const s of [...open, again]) s.close();
     });
 
     it('tells of a deleted computer its owner and the administrators, and its agent token stops working on every instance', async () => {
@@ -185,7 +190,8 @@ describe('Event streams and lists', () => {
       const live = await stream(owner, '/api/v0/events');
       expect(live.status).toBe(200);
       await writer.http().delete(`/settings/api-keys/${owner.apiKeyId}`).set(owner.auth).expect(200);
-      await Promise.race([live.ended, sleep(5_000).then(() => Promise.reject(new Error('the stream did not end')))]);
+      // Nothing else would end it: its heartbeats would go on for good.
+      await within(live.ended, LONG_WAIT_MS, 'the stream to end');
     });
   });
 });
@@ -200,6 +206,8 @@ describe('Event streams at shutdown', () => {
     const started = Date.now();
     await t.close();
     await Promise.all(streams.map((s) => s.ended));
-    expect(Date.now() - started).toBeLessThan(5_000);
+    // Waited for, they would hold the close for good: nothing ends them but the server (a heartbeat a minute, no end of
+    // their own).
+    expect(Date.now() - started).toBeLessThan(ENDED_EARLY_MS);
   });
 });

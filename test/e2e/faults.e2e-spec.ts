@@ -4,7 +4,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import { Role } from '../../src/modules/auth';
 import { createUser, TestUser } from '../utils/factories';
 import { ServerProcess, startServer } from '../utils/processes';
-import { sleep, until } from '../utils/polling';
+import { LONG_WAIT_MS, sleep, until } from '../utils/polling';
 import { cpuMillisOf } from '../utils/process-state';
 import { startTestApp } from '../utils/test-app';
 import { createTestDatabase, TestDatabase } from '../utils/test-database';
@@ -94,6 +94,20 @@ describe('Faults: slow, vanishing, bursting and malformed clients', () => {
     return Number(/^agent_platform_long_polls_open (\S+)$/m.exec(text)?.[1] ?? NaN);
   }
 
+  /**
+   * Until the server has logged an access line that `matches`, then that there is one: a line is written when its
+   * request ends, and reaches this process through the server's output a moment later.
+   */
+  async function loggedOnce(matches: (line: Line) => boolean): Promise<void> {
+    const lines = await until(
+      () => accessLines(server).filter(matches),
+      (found) => found.length > 0,
+      'the access line',
+      LONG_WAIT_MS,
+    );
+    expect(lines).toHaveLength(1);
+  }
+
   /** The bystander's authenticated read and the readiness check, `rounds` times each, one after another: each must answer 200. */
   async function bystanderServed(rounds = 5): Promise<void> {
     for (let i = 0; i < rounds; i++) {
@@ -127,8 +141,7 @@ describe('Faults: slow, vanishing, bursting and malformed clients', () => {
       clearInterval(trickle);
       socket.destroy();
     }
-    await sleep(50);
-    expect(accessLines(server).filter((line) => line.status === 408)).toHaveLength(1);
+    await loggedOnce((line) => line.status === 408);
   });
 
   it('a malformed Content-Length answers 400 in the v0 body and is logged once', async () => {
@@ -139,10 +152,7 @@ describe('Faults: slow, vanishing, bursting and malformed clients', () => {
     expect(response).toMatch(/^HTTP\/1\.1 400/);
     const body = JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4)) as Line;
     expect(body).toMatchObject({ status: 400, title: 'Bad Request', metadata: { code: 'malformed_request' } });
-    await sleep(50);
-    expect(accessLines(server).filter((line) => line.reason === 'HPE_INVALID_CONTENT_LENGTH' || line.reason === 'HPE_UNEXPECTED_CONTENT_LENGTH')).toHaveLength(
-      1,
-    );
+    await loggedOnce((line) => line.reason === 'HPE_INVALID_CONTENT_LENGTH' || line.reason === 'HPE_UNEXPECTED_CONTENT_LENGTH');
   });
 
   it('headers too large for the parser answer 431 in the v0 body and are logged once', async () => {
@@ -153,8 +163,7 @@ describe('Faults: slow, vanishing, bursting and malformed clients', () => {
     expect(response).toMatch(/^HTTP\/1\.1 431/);
     const body = JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4)) as Line;
     expect(body).toMatchObject({ status: 431, metadata: { code: 'malformed_request' } });
-    await sleep(50);
-    expect(accessLines(server).filter((line) => line.status === 431)).toHaveLength(1);
+    await loggedOnce((line) => line.status === 431);
   });
 
   it('a client that disconnects mid-upload or mid long poll leaves one line each and no trace in the others’ service', async () => {
@@ -173,14 +182,13 @@ describe('Faults: slow, vanishing, bursting and malformed clients', () => {
     poll.write(
       `POST /api/v0/agent/claims HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${attacker.key}\r\nContent-Type: application/json\r\nContent-Length: ${claim.length}\r\nx-request-id: cut-poll\r\n\r\n${claim}`,
     );
-    await sleep(300);
+    // Cut once it waits (the server's gauge counts it), not while the server still reads it.
+    await until(longPollsOpen, (open) => open === 1, 'the poll to wait', LONG_WAIT_MS);
     poll.destroy();
 
     await bystanderServed(3);
-    await sleep(200);
-    const lines = accessLines(server);
-    expect(lines.filter((line) => line.requestId === 'cut-upload')).toHaveLength(1);
-    expect(lines.filter((line) => line.requestId === 'cut-poll')).toHaveLength(1);
+    await loggedOnce((line) => line.requestId === 'cut-upload');
+    await loggedOnce((line) => line.requestId === 'cut-poll');
   });
 
   it('1,000 long polls waiting: the others are served meanwhile, and each poll cut off is logged once', async () => {

@@ -8,7 +8,18 @@ import { SecretBox } from '../../src/platform/secrets/secret-box';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { api, Body, sleep, until } from '../utils/polling';
 import { createGitRepo, reposRoot } from '../utils/git-fixtures';
-import { agentPids, ancestorsOf, commandLineOf, environmentOf, gone, pidNamespaceOf, running, theAgent, uidOf } from '../utils/process-state';
+import {
+  agentPids,
+  ancestorsOf,
+  commandLineOf,
+  commandLinesUnder,
+  environmentOf,
+  gone,
+  pidNamespaceOf,
+  running,
+  theAgent,
+  uidOf,
+} from '../utils/process-state';
 import { ServerProcess, startServer } from '../utils/processes';
 import { startTestApp } from '../utils/test-app';
 import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
@@ -242,7 +253,12 @@ describe('Local agents', () => {
       (status) => status === 'running',
       'the turn to start',
     );
-    await sleep(500);
+    // Killed while the agent runs the hook (its `sleep 30`), not before it got there.
+    await until(
+      () => commandLinesUnder(computer.pid).some(([command, seconds]) => command === 'sleep' && seconds === '30'),
+      Boolean,
+      'the agent to run its hook',
+    );
     server.child.kill('SIGKILL');
     await until(
       () => server.child.exitCode !== null || server.child.signalCode !== null,

@@ -1,6 +1,6 @@
 import { Role } from '../../src/modules/auth';
 import { createUser, TestUser } from '../utils/factories';
-import { sleep } from '../utils/polling';
+import { LONG_WAIT_MS, until } from '../utils/polling';
 import { ServerProcess, startServer } from '../utils/processes';
 import { startTestApp } from '../utils/test-app';
 import { createTestDatabase, TestDatabase } from '../utils/test-database';
@@ -38,18 +38,18 @@ describe('Logs for people and for machines', () => {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
 
-  /** Waits until `count` lines mention one of the request ids. */
-  async function waitFor(server: ServerProcess, ids: string[]): Promise<string[]> {
-    let lines: string[] = [];
-    for (let i = 0; i < 100; i++) {
-      lines = server
-        .output()
-        .split('\n')
-        .filter((line) => ids.some((id) => line.includes(id)));
-      if (lines.length >= ids.length) break;
-      await sleep(20);
-    }
-    return lines;
+  /** Waits until as many lines as there are request ids mention one of them. */
+  function waitFor(server: ServerProcess, ids: string[]): Promise<string[]> {
+    return until(
+      () =>
+        server
+          .output()
+          .split('\n')
+          .filter((line) => ids.some((id) => line.includes(id))),
+      (lines) => lines.length >= ids.length,
+      `the lines of ${ids.join(', ')}`,
+      LONG_WAIT_MS,
+    );
   }
 
   /** The lines printed up to and including the last start-up line (Data: ...). */

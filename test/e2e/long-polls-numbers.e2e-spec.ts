@@ -1,16 +1,17 @@
 import { Role } from '../../src/modules/auth';
 import { createUser } from '../utils/factories';
-import { sleep, until } from '../utils/polling';
+import { ENDED_EARLY_MS, LONG_WAIT_MS, sleep, until } from '../utils/polling';
 import { serverUrl, withAdmin } from '../utils/test-database';
+import { pollsWaiting } from '../utils/long-polls-waiting';
 import { answered, openClaim } from '../utils/raw-claims';
 import { startTestApp, TestApp } from '../utils/test-app';
-import { countCheckouts, helpers, postgresOnly, PROMPT_MS, QUIET, quiet, settledAmong } from '../utils/fixtures/long-polls';
+import { countCheckouts, helpers, postgresOnly, QUIET, quiet, settledAmong } from '../utils/fixtures/long-polls';
 
 /**
  * Long polls (`POST /api/v0/agent/claims` with `waitMs`) in numbers: many waiting polls cost the
  * database about one look per arrival, not one per poll; a poll waiting for a lease wakes when it
  * runs out; and, on PostgreSQL, a poll is woken through another instance, also after its listening
- * connection was killed.
+ * connection was killed. A poll that must be woken waits LONG_WAIT_MS and must answer within half of it.
  */
 
 describe('Long polls in numbers', () => {
@@ -18,7 +19,8 @@ describe('Long polls in numbers', () => {
   const api = helpers(() => t);
 
   beforeAll(async () => {
-    t = await startTestApp({ LONG_POLLS_PER_COMPUTER: '100', LONG_POLLS_PER_ORGANIZATION: '100', AGENT_LEASE_MS: '1000', ...QUIET });
+    // Leases of 3 s: one runs out while a test watches a poll wait for it, and none while a test counts what an arrival costs.
+    t = await startTestApp({ LONG_POLLS_PER_COMPUTER: '100', LONG_POLLS_PER_ORGANIZATION: '100', AGENT_LEASE_MS: '3000', ...QUIET });
   });
   afterAll(async () => {
     await t?.close();
@@ -30,21 +32,22 @@ describe('Long polls in numbers', () => {
     // What an add-message costs by itself: the same request in an organization where no one waits.
     const other = await createUser(t, Role.Owner);
     const otherSession = await api.session(other);
-    const polls = Array.from({ length: 20 }, () => openClaim(t, owner.auth, { waitMs: 10_000 }));
-    await sleep(300);
+    const polls = Array.from({ length: 20 }, () => openClaim(t, owner.auth, { waitMs: LONG_WAIT_MS }));
+    await pollsWaiting(t, owner.organizationId, 20);
     await quiet(t);
+    // Each window lasts until the pool is idle again: what the request set going after its answer is counted too.
     const baseline = countCheckouts(t);
     await api.say(other, otherSession, 'no one waits here');
-    await sleep(200);
+    await quiet(t);
     baseline.stop();
     const checkouts = countCheckouts(t);
     const addedAt = await api.say(owner, sessionId, 'one piece of work');
     const winner = await Promise.race(polls.map((p) => answered(p)));
-    await sleep(300);
+    await quiet(t);
     checkouts.stop();
     expect(winner.body.work).toMatchObject({ sessionId });
-    // Woken by the arrival, not by a recheck (30 s) or the end of the wait (10 s); speed itself is the bench's to measure.
-    expect(winner.at - addedAt).toBeLessThan(PROMPT_MS);
+    // Woken by the arrival, not by a recheck (30 s) or the end of the wait (20 s); speed itself is the bench's to measure.
+    expect(winner.at - addedAt).toBeLessThan(ENDED_EARLY_MS);
     expect(await settledAmong(polls)).toBe(1);
     // The add-message itself, plus the winner's look and the one poll it passed the turn on to, about 3: not one look per
     // waiting poll (20). The margin takes the odd extra look seen under CI's load (7 once on PGlite: a periodic job's
@@ -59,24 +62,25 @@ describe('Long polls in numbers', () => {
     await api.say(owner, sessionId, 'work');
     const first = await t.http().post('/api/v0/agent/claims').set(owner.auth).send({});
     const expiresAt = first.body.work.leaseExpiresAt as number;
-    const poll = openClaim(t, owner.auth, { waitMs: 10_000 });
-    await sleep(200);
+    const poll = openClaim(t, owner.auth, { waitMs: LONG_WAIT_MS });
+    await pollsWaiting(t, owner.organizationId, 1);
     await quiet(t);
     const checkouts = countCheckouts(t);
     const res = await answered(poll);
     checkouts.stop();
     expect(res.body.work).toMatchObject({ sessionId });
     expect(res.at).toBeGreaterThanOrEqual(expiresAt);
-    expect(res.at - expiresAt).toBeLessThan(PROMPT_MS);
-    // About one look at the expiry, not a poll spinning on it every 50 ms (which would be 16 looks or more).
+    // At the expiry (AGENT_LEASE_MS, 3 s), not at the end of its wait.
+    expect(res.at - expiresAt).toBeLessThan(ENDED_EARLY_MS);
+    // About one look at the expiry, not a poll spinning on it every 50 ms (20 looks a second until it runs out).
     expect(checkouts.count()).toBeLessThanOrEqual(6);
   });
 
   postgresOnly('PostgreSQL shows no connection of the app active or in a transaction while 50 polls wait', async () => {
     const owner = await createUser(t, Role.Owner);
     const computer = await api.computer(owner);
-    const polls = Array.from({ length: 50 }, (_, i) => openClaim(t, i % 2 ? computer.auth : owner.auth, { waitMs: 10_000 }));
-    await sleep(500);
+    const polls = Array.from({ length: 50 }, (_, i) => openClaim(t, i % 2 ? computer.auth : owner.auth, { waitMs: LONG_WAIT_MS }));
+    await pollsWaiting(t, owner.organizationId, 50);
     const database = new URL(t.database.env.DATABASE_URL).pathname.slice(1);
     const busy = () =>
       withAdmin(serverUrl()!, async (client) => {
@@ -104,19 +108,19 @@ describe('Long polls in numbers', () => {
         const owner = await createUser(t, Role.Owner);
         const computer = await api.computer(owner);
         const [routed, unrouted] = [await api.session(owner), await api.session(owner)];
-        const poll = openClaim(other, computer.auth, { waitMs: 10_000 });
-        await sleep(200);
+        const poll = openClaim(other, computer.auth, { waitMs: LONG_WAIT_MS });
+        await pollsWaiting(other, owner.organizationId, 1);
         const addedAt = await api.say(owner, routed, 'through the first instance', computer.id);
         const res = await answered(poll);
         expect(res.body.work).toMatchObject({ sessionId: routed });
-        expect(res.at - addedAt).toBeLessThan(PROMPT_MS);
+        expect(res.at - addedAt).toBeLessThan(ENDED_EARLY_MS);
 
-        const poll2 = openClaim(other, owner.auth, { waitMs: 10_000 });
-        await sleep(200);
+        const poll2 = openClaim(other, owner.auth, { waitMs: LONG_WAIT_MS });
+        await pollsWaiting(other, owner.organizationId, 1);
         const addedAt2 = await api.say(owner, unrouted, 'unrouted');
         const res2 = await answered(poll2);
         expect(res2.body.work).toMatchObject({ sessionId: unrouted });
-        expect(res2.at - addedAt2).toBeLessThan(PROMPT_MS);
+        expect(res2.at - addedAt2).toBeLessThan(ENDED_EARLY_MS);
       } finally {
         await other.close();
       }
@@ -140,12 +144,12 @@ describe('Long polls in numbers', () => {
         await withAdmin(serverUrl()!, (client) => client.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [before]));
         const after = await until(listeners, (pids) => pids.length === 2 && pids.every((pid) => !before.includes(pid)), 'the listeners back', 5_000);
         expect(after).toHaveLength(2);
-        const poll = openClaim(other, owner.auth, { waitMs: 10_000 });
-        await sleep(200);
+        const poll = openClaim(other, owner.auth, { waitMs: LONG_WAIT_MS });
+        await pollsWaiting(other, owner.organizationId, 1);
         const addedAt = await api.say(owner, sessionId, 'after the outage');
         const res = await answered(poll);
         expect(res.body.work).toMatchObject({ sessionId });
-        expect(res.at - addedAt).toBeLessThan(PROMPT_MS);
+        expect(res.at - addedAt).toBeLessThan(ENDED_EARLY_MS);
       } finally {
         await other.close();
       }

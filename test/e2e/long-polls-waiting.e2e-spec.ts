@@ -1,15 +1,20 @@
 import { Logger } from '@nestjs/common';
 import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser } from '../utils/factories';
-import { sleep } from '../utils/polling';
-import { answered, openClaim } from '../utils/raw-claims';
+import { ENDED_EARLY_MS, LONG_WAIT_MS, sleep, until } from '../utils/polling';
+import { pollsWaiting } from '../utils/long-polls-waiting';
+import { answered, ClaimAnswer, openClaim } from '../utils/raw-claims';
 import { startTestApp, TestApp } from '../utils/test-app';
-import { Answer, countCheckouts, helpers, poolOf, PROMPT_MS, QUIET, settledAmong } from '../utils/fixtures/long-polls';
+import { Answer, countCheckouts, helpers, poolOf, QUIET, settledAmong } from '../utils/fixtures/long-polls';
 
 /**
  * Long polls (`POST /api/v0/agent/claims` with `waitMs`), from the side of a fleet of agents: a
  * waiting claim is woken at once by work, holds no database connection while it waits, and the
  * number waiting at once is capped per computer and per organization.
+ *
+ * "At once" is told apart from "at the deadline" without timing anything: a poll that must be woken waits
+ * LONG_WAIT_MS and must answer within ENDED_EARLY_MS, half of it. A poll that must answer at its own deadline keeps a
+ * short waitMs; one no test needs to answer waits long and is cut.
  */
 
 describe('Long polls', () => {
@@ -27,46 +32,56 @@ describe('Long polls', () => {
     it('a waiting claim gets a user message’s work as soon as it is added', async () => {
       const owner = await createUser(t, Role.Owner);
       const sessionId = await api.session(owner);
-      const claim = openClaim(t, owner.auth, { waitMs: 10_000 });
-      await sleep(200);
+      const claim = openClaim(t, owner.auth, { waitMs: LONG_WAIT_MS });
+      await pollsWaiting(t, owner.organizationId, 1);
       const addedAt = await api.say(owner, sessionId, 'wake up');
       const res = await answered(claim);
       expect(res.status).toBe(200);
       expect(res.body.work).toMatchObject({ sessionId });
-      expect(res.at - addedAt).toBeLessThan(PROMPT_MS);
+      expect(res.at - addedAt).toBeLessThan(ENDED_EARLY_MS);
     });
 
     it('a computer’s poll is woken by work routed to it, not by work routed to another computer', async () => {
       const owner = await createUser(t, Role.Owner);
       const [a, b] = [await api.computer(owner), await api.computer(owner)];
       const [forA, forB] = [await api.session(owner), await api.session(owner)];
-      const pollA = openClaim(t, a.auth, { waitMs: 10_000 });
+      const pollA = openClaim(t, a.auth, { waitMs: LONG_WAIT_MS });
       const pollB = openClaim(t, b.auth, { waitMs: 1_000 });
-      await sleep(200);
+      await pollsWaiting(t, owner.organizationId, 2);
       const addedAt = await api.say(owner, forA, 'for a', a.id);
       const resA = await answered(pollA);
       expect(resA.body.work).toMatchObject({ sessionId: forA });
-      expect(resA.at - addedAt).toBeLessThan(PROMPT_MS);
+      expect(resA.at - addedAt).toBeLessThan(ENDED_EARLY_MS);
       // b waits on, to its own deadline, and then has nothing: a's work is not b's.
       expect((await answered(pollB)).body).toEqual({ work: null });
       const sentB = await api.say(owner, forB, 'for b', b.id);
-      const resB = await answered(openClaim(t, b.auth, { waitMs: 5_000 }));
+      const resB = await answered(openClaim(t, b.auth, { waitMs: LONG_WAIT_MS }));
       expect(resB.body.work).toMatchObject({ sessionId: forB });
-      expect(resB.at - sentB).toBeLessThan(PROMPT_MS);
+      expect(resB.at - sentB).toBeLessThan(ENDED_EARLY_MS);
     });
 
     it('two pieces of work arriving together go to two of the waiting polls at once', async () => {
       const owner = await createUser(t, Role.Owner);
       const [one, two] = [await api.session(owner), await api.session(owner)];
-      // The poll left without work answers at its 3 s deadline: the woken two answer well before.
-      const polls = [0, 1, 2].map(() => openClaim(t, owner.auth, { waitMs: 3_000 }));
-      await sleep(200);
+      // The poll left without work would answer only at its deadline: the woken two answer within half of it.
+      const polls = [0, 1, 2].map(() => openClaim(t, owner.auth, { waitMs: LONG_WAIT_MS }));
+      await pollsWaiting(t, owner.organizationId, 3);
+      const answers: ClaimAnswer[] = [];
+      for (const poll of polls) void poll.answer.then((a) => a !== 'cut' && answers.push(a));
       const started = Date.now();
       await Promise.all([api.say(owner, one, 'one'), api.say(owner, two, 'two')]);
-      const answers = await Promise.all(polls.map((p) => answered(p)));
+      await until(
+        () => answers.length,
+        (n) => n >= 2,
+        'two polls to answer',
+        LONG_WAIT_MS,
+      );
       const got = answers.filter((a) => a.body.work).map((a) => a.body.work!.sessionId);
       expect(got.sort()).toEqual([one, two].sort());
-      for (const a of answers.filter((a) => a.body.work)) expect(a.at - started).toBeLessThan(PROMPT_MS);
+      for (const a of answers.filter((a) => a.body.work)) expect(a.at - started).toBeLessThan(ENDED_EARLY_MS);
+      // The third has nothing to take: it waits on, and no one needs its answer.
+      expect(await settledAmong(polls)).toBe(2);
+      for (const poll of polls) poll.cut();
     });
   });
 
@@ -75,9 +90,9 @@ describe('Long polls', () => {
       const owner = await createUser(t, Role.Owner);
       const computers = [await api.computer(owner)];
       const sessionId = await api.session(owner);
-      const polls = [openClaim(t, computers[0].auth, { waitMs: 10_000 }), openClaim(t, owner.auth, { waitMs: 10_000 })];
+      const polls = [openClaim(t, computers[0].auth, { waitMs: LONG_WAIT_MS }), openClaim(t, owner.auth, { waitMs: LONG_WAIT_MS })];
       const pool = poolOf(t);
-      await sleep(300);
+      await pollsWaiting(t, owner.organizationId, 2);
       const checkouts = countCheckouts(t);
       for (let i = 0; i < 4; i++) {
         await sleep(500);
@@ -87,10 +102,10 @@ describe('Long polls', () => {
       // Two seconds of two waiting polls: not a single statement (a re-check a second would be four looks).
       expect(checkouts.count()).toBe(0);
       expect(await settledAmong(polls)).toBe(0);
-      // On PGlite the pool has one connection: a poll holding it would block this read.
-      const started = Date.now();
+      // On PGlite the pool has one connection: a poll holding it would block this read until the poll ended. Served at
+      // once: while both polls still wait.
       expect((await t.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth)).status).toBe(200);
-      expect(Date.now() - started).toBeLessThan(PROMPT_MS);
+      expect(await settledAmong(polls)).toBe(0);
       for (const poll of polls) poll.cut();
     });
   });
@@ -107,19 +122,23 @@ describe('Long polls', () => {
     it('a third waiting poll of one computer is 429 with Retry-After; claims without waitMs still answer; a cut poll frees its slot at once', async () => {
       const owner = await createUser(t, Role.Owner);
       const computer = await api.computer(owner);
-      const polls = [openClaim(t, computer.auth, { waitMs: 10_000 }), openClaim(t, computer.auth, { waitMs: 10_000 })];
-      await sleep(200);
+      const polls = [openClaim(t, computer.auth, { waitMs: LONG_WAIT_MS }), openClaim(t, computer.auth, { waitMs: LONG_WAIT_MS })];
+      await pollsWaiting(t, owner.organizationId, 2);
       const started = Date.now();
-      const third = await answered(openClaim(t, computer.auth, { waitMs: 10_000 }));
+      const third = await answered(openClaim(t, computer.auth, { waitMs: LONG_WAIT_MS }));
       expectTooMany(third, 'LONG_POLLS_PER_COMPUTER', 2);
       expect(third.body.metadata).toMatchObject({ computerId: computer.id });
-      expect(third.at - started).toBeLessThan(PROMPT_MS);
+      // Refused at once, not after waiting its time.
+      expect(third.at - started).toBeLessThan(ENDED_EARLY_MS);
       // Not waiting, not capped.
       const immediate = await t.http().post('/api/v0/agent/claims').set(computer.auth).send({});
       expect({ status: immediate.status, body: immediate.body }).toEqual({ status: 200, body: { work: null } });
 
+      // Freed at once: not when the cut poll's wait would have run out.
+      const cutAt = Date.now();
       polls[0].cut();
-      await sleep(50);
+      await pollsWaiting(t, owner.organizationId, 1);
+      expect(Date.now() - cutAt).toBeLessThan(ENDED_EARLY_MS);
       const replacement = openClaim(t, computer.auth, { waitMs: 400 });
       const res = await answered(replacement);
       expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { work: null } });
@@ -132,8 +151,8 @@ describe('Long polls', () => {
       const computer = await api.computer(owner);
       const sessionId = await api.session(owner);
       // Three polls for the unrouted work fill the organization's slots; work routed to the computer does not wake them.
-      const polls = [0, 1, 2].map(() => openClaim(t, owner.auth, { waitMs: 10_000 }));
-      await sleep(200);
+      const polls = [0, 1, 2].map(() => openClaim(t, owner.auth, { waitMs: LONG_WAIT_MS }));
+      await pollsWaiting(t, owner.organizationId, 3);
       await api.say(owner, sessionId, 'for the computer', computer.id);
       const res = await answered(openClaim(t, computer.auth, { waitMs: 10_000 }));
       expect(res.status).toBe(200);
@@ -150,18 +169,18 @@ describe('Long polls', () => {
       const member = await createUser(t, Role.Member, org);
       const computer = await api.computer(owner);
       const polls = [
-        openClaim(t, owner.auth, { waitMs: 10_000 }),
-        openClaim(t, member.auth, { waitMs: 10_000 }),
-        openClaim(t, computer.auth, { waitMs: 10_000 }),
+        openClaim(t, owner.auth, { waitMs: LONG_WAIT_MS }),
+        openClaim(t, member.auth, { waitMs: LONG_WAIT_MS }),
+        openClaim(t, computer.auth, { waitMs: LONG_WAIT_MS }),
       ];
-      await sleep(200);
+      await pollsWaiting(t, org.id, 3);
       expectTooMany(await answered(openClaim(t, owner.auth, { waitMs: 10_000 })), 'LONG_POLLS_PER_ORGANIZATION', 3);
       expectTooMany(await answered(openClaim(t, computer.auth, { waitMs: 10_000 })), 'LONG_POLLS_PER_ORGANIZATION', 3);
       const elsewhere = await createUser(t, Role.Owner);
       expect((await answered(openClaim(t, elsewhere.auth, { waitMs: 300 }))).body).toEqual({ work: null });
 
       polls[1].cut();
-      await sleep(50);
+      await pollsWaiting(t, org.id, 2);
       expect((await answered(openClaim(t, owner.auth, { waitMs: 300 }))).body).toEqual({ work: null });
       for (const poll of polls) poll.cut();
     });
@@ -169,8 +188,8 @@ describe('Long polls', () => {
     it('refused polls are logged as quota.exceeded once a minute per computer, not once per refusal', async () => {
       const owner = await createUser(t, Role.Owner);
       const computer = await api.computer(owner);
-      const polls = [openClaim(t, computer.auth, { waitMs: 10_000 }), openClaim(t, computer.auth, { waitMs: 10_000 })];
-      await sleep(200);
+      const polls = [openClaim(t, computer.auth, { waitMs: LONG_WAIT_MS }), openClaim(t, computer.auth, { waitMs: LONG_WAIT_MS })];
+      await pollsWaiting(t, owner.organizationId, 2);
       const log = jest.spyOn(Logger.prototype, 'log');
       try {
         for (let i = 0; i < 3; i++) expect((await answered(openClaim(t, computer.auth, { waitMs: 10_000 }))).status).toBe(429);

@@ -1,7 +1,7 @@
 import { Role } from '../../src/modules/auth';
 import { createUser, TestUser } from '../utils/factories';
 import { ServerProcess, startServer } from '../utils/processes';
-import { sleep } from '../utils/polling';
+import { LONG_WAIT_MS, until } from '../utils/polling';
 import { startTestApp } from '../utils/test-app';
 import { createTestDatabase, TestDatabase } from '../utils/test-database';
 
@@ -49,14 +49,14 @@ describe('What the operator sees in the logs', () => {
       body: body === undefined ? undefined : JSON.stringify(body),
     });
 
-  /** The access lines of the given request ids, once they are all written. */
-  async function accessLines(ids: string[]): Promise<Line[]> {
-    for (let i = 0; i < 100; i++) {
-      const lines = linesOf(server).filter((line) => line.context === 'Access' && ids.includes(line.requestId as string));
-      if (lines.length >= ids.length) return lines;
-      await sleep(20);
-    }
-    return linesOf(server).filter((line) => line.context === 'Access' && ids.includes(line.requestId as string));
+  /** The access lines of the given request ids, once they are all written (they reach this process a moment after). */
+  function accessLines(ids: string[]): Promise<Line[]> {
+    return until(
+      () => linesOf(server).filter((line) => line.context === 'Access' && ids.includes(line.requestId as string)),
+      (lines) => lines.length >= ids.length,
+      `the access lines of ${ids.join(', ')}`,
+      LONG_WAIT_MS,
+    );
   }
 
   it('one access line per request: time, request id, method, route pattern, status, duration, bytes, organization and credential', async () => {
@@ -104,9 +104,14 @@ describe('What the operator sees in the logs', () => {
     expect((await call('DELETE', `/settings/api-keys/${newKeyId}`, owner)).status).toBeLessThan(300);
     const revised = await call('PATCH', '/api/v0/organization/enterprise-controls', owner, { settings: { wikiCloudSync: false } });
     expect(revised.status).toBe(200);
-    await sleep(100);
 
-    const security = linesOf(server, from).filter((line) => typeof line.security === 'string');
+    // Written while the requests are served; they reach this process through the server's output a moment later.
+    const security = await until(
+      () => linesOf(server, from).filter((line) => typeof line.security === 'string'),
+      (lines) => ['api_key.created', 'api_key.revoked', 'controls.revised'].every((name) => lines.some((line) => line.security === name)),
+      'the security lines',
+      LONG_WAIT_MS,
+    );
     expect(security).toEqual(
       expect.arrayContaining([
         // A line written while a request is served carries its id (and never its URL, which may hold secrets).

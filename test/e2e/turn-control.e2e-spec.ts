@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Role } from '../../src/modules/auth';
 import { EventLog } from '../../src/platform/events';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
-import { Body, sleep, until } from '../utils/polling';
+import { Body, ENDED_EARLY_MS, LONG_WAIT_MS, sleep, until } from '../utils/polling';
+import { pollsWaiting } from '../utils/long-polls-waiting';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
 import { expectStatus, expectV0Error } from '../utils/v0-errors';
@@ -93,11 +94,12 @@ describe('Turn control over the channel', () => {
       // Heartbeats go on, but no longer keep the turn alive.
       const beating = setInterval(() => void post(owner, `/api/v0/agent/sessions/${sessionId}/heartbeat`, { turnId }).then(() => undefined), 100);
       try {
+        // Without the grace the heartbeats would keep it running for good.
         await until(
           () => session(owner, sessionId),
           (s) => s.status === 'idle',
           'the lapsed turn to end',
-          5_000,
+          LONG_WAIT_MS,
         );
       } finally {
         clearInterval(beating);
@@ -149,8 +151,8 @@ describe('Turn control over the channel', () => {
       expect(listed.body.toolApprovals.map((a: Body) => a.approvalId)).toEqual([approval.approvalId]);
 
       const started = Date.now();
-      const polling = wait(owner, sessionId, approval.approvalId, turnId, 20_000).then((res) => res);
-      await sleep(300);
+      const polling = wait(owner, sessionId, approval.approvalId, turnId, LONG_WAIT_MS).then((res) => res);
+      await pollsWaiting(t, owner.organizationId, 1);
       const decided = await post(owner, `/api/v0/sessions/${sessionId}/tool-approvals/${approval.approvalId}`, {
         decision: 'allow',
         message: 'go ahead',
@@ -159,7 +161,8 @@ describe('Turn control over the channel', () => {
       const answer = await polling;
       expectStatus(answer, 200);
       expect(answer.body.toolApproval.status).toBe('allowed');
-      expect(Date.now() - started).toBeLessThan(5_000);
+      // Woken by the decision, not when its wait ran out.
+      expect(Date.now() - started).toBeLessThan(ENDED_EARLY_MS);
       expect((await session(owner, sessionId)).pendingToolApprovals).toBeUndefined();
 
       const events = await eventsOf(owner, sessionId);
@@ -205,9 +208,10 @@ describe('Turn control over the channel', () => {
       const { turnId } = (await post(owner, '/api/v0/agent/claims', {}).expect(200)).body.work as Body;
       const { approvalId, expiresAt, requestedAt } = (await ask(owner, sessionId, turnId).expect(201)).body.toolApproval as Body;
       expect(expiresAt - requestedAt).toBe(1_000);
-      const answer = await wait(owner, sessionId, approvalId, turnId, 10_000).expect(200);
+      const answer = await wait(owner, sessionId, approvalId, turnId, LONG_WAIT_MS).expect(200);
       expect(answer.body.toolApproval.status).toBe('expired');
-      expect(Date.now()).toBeLessThan(expiresAt + 2_000);
+      // At the timeout, not when the agent's wait ran out.
+      expect(Date.now()).toBeLessThan(expiresAt + ENDED_EARLY_MS);
       expect((await t.http().get(`/api/v0/sessions/${sessionId}/tool-approvals`).set(owner.auth).expect(200)).body.toolApprovals).toEqual([]);
       expectV0Error(await post(owner, `/api/v0/sessions/${sessionId}/tool-approvals/${approvalId}`, { decision: 'allow' }), 409, 'tool_approval_not_pending');
       const resolved = (await eventsOf(owner, sessionId)).find((e) => e.type === 'tool_approval.resolved');
@@ -221,7 +225,7 @@ describe('Turn control over the channel', () => {
         () => session(owner, sessionId),
         (s) => s.pendingToolApprovals === undefined,
         'the approval to expire',
-        5_000,
+        LONG_WAIT_MS,
       );
       expect((await wait(owner, sessionId, approvalId, turnId).expect(200)).body.toolApproval.status).toBe('expired');
     });
@@ -229,8 +233,8 @@ describe('Turn control over the channel', () => {
     it('an interrupt or the end of the turn cancels what the turn waits for; an interrupted turn may not ask', async () => {
       const { owner, sessionId, turnId } = await runningTurn();
       const { approvalId } = (await ask(owner, sessionId, turnId).expect(201)).body.toolApproval as Body;
-      const polling = wait(owner, sessionId, approvalId, turnId, 20_000).then((res) => res);
-      await sleep(200);
+      const polling = wait(owner, sessionId, approvalId, turnId, LONG_WAIT_MS).then((res) => res);
+      await pollsWaiting(t, owner.organizationId, 1);
       await post(owner, `/api/v0/sessions/${sessionId}/interrupt`).expect(200);
       expect((await polling).body.toolApproval.status).toBe('cancelled');
       expectV0Error(await ask(owner, sessionId, turnId), 409, 'turn_interrupted');
@@ -295,7 +299,7 @@ describe('Turn control over the channel', () => {
           .get(`${path}&waitMs=2000`)
           .set(owner.auth)
           .then((res) => res);
-        await sleep(300);
+        await pollsWaiting(capped, owner.organizationId, 1);
         const second = await capped.http().get(`${path}&waitMs=2000`).set(owner.auth);
         expectV0Error(second, 429, 'too_many_long_polls');
         expect(second.headers['retry-after']).toBeDefined();
@@ -353,26 +357,27 @@ describe('Turn control over the channel', () => {
     const wait = (s: { sessionId: string; turnId: string; approvalId: string }) =>
       a
         .http()
-        .get(`/api/v0/agent/sessions/${s.sessionId}/tool-approvals/${s.approvalId}?turnId=${s.turnId}&waitMs=20000`)
+        .get(`/api/v0/agent/sessions/${s.sessionId}/tool-approvals/${s.approvalId}?turnId=${s.turnId}&waitMs=${LONG_WAIT_MS}`)
         .set(owner.auth)
         .then((res) => res);
 
     const first = await start();
     let started = Date.now();
     let polling = wait(first);
-    await sleep(300);
+    await pollsWaiting(a, owner.organizationId, 1);
     await b.http().post(`/api/v0/sessions/${first.sessionId}/tool-approvals/${first.approvalId}`).set(owner.auth).send({ decision: 'deny' }).expect(200);
     expect((await polling).body.toolApproval.status).toBe('denied');
-    expect(Date.now() - started).toBeLessThan(5_000);
+    // Woken through the other instance, not when its wait ran out.
+    expect(Date.now() - started).toBeLessThan(ENDED_EARLY_MS);
     await a.http().post(`/api/v0/agent/sessions/${first.sessionId}/end-turn`).set(owner.auth).send({ turnId: first.turnId }).expect(200);
 
     const second = await start();
     started = Date.now();
     polling = wait(second);
-    await sleep(300);
+    await pollsWaiting(a, owner.organizationId, 1);
     await b.http().post(`/api/v0/sessions/${second.sessionId}/interrupt`).set(owner.auth).expect(200);
     expect((await polling).body.toolApproval.status).toBe('cancelled');
-    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(Date.now() - started).toBeLessThan(ENDED_EARLY_MS);
     await a.http().post(`/api/v0/agent/sessions/${second.sessionId}/end-turn`).set(owner.auth).send({ turnId: second.turnId }).expect(200);
 
     // Both instances sweep: the approval expires once, with one event.
@@ -381,7 +386,7 @@ describe('Turn control over the channel', () => {
       async () => (await b.http().get(`/api/v0/sessions/${third.sessionId}`).set(owner.auth).expect(200)).body as Body,
       (s) => s.pendingToolApprovals === undefined,
       'the approval to expire',
-      5_000,
+      LONG_WAIT_MS,
     );
     await sleep(500);
     const resolved = (await a.app.get(EventLog).read(owner.organizationId, { after: 0, limit: 1000 })).filter(

@@ -13,6 +13,15 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 export const LONG_WAIT_MS = 20_000;
 export const ENDED_EARLY_MS = LONG_WAIT_MS / 2;
 
+/** What `promise` gives, or a failure naming `what` when it has not settled within `ms` (the timer does not outlive it). */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 /** Polls `read` every 100 ms until `done` holds; fails naming `what` and the last value after `timeoutMs`. */
 export async function until<T>(read: () => T | Promise<T>, done: (value: T) => boolean, what: string, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -68,11 +68,36 @@ export function cpuMillisOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/**
+ * CPU time the children a process has waited for have spent (user and system, with their own waited-for children), in
+ * milliseconds: what the programs it ran (git, say) did, however busy the machine was.
+ */
+export function childrenCpuMillisOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // cutime and cstime, fields 16 and 17 of stat(5), in clock ticks of 10 ms on Linux.
+  return (Number(fields[13]) + Number(fields[14])) * 10;
+}
+
 /** A process's parent, its parent's parent ... up to init. */
 export function ancestorsOf(pid: number): number[] {
   const ancestors: number[] = [];
   for (let parent = parentOf(pid); parent > 1; parent = parentOf(parent)) ancestors.push(parent);
   return ancestors;
+}
+
+/** The command lines of the running processes that descend from `pid` (its children, theirs ...). */
+export function commandLinesUnder(pid: number): string[][] {
+  const found: string[][] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (ancestorsOf(Number(entry)).includes(pid)) found.push(commandLineOf(Number(entry)));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
 }
 
 /** The uid a process runs as, and its PID namespace. */

@@ -27,7 +27,12 @@ export class LongPollSlots {
     private readonly config: AppConfig,
     metrics: Metrics,
   ) {
-    metrics.gauge({ name: 'long_polls_open', help: 'Long polls (claims with waitMs) waiting on this instance.', read: () => this.perOrganization.total });
+    metrics.gauge({ name: 'long_polls_open', help: 'Long polls (claims with waitMs) waiting on this instance.', read: () => this.waiting() });
+  }
+
+  /** Long polls waiting on this instance now: all of them, or one organization's (the gauge reads it, and tests wait on it). */
+  waiting(organizationId?: string): number {
+    return organizationId === undefined ? this.perOrganization.total : this.perOrganization.count(organizationId);
   }
 
   /** Takes a slot for a waiting claim, or throws 429; call the returned function once, when it ends. */
