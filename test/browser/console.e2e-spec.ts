@@ -149,7 +149,7 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole, se
     const owner = await createUser(t, Role.Owner);
     const page = await session();
     await signInWith(page, owner.key);
-    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API keys' }).click();
     await page.getByRole('heading', { name: 'API keys' }).waitFor();
     // The key this tab uses is marked.
     await page.getByRole('row', { name: /this session/ }).waitFor();
@@ -307,7 +307,7 @@ import { baseUrlOf, browserAvailable, checkPage, launchChromium, openConsole, se
     const page = await session();
     await signInWith(page, member.key);
     await t.http().delete(`/settings/api-keys/${member.apiKeyId}`).set(member.auth).expect(200);
-    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API keys' }).click();
     await page.getByText('Your key stopped working').waitFor();
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
     await page.close();
