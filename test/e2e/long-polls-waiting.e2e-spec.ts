@@ -5,7 +5,7 @@ import { ENDED_EARLY_MS, LONG_WAIT_MS, sleep, until } from '../utils/polling';
 import { pollsWaiting } from '../utils/long-polls-waiting';
 import { answered, ClaimAnswer, openClaim } from '../utils/raw-claims';
 import { startTestApp, TestApp } from '../utils/test-app';
-import { Answer, countCheckouts, helpers, poolOf, QUIET, settledAmong } from '../utils/fixtures/long-polls';
+import { Answer, countCheckouts, helpers, poolOf, QUIET, quiet, settledAmong } from '../utils/fixtures/long-polls';
 
 /**
  * Long polls (`POST /api/v0/agent/claims` with `waitMs`), from the side of a fleet of agents: a
@@ -93,6 +93,8 @@ describe('Long polls', () => {
       const polls = [openClaim(t, computers[0].auth, { waitMs: LONG_WAIT_MS }), openClaim(t, owner.auth, { waitMs: LONG_WAIT_MS })];
       const pool = poolOf(t);
       await pollsWaiting(t, owner.organizationId, 2);
+      // What the requests before set going after their answers (their events' listeners) is done first.
+      await quiet(t);
       const checkouts = countCheckouts(t);
       for (let i = 0; i < 4; i++) {
         await sleep(500);
