@@ -26,7 +26,9 @@ if (!(vm.compileFunction as CompileFunction & { [WRAPPED]?: true })[WRAPPED]) {
   const stored = (key: string): Buffer | undefined => {
     if (inMemory.has(key)) return inMemory.get(key);
     try {
-      return readFileSync(join(dir, key));
+      const data = readFileSync(join(dir, key));
+      inMemory.set(key, data);
+      return data;
     } catch {
       return undefined;
     }
