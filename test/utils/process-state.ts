@@ -55,15 +55,19 @@ export function environmentOf(pid: number): Record<string, string> {
   return env;
 }
 
-export function parentOf(pid: number): number {
+/** The fields of /proc/<pid>/stat after the command name (which may hold spaces): stat(5)'s field 3 is index 0. */
+function statFields(pid: number): string[] {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+export function parentOf(pid: number): number {
+  return Number(statFields(pid)[1]);
 }
 
 /** CPU time a process has spent (user and system), in milliseconds: what it did, however busy the machine was. */
 export function cpuMillisOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(pid);
   // utime and stime, fields 14 and 15 of stat(5), in clock ticks of 10 ms on Linux.
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
@@ -73,8 +77,7 @@ export function cpuMillisOf(pid: number): number {
  * milliseconds: what the programs it ran (git, say) did, however busy the machine was.
  */
 export function childrenCpuMillisOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(pid);
   // cutime and cstime, fields 16 and 17 of stat(5), in clock ticks of 10 ms on Linux.
   return (Number(fields[13]) + Number(fields[14])) * 10;
 }
