@@ -142,9 +142,10 @@ export default tseslint.config(
     rules: { 'import-x/no-extraneous-dependencies': ['error', { includeTypes: true, devDependencies: false }] },
   },
   { files: ['**/*.mjs', '**/*.mts'], ...tseslint.configs.disableTypeChecked },
-  // Plain CommonJS run with Node alone: the launcher (bin/), and what tests copy into a computer and run there.
+  // Plain CommonJS run with Node alone: the launcher (bin/), what tests copy into a computer and run there, and
+  // the environment and runtime Jest loads for the end-to-end files.
   {
-    files: ['bin/**/*.js', 'test/fixtures/**/*.js'],
+    files: ['bin/**/*.js', 'test/fixtures/**/*.js', 'test/utils/jest/*.js'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {
       ...tseslint.configs.disableTypeChecked.languageOptions,

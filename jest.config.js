@@ -87,6 +87,9 @@ module.exports = {
     {
       ...loading,
       displayName: 'e2e',
+      // A worker's files share one context and the app's modules, loaded once per worker (test/utils/jest).
+      testEnvironment: '<rootDir>/test/utils/jest/worker-context-environment.js',
+      runtime: '<rootDir>/test/utils/jest/worker-modules-runtime.js',
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
       globalSetup: '<rootDir>/test/utils/global-setup.ts',
       globalTeardown: '<rootDir>/test/utils/global-teardown.ts',
