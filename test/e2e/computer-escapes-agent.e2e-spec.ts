@@ -11,7 +11,7 @@ import { createGitRepo, reposRoot } from '../utils/git-fixtures';
 import { startServer, ServerProcess } from '../utils/processes';
 import { startTestApp } from '../utils/test-app';
 import { createTestDatabase, TestDatabase } from '../utils/test-database';
-import { CANARY, databasePortOf, ESCAPE_SCRIPT, EscapeReport, expectConfined, targetsFor } from '../utils/fixtures/computer-escapes';
+import { CANARY, databasePortOf, ESCAPE_SCRIPT, EscapeReport, expectConfined, hostService, targetsFor } from '../utils/fixtures/computer-escapes';
 
 // Escapes attempted by a managed computer's server-run agent: a hook and a tool call, and the organization's sandbox nested in the computer's.
 
@@ -124,7 +124,12 @@ describe('Escapes from a managed computer: a hook and a tool call of its server-
     chmodSync(hostDir, 0o755);
     writeFileSync(join(hostDir, 'canary.txt'), process.env[CANARY]!, { mode: 0o644 });
     chmodSync(join(hostDir, 'canary.txt'), 0o644);
-    const targets = targetsFor(config, victim.workspace, join(hostDir, 'canary.txt'), root, databasePortOf(database.env.DATABASE_URL));
+    // A service on the host's loopback: the sandbox reaches the server, by the way it is given, and nothing else.
+    const service = await hostService();
+    const targets = targetsFor(config, victim.workspace, join(hostDir, 'canary.txt'), root, [
+      ['127.0.0.1', service.port],
+      ...databasePortOf(database.env.DATABASE_URL),
+    ]);
     const run = join(workspace, 'hook-run');
     for (const dir of [run, join(workspace, '.home', '.agent-platform')]) {
       mkdirSync(dir, { recursive: true });
@@ -165,11 +170,13 @@ describe('Escapes from a managed computer: a hook and a tool call of its server-
         expect(report.ownEnvironment).not.toEqual(expect.arrayContaining(['DATABASE_URL']));
       }
       expect(model.calls()).toBeGreaterThanOrEqual(1);
+      expect(service.connections()).toBe(0);
       expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
       expect(readFileSync(join(victim.workspace, 'secret.txt'), 'utf8')).toBe('the victim computer secret');
     } finally {
       rmSync(hostDir, { recursive: true, force: true });
       await model.close();
+      await service.close();
     }
   });
 });

@@ -1,7 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -10,7 +9,7 @@ import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { api, Body, until } from '../utils/polling';
 import { createGitRepo, npmProject, reposRoot } from '../utils/git-fixtures';
 import { startTestApp, TestApp } from '../utils/test-app';
-import { CANARY, databasePortOf, ESCAPE_SCRIPT, EscapeReport, expectConfined, targetsFor } from '../utils/fixtures/computer-escapes';
+import { CANARY, databasePortOf, ESCAPE_SCRIPT, EscapeReport, expectConfined, hostService, targetsFor } from '../utils/fixtures/computer-escapes';
 
 // Escapes attempted while a managed computer is made: its dependency install, in and out of its sandbox, and a host without one.
 
@@ -108,17 +107,6 @@ describe('Escapes from a managed computer: its dependency install', () => {
     }
   });
 });
-
-/** A service on the host's loopback (a database, an admin port) that counts who connects to it. */
-async function hostService(): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
-  let connections = 0;
-  const server = createServer((socket) => {
-    connections++;
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { port: (server.address() as AddressInfo).port, connections: () => connections, close: () => new Promise((resolve) => server.close(() => resolve())) };
-}
 
 describe('Escapes from a managed computer: its sandbox', () => {
   let root: string;
