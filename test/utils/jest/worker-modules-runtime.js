@@ -6,10 +6,10 @@
  * every file of the worker, and a module's state (a cache, a counter) lives as long as the worker, as it would in a
  * server that starts several apps.
  */
+const { join, sep } = require('node:path');
 const Runtime = require('jest-runtime').default;
 const { isWorkerContext } = require('./worker-context-environment');
 
-const SHARED = /\/(src|node_modules)\//;
 /** Jest's own packages stay per file: `expect`, `jest` and the test framework belong to the file that runs. */
 const PER_FILE = /\/node_modules\/(@jest\/|jest-|jest\/|expect\/)/;
 
@@ -20,6 +20,8 @@ class WorkerModulesRuntime extends Runtime {
   constructor(config, environment, ...rest) {
     super(config, environment, ...rest);
     this.sharing = isWorkerContext(environment.getVmContext());
+    // Anchored at the project: a checkout that lies under a folder named src must not share its tests too.
+    this.sharedRoots = ['src', 'node_modules'].map((folder) => join(config.rootDir, folder) + sep);
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the worker keeps this runtime for the files after it
     if (this.sharing && !owner) owner = this;
   }
@@ -27,9 +29,13 @@ class WorkerModulesRuntime extends Runtime {
   requireModuleOrMock(from, moduleName) {
     if (this.sharing && this !== owner && moduleName !== '@jest/globals') {
       const path = this.resolvedPath(from, moduleName);
-      if (path && SHARED.test(path) && !PER_FILE.test(path)) return owner.requireModuleOrMock(from, moduleName);
+      if (path && this.isShared(path)) return owner.requireModuleOrMock(from, moduleName);
     }
     return super.requireModuleOrMock(from, moduleName);
+  }
+
+  isShared(path) {
+    return this.sharedRoots.some((root) => path.startsWith(root)) && !PER_FILE.test(path);
   }
 
   resolvedPath(from, moduleName) {
