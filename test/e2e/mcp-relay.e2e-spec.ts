@@ -193,6 +193,41 @@ describe('MCP servers in the controls, and the MCP relay (e2e)', () => {
     expect(mcp.requests).toEqual([]);
   });
 
+  it("holds a stolen agent token to the server's allowedTools: a call of another tool, alone or in a batch, is 403 and never sent", async () => {
+    await change({ mcpServers: [remote({ allowedTools: ['echo', 'add'] })], mcpPolicy: { enabled: true, allowlist: [] } }).expect(200);
+    const { client, transport } = await connect(agent);
+    expect(await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } })).toEqual({ content: [{ type: 'text', text: '5' }] });
+    const sent = mcp.requests.length;
+    const call = (id: number, name: string) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {} } });
+    const raw = (body: object) =>
+      t
+        .http()
+        .post('/api/v0/agent/mcp/remote')
+        .set(agent)
+        .set('accept', 'application/json, text/event-stream')
+        .set('mcp-session-id', transport.sessionId!)
+        .set('mcp-protocol-version', '2025-06-18')
+        .send(body);
+
+    // What a modified agent, or anyone holding its token, would send: the model never saw drop_tables, the relay refuses it.
+    const alone = await raw(call(7, 'drop_tables'));
+    expectV0Error(alone, 403, 'mcp_tool_not_allowed');
+    expect(alone.body.detail).toContain('"drop_tables"');
+    expect(alone.body.metadata).toMatchObject({ serverName: 'remote', tool: 'drop_tables' });
+    // Hidden behind an allowed call in a batch, or with a name that is not a string: refused whole.
+    expectV0Error(await raw([call(8, 'add'), call(9, 'drop_tables')]), 403, 'mcp_tool_not_allowed');
+    expectV0Error(await raw({ ...call(10, 'add'), params: { name: ['add'] } }), 403, 'mcp_tool_not_allowed');
+    await expect(client.callTool({ name: 'drop_tables', arguments: {} })).rejects.toThrow(/mcp_tool_not_allowed|403/);
+    expect(mcp.requests.length).toBe(sent);
+
+    // An empty list allows no tool at all; the listing still passes (the agent offers only the allowed tools).
+    await change({ mcpServers: [remote({ allowedTools: [] })] }).expect(200);
+    expectV0Error(await raw(call(11, 'add')), 403, 'mcp_tool_not_allowed');
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    await transport.terminateSession();
+    await client.close();
+  });
+
   it('refuses loopback, private and metadata addresses not in MCP_RELAY_ALLOWED_HOSTS before connecting, and does not follow a redirect', async () => {
     for (const url of [
       `http://localhost:${mcp.port}/mcp`,

@@ -5,7 +5,7 @@ import { InFlight } from '../../platform/rate-limit/in-flight';
 import { logSecurityEvent } from '../../platform/logging/security-log';
 import { Principal, securityActorOf } from '../auth';
 import { secretsOf } from './domain/model-secrets';
-import { mcpPolicyRefusal, mcpSecretsOf } from './domain/mcp-servers';
+import { disallowedToolCall, mcpPolicyRefusal, mcpSecretsOf } from './domain/mcp-servers';
 import { customModelNotFound, EnterpriseControlsError, EnterpriseControlsErrorCode, mcpServerNotFound } from './domain/enterprise-controls.errors';
 import { checkModel } from './domain/model-policy';
 import { CustomModel, CustomModelProvider, McpServer } from './domain/settings';
@@ -91,6 +91,15 @@ export class AgentRelays {
    */
   async relayMcp(principal: Principal, serverName: string, request: McpRelayRequest): Promise<McpRelayAnswer> {
     const server = await this.mcpServerFor(principal, serverName, 'http');
+    const tool = disallowedToolCall(server, request.body);
+    if (tool !== undefined) {
+      logSecurityEvent('relay.mcp_tool_refused', securityActorOf(principal), { mcpServer: serverName, tool });
+      throw new EnterpriseControlsError(
+        EnterpriseControlsErrorCode.McpToolNotAllowed,
+        `MCP server "${serverName}" allows only the tools its allowedTools lists, and not "${tool}"; nothing was sent.`,
+        { serverName, tool },
+      );
+    }
     try {
       return await this.inRelaySlot(principal, () => this.mcpRelay.send(new URL(server.url), server.headers ?? {}, mcpSecretsOf(server), request));
     } catch (error) {

@@ -29,7 +29,9 @@ const RELAY_DESCRIPTION =
   "The Streamable HTTP transport of one of the organization's HTTP `mcpServers`, relayed: the server sends the request on to the MCP server's `url` " +
   "with the MCP server's `headers` added (their values never leave the server), so an agent's MCP client points at `{base_url}/api/v0/agent/mcp/{serverName}` " +
   "with its agent token as `Authorization: Bearer`. Only a computer's agent token may call it (403 for user API keys and JWTs); the caller's `mcpPolicy` applies " +
-  '(403 `mcp_not_allowed` when MCP is off or `allowlist` does not list the server); an unknown server is 404, a stdio one 409.\n\n' +
+  '(403 `mcp_not_allowed` when MCP is off or `allowlist` does not list the server); an unknown server is 404, a stdio one 409. ' +
+  "A `tools/call` (alone or in a batch) of a tool the server's `allowedTools` leaves out is 403 `mcp_tool_not_allowed` and nothing is sent; " +
+  '`tools/list` answers are passed on whole (the agent offers only the allowed tools).\n\n' +
   '**Where it may go.** The rules of the model relay: the host is resolved once and every address must be public (loopback, private, link-local, ' +
   'metadata and other special addresses refused, this server too) unless the operator names the host in `MCP_RELAY_ALLOWED_HOSTS`; 403 `mcp_address_refused`, and nothing is sent. ' +
   'Redirects are not followed (502 `mcp_redirected`).\n\n' +

@@ -16,6 +16,7 @@ export type SecurityAction =
   | 'rate_limit.exceeded'
   | 'relay.destination_refused'
   | 'relay.caller_refused'
+  | 'relay.mcp_tool_refused'
   | 'webhook.destination_refused'
   | 'webhook.created'
   | 'webhook.updated'

@@ -16,6 +16,8 @@ export enum EnterpriseControlsErrorCode {
   ModelApiMismatch = 'model_api_mismatch',
   McpServerNotFound = 'mcp_server_not_found',
   McpNotAllowed = 'mcp_not_allowed',
+  /** A `tools/call` of a tool the MCP server's `allowedTools` leaves out. */
+  McpToolNotAllowed = 'mcp_tool_not_allowed',
   McpTransportMismatch = 'mcp_transport_mismatch',
   McpAddressRefused = 'mcp_address_refused',
   McpUnreachable = 'mcp_unreachable',
@@ -43,6 +45,7 @@ export class EnterpriseControlsError extends DomainError<EnterpriseControlsError
       case EnterpriseControlsErrorCode.ModelNotAllowed:
       case EnterpriseControlsErrorCode.ModelAddressRefused:
       case EnterpriseControlsErrorCode.McpNotAllowed:
+      case EnterpriseControlsErrorCode.McpToolNotAllowed:
       case EnterpriseControlsErrorCode.McpAddressRefused:
         return ErrorKind.Forbidden;
       case EnterpriseControlsErrorCode.ModelRedirected:

@@ -32,6 +32,26 @@ export function mcpSecretsOf(server: McpServer): string[] {
   return values;
 }
 
+/**
+ * The first tool a relayed JSON-RPC message (or batch) calls that the server's `allowedTools` leaves out; undefined
+ * when it calls none (absent `allowedTools`: every tool is allowed, an empty list: none). The agent offers only the
+ * allowed tools; this holds the line for a caller that is not our agent (a stolen or a modified one).
+ */
+export function disallowedToolCall(server: Pick<McpServer, 'allowedTools'>, body: unknown): string | undefined {
+  const allowed = server.allowedTools;
+  if (allowed === undefined) return undefined;
+  for (const message of Array.isArray(body) ? body : [body]) {
+    if (!isRecord(message) || message.method !== 'tools/call') continue;
+    const name = isRecord(message.params) ? message.params.name : undefined;
+    if (typeof name !== 'string' || !allowed.includes(name)) return typeof name === 'string' ? name : String(name);
+  }
+  return undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /** Headers the MCP relay sets or passes on itself, besides those no relayed request may carry. */
 const MCP_RELAY_HEADERS = new Set(['accept', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id']);
 
