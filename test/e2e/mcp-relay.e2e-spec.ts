@@ -228,6 +228,21 @@ describe('MCP servers in the controls, and the MCP relay (e2e)', () => {
     await client.close();
   });
 
+  it("keeps to the organization's networkPolicy.allowedIps too: a server the operator allows, outside them, is refused unsent", async () => {
+    await change({ mcpServers: [remote()], mcpPolicy: { enabled: true, allowlist: [] }, networkPolicy: { allowedIps: ['10.0.0.0/8'] } }).expect(200);
+    try {
+      const res = await relay(agent);
+      expectV0Error(res, 403, 'mcp_address_refused');
+      expect(res.body.detail).toMatch(/networkPolicy\.allowedIps: 10\.0\.0\.0\/8/);
+      expect(mcp.requests).toEqual([]);
+      await change({ networkPolicy: { allowedIps: ['127.0.0.0/8'] } }).expect(200);
+      await relay(agent).expect(200);
+      expect(mcp.requests).toHaveLength(1);
+    } finally {
+      await change({ networkPolicy: { allowedIps: [] } }).expect(200);
+    }
+  });
+
   it('refuses loopback, private and metadata addresses not in MCP_RELAY_ALLOWED_HOSTS before connecting, and does not follow a redirect', async () => {
     for (const url of [
       `http://localhost:${mcp.port}/mcp`,

@@ -113,6 +113,30 @@ describe('Model relay (e2e)', () => {
     }
   });
 
+  it("keeps to the organization's networkPolicy.allowedIps too: a model the operator allows, outside them, is refused unsent", async () => {
+    const { t, owner, agent } = fixture;
+    const controls = (allowedIps: string[]) =>
+      t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { customModels: [model()], networkPolicy: { allowedIps } } })
+        .expect(200);
+    try {
+      await controls(['10.0.0.0/8']);
+      const res = await relay(agent);
+      expectV0Error(res, 403, 'model_address_refused');
+      expect(res.body.detail).toMatch(/outside the organization's allowed IPs \(networkPolicy\.allowedIps: 10\.0\.0\.0\/8\)/);
+      expect(vendor.requests).toEqual([]);
+      // Inside them (localhost may resolve to both loopbacks), the operator's exception applies as before.
+      await controls(['127.0.0.1/32', '::1/128']);
+      await relay(agent).expect(200);
+      expect(vendor.requests).toHaveLength(1);
+    } finally {
+      await controls([]);
+    }
+  });
+
   it('bounds the calls one computer has in progress, and the other computers keep being served', async () => {
     await setModels([model()]).expect(200);
     let release!: () => void;

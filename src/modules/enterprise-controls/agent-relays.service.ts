@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { Injectable } from '@nestjs/common';
+import { AllowedIps } from '../../agent/sandbox/network-policy';
 import { AppConfig } from '../../config/app-config';
 import { InFlight } from '../../platform/rate-limit/in-flight';
 import { logSecurityEvent } from '../../platform/logging/security-log';
@@ -71,7 +72,8 @@ export class AgentRelays {
     const headers = api === 'messages' ? anthropicHeaders(revealed, callerHeaders) : chatCompletionsHeaders(revealed);
     const url = api === 'messages' ? messagesUrl(revealed.baseUrl) : chatCompletionsUrl(revealed.baseUrl);
     try {
-      return await this.inRelaySlot(principal, () => this.relay.send({ url, headers, payload, secrets: secretsOf(revealed), signal }));
+      const allowedIps = AllowedIps.of(settings);
+      return await this.inRelaySlot(principal, () => this.relay.send({ url, headers, payload, secrets: secretsOf(revealed), signal, allowedIps }));
     } catch (error) {
       if (!(error instanceof RelayFailure)) throw error;
       if (error.reason === 'refused') logSecurityEvent('relay.destination_refused', securityActorOf(principal), { customModelId, reason: error.message });
@@ -90,7 +92,7 @@ export class AgentRelays {
    * memory). The caller's `mcpPolicy` applies; where the request may go is the relay's (McpRelay).
    */
   async relayMcp(principal: Principal, serverName: string, request: McpRelayRequest): Promise<McpRelayAnswer> {
-    const server = await this.mcpServerFor(principal, serverName, 'http');
+    const { server, allowedIps } = await this.mcpServerFor(principal, serverName, 'http');
     const tool = disallowedToolCall(server, request.body);
     if (tool !== undefined) {
       logSecurityEvent('relay.mcp_tool_refused', securityActorOf(principal), { mcpServer: serverName, tool });
@@ -101,7 +103,7 @@ export class AgentRelays {
       );
     }
     try {
-      return await this.inRelaySlot(principal, () => this.mcpRelay.send(new URL(server.url), server.headers ?? {}, mcpSecretsOf(server), request));
+      return await this.inRelaySlot(principal, () => this.mcpRelay.send(new URL(server.url), server.headers ?? {}, mcpSecretsOf(server), allowedIps, request));
     } catch (error) {
       if (!(error instanceof RelayFailure)) throw error;
       if (error.reason === 'refused')
@@ -119,16 +121,19 @@ export class AgentRelays {
    * way a stdio server's secrets reach the computer that runs it. The caller's `mcpPolicy` applies.
    */
   async mcpLaunch(principal: Principal, serverName: string): Promise<{ command: string; args: string[]; env: Record<string, string> }> {
-    const server = await this.mcpServerFor(principal, serverName, 'stdio');
+    const { server } = await this.mcpServerFor(principal, serverName, 'stdio');
     return { command: server.command, args: server.args ?? [], env: server.env ?? {} };
   }
 
-  /** The named MCP server with its secrets revealed, once the caller's mcpPolicy allows it: else 404, 403, or 409 for the other transport. */
+  /**
+   * The named MCP server with its secrets revealed, once the caller's mcpPolicy allows it (else 404, 403, or 409 for the
+   * other transport), and the organization's networkPolicy.allowedIps, which the relay keeps to.
+   */
   private async mcpServerFor<T extends McpServer['transport']>(
     principal: Principal,
     serverName: string,
     transport: T,
-  ): Promise<Extract<McpServer, { transport: T }>> {
+  ): Promise<{ server: Extract<McpServer, { transport: T }>; allowedIps: AllowedIps | null }> {
     const { settings } = await this.controls.inForce(principal.organizationId);
     const sealed = (settings.mcpServers ?? []).find((candidate) => candidate.name === serverName);
     if (!sealed) {
@@ -145,7 +150,7 @@ export class AgentRelays {
       );
     }
     const [revealed] = this.controls.reveal(principal.organizationId, { ...settings, customModels: [], mcpServers: [sealed] }).mcpServers!;
-    return revealed as Extract<McpServer, { transport: T }>;
+    return { server: revealed as Extract<McpServer, { transport: T }>, allowedIps: AllowedIps.of(settings) };
   }
 
   /** Sends in one of the computer's relay slots, held until the answer is read (or its stream closed). */

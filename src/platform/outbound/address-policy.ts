@@ -3,6 +3,9 @@ import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { AllowedIps } from '../../agent/sandbox/network-policy';
 
+/** An organization's `networkPolicy.allowedIps`, as the address rules read it. */
+export type OrganizationIps = Pick<AllowedIps, 'allows' | 'entries'>;
+
 /**
  * Addresses of cloud metadata services, refused by name of the rule even where the range they sit in
  * would be refused anyway: a security log that says "metadata" is worth the list. 168.63.129.16
@@ -179,7 +182,7 @@ export interface AddressPolicyOptions {
   /** The operator's exceptions, as `OUTBOUND_ALLOWED_HOSTS` lists them. */
   allowedHosts?: readonly string[];
   /** The organization's `networkPolicy.allowedIps`: when given, every address must also be inside it. */
-  allowedIps?: Pick<AllowedIps, 'allows' | 'entries'> | null;
+  allowedIps?: OrganizationIps | null;
   /** Every address of a name (default: `dns.lookup` with `all`, the resolver the operating system uses). */
   resolve?: (name: string) => Promise<string[]>;
   resolveTimeoutMs?: number;
@@ -195,7 +198,7 @@ export class AddressPolicy {
   private readonly allowedHosts: AllowedHost[];
   private readonly resolve: (name: string) => Promise<string[]>;
   private readonly resolveTimeoutMs: number;
-  private readonly allowedIps: Pick<AllowedIps, 'allows' | 'entries'> | null;
+  private readonly allowedIps: OrganizationIps | null;
 
   constructor(private readonly options: AddressPolicyOptions = {}) {
     this.allowedHosts = parseAllowedHosts(options.allowedHosts ?? []);
@@ -205,7 +208,7 @@ export class AddressPolicy {
   }
 
   /** The same policy, narrowed to an organization's allowed IPs (null: not narrowed). */
-  forOrganization(allowedIps: Pick<AllowedIps, 'allows' | 'entries'> | null): AddressPolicy {
+  forOrganization(allowedIps: OrganizationIps | null): AddressPolicy {
     return new AddressPolicy({ ...this.options, allowedIps });
   }
 

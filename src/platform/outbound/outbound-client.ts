@@ -2,7 +2,7 @@ import type { HttpAdapterHost } from '@nestjs/core';
 import { Agent as HttpAgent, IncomingMessage, OutgoingHttpHeaders, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
-import { VettedDestination } from './address-policy';
+import { OrganizationIps, VettedDestination } from './address-policy';
 import { DestinationRefused, listeningPort, OutboundGuard, OutboundGuardOptions, pinnedLookup } from './outbound-guard';
 
 export interface OutboundClientOptions extends Pick<OutboundGuardOptions, 'resolve' | 'resolveTimeoutMs'> {
@@ -59,12 +59,12 @@ export class OutboundClient {
     return this.guard.refusalWithoutLookup(url) ?? this.httpRefusal(url);
   }
 
-  /** Where a call to `url` may connect, or a DestinationRefused that says which rule refused what. */
-  async vet(url: URL): Promise<VettedDestination> {
+  /** Where a call to `url` may connect (inside `allowedIps` when given), or a DestinationRefused that says which rule refused what. */
+  async vet(url: URL, allowedIps: OrganizationIps | null = null): Promise<VettedDestination> {
     // What the address rules say first (the security log wants "this server", not "must be https").
     const refusal = this.refusalWithoutLookup(url);
     if (refusal !== null) throw new DestinationRefused(refusal);
-    return this.guard.vet(url);
+    return this.guard.vet(url, allowedIps);
   }
 
   /** POSTs `body` to `url` at the vetted destination; resolves with the answer's head, rejects with the network error. */

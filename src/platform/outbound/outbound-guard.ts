@@ -2,7 +2,7 @@ import type { HttpAdapterHost } from '@nestjs/core';
 import { AddressInfo, isIP, LookupFunction } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import ipaddr from 'ipaddr.js';
-import { AddressPolicy, AddressPolicyOptions, normalizeHost, VettedDestination } from './address-policy';
+import { AddressPolicy, AddressPolicyOptions, normalizeHost, OrganizationIps, VettedDestination } from './address-policy';
 
 /** A destination the address rules refuse; the message says which rule refused what. */
 export class DestinationRefused extends Error {}
@@ -53,12 +53,16 @@ export class OutboundGuard {
     return null;
   }
 
-  /** Where a call to `url` may connect, or a DestinationRefused that says why not. */
-  async vet(url: URL): Promise<VettedDestination> {
+  /**
+   * Where a call to `url` may connect, or a DestinationRefused that says why not; with `allowedIps` (an organization's
+   * networkPolicy), every address must also be inside it, whatever the operator allows.
+   */
+  async vet(url: URL, allowedIps: OrganizationIps | null = null): Promise<VettedDestination> {
     const basic = this.basicRefusal(url);
     if (basic !== null) throw new DestinationRefused(basic);
     const port = portOf(url);
-    const destination = await this.policy.vet(url.hostname, port);
+    const policy = allowedIps ? this.policy.forOrganization(allowedIps) : this.policy;
+    const destination = await policy.vet(url.hostname, port);
     if (!destination.allowed) throw new DestinationRefused(destination.reason);
     const self = this.options.listeningPort() === port ? destination.addresses.find(isThisMachine) : undefined;
     if (self !== undefined) throw new DestinationRefused(`${url.host} is this server (${self} port ${port})`);

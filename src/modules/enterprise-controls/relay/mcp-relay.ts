@@ -3,6 +3,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import { AppConfig } from '../../../config/app-config';
+import type { OrganizationIps } from '../../../platform/outbound/address-policy';
 import { isEventStream, RelayExchange, RelayFailure } from './relay-exchange';
 
 /** The request headers of the Streamable HTTP transport the relay passes on, and no others of the caller's. */
@@ -38,7 +39,13 @@ export class McpRelay {
     this.exchange = new RelayExchange(config, adapterHost, { hosts: config.mcpRelayAllowedHosts, variable: 'MCP_RELAY_ALLOWED_HOSTS' });
   }
 
-  async send(url: URL, serverHeaders: Record<string, string>, secrets: string[], request: McpRelayRequest): Promise<McpRelayAnswer> {
+  async send(
+    url: URL,
+    serverHeaders: Record<string, string>,
+    secrets: string[],
+    allowedIps: OrganizationIps | null,
+    request: McpRelayRequest,
+  ): Promise<McpRelayAnswer> {
     const answer = await this.exchange.send({
       method: request.method,
       url,
@@ -47,6 +54,7 @@ export class McpRelay {
       secrets,
       signal: request.signal,
       addressField: 'url',
+      allowedIps,
       answerHeaders,
       streams: (_, headers) => isEventStream(headers),
     });

@@ -3,6 +3,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import { AppConfig } from '../../../config/app-config';
+import type { OrganizationIps } from '../../../platform/outbound/address-policy';
 import { isEventStream, RelayExchange, RelayFailure } from './relay-exchange';
 
 /** One relayed call, as the service prepares it. */
@@ -16,6 +17,8 @@ export interface RelayCall {
   secrets: string[];
   /** Aborted when the caller goes away. */
   signal: AbortSignal;
+  /** The organization's `networkPolicy.allowedIps`, which the model's address must also be inside (null: not set). */
+  allowedIps: OrganizationIps | null;
 }
 
 export type RelayAnswer =
@@ -55,6 +58,7 @@ export class ModelRelay {
       secrets: call.secrets,
       signal: call.signal,
       addressField: 'baseUrl',
+      allowedIps: call.allowedIps,
       answerHeaders,
       streams: (status, headers) => streamed && status < 300 && isEventStream(headers),
     });

@@ -3,6 +3,7 @@ import { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { pipeline, Readable, Transform, TransformCallback } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { AppConfig } from '../../../config/app-config';
+import type { OrganizationIps } from '../../../platform/outbound/address-policy';
 import { OutboundClient } from '../../../platform/outbound/outbound-client';
 import { describeNetworkError, DestinationRefused } from '../../../platform/outbound/outbound-guard';
 import { maskSecret } from '../domain/secret-mask';
@@ -31,6 +32,8 @@ export interface RelayedRequest {
   signal: AbortSignal;
   /** The setting that names the address, for the redirect's message (`baseUrl`, `url`). */
   addressField: string;
+  /** The organization's `networkPolicy.allowedIps`, which the destination must also be inside (null: not set). */
+  allowedIps: OrganizationIps | null;
   /** The answer's headers passed back. */
   answerHeaders(headers: IncomingHttpHeaders): Record<string, string>;
   /** Whether an answer with this status and these headers is passed on as an event stream. */
@@ -63,7 +66,7 @@ export class RelayExchange {
   async send(request: RelayedRequest): Promise<RelayedAnswer> {
     let destination;
     try {
-      destination = await this.client.vet(request.url);
+      destination = await this.client.vet(request.url, request.allowedIps);
     } catch (error) {
       if (error instanceof DestinationRefused) throw new RelayFailure('refused', error.message);
       throw error;
