@@ -18,8 +18,8 @@ export function effectiveModelPolicy(settings: EnterpriseSettings, userId: strin
  *    `baseUrl` must start with one of `allowedBaseUrls` when that list is not empty;
  * 3. a model in `requireExplicitOptInModelIds` must also be in `allowedModelIds`;
  * 4. any other model is allowed under `allowAllServiceModels`, else only if in `allowedModelIds`.
- * The server keeps no model catalogue, so `isFastModelsAllowed` and `allowServiceRouterByok`
- * are served to agents and enforced by them.
+ * `isFastModelsAllowed` and `allowServiceRouterByok` belong to a model router this server does not have yet: stored
+ * and served in the agent policy, they act nowhere (docs/api.md says so).
  */
 export function checkModel(settings: EnterpriseSettings, userId: string, model: string): ModelRefusal | null {
   const policy = effectiveModelPolicy(settings, userId);
