@@ -216,7 +216,10 @@ describe('MCP servers in the controls, and the MCP relay (e2e)', () => {
     expect(alone.body.metadata).toMatchObject({ serverName: 'remote', tool: 'drop_tables' });
     // Hidden behind an allowed call in a batch, or with a name that is not a string: refused whole.
     expectV0Error(await raw([call(8, 'add'), call(9, 'drop_tables')]), 403, 'mcp_tool_not_allowed');
-    expectV0Error(await raw({ ...call(10, 'add'), params: { name: ['add'] } }), 403, 'mcp_tool_not_allowed');
+    const listed = await raw({ ...call(10, 'add'), params: { name: ['add'] } });
+    expectV0Error(listed, 403, 'mcp_tool_not_allowed');
+    expect(listed.body.metadata.tool).toBe('["add"]');
+    expectV0Error(await raw({ ...call(12, 'add'), params: {} }), 403, 'mcp_tool_not_allowed');
     await expect(client.callTool({ name: 'drop_tables', arguments: {} })).rejects.toThrow(/mcp_tool_not_allowed|403/);
     expect(mcp.requests.length).toBe(sent);
 

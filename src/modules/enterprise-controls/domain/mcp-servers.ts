@@ -43,7 +43,9 @@ export function disallowedToolCall(server: Pick<McpServer, 'allowedTools'>, body
   for (const message of Array.isArray(body) ? body : [body]) {
     if (!isRecord(message) || message.method !== 'tools/call') continue;
     const name = isRecord(message.params) ? message.params.name : undefined;
-    if (typeof name !== 'string' || !allowed.includes(name)) return typeof name === 'string' ? name : String(name);
+    // A name that is not a string is refused too, quoted as it came (`["add"]`, `undefined`), never read as an allowed one.
+    if (typeof name !== 'string') return JSON.stringify(name) ?? String(name);
+    if (!allowed.includes(name)) return name;
   }
   return undefined;
 }
