@@ -3,7 +3,7 @@ import { ValidateFunction } from 'ajv';
 import type { Response } from 'supertest';
 import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
-import { expectStatus, expectV0Error } from '../utils/v0-errors';
+import { expectInvalid, expectStatus, expectV0Error } from '../utils/v0-errors';
 import { TestApp } from '../utils/test-app';
 import { MessageView, sessionsFixture, SessionView } from '../utils/fixtures/sessions';
 
@@ -38,6 +38,64 @@ describe('Sessions API (v0)', () => {
   let guest: TestUser;
   let outsider: TestUser;
   beforeAll(() => ({ t, validateMessage, owner, manager, member, member2, guest, outsider } = fixture));
+
+  // --- archived sessions and tags --------------------------------------------------------------
+
+  describe('archive and tag filters', () => {
+    const ids = (res: Response) => (res.body.sessions as SessionView[]).map((s) => s.sessionId);
+    const tagged = (...names: string[]) => ({ sessionSettings: { tags: names.map((name) => ({ name, metadata: { note: `not-${name}` } })) } });
+
+    it('archived sessions leave the default list; archived=include and archived=only bring them back, page by page', async () => {
+      const boss = await ownerOfNewOrg();
+      const created: string[] = [];
+      for (let i = 0; i < 7; i++) created.push((await createSession(boss, { title: `a${i}` })).sessionId);
+      const archived = new Set(created.filter((_, i) => i % 2 === 0));
+      for (const id of archived) {
+        expectStatus(await http().patch(path(id)).set(boss.auth).send({ sessionSettings: { archivedAt: '2026-11-29T08:00:00Z' } }), 200);
+      }
+      const newestFirst = [...created].reverse();
+      const walkAll = async (query: string) =>
+        (await walk<SessionView>((cursor) => listSessions(boss, `limit=2${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`), 'sessions'))
+          .flat()
+          .map((s) => s.sessionId);
+
+      expect(ids(await listSessions(boss))).toEqual(newestFirst.filter((id) => !archived.has(id)));
+      expect(await walkAll('')).toEqual(newestFirst.filter((id) => !archived.has(id)));
+      expect(await walkAll('&archived=exclude')).toEqual(newestFirst.filter((id) => !archived.has(id)));
+      expect(await walkAll('&archived=only')).toEqual(newestFirst.filter((id) => archived.has(id)));
+      expect(await walkAll('&archived=include')).toEqual(newestFirst);
+
+      // Unarchived, it is back in the default list; a session is still readable by id while archived.
+      const [first] = archived;
+      expectStatus(await getSession(boss, first), 200);
+      expectStatus(await http().patch(path(first)).set(boss.auth).send({ sessionSettings: { archivedAt: null } }), 200);
+      expect(ids(await listSessions(boss, 'limit=100'))).toContain(first);
+    });
+
+    it('tag= lists only sessions carrying a tag of exactly that name, never by metadata or a part of a name', async () => {
+      const boss = await ownerOfNewOrg();
+      const bug = (await createSession(boss, tagged('bug', 'ui'))).sessionId;
+      const bugOnly = (await createSession(boss, tagged('bug'))).sessionId;
+      await createSession(boss, tagged('bugfix', 'Bug'));
+      await createSession(boss, tagged('not-bug'));
+      await createSession(boss);
+      const archivedBug = (await createSession(boss, { sessionSettings: { ...tagged('bug').sessionSettings, archivedAt: '2026-11-29T08:00:00Z' } }))
+        .sessionId;
+
+      expect(ids(await listSessions(boss, 'tag=bug'))).toEqual([bugOnly, bug]);
+      expect(ids(await listSessions(boss, 'tag=ui'))).toEqual([bug]);
+      expect(ids(await listSessions(boss, 'tag=bug&archived=include'))).toEqual([archivedBug, bugOnly, bug]);
+      expect(ids(await listSessions(boss, `tag=${encodeURIComponent('"}]')}`))).toEqual([]);
+      // Another organization's tags are never listed.
+      expect(ids(await listSessions(owner, 'tag=bug&archived=include'))).not.toEqual(expect.arrayContaining([bug]));
+    });
+
+    it('a bad archive or tag filter is 400 naming it', async () => {
+      expectInvalid(await listSessions(owner, 'archived=yes'), 'archived');
+      expectInvalid(await listSessions(owner, 'tag='), 'tag');
+      expectInvalid(await listSessions(owner, `tag=${'x'.repeat(101)}`), 'tag');
+    });
+  });
 
   // --- ordering and pagination ---------------------------------------------------------------
 

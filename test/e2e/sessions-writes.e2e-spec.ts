@@ -350,4 +350,61 @@ describe('Sessions API (v0)', () => {
       expect(rows[0].n).toBe(0);
     });
   });
+  // --- archived sessions ---------------------------------------------------------------------
+
+  describe('archived sessions', () => {
+    const archive = (user: TestUser, id: string, archivedAt: string | null) =>
+      http().patch(path(id)).set(user.auth).send({ sessionSettings: { archivedAt } });
+
+    it('an archived session takes no new message (409 session_archived, nothing written) until it is unarchived', async () => {
+      const session = await createSession(member, { title: 'to archive' });
+      await addMessage(member, session.sessionId, { text: 'before' });
+      const before = await readSession(member, session.sessionId);
+      expectStatus(await archive(member, session.sessionId, '2026-11-29T08:00:00.000Z'), 200);
+
+      for (const [user, key] of [
+        [member, undefined],
+        [owner, 'archived-replay-1'],
+      ] as const) {
+        const refused = await postMessage(user, session.sessionId, { text: 'after' }).set(key ? { 'Idempotency-Key': key } : {});
+        expectV0Error(refused, 409, 'session_archived');
+        expect(refused.body.detail).toContain('archivedAt to null');
+        expect(refused.body.metadata).toEqual({ code: 'session_archived', archivedAt: '2026-11-29T08:00:00.000Z' });
+      }
+      const after = await readSession(member, session.sessionId);
+      expect({ messageCount: after.messageCount, status: after.status }).toEqual({ messageCount: before.messageCount, status: before.status });
+      expect((await allMessages(member, session.sessionId)).map((m) => (m.content[0] as { text: string }).text)).toEqual(['before']);
+
+      // Still 404 for anyone who may not see it: archiving says nothing to other tenants.
+      expectV0Error(await postMessage(outsider, session.sessionId, { text: 'x' }), 404, 'session_not_found');
+
+      expectStatus(await archive(member, session.sessionId, null), 200);
+      const taken = await postMessage(member, session.sessionId, { text: 'after' }).set({ 'Idempotency-Key': 'archived-replay-1' });
+      expectStatus(taken, 200);
+      expect((await readSession(member, session.sessionId)).messageCount).toBe(before.messageCount + 1);
+    });
+
+    it('messages racing an archive are each either stored or refused, never half-written', async () => {
+      const session = await createSession(owner);
+      const racing = Array.from({ length: 12 }, (_, i) => postMessage(i % 2 ? manager : owner, session.sessionId, { text: `r${i}` }));
+      const archived = archive(owner, session.sessionId, '2026-11-29T08:00:00.000Z');
+      const results = await Promise.all(racing);
+      expectStatus(await archived, 200);
+      const stored = results.filter((res) => res.status === 200).length;
+      for (const res of results) if (res.status !== 200) expectV0Error(res, 409, 'session_archived');
+      expect((await readSession(owner, session.sessionId)).messageCount).toBe(stored);
+      expect(await allMessages(owner, session.sessionId)).toHaveLength(stored);
+      expectV0Error(await postMessage(owner, session.sessionId, { text: 'late' }), 409, 'session_archived');
+    });
+
+    it('archivedAt must be a date-time: anything else is 400 and the session stays as it was', async () => {
+      const session = await createSession(member);
+      for (const archivedAt of ['yesterday', '', 1764403200000, true]) {
+        const res = await archive(member, session.sessionId, archivedAt as unknown as string);
+        expectInvalid(res, 'sessionSettings.archivedAt');
+      }
+      expect(await readSession(member, session.sessionId)).toEqual(session);
+      await addMessage(member, session.sessionId);
+    });
+  });
 });

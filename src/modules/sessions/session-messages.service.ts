@@ -11,7 +11,8 @@ import { SessionEntity } from './entities';
 import { checkBase64Payload } from './domain/attachments';
 import { ContentBlock, MessageRole } from './domain/message';
 import { assertTransition, SessionStatus, SessionTrigger } from './domain/session-status';
-import { sessionNotFound, SessionsError, SessionsErrorCode } from './domain/sessions.errors';
+import { sessionArchived, sessionNotFound, SessionsError, SessionsErrorCode } from './domain/sessions.errors';
+import { isArchived } from './domain/session-settings';
 import { MessageView, StatusReason, toMessageView } from './domain/views';
 import { AgentPresence } from './agent-presence';
 import { SessionPolicy } from './ports/session-policy';
@@ -78,7 +79,7 @@ export class SessionMessages {
         },
         manager,
       );
-      if (!change) throw sessionNotFound(sessionId);
+      if (!change) throw await this.whyNoMessage(principal, sessionId, manager);
       assertTransition(SessionTrigger.UserMessageAdded, change.previousStatus, change.session.status);
       published = change;
       return { messageId, status: change.session.status };
@@ -93,6 +94,15 @@ export class SessionMessages {
         ? reasonFor(await this.repository.findSession(sessionId, principal.organizationId))
         : null;
     return reason ? { ...result, body: { ...result.body, warnings: [reason] } } : result;
+  }
+
+  /**
+   * Why a session took no message: archived (409), else unknown (404). Members were checked as
+   * writers of the session before; owners and managers may write to every session.
+   */
+  private async whyNoMessage(principal: Principal, sessionId: string, manager: EntityManager): Promise<SessionsError> {
+    const session = await this.repository.findSession(sessionId, principal.organizationId, manager);
+    return session && isArchived(session.settings) ? sessionArchived(sessionId, session.settings.archivedAt as string) : sessionNotFound(sessionId);
   }
 
   async list(

@@ -2,6 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Res } from
 import {
   ApiBody,
   ApiCreatedResponse,
+  ApiConflictResponse,
   ApiForbiddenResponse,
   ApiNoContentResponse,
   ApiNotFoundResponse,
@@ -76,14 +77,21 @@ export class SessionsController {
     summary: 'List sessions',
     description:
       'Newest first (by `createdAt`, then `sessionId`, both descending). Owners and managers see every session of the organization; ' +
-      'members see them all unless `restrictMemberVisibility` is on, then only their own; guests see their own.',
+      'members see them all unless `restrictMemberVisibility` is on, then only their own; guests see their own. ' +
+      'Archived sessions (`sessionSettings.archivedAt` set) are left out unless `archived` asks for them.',
   })
   @ApiOkResponse({ schema: pageOf('sessions', 'Session') })
   async list(
     @CurrentPrincipal() principal: Principal,
     @QuerySchema(sessionSchemas, 'ListSessionsQuery') query: ListSessionsQuery,
   ): Promise<{ sessions: SessionView[]; pagination: Pagination }> {
-    const result = await this.sessions.list(principal, { cursor: query.cursor, limit: pageSize(query), computerId: query.computerId });
+    const result = await this.sessions.list(principal, {
+      cursor: query.cursor,
+      limit: pageSize(query),
+      computerId: query.computerId,
+      archived: query.archived,
+      tag: query.tag,
+    });
     return { sessions: result.items, pagination: result.pagination };
   }
 
@@ -165,11 +173,16 @@ export class SessionsController {
       'its `parentId` the previous message. An `idle` session becomes `pending` (work waiting for an agent); a `running` one stays running, ' +
       "and goes back to `pending` when the agent ends its turn. `status` is the session's status after submission. " +
       "Base64 must be valid and its bytes must match `mediaType`. The work is routed to `computerId`, else to the session's computer. " +
-      'When no agent will take it (none asked for work in its queue in the last 90 s), the message is stored and `warnings` says so.',
+      'When no agent will take it (none asked for work in its queue in the last 90 s), the message is stored and `warnings` says so. ' +
+      'An archived session (`sessionSettings.archivedAt` set) takes none: 409 `session_archived`.',
   })
   @ApiBody({ schema: ref('AddMessageBody') })
   @ApiOkResponse({ schema: ref('AddMessageResponse') })
   @ApiForbiddenResponse({ description: "A member writing to someone else's session, or a guest.", schema: V0_ERROR })
+  @ApiConflictResponse({
+    description: '`session_archived`: the session is archived (`metadata.archivedAt`); unarchive it by setting `archivedAt` to null.',
+    schema: V0_ERROR,
+  })
   @ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request.', schema: V0_ERROR })
   async addMessage(
     @CurrentPrincipal() principal: Principal,

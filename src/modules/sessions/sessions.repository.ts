@@ -8,7 +8,7 @@ import { EventActor, EventLog } from '../../platform/events';
 import { MessageEntity, SessionEntity, ToolApprovalEntity } from './entities';
 import { ToolApprovalStatus } from './domain/tool-approval';
 import { ContentBlock, MessageAttributes, MessageRole, UserMessageSource } from './domain/message';
-import { StoredSessionSettings, TokenUsage } from './domain/session-settings';
+import { ArchivedFilter, StoredSessionSettings, TokenUsage } from './domain/session-settings';
 import { SessionStatus, SessionTrigger, statusAfterSql } from './domain/session-status';
 
 /**
@@ -140,6 +140,10 @@ export interface SessionFilter {
   /** Only this user's sessions (guests; members under restrictMemberVisibility). */
   ownerId?: string;
   computerId?: string;
+  /** Archived sessions (`settings.archivedAt` set): left out, listed with the others, or listed alone. */
+  archived: ArchivedFilter;
+  /** Only sessions with a tag of this name. */
+  tag?: string;
 }
 
 /** A session's key: its organization leads it (see the TenantKeys migration), so every statement on one session names both. */
@@ -207,8 +211,11 @@ export class SessionsRepository {
     const where = ['s.organization_id = $1'];
     if (filter.ownerId) where.push(`s.owner_id = $${values.push(filter.ownerId)}`);
     if (filter.computerId) where.push(`s.computer_id = $${values.push(filter.computerId)}`);
+    if (filter.archived === 'exclude') where.push(`NOT (s.settings ? 'archivedAt')`);
+    if (filter.archived === 'only') where.push(`s.settings ? 'archivedAt'`);
+    if (filter.tag !== undefined) where.push(`s.settings->'tags' @> $${values.push(JSON.stringify([{ name: filter.tag }]))}::jsonb`);
     if (after) where.push(`(s.created_at, s.id) < ($${values.push(after.createdAt)}, $${values.push(after.id)})`);
-    const variant = `${filter.ownerId ? 'o' : ''}${filter.computerId ? 'c' : ''}${after ? 'k' : ''}`;
+    const variant = `${filter.ownerId ? 'o' : ''}${filter.computerId ? 'c' : ''}${filter.archived[0]}${filter.tag !== undefined ? 't' : ''}${after ? 'k' : ''}`;
     const rows = await this.sql.query<SummaryRow>(
       `sessions.list.${variant}`,
       `SELECT ${SUMMARY_COLUMNS} FROM sessions s WHERE ${where.join(' AND ')} ORDER BY s.created_at DESC, s.id DESC LIMIT $2`,
@@ -384,7 +391,7 @@ export class SessionsRepository {
   /**
    * Adds a user message in one statement, with its events (`message.added`, and
    * `session.status_changed` when the status moves): without a transaction of the caller's, the
-   * command is this one statement.
+   * command is this one statement. An archived session takes none: null, as for an unknown one.
    */
   async addUserMessage(
     input: {
@@ -422,7 +429,7 @@ export class SessionsRepository {
     const rows = await this.sql.in(manager).query<SessionRow & { previous_status: SessionStatus; previous_last_message_id: string | null }>(
       'messages.addUser',
       `WITH old AS (
-         SELECT id, status, last_message_id FROM sessions WHERE id = $1 AND organization_id = $2 FOR UPDATE
+         SELECT id, status, last_message_id FROM sessions WHERE id = $1 AND organization_id = $2 AND NOT (settings ? 'archivedAt') FOR UPDATE
        ), s AS (
          UPDATE sessions s SET
            message_count = s.message_count + 1,

@@ -6,7 +6,7 @@ import { isUuid, newId } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { Page } from '../../platform/http/pagination';
 import { SessionEntity } from './entities';
-import { SERVER_MAINTAINED_SETTINGS, StoredSessionSettings } from './domain/session-settings';
+import { ArchivedFilter, SERVER_MAINTAINED_SETTINGS, StoredSessionSettings } from './domain/session-settings';
 import { SessionStatus } from './domain/session-status';
 import { SessionView, StatusReason, toSessionView } from './domain/views';
 import { AgentPresence } from './agent-presence';
@@ -81,11 +81,14 @@ export class SessionsService {
     return toSessionView(session, await this.statusReason(principal.organizationId, session));
   }
 
-  async list(principal: Principal, query: { cursor?: string; limit: number; computerId?: string }): Promise<Page<SessionView>> {
+  async list(
+    principal: Principal,
+    query: { cursor?: string; limit: number; computerId?: string; archived?: ArchivedFilter; tag?: string },
+  ): Promise<Page<SessionView>> {
     if (query.computerId !== undefined) await this.access.requireComputer(principal, query.computerId);
     const ownerId = (await this.access.seesOnlyOwnSessions(principal)) ? principal.userId : undefined;
     const page = await this.repository.listSessions(
-      { organizationId: principal.organizationId, ownerId, computerId: query.computerId },
+      { organizationId: principal.organizationId, ownerId, computerId: query.computerId, archived: query.archived ?? 'exclude', tag: query.tag },
       query.cursor,
       query.limit,
     );

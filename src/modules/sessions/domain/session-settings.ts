@@ -13,6 +13,15 @@ export const PROVIDER_LOCKS = ['vendor-a', 'vendor-b', 'vendor-c', 'generic-chat
 /** API flavours a session can be locked to. */
 export const API_PROVIDER_LOCKS = ['messages', 'responses', 'chat-completions'] as const;
 
+/** Which sessions a list answers by archive state (`archivedAt` set): `exclude`, the default, leaves archived ones out. */
+export const ARCHIVED_FILTERS = ['exclude', 'include', 'only'] as const;
+export type ArchivedFilter = (typeof ARCHIVED_FILTERS)[number];
+
+/** Whether a session is archived: its `archivedAt` is set (archiving and unarchiving are PATCHes of that setting). */
+export function isArchived(settings: StoredSessionSettings): boolean {
+  return typeof settings.archivedAt === 'string';
+}
+
 export interface TokenUsage {
   inputTokens: number;
   outputTokens: number;

@@ -14,6 +14,7 @@ export enum SessionsErrorCode {
   TurnInterrupted = 'turn_interrupted',
   ToolApprovalNotFound = 'tool_approval_not_found',
   ToolApprovalNotPending = 'tool_approval_not_pending',
+  SessionArchived = 'session_archived',
 }
 
 export class SessionsError extends DomainError<SessionsErrorCode> {
@@ -31,6 +32,7 @@ export class SessionsError extends DomainError<SessionsErrorCode> {
       case SessionsErrorCode.NoRunningTurn:
       case SessionsErrorCode.TurnInterrupted:
       case SessionsErrorCode.ToolApprovalNotPending:
+      case SessionsErrorCode.SessionArchived:
         return ErrorKind.Conflict;
       case SessionsErrorCode.ParentNotFound:
         return ErrorKind.InvalidRequest;
@@ -56,4 +58,13 @@ export function sessionNotFound(sessionId: string): SessionsError {
 
 export function toolApprovalNotFound(sessionId: string, approvalId: string): SessionsError {
   return new SessionsError(SessionsErrorCode.ToolApprovalNotFound, `No tool approval ${approvalId} exists in session ${sessionId}.`);
+}
+
+/** An archived session takes no new turn until it is unarchived. */
+export function sessionArchived(sessionId: string, archivedAt: string): SessionsError {
+  return new SessionsError(
+    SessionsErrorCode.SessionArchived,
+    `Session ${sessionId} was archived at ${archivedAt} and takes no new messages. Unarchive it first: PATCH its sessionSettings.archivedAt to null.`,
+    { archivedAt },
+  );
 }

@@ -1,6 +1,7 @@
 import type { ApiSchema } from '../../../platform/http/api-schema';
 import { closedObject, SchemaObject } from '../../../platform/http/json-schema';
 import { pageQuery } from '../../../platform/http/pagination';
+import { ARCHIVED_FILTERS } from '../domain/session-settings';
 
 /** The query strings of the Sessions module's routes: validated like bodies, published as parameters. */
 const computerId: SchemaObject = {
@@ -15,7 +16,23 @@ export const MESSAGE_ORDERS = ['oldest', 'newest'] as const;
 const WAIT_MS_PATTERN = '^(30000|[12][0-9]{4}|[1-9][0-9]{0,3}|0)$';
 
 export const SESSION_QUERIES: Record<string, SchemaObject> = {
-  ListSessionsQuery: pageQuery({ computerId }),
+  ListSessionsQuery: pageQuery({
+    computerId,
+    archived: {
+      type: 'string',
+      enum: [...ARCHIVED_FILTERS],
+      default: 'exclude',
+      description:
+        'Not in the spec. Sessions whose `sessionSettings.archivedAt` is set: `exclude` (default) leaves them out, `include` lists them with the others, ' +
+        '`only` lists only them.',
+    },
+    tag: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 100,
+      description: 'Not in the spec. Only sessions with a `sessionSettings.tags` entry of this `name` (exact, case-sensitive).',
+    },
+  }),
   GetSessionQuery: closedObject([], { computerId }),
   ListMessagesQuery: pageQuery({
     computerId,

@@ -208,7 +208,11 @@ const sessionSettingsFields: Record<string, SchemaObject> = {
   providerLock: { type: 'string', enum: [...PROVIDER_LOCKS], description: 'Model-provider lock.' },
   providerLockTimestamp: str('When the provider lock was set (ISO 8601).', { maxLength: 64 }),
   apiProviderLock: { type: 'string', enum: [...API_PROVIDER_LOCKS] },
-  archivedAt: str('When the session was archived (ISO 8601).', { maxLength: 64 }),
+  archivedAt: str(
+    'When the session was archived (an ISO 8601 date-time). An archived session leaves the default session list and takes no new messages ' +
+      '(409 `session_archived`) until this is set back to null.',
+    { maxLength: 64, format: 'date-time' },
+  ),
   tags: {
     type: 'array',
     maxItems: 50,
