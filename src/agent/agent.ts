@@ -23,6 +23,8 @@ export const SUBAGENT_MAX_STEPS = 30;
 /** Characters of conversation past which it is compacted into a summary (about 100,000 tokens). */
 export const DEFAULT_CONTEXT_CHARS = 400_000;
 const CLAIM_WAIT_MS = 25_000;
+/** How often an agent whose computer the organization's controls keep from work asks again, by default. */
+const WORK_DISABLED_RETRY_MS = 30_000;
 /** Thinking tokens of a custom model with `enableThinking` and no `thinkingMaxTokens`. */
 const DEFAULT_THINKING_BUDGET = 4_096;
 /** Every second while working: a user's interrupt comes back in the heartbeat's answer, so it is seen within 2 s. */
@@ -47,6 +49,8 @@ export interface AgentOptions {
   /** Characters of conversation past which it is compacted (DEFAULT_CONTEXT_CHARS when not set). */
   contextChars?: number;
   computerId?: string;
+  /** How often to ask again for work while the organization's controls keep the computer from it (ms). */
+  workDisabledRetryMs?: number;
   log: (line: string) => void;
 }
 
@@ -80,12 +84,23 @@ export class Agent {
     const { client, log } = this.options;
     await this.untilDone(() => client.connect(hostname), 'connect');
     log(`connected as ${hostname}; workspace ${this.options.workspace}`);
+    let paused = false;
     while (!this.stopping) {
       let work: Work | null = null;
       try {
         work = await client.claim(CLAIM_WAIT_MS, this.stopSignal.signal);
+        if (paused) log('taking work again');
+        paused = false;
       } catch (error) {
         if (this.stopping) break;
+        // Controls that keep this computer from work can be turned back on: wait, said once, rather than exit and be restarted in a loop.
+        if (error instanceof ChannelRefusal && error.code === 'computer_work_disabled') {
+          const retryMs = this.options.workDisabledRetryMs ?? WORK_DISABLED_RETRY_MS;
+          if (!paused) log(`not taking work: ${error.body.detail ?? 'turned off by the organization'} Asking again every ${retryMs / 1000} s.`);
+          paused = true;
+          await sleep(retryMs, undefined, { signal: this.stopSignal.signal }).catch(() => undefined);
+          continue;
+        }
         // A token the server refuses (deleted computer, rotated token) will not start working again.
         if (error instanceof ChannelRefusal && (error.status === 401 || error.status === 403)) throw error;
         log(`could not take work: ${(error as Error).message}`);

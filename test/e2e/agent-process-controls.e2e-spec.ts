@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { until } from '../utils/polling';
 import { TestApp } from '../utils/test-app';
 import { itInSandbox } from '../utils/sandbox';
 import { agentProcessFixture, call, completion, Json, ScriptedModel } from '../utils/fixtures/agent-process';
@@ -179,6 +180,43 @@ describe('The agent process', () => {
     } finally {
       await model.stop();
     }
+  });
+
+  it('takes no new work while the computer-kind controls keep its computer out, waits without exiting, and takes it once let back in', async () => {
+    const { owner, computerId, token, child, output } = await computerWithAgent({ AGENT_WORK_DISABLED_RETRY_MS: '200' });
+    const controls = (settings: Json) => t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings }).expect(200);
+    const claimAs = (auth: Record<string, string>, body: Json = {}) =>
+      t
+        .http()
+        .post('/api/v0/agent/claims')
+        .set(auth)
+        .send({ waitMs: 0, ...body });
+    const agentAuth = { Authorization: `Bearer ${token}` };
+
+    await controls({ byomComputersEnabled: false });
+    const sessionId = await say(computerId, 'Anyone there?');
+    await until(output, (text) => text.includes('not taking work'), 'the agent to say it is kept from work', 20_000);
+    expect(output()).toContain('BYOM computers are turned off');
+    // Neither the computer's own token nor an owner's key naming the computer gets the work.
+    for (const auth of [agentAuth, owner.auth]) {
+      const refused = await claimAs(auth, auth === owner.auth ? { computerId } : {});
+      expect(refused.status).toBe(403);
+      expect(refused.body.metadata).toEqual({ code: 'computer_work_disabled', control: 'byomComputersEnabled', computerId });
+    }
+    await controls({ byomComputersEnabled: true, byomComputersAllowedEmails: ['someone.else@example.com'] });
+    const unlisted = await claimAs(agentAuth);
+    expect(unlisted.status).toBe(403);
+    expect(unlisted.body.metadata).toMatchObject({ control: 'byomComputersAllowedEmails' });
+    expect((await t.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth).expect(200)).body.status).toBe('pending');
+    expect(child.exitCode).toBeNull();
+    expect(output().match(/not taking work/g)).toHaveLength(1);
+
+    // The owner listed (in other case): the waiting agent takes the work without a restart.
+    await controls({ byomComputersAllowedEmails: [owner.email.toUpperCase()] });
+    await untilIdle(sessionId, output);
+    expect(output()).toContain('taking work again');
+    // No model here: the turn it took answers how to configure one.
+    expect((await messages(sessionId)).map((m) => m.role)).toEqual(['user', 'system']);
   });
 
   describe('under the sandbox settings', () => {

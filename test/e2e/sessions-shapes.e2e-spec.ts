@@ -87,7 +87,7 @@ describe('Sessions API (v0)', () => {
       expect(session.sessionSettings).toEqual(sessionSettings);
       expectValid(validateSession, session);
       expect(await readSession(owner, session.sessionId)).toEqual(session);
-      const listed = await listSessions(owner, 'limit=100');
+      const listed = await listSessions(owner, 'limit=100&archived=include');
       expectStatus(listed, 200);
       expectValid(validateSessionPage, listed.body);
       expect((listed.body.sessions as SessionView[]).find((s) => s.sessionId === session.sessionId)).toEqual(session);

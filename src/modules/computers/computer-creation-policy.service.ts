@@ -7,6 +7,7 @@ import { ComputerAccess } from './computer-access.service';
 import { BYOM, LOCAL_PROVIDER, LOCAL_TEMPLATES, OwnerPrincipalKind } from './domain/computer';
 import { ComputersError, ComputersErrorCode } from './domain/computers.errors';
 import { ComputerOwner, CreateComputerInput } from './domain/new-computer';
+import { kindRefusal } from './domain/kind-controls';
 import { locateRepo } from './domain/repo-location';
 
 /** Fields only a managed provider's computer takes. */
@@ -88,19 +89,12 @@ export class ComputerCreationPolicy {
 
   /** Enterprise controls: each kind of computer can be switched off, or limited to listed emails. */
   private async checkControls(principal: Principal, managed: boolean): Promise<void> {
-    const controls = await this.controls.read(principal.organizationId);
-    const [enabled, allowed, kind] = managed
-      ? [controls.managedComputersEnabled, controls.managedComputersAllowedEmails, 'Managed']
-      : [controls.byomComputersEnabled, controls.byomComputersAllowedEmails, 'BYOM'];
-    if (!enabled) {
-      throw new ComputersError(ComputersErrorCode.ProviderDisabled, `${kind} computers are turned off for your organization.`, {
-        control: managed ? 'managedComputersEnabled' : 'byomComputersEnabled',
-      });
-    }
-    if (allowed.length > 0 && !allowed.some((email) => email.toLowerCase() === principal.email.toLowerCase())) {
-      throw new ComputersError(ComputersErrorCode.NotAllowedByControls, `${kind} computers are limited to listed people, and you are not on the list.`, {
-        control: managed ? 'managedComputersAllowedEmails' : 'byomComputersAllowedEmails',
-      });
-    }
+    const refusal = kindRefusal(await this.controls.read(principal.organizationId), managed, principal.email);
+    if (!refusal) return;
+    const [code, detail] =
+      refusal.reason === 'disabled'
+        ? [ComputersErrorCode.ProviderDisabled, refusal.detail]
+        : [ComputersErrorCode.NotAllowedByControls, `${refusal.detail}, and you are not on the list.`];
+    throw new ComputersError(code, detail, { control: refusal.control });
   }
 }

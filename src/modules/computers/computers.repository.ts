@@ -149,6 +149,17 @@ export class ComputersRepository {
   }
 
   /** Whether the computer exists in the organization (and belongs to `ownerId`, when given). */
+  /** A computer's provider and its owner's email (what the computer-kind controls judge), or null. */
+  async kindAndOwnerEmail(id: string, organizationId: string): Promise<{ provider: string; ownerEmail: string } | null> {
+    const rows = await this.sql.query<{ provider: string; ownerEmail: string }>(
+      'computers.kindAndOwnerEmail',
+      `SELECT c.provider, u.email AS "ownerEmail" FROM computers c JOIN users u ON u.organization_id = c.organization_id AND u.id = c.owner_id
+       WHERE c.id = $1 AND c.organization_id = $2`,
+      [id, organizationId],
+    );
+    return rows[0] ?? null;
+  }
+
   async exists(id: string, organizationId: string, ownerId?: string): Promise<boolean> {
     const rows = await this.sql.query(
       ownerId ? 'computers.existsForOwner' : 'computers.exists',

@@ -68,6 +68,12 @@ export class AgentController {
   @ApiBody({ schema: ref('ClaimWorkBody'), required: false })
   @ApiOkResponse({ schema: ref('ClaimWorkResponse') })
   @ApiNotFoundResponse({ description: 'Unknown `computerId`.', schema: V0_ERROR })
+  @ApiForbiddenResponse({
+    description:
+      "`computer_work_disabled`: the organization's controls keep the computer from new work: its kind is turned off (`managedComputersEnabled`, " +
+      "`byomComputersEnabled`) or its owner is not on the kind's email list (`metadata.control` names which). A running turn finishes.",
+    schema: V0_ERROR,
+  })
   @ApiTooManyRequestsResponse({
     description: 'Too many claims waiting (`too_many_long_polls`; `metadata.limit` names the cap, `metadata.max` its value).',
     schema: V0_ERROR,

@@ -30,8 +30,12 @@ export class WorkQueue {
   ) {}
 
   /** The queue the caller takes from. */
+  /** The queue a claim takes from; 403 when the organization's controls keep its computer from new work. */
   async scopeOf(principal: Principal, computerId: string | undefined): Promise<WorkFilter> {
-    return { organizationId: principal.organizationId, computerId: await this.claimScope(principal, computerId), ownerId: ownerScopeOf(principal) };
+    const scope = { organizationId: principal.organizationId, computerId: await this.claimScope(principal, computerId), ownerId: ownerScopeOf(principal) };
+    const refusal = scope.computerId ? await this.computers.workRefusal(principal.organizationId, scope.computerId) : null;
+    if (refusal) throw new SessionsError(SessionsErrorCode.ComputerWorkDisabled, refusal.detail, { control: refusal.control, computerId: scope.computerId });
+    return scope;
   }
 
   /** When the queue's next running turn's lease runs out (its work is then to be taken again), or null. */

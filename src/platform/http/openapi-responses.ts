@@ -81,6 +81,13 @@ function exampleError(path: string, method: string, status: number, roleBound: b
           detail: "Only a computer's agent token may call this (the agent working on that computer); user API keys and JWTs may not.",
         };
       }
+      if (path === '/api/v0/agent/claims') {
+        return {
+          code: 'computer_work_disabled',
+          detail: `Computer ${ID} takes no new work: BYOM computers are turned off for your organization. A turn already running finishes.`,
+          metadata: { control: 'byomComputersEnabled', computerId: ID },
+        };
+      }
       if (path === '/settings/api-keys/{apiKeyId}' || !roleBound) return COMPUTER_TOKEN_REFUSED;
       if (path === '/settings/api-keys' && method === 'post') {
         return {
@@ -109,6 +116,12 @@ function exampleError(path: string, method: string, status: number, roleBound: b
           code: 'turn_not_active',
           detail: `Turn ${ID} is not the running turn of session ${ID}: it ended, or its lease ran out and another agent took the work.`,
           metadata: { sessionStatus: 'idle' },
+        };
+      if (path === '/api/v0/sessions/{sessionId}/messages')
+        return {
+          code: 'session_archived',
+          detail: `Session ${ID} was archived at 2026-11-29T08:00:00.000Z and takes no new messages. Unarchive it first: PATCH its sessionSettings.archivedAt to null.`,
+          metadata: { archivedAt: '2026-11-29T08:00:00.000Z' },
         };
       if (path.endsWith('/interrupt'))
         return { code: 'no_running_turn', detail: `Session ${ID} has no running turn to interrupt: it is idle.`, metadata: { sessionStatus: 'idle' } };

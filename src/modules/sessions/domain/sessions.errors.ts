@@ -15,6 +15,7 @@ export enum SessionsErrorCode {
   ToolApprovalNotFound = 'tool_approval_not_found',
   ToolApprovalNotPending = 'tool_approval_not_pending',
   SessionArchived = 'session_archived',
+  ComputerWorkDisabled = 'computer_work_disabled',
 }
 
 export class SessionsError extends DomainError<SessionsErrorCode> {
@@ -27,6 +28,7 @@ export class SessionsError extends DomainError<SessionsErrorCode> {
       case SessionsErrorCode.MessageHistoryDisabled:
       case SessionsErrorCode.ReadOnlyRole:
       case SessionsErrorCode.ModelNotAllowed:
+      case SessionsErrorCode.ComputerWorkDisabled:
         return ErrorKind.Forbidden;
       case SessionsErrorCode.TurnNotActive:
       case SessionsErrorCode.NoRunningTurn:

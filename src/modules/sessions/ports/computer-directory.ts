@@ -7,4 +7,9 @@ import type { Principal } from '../../auth';
  */
 export abstract class ComputerDirectory {
   abstract visibleTo(principal: Principal, computerId: string): Promise<boolean>;
+  /**
+   * Why the organization's controls keep a computer from taking new work (its kind is turned off, or
+   * its owner is not on the kind's email list), or null: the control's name and a sentence.
+   */
+  abstract workRefusal(organizationId: string, computerId: string): Promise<{ control: string; detail: string } | null>;
 }
