@@ -13,6 +13,7 @@ import { AllowedIps } from './sandbox/network-policy';
 import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
 import { ApprovalRules, approvalNeeded, callSummary } from './tools/approval';
 import { autonomyRefusal } from './tools/autonomy';
+import { ToolSelection } from './tools/tool-selection';
 import { McpConnections } from './mcp/mcp-connections';
 import { mcpAutonomyRefusal, McpTool } from './mcp/mcp-tools';
 
@@ -178,7 +179,8 @@ export class Agent {
         await hooks.fire('Notification', { message: refusal ?? NO_MODEL });
       } else {
         const approvalRules = [policy.toolApproval, settings.toolApproval];
-        const mcpTools = await this.mcpTools(work, policy, settings, spec, abort.signal);
+        const selection = new ToolSelection(settings);
+        const mcpTools = await this.mcpTools(work, policy, selection, spec, abort.signal);
         const memory = await loadMemory(this.options.workspace, this.options.hooksFile);
         const ending = await this.work(
           {
@@ -191,6 +193,7 @@ export class Agent {
             autonomyLevel: settings.autonomyLevel,
             reasoningEffort: spec ? (settings.specModeReasoningEffort ?? settings.reasoningEffort) : settings.reasoningEffort,
             approvalRules,
+            selection,
             memory,
             mcpTools,
             onText: deltas.onText,
@@ -241,7 +244,8 @@ export class Agent {
     const { client } = this.options;
     const { work, signal, hooks, model, policy } = turn;
     const workspaceTools = turn.spec ? WORKSPACE_TOOLS.filter((tool) => READ_ONLY_TOOLS.has(tool.name)) : WORKSPACE_TOOLS;
-    const tools = subagent ? workspaceTools : [...workspaceTools, TASK_TOOL];
+    // The session's enabledToolIds and disabledToolIds bind the agent and its subagents alike.
+    const tools = (subagent ? workspaceTools : [...workspaceTools, TASK_TOOL]).filter((tool) => turn.selection.allows(tool.name));
     const mcpTools = new Map(turn.mcpTools.map((tool) => [tool.name, tool]));
     const specs: ToolSpec[] = [...tools, ...turn.mcpTools].map((tool) => ({
       type: 'function',
@@ -285,6 +289,8 @@ export class Agent {
         const pre = await hooks.fire('PreToolUse', { tool_name: call.function.name, tool_input: input ?? {}, tool_use_id: call.id }, call);
         let result: ToolResult;
         const mcpTool = mcpTools.get(call.function.name);
+        // A tool the session keeps from the agent is refused even when the model names it unoffered.
+        const unselected = tools.some((tool) => tool.name === call.function.name) || mcpTool ? null : turn.selection.refusal(call.function.name);
         const autonomy = mcpTool
           ? mcpAutonomyRefusal(turn.autonomyLevel, mcpTool.server, policy.mcpAutonomyOverrides)
           : autonomyRefusal(turn.autonomyLevel, call.function.name, input);
@@ -293,6 +299,7 @@ export class Agent {
         const approval = runnable ? approvalNeeded(turn.approvalRules, call.function.name, input) : null;
         const refused = signal.aborted || pre?.blocked || autonomy || !approval ? null : await this.approve(turn, call, input);
         if (signal.aborted) result = { isError: true, content: 'Not run: the turn was interrupted or stopped first.' };
+        else if (unselected) result = { isError: true, content: unselected };
         else if (pre?.blocked) result = { isError: true, content: `A PreToolUse hook blocked this call: ${pre.blockReason}` };
         else if (autonomy) result = { isError: true, content: autonomy };
         else if (refused) result = refused;
@@ -371,13 +378,13 @@ export class Agent {
 
   /**
    * The MCP tools of the turn: none in spec mode (it offers tools that read only, and an MCP tool's
-   * effects are unknown); else those of every server the policy lets the agent use, less the session's
-   * `disabledToolIds`. A server that fails is said in the session and offers nothing; the turn goes on.
+   * effects are unknown); else those of every server the policy lets the agent use, less those the
+   * session's `enabledToolIds` and `disabledToolIds` keep from it. A server that fails is said in the session and offers nothing; the turn goes on.
    */
-  private async mcpTools(work: Work, policy: AgentPolicy, settings: SessionSettings, spec: boolean, signal: AbortSignal): Promise<McpTool[]> {
+  private async mcpTools(work: Work, policy: AgentPolicy, selection: ToolSelection, spec: boolean, signal: AbortSignal): Promise<McpTool[]> {
     if (spec || !this.mcp) return [];
     // A user's interrupt during the connections ends them at once (a server may take up to 30 s to start).
-    const { tools, problems } = await this.mcp.toolset(policy, settings.disabledToolIds ?? [], signal);
+    const { tools, problems } = await this.mcp.toolset(policy, selection, signal);
     for (const problem of problems) await this.say(work, problem);
     return tools;
   }
@@ -644,6 +651,8 @@ interface TurnContext {
   reasoningEffort?: string;
   /** The organization's and the session's `toolApproval`: the calls a person must approve first. */
   approvalRules: Array<ApprovalRules | undefined>;
+  /** The session's `enabledToolIds` and `disabledToolIds`: the tools offered, and those refused. */
+  selection: ToolSelection;
   /** The tools of the organization's MCP servers offered this turn (none in spec mode), to the agent and its subagents. */
   mcpTools: McpTool[];
   /** The user's settings instructions and the project's AGENTS.md, read at the start of the turn. */

@@ -182,6 +182,44 @@ describe('The agent process', () => {
     }
   });
 
+  it("offers only the session's enabledToolIds less its disabledToolIds, and refuses a call to any other tool the model names", async () => {
+    const model = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role !== 'user') return completion({ content: 'Done.' });
+      return completion({
+        tool_calls: [
+          call('c1', 'Execute', { command: 'touch pwned.txt' }),
+          call('c2', 'Create', { file_path: 'made.txt', content: 'x\n' }),
+          call('c3', 'LS', { path: '.' }),
+          call('c4', 'Task', { description: 'look', prompt: 'Run touch sub.txt' }),
+        ],
+      });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const sessionSettings = { enabledToolIds: ['ls', 'Create', 'Read'], disabledToolIds: ['create'] };
+      const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ computerId, sessionSettings }).expect(201);
+      const sessionId = session.body.sessionId as string;
+      await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Try everything' }).expect(200);
+      await untilIdle(sessionId, output);
+      const offered = (model.requests[0].tools as Json[]).map((tool) => (tool.function as Json).name);
+      expect(offered).toEqual(['Read', 'LS']);
+      const [execute, create, ls, task] = (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
+      expect(execute).toMatchObject({
+        isError: true,
+        content: expect.stringMatching(/^Execute is not among the tools this session enables \(its enabledToolIds\)/),
+      });
+      expect(create).toMatchObject({ isError: true, content: expect.stringMatching(/^Create is disabled in this session \(its disabledToolIds\)/) });
+      expect(ls).toMatchObject({ isError: false });
+      expect(task).toMatchObject({ isError: true, content: expect.stringMatching(/^Task is not among the tools/) });
+      for (const file of ['pwned.txt', 'made.txt', 'sub.txt']) expect(existsSync(join(workspace, file))).toBe(false);
+      expect(model.requests).toHaveLength(2);
+    } finally {
+      await model.stop();
+    }
+  });
+
   it('takes no new work while the computer-kind controls keep its computer out, waits without exiting, and takes it once let back in', async () => {
     const { owner, computerId, token, child, output } = await computerWithAgent({ AGENT_WORK_DISABLED_RETRY_MS: '200' });
     const controls = (settings: Json) => t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings }).expect(200);

@@ -139,7 +139,7 @@ describe('McpConnections (stdio)', () => {
     const interrupt = new AbortController();
     setTimeout(() => interrupt.abort(), 300);
     const started = Date.now();
-    const { tools, problems } = await connections.toolset(policy(), [], interrupt.signal);
+    const { tools, problems } = await connections.toolset(policy(), undefined, interrupt.signal);
     expect(Date.now() - started).toBeLessThan(5_000);
     // Nothing to offer and nobody to blame: the turn stops anyway.
     expect([tools, problems]).toEqual([[], []]);

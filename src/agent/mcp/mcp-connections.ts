@@ -1,3 +1,4 @@
+import { ToolSelection } from '../tools/tool-selection';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -60,9 +61,9 @@ export class McpConnections {
 
   /**
    * Connects to every server the policy lets the agent use (closing those it no longer does) and
-   * lists their tools. A server that fails offers no tools and says why; it never fails the turn.
+   * lists their tools, less those the session's `selection` keeps from the agent. A server that fails offers no tools and says why; it never fails the turn.
    */
-  async toolset(policy: AgentPolicy, disabledToolIds: readonly string[] = [], signal?: AbortSignal): Promise<McpToolset> {
+  async toolset(policy: AgentPolicy, selection = new ToolSelection({}), signal?: AbortSignal): Promise<McpToolset> {
     const servers = usableMcpServers(policy);
     for (const name of [...this.connections.keys()]) if (!servers.some((server) => server.name === name)) await this.drop(name);
     // Connected side by side (one slow server does not hold up the others), offered in the policy's order.
@@ -81,7 +82,7 @@ export class McpConnections {
     for (const [index, server] of servers.entries()) {
       const outcome = outcomes[index];
       if ('listed' in outcome) {
-        toolset.tools.push(...offeredTools(server, outcome.listed, disabledToolIds, taken));
+        toolset.tools.push(...offeredTools(server, outcome.listed, selection, taken));
         continue;
       }
       const stderr = this.connections.get(server.name)?.stderr.text.trim();

@@ -1,4 +1,5 @@
 import { selectCommands } from '../hooks/hook-runner';
+import { ToolSelection } from '../tools/tool-selection';
 import { mcpAutonomyRefusal, McpServerDefinition, mcpToolName, offeredTools, permittedTools, resultText, TOOL_NAME, usableMcpServers } from './mcp-tools';
 
 const github: McpServerDefinition = { name: 'github', transport: 'http', url: 'https://mcp.example.com/mcp' };
@@ -49,7 +50,7 @@ describe('mcpToolName', () => {
 describe('offeredTools', () => {
   it("gives each tool its name, description and input schema (without $schema), leaving out allowedTools' others and disabled ones", () => {
     const taken = new Set<string>();
-    expect(offeredTools(local, listed, [], taken)).toEqual([
+    expect(offeredTools(local, listed, new ToolSelection({}), taken)).toEqual([
       {
         name: 'mcp__local__echo',
         server: 'local',
@@ -58,17 +59,17 @@ describe('offeredTools', () => {
         parameters: { type: 'object', properties: { text: { type: 'string' } } },
       },
     ]);
-    expect(offeredTools(github, listed, ['mcp__github__echo'], new Set()).map((t) => t.tool)).toEqual(['drop_tables']);
-    expect(offeredTools(github, listed, ['github/drop_tables'], new Set()).map((t) => t.tool)).toEqual(['echo']);
+    expect(offeredTools(github, listed, new ToolSelection({ disabledToolIds: ['mcp__github__echo'] }), new Set()).map((t) => t.tool)).toEqual(['drop_tables']);
+    expect(offeredTools(github, listed, new ToolSelection({ disabledToolIds: ['github/drop_tables'] }), new Set()).map((t) => t.tool)).toEqual(['echo']);
   });
 
   it('gives a schema without properties some, and offers a name already taken only once', () => {
     const taken = new Set<string>();
-    expect(offeredTools(github, [{ name: 'drop_tables', inputSchema: { type: 'object' } }], [], taken)[0].parameters).toEqual({
+    expect(offeredTools(github, [{ name: 'drop_tables', inputSchema: { type: 'object' } }], new ToolSelection({}), taken)[0].parameters).toEqual({
       type: 'object',
       properties: {},
     });
-    expect(offeredTools(github, [{ name: 'drop.tables', inputSchema: {} }], [], taken)).toEqual([]);
+    expect(offeredTools(github, [{ name: 'drop.tables', inputSchema: {} }], new ToolSelection({}), taken)).toEqual([]);
   });
 });
 

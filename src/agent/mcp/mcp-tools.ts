@@ -1,3 +1,4 @@
+import { ToolSelection } from '../tools/tool-selection';
 import { createHash } from 'node:crypto';
 import type { AgentPolicy } from '../../contract/agent-channel';
 
@@ -52,14 +53,14 @@ export function mcpToolName(server: string, tool: string): string {
 
 /**
  * The tools of one server as the agent offers them: those `allowedTools` permits, named for the model,
- * without those the session disables (`disabledToolIds`, by the offered or the `server/tool` name) and
- * without a second tool whose name would clash with one already offered (`taken`, updated).
+ * without those the session keeps from the agent (`enabledToolIds`, `disabledToolIds`: by the offered or the
+ * `server/tool` name) and without a second tool whose name would clash with one already offered (`taken`, updated).
  */
-export function offeredTools(server: McpServerDefinition, listed: ListedTool[], disabled: readonly string[], taken: Set<string>): McpTool[] {
+export function offeredTools(server: McpServerDefinition, listed: ListedTool[], selection: ToolSelection, taken: Set<string>): McpTool[] {
   const offered: McpTool[] = [];
   for (const tool of permittedTools(server, listed)) {
     const name = mcpToolName(server.name, tool.name);
-    if (taken.has(name) || disabled.includes(name) || disabled.includes(`${server.name}/${tool.name}`)) continue;
+    if (taken.has(name) || !selection.allows(name, { server: server.name, tool: tool.name })) continue;
     taken.add(name);
     offered.push({
       name,

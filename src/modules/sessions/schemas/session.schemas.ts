@@ -218,8 +218,20 @@ const sessionSettingsFields: Record<string, SchemaObject> = {
     maxItems: 50,
     items: closed(['name', 'metadata'], { name: str(undefined, { minLength: 1, maxLength: 100 }), metadata: { type: 'object' } }),
   },
-  enabledToolIds: { type: 'array', maxItems: 500, items: str(undefined, { maxLength: 200 }) },
-  disabledToolIds: { type: 'array', maxItems: 500, items: str(undefined, { maxLength: 200 }) },
+  enabledToolIds: {
+    type: 'array',
+    maxItems: 500,
+    items: str(undefined, { maxLength: 200 }),
+    description:
+      'The only tools the agent offers the model; an empty list offers none. Built-in tools by name (`Read`, `Execute`, `Task`...), MCP tools as ' +
+      '`mcp__{server}__{tool}` or `{server}/{tool}`; case does not matter. A call to any other tool is refused, not run.',
+  },
+  disabledToolIds: {
+    type: 'array',
+    maxItems: 500,
+    items: str(undefined, { maxLength: 200 }),
+    description: 'Tools the agent does not offer, and refuses if the model calls them; named as in `enabledToolIds`, and winning over it.',
+  },
   toolApproval: {
     ...toolApprovalRules,
     description:
