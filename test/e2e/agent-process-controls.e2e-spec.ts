@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { until } from '../utils/polling';
@@ -215,6 +215,44 @@ describe('The agent process', () => {
       expect(task).toMatchObject({ isError: true, content: expect.stringMatching(/^Task is not among the tools/) });
       for (const file of ['pwned.txt', 'made.txt', 'sub.txt']) expect(existsSync(join(workspace, file))).toBe(false);
       expect(model.requests).toHaveLength(2);
+    } finally {
+      await model.stop();
+    }
+  });
+
+  it("keeps its file tools to the organization's sandbox.filesystem: a denyRead file is neither read nor found, a denyWrite one not changed", async () => {
+    const model = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role !== 'user') return completion({ content: 'Done.' });
+      return completion({
+        tool_calls: [
+          call('c1', 'Read', { file_path: 'config/.env' }),
+          call('c2', 'Grep', { pattern: 'sk-live' }),
+          call('c3', 'Edit', { file_path: 'ci/deploy.yml', old_str: 'prod', new_str: 'attacker' }),
+        ],
+      });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      mkdirSync(join(workspace, 'config'), { recursive: true });
+      mkdirSync(join(workspace, 'ci'), { recursive: true });
+      writeFileSync(join(workspace, 'config/.env'), 'STRIPE_KEY=sk-live-4242\n');
+      writeFileSync(join(workspace, 'ci/deploy.yml'), 'target: prod\n');
+      await t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { sandbox: { filesystem: { denyRead: ['**/.env'], denyWrite: ['ci'] } } } })
+        .expect(200);
+      const sessionId = await say(computerId, 'Find the key');
+      await untilIdle(sessionId, output);
+      const [readResult, grepResult, editResult] = (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
+      expect(readResult).toMatchObject({ isError: true, content: expect.stringContaining('sandbox.filesystem.denyRead keeps it from the agent') });
+      expect(grepResult).toMatchObject({ isError: false, content: expect.stringMatching(/^No matches for "sk-live"\n\[1 entry left out/) });
+      expect(editResult).toMatchObject({ isError: true, content: expect.stringContaining('sandbox.filesystem.denyWrite keeps it from the agent') });
+      expect(JSON.stringify(model.requests)).not.toContain('sk-live-4242');
+      expect(readFileSync(join(workspace, 'ci/deploy.yml'), 'utf8')).toBe('target: prod\n');
     } finally {
       await model.stop();
     }

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { defineTool, errorCode, errorMessage, looksBinary, requiredString, ToolError } from './common';
 import { exists } from './create';
 import { ToolContext } from './tool';
-import { resolveInWorkspace, workspaceRoot, WorkspacePath } from './workspace';
+import { resolveForWriting, workspaceRoot, WorkspacePath } from './workspace';
 
 /** A line of a hunk: context (` `), removed (`-`) or added (`+`). */
 export type HunkLine = [op: ' ' | '-' | '+', text: string];
@@ -254,7 +254,7 @@ async function planPatch(operations: FileOperation[], context: ToolContext): Pro
 
   for (const operation of operations) {
     try {
-      const path = await resolveInWorkspace(context, operation.path, root);
+      const path = await resolveForWriting(context, operation.path, root);
       claim(path, operation.path);
       if (operation.kind === 'add') {
         if (await exists(path.absolute)) throw new ToolError(`${operation.path}: cannot add ${path.relative}, it already exists; use "${UPDATE.trim()}"`);
@@ -268,7 +268,7 @@ async function planPatch(operations: FileOperation[], context: ToolContext): Pro
       }
       let moveTo: WorkspacePath | undefined;
       if (operation.moveTo !== undefined) {
-        moveTo = await resolveInWorkspace(context, operation.moveTo, root);
+        moveTo = await resolveForWriting(context, operation.moveTo, root);
         if (moveTo.absolute === path.absolute) moveTo = undefined;
         else {
           claim(moveTo, operation.moveTo);

@@ -1,7 +1,7 @@
 import { lstat, mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { defineTool, errorCode, plural, requiredString, ToolError } from './common';
-import { resolveInWorkspace } from './workspace';
+import { resolveForWriting } from './workspace';
 
 export const createTool = defineTool({
   name: 'Create',
@@ -21,7 +21,7 @@ export const createTool = defineTool({
   async run(input, context) {
     const filePath = requiredString(input, 'file_path', { nonEmpty: true });
     const content = requiredString(input, 'content');
-    const path = await resolveInWorkspace(context, filePath);
+    const path = await resolveForWriting(context, filePath);
     if (await exists(path.absolute)) throw new ToolError(`${path.relative} already exists; use Edit (or ApplyPatch) to change it`);
     await mkdir(dirname(path.absolute), { recursive: true }).catch((error: unknown) => {
       if (errorCode(error) === 'EEXIST' || errorCode(error) === 'ENOTDIR')

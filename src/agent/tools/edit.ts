@@ -1,6 +1,6 @@
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { defineTool, errorCode, looksBinary, optionalBoolean, plural, requiredString, ToolError } from './common';
-import { resolveInWorkspace } from './workspace';
+import { resolveForWriting } from './workspace';
 
 export const editTool = defineTool({
   name: 'Edit',
@@ -26,7 +26,7 @@ export const editTool = defineTool({
     let newStr = requiredString(input, 'new_str');
     const replaceAll = optionalBoolean(input, 'replace_all') ?? false;
     if (oldStr === newStr) throw new ToolError('old_str and new_str are the same: there is nothing to change');
-    const path = await resolveInWorkspace(context, filePath);
+    const path = await resolveForWriting(context, filePath);
 
     const stats = await stat(path.absolute).catch((error: unknown) => {
       if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR')

@@ -3,7 +3,7 @@ import { isAbsolute, join, relative, resolve } from 'node:path';
 import { glob } from 'tinyglobby';
 import { defineTool, errorCode, optionalString, requiredString, ToolError } from './common';
 import { ToolContext } from './tool';
-import { isInside, keepInside, resolveInWorkspace, WorkspacePath } from './workspace';
+import { hiddenNote, isInside, keepInside, keepReadable, resolveForReading, WorkspacePath } from './workspace';
 
 export const GLOB_MAX_FILES = 1000;
 /** Folders no search looks into (unless the search starts inside one). */
@@ -11,10 +11,10 @@ export const IGNORED_FOLDERS = ['.git', 'node_modules'];
 
 /**
  * The files (absolute paths, sorted) under the folder `base` that match the glob `pattern` (relative to
- * `base`), leaving out `.git/` and `node_modules/` and anything whose real path is outside the workspace.
- * Symlinked folders are not followed.
+ * `base`), leaving out `.git/` and `node_modules/`, anything whose real path is outside the workspace, and
+ * (counted in `hidden`) what the organization's denyRead keeps from the agent. Symlinked folders are not followed.
  */
-export async function findFiles(pattern: string, base: WorkspacePath, context: ToolContext): Promise<string[]> {
+export async function findFiles(pattern: string, base: WorkspacePath, context: ToolContext): Promise<{ files: string[]; hidden: number }> {
   const found = await glob(pattern, {
     cwd: base.absolute,
     dot: true,
@@ -26,16 +26,17 @@ export async function findFiles(pattern: string, base: WorkspacePath, context: T
   });
   // An aborted crawl ends early without an error: its files are not all the files.
   if (context.signal.aborted) throw new ToolError('The search was aborted');
-  const files = await keepInside(
+  const inside = await keepInside(
     base.root,
     found.map((file) => join(base.absolute, file)),
   );
-  return files.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const { kept, hidden } = await keepReadable(context, base.root, inside);
+  return { files: kept.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)), hidden };
 }
 
 /** The folder to search: `path` (default the workspace root), which must be a folder. */
 export async function searchFolder(context: ToolContext, path: string | undefined): Promise<WorkspacePath> {
-  const folder = await resolveInWorkspace(context, path || '.');
+  const folder = await resolveForReading(context, path || '.');
   const stats = await stat(folder.absolute).catch((error: unknown) => {
     if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') throw new ToolError(`${folder.relative} does not exist`);
     throw error;
@@ -82,12 +83,15 @@ export const globTool = defineTool({
   async run(input, context) {
     const pattern = requiredString(input, 'pattern', { nonEmpty: true });
     const base = await searchFolder(context, optionalString(input, 'path'));
-    const files = await findFiles(relativePattern(pattern, base, context.workspace), base, context);
-    if (files.length === 0) return `No files match ${JSON.stringify(pattern)}${base.relative === '.' ? '' : ` in ${base.relative}`}`;
+    const { files, hidden } = await findFiles(relativePattern(pattern, base, context.workspace), base, context);
+    if (files.length === 0) return `No files match ${JSON.stringify(pattern)}${base.relative === '.' ? '' : ` in ${base.relative}`}${hiddenNote(hidden)}`;
     const shown = files
       .slice(0, GLOB_MAX_FILES)
       .map((file) => relative(base.root, file))
       .join('\n');
-    return files.length > GLOB_MAX_FILES ? `${shown}\n[${GLOB_MAX_FILES} of ${files.length} files shown; use a narrower pattern or path]` : shown;
+    return (
+      (files.length > GLOB_MAX_FILES ? `${shown}\n[${GLOB_MAX_FILES} of ${files.length} files shown; use a narrower pattern or path]` : shown) +
+      hiddenNote(hidden)
+    );
   },
 });

@@ -3,7 +3,7 @@ import { relative } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { defineTool, errorCode, looksBinary, optionalBoolean, optionalString, requiredString, ToolError } from './common';
 import { findFiles } from './glob';
-import { resolveInWorkspace } from './workspace';
+import { hiddenNote, resolveForReading } from './workspace';
 
 export const GREP_MAX_MATCHES = 500;
 export const GREP_MAX_FILE_BYTES = 1024 * 1024;
@@ -51,16 +51,17 @@ export const grepTool = defineTool({
       throw new ToolError(`Invalid regular expression ${JSON.stringify(pattern)}: ${(error as Error).message}`);
     }
 
-    const base = await resolveInWorkspace(context, optionalString(input, 'path') || '.');
+    const base = await resolveForReading(context, optionalString(input, 'path') || '.');
     const stats = await stat(base.absolute).catch((error: unknown) => {
       if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') throw new ToolError(`${base.relative} does not exist`);
       throw error;
     });
     let files: string[];
+    let hidden = 0;
     if (stats.isDirectory()) {
       if (only !== undefined && /(^|[\\/])\.\.([\\/]|$)/.test(only)) throw new ToolError(`The glob ${JSON.stringify(only)} must not contain ".."`);
       const filter = !only ? '**/*' : only.includes('/') ? only.replace(/^\.?\/+/, '') : `**/${only}`;
-      files = await findFiles(filter, base, context);
+      ({ files, hidden } = await findFiles(filter, base, context));
     } else if (stats.isFile()) {
       files = [base.absolute];
     } else {
@@ -93,8 +94,10 @@ export const grepTool = defineTool({
       matcher.close();
     }
     if (matches.length === 0)
-      return `No matches for ${JSON.stringify(pattern)}${base.relative === '.' ? '' : ` in ${base.relative}`}${only ? ` (files matching ${JSON.stringify(only)})` : ''}`;
-    return more ? `${matches.join('\n')}\n[stopped after ${GREP_MAX_MATCHES} matches; narrow the pattern, path or glob]` : matches.join('\n');
+      return `No matches for ${JSON.stringify(pattern)}${base.relative === '.' ? '' : ` in ${base.relative}`}${only ? ` (files matching ${JSON.stringify(only)})` : ''}${hiddenNote(hidden)}`;
+    return (
+      (more ? `${matches.join('\n')}\n[stopped after ${GREP_MAX_MATCHES} matches; narrow the pattern, path or glob]` : matches.join('\n')) + hiddenNote(hidden)
+    );
   },
 });
 

@@ -1,7 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defineTool, errorCode, optionalString, ToolError } from './common';
-import { resolveInWorkspace } from './workspace';
+import { hiddenNote, keepReadable, resolveForReading } from './workspace';
 
 export const LS_MAX_ENTRIES = 1000;
 
@@ -19,14 +19,21 @@ export const lsTool = defineTool({
     additionalProperties: false,
   },
   async run(input, context) {
-    const path = await resolveInWorkspace(context, optionalString(input, 'path') || '.');
+    const path = await resolveForReading(context, optionalString(input, 'path') || '.');
     const stats = await stat(path.absolute).catch((error: unknown) => {
       if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') throw new ToolError(`${path.relative} does not exist`);
       throw error;
     });
     if (!stats.isDirectory()) throw new ToolError(`${path.relative} is not a folder; use Read to read a file`);
 
-    const entries = await readdir(path.absolute, { withFileTypes: true });
+    const listed = await readdir(path.absolute, { withFileTypes: true });
+    const { kept, hidden } = await keepReadable(
+      context,
+      path.root,
+      listed.map((entry) => join(path.absolute, entry.name)),
+    );
+    const readable = new Set(kept);
+    const entries = listed.filter((entry) => readable.has(join(path.absolute, entry.name)));
     const names = await Promise.all(
       entries.map(async (entry) => {
         // A symlink to a folder lists as a folder.
@@ -41,8 +48,10 @@ export const lsTool = defineTool({
       }),
     );
     names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-    if (names.length === 0) return `(${path.relative} is empty)`;
+    if (names.length === 0) return `(${path.relative} is empty)${hiddenNote(hidden)}`;
     const shown = names.slice(0, LS_MAX_ENTRIES).join('\n');
-    return names.length > LS_MAX_ENTRIES ? `${shown}\n[${LS_MAX_ENTRIES} of ${names.length} entries shown; use Glob to narrow down]` : shown;
+    return (
+      (names.length > LS_MAX_ENTRIES ? `${shown}\n[${LS_MAX_ENTRIES} of ${names.length} entries shown; use Glob to narrow down]` : shown) + hiddenNote(hidden)
+    );
   },
 });

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { BINARY_SNIFF_BYTES, defineTool, errorCode, looksBinary, optionalNumber, requiredString, ToolError } from './common';
-import { resolveInWorkspace } from './workspace';
+import { resolveForReading } from './workspace';
 
 export const READ_DEFAULT_LIMIT = 2000;
 export const READ_MAX_CHARACTERS = 100_000;
@@ -32,7 +32,7 @@ export const readTool = defineTool({
     // 0 is read as "from the start": models often count from 0.
     const offset = Math.max(1, optionalNumber(input, 'offset', { integer: true, min: 0 }) ?? 1);
     const limit = optionalNumber(input, 'limit', { integer: true, min: 1 }) ?? READ_DEFAULT_LIMIT;
-    const path = await resolveInWorkspace(context, filePath);
+    const path = await resolveForReading(context, filePath);
 
     const stats = await stat(path.absolute).catch((error: unknown) => {
       if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') throw new ToolError(`${path.relative} does not exist`);

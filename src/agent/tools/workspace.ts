@@ -1,6 +1,7 @@
 import { lstat, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { errorCode, ToolError } from './common';
+import { PathRules } from './path-rules';
 import { ToolContext } from './tool';
 
 /** A path inside the workspace: absolute (through the real workspace folder) and as the model sees it. */
@@ -86,3 +87,48 @@ export async function keepInside(root: string, paths: string[]): Promise<string[
   }
   return kept;
 }
+
+const rulesByFilesystem = new WeakMap<object, Map<string, PathRules>>();
+
+/** The organization's filesystem rules for this workspace, compiled once per policy. */
+export function pathRules(context: ToolContext, root: string): PathRules {
+  const filesystem = context.policy.sandbox?.filesystem;
+  if (!filesystem) return new PathRules(undefined, root);
+  let byRoot = rulesByFilesystem.get(filesystem);
+  if (!byRoot) rulesByFilesystem.set(filesystem, (byRoot = new Map()));
+  let rules = byRoot.get(root);
+  if (!rules) byRoot.set(root, (rules = new PathRules(filesystem, root)));
+  return rules;
+}
+
+/** resolveInWorkspace, refusing a path the organization's `denyRead` keeps from the agent. */
+export async function resolveForReading(context: ToolContext, path: string, root?: string): Promise<WorkspacePath> {
+  const resolved = await resolveInWorkspace(context, path, root);
+  const denial = pathRules(context, resolved.root).readDenial(resolved.absolute);
+  if (denial) throw new ToolError(`${path}: the organization's ${denial} keeps it from the agent; it was not read`);
+  return resolved;
+}
+
+/** resolveInWorkspace, refusing a path the organization's `denyWrite` (or `denyRead`) keeps from the agent. */
+export async function resolveForWriting(context: ToolContext, path: string, root?: string): Promise<WorkspacePath> {
+  const resolved = await resolveInWorkspace(context, path, root);
+  const denial = pathRules(context, resolved.root).writeDenial(resolved.absolute);
+  if (denial) throw new ToolError(`${path}: the organization's ${denial} keeps it from the agent; it was not changed`);
+  return resolved;
+}
+
+/** The paths (absolute, real or not) the agent may read, and how many it may not: a listing says when it left some out. */
+export async function keepReadable(context: ToolContext, root: string, paths: string[]): Promise<{ kept: string[]; hidden: number }> {
+  const rules = pathRules(context, root);
+  if (rules.empty) return { kept: paths, hidden: 0 };
+  const kept: string[] = [];
+  for (const path of paths) {
+    const real = await realpath(path).catch(() => path);
+    if (rules.readDenial(real) === null) kept.push(path);
+  }
+  return { kept, hidden: paths.length - kept.length };
+}
+
+/** What a listing says of the entries it left out for the organization's denyRead. */
+export const hiddenNote = (hidden: number): string =>
+  hidden === 0 ? '' : `\n[${hidden} ${hidden === 1 ? 'entry' : 'entries'} left out: the organization's sandbox.filesystem.denyRead keeps them from the agent]`;
