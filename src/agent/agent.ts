@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { HookEvent, HooksConfig, HooksConfigError, loadHooks } from './hooks/hooks-config';
 import { HookRun, runHooks, selectCommands } from './hooks/hook-runner';
 import type { AgentMessage, AgentPolicy, ContentBlock, Message, SessionSettings, Work } from '../contract/agent-channel';
+import { modelRefusal } from '../contract/model-policy';
 import { ChatMessage, ModelAnswer, ModelApi, modelClient, ModelError, ToolCall, ToolSpec } from './models';
 import { DeltaPublisher } from './delta-publisher';
 import { loadMemory, Memory, withMemory } from './memory';
@@ -167,12 +168,16 @@ export class Agent {
       const policy = await client.policy();
       const settings = work.session.sessionSettings ?? {};
       const spec = settings.interactionMode === 'spec';
-      const model = this.modelFor(policy, spec ? (settings.specModeModel ?? settings.model) : settings.model);
+      const modelField = spec && settings.specModeModel !== undefined ? 'specModeModel' : 'model';
+      const wanted = settings[modelField];
+      const model = this.modelFor(policy, wanted);
       const refusal =
         prompts === 0
           ? 'Every message of this turn was blocked by a hook; nothing was sent to the model.'
           : model
-            ? (refusalOf(model.config.model, policy) ?? (model === this.options.model ? await modelNetworkRefusal(model, policy) : null))
+            ? (unreachableModel(wanted, model, modelField) ??
+              refusalOf(model.config.model, policy) ??
+              (model === this.options.model ? await modelNetworkRefusal(model, policy) : null))
             : null;
       if (refusal || !model) {
         if (prompts > 0) await this.say(work, refusal ?? NO_MODEL);
@@ -478,7 +483,7 @@ export class Agent {
    * The model of a turn: the organization's custom model the session names (`specModeModel` in spec
    * mode, else `model`), through the server's relay; else the agent's own model; else the first
    * custom model (`AGENT_MODEL` when it names one, else the first by `index` the policy does not block).
-   * A session naming a model this agent has no way to reach gets the agent's model.
+   * A session naming a model this agent has no way to reach gets the agent's model, which the turn then refuses (unreachableModel).
    */
   private modelFor(policy: AgentPolicy, sessionModel: string | undefined): ModelApi | null {
     const relay = this.options.relay;
@@ -531,14 +536,24 @@ function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/**
+ * Why a turn refuses to run: the session names a model (`model`, or `specModeModel` in spec mode) that is
+ * neither one of the organization's custom models nor this agent's own, so another would answer in its
+ * place; or null.
+ */
+function unreachableModel(wanted: string | undefined, model: ModelApi, field: 'model' | 'specModeModel'): string | null {
+  if (wanted === undefined || model.config.model === wanted) return null;
+  return (
+    `This session asks for the model ${wanted} (sessionSettings.${field}), which this agent cannot reach: it is not one of ` +
+    `the organization's custom models, and this agent's own model is ${model.config.model}. Nothing was sent to any model; ` +
+    `change the session's model, or add ${wanted} to the organization's customModels.`
+  );
+}
+
 /** Why the model may not be used under the policy (a sentence naming the rule), or null. */
 function refusalOf(id: string, policy: AgentPolicy): string | null {
-  const { modelPolicy } = policy;
-  if (modelPolicy.blockedModelIds.includes(id)) return `The organization's modelPolicy blocks the model ${id}; configure another one.`;
-  if (modelPolicy.allowedModelIds.length > 0 && !modelPolicy.allowedModelIds.includes(id)) {
-    return `The organization's modelPolicy allows only ${modelPolicy.allowedModelIds.join(', ')}; this agent is configured with ${id}.`;
-  }
-  return null;
+  const refusal = modelRefusal(policy.modelPolicy, policy.customModels, id, "the organization's model policy");
+  return refusal ? `${refusal.detail} Nothing was sent to it; choose another model.` : null;
 }
 
 /**

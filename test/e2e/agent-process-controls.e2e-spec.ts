@@ -182,6 +182,42 @@ describe('The agent process', () => {
     }
   });
 
+  it('judges its own model by the same modelPolicy rule as the server, and never answers a session with a model it did not ask for', async () => {
+    const model = new ScriptedModel(() => completion({ content: 'Answered.' }));
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const policy = (modelPolicy: Json) =>
+        t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { modelPolicy } }).expect(200);
+      const turn = async (sessionSettings: Json = {}) => {
+        const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ computerId, sessionSettings }).expect(201);
+        const sessionId = session.body.sessionId as string;
+        await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Hi' }).expect(200);
+        await untilIdle(sessionId, output);
+        const last = (await messages(sessionId)).at(-1)!;
+        return `${String(last.role)}: ${String(((last.content as Json[])[0] as Json).text)}`;
+      };
+      // allowedModelIds lists models to opt in to; with allowAllServiceModels on, others stay allowed (the agent read it as "only these").
+      await policy({ allowAllServiceModels: true, allowedModelIds: ['another-model'] });
+      expect(await turn()).toBe('assistant: Answered.');
+      await policy({ allowAllServiceModels: false, allowedModelIds: ['another-model'] });
+      expect(await turn()).toMatch(
+        /^system: Model "scripted-1" is not in the allowed models of the organization's model policy \(modelPolicy\.allowedModelIds\)/,
+      );
+      await policy({ allowAllServiceModels: true, allowedModelIds: [], requireExplicitOptInModelIds: ['scripted-1'] });
+      expect(await turn()).toMatch(/^system: Model "scripted-1" needs explicit opt-in \(modelPolicy\.requireExplicitOptInModelIds\)/);
+      await policy({ requireExplicitOptInModelIds: [] });
+      const requests = model.requests.length;
+      expect(await turn({ model: 'model-the-agent-lacks' })).toMatch(
+        /^system: This session asks for the model model-the-agent-lacks \(sessionSettings\.model\), which this agent cannot reach/,
+      );
+      expect(model.requests).toHaveLength(requests);
+      expect(await turn({ model: 'scripted-1' })).toBe('assistant: Answered.');
+    } finally {
+      await model.stop();
+    }
+  });
+
   it("offers only the session's enabledToolIds less its disabledToolIds, and refuses a call to any other tool the model names", async () => {
     const model = new ScriptedModel((request) => {
       const last = request.messages[request.messages.length - 1] as Json;

@@ -170,7 +170,8 @@ describe('The agent process', () => {
       const home = mkdtempSync(join(tmpdir(), 'ap-agent-'));
       folders.push(home);
       const { output } = startAgent(computer.body.agentToken as string, home, { AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' }, proxyUrl);
-      const { sessionId } = (await api('POST', '/api/v0/sessions', { computerId })).body as { sessionId: string };
+      // The demo's default model (model-a) is no model this agent has: the session names the agent's own.
+      const { sessionId } = (await api('POST', '/api/v0/sessions', { computerId, sessionSettings: { model: 'scripted-1' } })).body as { sessionId: string };
       expect((await api('POST', `/api/v0/sessions/${sessionId}/messages`, { text: 'Write once.txt', computerId })).status).toBe(200);
 
       const deadline = Date.now() + 60_000;

@@ -1,10 +1,8 @@
+import { ModelRefusal, modelRefusal, restrictsModels as policyRestricts } from '../../../contract/model-policy';
 import { EnterpriseSettings, ModelPolicy } from './settings';
 
-/** Why a model may not be used: the rule (a settings path) and a sentence naming it. */
-export interface ModelRefusal {
-  rule: string;
-  detail: string;
-}
+export type { ModelRefusal } from '../../../contract/model-policy';
+export { underBase } from '../../../contract/model-policy';
 
 /** The organization's model policy with the user's entry of `userModelPolicies` laid over it. */
 export function effectiveModelPolicy(settings: EnterpriseSettings, userId: string): ModelPolicy {
@@ -12,73 +10,16 @@ export function effectiveModelPolicy(settings: EnterpriseSettings, userId: strin
 }
 
 /**
- * Whether a user may use a model, by these rules in order (documented in `/docs`):
- * 1. a model in `blockedModelIds` is refused;
- * 2. a custom model (its `id` names an entry of `customModels`) needs `allowCustomModels`, and its
- *    `baseUrl` must start with one of `allowedBaseUrls` when that list is not empty;
- * 3. a model in `requireExplicitOptInModelIds` must also be in `allowedModelIds`;
- * 4. any other model is allowed under `allowAllServiceModels`, else only if in `allowedModelIds`.
- * `isFastModelsAllowed` and `allowServiceRouterByok` belong to a model router this server does not have yet: stored
- * and served in the agent policy, they act nowhere (docs/api.md says so).
+ * Whether a user may use a model: the one rule of src/contract/model-policy.ts (the agent applies the
+ * same), over the user's effective policy. `isFastModelsAllowed` and `allowServiceRouterByok` belong to
+ * a model router this server does not have yet: stored and served in the agent policy, they act nowhere.
  */
 export function checkModel(settings: EnterpriseSettings, userId: string, model: string): ModelRefusal | null {
-  const policy = effectiveModelPolicy(settings, userId);
   const scope = settings.userModelPolicies[userId] ? 'your model policy' : "your organization's model policy";
-  if (policy.blockedModelIds.includes(model)) {
-    return { rule: 'modelPolicy.blockedModelIds', detail: `Model "${model}" is blocked by ${scope} (modelPolicy.blockedModelIds).` };
-  }
-  const custom = settings.customModels.find((candidate) => candidate.id === model);
-  if (custom) {
-    if (!policy.allowCustomModels) {
-      return {
-        rule: 'modelPolicy.allowCustomModels',
-        detail: `Model "${model}" is a custom model, and ${scope} does not allow custom models (modelPolicy.allowCustomModels).`,
-      };
-    }
-    if (policy.allowedBaseUrls.length > 0 && !policy.allowedBaseUrls.some((base) => underBase(custom.baseUrl, base))) {
-      return {
-        rule: 'modelPolicy.allowedBaseUrls',
-        detail: `Custom model "${model}" calls ${custom.baseUrl}, which is not under any of modelPolicy.allowedBaseUrls.`,
-      };
-    }
-    return null;
-  }
-  const listed = policy.allowedModelIds.includes(model);
-  if (policy.requireExplicitOptInModelIds.includes(model) && !listed) {
-    return {
-      rule: 'modelPolicy.requireExplicitOptInModelIds',
-      detail: `Model "${model}" needs explicit opt-in (modelPolicy.requireExplicitOptInModelIds) and is not in modelPolicy.allowedModelIds.`,
-    };
-  }
-  if (!policy.allowAllServiceModels && !listed) {
-    return { rule: 'modelPolicy.allowedModelIds', detail: `Model "${model}" is not in the allowed models of ${scope} (modelPolicy.allowedModelIds).` };
-  }
-  return null;
-}
-
-/**
- * `https://llm.example.com/v1/chat` is under `https://llm.example.com/v1` and under itself, not under
- * `https://llm.example.co`, `https://llm.example.com:8443` or `https://llm.example.com/v10`. Compared as
- * parsed URLs (scheme, host and port equal; path segment by segment), so no spelling of either
- * (case, default port, `..`, a user name before the host) can pass for another.
- */
-export function underBase(url: string, base: string): boolean {
-  if (!URL.canParse(url) || !URL.canParse(base)) return false;
-  const target = new URL(url);
-  const prefix = new URL(base);
-  if (target.username !== '' || target.password !== '' || prefix.search !== '' || prefix.hash !== '') return false;
-  if (target.protocol !== prefix.protocol || target.host !== prefix.host) return false;
-  const path = prefix.pathname.replace(/\/+$/, '');
-  return target.pathname === path || target.pathname.startsWith(`${path}/`);
+  return modelRefusal(effectiveModelPolicy(settings, userId), settings.customModels, model, scope);
 }
 
 /** Whether `checkModel` can refuse any model to this user; false under the open defaults. */
 export function restrictsModels(settings: EnterpriseSettings, userId: string): boolean {
-  const policy = effectiveModelPolicy(settings, userId);
-  return (
-    policy.blockedModelIds.length > 0 ||
-    !policy.allowAllServiceModels ||
-    policy.requireExplicitOptInModelIds.length > 0 ||
-    (settings.customModels.length > 0 && (!policy.allowCustomModels || policy.allowedBaseUrls.length > 0))
-  );
+  return policyRestricts(effectiveModelPolicy(settings, userId), settings.customModels);
 }
