@@ -198,6 +198,8 @@ export class Agent {
             autonomyLevel: settings.autonomyLevel,
             reasoningEffort: spec ? (settings.specModeReasoningEffort ?? settings.reasoningEffort) : settings.reasoningEffort,
             approvalRules,
+            ask: settings.interactionMode === 'ask',
+            unattended: settings.autonomyMode === 'unattended',
             selection,
             memory,
             mcpTools,
@@ -301,8 +303,13 @@ export class Agent {
           : autonomyRefusal(turn.autonomyLevel, call.function.name, input);
         // Only a call that would run is put to a person: not one refused anyway, nor one of a tool unknown or not offered.
         const runnable = (tools.some((tool) => tool.name === call.function.name) || mcpTool !== undefined) && input !== null;
-        const approval = runnable ? approvalNeeded(turn.approvalRules, call.function.name, input) : null;
-        const refused = signal.aborted || pre?.blocked || autonomy || !approval ? null : await this.approve(turn, call, input);
+        const approval = runnable ? (approvalNeeded(turn.approvalRules, call.function.name, input) ?? askModeApproval(turn, call.function.name)) : null;
+        const refused =
+          signal.aborted || pre?.blocked || autonomy || !approval
+            ? null
+            : turn.unattended
+              ? { isError: true, content: `Not run: ${approval}, and this session runs unattended (autonomyMode unattended), so no one is asked.` }
+              : await this.approve(turn, call, input);
         if (signal.aborted) result = { isError: true, content: 'Not run: the turn was interrupted or stopped first.' };
         else if (unselected) result = { isError: true, content: unselected };
         else if (pre?.blocked) result = { isError: true, content: `A PreToolUse hook blocked this call: ${pre.blockReason}` };
@@ -666,6 +673,10 @@ interface TurnContext {
   reasoningEffort?: string;
   /** The organization's and the session's `toolApproval`: the calls a person must approve first. */
   approvalRules: Array<ApprovalRules | undefined>;
+  /** The session's `interactionMode` is `ask`: every call that can change something waits for a person's approval. */
+  ask: boolean;
+  /** The session's `autonomyMode` is `unattended`: nothing waits for a person; a call that would is refused instead. */
+  unattended: boolean;
   /** The session's `enabledToolIds` and `disabledToolIds`: the tools offered, and those refused. */
   selection: ToolSelection;
   /** The tools of the organization's MCP servers offered this turn (none in spec mode), to the agent and its subagents. */
@@ -678,6 +689,13 @@ interface TurnContext {
 
 /** What spec mode leaves the model (and its subagents): the tools that change nothing. */
 const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(['Read', 'LS', 'Glob', 'Grep']);
+
+/** In `ask` mode, why a call needs a person's approval: every call but the reads and Task (whose subagent's calls are asked each). */
+function askModeApproval(turn: TurnContext, toolName: string): string | null {
+  return turn.ask && !READ_ONLY_TOOLS.has(toolName) && toolName !== TASK_TOOL.name
+    ? "the session's interactionMode is ask: every call that can change something needs a person's approval"
+    : null;
+}
 const SPEC_MODE =
   ' This session is in spec mode: investigate with the read-only tools and answer with a specification and plan for the request (what to ' +
   'change, where, and how to verify it). Do not change files or run commands; the user will review the plan first.';

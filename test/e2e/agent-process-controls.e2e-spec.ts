@@ -218,6 +218,60 @@ describe('The agent process', () => {
     }
   });
 
+  it('in interactionMode ask, waits for a person before every call that can change something; unattended, asks no one and runs none of them', async () => {
+    const model = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role !== 'user') return completion({ content: 'Done.' });
+      return completion({ tool_calls: [call('c1', 'LS', { path: '.' }), call('c2', 'Create', { file_path: 'asked.txt', content: 'x\n' })] });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const start = async (sessionSettings: Json) => {
+        const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ computerId, sessionSettings }).expect(201);
+        const sessionId = session.body.sessionId as string;
+        await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Make a file' }).expect(200);
+        return sessionId;
+      };
+      const approvals = async (sessionId: string) =>
+        (await t.http().get(`/api/v0/sessions/${sessionId}/tool-approvals`).set(owner.auth).expect(200)).body.toolApprovals as Json[];
+
+      const asked = await start({ interactionMode: 'ask' });
+      const [pending] = await until(
+        () => approvals(asked),
+        (list) => list.length > 0,
+        'the Create call to wait for approval',
+        20_000,
+      );
+      expect(pending).toMatchObject({ toolName: 'Create', status: 'pending' });
+      expect(existsSync(join(workspace, 'asked.txt'))).toBe(false);
+      await t
+        .http()
+        .post(`/api/v0/sessions/${asked}/tool-approvals/${String(pending.approvalId)}`)
+        .set(owner.auth)
+        .send({ decision: 'allow' })
+        .expect(200);
+      await untilIdle(asked, output);
+      expect(readFileSync(join(workspace, 'asked.txt'), 'utf8')).toBe('x\n');
+      // LS, called first, reads only: it ran without asking (the first call to wait was Create's).
+      expect(((await messages(asked)).find((m) => m.role === 'tool')!.content as Json[]).map((r) => r.isError)).toEqual([false, false]);
+
+      const unattended = await start({ interactionMode: 'ask', autonomyMode: 'unattended' });
+      writeFileSync(join(workspace, 'asked.txt'), 'before\n');
+      await untilIdle(unattended, output);
+      const [listed, created] = (await messages(unattended)).find((m) => m.role === 'tool')!.content as Json[];
+      expect(listed).toMatchObject({ isError: false });
+      expect(created).toMatchObject({
+        isError: true,
+        content: expect.stringMatching(/^Not run: the session's interactionMode is ask: .*, and this session runs unattended/),
+      });
+      expect(await approvals(unattended)).toEqual([]);
+      expect(readFileSync(join(workspace, 'asked.txt'), 'utf8')).toBe('before\n');
+    } finally {
+      await model.stop();
+    }
+  });
+
   it("offers only the session's enabledToolIds less its disabledToolIds, and refuses a call to any other tool the model names", async () => {
     const model = new ScriptedModel((request) => {
       const last = request.messages[request.messages.length - 1] as Json;

@@ -200,9 +200,20 @@ const toolApprovalRules: SchemaObject = closed(
 const sessionSettingsFields: Record<string, SchemaObject> = {
   model: str(undefined, { maxLength: 200 }),
   reasoningEffort: { type: 'string', enum: [...REASONING_EFFORTS] },
-  interactionMode: { type: 'string', enum: [...INTERACTION_MODES] },
+  interactionMode: {
+    type: 'string',
+    enum: [...INTERACTION_MODES],
+    description:
+      '`auto`: the agent works on its own. `spec`: read-only tools, and a plan for an answer. `ask`: every call that can change something waits for a ' +
+      "person's approval (tool approvals).",
+  },
   autonomyLevel: { type: 'string', enum: [...AUTONOMY_LEVELS] },
-  autonomyMode: { type: 'string', enum: [...AUTONOMY_MODES] },
+  autonomyMode: {
+    type: 'string',
+    enum: [...AUTONOMY_MODES],
+    description:
+      '`unattended`: nothing waits for a person; a call that would need an approval is not run, and its result says why. `normal`: calls wait as asked.',
+  },
   specModeModel: str(undefined, { maxLength: 200 }),
   specModeReasoningEffort: { type: 'string', enum: [...REASONING_EFFORTS] },
   providerLock: { type: 'string', enum: [...PROVIDER_LOCKS], description: 'Model-provider lock.' },
