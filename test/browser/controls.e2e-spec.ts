@@ -61,6 +61,11 @@ const SECRET = 'sk-test-secret-key-9f3a7c21';
     // Every field of the schema, with its description (one from each level).
     await page.getByText('Members see only their own sessions.').waitFor();
     await page.getByText('Whether agents may use MCP servers at all.').waitFor();
+    // A setting the server does not act on says so, with the reason.
+    const noEffect = page.locator('.no-effect-field', { has: page.getByLabel('Wiki cloud sync') });
+    await expect(noEffect.locator('.no-effect-badge').textContent()).resolves.toBe('No effect on this server');
+    await expect(noEffect.textContent()).resolves.toContain('No effect on this server: this server has no wiki.');
+    expect(await page.locator('.no-effect-field', { has: page.getByLabel('Restrict member visibility') }).count()).toBe(0);
     expect(await page.getByRole('button', { name: 'Save controls' }).isDisabled()).toBe(true);
     problems.push(...(await checkPage(page, 'controls')));
 

@@ -1,3 +1,4 @@
+import { NO_EFFECT_KEYWORD } from '../../src/platform/http/no-effect';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
@@ -106,8 +107,8 @@ describe('OpenAPI document', () => {
     // Strict: a keyword 2020-12 does not know (nullable, example) fails to compile; the OAS vocabulary is allowed.
     const ajv = new Ajv2020({ strict: true, strictTypes: false, allowUnionTypes: true, validateFormats: false });
     ajv.addVocabulary(['discriminator', 'xml', 'externalDocs']);
-    // Our one published extension (OpenAPI's `x-` specification extensions): a secret, answered masked.
-    ajv.addVocabulary([SECRET_KEYWORD]);
+    // Our published extensions (OpenAPI's `x-` specification extensions): a secret, answered masked; a setting with no effect here.
+    ajv.addVocabulary([SECRET_KEYWORD, NO_EFFECT_KEYWORD]);
     ajv.addVocabulary(['openapi', 'info', 'servers', 'paths', 'components', 'tags', 'security']); // the document around the schemas
     ajv.addSchema({ ...structuredClone(doc), $id: 'openapi' } as Json);
     const problems: string[] = [];

@@ -21,6 +21,8 @@ import { QuerySchema, ref } from '../../platform/http/json-schema';
 import { PASSED_ON, V0_ERROR } from '../../platform/http/openapi';
 import { pageSize } from '../../platform/http/pagination';
 import { MessageSizedBody } from '../../platform/http/route-config';
+import { noEffectWarnings } from '../../platform/http/no-effect';
+import { NO_EFFECT_SETTINGS } from './domain/no-effect-settings';
 import { AgentPolicyView } from './domain/agent-policy';
 import { etagOf, parseIfMatch } from './domain/if-match';
 import { ControlRevisionView, ControlsView } from './domain/views';
@@ -60,7 +62,8 @@ export class EnterpriseControlsController {
       'Not in the spec; added. The body `{settings}` is a JSON Merge Patch (RFC 7396) over the current settings, sent as `application/json` or ' +
       '`application/merge-patch+json`. The patched settings are checked whole (400 names every bad path, e.g. `settings.sandbox.network.httpProxyPort`). ' +
       'A change that alters something becomes the next revision, with you as its user; one that alters nothing creates none and answers the current revision. ' +
-      'With `If-Match` (the `ETag` of a revision) the change applies only on that revision, else 412; without it, concurrent changes land one after the other.',
+      'With `If-Match` (the `ETag` of a revision) the change applies only on that revision, else 412; without it, concurrent changes land one after the other. ' +
+      'A change that sets a setting this server does not act on (docs/controls.md; marked `x-no-effect` in the schema) is made, and `warnings` names it.',
   })
   @ApiHeader({ name: 'If-Match', required: false, description: 'The revision the change is based on, as `ETag` gave it (`"3"`), or `*`.' })
   @ApiBody({ schema: ref('ChangeEnterpriseControlsBody') })
@@ -79,7 +82,8 @@ export class EnterpriseControlsController {
   ): Promise<ControlsView> {
     const { controls } = await this.controls.change(principal, body.settings, parseIfMatch(ifMatch));
     void reply.header('etag', etagOf(controls.revision));
-    return controls;
+    const warnings = noEffectWarnings(body.settings, NO_EFFECT_SETTINGS);
+    return warnings.length > 0 ? { ...controls, warnings } : controls;
   }
 
   @Get('history')

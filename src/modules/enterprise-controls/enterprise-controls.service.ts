@@ -19,6 +19,8 @@ import { defaultSettings, EnterpriseSettings, SETTINGS_LIMITS } from './domain/s
 import { diffSettings, maskSettings } from './domain/settings-diff';
 import { normalizeSettingsUrls } from './domain/settings-urls';
 import { ControlChangeView, ControlRevisionView, ControlsView, toChangeView } from './domain/views';
+import { noEffectWarnings } from '../../platform/http/no-effect';
+import { NO_EFFECT_SETTINGS } from './domain/no-effect-settings';
 import { AGENT_POLICY_FIELDS, AgentPolicyView } from './domain/agent-policy';
 import { EnterpriseControlsRepository, RetentionPolicy } from './enterprise-controls.repository';
 import { ControlRevisionEntity } from './entities';
@@ -150,12 +152,15 @@ export class EnterpriseControlsService {
     const { revision, settings } = await this.inForce(principal.organizationId);
     const masked = this.masked(principal.organizationId, settings);
     const policy = Object.fromEntries(AGENT_POLICY_FIELDS.map((field) => [field, masked[field]])) as unknown as Omit<AgentPolicyView, 'revision'>;
+    const modelPolicy = effectiveModelPolicy(settings, principal.userId);
+    const warnings = noEffectWarnings({ ...policy, modelPolicy }, NO_EFFECT_SETTINGS);
     return {
       revision,
       ...policy,
-      modelPolicy: effectiveModelPolicy(settings, principal.userId),
+      modelPolicy,
       mcpServers: masked.mcpServers ?? [],
       ...(settings.toolApproval ? { toolApproval: settings.toolApproval } : {}),
+      ...(warnings.length > 0 ? { warnings } : {}),
     };
   }
 

@@ -18,6 +18,8 @@ import { DefaultBody, QuerySchema, ref } from '../../platform/http/json-schema';
 import { V0_ERROR } from '../../platform/http/openapi';
 import { pageOf, pageSize, Pagination } from '../../platform/http/pagination';
 import { MessageSizedAnswer, MessageSizedBody } from '../../platform/http/route-config';
+import { noEffectWarnings } from '../../platform/http/no-effect';
+import { NO_EFFECT_SESSION_SETTINGS } from './domain/session-settings';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest, IdempotentResult, REPLAYED_HEADER } from '../../platform/idempotency';
 import { MessageRole } from './domain/message';
 import { MessageView, SessionView } from './domain/views';
@@ -31,6 +33,12 @@ import { sessionNotFound } from './domain/sessions.errors';
 const WRITERS = [Role.Owner, Role.Manager, Role.Member];
 
 /** Sets `Idempotent-Replayed` on a replayed answer and returns the body. */
+/** The session, with `warnings` for the settings given that have no effect here. */
+function withWarnings(session: SessionView, given: object | undefined): SessionView {
+  const warnings = noEffectWarnings(given, NO_EFFECT_SESSION_SETTINGS, 'sessionSettings.');
+  return warnings.length > 0 ? { ...session, warnings } : session;
+}
+
 export function respond<T>(reply: FastifyReply, result: IdempotentResult<T>): T {
   if (result.replayed) void reply.header(REPLAYED_HEADER, 'true');
   return result.body;
@@ -69,7 +77,7 @@ export class SessionsController {
     @IdempotencyKey() idempotent: IdempotentRequest | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<SessionView> {
-    return respond(reply, await this.sessions.create(principal, body, idempotent));
+    return withWarnings(respond(reply, await this.sessions.create(principal, body, idempotent)), body.sessionSettings);
   }
 
   @Get()
@@ -116,12 +124,12 @@ export class SessionsController {
   @ApiBody({ schema: ref('UpdateSessionBody') })
   @ApiOkResponse({ schema: ref('Session') })
   @ApiForbiddenResponse({ description: "A member changing someone else's session, or a guest.", schema: V0_ERROR })
-  update(
+  async update(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
     @Body(sessionSchemas.pipe('UpdateSessionBody')) body: UpdateSessionInput,
   ): Promise<SessionView> {
-    return this.sessions.update(principal, sessionId, body);
+    return withWarnings(await this.sessions.update(principal, sessionId, body), body.sessionSettings);
   }
 
   @Delete(':sessionId')

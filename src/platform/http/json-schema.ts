@@ -3,6 +3,7 @@ import { ApiQuery } from '@nestjs/swagger';
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import { isIP } from 'node:net';
 import { isUuid } from '../database/ids';
+import { NO_EFFECT_KEYWORD } from './no-effect';
 import { countProblems } from './schema-limits';
 import { URL_FORMATS, UrlFormat } from './urls';
 import { checkQueryKeys, FieldError, ProblemList } from './validation';
@@ -76,7 +77,7 @@ export class SchemaRegistry {
   }
 
   private addKeywordsAndFormats(ajv: Ajv): void {
-    ajv.addVocabulary(['example', 'components', SECRET_KEYWORD, ...MESSAGE_KEYWORDS]);
+    ajv.addVocabulary(['example', 'components', SECRET_KEYWORD, NO_EFFECT_KEYWORD, ...MESSAGE_KEYWORDS]);
     ajv.addFormat('uuid', isUuid);
     for (const [name, format] of Object.entries(this.urlFormats)) ajv.addFormat(name, (value: string) => format.problem(value) === undefined);
     ajv.addFormat(

@@ -3,6 +3,8 @@ export interface JsonSchema {
   $ref?: string;
   type?: 'object' | 'array' | 'string' | 'integer' | 'number' | 'boolean';
   description?: string;
+  /** A setting the server accepts and stores but does not act on: why. */
+  'x-no-effect'?: string;
   properties?: Record<string, JsonSchema>;
   required?: string[];
   additionalProperties?: boolean | JsonSchema;

@@ -10,6 +10,8 @@ import {
   SETTINGS_LIMITS,
 } from '../domain/settings';
 import { pageOf, pageQuery } from '../../../platform/http/pagination';
+import { markNoEffect, SETTING_WARNINGS_SCHEMA } from '../../../platform/http/no-effect';
+import { NO_EFFECT_SETTINGS } from '../domain/no-effect-settings';
 
 const L = SETTINGS_LIMITS;
 const closed = closedObject;
@@ -85,9 +87,9 @@ const modelPolicyProperties: Record<string, SchemaObject> = {
     "When not empty, a custom model's `baseUrl` must be under one of these: the same scheme, host and port, and a path equal to or below the base's path.",
   ),
   allowAllServiceModels: bool('Whether every model that is not custom is allowed (except blocked and opt-in ones).'),
-  isFastModelsAllowed: bool('Served to agents, which enforce it (the server keeps no model catalogue).'),
+  isFastModelsAllowed: bool('Whether the model router may pick fast models.'),
   requireExplicitOptInModelIds: list(text(256), 'Models allowed only when also listed in `allowedModelIds`.'),
-  allowServiceRouterByok: bool('Served to agents, which enforce it.'),
+  allowServiceRouterByok: bool("Whether the model router may route to the organization's own (BYOK) models."),
 };
 
 /** The settings' fields; every one but `sessionRetentionDays` is required. */
@@ -95,7 +97,7 @@ const settingsProperties: Record<string, SchemaObject> = {
   sessionDefaultSettings: closed(['runInWorktree'], {
     model: text(256, 'Filled into new sessions that name no model; absent: none.'),
     specModeModel: text(256, 'Filled into new sessions that name no spec-mode model; absent: none.'),
-    runInWorktree: bool('Served to agents.'),
+    runInWorktree: bool('Whether each session works in a git worktree of its own.'),
   }),
   mcpAutonomyOverrides: map({ type: 'string', enum: [...MCP_AUTONOMY_LEVELS] }, 'MCP server name → the autonomy level its tools run at.'),
   mcpAutonomyUrlOverrides: list(closed(['urlPattern'], { urlPattern: text() }), 'MCP servers, by URL pattern, whose autonomy is overridden.'),
@@ -132,7 +134,12 @@ const settingsProperties: Record<string, SchemaObject> = {
       source: { type: 'string', enum: [...CODE_HOSTS], description: 'The code host: `github`, `gitlab`, `bitbucket`, or `git` (any URL).' },
       repo: text(),
       ref: text(255),
-      sha: { type: 'string', pattern: '^([0-9a-f]{40}|[0-9a-f]{64})$', description: 'The full commit id (40 or 64 hexadecimal digits).' },
+      sha: {
+        type: 'string',
+        pattern: '^([0-9a-f]{40}|[0-9a-f]{64})$',
+        description: 'The full commit id (40 or 64 hexadecimal digits).',
+        example: 'e83c5163316f89bfbde7d9ab23ca2e25604af290',
+      },
     }),
     'When not empty, the only marketplaces agents may use, pinned to a commit.',
   ),
@@ -230,7 +237,7 @@ const REQUIRED_SETTINGS = [
  * at every level. Request bodies and responses share them; Ajv validates against the same
  * schemas the OpenAPI document publishes.
  */
-export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls').add({
+const definitions: Record<string, SchemaObject> = {
   ControlHistoryQuery: pageQuery(),
   // Open on purpose: the model says what it accepts; the relay only needs an object to set `model` in.
   ModelRelayBody: { type: 'object', description: 'A Chat Completions request body (`messages`, `tools`, `stream`, ...); `model` is replaced.' },
@@ -427,6 +434,7 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
     settings: ref('EnterpriseSettings'),
     user: { ...changeUser, nullable: true, description: 'Who made the latest revision; null at revision 0.' },
     updatedAt: { type: 'string', format: 'date-time', nullable: true, description: 'When; null at revision 0.' },
+    warnings: SETTING_WARNINGS_SCHEMA,
   }),
   AgentPolicy: closed(
     ['revision', 'modelPolicy', ...AGENT_POLICY_FIELDS],
@@ -438,7 +446,14 @@ export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls
       },
       ...Object.fromEntries(AGENT_POLICY_FIELDS.map((field) => [field, settingsProperties[field]])),
       toolApproval: settingsProperties.toolApproval,
+      warnings: {
+        ...SETTING_WARNINGS_SCHEMA,
+        description: 'Not in the spec. The settings of this policy that ask for something this server does not do (docs/controls.md); absent when none.',
+      },
     },
     "The controls an agent obeys, as one document (custom models' keys and MCP servers' header and env values masked).",
   ),
-});
+};
+markNoEffect(definitions, 'EnterpriseSettings', NO_EFFECT_SETTINGS);
+
+export const enterpriseControlsSchemas = new SchemaRegistry('enterprise-controls').add(definitions);

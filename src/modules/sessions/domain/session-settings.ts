@@ -37,3 +37,13 @@ export type StoredSessionSettings = ApiSchema<'SessionSettings'>;
 
 /** Fields the server keeps up to date from agent reports; clients cannot set them. */
 export const SERVER_MAINTAINED_SETTINGS = ['assistantActiveTimeMs', 'tokenUsage'] as const;
+
+/**
+ * The session settings this server accepts and stores but does not act on yet, each with the reason
+ * (docs/controls.md lists every setting): the schemas mark them, and answers that set one warn.
+ */
+export const NO_EFFECT_SESSION_SETTINGS: Readonly<Record<string, string>> = {
+  providerLock: 'the reference agent calls the model the session names, whatever its provider; it does not hold a session to one.',
+  providerLockTimestamp: 'it dates `providerLock`, which has no effect here.',
+  apiProviderLock: 'the reference agent speaks to each model in its own API; it does not hold a session to one.',
+};

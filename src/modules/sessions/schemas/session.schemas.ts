@@ -7,8 +7,10 @@ import {
   INTERACTION_MODES,
   PROVIDER_LOCKS,
   REASONING_EFFORTS,
+  NO_EFFECT_SESSION_SETTINGS,
   TOKEN_USAGE_FIELDS,
 } from '../domain/session-settings';
+import { markNoEffect, SETTING_WARNINGS_SCHEMA } from '../../../platform/http/no-effect';
 import { SESSION_STATUSES } from '../domain/session-status';
 import { TOOL_APPROVAL_STATUSES } from '../domain/tool-approval';
 import { ATTACHMENT_LIMITS, HOOK_LIMITS, THINKING_SIGNATURE_PROVIDERS } from '../domain/limits';
@@ -251,6 +253,8 @@ const sessionSettingsFields: Record<string, SchemaObject> = {
   } as SchemaObject,
 };
 
+markNoEffect({ SessionSettings: { properties: sessionSettingsFields } }, 'SessionSettings', NO_EFFECT_SESSION_SETTINGS);
+
 /** The same fields, each also accepting null. */
 function nullable(fields: Record<string, SchemaObject>): Record<string, SchemaObject> {
   return Object.fromEntries(
@@ -309,6 +313,10 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
       minimum: 1,
       description: "Not in the spec. How many tool calls of the running turn wait for a person's approval (`GET .../tool-approvals`). Absent when none.",
     },
+    warnings: {
+      ...SETTING_WARNINGS_SCHEMA,
+      description: `${SETTING_WARNINGS_SCHEMA.description as string} Only on the answer to a create or update.`,
+    } as SchemaObject,
     statusReason: {
       ...ref('StatusReason'),
       description:

@@ -97,7 +97,23 @@ function Labelled(props: {
   );
 }
 
-export function SchemaField(props: { ctx: FormContext; schema: JsonSchema; path: Path; value: Json | undefined; label?: string; required?: boolean }) {
+type SchemaFieldProps = { ctx: FormContext; schema: JsonSchema; path: Path; value: Json | undefined; label?: string; required?: boolean };
+
+/** One field of the form; a setting the server does not act on is marked so, with the reason (its `x-no-effect`). */
+export function SchemaField(props: SchemaFieldProps) {
+  const reason = resolveSchema(props.schema, props.ctx.schemas)['x-no-effect'];
+  if (reason === undefined) return <FieldControl {...props} />;
+  return (
+    <div className="no-effect-field">
+      <span className="no-effect-badge" title={reason}>
+        No effect on this server
+      </span>
+      <FieldControl {...props} />
+    </div>
+  );
+}
+
+function FieldControl(props: SchemaFieldProps) {
   const { ctx, path, value } = props;
   const schema = resolveSchema(props.schema, ctx.schemas);
   const key = path[path.length - 1];

@@ -1,0 +1,38 @@
+/**
+ * The enterprise settings this server accepts and stores but does not act on yet, each with the
+ * reason (docs/controls.md lists every setting). The schemas mark them, answers that set one warn,
+ * and the agent policy says which are set. A setting leaves this list when something acts on it.
+ */
+export const NO_EFFECT_SETTINGS: Readonly<Record<string, string>> = {
+  'sessionDefaultSettings.runInWorktree': 'agents work in the computer’s workspace itself; per-session git worktrees are not built yet.',
+  'mcpAutonomyUrlOverrides[].urlPattern': 'its entries name no autonomy level to apply; `mcpAutonomyOverrides` sets levels by server name.',
+  cloudSessionSync: 'sessions live on this server only; there is no other place to sync them to.',
+  wikiCloudSync: 'this server has no wiki.',
+  includeCoAuthoredByAgent: 'the reference agent does not add commit trailers yet.',
+  enableAgentShield: 'the reference agent has no secret scanner yet.',
+  ideAutoConnect: 'the reference agent has no IDE integration.',
+  'customModels[].displayName': 'neither the console nor the sessions show custom models by a display name yet.',
+  'customModels[].maxContextLimit': 'the reference agent compacts conversations by AGENT_CONTEXT_CHARS, one size for every model.',
+  'customModels[].noImageSupport': 'the reference agent sends models no images yet.',
+  'customModels[].cloudModelConfig.cloudProfile': 'the model relay calls `baseUrl` with `apiKey`; cloud-vendor credentials are not supported.',
+  'customModels[].cloudModelConfig.cloudRegion': 'the model relay calls `baseUrl` with `apiKey`; cloud-vendor credentials are not supported.',
+  'customModels[].cloudModelConfig.cloudBaseUrl': 'the model relay calls `baseUrl` with `apiKey`; cloud-vendor credentials are not supported.',
+  'customModels[].cloudModelConfig.cloudAuthRefresh': 'the model relay calls `baseUrl` with `apiKey`; cloud-vendor credentials are not supported.',
+  'customModels[].cloudModelConfig.cloudCredentialExport': 'the model relay calls `baseUrl` with `apiKey`; cloud-vendor credentials are not supported.',
+  'customModels[].baseModelId': 'it belongs to the model router, which this server does not have yet.',
+  'customModels[].useInRouter': 'it belongs to the model router, which this server does not have yet.',
+  'modelPolicy.isFastModelsAllowed': 'it belongs to the model router, which this server does not have yet.',
+  'modelPolicy.allowServiceRouterByok': 'it belongs to the model router, which this server does not have yet.',
+  'missionPolicy.restrictedAccess': 'this server has no missions.',
+  'missionPolicy.allowedUserIds': 'this server has no missions.',
+  enabledPlugins: 'the reference agent has no plugin system yet.',
+  extraKnownMarketplaces: 'the reference agent has no plugin system yet.',
+  'strictKnownMarketplaces[].source': 'the reference agent has no plugin system yet.',
+  'strictKnownMarketplaces[].repo': 'the reference agent has no plugin system yet.',
+  'strictKnownMarketplaces[].ref': 'the reference agent has no plugin system yet.',
+  'strictKnownMarketplaces[].sha': 'the reference agent has no plugin system yet.',
+  disableAutoUpdate: 'the reference agent is updated with the server’s package; it does not update itself.',
+  serviceRouterGuidance: 'it belongs to the model router, which this server does not have yet.',
+  'serviceRouterRules[].guidance': 'it belongs to the model router, which this server does not have yet.',
+  'serviceRouterRules[].when': 'it belongs to the model router, which this server does not have yet.',
+};
