@@ -406,7 +406,7 @@ export class Agent {
    * the `PreCompact` hooks (`trigger: auto`); the session says so. The stored messages stay whole.
    */
   private async compactIfLarge(turn: TurnContext, history: ChatMessage[]): Promise<void> {
-    const budget = this.options.contextChars ?? DEFAULT_CONTEXT_CHARS;
+    const budget = contextBudget(this.options.contextChars ?? DEFAULT_CONTEXT_CHARS, turn.policy, turn.model.config.model);
     const size = history.reduce((sum, m) => sum + (m.content?.length ?? 0) + ('tool_calls' in m ? JSON.stringify(m.tool_calls ?? []).length : 0), 0);
     if (size <= budget) return;
     await turn.hooks.fire('PreCompact', { trigger: 'auto', custom_instructions: null });
@@ -541,6 +541,18 @@ function parseArguments(call: ToolCall): Record<string, unknown> | null {
 
 function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Characters of conversation per token of a model's context window the agent lets grow before it compacts: about four characters a token, less a quarter of the window kept for the answer. */
+const CHARS_PER_CONTEXT_TOKEN = 3;
+
+/**
+ * How much conversation a turn's model takes before it is compacted: the agent's own budget, or less when
+ * the model is a custom one whose `maxContextLimit` (tokens) is smaller.
+ */
+function contextBudget(agentBudget: number, policy: AgentPolicy, modelId: string): number {
+  const limit = policy.customModels.find((model) => model.id === modelId)?.maxContextLimit;
+  return typeof limit === 'number' && limit > 0 ? Math.min(agentBudget, limit * CHARS_PER_CONTEXT_TOKEN) : agentBudget;
 }
 
 /**

@@ -90,6 +90,42 @@ describe('The agent process', () => {
     }
   });
 
+  it("compacts by the custom model's maxContextLimit, not one size for every model", async () => {
+    const model = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      return completion({ content: String(last.content).startsWith('Summarise the conversation so far') ? 'SUMMARY: a long note.' : 'Done.' });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, output } = await computerWithAgent({});
+      const customModels = [
+        { id: 'small', model: 'vendor-small', baseUrl: modelUrl, apiKey: 'sk-small-0000', maxContextLimit: 1500 },
+        { id: 'large', model: 'vendor-large', baseUrl: modelUrl, apiKey: 'sk-large-0000' },
+      ];
+      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+      const note = `Keep this note: ${'n'.repeat(5_000)}`;
+      const turnOn = async (modelId: string) => {
+        const session = await t
+          .http()
+          .post('/api/v0/sessions')
+          .set(owner.auth)
+          .send({ computerId, sessionSettings: { model: modelId } })
+          .expect(201);
+        const sessionId = session.body.sessionId as string;
+        await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: note }).expect(200);
+        await untilIdle(sessionId, output);
+        return (await messages(sessionId)).filter((m) => m.role === 'system').map((m) => ((m.content as Json[])[0] as Json).text);
+      };
+      // 1,500 tokens of context: about 4,500 characters before compacting, which the note passes.
+      expect(await turnOn('small')).toEqual([expect.stringMatching(/^The conversation had grown past 4500 characters, so it was compacted/)]);
+      expect(model.requests.map((r) => r.model)).toEqual(['vendor-small', 'vendor-small']);
+      expect(await turnOn('large')).toEqual([]);
+      expect(model.requests.slice(2).map((r) => r.model)).toEqual(['vendor-large']);
+    } finally {
+      await model.stop();
+    }
+  });
+
   it("follows the session's settings: the custom model it names, and in spec mode only the tools that change nothing", async () => {
     const planner = new ScriptedModel((request) => {
       const last = request.messages[request.messages.length - 1] as Json;
