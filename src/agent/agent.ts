@@ -299,7 +299,7 @@ export class Agent {
         // A tool the session keeps from the agent is refused even when the model names it unoffered.
         const unselected = tools.some((tool) => tool.name === call.function.name) || mcpTool ? null : turn.selection.refusal(call.function.name);
         const autonomy = mcpTool
-          ? mcpAutonomyRefusal(turn.autonomyLevel, mcpTool.server, policy.mcpAutonomyOverrides)
+          ? mcpAutonomyRefusal(turn.autonomyLevel, mcpServerOf(policy, mcpTool.server), policy)
           : autonomyRefusal(turn.autonomyLevel, call.function.name, input);
         // Only a call that would run is put to a person: not one refused anyway, nor one of a tool unknown or not offered.
         const runnable = (tools.some((tool) => tool.name === call.function.name) || mcpTool !== undefined) && input !== null;
@@ -541,6 +541,12 @@ function parseArguments(call: ToolCall): Record<string, unknown> | null {
 
 function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The name of an MCP server of the policy, and its URL when it is an HTTP one. */
+function mcpServerOf(policy: AgentPolicy, name: string): { name: string; url?: string } {
+  const server = policy.mcpServers.find((candidate) => candidate.name === name);
+  return server && 'url' in server ? { name, url: server.url } : { name };
 }
 
 /** Characters of conversation per token of a model's context window the agent lets grow before it compacts: about four characters a token, less a quarter of the window kept for the answer. */

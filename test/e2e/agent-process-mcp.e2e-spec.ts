@@ -165,7 +165,7 @@ describe('The agent process with MCP servers', () => {
     }
   });
 
-  it("applies the session's settings: subagents get the MCP tools, autonomyLevel and mcpAutonomyOverrides, disabledToolIds, and spec mode offers none", async () => {
+  it("applies the session's settings: subagents get the MCP tools, autonomyLevel and mcpAutonomyOverrides (by name, then by URL), disabledToolIds, and spec mode offers none", async () => {
     const model = new ScriptedModel((request) => {
       const messages = request.messages as Json[];
       const last = messages[messages.length - 1];
@@ -210,6 +210,18 @@ describe('The agent process with MCP servers', () => {
       const task = (await messages(sessionId)).filter((m) => m.role === 'tool').pop()!.content[0] as Json;
       expect(task).toMatchObject({ toolUseId: 't1', isError: false });
       expect(task.content).toMatch(/^sub saw: 9 \| Refused by the session's autonomyLevel medium: the tools of the MCP server echo need high/);
+
+      // The same level given by URL pattern instead of by name.
+      await fixture.t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { mcpAutonomyOverrides: {}, mcpAutonomyUrlOverrides: [{ urlPattern: `${new URL(mcp.url).origin}/*`, level: 'medium' }] } })
+        .expect(200);
+      await fixture.t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Delegate.' }).expect(200);
+      await untilIdle(sessionId, output);
+      const byUrl = (await messages(sessionId)).filter((m) => m.role === 'tool').pop()!.content[0] as Json;
+      expect(byUrl.content).toMatch(/^sub saw: 9 \| Refused by the session's autonomyLevel medium: the tools of the MCP server echo need high/);
 
       // Spec mode: only the tools that read, no MCP tools.
       await fixture.t

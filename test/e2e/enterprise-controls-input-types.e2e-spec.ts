@@ -109,6 +109,7 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       ['enabledPlugins', { 'p@m': 'yes' }, 'settings.enabledPlugins.p@m'],
       ['serviceRouterRules', [{ guidance: 5, when: 'x' }], 'settings.serviceRouterRules[0].guidance'],
       ['mcpAutonomyUrlOverrides', [{ urlPattern: 7 }], 'settings.mcpAutonomyUrlOverrides[0].urlPattern'],
+      ['mcpAutonomyUrlOverrides', [{ urlPattern: 'https://mcp.example.com/*', level: 'always' }], 'settings.mcpAutonomyUrlOverrides[0].level'],
     ])('an entry of settings.%s of the wrong type (%j): 400 at its path', async (field, value, path) => {
       expectInvalid(await refusedPatch(nest(field, value)), path);
     });
@@ -220,7 +221,7 @@ describe('Enterprise controls API (v0): input, limits, preconditions and roles',
       ['settings.sandbox.filesystem.allowExecute', { sandbox: { filesystem: { allowExecute: [] } } }],
       ['settings.sandbox.network.foo', { sandbox: { network: { foo: 1 } } }],
       ['settings.customModels[0].foo', { customModels: [{ ...MODEL, foo: 'bar' }] }],
-      ['settings.mcpAutonomyUrlOverrides[0].level', { mcpAutonomyUrlOverrides: [{ urlPattern: 'https://mcp.example.com/*', level: 'high' }] }],
+      ['settings.mcpAutonomyUrlOverrides[0].scope', { mcpAutonomyUrlOverrides: [{ urlPattern: 'https://mcp.example.com/*', scope: 'all' }] }],
       ['settings.strictKnownMarketplaces[0].url', { strictKnownMarketplaces: [{ ...MARKETPLACE, url: 'x' }] }],
       ['settings.extraKnownMarketplaces.acme.sha', { extraKnownMarketplaces: { acme: { source: 'github', repo: 'acme/p', sha: SHA40 } } }],
       ['settings.serviceRouterRules[0].model', { serviceRouterRules: [{ guidance: 'g', when: 'w', model: 'm' }] }],

@@ -74,16 +74,38 @@ describe('offeredTools', () => {
 });
 
 describe('mcpAutonomyRefusal', () => {
+  const byName = (mcpAutonomyOverrides: Record<string, 'off' | 'low' | 'medium' | 'high'>) => ({ mcpAutonomyOverrides, mcpAutonomyUrlOverrides: [] });
+  const github = { name: 'github' };
+
   it('lets everything run without a level or at high', () => {
-    expect(mcpAutonomyRefusal(undefined, 'github', {})).toBeNull();
-    expect(mcpAutonomyRefusal('high', 'github', {})).toBeNull();
+    expect(mcpAutonomyRefusal(undefined, github, byName({}))).toBeNull();
+    expect(mcpAutonomyRefusal('high', github, byName({}))).toBeNull();
   });
 
   it('needs high for a server without an override, and the override otherwise', () => {
-    expect(mcpAutonomyRefusal('medium', 'github', {})).toMatch(/autonomyLevel medium.*need high/);
-    expect(mcpAutonomyRefusal('medium', 'github', { github: 'medium' })).toBeNull();
-    expect(mcpAutonomyRefusal('low', 'github', { github: 'medium' })).toMatch(/need medium .*mcpAutonomyOverrides/);
-    expect(mcpAutonomyRefusal('off', 'docs', { docs: 'off' })).toBeNull();
+    expect(mcpAutonomyRefusal('medium', github, byName({}))).toMatch(/autonomyLevel medium.*need high/);
+    expect(mcpAutonomyRefusal('medium', github, byName({ github: 'medium' }))).toBeNull();
+    expect(mcpAutonomyRefusal('low', github, byName({ github: 'medium' }))).toMatch(/need medium .*mcpAutonomyOverrides/);
+    expect(mcpAutonomyRefusal('off', { name: 'docs' }, byName({ docs: 'off' }))).toBeNull();
+  });
+
+  it('by URL: the first mcpAutonomyUrlOverrides entry matching an HTTP server, off without a level; a name override comes first', () => {
+    const rules = {
+      mcpAutonomyOverrides: { pinned: 'high' as const },
+      mcpAutonomyUrlOverrides: [{ urlPattern: 'https://mcp.example.com/*', level: 'medium' as const }, { urlPattern: 'https://docs.example.com/*' }],
+    };
+    const at = (url: string, name = 'any') => ({ name, url });
+    expect(mcpAutonomyRefusal('medium', at('https://mcp.example.com/github/v1'), rules)).toBeNull();
+    expect(mcpAutonomyRefusal('low', at('https://mcp.example.com/github'), rules)).toMatch(
+      /need medium \(the organization's mcpAutonomyUrlOverrides \(https:\/\/mcp\.example\.com\/\*\)\)/,
+    );
+    expect(mcpAutonomyRefusal('off', at('https://docs.example.com/search'), rules)).toBeNull();
+    // Not a prefix or a look-alike host: the whole URL must match.
+    expect(mcpAutonomyRefusal('medium', at('https://mcp.example.com.evil.test/x'), rules)).toMatch(/need high/);
+    expect(mcpAutonomyRefusal('medium', at('http://mcp.example.com/x'), rules)).toMatch(/need high/);
+    expect(mcpAutonomyRefusal('medium', at('https://mcp.example.com/x', 'pinned'), rules)).toMatch(/need high \(the organization's mcpAutonomyOverrides\)/);
+    // A stdio server has no URL for a pattern to match.
+    expect(mcpAutonomyRefusal('medium', { name: 'local' }, { ...rules, mcpAutonomyUrlOverrides: [{ urlPattern: '*' }] })).toMatch(/need high/);
   });
 });
 

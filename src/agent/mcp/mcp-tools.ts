@@ -1,5 +1,5 @@
-import { ToolSelection } from '../tools/tool-selection';
 import { createHash } from 'node:crypto';
+import { ToolSelection } from '../tools/tool-selection';
 import type { AgentPolicy } from '../../contract/agent-channel';
 
 /** An MCP server as the agent policy defines it (its secrets masked). */
@@ -83,20 +83,45 @@ function toolParameters(schema: Record<string, unknown> | undefined): Record<str
 
 const LEVELS = ['off', 'low', 'medium', 'high'] as const;
 
+/** The organization's autonomy overrides for MCP servers: by name, and by URL pattern for HTTP servers. */
+export type McpAutonomyRules = Pick<AgentPolicy, 'mcpAutonomyOverrides' | 'mcpAutonomyUrlOverrides'>;
+
 /**
- * Why the session's `autonomyLevel` keeps an MCP tool from running, or null. `mcpAutonomyOverrides`
- * names the level a server's tools need (`off`: they run at any level, like reading tools); a server
- * with no override needs `high`, since the agent cannot judge what its tools do. No level: everything
- * the organization allows runs.
+ * The level a server's tools need, and the setting that says so: `mcpAutonomyOverrides` by the server's
+ * name first; else, for an HTTP server, the first `mcpAutonomyUrlOverrides` entry whose `urlPattern`
+ * matches its URL (`*` matches any run of characters, `/` included), at its `level` (`off` without one:
+ * a server the organization lists by URL is trusted like a reading tool); else `high`.
  */
-export function mcpAutonomyRefusal(level: unknown, server: string, overrides: Record<string, string>): string | null {
+function neededLevel(server: { name: string; url?: string }, rules: McpAutonomyRules): { level: (typeof LEVELS)[number]; why: string } {
+  const byName = rules.mcpAutonomyOverrides;
+  if (Object.hasOwn(byName, server.name)) return { level: byName[server.name], why: "the organization's mcpAutonomyOverrides" };
+  const byUrl =
+    server.url === undefined ? undefined : rules.mcpAutonomyUrlOverrides.find((entry) => urlMatches(entry.urlPattern, server.url!));
+  if (byUrl) return { level: byUrl.level ?? 'off', why: `the organization's mcpAutonomyUrlOverrides (${byUrl.urlPattern})` };
+  return { level: 'high', why: 'MCP tools need high unless the organization sets mcpAutonomyOverrides or mcpAutonomyUrlOverrides' };
+}
+
+/** Whether a URL matches a pattern in which only `*` is special (any run of characters); the whole URL must match. */
+function urlMatches(pattern: string, url: string): boolean {
+  const source = pattern
+    .split('*')
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
+  return new RegExp(`^${source}$`, 's').test(url);
+}
+
+/**
+ * Why the session's `autonomyLevel` keeps an MCP tool from running, or null: the server's tools need the
+ * level neededLevel says (`off`: they run at any level, like reading tools). No level: everything the
+ * organization allows runs.
+ */
+export function mcpAutonomyRefusal(level: unknown, server: { name: string; url?: string }, rules: McpAutonomyRules): string | null {
   const have = LEVELS.indexOf(level as (typeof LEVELS)[number]);
   if (have === -1) return null;
-  const needed = Object.hasOwn(overrides, server) ? LEVELS.indexOf(overrides[server] as (typeof LEVELS)[number]) : LEVELS.length - 1;
-  if (have >= needed) return null;
+  const needed = neededLevel(server, rules);
+  if (have >= LEVELS.indexOf(needed.level)) return null;
   return (
-    `Refused by the session's autonomyLevel ${String(level)}: the tools of the MCP server ${server} need ${LEVELS[Math.max(needed, 0)]} ` +
-    `(${Object.hasOwn(overrides, server) ? "the organization's mcpAutonomyOverrides" : 'MCP tools need high unless the organization sets mcpAutonomyOverrides'}). ` +
+    `Refused by the session's autonomyLevel ${String(level)}: the tools of the MCP server ${server.name} need ${needed.level} (${needed.why}). ` +
     'Nothing ran; a user can raise the autonomy level of the session.'
   );
 }

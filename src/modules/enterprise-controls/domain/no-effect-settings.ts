@@ -5,7 +5,6 @@
  */
 export const NO_EFFECT_SETTINGS: Readonly<Record<string, string>> = {
   'sessionDefaultSettings.runInWorktree': 'agents work in the computer’s workspace itself; per-session git worktrees are not built yet.',
-  'mcpAutonomyUrlOverrides[].urlPattern': 'its entries name no autonomy level to apply; `mcpAutonomyOverrides` sets levels by server name.',
   cloudSessionSync: 'sessions live on this server only; there is no other place to sync them to.',
   wikiCloudSync: 'this server has no wiki.',
   includeCoAuthoredByAgent: 'the reference agent does not add commit trailers yet.',

@@ -12,7 +12,7 @@
 export interface EnterpriseSettings {
   sessionDefaultSettings: SessionDefaultSettings;
   mcpAutonomyOverrides: Record<string, McpAutonomyLevel>;
-  mcpAutonomyUrlOverrides: Array<{ urlPattern: string }>;
+  mcpAutonomyUrlOverrides: Array<{ urlPattern: string; level?: McpAutonomyLevel }>;
   cloudSessionSync: boolean;
   wikiCloudSync: boolean;
   includeCoAuthoredByAgent: boolean;

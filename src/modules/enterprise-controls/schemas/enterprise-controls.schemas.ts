@@ -100,7 +100,18 @@ const settingsProperties: Record<string, SchemaObject> = {
     runInWorktree: bool('Whether each session works in a git worktree of its own.'),
   }),
   mcpAutonomyOverrides: map({ type: 'string', enum: [...MCP_AUTONOMY_LEVELS] }, 'MCP server name → the autonomy level its tools run at.'),
-  mcpAutonomyUrlOverrides: list(closed(['urlPattern'], { urlPattern: text() }), 'MCP servers, by URL pattern, whose autonomy is overridden.'),
+  mcpAutonomyUrlOverrides: list(
+    closed(['urlPattern'], {
+      urlPattern: text(L.string, "An HTTP MCP server's `url`, where `*` matches any run of characters (`https://mcp.example.com/*`)."),
+      level: {
+        type: 'string',
+        enum: [...MCP_AUTONOMY_LEVELS],
+        description:
+          "Not in the spec. The autonomy level the matching servers' tools need; absent: `off` (they run at any level). `mcpAutonomyOverrides` by name comes first.",
+      },
+    }),
+    'HTTP MCP servers, by URL pattern, whose tools need another autonomy level than `high`; the first entry that matches applies.',
+  ),
   cloudSessionSync: bool(),
   wikiCloudSync: bool(),
   includeCoAuthoredByAgent: bool(),
