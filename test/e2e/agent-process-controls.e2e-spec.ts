@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -379,6 +380,38 @@ describe('The agent process', () => {
       expect(editResult).toMatchObject({ isError: true, content: expect.stringContaining('sandbox.filesystem.denyWrite keeps it from the agent') });
       expect(JSON.stringify(model.requests)).not.toContain('sk-live-4242');
       expect(readFileSync(join(workspace, 'ci/deploy.yml'), 'utf8')).toBe('target: prod\n');
+    } finally {
+      await model.stop();
+    }
+  });
+
+  it('signs the commits it makes with a Co-authored-by trailer while includeCoAuthoredByAgent is on, and with none once it is off', async () => {
+    const model = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role !== 'user') return completion({ content: 'Committed.' });
+      const message = String(last.content);
+      return completion({
+        tool_calls: [
+          call('c1', 'Execute', { command: `echo x >> a.txt && git add a.txt && git -c user.email=dev@example.com -c user.name=Dev commit -qm "${message}"` }),
+        ],
+      });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      mkdirSync(workspace, { recursive: true });
+      execFileSync('git', ['init', '-q'], { cwd: workspace });
+      const lastCommit = () => execFileSync('git', ['log', '-1', '--format=%B'], { cwd: workspace, encoding: 'utf8' }).trim();
+      await untilIdle(await say(computerId, 'First change'), output);
+      expect(lastCommit()).toBe('First change\n\nCo-authored-by: Agent Platform <agent@agent-platform.invalid>');
+      await t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { includeCoAuthoredByAgent: false } })
+        .expect(200);
+      await untilIdle(await say(computerId, 'Second change'), output);
+      expect(lastCommit()).toBe('Second change');
     } finally {
       await model.stop();
     }

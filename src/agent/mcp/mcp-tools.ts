@@ -95,8 +95,7 @@ export type McpAutonomyRules = Pick<AgentPolicy, 'mcpAutonomyOverrides' | 'mcpAu
 function neededLevel(server: { name: string; url?: string }, rules: McpAutonomyRules): { level: (typeof LEVELS)[number]; why: string } {
   const byName = rules.mcpAutonomyOverrides;
   if (Object.hasOwn(byName, server.name)) return { level: byName[server.name], why: "the organization's mcpAutonomyOverrides" };
-  const byUrl =
-    server.url === undefined ? undefined : rules.mcpAutonomyUrlOverrides.find((entry) => urlMatches(entry.urlPattern, server.url!));
+  const byUrl = server.url === undefined ? undefined : rules.mcpAutonomyUrlOverrides.find((entry) => urlMatches(entry.urlPattern, server.url!));
   if (byUrl) return { level: byUrl.level ?? 'off', why: `the organization's mcpAutonomyUrlOverrides (${byUrl.urlPattern})` };
   return { level: 'high', why: 'MCP tools need high unless the organization sets mcpAutonomyOverrides or mcpAutonomyUrlOverrides' };
 }

@@ -122,6 +122,25 @@ describeSandbox('Execute in the sandbox (sandbox.enabled)', () => {
     expect(existsSync(join('/tmp', probe))).toBe(false);
   });
 
+  it("adds the co-author trailer to a commit made in the sandbox, and keeps the repository's own hooks running", async () => {
+    const git = (args: string) => `git -c user.email=dev@example.com -c user.name=Dev ${args}`;
+    const policy: ToolPolicy = {
+      commandAllowlist: [],
+      commandDenylist: [],
+      commandBlocklist: [],
+      sandbox: sandboxSettings(),
+      includeCoAuthoredByAgent: true,
+    };
+    mkdirSync(join(workspace, '.git-hooks-probe'));
+    const run = (command: string) => executeTool.run({ command }, { workspace, policy, signal: new AbortController().signal });
+    const made = await run(
+      `git init -q && printf '#!/bin/sh\necho own-hook-ran > .git-hooks-probe/ran\n' > .git/hooks/post-commit && chmod +x .git/hooks/post-commit && ` +
+        `echo a > a.txt && git add a.txt && ${git('commit -qm "Add a"')} && git log -1 --format=%B`,
+    );
+    expect(made).toMatchObject({ isError: false, content: 'Add a\n\nCo-authored-by: Agent Platform <agent@agent-platform.invalid>\n\n[exit code 0]' });
+    expect(readFileSync(join(workspace, '.git-hooks-probe/ran'), 'utf8')).toBe('own-hook-ran\n');
+  });
+
   it('cannot connect directly to a server on the host', async () => {
     const before = requests;
     const result = await execute(`curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:${port}/; echo "curl exit $?"`);

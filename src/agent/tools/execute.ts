@@ -4,6 +4,7 @@ import { missingSandboxPackages, Sandbox, sandboxUnavailable } from '../sandbox/
 import { checkCommand } from './command-policy';
 import { defineTool, optionalNumber, requiredString, ToolError } from './common';
 import { ToolResult } from './tool';
+import { coAuthorEnvironment } from './git-hooks';
 import { workspaceRoot } from './workspace';
 
 export const EXECUTE_DEFAULT_TIMEOUT_SECONDS = 120;
@@ -53,12 +54,14 @@ export const executeTool = defineTool({
     if (context.signal.aborted) throw new ToolError('The command was not run: the call was aborted');
     const cwd = await workspaceRoot(context);
     const settings = context.policy.sandbox;
-    if (!settings?.enabled) return runProcess('/bin/sh', ['-c', command], cwd, {}, timeout, context.signal);
+    const coAuthor = context.policy.includeCoAuthoredByAgent;
+    const gitEnv = coAuthor === undefined ? {} : coAuthorEnvironment(commandEnvironment(), coAuthor);
+    if (!settings?.enabled) return runProcess('/bin/sh', ['-c', command], cwd, gitEnv, timeout, context.signal);
     const missing = missingSandboxPackages();
     if (missing.length > 0) throw new ToolError(sandboxUnavailable(missing));
     const wrapped = await sandbox.wrap(command, settings, allowedIps, cwd);
     try {
-      return await runProcess(wrapped.file, wrapped.args, cwd, wrapped.env, timeout, context.signal);
+      return await runProcess(wrapped.file, wrapped.args, cwd, { ...gitEnv, ...wrapped.env }, timeout, context.signal);
     } finally {
       await wrapped.cleanup();
     }

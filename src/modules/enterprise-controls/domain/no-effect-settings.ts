@@ -7,7 +7,6 @@ export const NO_EFFECT_SETTINGS: Readonly<Record<string, string>> = {
   'sessionDefaultSettings.runInWorktree': 'agents work in the computer’s workspace itself; per-session git worktrees are not built yet.',
   cloudSessionSync: 'sessions live on this server only; there is no other place to sync them to.',
   wikiCloudSync: 'this server has no wiki.',
-  includeCoAuthoredByAgent: 'the reference agent does not add commit trailers yet.',
   enableAgentShield: 'the reference agent has no secret scanner yet.',
   ideAutoConnect: 'the reference agent has no IDE integration.',
   'customModels[].displayName': 'neither the console nor the sessions show custom models by a display name yet.',
