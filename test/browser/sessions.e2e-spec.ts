@@ -171,6 +171,31 @@ const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QD
     await page.close();
   });
 
+  it('names a custom model by its displayName wherever the session shows the model, its id kept in the tooltip', async () => {
+    const customModels = [
+      { id: 'team-llama', model: 'llama-3.1-70b', baseUrl: 'https://llm.example.com/v1', apiKey: 'sk-team-0000', displayName: 'Team Llama' },
+    ];
+    await t
+      .http()
+      .patch('/api/v0/organization/enterprise-controls')
+      .set(owner.auth)
+      .send({ settings: { customModels, modelPolicy: { allowCustomModels: true } } })
+      .expect(200);
+    const sessionId = await newSession(owner, { title: 'Named model', sessionSettings: { model: 'team-llama' } });
+    const turnId = await runningTurn(sessionId, 'hello');
+    await post(owner, `/api/v0/agent/sessions/${sessionId}/messages`, {
+      turnId,
+      messages: [{ role: 'assistant', modelId: 'team-llama', content: [{ type: 'text', text: 'Hi.' }] }],
+    }).expect(200);
+    const page = await signedIn(owner, `/sessions/${sessionId}`);
+    await page.getByText('Hi.').waitFor();
+    await expect(page.getByTestId('session-model').textContent()).resolves.toBe('Team Llama');
+    const named = page.locator('.message-model');
+    await expect(named.textContent()).resolves.toBe('Team Llama');
+    await expect(named.getAttribute('title')).resolves.toBe('team-llama');
+    await page.close();
+  });
+
   it('live: a message added through the API, the status, an approval answered in the browser, and an interrupt, all without reload', async () => {
     const sessionId = await newSession(owner, { title: 'Live one', sessionSettings: { toolApproval: { tools: ['Execute'] } } });
     const page = await signedIn(owner, `/sessions/${sessionId}`);

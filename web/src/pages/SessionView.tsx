@@ -12,6 +12,7 @@ import { Composer } from '../sessions/Composer';
 import { STATUS_LABELS, maySeeComputers, sessionName } from '../sessions/format';
 import { useSessionEvents, type LiveState, type StreamEvent } from '../sessions/live';
 import { Messages } from '../sessions/Messages';
+import { useModelNames } from '../sessions/model-names';
 import { ToolApprovals } from '../sessions/ToolApprovals';
 import { finished, NOT_WRITING, withDelta, type Writing } from '../sessions/writing';
 
@@ -49,6 +50,7 @@ export default function SessionView() {
   });
 
   const access = useSessionWriteAccess(sessionId, me);
+  const modelName = useModelNames(me.user.role);
   const [writing, setWriting] = useState<Writing>(NOT_WRITING);
 
   const live = useSessionEvents(sessionId, {
@@ -124,7 +126,7 @@ export default function SessionView() {
         </div>
         <div>
           <dt>Model</dt>
-          <dd>{current.sessionSettings?.model ?? 'The agent’s default'}</dd>
+          <dd data-testid="session-model">{current.sessionSettings?.model ? modelName(current.sessionSettings.model) : 'The agent’s default'}</dd>
         </div>
         <div>
           <dt>Messages</dt>
@@ -160,7 +162,7 @@ export default function SessionView() {
         {history.data && messages.length === 0 ? (
           <p className="muted">No messages yet.{mayWrite ? ' Write the first below: an agent takes it from there.' : ''}</p>
         ) : null}
-        <Messages messages={messages} writing={writing.current?.text} />
+        <Messages messages={messages} writing={writing.current?.text} modelName={modelName} />
         {/* Said once when the agent starts writing, not at every piece of text. */}
         <p role="status" className="visually-hidden">
           {writing.current ? 'The agent is writing an answer.' : ''}

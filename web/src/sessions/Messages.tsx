@@ -12,7 +12,15 @@ const toolAnchor = (id: string) => `tool-use-${id.replace(/[^A-Za-z0-9_-]/g, '_'
  * A conversation, oldest first: every block the spec defines, and hook messages; then, while the model writes its
  * answer, that text (`writing`), provisional until the message is stored.
  */
-export function Messages({ messages, writing }: { messages: WireMessage[]; writing?: string }) {
+export function Messages({
+  messages,
+  writing,
+  modelName = (id) => id,
+}: {
+  messages: WireMessage[];
+  writing?: string;
+  modelName?: (modelId: string) => string;
+}) {
   // Tool results name their tool use by id: give them the tool's name to link to.
   const toolNames = new Map<string, string>();
   for (const message of messages) for (const block of message.content) if (block.type === 'tool_use') toolNames.set(block.id, block.name);
@@ -22,7 +30,11 @@ export function Messages({ messages, writing }: { messages: WireMessage[]; writi
         <li key={message.id} className={`message message-${message.role}${message.isError ? ' message-error' : ''}`} data-message-id={message.id}>
           <div className="message-meta">
             <span className="message-role">{message.hookEventName ? 'Hook' : ROLE_NAMES[message.role]}</span>
-            {message.modelId ? <span className="muted">{message.modelId}</span> : null}
+            {message.modelId ? (
+              <span className="muted message-model" title={message.modelId}>
+                {modelName(message.modelId)}
+              </span>
+            ) : null}
             <time dateTime={new Date(message.createdAt).toISOString()}>{formatTime(message.createdAt)}</time>
             {message.isError ? <span className="badge badge-error">error</span> : null}
           </div>

@@ -9,7 +9,6 @@ export const NO_EFFECT_SETTINGS: Readonly<Record<string, string>> = {
   wikiCloudSync: 'this server has no wiki.',
   enableAgentShield: 'the reference agent has no secret scanner yet.',
   ideAutoConnect: 'the reference agent has no IDE integration.',
-  'customModels[].displayName': 'neither the console nor the sessions show custom models by a display name yet.',
   'customModels[].noImageSupport': 'the reference agent sends models no images yet.',
   'customModels[].cloudModelConfig.cloudProfile': 'the model relay calls `baseUrl` with `apiKey`; cloud-vendor credentials are not supported.',
   'customModels[].cloudModelConfig.cloudRegion': 'the model relay calls `baseUrl` with `apiKey`; cloud-vendor credentials are not supported.',
