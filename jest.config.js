@@ -18,6 +18,7 @@ const swc = (syntax) => [
 /** Packages the app loads at run time that ship ES modules only. */
 const ESM_ONLY = [
   '@nestjs',
+  '@secretlint',
   '@redocly',
   '@electric-sql',
   '@seriousme',

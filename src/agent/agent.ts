@@ -15,6 +15,7 @@ import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
 import { ApprovalRules, approvalNeeded, callSummary } from './tools/approval';
 import { autonomyRefusal } from './tools/autonomy';
 import { ToolSelection } from './tools/tool-selection';
+import { redactSecrets } from './shield/secrets';
 import { McpConnections } from './mcp/mcp-connections';
 import { mcpAutonomyRefusal, McpTool } from './mcp/mcp-tools';
 
@@ -326,6 +327,8 @@ export class Agent {
             content: `${call.function.name} is not available in spec mode: investigate with ${[...READ_ONLY_TOOLS].join(', ')} and answer with the spec.`,
           };
         else result = await runTool(toolNamed(call.function.name), call, input, { workspace: this.options.workspace, policy, signal });
+        // Before anything else sees it (hooks, the session, the model): credentials in the output are redacted.
+        if (policy.enableAgentShield) result = await shielded(result);
         const post = await hooks.fire(
           'PostToolUse',
           { tool_name: call.function.name, tool_input: input ?? {}, tool_response: { content: result.content, isError: result.isError }, tool_use_id: call.id },
@@ -541,6 +544,21 @@ function parseArguments(call: ToolCall): Record<string, unknown> | null {
 
 function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A tool result with the credentials Agent Shield finds in it redacted, and a note saying which kinds; when it
+ * cannot scan, the output is withheld (the shield fails closed).
+ */
+async function shielded(result: ToolResult): Promise<ToolResult> {
+  try {
+    const { text, kinds } = await redactSecrets(result.content);
+    if (kinds.length === 0) return result;
+    const note = `[Agent Shield (the organization's enableAgentShield) redacted ${kinds.length === 1 ? 'a credential' : `${kinds.length} credentials`} from this output: ${[...new Set(kinds)].join(', ')}]`;
+    return { ...result, content: `${text}\n${note}` };
+  } catch (error) {
+    return { isError: true, content: `Agent Shield could not scan this output (${(error as Error).message}), so it is withheld.` };
+  }
 }
 
 /** The name of an MCP server of the policy, and its URL when it is an HTTP one. */

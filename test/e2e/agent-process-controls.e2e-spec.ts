@@ -417,6 +417,51 @@ describe('The agent process', () => {
     }
   });
 
+  it('with enableAgentShield on (the default), redacts credentials from tool output before the model or the session sees them, and stops a commit adding one', async () => {
+    // Built at run time, so that no scanner of this repository flags the test value.
+    const token = ['ghp', 'a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8'].join('_');
+    const gitCommit = 'git add . && git -c user.email=dev@example.com -c user.name=Dev commit -qm "Add config"';
+    const model = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role !== 'user') return completion({ content: 'Done.' });
+      return completion({
+        tool_calls: [call('c1', 'Read', { file_path: 'config.txt' }), call('c2', 'Execute', { command: `cat config.txt; ${gitCommit}` })],
+      });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      mkdirSync(workspace, { recursive: true });
+      execFileSync('git', ['init', '-q'], { cwd: workspace });
+      writeFileSync(join(workspace, 'config.txt'), `GITHUB_TOKEN=${token}\n`);
+      const toolResults = async (sessionId: string) => (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
+      const commits = () => execFileSync('git', ['log', '--all', '--format=%s'], { cwd: workspace, encoding: 'utf8' }).trim();
+
+      const shielded = await say(computerId, 'Show the config and commit it');
+      await untilIdle(shielded, output);
+      const [read, executed] = await toolResults(shielded);
+      expect(read.content).toMatch(/GITHUB_TOKEN=\[REDACTED GITHUB_TOKEN\][^]*Agent Shield \(the organization's enableAgentShield\) redacted a credential/);
+      expect(executed).toMatchObject({ isError: true, content: expect.stringContaining('Agent Shield (the organization') });
+      expect(executed.content).toMatch(/config\.txt:1: GITHUB_TOKEN/);
+      expect(JSON.stringify(model.requests)).not.toContain(token);
+      expect(JSON.stringify(await messages(shielded))).not.toContain(token);
+      expect(commits()).toBe('');
+
+      await t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { enableAgentShield: false } })
+        .expect(200);
+      const open = await say(computerId, 'Again, without the shield');
+      await untilIdle(open, output);
+      expect((await toolResults(open))[0].content).toContain(token);
+      expect(commits()).toBe('Add config');
+    } finally {
+      await model.stop();
+    }
+  });
+
   it('takes no new work while the computer-kind controls keep its computer out, waits without exiting, and takes it once let back in', async () => {
     const { owner, computerId, token, child, output } = await computerWithAgent({ AGENT_WORK_DISABLED_RETRY_MS: '200' });
     const controls = (settings: Json) => t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings }).expect(200);

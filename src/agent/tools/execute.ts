@@ -4,7 +4,7 @@ import { missingSandboxPackages, Sandbox, sandboxUnavailable } from '../sandbox/
 import { checkCommand } from './command-policy';
 import { defineTool, optionalNumber, requiredString, ToolError } from './common';
 import { ToolResult } from './tool';
-import { coAuthorEnvironment } from './git-hooks';
+import { gitEnvironment } from './git-hooks';
 import { workspaceRoot } from './workspace';
 
 export const EXECUTE_DEFAULT_TIMEOUT_SECONDS = 120;
@@ -54,8 +54,11 @@ export const executeTool = defineTool({
     if (context.signal.aborted) throw new ToolError('The command was not run: the call was aborted');
     const cwd = await workspaceRoot(context);
     const settings = context.policy.sandbox;
-    const coAuthor = context.policy.includeCoAuthoredByAgent;
-    const gitEnv = coAuthor === undefined ? {} : coAuthorEnvironment(commandEnvironment(), coAuthor);
+    const { includeCoAuthoredByAgent, enableAgentShield } = context.policy;
+    const gitEnv =
+      includeCoAuthoredByAgent === undefined && enableAgentShield === undefined
+        ? {}
+        : gitEnvironment(commandEnvironment(), { includeCoAuthoredByAgent: includeCoAuthoredByAgent ?? false, enableAgentShield: enableAgentShield ?? false });
     if (!settings?.enabled) return runProcess('/bin/sh', ['-c', command], cwd, gitEnv, timeout, context.signal);
     const missing = missingSandboxPackages();
     if (missing.length > 0) throw new ToolError(sandboxUnavailable(missing));

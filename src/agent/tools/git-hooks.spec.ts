@@ -57,4 +57,23 @@ describe("The agent's commits and includeCoAuthoredByAgent", () => {
     expect(refused).toMatchObject({ isError: true, content: expect.stringContaining('refused by the project') });
     expect(git('log', '-1', '--format=%s').trim()).toBe('With the hook');
   });
+
+  // The hook runs the built scanner (dist/agent/shield/shield-cli.js), which `npm test` builds first.
+  it('with enableAgentShield, a commit adding a credential is stopped, --no-verify or not, naming the file and line but never the value', async () => {
+    const token = ['ghp', 'a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8'].join('_');
+    const context: ToolContext = {
+      workspace,
+      policy: { commandAllowlist: [], commandDenylist: [], commandBlocklist: [], includeCoAuthoredByAgent: false, enableAgentShield: true },
+      signal: new AbortController().signal,
+    };
+    write('settings.env', `NAME=demo\nGITHUB_TOKEN=${token}\n`);
+    for (const flags of ['', ' --no-verify']) {
+      const result = await executeTool.run({ command: `git add settings.env && git commit -q${flags} -m "Add settings"` }, context);
+      expect(result).toMatchObject({ isError: true, content: expect.stringContaining('settings.env:2: GITHUB_TOKEN') });
+      expect(result.content).not.toContain(token);
+    }
+    expect(() => git('log', '-1')).toThrow();
+    write('settings.env', 'NAME=demo\nGITHUB_TOKEN=${GITHUB_TOKEN}\n');
+    expect(await executeTool.run({ command: 'git add settings.env && git commit -q -m "Add settings"' }, context)).toMatchObject({ isError: false });
+  });
 });

@@ -2,7 +2,7 @@ import type { AgentPolicy } from '../../contract/agent-channel';
 
 export type CommandPolicy = Pick<AgentPolicy, 'commandAllowlist' | 'commandDenylist' | 'commandBlocklist'>;
 /** The parts of the organization's agent policy the tools obey; without a sandbox or a network policy, none applies. */
-export type ToolPolicy = CommandPolicy & Partial<Pick<AgentPolicy, 'sandbox' | 'networkPolicy' | 'includeCoAuthoredByAgent'>>;
+export type ToolPolicy = CommandPolicy & Partial<Pick<AgentPolicy, 'sandbox' | 'networkPolicy' | 'includeCoAuthoredByAgent' | 'enableAgentShield'>>;
 export interface ToolContext {
   workspace: string;
   policy: ToolPolicy;

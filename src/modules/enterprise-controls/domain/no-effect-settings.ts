@@ -7,7 +7,6 @@ export const NO_EFFECT_SETTINGS: Readonly<Record<string, string>> = {
   'sessionDefaultSettings.runInWorktree': 'agents work in the computer’s workspace itself; per-session git worktrees are not built yet.',
   cloudSessionSync: 'sessions live on this server only; there is no other place to sync them to.',
   wikiCloudSync: 'this server has no wiki.',
-  enableAgentShield: 'the reference agent has no secret scanner yet.',
   ideAutoConnect: 'the reference agent has no IDE integration.',
   'customModels[].noImageSupport': 'the reference agent sends models no images yet.',
   'customModels[].cloudModelConfig.cloudProfile': 'the model relay calls `baseUrl` with `apiKey`; cloud-vendor credentials are not supported.',
