@@ -15,6 +15,7 @@ import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
 import { ApprovalRules, approvalNeeded, callSummary } from './tools/approval';
 import { autonomyRefusal } from './tools/autonomy';
 import { ToolSelection } from './tools/tool-selection';
+import { parseChoice, ROUTER_MODEL_ID, routerCandidates, routingPrompt } from './router';
 import { redactSecrets } from './shield/secrets';
 import { McpConnections } from './mcp/mcp-connections';
 import { mcpAutonomyRefusal, McpTool } from './mcp/mcp-tools';
@@ -171,15 +172,19 @@ export class Agent {
       const spec = settings.interactionMode === 'spec';
       const modelField = spec && settings.specModeModel !== undefined ? 'specModeModel' : 'model';
       const wanted = settings[modelField];
-      const model = this.modelFor(policy, wanted);
+      // The router chooses among the allowed models by the organization's rules, and says so in the session.
+      const routed = wanted === ROUTER_MODEL_ID && prompts > 0 ? await this.route(work, policy, history, abort.signal) : null;
+      const model = routed ? routed.model : this.modelFor(policy, wanted);
       const refusal =
         prompts === 0
           ? 'Every message of this turn was blocked by a hook; nothing was sent to the model.'
-          : model
-            ? (unreachableModel(wanted, model, modelField) ??
-              refusalOf(model.config.model, policy) ??
-              (model === this.options.model ? await modelNetworkRefusal(model, policy) : null))
-            : null;
+          : routed?.refusal
+            ? routed.refusal
+            : model
+              ? ((routed ? null : unreachableModel(wanted, model, modelField)) ??
+                refusalOf(model.config.model, policy) ??
+                (model === this.options.model ? await modelNetworkRefusal(model, policy) : null))
+              : null;
       if (refusal || !model) {
         if (prompts > 0) await this.say(work, refusal ?? NO_MODEL);
         await hooks.fire('Notification', { message: refusal ?? NO_MODEL });
@@ -512,6 +517,44 @@ export class Agent {
       maxOutputTokens: chosen.maxOutputTokens,
       ...(chosen.enableThinking ? { thinkingBudgetTokens: chosen.thinkingMaxTokens ?? DEFAULT_THINKING_BUDGET } : {}),
     });
+  }
+
+  /**
+   * The model router: the model for this turn among routerCandidates. With several, a routing call (to the
+   * agent's own model, else the first candidate) reads the turn's request against the organization's guidance
+   * and rules and names one; an answer naming none gets the first. The choice and its reason are said in the
+   * session. With none, the turn is refused with the reason.
+   */
+  private async route(work: Work, policy: AgentPolicy, history: ChatMessage[], signal: AbortSignal): Promise<{ model: ModelApi | null; refusal?: string }> {
+    const candidates = routerCandidates(policy, this.options.model?.config.model);
+    const modelOf = (id: string) => (candidates.find((c) => c.id === id)?.own ? this.options.model : this.modelFor(policy, id));
+    if (candidates.length === 0) {
+      return {
+        model: null,
+        refusal:
+          'This session asks for the model router, and it has no model to choose: this agent has no model of its own that the model policy allows, ' +
+          "and no custom model is marked useInRouter (with modelPolicy.allowServiceRouterByok on, for the router to use the organization's own models). Nothing was sent to any model.",
+      };
+    }
+    let choice = { id: candidates[0].id, reason: 'the only model the router may use' };
+    if (candidates.length > 1) {
+      const router = modelOf(candidates[0].id)!;
+      const request = history.filter((m) => m.role === 'user').at(-1)?.content ?? '';
+      try {
+        const answer = await router.complete(routingPrompt(policy, candidates, request), [], { signal });
+        await this.options.client.usage(work.sessionId, { turnId: work.turnId, model: router.config.model, ...answer.usage });
+        choice = parseChoice(answer.text, candidates) ?? {
+          id: candidates[0].id,
+          reason: 'the routing answer named no model it may use, so the first was taken',
+        };
+      } catch (error) {
+        if (signal.aborted) throw error;
+        choice = { id: candidates[0].id, reason: `the routing call failed (${(error as Error).message}), so the first model was taken` };
+      }
+    }
+    const name = candidates.find((c) => c.id === choice.id)?.displayName;
+    await this.say(work, `The model router chose ${name ? `${name} (${choice.id})` : choice.id} for this turn: ${choice.reason}`);
+    return { model: modelOf(choice.id) };
   }
 
   private async say(work: Work, text: string): Promise<void> {

@@ -91,6 +91,76 @@ describe('The agent process', () => {
     }
   });
 
+  it("routes a session whose model is router: a routing call by the organization's guidance and rules picks the model of each turn, and the session says which and why", async () => {
+    const routing: Json[] = [];
+    const model = new ScriptedModel((request) => {
+      const system = String((request.messages[0] as Json).content);
+      if (system.startsWith('You are a model router')) {
+        routing.push(request);
+        const ask = String((request.messages[1] as Json).content);
+        return completion({
+          content: JSON.stringify(/bug/.test(ask) ? { model: 'coder', reason: 'the request is about code' } : { model: 'writer', reason: 'prose' }),
+        });
+      }
+      return completion({ content: `Answered by ${String(request.model)}.` });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const customModels = [
+        { id: 'coder', model: 'vendor-coder', baseUrl: modelUrl, apiKey: 'sk-coder-0000', useInRouter: true, baseModelId: 'big-code-1', displayName: 'Coder' },
+        { id: 'writer', model: 'vendor-writer', baseUrl: modelUrl, apiKey: 'sk-writer-0000', useInRouter: true },
+        { id: 'unrouted', model: 'vendor-unrouted', baseUrl: modelUrl, apiKey: 'sk-unrouted-0000' },
+      ];
+      const controls = (settings: Json) => t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings }).expect(200);
+      await controls({
+        customModels,
+        modelPolicy: { allowServiceRouterByok: true },
+        serviceRouterGuidance: 'Prefer the cheapest model that can do the job.',
+        serviceRouterRules: [{ when: 'the request is about code', guidance: 'use coder' }],
+      });
+      const session = await t
+        .http()
+        .post('/api/v0/sessions')
+        .set(owner.auth)
+        .send({ computerId, sessionSettings: { model: 'router' } })
+        .expect(201);
+      const sessionId = session.body.sessionId as string;
+      const turn = async (text: string) => {
+        await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text }).expect(200);
+        await untilIdle(sessionId, output);
+        return (await messages(sessionId))
+          .slice(-2)
+          .map((m) => `${String(m.role)}${m.modelId ? ` ${String(m.modelId)}` : ''}: ${String(((m.content as Json[])[0] as Json).text)}`);
+      };
+      expect(await turn('Fix the bug in the parser')).toEqual([
+        'system: The model router chose Coder (coder) for this turn: the request is about code',
+        'assistant coder: Answered by vendor-coder.',
+      ]);
+      expect(await turn('Write release notes')).toEqual([
+        'system: The model router chose writer for this turn: prose',
+        'assistant writer: Answered by vendor-writer.',
+      ]);
+      // The routing call (to the agent's own model) read the candidates, the guidance and the rules.
+      expect(routing.map((r) => r.model)).toEqual(['scripted-1', 'scripted-1']);
+      const prompt = String((routing[0].messages[0] as Json).content);
+      expect(prompt).toContain('- coder (named Coder; based on big-code-1)');
+      expect(prompt).not.toContain('unrouted');
+      expect(prompt).toContain('Guidance: Prefer the cheapest model that can do the job.');
+      expect(prompt).toContain('- When the request is about code: use coder');
+
+      // Without allowServiceRouterByok the organization's own models are not the router's: the agent's model alone, no routing call.
+      await controls({ modelPolicy: { allowServiceRouterByok: false } });
+      expect(await turn('Fix another bug')).toEqual([
+        'system: The model router chose scripted-1 for this turn: the only model the router may use',
+        'assistant scripted-1: Answered by scripted-1.',
+      ]);
+      expect(routing).toHaveLength(2);
+    } finally {
+      await model.stop();
+    }
+  });
+
   it("compacts by the custom model's maxContextLimit, not one size for every model", async () => {
     const model = new ScriptedModel((request) => {
       const last = request.messages[request.messages.length - 1] as Json;
