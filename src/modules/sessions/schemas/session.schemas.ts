@@ -200,7 +200,11 @@ const toolApprovalRules: SchemaObject = closed(
 );
 
 const sessionSettingsFields: Record<string, SchemaObject> = {
-  model: str(undefined, { maxLength: 200 }),
+  model: str(
+    "The model the agent answers with: a custom model's id, or the agent's own model's; `router`: the model router chooses each turn. " +
+      'An agent that cannot reach the model named refuses the turn, saying why.',
+    { maxLength: 200 },
+  ),
   reasoningEffort: { type: 'string', enum: [...REASONING_EFFORTS] },
   interactionMode: {
     type: 'string',
