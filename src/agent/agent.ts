@@ -158,13 +158,13 @@ export class Agent {
       if (!known) await hooks.fire('SessionStart', { source: history.length > 0 ? 'resume' : 'startup' });
       let prompts = 0;
       for (const message of work.messages) {
-        const prompt = userText(message);
-        const run = await hooks.fire('UserPromptSubmit', { prompt });
+        const prompt = userMessage(message);
+        const run = await hooks.fire('UserPromptSubmit', { prompt: prompt.content });
         if (run?.blocked) {
           await this.say(work, `A UserPromptSubmit hook blocked this message: ${run.blockReason}`);
           continue;
         }
-        history.push({ role: 'user', content: prompt });
+        history.push(prompt);
         prompts++;
       }
       const policy = await client.policy();
@@ -198,7 +198,7 @@ export class Agent {
             work,
             signal: abort.signal,
             hooks,
-            model: deltas.counting(model),
+            model: deltas.counting(takesNoImages(policy, model.config.model) ? describingImages(model) : model),
             policy,
             spec,
             autonomyLevel: settings.autonomyLevel,
@@ -814,7 +814,7 @@ export function toChatHistory(stored: Message[]): ChatMessage[] {
   const called = new Set<string>();
   const history: ChatMessage[] = [];
   for (const message of messages) {
-    if (message.role === 'user') history.push({ role: 'user', content: userText(message) });
+    if (message.role === 'user') history.push(userMessage(message));
     else if (message.role === 'assistant') {
       const text = message.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
       const calls: ToolCall[] = message.content.flatMap((b) =>
@@ -849,11 +849,39 @@ function resultText(content: Extract<ContentBlock, { type: 'tool_result' }>['con
 }
 
 /** What the model reads of a user message: its text, and a line for each attachment it cannot see. */
+/** A user message for the model: its text and text files, and its images beside them. */
+function userMessage(message: Message): Extract<ChatMessage, { role: 'user' }> {
+  const images = message.content.flatMap((block) => (block.type === 'image' ? [{ mediaType: block.source.mediaType, data: block.source.data }] : []));
+  return { role: 'user', content: userText(message), ...(images.length > 0 ? { images } : {}) };
+}
+
+/**
+ * A model that takes no images (a custom model's `noImageSupport`): each image of the conversation is described
+ * in words instead (its type and size), and never sent.
+ */
+function describingImages(model: ModelApi): ModelApi {
+  const describe = (message: ChatMessage): ChatMessage => {
+    if (message.role !== 'user' || !message.images?.length) return message;
+    const notes = message.images.map(
+      (image) =>
+        `[an image is attached (${image.mediaType}, ${Math.round((image.data.length * 3) / 4 / 1024)} KB); ${model.config.model} takes no images ` +
+        "(the organization's noImageSupport), so it is described, not shown]",
+    );
+    return { role: 'user', content: [message.content, ...notes].filter(Boolean).join('\n\n') };
+  };
+  return { provider: model.provider, config: model.config, complete: (messages, tools, options) => model.complete(messages.map(describe), tools, options) };
+}
+
+/** Whether the organization marks this model as one that takes no images. */
+function takesNoImages(policy: AgentPolicy, modelId: string): boolean {
+  return policy.customModels.some((model) => model.id === modelId && model.noImageSupport === true);
+}
+
+/** The text of a user message: its text blocks and text files (images go beside it, see userMessage). */
 function userText(message: Message): string {
   return message.content
     .map((block) => {
       if (block.type === 'text') return block.text;
-      if (block.type === 'image') return '[an image is attached; this agent cannot see images]';
       if (block.type === 'document') {
         const { source } = block;
         return source.type === 'text'

@@ -82,7 +82,7 @@ describe('toChatHistory: stored messages back into the model conversation', () =
     });
   });
 
-  it('turns attachments into the lines the model can read', () => {
+  it('turns text files into lines the model reads, and keeps images beside the text for the model to see', () => {
     const history = toChatHistory([
       stored('user', [
         { type: 'text', text: 'See' },
@@ -90,6 +90,6 @@ describe('toChatHistory: stored messages back into the model conversation', () =
         { type: 'document', source: { type: 'text', mediaType: 'text/plain', name: 'n.md', data: '# N' } },
       ]),
     ]);
-    expect(history).toEqual([{ role: 'user', content: 'See\n\n[an image is attached; this agent cannot see images]\n\n[attached file n.md]\n# N' }]);
+    expect(history).toEqual([{ role: 'user', content: 'See\n\n[attached file n.md]\n# N', images: [{ mediaType: 'image/png', data: 'iVBORw0KGgo=' }] }]);
   });
 });

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PNG } from '../utils/fixtures/sessions';
 import { until } from '../utils/polling';
 import { TestApp } from '../utils/test-app';
 import { itInSandbox } from '../utils/sandbox';
@@ -156,6 +157,53 @@ describe('The agent process', () => {
         'assistant scripted-1: Answered by scripted-1.',
       ]);
       expect(routing).toHaveLength(2);
+    } finally {
+      await model.stop();
+    }
+  });
+
+  it('shows the images of a message to a model that takes them, and describes them in words to one marked noImageSupport', async () => {
+    const model = new ScriptedModel(() => completion({ content: 'Seen.' }));
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, output } = await computerWithAgent({});
+      const customModels = [
+        { id: 'seeing', model: 'vendor-seeing', baseUrl: modelUrl, apiKey: 'sk-seeing-0000' },
+        { id: 'blind', model: 'vendor-blind', baseUrl: modelUrl, apiKey: 'sk-blind-0000', noImageSupport: true },
+      ];
+      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+      const userMessageSent = async (modelId: string) => {
+        const session = await t
+          .http()
+          .post('/api/v0/sessions')
+          .set(owner.auth)
+          .send({ computerId, sessionSettings: { model: modelId } })
+          .expect(201);
+        const sessionId = session.body.sessionId as string;
+        await t
+          .http()
+          .post(`/api/v0/sessions/${sessionId}/messages`)
+          .set(owner.auth)
+          .send({ text: 'What is on this screenshot?', images: [{ type: 'base64', mediaType: 'image/png', data: PNG }] })
+          .expect(200);
+        await untilIdle(sessionId, output);
+        return (model.requests.at(-1)!.messages as Json[]).at(-1)!;
+      };
+      expect(await userMessageSent('seeing')).toEqual({
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is on this screenshot?' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } },
+        ],
+      });
+      const described = await userMessageSent('blind');
+      expect(described).toEqual({
+        role: 'user',
+        content: expect.stringMatching(
+          /^What is on this screenshot\?\n\n\[an image is attached \(image\/png, 0 KB\); blind takes no images \(the organization's noImageSupport\)/,
+        ),
+      });
+      expect(JSON.stringify(described)).not.toContain(PNG);
     } finally {
       await model.stop();
     }

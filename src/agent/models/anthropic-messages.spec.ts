@@ -240,6 +240,18 @@ describe('The Messages conversation', () => {
     expect(messagesUrl('http://server/api/v0/agent/models/m')).toBe('http://server/api/v0/agent/models/m/messages');
   });
 
+  it("gives a user message's images as base64 image blocks after its text", () => {
+    expect(toMessages([{ role: 'user', content: 'What is this?', images: [{ mediaType: 'image/webp', data: 'UklGRg==' }] }])).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is this?' },
+          { type: 'image', source: { type: 'base64', media_type: 'image/webp', data: 'UklGRg==' } },
+        ],
+      },
+    ]);
+  });
+
   it('merges messages of one role, leaves out empty answers, and gives arguments that are not an object as {}', () => {
     expect(
       toMessages([

@@ -87,6 +87,7 @@ function withCacheBreakpoint(messages: MessagesMessage[]): MessagesMessage[] {
 
 type Block =
   | { type: 'text'; text: string; cache_control?: typeof EPHEMERAL }
+  | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } }
   | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'redacted_thinking'; data: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
@@ -112,7 +113,11 @@ export function toMessages(messages: ChatMessage[]): MessagesMessage[] {
   };
   for (const message of messages) {
     if (message.role === 'system') continue;
-    if (message.role === 'user') add('user', message.content ? [{ type: 'text', text: message.content }] : []);
+    if (message.role === 'user')
+      add('user', [
+        ...(message.content ? [{ type: 'text' as const, text: message.content }] : []),
+        ...(message.images ?? []).map((image): Block => ({ type: 'image', source: { type: 'base64', media_type: image.mediaType, data: image.data } })),
+      ]);
     // An empty result goes without content: the API refuses empty text.
     else if (message.role === 'tool')
       add('user', [

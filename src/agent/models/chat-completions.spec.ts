@@ -37,6 +37,20 @@ describe('ChatCompletionsClient against a scripted vendor', () => {
     expect(vendor.requests.map((request) => JSON.parse(request.body).reasoning_effort)).toEqual(['high', 'low', undefined]);
   });
 
+  it("sends a user message's images as image_url parts after its text (data URLs)", async () => {
+    vendor.script((_, res) => sse(res, [delta({ content: 'ok' }, 'stop'), '[DONE]']));
+    await client().complete([{ role: 'user', content: 'What is this?', images: [{ mediaType: 'image/png', data: 'iVBORw0KGgo=' }] }], tools);
+    expect(JSON.parse(vendor.requests[0].body).messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'What is this?' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+        ],
+      },
+    ]);
+  });
+
   it('sends a failed tool result as Chat Completions knows it: no isError field, which strict vendors refuse', async () => {
     vendor.script((_, res) => sse(res, [delta({ content: 'ok' }, 'stop'), '[DONE]']));
     const history: ChatMessage[] = [

@@ -34,7 +34,9 @@ export class ChatCompletionsClient implements ModelApi {
         ? withoutThinking(message)
         : message.role === 'tool' && message.isError !== undefined
           ? { role: message.role, tool_call_id: message.tool_call_id, content: message.content }
-          : message,
+          : message.role === 'user' && message.images !== undefined
+            ? withImages(message)
+            : message,
     );
     const effort = reasoningEffortParameter(options.reasoningEffort);
     const body = {
@@ -174,4 +176,16 @@ interface ChatCompletionChunk {
   }>;
   usage?: ChatCompletion['usage'];
   error?: unknown;
+}
+
+/** A user message with images as Chat Completions content parts: the text, then each image as a data URL. */
+function withImages(message: Extract<ChatMessage, { role: 'user' }>): { role: 'user'; content: unknown[] | string } {
+  if (!message.images?.length) return { role: 'user', content: message.content };
+  return {
+    role: 'user',
+    content: [
+      ...(message.content ? [{ type: 'text', text: message.content }] : []),
+      ...message.images.map((image) => ({ type: 'image_url', image_url: { url: `data:${image.mediaType};base64,${image.data}` } })),
+    ],
+  };
 }

@@ -5,7 +5,9 @@
 
 /** A message of the agent's conversation, in the shape of OpenAI-compatible Chat Completions. */
 export type ChatMessage =
-  | { role: 'system' | 'user'; content: string }
+  | { role: 'system'; content: string }
+  /** `images`: attached to the user's message, after its text (base64, as the session stored them). */
+  | { role: 'user'; content: string; images?: ChatImage[] }
   | {
       role: 'assistant';
       content: string | null;
@@ -15,6 +17,12 @@ export type ChatMessage =
     }
   /** `isError`: the call failed or was refused (Anthropic's `is_error`; Chat Completions has no such field). */
   | { role: 'tool'; tool_call_id: string; content: string; isError?: boolean };
+
+/** An image of a user message: its media type and its bytes, base64. */
+export interface ChatImage {
+  mediaType: string;
+  data: string;
+}
 
 export interface ThinkingBlock {
   thinking: string;

@@ -8,7 +8,6 @@ export const NO_EFFECT_SETTINGS: Readonly<Record<string, string>> = {
   cloudSessionSync: 'sessions live on this server only; there is no other place to sync them to.',
   wikiCloudSync: 'this server has no wiki.',
   ideAutoConnect: 'the reference agent has no IDE integration.',
-  'customModels[].noImageSupport': 'the reference agent sends models no images yet.',
   'customModels[].cloudModelConfig.cloudProfile': 'the model relay calls `baseUrl` with `apiKey`; cloud-vendor credentials are not supported.',
   'customModels[].cloudModelConfig.cloudRegion': 'the model relay calls `baseUrl` with `apiKey`; cloud-vendor credentials are not supported.',
   'customModels[].cloudModelConfig.cloudBaseUrl': 'the model relay calls `baseUrl` with `apiKey`; cloud-vendor credentials are not supported.',
