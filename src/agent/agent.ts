@@ -15,6 +15,7 @@ import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
 import { ApprovalRules, approvalNeeded, callSummary } from './tools/approval';
 import { autonomyRefusal } from './tools/autonomy';
 import { ToolSelection } from './tools/tool-selection';
+import { Worktrees } from './worktrees';
 import { parseChoice, ROUTER_MODEL_ID, routerCandidates, routingPrompt } from './router';
 import { redactSecrets } from './shield/secrets';
 import { McpConnections } from './mcp/mcp-connections';
@@ -27,6 +28,8 @@ export const SUBAGENT_MAX_STEPS = 30;
 /** Characters of conversation past which it is compacted into a summary (about 100,000 tokens). */
 export const DEFAULT_CONTEXT_CHARS = 400_000;
 const CLAIM_WAIT_MS = 25_000;
+/** How often the agent looks for git worktrees of sessions that are gone, by default. */
+const WORKTREE_PRUNE_MS = 10 * 60_000;
 /** How often an agent whose computer the organization's controls keep from work asks again, by default. */
 const WORK_DISABLED_RETRY_MS = 30_000;
 /** Thinking tokens of a custom model with `enableThinking` and no `thinkingMaxTokens`. */
@@ -55,6 +58,8 @@ export interface AgentOptions {
   computerId?: string;
   /** How often to ask again for work while the organization's controls keep the computer from it (ms). */
   workDisabledRetryMs?: number;
+  /** How often to remove the git worktrees of sessions that are gone (ms; runInWorktree). */
+  worktreePruneMs?: number;
   log: (line: string) => void;
 }
 
@@ -71,6 +76,9 @@ const NO_MODEL =
  */
 export class Agent {
   private readonly histories = new Map<string, ChatMessage[]>();
+  /** Where each session works: its git worktree under runInWorktree, else the workspace. */
+  private readonly places = new Map<string, string>();
+  private lastPrune = 0;
   private stopping = false;
   /** Aborted by `stop()`: ends a claim that is waiting for work. */
   private readonly stopSignal = new AbortController();
@@ -91,6 +99,7 @@ export class Agent {
     let paused = false;
     while (!this.stopping) {
       let work: Work | null = null;
+      await this.pruneWorktrees();
       try {
         work = await client.claim(CLAIM_WAIT_MS, this.stopSignal.signal);
         if (paused) log('taking work again');
@@ -153,6 +162,9 @@ export class Agent {
       retryAfterOf: (error) => (error instanceof DeltaRefused ? error.retryAfterMs : null),
     });
     try {
+      const policy = await client.policy();
+      const place = policy.sessionDefaultSettings.runInWorktree ? await this.worktrees.forSession(work.sessionId) : { path: this.options.workspace };
+      if ('path' in place) this.places.set(work.sessionId, place.path);
       if (!known) history.push(...(await this.earlierConversation(work)));
       hooks = new TurnHooks(this, work, history, await this.loadHooks(work));
       if (!known) await hooks.fire('SessionStart', { source: history.length > 0 ? 'resume' : 'startup' });
@@ -167,7 +179,6 @@ export class Agent {
         history.push(prompt);
         prompts++;
       }
-      const policy = await client.policy();
       const settings = work.session.sessionSettings ?? {};
       const spec = settings.interactionMode === 'spec';
       const modelField = spec && settings.specModeModel !== undefined ? 'specModeModel' : 'model';
@@ -178,13 +189,15 @@ export class Agent {
       const refusal =
         prompts === 0
           ? 'Every message of this turn was blocked by a hook; nothing was sent to the model.'
-          : routed?.refusal
-            ? routed.refusal
-            : model
-              ? ((routed ? null : unreachableModel(wanted, model, modelField)) ??
-                refusalOf(model.config.model, policy) ??
-                (model === this.options.model ? await modelNetworkRefusal(model, policy) : null))
-              : null;
+          : 'refusal' in place
+            ? place.refusal
+            : routed?.refusal
+              ? routed.refusal
+              : model
+                ? ((routed ? null : unreachableModel(wanted, model, modelField)) ??
+                  refusalOf(model.config.model, policy) ??
+                  (model === this.options.model ? await modelNetworkRefusal(model, policy) : null))
+                : null;
       if (refusal || !model) {
         if (prompts > 0) await this.say(work, refusal ?? NO_MODEL);
         await hooks.fire('Notification', { message: refusal ?? NO_MODEL });
@@ -192,7 +205,7 @@ export class Agent {
         const approvalRules = [policy.toolApproval, settings.toolApproval];
         const selection = new ToolSelection(settings);
         const mcpTools = await this.mcpTools(work, policy, selection, spec, abort.signal);
-        const memory = await loadMemory(this.options.workspace, this.options.hooksFile);
+        const memory = await loadMemory(this.workspaceFor(work.sessionId), this.options.hooksFile);
         const ending = await this.work(
           {
             work,
@@ -265,7 +278,8 @@ export class Agent {
       function: { name: tool.name, description: tool.description, parameters: tool.parameters },
     }));
     const system =
-      (subagent ? subagentPrompt(this.options.workspace, turn.memory) : systemPrompt(this.options.workspace, turn.memory)) + (turn.spec ? SPEC_MODE : '');
+      (subagent ? subagentPrompt(this.workspaceFor(work.sessionId), turn.memory) : systemPrompt(this.workspaceFor(work.sessionId), turn.memory)) +
+      (turn.spec ? SPEC_MODE : '');
     const hidden = subagent ? { hiddenFromUserViews: true } : {};
     const stopped = { failure: 'The agent was stopped before the task was done; send a message to continue.' };
     const maxSteps = subagent?.maxSteps ?? MAX_STEPS_PER_TURN;
@@ -331,7 +345,7 @@ export class Agent {
             isError: true,
             content: `${call.function.name} is not available in spec mode: investigate with ${[...READ_ONLY_TOOLS].join(', ')} and answer with the spec.`,
           };
-        else result = await runTool(toolNamed(call.function.name), call, input, { workspace: this.options.workspace, policy, signal });
+        else result = await runTool(toolNamed(call.function.name), call, input, { workspace: this.workspaceFor(work.sessionId), policy, signal });
         // Before anything else sees it (hooks, the session, the model): credentials in the output are redacted.
         if (policy.enableAgentShield) result = await shielded(result);
         const post = await hooks.fire(
@@ -488,6 +502,38 @@ export class Agent {
 
   get workspace(): string {
     return this.options.workspace;
+  }
+
+  /** Where a session works: its git worktree (runInWorktree), else the workspace. */
+  workspaceFor(sessionId: string): string {
+    return this.places.get(sessionId) ?? this.options.workspace;
+  }
+
+  private get worktrees(): Worktrees {
+    return new Worktrees(this.options.workspace, this.options.stateDir);
+  }
+
+  /**
+   * Best effort, now and then: removes the git worktrees of sessions that no longer exist (deleted, or swept by
+   * retention), and their branches unless those hold commits found nowhere else.
+   */
+  private async pruneWorktrees(): Promise<void> {
+    if (Date.now() - this.lastPrune < (this.options.worktreePruneMs ?? WORKTREE_PRUNE_MS)) return;
+    this.lastPrune = Date.now();
+    try {
+      const kept = await this.worktrees.sessions();
+      for (let i = 0; i < kept.length; i += 100) {
+        const batch = kept.slice(i, i + 100);
+        const existing = new Set(await this.options.client.existingSessions(batch));
+        for (const sessionId of batch.filter((id) => !existing.has(id))) {
+          await this.worktrees.remove(sessionId);
+          this.places.delete(sessionId);
+          this.options.log(`session ${sessionId} is gone: removed its git worktree`);
+        }
+      }
+    } catch (error) {
+      this.options.log(`could not clean up the worktrees of gone sessions: ${(error as Error).message}`);
+    }
   }
 
   get stateDir(): string {
@@ -700,7 +746,7 @@ class TurnHooks {
       hiddenFromUserViews: true,
       content: [{ type: 'text', text: `${event} hook running: ${commands.map((c) => c.command).join(', ')}` }],
     });
-    const run = (await runHooks(this.config, event, { ...this.common(), ...input }, { workspace: this.agent.workspace, toolName }))!;
+    const run = (await runHooks(this.config, event, { ...this.common(), ...input }, { workspace: this.agent.workspaceFor(this.work.sessionId), toolName }))!;
     const failed = run.results.some((r) => r.exitCode !== 0);
     const forUser = run.blocked && !AGENT_HANDLED.has(event);
     await this.agent.record(this.work, {
@@ -730,7 +776,7 @@ class TurnHooks {
     const settings = this.work.session.sessionSettings ?? {};
     return {
       session_id: this.work.sessionId,
-      cwd: this.agent.workspace,
+      cwd: this.agent.workspaceFor(this.work.sessionId),
       transcript_path: transcript,
       permission_mode: settings.interactionMode === 'spec' ? 'plan' : typeof settings.autonomyLevel === 'string' ? `auto-${settings.autonomyLevel}` : 'default',
     };

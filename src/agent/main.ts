@@ -18,7 +18,8 @@ object with a "hooks" key and an "instructions" string the model reads at every 
 AGENT_STATE_DIR (default: ~/.agent-platform) holds the transcripts hooks can read. The model: AGENT_MODEL_BASE_URL (an OpenAI-compatible endpoint), AGENT_MODEL (its
 model id), AGENT_MODEL_PROVIDER (generic-chat-completion-api, the default, or anthropic: the Messages API, e.g. https://api.anthropic.com), AGENT_MODEL_API_KEY (if it needs one), AGENT_MODEL_MAX_OUTPUT_TOKENS; AGENT_CONTEXT_CHARS (default 400000) is the size of conversation past which it is compacted
 into the model's summary. While the organization's controls keep the computer from work, it asks again every
-AGENT_WORK_DISABLED_RETRY_MS (default 30000). Without a model the agent still
+AGENT_WORK_DISABLED_RETRY_MS (default 30000); AGENT_WORKTREE_PRUNE_MS (default 600000) is how often it removes the
+git worktrees of deleted sessions (runInWorktree). Without a model the agent still
 takes work and answers each turn with how to configure one. See docs/agents.md.`;
 
 /** How long a stopping agent may take to end its turn before it exits regardless. */
@@ -90,6 +91,7 @@ function main(): void {
     contextChars: Number(env.AGENT_CONTEXT_CHARS ?? 0) || undefined,
     computerId: values.computer ?? env.AGENT_COMPUTER_ID,
     workDisabledRetryMs: Number(env.AGENT_WORK_DISABLED_RETRY_MS ?? 0) || undefined,
+    worktreePruneMs: Number(env.AGENT_WORKTREE_PRUNE_MS ?? 0) || undefined,
     log,
   });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {

@@ -26,6 +26,8 @@ import type {
   UsageAnswer,
   UsageReport,
   Work,
+  ExistingSessionsAnswer,
+  ExistingSessionsRequest,
 } from '../contract/agent-channel';
 
 /** An answer the server gave on purpose (4xx): retrying would not change it. */
@@ -95,6 +97,12 @@ export class PlatformClient {
       cursor = page.nextCursor;
     }
     return work;
+  }
+
+  /** Which of these sessions (at most 100) still exist, for the caller. */
+  async existingSessions(sessionIds: string[]): Promise<string[]> {
+    const answer = await this.post<ExistingSessionsAnswer>('/api/v0/agent/sessions/existing', { sessionIds } satisfies ExistingSessionsRequest);
+    return answer.existing;
   }
 
   /** One page of the session's messages, oldest first, for the holder of its running turn. */

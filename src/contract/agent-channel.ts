@@ -19,6 +19,7 @@ type QueryOf<Operation> = Operation extends { parameters: { query: infer Query }
 type Connect = paths['/api/v0/agent/connect']['post'];
 type Policy = paths['/api/v0/agent/policy']['get'];
 type Claim = paths['/api/v0/agent/claims']['post'];
+type Existing = paths['/api/v0/agent/sessions/existing']['post'];
 type Conversation = paths['/api/v0/agent/sessions/{sessionId}/messages']['get'];
 type Append = paths['/api/v0/agent/sessions/{sessionId}/messages']['post'];
 type Usage = paths['/api/v0/agent/sessions/{sessionId}/usage']['post'];
@@ -35,6 +36,8 @@ export type ConnectAnswer = AnswerOf<Connect, 200>;
 export type AgentPolicy = AnswerOf<Policy, 200>;
 
 export type ClaimRequest = RequestOf<Claim>;
+export type ExistingSessionsRequest = RequestOf<Existing>;
+export type ExistingSessionsAnswer = AnswerOf<Existing, 200>;
 export type ClaimAnswer = AnswerOf<Claim, 200>;
 /** A turn to work on: its session, the user messages it answers, and the lease to renew. */
 export type Work = NonNullable<ClaimAnswer['work']>;

@@ -211,6 +211,39 @@ describe('Agent channel', () => {
     });
   });
 
+  describe('which sessions still exist', () => {
+    it("answers only the ids of sessions the caller may read: never another organization's, a deleted one, or one restrictMemberVisibility hides", async () => {
+      const org = await createOrganization(t, { messageHistory: true });
+      const [owner, member, other] = [await createUser(t, Role.Owner, org), await createUser(t, Role.Member, org), await createUser(t, Role.Member, org)];
+      const outsider = await createUser(t, Role.Owner, await createOrganization(t));
+      const mine = (await api.createSession(member)).sessionId;
+      const theirs = (await api.createSession(other)).sessionId;
+      const deleted = (await api.createSession(member)).sessionId;
+      const foreign = (await api.createSession(outsider)).sessionId;
+      await t.http().delete(`/api/v0/sessions/${deleted}`).set(member.auth).expect(204);
+      const ask = (user: TestUser, sessionIds: unknown) => t.http().post('/api/v0/agent/sessions/existing').set(user.auth).send({ sessionIds });
+      const ids = [foreign, deleted, theirs, randomUUID(), mine.toUpperCase()];
+
+      expect((await ask(member, ids)).body).toEqual({ existing: [theirs, mine] });
+      await t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { restrictMemberVisibility: true } })
+        .expect(200);
+      expect((await ask(member, ids)).body).toEqual({ existing: [mine] });
+      expect((await ask(outsider, ids)).body).toEqual({ existing: [foreign] });
+      expectInvalid(await ask(member, ['not-a-uuid']), 'sessionIds[0]');
+      expectInvalid(
+        await ask(
+          member,
+          Array.from({ length: 101 }, () => randomUUID()),
+        ),
+        'sessionIds',
+      );
+    });
+  });
+
   describe('abandoned claims', () => {
     // The control, a waiting claim whose agent stays gets the work the moment it arrives, is
     // 'a claim with waitMs returns the work as soon as a user message arrives' above.

@@ -580,6 +580,68 @@ describe('The agent process', () => {
     }
   });
 
+  it('under runInWorktree, works on each session in a git worktree and branch of its own, and removes them once the session is deleted', async () => {
+    const model = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role !== 'user') return completion({ content: 'Done.' });
+      const text = String(last.content);
+      return completion({
+        tool_calls: [
+          call('c1', 'Create', { file_path: 'note.txt', content: `${text}\n` }),
+          ...(text.startsWith('Commit')
+            ? [call('c2', 'Execute', { command: 'git add note.txt && git -c user.email=d@example.com -c user.name=D commit -qm note' })]
+            : []),
+        ],
+      });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, workspace, home, output } = await computerWithAgent({
+        AGENT_MODEL_BASE_URL: modelUrl,
+        AGENT_MODEL: 'scripted-1',
+        AGENT_WORKTREE_PRUNE_MS: '1',
+      });
+      mkdirSync(workspace, { recursive: true });
+      const git = (...args: string[]) => execFileSync('git', args, { cwd: workspace, encoding: 'utf8' }).trim();
+      git('init', '-q');
+      writeFileSync(join(workspace, 'README.md'), '# app\n');
+      git('add', '.');
+      git('-c', 'user.email=d@example.com', '-c', 'user.name=D', 'commit', '-qm', 'init');
+      await t
+        .http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { sessionDefaultSettings: { runInWorktree: true } } })
+        .expect(200);
+      const worktree = (sessionId: string) => join(home, 'state', 'worktrees', sessionId);
+      const branches = () => git('branch', '--format=%(refname:short)').split('\n').sort();
+
+      const committed = await say(computerId, 'Commit the first note');
+      await untilIdle(committed, output);
+      const scratch = await say(computerId, 'Second note');
+      await untilIdle(scratch, output);
+      expect(readFileSync(join(worktree(committed), 'note.txt'), 'utf8')).toBe('Commit the first note\n');
+      expect(readFileSync(join(worktree(scratch), 'note.txt'), 'utf8')).toBe('Second note\n');
+      expect(existsSync(join(workspace, 'note.txt'))).toBe(false);
+      expect(branches()).toEqual([`agent-platform/session-${committed}`, `agent-platform/session-${scratch}`, git('branch', '--show-current')].sort());
+      expect(git('log', '-1', '--format=%s', `agent-platform/session-${committed}`)).toBe('note');
+
+      // Deleted sessions: their worktrees go at the agent's next look; a branch holding commits found nowhere else stays.
+      for (const sessionId of [committed, scratch]) await t.http().delete(`/api/v0/sessions/${sessionId}`).set(owner.auth).expect(204);
+      await untilIdle(await say(computerId, 'Third note'), output);
+      await until(
+        () => [existsSync(worktree(committed)), existsSync(worktree(scratch))],
+        (gone) => !gone[0] && !gone[1],
+        'the worktrees to go',
+        20_000,
+      );
+      expect(branches()).toContain(`agent-platform/session-${committed}`);
+      expect(branches()).not.toContain(`agent-platform/session-${scratch}`);
+    } finally {
+      await model.stop();
+    }
+  });
+
   it('takes no new work while the computer-kind controls keep its computer out, waits without exiting, and takes it once let back in', async () => {
     const { owner, computerId, token, child, output } = await computerWithAgent({ AGENT_WORK_DISABLED_RETRY_MS: '200' });
     const controls = (settings: Json) => t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings }).expect(200);

@@ -118,10 +118,11 @@ export class Sandbox {
     settings: SandboxSettings,
     allowedIps: AllowedIps | null,
     workspace: string,
+    alsoWritable: string[] = [],
   ): Promise<{ file: string; args: string[]; env: Record<string, string>; cleanup: () => Promise<void> }> {
     const dirs = this.folders();
     const file = join(dirs.settings, `${randomUUID()}.json`);
-    await writeFile(file, JSON.stringify(runtimeConfig(settings, allowedIps, [workspace, dirs.temp], this.options)), { mode: 0o600 });
+    await writeFile(file, JSON.stringify(runtimeConfig(settings, allowedIps, [workspace, dirs.temp, ...alsoWritable], this.options)), { mode: 0o600 });
     return {
       file: process.execPath,
       args: [require.resolve('@anthropic-ai/sandbox-runtime/dist/cli.js'), '--settings', file, '-c', command],

@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import { runInProcessGroup } from '../process-group';
 import { AllowedIps, hostsNamedIn } from '../sandbox/network-policy';
 import { missingSandboxPackages, Sandbox, sandboxUnavailable } from '../sandbox/sandbox';
@@ -62,7 +64,7 @@ export const executeTool = defineTool({
     if (!settings?.enabled) return runProcess('/bin/sh', ['-c', command], cwd, gitEnv, timeout, context.signal);
     const missing = missingSandboxPackages();
     if (missing.length > 0) throw new ToolError(sandboxUnavailable(missing));
-    const wrapped = await sandbox.wrap(command, settings, allowedIps, cwd);
+    const wrapped = await sandbox.wrap(command, settings, allowedIps, cwd, await worktreeGitDir(cwd));
     try {
       return await runProcess(wrapped.file, wrapped.args, cwd, { ...gitEnv, ...wrapped.env }, timeout, context.signal);
     } finally {
@@ -70,6 +72,17 @@ export const executeTool = defineTool({
     }
   },
 });
+
+/**
+ * When the workspace is a git worktree (a session's, under runInWorktree), the repository's own git folder, where
+ * git writes the worktree's commits and refs: writable in the sandbox as the workspace is. Otherwise none.
+ */
+async function worktreeGitDir(workspace: string): Promise<string[]> {
+  const marker = await readFile(join(workspace, '.git'), 'utf8').catch(() => null);
+  const gitdir = marker === null ? null : /^gitdir: (.+)$/m.exec(marker)?.[1]?.trim();
+  // <repository>/.git/worktrees/<name>: the repository's .git is two folders up.
+  return gitdir && basename(dirname(gitdir)) === 'worktrees' ? [resolve(workspace, gitdir, '..', '..')] : [];
+}
 
 /**
  * The environment commands run with: the agent's own, without its configuration (`AGENT_*`: the platform

@@ -22,6 +22,7 @@ import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest } from '../../plat
 import { AgentWorkService } from './agent-work.service';
 import { TurnDeltas } from './turn-deltas.service';
 import { WorkClaims } from './work-claims.service';
+import { SessionsService } from './sessions.service';
 import { MessageView, SessionView } from './domain/views';
 import { TurnConversationQuery } from './schemas/session-queries';
 import { sessionSchemas } from './schemas/session.schemas';
@@ -48,6 +49,7 @@ export class AgentController {
     private readonly claims: WorkClaims,
     private readonly work: AgentWorkService,
     private readonly deltas: TurnDeltas,
+    private readonly sessions: SessionsService,
   ) {}
 
   @Post('claims')
@@ -89,6 +91,23 @@ export class AgentController {
       if (!reply.raw.writableEnded) abandoned.abort();
     });
     return respond(reply, await this.claims.claim(principal, body, idempotent, abandoned.signal));
+  }
+
+  @Post('sessions/existing')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Which sessions still exist',
+    description:
+      'Of the ids given (at most 100), those that name a session the caller may read, in the order given. An agent asks it to clean up what it keeps per ' +
+      'session (the reference agent: the git worktrees of `runInWorktree`) once sessions are deleted.',
+  })
+  @ApiBody({ schema: ref('ExistingSessionsBody') })
+  @ApiOkResponse({ schema: ref('ExistingSessions') })
+  async existing(
+    @CurrentPrincipal() principal: Principal,
+    @Body(sessionSchemas.pipe('ExistingSessionsBody')) body: ApiSchema<'ExistingSessionsBody'>,
+  ): Promise<{ existing: string[] }> {
+    return { existing: await this.sessions.existing(principal, body.sessionIds) };
   }
 
   @Get('sessions/:sessionId/messages')

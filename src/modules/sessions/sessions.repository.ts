@@ -205,6 +205,16 @@ export class SessionsRepository {
     return rows.length > 0 ? toSession(rows[0]) : null;
   }
 
+  /** The sessions of the organization among `ids`, with their owners. */
+  async sessionsAmong(organizationId: string, ids: string[]): Promise<Array<{ id: string; ownerId: string }>> {
+    if (ids.length === 0) return [];
+    return this.sql.query<{ id: string; ownerId: string }>(
+      'sessions.among',
+      `SELECT id, owner_id AS "ownerId" FROM sessions WHERE organization_id = $1 AND id = ANY($2::uuid[])`,
+      [organizationId, ids],
+    );
+  }
+
   async listSessions(filter: SessionFilter, cursor: string | undefined, limit: number): Promise<Page<SessionSummary>> {
     const after = SessionsRepository.sessionsOrder.positionOf(cursor);
     const values: unknown[] = [filter.organizationId, limit + 1];

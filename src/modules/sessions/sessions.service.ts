@@ -121,6 +121,15 @@ export class SessionsService {
     });
   }
 
+  /** Which of these ids name a session the caller may read (an agent asks, to clean up after deleted sessions). */
+  async existing(principal: Principal, ids: string[]): Promise<string[]> {
+    const wanted = ids.map((id) => id.toLowerCase());
+    const canRead = await this.access.readCheck(principal);
+    const among = await this.repository.sessionsAmong(principal.organizationId, wanted);
+    const found = new Set(among.filter((session) => canRead({ ...session, organizationId: principal.organizationId })).map((session) => session.id));
+    return wanted.filter((id) => found.has(id));
+  }
+
   async remove(principal: Principal, sessionId: string): Promise<void> {
     const session = this.access.writable(principal, await this.access.readable(principal, sessionId));
     await this.repository.deleteSession(session);

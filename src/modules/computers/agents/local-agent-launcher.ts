@@ -19,7 +19,7 @@ export const ORPHAN_GUARD = join(__dirname, 'orphan-guard.js');
  * among them) only when the agent is not sandboxed: inside, the member's commands could read the agent's own
  * environment, and a sandboxed agent uses its organization's custom models through the platform's relay instead.
  */
-const AGENT_SETTINGS = /^AGENT_(CONTEXT_CHARS|WORK_DISABLED_RETRY_MS)$/;
+const AGENT_SETTINGS = /^AGENT_(CONTEXT_CHARS|WORK_DISABLED_RETRY_MS|WORKTREE_PRUNE_MS)$/;
 export const AGENT_MODEL_SETTINGS = /^AGENT_MODEL(_[A-Z_]+)?$/;
 
 /** One computer's agent, as the supervisor asks for it to be started. */

@@ -401,6 +401,12 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
     computerId: str("Take work routed to this computer. Omitted: the organization's unrouted work."),
     waitMs: { type: 'integer', minimum: 0, maximum: 30_000, description: 'Wait up to this long for work when there is none (long poll). Default 0.' },
   }),
+  ExistingSessionsBody: closed(['sessionIds'], {
+    sessionIds: { type: 'array', maxItems: 100, items: { type: 'string', format: 'uuid' }, description: 'Session ids to look up; at most 100.' },
+  }),
+  ExistingSessions: closed(['existing'], {
+    existing: { type: 'array', items: str(), description: 'Those of the ids that name a session the caller may read, in the order given.' },
+  }),
   AppendMessagesBody: closed(['turnId', 'messages'], {
     turnId: str('The turn from the claim.'),
     messages: { type: 'array', minItems: 1, maxItems: 100, items: ref('AgentMessageInput') },
