@@ -102,6 +102,7 @@ describe('Agent channel answers, against the contract the agent is typed with', 
     await t.http().post(`/api/v0/sessions/${sessionId}/tool-approvals/${asked.approvalId}`).set(owner.auth).send({ decision: 'allow' }).expect(200);
     expect((await client.awaitApproval(sessionId, asked.approvalId, work.turnId, 0)).status).toBe('allowed');
     await client.endTurn(sessionId, work.turnId, 1234);
+    expect(await client.existingSessions([sessionId, randomUUID()])).toEqual([sessionId]);
     expect(await client.claim(0)).toBeNull();
     // A computer's agent no longer sees a session whose turn it ended.
     const refused = await client.heartbeat(sessionId, work.turnId).catch((error: unknown) => error);

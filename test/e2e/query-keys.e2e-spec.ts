@@ -64,7 +64,7 @@ describe('Query strings: unknown and repeated keys', () => {
 
   it('names the accepted parameters', async () => {
     const res = await get('/api/v0/sessions?order=desc');
-    expect(res.body.detail).toBe('order: is not an accepted query parameter (accepted: computerId, limit, cursor)');
+    expect(res.body.detail).toBe('order: is not an accepted query parameter (accepted: computerId, archived, tag, limit, cursor)');
     expect(res.body.metadata.errors).toEqual([{ field: 'order', message: expect.stringContaining('not an accepted') }]);
   });
 

@@ -16,10 +16,13 @@ import { expectStatus } from '../utils/v0-errors';
  * index and sort nothing. A list with no index of its own fails here, not in production.
  */
 const EXPECTED_INDEX: Record<string, string | string[]> = {
-  'sessions.list.': 'sessions_organization_created_idx',
-  'sessions.list.k': 'sessions_organization_created_idx',
-  'sessions.list.o': 'sessions_owner_created_idx',
-  'sessions.list.c': 'sessions_computer_created_idx',
+  // The archive filter (e: exclude, the default; i: include; o: only) and a tag (t) filter rows of the same index.
+  'sessions.list.e': 'sessions_organization_created_idx',
+  'sessions.list.ek': 'sessions_organization_created_idx',
+  'sessions.list.i': 'sessions_organization_created_idx',
+  'sessions.list.ot': 'sessions_organization_created_idx',
+  'sessions.list.oe': 'sessions_owner_created_idx',
+  'sessions.list.ce': 'sessions_computer_created_idx',
   'messages.list': 'messages_session_seq_key',
   'messages.list.newest': 'messages_session_seq_key',
   'messages.list.role': 'messages_session_role_seq_idx',
@@ -121,6 +124,8 @@ describe('Statement plans: every paged list reads its index, in order', () => {
     await everyPage(owner, '/api/v0/sessions');
     await everyPage(guest, '/api/v0/sessions');
     await everyPage(owner, '/api/v0/sessions', { computerId: computer.body.id as string });
+    await everyPage(owner, '/api/v0/sessions', { archived: 'include' });
+    await everyPage(owner, '/api/v0/sessions', { archived: 'only', tag: 'release' });
     await everyPage(owner, `/api/v0/sessions/${sessions[0]}/messages`);
     await everyPage(owner, `/api/v0/sessions/${sessions[0]}/messages`, { order: 'newest' });
     await everyPage(owner, `/api/v0/sessions/${sessions[0]}/messages`, { role: 'user' });
