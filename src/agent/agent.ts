@@ -195,6 +195,7 @@ export class Agent {
               ? routed.refusal
               : model
                 ? ((routed ? null : unreachableModel(wanted, model, modelField)) ??
+                  lockRefusal(settings, this.lockOf(policy, model)) ??
                   refusalOf(model.config.model, policy) ??
                   (model === this.options.model ? await modelNetworkRefusal(model, policy) : null))
                 : null;
@@ -504,6 +505,12 @@ export class Agent {
     return this.options.workspace;
   }
 
+  /** The provider and API a model is reached with, as a session's locks name them. */
+  private lockOf(policy: AgentPolicy, model: ModelApi): ModelLock {
+    const custom = model !== this.options.model && policy.customModels.some((candidate) => candidate.id === model.config.model);
+    return { provider: custom ? 'custom' : model.provider, api: model.provider === 'anthropic' ? 'messages' : 'chat-completions' };
+  }
+
   /** Where a session works: its git worktree (runInWorktree), else the workspace. */
   workspaceFor(sessionId: string): string {
     return this.places.get(sessionId) ?? this.options.workspace;
@@ -572,8 +579,11 @@ export class Agent {
    * session. With none, the turn is refused with the reason.
    */
   private async route(work: Work, policy: AgentPolicy, history: ChatMessage[], signal: AbortSignal): Promise<{ model: ModelApi | null; refusal?: string }> {
-    const candidates = routerCandidates(policy, this.options.model?.config.model);
-    const modelOf = (id: string) => (candidates.find((c) => c.id === id)?.own ? this.options.model : this.modelFor(policy, id));
+    const settings = work.session.sessionSettings ?? {};
+    const all = routerCandidates(policy, this.options.model?.config.model);
+    const modelOf = (id: string) => (all.find((c) => c.id === id)?.own ? this.options.model : this.modelFor(policy, id));
+    // A session locked to a provider or an API is routed among the models it allows.
+    const candidates = all.filter((candidate) => lockRefusal(settings, this.lockOf(policy, modelOf(candidate.id)!)) === null);
     if (candidates.length === 0) {
       return {
         model: null,
@@ -666,6 +676,25 @@ const CHARS_PER_CONTEXT_TOKEN = 3;
 function contextBudget(agentBudget: number, policy: AgentPolicy, modelId: string): number {
   const limit = policy.customModels.find((model) => model.id === modelId)?.maxContextLimit;
   return typeof limit === 'number' && limit > 0 ? Math.min(agentBudget, limit * CHARS_PER_CONTEXT_TOKEN) : agentBudget;
+}
+
+/** The provider and API of a model, as `providerLock` and `apiProviderLock` name them. */
+interface ModelLock {
+  provider: string;
+  api: string;
+}
+
+/** Why the session's `providerLock` or `apiProviderLock` refuses the turn's model, or null. */
+function lockRefusal(settings: SessionSettings, lock: ModelLock): string | null {
+  for (const [field, locked, actual] of [
+    ['providerLock', settings.providerLock, lock.provider],
+    ['apiProviderLock', settings.apiProviderLock, lock.api],
+  ] as const) {
+    if (locked !== undefined && locked !== actual) {
+      return `This session is locked to ${locked} (sessionSettings.${field}), and the model it would use is reached as ${actual}. Nothing was sent to any model; choose a model of ${locked}, or remove the lock.`;
+    }
+  }
+  return null;
 }
 
 /**

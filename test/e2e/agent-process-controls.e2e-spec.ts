@@ -427,6 +427,31 @@ describe('The agent process', () => {
     }
   });
 
+  it('keeps a session to its providerLock and apiProviderLock: a model of another provider or API is refused before anything is sent', async () => {
+    const model = new ScriptedModel(() => completion({ content: 'Answered.' }));
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const turn = async (sessionSettings: Json) => {
+        const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ computerId, sessionSettings }).expect(201);
+        const sessionId = session.body.sessionId as string;
+        await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Hi' }).expect(200);
+        await untilIdle(sessionId, output);
+        const last = (await messages(sessionId)).at(-1)!;
+        return `${String(last.role)}: ${String(((last.content as Json[])[0] as Json).text)}`;
+      };
+      // The agent's own model speaks Chat Completions as generic-chat-completion-api.
+      expect(await turn({ providerLock: 'custom' })).toMatch(
+        /^system: This session is locked to custom \(sessionSettings\.providerLock\), and the model it would use is reached as generic-chat-completion-api\. Nothing was sent/,
+      );
+      expect(await turn({ apiProviderLock: 'messages' })).toMatch(/^system: This session is locked to messages \(sessionSettings\.apiProviderLock\)/);
+      expect(model.requests).toHaveLength(0);
+      expect(await turn({ providerLock: 'generic-chat-completion-api', apiProviderLock: 'chat-completions' })).toBe('assistant: Answered.');
+    } finally {
+      await model.stop();
+    }
+  });
+
   it("offers only the session's enabledToolIds less its disabledToolIds, and refuses a call to any other tool the model names", async () => {
     const model = new ScriptedModel((request) => {
       const last = request.messages[request.messages.length - 1] as Json;

@@ -8,8 +8,11 @@ export const REASONING_EFFORTS = ['none', 'dynamic', 'off', 'minimal', 'low', 'm
 export const INTERACTION_MODES = ['auto', 'spec', 'ask'] as const;
 export const AUTONOMY_LEVELS = ['off', 'low', 'medium', 'high'] as const;
 export const AUTONOMY_MODES = ['normal', 'unattended'] as const;
-/** Model providers a session can be locked to. */
-export const PROVIDER_LOCKS = ['vendor-a', 'vendor-b', 'vendor-c', 'generic-chat-completion-api', 'custom'] as const;
+/**
+ * Model providers a session can be locked to: the spec's five, and `anthropic` (ours: the reference agent's own
+ * model on the Messages API). The organization's custom models are `custom`.
+ */
+export const PROVIDER_LOCKS = ['vendor-a', 'vendor-b', 'vendor-c', 'generic-chat-completion-api', 'custom', 'anthropic'] as const;
 /** API flavours a session can be locked to. */
 export const API_PROVIDER_LOCKS = ['messages', 'responses', 'chat-completions'] as const;
 
@@ -43,7 +46,5 @@ export const SERVER_MAINTAINED_SETTINGS = ['assistantActiveTimeMs', 'tokenUsage'
  * (docs/controls.md lists every setting): the schemas mark them, and answers that set one warn.
  */
 export const NO_EFFECT_SESSION_SETTINGS: Readonly<Record<string, string>> = {
-  providerLock: 'the reference agent calls the model the session names, whatever its provider; it does not hold a session to one.',
-  providerLockTimestamp: 'it dates `providerLock`, which has no effect here.',
-  apiProviderLock: 'the reference agent speaks to each model in its own API; it does not hold a session to one.',
+  providerLockTimestamp: 'it only dates `providerLock`; nothing reads the date.',
 };

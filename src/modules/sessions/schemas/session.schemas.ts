@@ -222,9 +222,19 @@ const sessionSettingsFields: Record<string, SchemaObject> = {
   },
   specModeModel: str(undefined, { maxLength: 200 }),
   specModeReasoningEffort: { type: 'string', enum: [...REASONING_EFFORTS] },
-  providerLock: { type: 'string', enum: [...PROVIDER_LOCKS], description: 'Model-provider lock.' },
+  providerLock: {
+    type: 'string',
+    enum: [...PROVIDER_LOCKS],
+    description:
+      "Model-provider lock: the agent answers only with a model of this provider (the organization's custom models are `custom`; its own model " +
+      '`generic-chat-completion-api` or `anthropic`), and refuses the turn otherwise.',
+  },
   providerLockTimestamp: str('When the provider lock was set (ISO 8601).', { maxLength: 64 }),
-  apiProviderLock: { type: 'string', enum: [...API_PROVIDER_LOCKS] },
+  apiProviderLock: {
+    type: 'string',
+    enum: [...API_PROVIDER_LOCKS],
+    description: 'API lock: the agent answers only with a model it speaks to in this API (`messages`, `chat-completions`), and refuses the turn otherwise.',
+  },
   archivedAt: str(
     'When the session was archived (an ISO 8601 date-time). An archived session leaves the default session list and takes no new messages ' +
       '(409 `session_archived`) until this is set back to null.',
