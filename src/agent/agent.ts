@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HookEvent, HooksConfig, HooksConfigError, loadHooks } from './hooks/hooks-config';
 import { HookRun, runHooks, selectCommands } from './hooks/hook-runner';
-import type { AgentMessage, AgentPolicy, ContentBlock, Message, SessionSettings, Work } from '../contract/agent-channel';
+import type { AgentMessage, AgentPolicy, ContentBlock, Message, SessionSettings, UsageReport, Work } from '../contract/agent-channel';
 import { modelRefusal } from '../contract/model-policy';
 import { ChatMessage, ModelAnswer, ModelApi, modelClient, ModelError, ToolCall, ToolSpec } from './models';
 import { DeltaPublisher } from './delta-publisher';
@@ -218,6 +218,8 @@ export class Agent {
             autonomyLevel: settings.autonomyLevel,
             reasoningEffort: spec ? (settings.specModeReasoningEffort ?? settings.reasoningEffort) : settings.reasoningEffort,
             approvalRules,
+            // Reported with the usage: a session that has no lock yet stays on this provider and API (a routed one is never locked).
+            lock: routed ? undefined : this.lockOf(policy, model),
             ask: settings.interactionMode === 'ask',
             unattended: settings.autonomyMode === 'unattended',
             selection,
@@ -302,7 +304,7 @@ export class Agent {
         const retried = error.attempts > 1 ? ` (retried ${error.attempts - 1} ${error.attempts === 2 ? 'time' : 'times'})` : '';
         return { failure: `The model failed${retried}: ${error.message}` };
       }
-      await client.usage(work.sessionId, { turnId: work.turnId, model: model.config.model, ...answer.usage });
+      await client.usage(work.sessionId, { turnId: work.turnId, model: model.config.model, ...answer.usage, ...turn.lock });
       history.push({
         role: 'assistant',
         content: answer.text || null,
@@ -436,7 +438,7 @@ export class Agent {
     const answer = await turn.model.complete([{ role: 'system', content: COMPACT_SYSTEM }, ...history, { role: 'user', content: COMPACT_REQUEST }], [], {
       signal: turn.signal,
     });
-    await this.options.client.usage(turn.work.sessionId, { turnId: turn.work.turnId, model: turn.model.config.model, ...answer.usage });
+    await this.options.client.usage(turn.work.sessionId, { turnId: turn.work.turnId, model: turn.model.config.model, ...answer.usage, ...turn.lock });
     if (!answer.text.trim()) throw new ModelError('it answered the request to summarise the conversation with nothing');
     history.splice(0, history.length, { role: 'user', content: `${COMPACTED_PREFIX}\n\n${answer.text.trim()}` });
     await this.say(turn.work, `The conversation had grown past ${budget} characters, so it was compacted: the model goes on from its own summary of it.`);
@@ -680,8 +682,8 @@ function contextBudget(agentBudget: number, policy: AgentPolicy, modelId: string
 
 /** The provider and API of a model, as `providerLock` and `apiProviderLock` name them. */
 interface ModelLock {
-  provider: string;
-  api: string;
+  provider: NonNullable<UsageReport['provider']>;
+  api: NonNullable<UsageReport['api']>;
 }
 
 /** Why the session's `providerLock` or `apiProviderLock` refuses the turn's model, or null. */
@@ -827,6 +829,8 @@ interface TurnContext {
   reasoningEffort?: string;
   /** The organization's and the session's `toolApproval`: the calls a person must approve first. */
   approvalRules: Array<ApprovalRules | undefined>;
+  /** The provider and API of the turn's model, reported with its usage to lock a session that has no lock yet; none when routed. */
+  lock?: ModelLock;
   /** The session's `interactionMode` is `ask`: every call that can change something waits for a person's approval. */
   ask: boolean;
   /** The session's `autonomyMode` is `unattended`: nothing waits for a person; a call that would is refused instead. */

@@ -157,6 +157,9 @@ describe('The agent process', () => {
         'assistant scripted-1: Answered by scripted-1.',
       ]);
       expect(routing).toHaveLength(2);
+      // The router may change provider from turn to turn: a routed session is never locked.
+      const routedSession = (await t.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth).expect(200)).body as Json;
+      expect(routedSession.sessionSettings).not.toHaveProperty('providerLock');
     } finally {
       await model.stop();
     }
@@ -447,6 +450,31 @@ describe('The agent process', () => {
       expect(await turn({ apiProviderLock: 'messages' })).toMatch(/^system: This session is locked to messages \(sessionSettings\.apiProviderLock\)/);
       expect(model.requests).toHaveLength(0);
       expect(await turn({ providerLock: 'generic-chat-completion-api', apiProviderLock: 'chat-completions' })).toBe('assistant: Answered.');
+
+      // A session with no lock is locked at its first turn to the provider and API it started with, and kept there.
+      const customModels = [{ id: 'team', model: 'vendor-team', baseUrl: modelUrl, apiKey: 'sk-team-0000' }];
+      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+      const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ computerId }).expect(201);
+      const sessionId = session.body.sessionId as string;
+      await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'First' }).expect(200);
+      const locked = await untilIdle(sessionId, output);
+      expect(locked.sessionSettings).toMatchObject({
+        providerLock: 'generic-chat-completion-api',
+        apiProviderLock: 'chat-completions',
+        providerLockTimestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      });
+      await t
+        .http()
+        .patch(`/api/v0/sessions/${sessionId}`)
+        .set(owner.auth)
+        .send({ sessionSettings: { model: 'team' } })
+        .expect(200);
+      await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Second' }).expect(200);
+      await untilIdle(sessionId, output);
+      const last = (await messages(sessionId)).at(-1)!;
+      expect(((last.content as Json[])[0] as Json).text).toMatch(
+        /^This session is locked to generic-chat-completion-api \(sessionSettings\.providerLock\), and the model it would use is reached as custom/,
+      );
     } finally {
       await model.stop();
     }

@@ -83,8 +83,8 @@ describe('Sessions API (v0)', () => {
       };
       const { warnings, ...session } = await createSession(owner, { title: 'Fix the build', sessionSettings });
       expect(Object.keys(session).sort()).toEqual(['createdAt', 'messageCount', 'sessionId', 'sessionSettings', 'status', 'title', 'updatedAt']);
-      // Only the answer to the create names the settings that have no effect here.
-      expect(warnings?.map((warning) => warning.field)).toEqual(['providerLockTimestamp']);
+      // Every session setting acts here: no warnings (docs/controls.md).
+      expect(warnings).toBeUndefined();
       expect(session.title).toBe('Fix the build');
       expect(session.sessionSettings).toEqual(sessionSettings);
       expectValid(validateSession, session);

@@ -101,7 +101,7 @@ export class AgentWorkService {
   async reportUsage(
     principal: Principal,
     sessionId: string,
-    input: { turnId: string; model: string } & Partial<TokenUsage>,
+    input: { turnId: string; model: string; provider?: string; api?: string } & Partial<TokenUsage>,
     idempotent?: IdempotentRequest,
   ): Promise<IdempotentResult<{ session: SessionView }>> {
     const usage: TokenUsage = {
@@ -118,6 +118,7 @@ export class AgentWorkService {
         session,
         model: input.model,
         usage,
+        locks: { provider: input.provider ?? null, api: input.api ?? null },
         day: now.toISOString().slice(0, 10),
         leaseExpiresAt: this.leaseFrom(now),
         now,

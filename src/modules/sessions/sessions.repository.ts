@@ -723,7 +723,16 @@ export class SessionsRepository {
   /** Adds a usage report to the session's `tokenUsage` and to the day's per-user, per-model totals. */
   async addTokenUsage(
     manager: EntityManager,
-    input: { session: SessionEntity; model: string; usage: TokenUsage; day: string; leaseExpiresAt: Date; now: Date },
+    input: {
+      session: SessionEntity;
+      model: string;
+      usage: TokenUsage;
+      /** The provider and API the model was reached with: they lock a session that has no lock yet. */
+      locks: { provider: string | null; api: string | null };
+      day: string;
+      leaseExpiresAt: Date;
+      now: Date;
+    },
   ): Promise<SessionEntity> {
     const u = input.usage;
     const [row] = await this.sql.in(manager).query<SessionRow>(
@@ -735,6 +744,9 @@ export class SessionsRepository {
            'cacheCreationTokens', COALESCE((s.settings->'tokenUsage'->>'cacheCreationTokens')::bigint, 0) + $4,
            'cacheReadTokens', COALESCE((s.settings->'tokenUsage'->>'cacheReadTokens')::bigint, 0) + $5,
            'thinkingTokens', COALESCE((s.settings->'tokenUsage'->>'thinkingTokens')::bigint, 0) + $6))
+           || CASE WHEN $10::text IS NULL OR s.settings ? 'providerLock' THEN '{}'::jsonb
+                   ELSE jsonb_build_object('providerLock', $10::text, 'providerLockTimestamp', to_char($7::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) END
+           || CASE WHEN $11::text IS NULL OR s.settings ? 'apiProviderLock' THEN '{}'::jsonb ELSE jsonb_build_object('apiProviderLock', $11::text) END
        WHERE s.organization_id = $9 AND s.id = $1 RETURNING ${SESSION_COLUMNS}`,
       [
         input.session.id,
@@ -746,6 +758,8 @@ export class SessionsRepository {
         input.now,
         input.leaseExpiresAt,
         input.session.organizationId,
+        input.locks.provider,
+        input.locks.api,
       ],
     );
     await this.addDailyUsage(manager, {

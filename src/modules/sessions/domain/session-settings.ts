@@ -46,5 +46,4 @@ export const SERVER_MAINTAINED_SETTINGS = ['assistantActiveTimeMs', 'tokenUsage'
  * (docs/controls.md lists every setting): the schemas mark them, and answers that set one warn.
  */
 export const NO_EFFECT_SESSION_SETTINGS: Readonly<Record<string, string>> = {
-  providerLockTimestamp: 'it only dates `providerLock`; nothing reads the date.',
 };

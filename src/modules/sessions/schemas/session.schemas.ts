@@ -424,6 +424,18 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
   ReportUsageBody: closed(['turnId', 'model'], {
     turnId: str(),
     model: str(undefined, { minLength: 1, maxLength: 200 }),
+    provider: {
+      type: 'string',
+      enum: [...PROVIDER_LOCKS],
+      description:
+        'Not in the spec. The provider the model was reached through. On a session with no `providerLock`, the first report that gives it sets ' +
+        '`providerLock` (and `providerLockTimestamp`): the session stays on the provider it started with.',
+    },
+    api: {
+      type: 'string',
+      enum: [...API_PROVIDER_LOCKS],
+      description: 'Not in the spec. The API the model was reached with; on a session with no `apiProviderLock`, the first report that gives it sets it.',
+    },
     ...Object.fromEntries(tokenUsageFields.map((field) => [field, tokenCount])),
   }),
   EndTurnBody: closed(['turnId'], {
