@@ -45,5 +45,4 @@ export const SERVER_MAINTAINED_SETTINGS = ['assistantActiveTimeMs', 'tokenUsage'
  * The session settings this server accepts and stores but does not act on yet, each with the reason
  * (docs/controls.md lists every setting): the schemas mark them, and answers that set one warn.
  */
-export const NO_EFFECT_SESSION_SETTINGS: Readonly<Record<string, string>> = {
-};
+export const NO_EFFECT_SESSION_SETTINGS: Readonly<Record<string, string>> = {};
