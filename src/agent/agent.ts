@@ -184,7 +184,7 @@ export class Agent {
       const modelField = spec && settings.specModeModel !== undefined ? 'specModeModel' : 'model';
       const wanted = settings[modelField];
       // The router chooses among the allowed models by the organization's rules, and says so in the session.
-      const routed = wanted === ROUTER_MODEL_ID && prompts > 0 ? await this.route(work, policy, history, abort.signal) : null;
+      const routed = wanted === ROUTER_MODEL_ID && prompts > 0 && 'path' in place ? await this.route(work, policy, history, abort.signal) : null;
       const model = routed ? routed.model : this.modelFor(policy, wanted);
       const refusal =
         prompts === 0
