@@ -51,7 +51,13 @@ describe('Sessions API (v0)', () => {
       for (let i = 0; i < 7; i++) created.push((await createSession(boss, { title: `a${i}` })).sessionId);
       const archived = new Set(created.filter((_, i) => i % 2 === 0));
       for (const id of archived) {
-        expectStatus(await http().patch(path(id)).set(boss.auth).send({ sessionSettings: { archivedAt: '2026-11-29T08:00:00Z' } }), 200);
+        expectStatus(
+          await http()
+            .patch(path(id))
+            .set(boss.auth)
+            .send({ sessionSettings: { archivedAt: '2026-11-29T08:00:00Z' } }),
+          200,
+        );
       }
       const newestFirst = [...created].reverse();
       const walkAll = async (query: string) =>
@@ -68,7 +74,13 @@ describe('Sessions API (v0)', () => {
       // Unarchived, it is back in the default list; a session is still readable by id while archived.
       const [first] = archived;
       expectStatus(await getSession(boss, first), 200);
-      expectStatus(await http().patch(path(first)).set(boss.auth).send({ sessionSettings: { archivedAt: null } }), 200);
+      expectStatus(
+        await http()
+          .patch(path(first))
+          .set(boss.auth)
+          .send({ sessionSettings: { archivedAt: null } }),
+        200,
+      );
       expect(ids(await listSessions(boss, 'limit=100'))).toContain(first);
     });
 
@@ -79,8 +91,7 @@ describe('Sessions API (v0)', () => {
       await createSession(boss, tagged('bugfix', 'Bug'));
       await createSession(boss, tagged('not-bug'));
       await createSession(boss);
-      const archivedBug = (await createSession(boss, { sessionSettings: { ...tagged('bug').sessionSettings, archivedAt: '2026-11-29T08:00:00Z' } }))
-        .sessionId;
+      const archivedBug = (await createSession(boss, { sessionSettings: { ...tagged('bug').sessionSettings, archivedAt: '2026-11-29T08:00:00Z' } })).sessionId;
 
       expect(ids(await listSessions(boss, 'tag=bug'))).toEqual([bugOnly, bug]);
       expect(ids(await listSessions(boss, 'tag=ui'))).toEqual([bug]);

@@ -353,8 +353,7 @@ describe('Sessions API (v0)', () => {
   // --- archived sessions ---------------------------------------------------------------------
 
   describe('archived sessions', () => {
-    const archive = (user: TestUser, id: string, archivedAt: string | null) =>
-      http().patch(path(id)).set(user.auth).send({ sessionSettings: { archivedAt } });
+    const archive = (user: TestUser, id: string, archivedAt: string | null) => http().patch(path(id)).set(user.auth).send({ sessionSettings: { archivedAt } });
 
     it('an archived session takes no new message (409 session_archived, nothing written) until it is unarchived', async () => {
       const session = await createSession(member, { title: 'to archive' });
