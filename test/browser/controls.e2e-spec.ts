@@ -71,14 +71,20 @@ const SECRET = 'sk-test-secret-key-9f3a7c21';
 
     await page.getByLabel('Restrict member visibility').check();
     await page.getByLabel('Command blocklist').fill('rm -rf /\ncurl | sh\n');
-    await page.getByText('2 unsaved changes.').waitFor();
+    await page.getByLabel('Disable auto update').check();
+    await page.getByText('3 unsaved changes.').waitFor();
     const saved = page.waitForResponse((response) => response.url().endsWith(CONTROLS) && response.request().method() === 'PATCH');
     await page.getByRole('button', { name: 'Save controls' }).click();
     const response = await saved;
     // Sent as a merge patch of what changed, conditional on the revision read.
     expect(response.request().headers()['if-match']).toBe('"0"');
-    expect(JSON.parse(response.request().postData()!)).toEqual({ settings: { restrictMemberVisibility: true, commandBlocklist: ['rm -rf /', 'curl | sh'] } });
+    expect(JSON.parse(response.request().postData()!)).toEqual({
+      settings: { restrictMemberVisibility: true, commandBlocklist: ['rm -rf /', 'curl | sh'], disableAutoUpdate: true },
+    });
     await page.getByText('Saved: revision 1 is in force.').waitFor();
+    // The one setting of the change that has no effect here is named, with the reason; the others act.
+    await expect(page.locator('.save-warnings').textContent()).resolves.toMatch(/^disableAutoUpdate has no effect on this server: /);
+    expect(await page.locator('.save-warnings li').count()).toBe(1);
 
     const now = await read();
     expect(now.revision).toBe(1);

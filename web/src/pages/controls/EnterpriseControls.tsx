@@ -68,7 +68,8 @@ function ControlsEditor({ initial }: { initial: Snapshot }) {
   const [base, setBase] = useState(initial);
   const [draft, setDraft] = useState<JsonObject>(settingsOf(initial.controls));
   const [conflict, setConflict] = useState<{ theirs: Snapshot; patch: JsonObject } | null>(null);
-  const [saved, setSaved] = useState<number | null>(null);
+  /** The revision just saved, and what the server warned of: settings of the change that have no effect on it. */
+  const [saved, setSaved] = useState<{ revision: number; warnings: Array<{ field: string; message: string }> } | null>(null);
   /** Remounts the fields (their typed text) when the draft is replaced wholesale. */
   const [generation, setGeneration] = useState(0);
   const summary = useRef<HTMLDivElement>(null);
@@ -89,7 +90,7 @@ function ControlsEditor({ initial }: { initial: Snapshot }) {
       setBase(next);
       setDraft(settingsOf(next.controls));
       setGeneration((n) => n + 1);
-      setSaved(next.controls.revision);
+      setSaved({ revision: next.controls.revision, warnings: next.controls.warnings ?? [] });
       queries.setQueryData(['enterprise-controls'], next);
       void queries.invalidateQueries({ queryKey: ['enterprise-controls-history'] });
     },
@@ -220,11 +221,18 @@ function ControlsEditor({ initial }: { initial: Snapshot }) {
         </button>
         <p role="status" aria-live="polite" className="save-status">
           {saved !== null
-            ? `Saved: revision ${saved} is in force.`
+            ? `Saved: revision ${saved.revision} is in force.`
             : changed
               ? `${countLeaves(patch)} unsaved change${countLeaves(patch) === 1 ? '' : 's'}.`
               : 'No unsaved changes.'}
         </p>
+        {saved !== null && saved.warnings.length > 0 ? (
+          <ul className="save-warnings" aria-label="Saved settings with no effect on this server">
+            {saved.warnings.map((warning) => (
+              <li key={warning.field}>{warning.message}</li>
+            ))}
+          </ul>
+        ) : null}
       </div>
     </form>
   );
