@@ -15,7 +15,7 @@ import { agentProcessFixture, call, completion, Json, ScriptedModel } from '../u
  */
 describe('The agent process', () => {
   const fixture = agentProcessFixture();
-  const { computerWithAgent, say, untilIdle, messages, folders } = fixture;
+  const { computerWithAgent, say, setControls, untilIdle, messages, folders } = fixture;
   let t: TestApp;
   beforeAll(() => (t = fixture.t));
 
@@ -28,7 +28,7 @@ describe('The agent process', () => {
     );
     const modelUrl = await model.start();
     try {
-      const { owner, computerId, token, output } = await computerWithAgent({});
+      const { computerId, token, output } = await computerWithAgent({});
       const secret = 'sk-team-secret-1234567890';
       const customModels = [
         {
@@ -41,7 +41,7 @@ describe('The agent process', () => {
           maxOutputTokens: 256,
         },
       ];
-      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+      await setControls({ customModels });
       const sessionId = await say(computerId, 'Hello');
       const session = await untilIdle(sessionId, output);
       const all = await messages(sessionId);
@@ -71,21 +71,11 @@ describe('The agent process', () => {
       expect(quoted.body.error.message).toBe('Incorrect API key provided: Bearer ****7890');
       expect((await relay('no-such-model').send({ messages: [] }).expect(404)).body.metadata.code).toBe('custom_model_not_found');
       expect((await relay('team-model').send([1, 2]).expect(400)).body.detail).toMatch(/body: must be a JSON object/);
-      await t
-        .http()
-        .patch('/api/v0/organization/enterprise-controls')
-        .set(owner.auth)
-        .send({ settings: { modelPolicy: { blockedModelIds: ['team-model'] } } })
-        .expect(200);
+      await setControls({ modelPolicy: { blockedModelIds: ['team-model'] } });
       const blocked = await relay('team-model').send({ messages: [] }).expect(403);
       expect(blocked.body.metadata).toMatchObject({ code: 'model_not_allowed', rule: 'modelPolicy.blockedModelIds' });
       await model.stop();
-      await t
-        .http()
-        .patch('/api/v0/organization/enterprise-controls')
-        .set(owner.auth)
-        .send({ settings: { modelPolicy: { blockedModelIds: [] } } })
-        .expect(200);
+      await setControls({ modelPolicy: { blockedModelIds: [] } });
       expect((await relay('team-model').send({ messages: [] }).expect(503)).body.metadata.code).toBe('model_unreachable');
     } finally {
       await model.stop().catch(() => undefined);
@@ -113,8 +103,7 @@ describe('The agent process', () => {
         { id: 'writer', model: 'vendor-writer', baseUrl: modelUrl, apiKey: 'sk-writer-0000', useInRouter: true },
         { id: 'unrouted', model: 'vendor-unrouted', baseUrl: modelUrl, apiKey: 'sk-unrouted-0000' },
       ];
-      const controls = (settings: Json) => t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings }).expect(200);
-      await controls({
+      await setControls({
         customModels,
         modelPolicy: { allowServiceRouterByok: true },
         serviceRouterGuidance: 'Prefer the cheapest model that can do the job.',
@@ -151,7 +140,7 @@ describe('The agent process', () => {
       expect(prompt).toContain('- When the request is about code: use coder');
 
       // Without allowServiceRouterByok the organization's own models are not the router's: the agent's model alone, no routing call.
-      await controls({ modelPolicy: { allowServiceRouterByok: false } });
+      await setControls({ modelPolicy: { allowServiceRouterByok: false } });
       expect(await turn('Fix another bug')).toEqual([
         'system: The model router chose scripted-1 for this turn: the only model the router may use',
         'assistant scripted-1: Answered by scripted-1.',
@@ -174,7 +163,7 @@ describe('The agent process', () => {
         { id: 'seeing', model: 'vendor-seeing', baseUrl: modelUrl, apiKey: 'sk-seeing-0000' },
         { id: 'blind', model: 'vendor-blind', baseUrl: modelUrl, apiKey: 'sk-blind-0000', noImageSupport: true },
       ];
-      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+      await setControls({ customModels });
       const userMessageSent = async (modelId: string) => {
         const session = await t
           .http()
@@ -219,22 +208,15 @@ describe('The agent process', () => {
     });
     const modelUrl = await model.start();
     try {
-      const { owner, computerId, output } = await computerWithAgent({});
+      const { computerId, output } = await computerWithAgent({});
       const customModels = [
         { id: 'small', model: 'vendor-small', baseUrl: modelUrl, apiKey: 'sk-small-0000', maxContextLimit: 1500 },
         { id: 'large', model: 'vendor-large', baseUrl: modelUrl, apiKey: 'sk-large-0000' },
       ];
-      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+      await setControls({ customModels });
       const note = `Keep this note: ${'n'.repeat(5_000)}`;
       const turnOn = async (modelId: string) => {
-        const session = await t
-          .http()
-          .post('/api/v0/sessions')
-          .set(owner.auth)
-          .send({ computerId, sessionSettings: { model: modelId } })
-          .expect(201);
-        const sessionId = session.body.sessionId as string;
-        await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: note }).expect(200);
+        const sessionId = await say(computerId, note, { model: modelId });
         await untilIdle(sessionId, output);
         return (await messages(sessionId)).filter((m) => m.role === 'system').map((m) => ((m.content as Json[])[0] as Json).text);
       };
@@ -262,15 +244,8 @@ describe('The agent process', () => {
         { id: 'coder', model: 'vendor-c', baseUrl: coderUrl, apiKey: 'sk-coder-0000000000' },
         { id: 'planner', model: 'vendor-p', baseUrl: plannerUrl, apiKey: 'sk-planner-000000000' },
       ];
-      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
-      const session = await t
-        .http()
-        .post('/api/v0/sessions')
-        .set(owner.auth)
-        .send({ computerId, sessionSettings: { model: 'coder', specModeModel: 'planner', interactionMode: 'spec' } })
-        .expect(201);
-      const sessionId = session.body.sessionId as string;
-      await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Plan a plan.txt' }).expect(200);
+      await setControls({ customModels });
+      const sessionId = await say(computerId, 'Plan a plan.txt', { model: 'coder', specModeModel: 'planner', interactionMode: 'spec' });
       await untilIdle(sessionId, output);
 
       // Spec mode: the spec model, told to plan, offered the read-only tools (and Task); a change it asks for anyway is refused.
@@ -317,15 +292,8 @@ describe('The agent process', () => {
     });
     const modelUrl = await model.start();
     try {
-      const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
-      const session = await t
-        .http()
-        .post('/api/v0/sessions')
-        .set(owner.auth)
-        .send({ computerId, sessionSettings: { autonomyLevel: 'low' } })
-        .expect(201);
-      const sessionId = session.body.sessionId as string;
-      await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Write and touch' }).expect(200);
+      const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const sessionId = await say(computerId, 'Write and touch', { autonomyLevel: 'low' });
       await untilIdle(sessionId, output);
       const [created, listed, touched] = (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
       expect(created).toMatchObject({ isError: false });
@@ -344,13 +312,10 @@ describe('The agent process', () => {
     const model = new ScriptedModel(() => completion({ content: 'Answered.' }));
     const modelUrl = await model.start();
     try {
-      const { owner, computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
-      const policy = (modelPolicy: Json) =>
-        t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { modelPolicy } }).expect(200);
+      const { computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const policy = (modelPolicy: Json) => setControls({ modelPolicy });
       const turn = async (sessionSettings: Json = {}) => {
-        const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ computerId, sessionSettings }).expect(201);
-        const sessionId = session.body.sessionId as string;
-        await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Hi' }).expect(200);
+        const sessionId = await say(computerId, 'Hi', sessionSettings);
         await untilIdle(sessionId, output);
         const last = (await messages(sessionId)).at(-1)!;
         return `${String(last.role)}: ${String(((last.content as Json[])[0] as Json).text)}`;
@@ -386,9 +351,7 @@ describe('The agent process', () => {
     try {
       const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
       const start = async (sessionSettings: Json) => {
-        const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ computerId, sessionSettings }).expect(201);
-        const sessionId = session.body.sessionId as string;
-        await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Make a file' }).expect(200);
+        const sessionId = await say(computerId, 'Make a file', sessionSettings);
         return sessionId;
       };
       const approvals = async (sessionId: string) =>
@@ -436,9 +399,7 @@ describe('The agent process', () => {
     try {
       const { owner, computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
       const turn = async (sessionSettings: Json) => {
-        const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ computerId, sessionSettings }).expect(201);
-        const sessionId = session.body.sessionId as string;
-        await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Hi' }).expect(200);
+        const sessionId = await say(computerId, 'Hi', sessionSettings);
         await untilIdle(sessionId, output);
         const last = (await messages(sessionId)).at(-1)!;
         return `${String(last.role)}: ${String(((last.content as Json[])[0] as Json).text)}`;
@@ -453,7 +414,7 @@ describe('The agent process', () => {
 
       // A session with no lock is locked at its first turn to the provider and API it started with, and kept there.
       const customModels = [{ id: 'team', model: 'vendor-team', baseUrl: modelUrl, apiKey: 'sk-team-0000' }];
-      await t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings: { customModels } }).expect(200);
+      await setControls({ customModels });
       const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ computerId }).expect(201);
       const sessionId = session.body.sessionId as string;
       await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'First' }).expect(200);
@@ -495,11 +456,9 @@ describe('The agent process', () => {
     });
     const modelUrl = await model.start();
     try {
-      const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
       const sessionSettings = { enabledToolIds: ['ls', 'Create', 'Read'], disabledToolIds: ['create'] };
-      const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ computerId, sessionSettings }).expect(201);
-      const sessionId = session.body.sessionId as string;
-      await t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Try everything' }).expect(200);
+      const sessionId = await say(computerId, 'Try everything', sessionSettings);
       await untilIdle(sessionId, output);
       const offered = (model.requests[0].tools as Json[]).map((tool) => (tool.function as Json).name);
       expect(offered).toEqual(['Read', 'LS']);
@@ -532,17 +491,12 @@ describe('The agent process', () => {
     });
     const modelUrl = await model.start();
     try {
-      const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
       mkdirSync(join(workspace, 'config'), { recursive: true });
       mkdirSync(join(workspace, 'ci'), { recursive: true });
       writeFileSync(join(workspace, 'config/.env'), 'STRIPE_KEY=sk-live-4242\n');
       writeFileSync(join(workspace, 'ci/deploy.yml'), 'target: prod\n');
-      await t
-        .http()
-        .patch('/api/v0/organization/enterprise-controls')
-        .set(owner.auth)
-        .send({ settings: { sandbox: { filesystem: { denyRead: ['**/.env'], denyWrite: ['ci'] } } } })
-        .expect(200);
+      await setControls({ sandbox: { filesystem: { denyRead: ['**/.env'], denyWrite: ['ci'] } } });
       const sessionId = await say(computerId, 'Find the key');
       await untilIdle(sessionId, output);
       const [readResult, grepResult, editResult] = (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
@@ -569,18 +523,13 @@ describe('The agent process', () => {
     });
     const modelUrl = await model.start();
     try {
-      const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
       mkdirSync(workspace, { recursive: true });
       execFileSync('git', ['init', '-q'], { cwd: workspace });
       const lastCommit = () => execFileSync('git', ['log', '-1', '--format=%B'], { cwd: workspace, encoding: 'utf8' }).trim();
       await untilIdle(await say(computerId, 'First change'), output);
       expect(lastCommit()).toBe('First change\n\nCo-authored-by: Agent Platform <agent@agent-platform.invalid>');
-      await t
-        .http()
-        .patch('/api/v0/organization/enterprise-controls')
-        .set(owner.auth)
-        .send({ settings: { includeCoAuthoredByAgent: false } })
-        .expect(200);
+      await setControls({ includeCoAuthoredByAgent: false });
       await untilIdle(await say(computerId, 'Second change'), output);
       expect(lastCommit()).toBe('Second change');
     } finally {
@@ -601,7 +550,7 @@ describe('The agent process', () => {
     });
     const modelUrl = await model.start();
     try {
-      const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
       mkdirSync(workspace, { recursive: true });
       execFileSync('git', ['init', '-q'], { cwd: workspace });
       writeFileSync(join(workspace, 'config.txt'), `GITHUB_TOKEN=${token}\n`);
@@ -618,12 +567,7 @@ describe('The agent process', () => {
       expect(JSON.stringify(await messages(shielded))).not.toContain(token);
       expect(commits()).toBe('');
 
-      await t
-        .http()
-        .patch('/api/v0/organization/enterprise-controls')
-        .set(owner.auth)
-        .send({ settings: { enableAgentShield: false } })
-        .expect(200);
+      await setControls({ enableAgentShield: false });
       const open = await say(computerId, 'Again, without the shield');
       await untilIdle(open, output);
       expect((await toolResults(open))[0].content).toContain(token);
@@ -660,12 +604,7 @@ describe('The agent process', () => {
       writeFileSync(join(workspace, 'README.md'), '# app\n');
       git('add', '.');
       git('-c', 'user.email=d@example.com', '-c', 'user.name=D', 'commit', '-qm', 'init');
-      await t
-        .http()
-        .patch('/api/v0/organization/enterprise-controls')
-        .set(owner.auth)
-        .send({ settings: { sessionDefaultSettings: { runInWorktree: true } } })
-        .expect(200);
+      await setControls({ sessionDefaultSettings: { runInWorktree: true } });
       const worktree = (sessionId: string) => join(home, 'state', 'worktrees', sessionId);
       const branches = () => git('branch', '--format=%(refname:short)').split('\n').sort();
 
@@ -697,7 +636,6 @@ describe('The agent process', () => {
 
   it('takes no new work while the computer-kind controls keep its computer out, waits without exiting, and takes it once let back in', async () => {
     const { owner, computerId, token, child, output } = await computerWithAgent({ AGENT_WORK_DISABLED_RETRY_MS: '200' });
-    const controls = (settings: Json) => t.http().patch('/api/v0/organization/enterprise-controls').set(owner.auth).send({ settings }).expect(200);
     const claimAs = (auth: Record<string, string>, body: Json = {}) =>
       t
         .http()
@@ -706,7 +644,7 @@ describe('The agent process', () => {
         .send({ waitMs: 0, ...body });
     const agentAuth = { Authorization: `Bearer ${token}` };
 
-    await controls({ byomComputersEnabled: false });
+    await setControls({ byomComputersEnabled: false });
     const sessionId = await say(computerId, 'Anyone there?');
     await until(output, (text) => text.includes('not taking work'), 'the agent to say it is kept from work', 20_000);
     expect(output()).toContain('BYOM computers are turned off');
@@ -716,7 +654,7 @@ describe('The agent process', () => {
       expect(refused.status).toBe(403);
       expect(refused.body.metadata).toEqual({ code: 'computer_work_disabled', control: 'byomComputersEnabled', computerId });
     }
-    await controls({ byomComputersEnabled: true, byomComputersAllowedEmails: ['someone.else@example.com'] });
+    await setControls({ byomComputersEnabled: true, byomComputersAllowedEmails: ['someone.else@example.com'] });
     const unlisted = await claimAs(agentAuth);
     expect(unlisted.status).toBe(403);
     expect(unlisted.body.metadata).toMatchObject({ control: 'byomComputersAllowedEmails' });
@@ -725,7 +663,7 @@ describe('The agent process', () => {
     expect(output().match(/not taking work/g)).toHaveLength(1);
 
     // The owner listed (in other case): the waiting agent takes the work without a restart.
-    await controls({ byomComputersAllowedEmails: [owner.email.toUpperCase()] });
+    await setControls({ byomComputersAllowedEmails: [owner.email.toUpperCase()] });
     await untilIdle(sessionId, output);
     expect(output()).toContain('taking work again');
     // No model here: the turn it took answers how to configure one.
@@ -748,13 +686,8 @@ describe('The agent process', () => {
       const model = executing(['echo inside > made.txt && cat made.txt', `echo out > ${home}/escaped.txt`, `cat ${home}/secret.txt`]);
       const modelUrl = await model.start();
       try {
-        const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
-        await t
-          .http()
-          .patch('/api/v0/organization/enterprise-controls')
-          .set(owner.auth)
-          .send({ settings: { sandbox: { enabled: true, filesystem: { denyRead: [join(home, 'secret.txt')] } } } })
-          .expect(200);
+        const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+        await setControls({ sandbox: { enabled: true, filesystem: { denyRead: [join(home, 'secret.txt')] } } });
         const sessionId = await say(computerId, 'Write files and read the secret.');
         await untilIdle(sessionId, output);
         const [inside, outside, secret] = (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
@@ -774,17 +707,12 @@ describe('The agent process', () => {
       const modelUrl = await model.start();
       try {
         // A PATH without bubblewrap, socat and ripgrep: the agent itself needs none of them.
-        const { owner, computerId, workspace, output } = await computerWithAgent({
+        const { computerId, workspace, output } = await computerWithAgent({
           AGENT_MODEL_BASE_URL: modelUrl,
           AGENT_MODEL: 'scripted-1',
           PATH: '/nonexistent',
         });
-        await t
-          .http()
-          .patch('/api/v0/organization/enterprise-controls')
-          .set(owner.auth)
-          .send({ settings: { sandbox: { enabled: true } } })
-          .expect(200);
+        await setControls({ sandbox: { enabled: true } });
         const sessionId = await say(computerId, 'Touch a file.');
         await untilIdle(sessionId, output);
         const results = (await messages(sessionId)).find((m) => m.role === 'tool')!;
@@ -803,13 +731,8 @@ describe('The agent process', () => {
       const model = executing(['curl -sS http://10.20.30.40/ > fetched.txt']);
       const modelUrl = await model.start();
       try {
-        const { owner, computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
-        await t
-          .http()
-          .patch('/api/v0/organization/enterprise-controls')
-          .set(owner.auth)
-          .send({ settings: { networkPolicy: { allowedIps: ['127.0.0.0/8', '192.168.0.0/16'] } } })
-          .expect(200);
+        const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+        await setControls({ networkPolicy: { allowedIps: ['127.0.0.0/8', '192.168.0.0/16'] } });
         const sessionId = await say(computerId, 'Fetch a page.');
         await untilIdle(sessionId, output);
         const results = (await messages(sessionId)).find((m) => m.role === 'tool')!;
@@ -820,12 +743,7 @@ describe('The agent process', () => {
         expect(existsSync(join(workspace, 'fetched.txt'))).toBe(false);
 
         // The model itself (on loopback) leaves the allowed addresses: the turn is refused before any request.
-        await t
-          .http()
-          .patch('/api/v0/organization/enterprise-controls')
-          .set(owner.auth)
-          .send({ settings: { networkPolicy: { allowedIps: ['10.0.0.0/8'] } } })
-          .expect(200);
+        await setControls({ networkPolicy: { allowedIps: ['10.0.0.0/8'] } });
         const asked = model.requests.length;
         const second = await say(computerId, 'Try again.');
         await untilIdle(second, output);
