@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PNG } from '../utils/fixtures/sessions';
@@ -724,6 +726,35 @@ describe('The agent process', () => {
         expect(existsSync(join(workspace, 'escaped.txt'))).toBe(false);
       } finally {
         await model.stop();
+      }
+    });
+
+    itInSandbox('keeps to networkPolicy without the sandbox too: a command that computes an address outside it reaches nothing', async () => {
+      let reached = 0;
+      const host = createServer((_request, response) => {
+        reached++;
+        response.end('reached');
+      });
+      await new Promise<void>((resolve) => host.listen(0, '127.0.0.2', resolve));
+      const port = (host.address() as AddressInfo).port;
+      // The address is computed, so that no reading of the command can see it: only the confinement can stop it.
+      const model = executing([`curl -s -o /dev/null -w '%{http_code}' --noproxy '' --max-time 10 http://$(printf 127.0.0.%s 2):${port}/`]);
+      const modelUrl = await model.start();
+      try {
+        const { computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+        const curlResult = async (allowedIps: string[]) => {
+          await setControls({ networkPolicy: { allowedIps } });
+          const sessionId = await say(computerId, 'Fetch the page.');
+          await untilIdle(sessionId, output);
+          return ((await messages(sessionId)).find((m) => m.role === 'tool')!.content[0] as { content: string }).content;
+        };
+        expect(await curlResult(['127.0.0.1/32'])).toMatch(/^(403|000)\n\[exit code \d+\]$/);
+        expect(reached).toBe(0);
+        expect(await curlResult(['127.0.0.1/32', '127.0.0.2/32'])).toBe('200\n[exit code 0]');
+        expect(reached).toBe(1);
+      } finally {
+        await model.stop();
+        await new Promise((resolve) => host.close(resolve));
       }
     });
 

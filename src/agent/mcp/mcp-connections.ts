@@ -4,8 +4,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { AgentPolicy } from '../../contract/agent-channel';
-import { AllowedIps } from '../sandbox/network-policy';
-import { missingSandboxPackages, Sandbox, sandboxUnavailable } from '../sandbox/sandbox';
+import { Sandbox } from '../sandbox/sandbox';
 import { ToolResult } from '../tools/tool';
 import { ListedTool, McpServerDefinition, McpTool, offeredTools, resultText, usableMcpServers } from './mcp-tools';
 
@@ -170,20 +169,18 @@ export class McpConnections {
   /**
    * Starts the server as a child of the agent in the workspace, with a minimal environment (the SDK's
    * short list: HOME, PATH, SHELL, TERM, USER, LOGNAME) and the server's own `env`: never the agent's
-   * token or model key. With `sandbox.enabled`, the sandbox runtime wraps it as it wraps commands, and a
-   * computer that cannot sandbox does not start it at all.
+   * token or model key. Confined as commands are (the sandbox under `sandbox.enabled`, the network under
+   * `networkPolicy.allowedIps`), and not started at all on a computer that cannot confine it.
    */
   private async stdioTransport(launch: Launch, policy: AgentPolicy, stderr: { text: string }): Promise<{ transport: Transport; cleanup: () => Promise<void> }> {
     const { workspace } = this.options;
     let params = { command: launch.command, args: launch.args, env: launch.env };
     let cleanup = async () => undefined as void;
-    if (policy.sandbox.enabled) {
-      const missing = missingSandboxPackages();
-      if (missing.length > 0) throw new Error(sandboxUnavailable(missing));
-      const line = [launch.command, ...launch.args].map(shellQuote).join(' ');
-      const wrapped = await this.sandbox.wrap(line, policy.sandbox, AllowedIps.of(policy), workspace);
-      params = { command: wrapped.file, args: wrapped.args, env: { ...launch.env, ...wrapped.env } };
-      cleanup = wrapped.cleanup;
+    const line = [launch.command, ...launch.args].map(shellQuote).join(' ');
+    const confined = await this.sandbox.confine(line, policy, workspace);
+    if (confined) {
+      params = { command: confined.file, args: confined.args, env: { ...launch.env, ...confined.env } };
+      cleanup = confined.cleanup;
     }
     const transport = new StdioClientTransport({ ...params, cwd: workspace, stderr: 'pipe' });
     transport.stderr?.on('data', (chunk: Buffer) => (stderr.text = (stderr.text + chunk.toString()).slice(-STDERR_TAIL)));

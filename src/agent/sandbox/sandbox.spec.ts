@@ -1,10 +1,10 @@
 import { execFile } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { AllowedIps } from './network-policy';
-import { missingSandboxPackages, runtimeConfig, Sandbox, SandboxSettings, sandboxUnavailable } from './sandbox';
+import { missingSandboxPackages, networkOnlyConfig, runtimeConfig, Sandbox, SandboxSettings, sandboxUnavailable } from './sandbox';
 
 const settings = (fields: { filesystem?: Partial<SandboxSettings['filesystem']>; network?: Partial<SandboxSettings['network']> } = {}): SandboxSettings => ({
   enabled: true,
@@ -229,34 +229,53 @@ describe('sandboxUnavailable', () => {
   });
 });
 
-describe('Sandbox.wrap', () => {
+describe('Sandbox.confine', () => {
   let root: string;
   beforeEach(() => (root = realpathSync(mkdtempSync(join(tmpdir(), 'agent-sandbox-wrap-')))));
   afterEach(() => rmSync(root, { recursive: true, force: true }));
+  const runner = resolve(__dirname, '..', '..', '..', 'dist', 'agent', 'sandbox', 'sandbox-runner.js');
 
-  it('writes the configuration to a private file outside the workspace and runs the command through srt', async () => {
+  it('writes the configuration to a private file outside the workspace and runs the command through the runner', async () => {
     const sandbox = new Sandbox();
-    const allowedIps = new AllowedIps(['10.0.0.0/8']);
-    const wrapped = await sandbox.wrap('echo hi', full, allowedIps, root);
+    const policy = { sandbox: full, networkPolicy: { allowedIps: ['10.0.0.0/8'] } };
+    const wrapped = (await sandbox.confine('echo hi', policy, root))!;
     const temp = wrapped.env.TMPDIR;
     expect(wrapped.env).toEqual({ TMPDIR: temp, CLAUDE_CODE_TMPDIR: temp });
     expect(statSync(temp).isDirectory()).toBe(true);
     expect(temp.startsWith(root)).toBe(false);
     expect(wrapped.file).toBe(process.execPath);
-    expect(wrapped.args).toEqual([require.resolve('@anthropic-ai/sandbox-runtime/dist/cli.js'), '--settings', expect.any(String), '-c', 'echo hi']);
-    const file = wrapped.args[2];
+    expect(wrapped.args).toEqual([runner, expect.any(String), 'echo hi']);
+    const file = wrapped.args[1];
     expect(file.startsWith(root)).toBe(false);
     expect(file.startsWith(temp)).toBe(false);
     expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual(runtimeConfig(full, allowedIps, [root, temp]));
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ runtime: runtimeConfig(full, new AllowedIps(['10.0.0.0/8']), [root, temp]) });
     await wrapped.cleanup();
     expect(existsSync(file)).toBe(false);
 
-    const again = await sandbox.wrap('true', full, null, root);
+    const again = (await sandbox.confine('true', { sandbox: full }, root))!;
     expect(again.env.TMPDIR).toBe(temp);
-    expect(again.args[2]).not.toBe(file);
+    expect(again.args[1]).not.toBe(file);
     await again.cleanup();
     // The folders live as long as the agent; this test's own go with it.
     rmSync(dirname(temp), { recursive: true, force: true });
+  });
+
+  it('confines only the network under networkPolicy.allowedIps without the sandbox, except inside a computer sandbox', async () => {
+    const off = { ...full, enabled: false };
+    const policy = { sandbox: off, networkPolicy: { allowedIps: ['10.0.0.0/8'] } };
+    const sandbox = new Sandbox();
+    expect(sandbox.required({ sandbox: off })).toBeNull();
+    expect(await sandbox.confine('true', { sandbox: off }, root)).toBeNull();
+    expect(sandbox.required(policy)).toBe('network');
+    const wrapped = (await sandbox.confine('true', policy, root))!;
+    expect(JSON.parse(readFileSync(wrapped.args[1], 'utf8'))).toEqual({
+      runtime: networkOnlyConfig(new AllowedIps(['10.0.0.0/8'])),
+      openNetworkWithin: ['10.0.0.0/8'],
+    });
+    await wrapped.cleanup();
+    rmSync(dirname(wrapped.env.TMPDIR), { recursive: true, force: true });
+    expect(new Sandbox({ nested: true }).required(policy)).toBeNull();
+    expect(new Sandbox({ nested: true }).required({ ...policy, sandbox: full })).toBe('sandbox');
   });
 });

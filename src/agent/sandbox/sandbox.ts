@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { accessSync, constants, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import type { AgentPolicy } from '../../contract/agent-channel';
 import { AllowedIps } from './network-policy';
 
@@ -32,13 +32,25 @@ export function missingSandboxPackages(path = process.env.PATH ?? ''): string[] 
   ).map(({ pkg }) => pkg);
 }
 
-export function sandboxUnavailable(missing: string[]): string {
+/** What a confinement the organization requires is for, as a refusal names it. */
+export type Confinement = 'sandbox' | 'network';
+
+export function sandboxUnavailable(missing: string[], required: Confinement = 'sandbox'): string {
+  const why =
+    required === 'sandbox'
+      ? 'the organization requires commands to run in a sandbox (sandbox.enabled), and this computer cannot make one'
+      : 'the organization limits the addresses agents may connect to (networkPolicy.allowedIps), and this computer cannot enforce that limit on commands';
   return (
-    'Refused: the organization requires commands to run in a sandbox (sandbox.enabled), and this computer cannot make one: ' +
+    `Refused: ${why}: ` +
     `${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed (Debian: apt-get install ${SANDBOX_PROGRAMS.map((p) => p.pkg).join(' ')}). ` +
-    'Nothing ran: the agent never runs a command unsandboxed when a sandbox is required.'
+    (required === 'sandbox'
+      ? 'Nothing ran: the agent never runs a command unsandboxed when a sandbox is required.'
+      : 'Nothing ran: the agent never runs a command outside the network limit the organization sets.')
   );
 }
+
+/** A refusal to run anything, because this computer cannot confine it as the organization requires. */
+export class SandboxRefusal extends Error {}
 
 /**
  * The configuration of `@anthropic-ai/sandbox-runtime` for one command: the organization's settings, plus
@@ -103,8 +115,23 @@ function hostOf(entry: string): string {
 }
 
 /**
- * Runs commands through the sandbox runtime's command line (`srt`), one process per command: the
- * settings go in a file of the agent's own, outside everything the sandbox lets a command write.
+ * The configuration for a command that only `networkPolicy.allowedIps` confines (the organization does not
+ * require the sandbox): it may write wherever its user may and bind local ports, and reach any name or address
+ * inside the list through the runtime's proxies (sandbox-runner.ts decides each one), nothing else.
+ */
+export function networkOnlyConfig(allowedIps: AllowedIps): Record<string, unknown> {
+  return {
+    filesystem: { allowWrite: ['/'], denyWrite: [], denyRead: [], allowRead: [] },
+    network: { allowedDomains: [], deniedDomains: [], strictAllowlist: false, deniedResolvedAddresses: allowedIps.complement(), allowLocalBinding: true },
+  };
+}
+
+export type ConfinedCommand = { file: string; args: string[]; env: Record<string, string>; cleanup: () => Promise<void> };
+
+/**
+ * Confines commands as the organization's policy requires, one runtime process per command (sandbox-runner.ts):
+ * in the sandbox under `sandbox.enabled`; under `networkPolicy.allowedIps` alone, in one that confines only the
+ * network. The settings go in a file of the agent's own, outside everything the sandbox lets a command write.
  */
 export class Sandbox {
   private dirs: { settings: string; temp: string } | null = null;
@@ -112,20 +139,40 @@ export class Sandbox {
   /** `nested`: the agent itself runs in a computer's sandbox (the server says so with AGENT_NESTED_SANDBOX=1). */
   constructor(private readonly options: { nested?: boolean } = {}) {}
 
-  /** The program and arguments that run `command` sandboxed, and the environment additions it needs. */
-  async wrap(
+  /**
+   * What the policy requires of a command here: the sandbox, a network confinement, or nothing (null). In a
+   * computer's sandbox, the computer's own network already keeps to `networkPolicy.allowedIps`.
+   */
+  required(policy: { sandbox?: SandboxSettings; networkPolicy?: unknown }): Confinement | null {
+    if (policy.sandbox?.enabled) return 'sandbox';
+    return AllowedIps.of(policy) && !this.options.nested ? 'network' : null;
+  }
+
+  /**
+   * The program, arguments and environment additions that run `command` as the policy requires, or null when
+   * it runs as is. Throws a SandboxRefusal, having run nothing, when this computer cannot confine it.
+   */
+  async confine(
     command: string,
-    settings: SandboxSettings,
-    allowedIps: AllowedIps | null,
+    policy: { sandbox?: SandboxSettings; networkPolicy?: unknown },
     workspace: string,
     alsoWritable: string[] = [],
-  ): Promise<{ file: string; args: string[]; env: Record<string, string>; cleanup: () => Promise<void> }> {
+  ): Promise<ConfinedCommand | null> {
+    const required = this.required(policy);
+    if (required === null) return null;
+    const missing = missingSandboxPackages();
+    if (missing.length > 0) throw new SandboxRefusal(sandboxUnavailable(missing, required));
+    const allowedIps = AllowedIps.of(policy);
     const dirs = this.folders();
+    const settings =
+      required === 'sandbox'
+        ? { runtime: runtimeConfig(policy.sandbox!, allowedIps, [workspace, dirs.temp, ...alsoWritable], this.options) }
+        : { runtime: networkOnlyConfig(allowedIps!), openNetworkWithin: allowedIps!.entries };
     const file = join(dirs.settings, `${randomUUID()}.json`);
-    await writeFile(file, JSON.stringify(runtimeConfig(settings, allowedIps, [workspace, dirs.temp, ...alsoWritable], this.options)), { mode: 0o600 });
+    await writeFile(file, JSON.stringify(settings), { mode: 0o600 });
     return {
       file: process.execPath,
-      args: [require.resolve('@anthropic-ai/sandbox-runtime/dist/cli.js'), '--settings', file, '-c', command],
+      args: [sandboxRunner(), file, command],
       // The runtime sets the command's TMPDIR from CLAUDE_CODE_TMPDIR (else /tmp/claude, which it cannot create).
       env: { TMPDIR: dirs.temp, CLAUDE_CODE_TMPDIR: dirs.temp },
       cleanup: () => rm(file, { force: true }),
@@ -144,4 +191,10 @@ export class Sandbox {
     }
     return this.dirs;
   }
+}
+
+/** The runner as built (dist/agent/sandbox/sandbox-runner.js), also when this module runs from the sources. */
+function sandboxRunner(): string {
+  const beside = resolve(__dirname, 'sandbox-runner.js');
+  return existsSync(beside) ? beside : resolve(__dirname, '..', '..', '..', 'dist', 'agent', 'sandbox', 'sandbox-runner.js');
 }

@@ -181,6 +181,60 @@ describeSandbox('Execute in the sandbox (sandbox.enabled)', () => {
     expect(existsSync(join(workspace, 'ran'))).toBe(false);
   });
 
+  describe('networkPolicy.allowedIps without sandbox.enabled (a computer of its owner, BYOM)', () => {
+    const off = { enabled: false };
+    // The host is computed so that the pre-check, which reads the command, cannot see it: the runtime's proxy is what refuses.
+    const curl = (host: string) =>
+      `curl -s -o /dev/null -w '%{http_code}' --noproxy '' --retry 3 --retry-all-errors --retry-delay 1 --max-time 10 http://$(printf ${host}):${port}/`;
+
+    it('reaches an address inside the list, and not one outside it, whatever the command computes', async () => {
+      const before = requests;
+      expect(status((await execute(curl('127.0.0.%s 1'), { ...off, allowedIps: ['127.0.0.1'] })).content)).toBe('200');
+      expect(requests).toBe(before + 1);
+      expect(status((await execute(curl('127.0.0.%s 1'), { ...off, allowedIps: ['10.0.0.0/8'] })).content)).toMatch(REFUSED);
+      expect(status((await execute(curl('local%s host'), { ...off, allowedIps: ['10.0.0.0/8'] })).content)).toMatch(REFUSED);
+      expect(requests).toBe(before + 1);
+    });
+
+    it('cannot go around the proxy: a direct connection finds no network', async () => {
+      const before = requests;
+      const direct = `curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:${port}/; echo "curl exit $?"`;
+      const node = `node -e "require('net').connect(${port}, '127.0.0.1').on('connect', () => console.log('connected')).on('error', (e) => console.log(e.code))"`;
+      const result = await execute(`${direct}; ${node}`, { ...off, allowedIps: ['127.0.0.1'] });
+      expect(result.content).toMatch(/curl exit 7\n(ECONNREFUSED|ENETUNREACH)\n\[exit code 0\]$/);
+      expect(requests).toBe(before);
+      // Without the list, the same command is not confined: it is the list that takes the network away.
+      expect((await execute(direct, off)).content).toContain('hello from the host');
+    });
+
+    it('leaves the file system as it is: the command writes outside the workspace', async () => {
+      const result = await execute('echo out > ../outside.txt && cat ../outside.txt', { ...off, allowedIps: ['10.0.0.0/8'] });
+      expect(result).toEqual({ content: 'out\n[exit code 0]', isError: false });
+      expect(readFileSync(join(root, 'outside.txt'), 'utf8')).toBe('out\n');
+    });
+
+    it('refuses, running nothing, on a computer that cannot enforce the list', async () => {
+      const bin = join(root, 'bin');
+      mkdirSync(bin);
+      const path = process.env.PATH;
+      process.env.PATH = bin;
+      let result;
+      try {
+        result = await execute('touch ran', { ...off, allowedIps: ['10.0.0.0/8'] });
+      } finally {
+        process.env.PATH = path;
+      }
+      expect(result).toEqual({
+        content:
+          'Refused: the organization limits the addresses agents may connect to (networkPolicy.allowedIps), and this computer cannot enforce that limit on commands: ' +
+          'bubblewrap, socat, ripgrep are not installed (Debian: apt-get install bubblewrap socat ripgrep). ' +
+          'Nothing ran: the agent never runs a command outside the network limit the organization sets.',
+        isError: true,
+      });
+      expect(existsSync(join(workspace, 'ran'))).toBe(false);
+    });
+  });
+
   it('kills a command that outlives its timeout, with what it started', async () => {
     const duration = `${1000 + (process.pid % 1000)}.${Date.now() % 100_000}`;
     const command = `sleep ${duration} & sleep ${duration}`;
@@ -247,7 +301,9 @@ describeSandbox('Execute in the sandbox (sandbox.enabled)', () => {
   it('runs nothing when the runtime refuses the settings (a single-label domain)', async () => {
     const result = await execute('touch ran', { network: { allowedDomains: ['intranet'] } });
     expect(result.isError).toBe(true);
-    expect(result.content).toMatch(/does not hold a valid config[\s\S]*\[exit code 1\]$/);
+    expect(result.content).toMatch(
+      /^Refused: the sandbox settings do not hold a valid config \(network.allowedDomains.0: [\s\S]*nothing ran\.\n\[exit code 1\]$/,
+    );
     expect(existsSync(join(workspace, 'ran'))).toBe(false);
   });
 });

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { runInProcessGroup } from '../process-group';
 import { AllowedIps, hostsNamedIn } from '../sandbox/network-policy';
-import { missingSandboxPackages, Sandbox, sandboxUnavailable } from '../sandbox/sandbox';
+import { Sandbox, SandboxRefusal } from '../sandbox/sandbox';
 import { checkCommand } from './command-policy';
 import { defineTool, optionalNumber, requiredString, ToolError } from './common';
 import { ToolResult } from './tool';
@@ -24,6 +24,7 @@ export const executeTool = defineTool({
     `and so are the processes it leaves behind when it ends. Only the last ${EXECUTE_MAX_OUTPUT_CHARACTERS} characters of output are returned.`,
     "Commands are checked against the organization's command and network policies first; a refused command does not run.",
     'When the organization requires a sandbox, the command runs in one: it may write only in the workspace and $TMPDIR, and reach only the network the organization allows.',
+    'When the organization limits the addresses agents connect to, the command reaches the network only through a proxy (HTTP_PROXY/ALL_PROXY) that keeps to them.',
     'Prefer Read, LS, Glob and Grep to read and search files, and Edit, Create and ApplyPatch to change them.',
   ].join(' '),
   parameters: {
@@ -61,14 +62,18 @@ export const executeTool = defineTool({
       includeCoAuthoredByAgent === undefined && enableAgentShield === undefined
         ? {}
         : gitEnvironment(commandEnvironment(), { includeCoAuthoredByAgent: includeCoAuthoredByAgent ?? false, enableAgentShield: enableAgentShield ?? false });
-    if (!settings?.enabled) return runProcess('/bin/sh', ['-c', command], cwd, gitEnv, timeout, context.signal);
-    const missing = missingSandboxPackages();
-    if (missing.length > 0) throw new ToolError(sandboxUnavailable(missing));
-    const wrapped = await sandbox.wrap(command, settings, allowedIps, cwd, await worktreeGitDir(cwd));
+    let confined;
     try {
-      return await runProcess(wrapped.file, wrapped.args, cwd, { ...gitEnv, ...wrapped.env }, timeout, context.signal);
+      confined = await sandbox.confine(command, { sandbox: settings, networkPolicy: context.policy.networkPolicy }, cwd, await worktreeGitDir(cwd));
+    } catch (error) {
+      if (error instanceof SandboxRefusal) throw new ToolError(error.message);
+      throw error;
+    }
+    if (!confined) return runProcess('/bin/sh', ['-c', command], cwd, gitEnv, timeout, context.signal);
+    try {
+      return await runProcess(confined.file, confined.args, cwd, { ...gitEnv, ...confined.env }, timeout, context.signal);
     } finally {
-      await wrapped.cleanup();
+      await confined.cleanup();
     }
   },
 });
