@@ -12,6 +12,16 @@ export interface ModelPolicyRules {
   requireExplicitOptInModelIds: string[];
   allowCustomModels: boolean;
   allowedBaseUrls: string[];
+  /** Off: no fast model, and no request for fast processing (see fastModeOf, fastRequestOf). Absent: on, as its default. */
+  isFastModelsAllowed?: boolean;
+}
+
+/** What the rule reads of a custom model: the vendor's model name and the arguments sent with every request. */
+export interface PolicyModel {
+  id: string;
+  baseUrl: string;
+  model?: string;
+  extraArgs?: Record<string, unknown>;
 }
 
 /** Why a model may not be used: the rule (a settings path) and a sentence naming it. */
@@ -22,7 +32,7 @@ export interface ModelRefusal {
 
 /**
  * Whether a model may be used, by these rules in order:
- * 1. a model in `blockedModelIds` is refused;
+ * 1. a model in `blockedModelIds` is refused, and so is a fast model while `isFastModelsAllowed` is off;
  * 2. a custom model (its id names an entry of `customModels`) needs `allowCustomModels`, and its
  *    `baseUrl` must lie under one of `allowedBaseUrls` when that list is not empty;
  * 3. a model in `requireExplicitOptInModelIds` must also be in `allowedModelIds`;
@@ -31,7 +41,7 @@ export interface ModelRefusal {
  */
 export function modelRefusal(
   policy: ModelPolicyRules,
-  customModels: ReadonlyArray<{ id: string; baseUrl: string }>,
+  customModels: ReadonlyArray<PolicyModel>,
   model: string,
   scope = "your organization's model policy",
 ): ModelRefusal | null {
@@ -39,6 +49,13 @@ export function modelRefusal(
     return { rule: 'modelPolicy.blockedModelIds', detail: `Model "${model}" is blocked by ${scope} (modelPolicy.blockedModelIds).` };
   }
   const custom = customModels.find((candidate) => candidate.id === model);
+  const fast = policy.isFastModelsAllowed === false ? fastModeOf(custom?.model ?? model, custom?.extraArgs) : null;
+  if (fast) {
+    return {
+      rule: 'modelPolicy.isFastModelsAllowed',
+      detail: `Model "${model}" is a fast model (${fast}), and ${scope} does not allow fast models (modelPolicy.isFastModelsAllowed).`,
+    };
+  }
   if (custom) {
     if (!policy.allowCustomModels) {
       return {
@@ -83,10 +100,30 @@ export function underBase(url: string, base: string): boolean {
   return target.pathname === path || target.pathname.startsWith(`${path}/`);
 }
 
+/**
+ * Why a model is a fast one, or null. A fast model is a model served at a premium for speed: the vendors name
+ * such variants `...-fast` (`claude-opus-4.8-fast`, `grok-code-fast-1`), and ask for it per request with
+ * Anthropic's `speed: "fast"` or a `service_tier` of `priority` (OpenAI) or `fast` (OpenRouter); a custom model
+ * whose `extraArgs` send one of those is fast too.
+ */
+export function fastModeOf(model: string, extraArgs: Record<string, unknown> = {}): string | null {
+  if (/(^|[-_.:/])fast($|[-_.:@])/i.test(model)) return `its name, ${model}, marks it fast`;
+  const asked = fastRequestOf(extraArgs);
+  return asked ? `its extraArgs ask for ${asked}` : null;
+}
+
+/** The field of a request body that asks the vendor for fast processing (`speed: "fast"`, a fast `service_tier`), or null. */
+export function fastRequestOf(body: Record<string, unknown>): string | null {
+  if (body.speed === 'fast') return 'speed "fast"';
+  if (body.service_tier === 'priority' || body.service_tier === 'fast') return `service_tier "${body.service_tier}"`;
+  return null;
+}
+
 /** Whether the rule can refuse any model under this policy; false under the open defaults. */
 export function restrictsModels(policy: ModelPolicyRules, customModels: ReadonlyArray<unknown>): boolean {
   return (
     policy.blockedModelIds.length > 0 ||
+    policy.isFastModelsAllowed === false ||
     !policy.allowAllServiceModels ||
     policy.requireExplicitOptInModelIds.length > 0 ||
     (customModels.length > 0 && (!policy.allowCustomModels || policy.allowedBaseUrls.length > 0))

@@ -84,6 +84,54 @@ describe('The agent process', () => {
     }
   });
 
+  it('keeps fast models out while modelPolicy.isFastModelsAllowed is off: the relay sends neither a fast model nor a request for fast processing, and no session names one', async () => {
+    const model = new ScriptedModel(() => completion({ content: 'Hi.' }));
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, token } = await computerWithAgent({});
+      await setControls({
+        customModels: [
+          { id: 'team', model: 'vendor-x', baseUrl: modelUrl, apiKey: 'sk-team-1' },
+          { id: 'quick', model: 'vendor-x-fast', baseUrl: modelUrl, apiKey: 'sk-team-1' },
+          { id: 'priority', model: 'vendor-x', baseUrl: modelUrl, apiKey: 'sk-team-1', extraArgs: { service_tier: 'priority' } },
+        ],
+        modelPolicy: { isFastModelsAllowed: false },
+      });
+      const relay = (id: string, body: Json) =>
+        t
+          .http()
+          .post(`/api/v0/agent/models/${id}/chat/completions`)
+          .set({ Authorization: `Bearer ${token}` })
+          .send(body);
+      const ask = { messages: [{ role: 'user', content: 'hi' }] };
+      for (const [id, body] of [
+        ['quick', ask],
+        ['priority', ask],
+        ['team', { ...ask, speed: 'fast' }],
+        ['team', { ...ask, service_tier: 'priority' }],
+      ] as const) {
+        const refused = await relay(id, body).expect(403);
+        expect(refused.body.metadata).toMatchObject({ code: 'model_not_allowed', rule: 'modelPolicy.isFastModelsAllowed', model: id });
+      }
+      expect(model.requests).toHaveLength(0);
+      const created = await t
+        .http()
+        .post('/api/v0/sessions')
+        .set(owner.auth)
+        .send({ computerId, sessionSettings: { model: 'quick' } })
+        .expect(403);
+      expect(created.body.metadata).toMatchObject({ rule: 'modelPolicy.isFastModelsAllowed', field: 'sessionSettings.model' });
+      expect((await relay('team', ask).expect(200)).body.choices[0].message.content).toBe('Hi.');
+
+      await setControls({ modelPolicy: { isFastModelsAllowed: true } });
+      await relay('quick', ask).expect(200);
+      await relay('team', { ...ask, speed: 'fast' }).expect(200);
+      expect(model.requests.slice(-2)).toMatchObject([{ model: 'vendor-x-fast' }, { model: 'vendor-x', speed: 'fast' }]);
+    } finally {
+      await model.stop();
+    }
+  });
+
   it("routes a session whose model is router: a routing call by the organization's guidance and rules picks the model of each turn, and the session says which and why", async () => {
     const routing: Json[] = [];
     const model = new ScriptedModel((request) => {

@@ -8,7 +8,7 @@ import { Principal, securityActorOf } from '../auth';
 import { secretsOf } from './domain/model-secrets';
 import { disallowedToolCall, mcpPolicyRefusal, mcpSecretsOf } from './domain/mcp-servers';
 import { customModelNotFound, EnterpriseControlsError, EnterpriseControlsErrorCode, mcpServerNotFound } from './domain/enterprise-controls.errors';
-import { checkModel } from './domain/model-policy';
+import { checkModel, fastRequestRefusal } from './domain/model-policy';
 import { CustomModel, CustomModelProvider, McpServer } from './domain/settings';
 import { EnterpriseControlsService } from './enterprise-controls.service';
 import { ModelRelay, RelayAnswer } from './relay/model-relay';
@@ -52,7 +52,7 @@ export class AgentRelays {
     if (!model) {
       throw customModelNotFound(customModelId);
     }
-    const refusal = checkModel(settings, principal.userId, customModelId);
+    const refusal = checkModel(settings, principal.userId, customModelId) ?? fastRequestRefusal(settings, principal.userId, body);
     if (refusal) throw new EnterpriseControlsError(EnterpriseControlsErrorCode.ModelNotAllowed, refusal.detail, { rule: refusal.rule, model: customModelId });
     const provider = model.provider ?? 'generic-chat-completion-api';
     if (RELAY_APIS[provider] !== api) {

@@ -1,4 +1,4 @@
-import { checkModel, effectiveModelPolicy, underBase } from './model-policy';
+import { checkModel, effectiveModelPolicy, fastRequestRefusal, underBase } from './model-policy';
 import { defaultSettings, EnterpriseSettings } from './settings';
 
 const USER = '0190a000-0000-7000-8000-000000000001';
@@ -39,6 +39,34 @@ describe('checkModel', () => {
     expect(checkModel(s, USER, 'model-a')).toBeNull();
     expect(checkModel(s, USER, 'model-b')?.rule).toBe('modelPolicy.allowedModelIds');
     expect(checkModel(s, USER, 'custom:llama')).toBeNull();
+  });
+
+  it('keeps fast models out while isFastModelsAllowed is off: by the vendor name, or by extraArgs asking for fast processing', () => {
+    const s = settings((x) => {
+      x.customModels.push(
+        { id: 'quick', model: 'claude-opus-4.8-fast', baseUrl: 'https://llm.example.com/v1' },
+        { id: 'priority', model: 'gpt-5', baseUrl: 'https://llm.example.com/v1', extraArgs: { service_tier: 'priority' } },
+        { id: 'speedy', model: 'claude-opus-5', baseUrl: 'https://llm.example.com/v1', extraArgs: { speed: 'fast' } },
+        // Only the vendor's name and arguments count: an id that says "fast" names nothing fast.
+        { id: 'fast-lane', model: 'llama-3', baseUrl: 'https://llm.example.com/v1' },
+      );
+    });
+    const fastOnes = ['quick', 'priority', 'speedy', 'grok-code-fast-1', 'vendor/model:fast'];
+    for (const model of [...fastOnes, 'fast-lane', 'breakfast-7b', 'custom:llama']) expect(checkModel(s, USER, model)).toBeNull();
+    s.modelPolicy.isFastModelsAllowed = false;
+    for (const model of fastOnes) expect(checkModel(s, USER, model)?.rule).toBe('modelPolicy.isFastModelsAllowed');
+    expect(checkModel(s, USER, 'speedy')?.detail).toBe(
+      'Model "speedy" is a fast model (its extraArgs ask for speed "fast"), and your organization\'s model policy does not allow fast models (modelPolicy.isFastModelsAllowed).',
+    );
+    for (const model of ['fast-lane', 'breakfast-7b', 'custom:llama', 'claude-opus-5']) expect(checkModel(s, USER, model)).toBeNull();
+    // A request may ask for fast processing of any model: the relay refuses that too.
+    expect(fastRequestRefusal(s, USER, { speed: 'fast' })?.rule).toBe('modelPolicy.isFastModelsAllowed');
+    expect(fastRequestRefusal(s, USER, { service_tier: 'fast' })?.detail).toMatch(/^The request asks for fast processing \(service_tier "fast"\)/);
+    expect(fastRequestRefusal(s, USER, { service_tier: 'default', speed: 'standard' })).toBeNull();
+    // A user's own policy may allow them.
+    s.userModelPolicies[USER] = { isFastModelsAllowed: true };
+    expect(checkModel(s, USER, 'quick')).toBeNull();
+    expect(fastRequestRefusal(s, USER, { speed: 'fast' })).toBeNull();
   });
 
   it('needs explicit opt-in for listed models even when all service models are allowed', () => {

@@ -12,7 +12,6 @@ export const NO_EFFECT_SETTINGS: Readonly<Record<string, string>> = {
   'customModels[].cloudModelConfig.cloudBaseUrl': 'the model relay calls `baseUrl` with `apiKey`; cloud-vendor credentials are not supported.',
   'customModels[].cloudModelConfig.cloudAuthRefresh': 'the model relay calls `baseUrl` with `apiKey`; cloud-vendor credentials are not supported.',
   'customModels[].cloudModelConfig.cloudCredentialExport': 'the model relay calls `baseUrl` with `apiKey`; cloud-vendor credentials are not supported.',
-  'modelPolicy.isFastModelsAllowed': 'this server has no catalogue of fast models (no model is marked fast), so the router has none to allow or leave out.',
   'missionPolicy.restrictedAccess': 'this server has no missions.',
   'missionPolicy.allowedUserIds': 'this server has no missions.',
   enabledPlugins: 'the reference agent has no plugin system yet.',

@@ -87,7 +87,9 @@ const modelPolicyProperties: Record<string, SchemaObject> = {
     "When not empty, a custom model's `baseUrl` must be under one of these: the same scheme, host and port, and a path equal to or below the base's path.",
   ),
   allowAllServiceModels: bool('Whether every model that is not custom is allowed (except blocked and opt-in ones).'),
-  isFastModelsAllowed: bool('Whether the model router may pick fast models.'),
+  isFastModelsAllowed: bool(
+    'Whether fast models may be used: a vendor name marked `fast`, or `extraArgs` asking for `speed: "fast"` or a `priority`/`fast` `service_tier`. Off, they are refused like blocked ones, and so is a relayed request asking for fast processing.',
+  ),
   requireExplicitOptInModelIds: list(text(256), 'Models allowed only when also listed in `allowedModelIds`.'),
   allowServiceRouterByok: bool("Whether the model router may route to the organization's own (BYOK) models."),
 };
