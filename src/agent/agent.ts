@@ -19,6 +19,7 @@ import { Worktrees } from './worktrees';
 import { parseChoice, ROUTER_MODEL_ID, routerCandidates, routingPrompt } from './router';
 import { redactSecrets } from './shield/secrets';
 import { McpConnections } from './mcp/mcp-connections';
+import { CloudCredentials } from './models/cloud-credentials';
 import { mcpAutonomyRefusal, McpTool } from './mcp/mcp-tools';
 
 /** Model calls one turn may make before it is ended (a loop that never stops is a bug, not work). */
@@ -85,6 +86,8 @@ export class Agent {
   private current: AbortController | null = null;
   /** The organization's MCP servers, connected once and kept across turns (through the platform, so only with it). */
   private readonly mcp: McpConnections | null;
+  /** Custom models reached with this computer's cloud credentials, by id. */
+  private readonly cloudCredentials = new Map<string, CloudCredentials>();
 
   constructor(private readonly options: AgentOptions) {
     const { relay, workspace, log } = options;
@@ -562,6 +565,19 @@ export class Agent {
     const chosen =
       named ?? (this.options.model ? undefined : (models.find((m) => m.id === relay?.preferred) ?? models.find((m) => refusalOf(m.id, policy) === null)));
     if (!relay || !chosen) return this.options.model;
+    const cloudBaseUrl = chosen.cloudModelConfig?.cloudBaseUrl;
+    if (cloudBaseUrl) {
+      // Reached from here, with this computer's cloud credentials (the relay holds none of them).
+      return modelClient(chosen.provider, {
+        baseUrl: cloudBaseUrl,
+        model: chosen.id,
+        vendorModel: chosen.model,
+        extraArgs: chosen.extraArgs,
+        maxOutputTokens: chosen.maxOutputTokens,
+        auth: this.cloudCredentialsOf(chosen.id),
+        ...(chosen.provider === 'anthropic' && chosen.enableThinking ? { thinkingBudgetTokens: chosen.thinkingMaxTokens ?? DEFAULT_THINKING_BUDGET } : {}),
+      });
+    }
     const baseUrl = `${relay.url}/api/v0/agent/models/${encodeURIComponent(chosen.id)}`;
     if (chosen.provider !== 'anthropic') return modelClient(chosen.provider, { baseUrl, model: chosen.id, apiKey: relay.token });
     // The relay takes the agent token as Authorization whatever the API; it sends the model's own key as x-api-key.
@@ -572,6 +588,16 @@ export class Agent {
       maxOutputTokens: chosen.maxOutputTokens,
       ...(chosen.enableThinking ? { thinkingBudgetTokens: chosen.thinkingMaxTokens ?? DEFAULT_THINKING_BUDGET } : {}),
     });
+  }
+
+  /** The cloud credentials of a custom model, kept across turns so that they are exported again only when they expire. */
+  private cloudCredentialsOf(customModelId: string): CloudCredentials {
+    let credentials = this.cloudCredentials.get(customModelId);
+    if (!credentials) {
+      credentials = new CloudCredentials(() => this.options.client.cloudModelAccess(customModelId), this.options.workspace);
+      this.cloudCredentials.set(customModelId, credentials);
+    }
+    return credentials;
   }
 
   /**

@@ -1,3 +1,4 @@
+import type { CloudModelConfig } from './models/cloud-credentials';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { retryAfterMs } from './models/retry';
@@ -85,6 +86,11 @@ export class PlatformClient {
 
   policy(): Promise<AgentPolicy> {
     return this.request<AgentPolicy>('GET', '/api/v0/agent/policy');
+  }
+
+  /** A custom model's cloudModelConfig with its commands revealed, for reaching it with this computer's cloud credentials. */
+  cloudModelAccess(customModelId: string): Promise<CloudModelConfig> {
+    return this.request<CloudModelConfig>('GET', `/api/v0/agent/models/${encodeURIComponent(customModelId)}/cloud`);
   }
 
   /** Waits up to `waitMs` for work; `signal` ends the wait (a claim the server granted meanwhile is taken back when its lease runs out). */

@@ -22,6 +22,8 @@ export interface PolicyModel {
   baseUrl: string;
   model?: string;
   extraArgs?: Record<string, unknown>;
+  /** Where an agent reaches the model itself, with its computer's cloud credentials. */
+  cloudModelConfig?: { cloudBaseUrl?: string };
 }
 
 /** Why a model may not be used: the rule (a settings path) and a sentence naming it. */
@@ -34,7 +36,7 @@ export interface ModelRefusal {
  * Whether a model may be used, by these rules in order:
  * 1. a model in `blockedModelIds` is refused, and so is a fast model while `isFastModelsAllowed` is off;
  * 2. a custom model (its id names an entry of `customModels`) needs `allowCustomModels`, and its
- *    `baseUrl` must lie under one of `allowedBaseUrls` when that list is not empty;
+ *    `baseUrl` (and `cloudModelConfig.cloudBaseUrl`) must lie under one of `allowedBaseUrls` when that list is not empty;
  * 3. a model in `requireExplicitOptInModelIds` must also be in `allowedModelIds`;
  * 4. any other model is allowed under `allowAllServiceModels`, else only if in `allowedModelIds`.
  * `scope` names whose policy it is, for the sentence ("your organization's model policy").
@@ -63,10 +65,14 @@ export function modelRefusal(
         detail: `Model "${model}" is a custom model, and ${scope} does not allow custom models (modelPolicy.allowCustomModels).`,
       };
     }
-    if (policy.allowedBaseUrls.length > 0 && !policy.allowedBaseUrls.some((base) => underBase(custom.baseUrl, base))) {
+    // Both addresses it may be reached at: through the relay, and from the computer with cloud credentials.
+    const outside = [custom.baseUrl, custom.cloudModelConfig?.cloudBaseUrl].find(
+      (url) => url !== undefined && policy.allowedBaseUrls.length > 0 && !policy.allowedBaseUrls.some((base) => underBase(url, base)),
+    );
+    if (outside !== undefined) {
       return {
         rule: 'modelPolicy.allowedBaseUrls',
-        detail: `Custom model "${model}" calls ${custom.baseUrl}, which is not under any of modelPolicy.allowedBaseUrls.`,
+        detail: `Custom model "${model}" calls ${outside}, which is not under any of modelPolicy.allowedBaseUrls.`,
       };
     }
     return null;

@@ -1,3 +1,4 @@
+import aws4 from 'aws4';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -127,6 +128,97 @@ describe('The agent process', () => {
       await relay('quick', ask).expect(200);
       await relay('team', { ...ask, speed: 'fast' }).expect(200);
       expect(model.requests.slice(-2)).toMatchObject([{ model: 'vendor-x-fast' }, { model: 'vendor-x', speed: 'fast' }]);
+    } finally {
+      await model.stop();
+    }
+  });
+
+  it('reaches a custom model with cloudModelConfig from the computer, signed with the cloud credentials its commands give, and signs in again when they are refused', async () => {
+    let refuseNext = true;
+    const model = new ScriptedModel(() => {
+      if (refuseNext) {
+        refuseNext = false;
+        return { status: 403, body: { message: 'The security token included in the request is expired' } };
+      }
+      return completion({ content: 'Hi from Bedrock.' });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, token, workspace, output } = await computerWithAgent({});
+      const secretKey = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
+      // The export prints AWS credential-process JSON, and says which profile and region it ran under; the sign-in leaves a mark.
+      const exportCommand =
+        `echo "$AWS_PROFILE $AWS_REGION" >> exports.log && ` +
+        `printf '{"Version":1,"AccessKeyId":"AKIDEXAMPLE","SecretAccessKey":"%s","SessionToken":"session-%s","Expiration":"2999-01-01T00:00:00Z"}' '${secretKey}' "$(wc -l < exports.log | tr -d ' ')"`;
+      await setControls({
+        customModels: [
+          {
+            id: 'bedrock',
+            model: 'anthropic.claude-opus-5',
+            baseUrl: 'https://relay-unused.example.com/v1',
+            cloudModelConfig: {
+              cloudBaseUrl: modelUrl,
+              cloudRegion: 'eu-west-1',
+              cloudProfile: 'team-prod',
+              cloudCredentialExport: exportCommand,
+              cloudAuthRefresh: 'echo signed-in >> sign-ins.log',
+            },
+          },
+          { id: 'plain', model: 'vendor-x', baseUrl: modelUrl },
+        ],
+      });
+      // The agent policy masks the commands; only the agent's own call reveals them.
+      const policy = await t
+        .http()
+        .get('/api/v0/agent/policy')
+        .set({ Authorization: `Bearer ${token}` })
+        .expect(200);
+      expect(policy.body.customModels[0].cloudModelConfig).toMatchObject({ cloudBaseUrl: modelUrl, cloudCredentialExport: expect.stringMatching(/^\*{4}/) });
+      expect(JSON.stringify(policy.body)).not.toContain(secretKey);
+      await t.http().get('/api/v0/agent/models/bedrock/cloud').set(owner.auth).expect(403);
+      const asAgent = (id: string) =>
+        t
+          .http()
+          .get(`/api/v0/agent/models/${id}/cloud`)
+          .set({ Authorization: `Bearer ${token}` });
+      expect((await asAgent('plain').expect(409)).body.metadata.code).toBe('model_not_cloud');
+      expect((await asAgent('nope').expect(404)).body.metadata.code).toBe('custom_model_not_found');
+
+      const sessionId = await say(computerId, 'Hello', { model: 'bedrock' });
+      await untilIdle(sessionId, output);
+      const all = await messages(sessionId);
+      expect(all.map((m) => [m.role, m.modelId ?? null])).toEqual([
+        ['user', null],
+        ['assistant', 'bedrock'],
+      ]);
+      expect(all[1].content).toEqual([{ type: 'text', text: 'Hi from Bedrock.' }]);
+      // Refused once: signed in again, exported again, and the second request carried the new credentials.
+      expect(readFileSync(join(workspace, 'sign-ins.log'), 'utf8')).toBe('signed-in\n');
+      expect(readFileSync(join(workspace, 'exports.log'), 'utf8')).toBe('team-prod eu-west-1\nteam-prod eu-west-1\n');
+      expect(model.requests).toHaveLength(2);
+      expect(model.requests[1]).toMatchObject({ model: 'anthropic.claude-opus-5' });
+      const headers = model.headers[1];
+      expect(headers['x-amz-security-token']).toBe('session-2');
+      expect(headers.authorization).toMatch(
+        /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/bedrock\/aws4_request, SignedHeaders=[^,]+, Signature=[0-9a-f]{64}$/,
+      );
+      // The signature is right for this very request: signed again from its parts, it comes out the same.
+      const url = new URL(modelUrl);
+      const again = aws4.sign(
+        {
+          host: String(headers.host),
+          path: `${url.pathname}/chat/completions`,
+          method: 'POST',
+          service: 'bedrock',
+          region: 'eu-west-1',
+          headers: { 'content-type': 'application/json', 'x-amz-date': String(headers['x-amz-date']) },
+          body: model.bodies[1],
+        },
+        { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: secretKey, sessionToken: 'session-2' },
+      );
+      expect(again.headers!.Authorization).toBe(headers.authorization);
+      expect(output()).not.toContain(secretKey);
+      expect(JSON.stringify(all)).not.toContain(secretKey);
     } finally {
       await model.stop();
     }

@@ -35,13 +35,13 @@ export class AnthropicMessagesClient implements ModelApi {
   }
 
   complete(messages: ChatMessage[], tools: ToolSpec[], options: CompleteOptions = {}): Promise<ModelAnswer> {
-    const { model, apiKey, extraHeaders, extraArgs, maxOutputTokens } = this.config;
+    const { model, vendorModel, apiKey, extraHeaders, extraArgs, maxOutputTokens } = this.config;
     const thinkingBudgetTokens = thinkingBudgetFor(this.config.thinkingBudgetTokens, options.reasoningEffort);
     const system = messages.flatMap((m) => (m.role === 'system' ? [m.content] : [])).join('\n\n');
     const configured = maxOutputTokens ?? DEFAULT_MAX_TOKENS;
     const body = {
       ...extraArgs,
-      model,
+      model: vendorModel ?? model,
       // The API refuses a thinking budget that is not below max_tokens: room is made for the answer after it.
       max_tokens: thinkingBudgetTokens !== undefined && configured <= thinkingBudgetTokens ? thinkingBudgetTokens + DEFAULT_MAX_TOKENS : configured,
       // Prompt caching: a breakpoint after the system prompt (tools and system) and one at the end of the conversation,
@@ -58,7 +58,7 @@ export class AnthropicMessagesClient implements ModelApi {
     const url = messagesUrl(this.config.baseUrl);
     return withRetries(
       async () => {
-        const res = await postModel(url, headers, body, options.signal);
+        const res = await postModel(url, headers, body, options.signal, this.config.auth);
         return isEventStream(res) ? streamed(res, options) : whole(await jsonBody<AnthropicMessage>(res));
       },
       this.retry,

@@ -27,7 +27,7 @@ export class ChatCompletionsClient implements ModelApi {
   }
 
   complete(messages: ChatMessage[], tools: ToolSpec[], options: CompleteOptions = {}): Promise<ModelAnswer> {
-    const { model, apiKey, extraHeaders, extraArgs, maxOutputTokens } = this.config;
+    const { model, vendorModel, apiKey, extraHeaders, extraArgs, maxOutputTokens } = this.config;
     // Thinking blocks are Anthropic's; a Chat Completions API does not know the field.
     const conversation = messages.map((message) =>
       message.role === 'assistant' && message.thinking
@@ -41,7 +41,7 @@ export class ChatCompletionsClient implements ModelApi {
     const effort = reasoningEffortParameter(options.reasoningEffort);
     const body = {
       ...extraArgs,
-      model,
+      model: vendorModel ?? model,
       messages: conversation,
       ...(tools.length ? { tools } : {}),
       ...(maxOutputTokens ? { max_tokens: maxOutputTokens } : {}),
@@ -53,7 +53,7 @@ export class ChatCompletionsClient implements ModelApi {
     const url = endpoint(this.config.baseUrl, '/chat/completions');
     return withRetries(
       async () => {
-        const res = await postModel(url, headers, body, options.signal);
+        const res = await postModel(url, headers, body, options.signal, this.config.auth);
         return isEventStream(res) ? streamed(res, options) : whole(await jsonBody<ChatCompletion>(res), res);
       },
       this.retry,

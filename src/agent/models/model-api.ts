@@ -1,3 +1,4 @@
+import type { RequestAuth } from './model-http';
 /**
  * What the agent needs of a model, whatever API serves it: the conversation in Chat Completions shape
  * (the agent's own), the tools, and one whole answer back, with the text passed on as it arrives.
@@ -73,13 +74,17 @@ export interface ModelConfig {
    * https://api.anthropic.com (no path: the client appends /v1/messages) or an address with a path (it appends /messages).
    */
   baseUrl: string;
+  /** The model as the platform knows it (the session records it); the vendor's name for it is `vendorModel`, when another. */
   model: string;
+  vendorModel?: string;
   apiKey?: string;
   extraHeaders?: Record<string, string>;
   extraArgs?: Record<string, unknown>;
   maxOutputTokens?: number;
   /** Extended thinking with this budget of tokens (Anthropic Messages only). */
   thinkingBudgetTokens?: number;
+  /** Credentials of the computer's own, made into headers for each request (a custom model's cloudModelConfig). */
+  auth?: RequestAuth;
 }
 
 /** A retry about to be made, for the agent's log. */

@@ -6,24 +6,52 @@ import { serverSentEvents, ServerSentEvent } from './server-sent-events';
 const DEFAULT_TIMEOUT_MS = 600_000;
 
 /**
+ * How a request proves who sends it when no API key does: headers made for the request (a signature,
+ * a token), and a way to renew what they are made from when the vendor refuses them.
+ */
+export interface RequestAuth {
+  headers(url: string, body: string): Promise<Record<string, string>>;
+  renew(): Promise<void>;
+}
+
+/**
  * POSTs a model request and returns the vendor's successful answer, unread. A network error, or an
  * error status, is a ModelError that says whether trying again may help (429, 5xx, the network) and
- * what `Retry-After` asked for.
+ * what `Retry-After` asked for. With `auth`, a 401 or 403 renews the credentials and tries once more.
  */
-export async function postModel(url: string, headers: Record<string, string>, body: unknown, signal: AbortSignal | undefined): Promise<Response> {
+export async function postModel(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  signal: AbortSignal | undefined,
+  auth?: RequestAuth,
+): Promise<Response> {
   const where = new URL(url).origin;
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream, application/json', ...headers },
-    body: JSON.stringify(body),
-    signal: signal ?? AbortSignal.timeout(DEFAULT_TIMEOUT_MS),
-  }).catch((error: Error) => {
-    if (signal?.aborted) throw error;
-    throw new ModelError(`the model at ${where} could not be reached: ${(error.cause as Error | undefined)?.message ?? error.message}`, { retryable: true });
-  });
+  const text = JSON.stringify(body);
+  const send = async () =>
+    fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream, application/json',
+        ...headers,
+        ...(auth ? await auth.headers(url, text) : {}),
+      },
+      body: text,
+      signal: signal ?? AbortSignal.timeout(DEFAULT_TIMEOUT_MS),
+    }).catch((error: Error) => {
+      if (signal?.aborted) throw error;
+      throw new ModelError(`the model at ${where} could not be reached: ${(error.cause as Error | undefined)?.message ?? error.message}`, { retryable: true });
+    });
+  let res = await send();
+  if (auth && (res.status === 401 || res.status === 403)) {
+    await res.body?.cancel();
+    await auth.renew();
+    res = await send();
+  }
   if (res.ok) return res;
-  const text = await res.text().catch(() => '');
-  throw new ModelError(`the model at ${where} answered ${res.status}: ${text.slice(0, 500)}`, {
+  const answer = await res.text().catch(() => '');
+  throw new ModelError(`the model at ${where} answered ${res.status}: ${answer.slice(0, 500)}`, {
     status: res.status,
     retryable: RETRYABLE_STATUSES.has(res.status),
     retryAfterMs: retryAfterMs(res.headers.get('retry-after')),

@@ -9,7 +9,7 @@ import { secretsOf } from './domain/model-secrets';
 import { disallowedToolCall, mcpPolicyRefusal, mcpSecretsOf } from './domain/mcp-servers';
 import { customModelNotFound, EnterpriseControlsError, EnterpriseControlsErrorCode, mcpServerNotFound } from './domain/enterprise-controls.errors';
 import { checkModel, fastRequestRefusal } from './domain/model-policy';
-import { CustomModel, CustomModelProvider, McpServer } from './domain/settings';
+import { CLOUD_MODEL_CONFIG_FIELDS, CustomModel, CustomModelProvider, McpServer } from './domain/settings';
 import { EnterpriseControlsService } from './enterprise-controls.service';
 import { ModelRelay, RelayAnswer } from './relay/model-relay';
 import { RelayFailure, RelayFailureReason } from './relay/relay-exchange';
@@ -120,6 +120,27 @@ export class AgentRelays {
    * How the caller's agent starts one of the organization's stdio MCP servers, `env` revealed: the one
    * way a stdio server's secrets reach the computer that runs it. The caller's `mcpPolicy` applies.
    */
+  /**
+   * How an agent reaches a custom model with its computer's own cloud credentials: the model's `cloudModelConfig`,
+   * its commands revealed. The caller's model policy applies; a model without `cloudBaseUrl` is 409.
+   */
+  async cloudModelAccess(principal: Principal, customModelId: string): Promise<Partial<Record<(typeof CLOUD_MODEL_CONFIG_FIELDS)[number], string>>> {
+    const { settings } = await this.controls.inForce(principal.organizationId);
+    const model = settings.customModels.find((candidate) => candidate.id === customModelId);
+    if (!model) throw customModelNotFound(customModelId);
+    const refusal = checkModel(settings, principal.userId, customModelId);
+    if (refusal) throw new EnterpriseControlsError(EnterpriseControlsErrorCode.ModelNotAllowed, refusal.detail, { rule: refusal.rule, model: customModelId });
+    if (!model.cloudModelConfig?.cloudBaseUrl) {
+      throw new EnterpriseControlsError(
+        EnterpriseControlsErrorCode.ModelNotCloud,
+        `Custom model "${customModelId}" has no cloudModelConfig.cloudBaseUrl: agents reach it through the relay, /api/v0/agent/models/${customModelId}.`,
+        { customModelId },
+      );
+    }
+    const [revealed] = this.controls.reveal(principal.organizationId, { ...settings, customModels: [model] }).customModels;
+    return { ...revealed.cloudModelConfig };
+  }
+
   async mcpLaunch(principal: Principal, serverName: string): Promise<{ command: string; args: string[]; env: Record<string, string> }> {
     const { server } = await this.mcpServerFor(principal, serverName, 'stdio');
     return { command: server.command, args: server.args ?? [], env: server.env ?? {} };

@@ -4,6 +4,7 @@ import {
   ApiBadGatewayResponse,
   ApiBadRequestResponse,
   ApiBody,
+  ApiConflictResponse,
   ApiDefaultResponse,
   ApiForbiddenResponse,
   ApiGatewayTimeoutResponse,
@@ -149,6 +150,25 @@ export class AgentPolicyController {
   @ApiOkResponse({ schema: ref('AgentPolicy') })
   policy(@CurrentPrincipal() principal: Principal): Promise<AgentPolicyView> {
     return this.controls.agentPolicy(principal);
+  }
+
+  @Get('models/:customModelId/cloud')
+  @Authenticated()
+  @AgentTokensOnly()
+  @ApiOperation({
+    summary: "Read how to reach a custom model with the computer's cloud credentials (added)",
+    description:
+      "The `cloudModelConfig` of one of the organization's `customModels`, its commands (`cloudAuthRefresh`, `cloudCredentialExport`) in plain text: " +
+      'an agent calls `cloudBaseUrl` itself, with credentials that `cloudCredentialExport` prints on its computer (AWS credential-process JSON, signed ' +
+      'with Signature Version 4 for Bedrock; otherwise a bearer token), running `cloudAuthRefresh` when they fail. This is the one place those commands are revealed. ' +
+      "Only a computer's agent token may call it; the caller's `modelPolicy` applies (403 naming the rule); an unknown model is 404, one without `cloudBaseUrl` 409 `model_not_cloud`.",
+  })
+  @ApiOkResponse({ schema: ref('CloudModelAccess') })
+  @ApiForbiddenResponse({ description: "Not an agent token, or the caller's modelPolicy refuses the model.", schema: V0_ERROR })
+  @ApiNotFoundResponse({ description: 'No custom model with that id.', schema: V0_ERROR })
+  @ApiConflictResponse({ description: 'The model has no cloudModelConfig.cloudBaseUrl: agents reach it through the relay.', schema: V0_ERROR })
+  cloudAccess(@CurrentPrincipal() principal: Principal, @Param('customModelId') customModelId: string): Promise<ApiSchema<'CloudModelAccess'>> {
+    return this.relays.cloudModelAccess(principal, customModelId);
   }
 
   @Post('models/:customModelId/chat/completions')

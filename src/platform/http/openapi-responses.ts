@@ -111,6 +111,12 @@ function exampleError(path: string, method: string, status: number, roleBound: b
           detail: 'MCP server "github" is a http server, not stdio; agents use it through /api/v0/agent/mcp/github (the relay).',
           metadata: { transport: 'http' },
         };
+      if (path.endsWith('/cloud'))
+        return {
+          code: 'model_not_cloud',
+          detail: 'Custom model "team-model" has no cloudModelConfig.cloudBaseUrl: agents reach it through the relay, /api/v0/agent/models/team-model.',
+          metadata: { customModelId: 'team-model' },
+        };
       if (path.includes('/agent/sessions/'))
         return {
           code: 'turn_not_active',

@@ -14,6 +14,7 @@ export enum EnterpriseControlsErrorCode {
   TooManyRelays = 'too_many_relays',
   /** The relay endpoint called speaks another API than the custom model's `provider`. */
   ModelApiMismatch = 'model_api_mismatch',
+  ModelNotCloud = 'model_not_cloud',
   McpServerNotFound = 'mcp_server_not_found',
   McpNotAllowed = 'mcp_not_allowed',
   /** A `tools/call` of a tool the MCP server's `allowedTools` leaves out. */
@@ -41,6 +42,7 @@ export class EnterpriseControlsError extends DomainError<EnterpriseControlsError
       case EnterpriseControlsErrorCode.McpServerNotFound:
         return ErrorKind.NotFound;
       case EnterpriseControlsErrorCode.McpTransportMismatch:
+      case EnterpriseControlsErrorCode.ModelNotCloud:
         return ErrorKind.Conflict;
       case EnterpriseControlsErrorCode.ModelNotAllowed:
       case EnterpriseControlsErrorCode.ModelAddressRefused:

@@ -288,13 +288,23 @@ const definitions: Record<string, SchemaObject> = {
       },
       extraArgs: { type: 'object', maxProperties: 100, description: 'Extra request parameters, any JSON; at most 100.' },
       noImageSupport: bool(),
-      cloudModelConfig: closed([], {
-        ...Object.fromEntries(CLOUD_MODEL_CONFIG_FIELDS.map((field) => [field, text()])),
-        // Credentials: a token, or a command that mints one.
-        cloudAuthRefresh: secret(text()),
-        cloudCredentialExport: secret(text()),
-        cloudBaseUrl: httpUrl("The cloud provider's endpoint, served to agents."),
-      }),
+      cloudModelConfig: closed(
+        [],
+        {
+          ...Object.fromEntries(CLOUD_MODEL_CONFIG_FIELDS.map((field) => [field, text()])),
+          cloudProfile: text(undefined, 'The profile the commands run under (`AWS_PROFILE`, `CLOUDSDK_ACTIVE_CONFIG_NAME`).'),
+          cloudRegion: text(undefined, 'The region requests are signed for, and `AWS_REGION` for the commands.'),
+          // Commands that mint credentials on the computer: secrets, as a command may hold one.
+          cloudAuthRefresh: secret(text(undefined, 'A sign-in command, run on the computer when the credentials fail.')),
+          cloudCredentialExport: secret(
+            text(undefined, 'A command run on the computer that prints the credentials: AWS credential-process JSON (signed with SigV4), or a bearer token.'),
+          ),
+          cloudBaseUrl: httpUrl(
+            "The cloud provider's endpoint: set, agents call the model there with their computer's cloud credentials instead of through the relay.",
+          ),
+        },
+        "A model reached with the computer's own cloud credentials (docs/agents.md).",
+      ),
       baseModelId: text(256, 'The model this one derives from (the spec leaves its type open; a string here).'),
       useInRouter: bool(),
       provider: {
@@ -355,6 +365,11 @@ const definitions: Record<string, SchemaObject> = {
   ),
   // An object (a message) or an array (a batch): a missing body is refused, naming `body`, rather than relayed as nothing.
   McpRelayBody: { type: ['object', 'array'], description: 'A JSON-RPC message or batch of the Streamable HTTP transport, passed on as it is.' },
+  CloudModelAccess: closed(
+    [],
+    Object.fromEntries(CLOUD_MODEL_CONFIG_FIELDS.map((field) => [field, { type: 'string' }])),
+    "A custom model's cloudModelConfig, its commands revealed.",
+  ),
   McpLaunch: closed(
     ['command', 'args', 'env'],
     {
