@@ -20,6 +20,8 @@ import { parseChoice, ROUTER_MODEL_ID, routerCandidates, routingPrompt } from '.
 import { redactSecrets } from './shield/secrets';
 import { McpConnections } from './mcp/mcp-connections';
 import { CloudCredentials } from './models/cloud-credentials';
+import { expandCommand, LoadedPlugins, NO_PLUGINS, PluginSkill, Plugins } from './plugins/plugins';
+import { skillTool } from './tools/skill';
 import { mcpAutonomyRefusal, McpTool } from './mcp/mcp-tools';
 
 /** Model calls one turn may make before it is ended (a loop that never stops is a bug, not work). */
@@ -88,10 +90,15 @@ export class Agent {
   private readonly mcp: McpConnections | null;
   /** Custom models reached with this computer's cloud credentials, by id. */
   private readonly cloudCredentials = new Map<string, CloudCredentials>();
+  /** The organization's plugins (enabledPlugins), loaded again when the settings change. */
+  private readonly plugins: Plugins;
+  /** Plugin problems already said in the log, so that each is said once. */
+  private readonly pluginProblems = new Set<string>();
 
   constructor(private readonly options: AgentOptions) {
     const { relay, workspace, log } = options;
     this.mcp = relay ? new McpConnections({ platformUrl: relay.url, token: relay.token, workspace, log }) : null;
+    this.plugins = new Plugins(options.stateDir);
   }
 
   /** Takes and does work until `stop()`; network trouble and server restarts only pause it. */
@@ -169,11 +176,14 @@ export class Agent {
       const place = policy.sessionDefaultSettings.runInWorktree ? await this.worktrees.forSession(work.sessionId) : { path: this.options.workspace };
       if ('path' in place) this.places.set(work.sessionId, place.path);
       if (!known) history.push(...(await this.earlierConversation(work)));
-      hooks = new TurnHooks(this, work, history, await this.loadHooks(work));
+      const plugins = await this.loadPlugins(policy);
+      hooks = new TurnHooks(this, work, history, withPluginHooks(await this.loadHooks(work), plugins.hooks));
       if (!known) await hooks.fire('SessionStart', { source: history.length > 0 ? 'resume' : 'startup' });
       let prompts = 0;
       for (const message of work.messages) {
         const prompt = userMessage(message);
+        // A plugin's custom command: `/name args` stands for its prompt.
+        prompt.content = expandCommand(prompt.content, plugins.commands) ?? prompt.content;
         const run = await hooks.fire('UserPromptSubmit', { prompt: prompt.content });
         if (run?.blocked) {
           await this.say(work, `A UserPromptSubmit hook blocked this message: ${run.blockReason}`);
@@ -228,6 +238,7 @@ export class Agent {
             selection,
             memory,
             mcpTools,
+            skills: plugins.skills,
             onText: deltas.onText,
           },
           history,
@@ -277,7 +288,8 @@ export class Agent {
     const { work, signal, hooks, model, policy } = turn;
     const workspaceTools = turn.spec ? WORKSPACE_TOOLS.filter((tool) => READ_ONLY_TOOLS.has(tool.name)) : WORKSPACE_TOOLS;
     // The session's enabledToolIds and disabledToolIds bind the agent and its subagents alike.
-    const tools = (subagent ? workspaceTools : [...workspaceTools, TASK_TOOL]).filter((tool) => turn.selection.allows(tool.name));
+    const skills = turn.skills.length > 0 ? [skillTool(turn.skills)] : [];
+    const tools = (subagent ? [...workspaceTools, ...skills] : [...workspaceTools, ...skills, TASK_TOOL]).filter((tool) => turn.selection.allows(tool.name));
     const mcpTools = new Map(turn.mcpTools.map((tool) => [tool.name, tool]));
     const specs: ToolSpec[] = [...tools, ...turn.mcpTools].map((tool) => ({
       type: 'function',
@@ -285,6 +297,7 @@ export class Agent {
     }));
     const system =
       (subagent ? subagentPrompt(this.workspaceFor(work.sessionId), turn.memory) : systemPrompt(this.workspaceFor(work.sessionId), turn.memory)) +
+      skillsPrompt(turn.skills) +
       (turn.spec ? SPEC_MODE : '');
     const hidden = subagent ? { hiddenFromUserViews: true } : {};
     const stopped = { failure: 'The agent was stopped before the task was done; send a message to continue.' };
@@ -351,7 +364,12 @@ export class Agent {
             isError: true,
             content: `${call.function.name} is not available in spec mode: investigate with ${[...READ_ONLY_TOOLS].join(', ')} and answer with the spec.`,
           };
-        else result = await runTool(toolNamed(call.function.name), call, input, { workspace: this.workspaceFor(work.sessionId), policy, signal });
+        else
+          result = await runTool(skills.find((tool) => tool.name === call.function.name) ?? toolNamed(call.function.name), call, input, {
+            workspace: this.workspaceFor(work.sessionId),
+            policy,
+            signal,
+          });
         // Before anything else sees it (hooks, the session, the model): credentials in the output are redacted.
         if (policy.enableAgentShield) result = await shielded(result);
         const post = await hooks.fire(
@@ -489,6 +507,17 @@ export class Agent {
   }
 
   /** The hooks file, or none (with a message in the turn saying why) when it cannot be used. */
+  /** The organization's enabled plugins; what kept one from loading is said in the log, once. */
+  private async loadPlugins(policy: AgentPolicy): Promise<LoadedPlugins> {
+    const plugins = await this.plugins.load(policy).catch((error: Error) => ({ ...NO_PLUGINS, problems: [`plugins did not load: ${error.message}`] }));
+    for (const problem of plugins.problems) {
+      if (this.pluginProblems.has(problem)) continue;
+      this.pluginProblems.add(problem);
+      this.options.log(problem);
+    }
+    return plugins;
+  }
+
   private async loadHooks(work: Work): Promise<HooksConfig> {
     if (!this.options.hooksFile) return {};
     try {
@@ -867,6 +896,8 @@ interface TurnContext {
   mcpTools: McpTool[];
   /** The user's settings instructions and the project's AGENTS.md, read at the start of the turn. */
   memory: Memory;
+  /** The skills of the organization's plugins: listed in the system prompt, read with the Skill tool. */
+  skills: PluginSkill[];
   /** For the model client: the text of the answer as it arrives, streamed to the session's viewers (`message.delta`); best effort, never throws. */
   onText?: (delta: string) => void;
 }
@@ -1049,4 +1080,22 @@ function systemPrompt(workspace: string, memory: Memory): string {
       'answer with a short summary of what you did, without tool calls.',
     memory,
   );
+}
+
+/** The skills offered this turn, as the system prompt lists them (nothing when there are none). */
+function skillsPrompt(skills: readonly PluginSkill[]): string {
+  if (skills.length === 0) return '';
+  return (
+    '\n\n# Skills\nThese skills hold instructions for particular tasks. When a task matches one, load it with the Skill tool first and follow it.\n' +
+    skills.map((skill) => `- ${skill.name}: ${skill.description}`).join('\n')
+  );
+}
+
+/** The computer's hooks, then the plugins' hooks, for each event. */
+function withPluginHooks(own: HooksConfig, plugins: HooksConfig): HooksConfig {
+  const merged: HooksConfig = { ...own };
+  for (const [event, entries] of Object.entries(plugins) as Array<[HookEvent, NonNullable<HooksConfig[HookEvent]>]>) {
+    merged[event] = [...(merged[event] ?? []), ...entries];
+  }
+  return merged;
 }

@@ -5,6 +5,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { AgentPolicy } from '../../contract/agent-channel';
 import { Sandbox } from '../sandbox/sandbox';
+import { shellQuote } from '../tools/shell-syntax';
 import { ToolResult } from '../tools/tool';
 import { ListedTool, McpServerDefinition, McpTool, offeredTools, resultText, usableMcpServers } from './mcp-tools';
 
@@ -205,8 +206,4 @@ export class McpConnections {
     await connection.client.close().catch(() => undefined);
     await connection.cleanup().catch(() => undefined);
   }
-}
-
-function shellQuote(word: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }

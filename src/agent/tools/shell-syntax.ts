@@ -556,3 +556,8 @@ export function decodeAnsiC(value: string): string {
     return whole;
   });
 }
+
+/** `word` as one word of a POSIX shell command line: as it is when nothing in it is special, else single-quoted. */
+export function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}

@@ -9,11 +9,5 @@ export const NO_EFFECT_SETTINGS: Readonly<Record<string, string>> = {
   ideAutoConnect: 'the reference agent has no IDE integration.',
   'missionPolicy.restrictedAccess': 'this server has no missions.',
   'missionPolicy.allowedUserIds': 'this server has no missions.',
-  enabledPlugins: 'the reference agent has no plugin system yet.',
-  extraKnownMarketplaces: 'the reference agent has no plugin system yet.',
-  'strictKnownMarketplaces[].source': 'the reference agent has no plugin system yet.',
-  'strictKnownMarketplaces[].repo': 'the reference agent has no plugin system yet.',
-  'strictKnownMarketplaces[].ref': 'the reference agent has no plugin system yet.',
-  'strictKnownMarketplaces[].sha': 'the reference agent has no plugin system yet.',
   disableAutoUpdate: 'the reference agent is updated with the server’s package; it does not update itself.',
 };

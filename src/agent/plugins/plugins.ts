@@ -1,0 +1,203 @@
+import { readdir, readFile, realpath } from 'node:fs/promises';
+import { basename, join, sep } from 'node:path';
+import { load as loadYaml } from 'js-yaml';
+import type { AgentPolicy } from '../../contract/agent-channel';
+import { HookEvent, HooksConfig, parseHooks } from '../hooks/hooks-config';
+import { Marketplaces, marketplaceRule } from './marketplaces';
+
+/** A custom command of a plugin: a message `/name args` (or `/plugin:name args`) stands for its prompt. */
+export interface PluginCommand {
+  plugin: string;
+  name: string;
+  description: string;
+  prompt: string;
+}
+
+/** A skill of a plugin: its description is offered to the model, its instructions and files read on demand (the Skill tool). */
+export interface PluginSkill {
+  plugin: string;
+  name: string;
+  description: string;
+  /** The skill's folder (real path): the Skill tool reads only inside it. */
+  dir: string;
+}
+
+export interface LoadedPlugins {
+  /** `plugin@marketplace` of each plugin that loaded. */
+  loaded: string[];
+  commands: PluginCommand[];
+  skills: PluginSkill[];
+  /** The plugins' hooks, `${CLAUDE_PLUGIN_ROOT}` in their commands made the plugin's folder. */
+  hooks: HooksConfig;
+  /** Why an enabled plugin, or its marketplace, did not load: said in the agent's log. */
+  problems: string[];
+}
+
+export const NO_PLUGINS: LoadedPlugins = { loaded: [], commands: [], skills: [], hooks: {}, problems: [] };
+
+type PluginPolicy = Pick<AgentPolicy, 'enabledPlugins' | 'extraKnownMarketplaces' | 'strictKnownMarketplaces' | 'sandbox' | 'networkPolicy'>;
+
+/**
+ * The organization's plugins, in the format the ecosystem shares (Claude Code's): a marketplace is a git
+ * repository with `.claude-plugin/marketplace.json` listing plugins by folder; a plugin is a folder with
+ * `commands/*.md`, `skills/<name>/SKILL.md` and `hooks/hooks.json` (and `.claude-plugin/plugin.json`). An entry
+ * `plugin@marketplace: true` of `enabledPlugins` loads that plugin from the marketplace of that name in
+ * `extraKnownMarketplaces`; `strictKnownMarketplaces`, when not empty, refuses every marketplace it does not
+ * name and pins the others to its commit. Loaded again whenever those settings change.
+ */
+export class Plugins {
+  private readonly marketplaces: Marketplaces;
+  private cached: { key: string; plugins: Promise<LoadedPlugins> } | null = null;
+
+  constructor(stateDir: string) {
+    this.marketplaces = new Marketplaces(stateDir);
+  }
+
+  load(policy: PluginPolicy): Promise<LoadedPlugins> {
+    const key = JSON.stringify([policy.enabledPlugins, policy.extraKnownMarketplaces, policy.strictKnownMarketplaces]);
+    if (this.cached?.key !== key) {
+      const plugins = this.loadAll(policy);
+      this.cached = { key, plugins };
+      // Something that failed (a marketplace out of reach) is tried again at the next turn.
+      void plugins.then((loaded) => loaded.problems.length > 0 && this.cached?.plugins === plugins && (this.cached = null));
+    }
+    return this.cached.plugins;
+  }
+
+  private async loadAll(policy: PluginPolicy): Promise<LoadedPlugins> {
+    const result: LoadedPlugins = { loaded: [], commands: [], skills: [], hooks: {}, problems: [] };
+    const enabled = Object.entries(policy.enabledPlugins ?? {})
+      .filter(([, on]) => on === true)
+      .map(([id]) => id);
+    for (const id of enabled) {
+      const at = id.lastIndexOf('@');
+      const [plugin, marketplace] = at > 0 ? [id.slice(0, at), id.slice(at + 1)] : [id, ''];
+      try {
+        const known = policy.extraKnownMarketplaces?.[marketplace];
+        if (!known) throw new Error(`its marketplace "${marketplace}" is not in the organization's extraKnownMarketplaces`);
+        const rule = marketplaceRule(marketplace, known, policy.strictKnownMarketplaces ?? []);
+        if ('refusal' in rule) throw new Error(rule.refusal);
+        const checkout = await realpath(await this.marketplaces.checkout(known, rule, policy));
+        const root = await pluginFolder(checkout, plugin);
+        const loaded = await loadPlugin(plugin, root);
+        result.commands.push(...loaded.commands);
+        result.skills.push(...loaded.skills);
+        for (const [event, entries] of Object.entries(loaded.hooks) as Array<[HookEvent, NonNullable<HooksConfig[HookEvent]>]>) {
+          result.hooks[event] = [...(result.hooks[event] ?? []), ...entries];
+        }
+        result.loaded.push(id);
+      } catch (error) {
+        result.problems.push(`plugin ${id} did not load: ${(error as Error).message}`);
+      }
+    }
+    return result;
+  }
+}
+
+/** The folder of `plugin` as the marketplace's manifest lists it: a path inside the marketplace, never outside. */
+async function pluginFolder(checkout: string, plugin: string): Promise<string> {
+  const manifest = await readJson(join(checkout, '.claude-plugin', 'marketplace.json'), 'the marketplace has no readable .claude-plugin/marketplace.json');
+  const entries = Array.isArray(manifest.plugins) ? (manifest.plugins as Array<Record<string, unknown>>) : [];
+  const entry = entries.find((candidate) => candidate.name === plugin);
+  if (!entry) throw new Error(`the marketplace lists no plugin named "${plugin}"`);
+  if (typeof entry.source !== 'string') throw new Error('its source is not a folder of the marketplace (plugins from other repositories are not supported)');
+  const pluginRoot =
+    typeof (manifest.metadata as { pluginRoot?: unknown } | undefined)?.pluginRoot === 'string' ? (manifest.metadata as { pluginRoot: string }).pluginRoot : '';
+  const source =
+    entry.source.startsWith('./') || entry.source.startsWith('../') || entry.source.startsWith('/') ? entry.source : join(pluginRoot, entry.source);
+  return inside(checkout, join(checkout, source), `its source ${entry.source}`);
+}
+
+async function loadPlugin(plugin: string, root: string): Promise<Pick<LoadedPlugins, 'commands' | 'skills' | 'hooks'>> {
+  const commands: PluginCommand[] = [];
+  for (const file of await markdownFiles(join(root, 'commands'))) {
+    const { attributes, body } = frontmatter(await readFile(await inside(root, join(root, 'commands', file), file), 'utf8'));
+    commands.push({ plugin, name: basename(file, '.md'), description: stringOf(attributes.description) ?? '', prompt: body });
+  }
+  const skills: PluginSkill[] = [];
+  for (const folder of await folders(join(root, 'skills'))) {
+    const dir = await inside(root, join(root, 'skills', folder), `skills/${folder}`);
+    const text = await readFile(await inside(dir, join(dir, 'SKILL.md'), `skills/${folder}/SKILL.md`), 'utf8').catch(() => null);
+    if (text === null) continue;
+    const { attributes } = frontmatter(text);
+    const description = stringOf(attributes.description);
+    if (!description) throw new Error(`skills/${folder}/SKILL.md has no description in its front matter`);
+    skills.push({ plugin, name: stringOf(attributes.name) ?? folder, description, dir });
+  }
+  let hooks: HooksConfig = {};
+  const hooksText = await readFile(join(root, 'hooks', 'hooks.json'), 'utf8').catch(() => null);
+  if (hooksText !== null) {
+    await inside(root, join(root, 'hooks', 'hooks.json'), 'hooks/hooks.json');
+    const parsed = parseHooks(hooksText, `${plugin}: hooks/hooks.json`);
+    hooks = Object.fromEntries(
+      Object.entries(parsed).map(([event, entries]) => [
+        event,
+        (entries ?? []).map((entry) => ({
+          ...entry,
+          hooks: entry.hooks.map((hook) => ({ ...hook, command: hook.command.replace(/\$\{CLAUDE_PLUGIN_ROOT\}/g, root) })),
+        })),
+      ]),
+    );
+  }
+  return { commands, skills, hooks };
+}
+
+/**
+ * The message a command stands for: `/name args` (or `/plugin:name args`) becomes the command's prompt, with
+ * `$ARGUMENTS` the whole of args and `$1`..`$9` its words; a prompt that uses neither gets the args after it.
+ * Null when the message names no command.
+ */
+export function expandCommand(text: string, commands: readonly PluginCommand[]): string | null {
+  const match = /^\/([\w.-]+(?::[\w.-]+)?)(?:\s+([\s\S]*))?$/.exec(text.trim());
+  if (!match) return null;
+  const [, name, rest = ''] = match;
+  const command = commands.find((candidate) => candidate.name === name || `${candidate.plugin}:${candidate.name}` === name);
+  if (!command) return null;
+  const args = rest.trim();
+  const words = args.split(/\s+/).filter(Boolean);
+  const uses = /\$ARGUMENTS|\$[1-9]/.test(command.prompt);
+  const prompt = command.prompt.replace(/\$ARGUMENTS/g, args).replace(/\$([1-9])/g, (_, n: string) => words[Number(n) - 1] ?? '');
+  return uses || args === '' ? prompt.trim() : `${prompt.trim()}\n\nARGUMENTS: ${args}`;
+}
+
+/** `---` YAML front matter, then the body. */
+export function frontmatter(text: string): { attributes: Record<string, unknown>; body: string } {
+  const match = /^\uFEFF?---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/.exec(text);
+  if (!match) return { attributes: {}, body: text };
+  const parsed = loadYaml(match[1]);
+  return { attributes: parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {}, body: match[2] };
+}
+
+/** The real path of `path`, which must be inside `root` (real path): a link or a `..` that leads out is refused. */
+export async function inside(root: string, path: string, what: string): Promise<string> {
+  const real = await realpath(path).catch(() => {
+    throw new Error(`${what} does not exist`);
+  });
+  if (real !== root && !real.startsWith(root + sep)) throw new Error(`${what} leads outside its folder`);
+  return real;
+}
+
+async function markdownFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  return entries.filter((entry) => entry.name.endsWith('.md') && !entry.isDirectory()).map((entry) => entry.name);
+}
+
+async function folders(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  return entries.filter((entry) => entry.isDirectory() || entry.isSymbolicLink()).map((entry) => entry.name);
+}
+
+async function readJson(path: string, missing: string): Promise<Record<string, unknown>> {
+  const text = await readFile(path, 'utf8').catch(() => {
+    throw new Error(missing);
+  });
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    throw new Error(`${path.split(sep).slice(-2).join('/')} is not valid JSON`);
+  }
+}
+
+function stringOf(value: unknown): string | undefined {
+  return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
+}

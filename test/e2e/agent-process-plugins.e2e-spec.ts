@@ -1,0 +1,142 @@
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { agentProcessFixture, call, completion, Json, ScriptedModel } from '../utils/fixtures/agent-process';
+
+const FIXTURE = resolve(__dirname, '..', 'fixtures', 'plugins', 'team-marketplace');
+
+/** A git repository of the fixture marketplace (its files as a team would commit them), by file:// address, and its commit. */
+function marketplaceRepository(folders: string[], change?: (dir: string) => void): { url: string; sha: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'ap-marketplace-'));
+  folders.push(dir);
+  cpSync(FIXTURE, dir, { recursive: true });
+  change?.(dir);
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: dir, encoding: 'utf8' }).trim();
+  git('init', '-q', '-b', 'main');
+  git('add', '-A');
+  git('commit', '-qm', 'Marketplace');
+  return { url: pathToFileURL(dir).href, sha: git('rev-parse', 'HEAD') };
+}
+
+/**
+ * Plugins from a marketplace, as the organization's enabledPlugins, extraKnownMarketplaces and
+ * strictKnownMarketplaces say: the real agent process fetches the marketplace with git and loads the plugin's
+ * custom commands, skills and hooks, written in the format the ecosystem shares (test/fixtures/plugins).
+ */
+describe('The agent process with plugins', () => {
+  const fixture = agentProcessFixture();
+  const { computerWithAgent, say, setControls, untilIdle, messages, folders } = fixture;
+
+  /** A model that loads the skill, tries a file outside it, and answers; it records what it was offered. */
+  const skilful = () =>
+    new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      const offered = ((request.tools as Json[] | undefined) ?? []).map((tool) => (tool.function as Json).name);
+      if (last.role === 'user' && offered.includes('Skill')) {
+        return completion({
+          tool_calls: [
+            call('call_1', 'Skill', { skill: 'changelog' }),
+            call('call_2', 'Skill', { skill: 'changelog', file: 'template.md' }),
+            call('call_3', 'Skill', { skill: 'changelog', file: '../'.repeat(20) + 'etc/passwd' }),
+          ],
+        });
+      }
+      return completion({ content: 'Done.' });
+    });
+
+  it('loads an enabled plugin: its command expands, its skill is offered and read within its folder, its hook runs', async () => {
+    const model = skilful();
+    const modelUrl = await model.start();
+    try {
+      const { url } = marketplaceRepository(folders);
+      const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      await setControls({ extraKnownMarketplaces: { team: { source: 'git', repo: url } }, enabledPlugins: { 'review@team': true } });
+      const sessionId = await say(computerId, '/review src/app.ts error handling');
+      await untilIdle(sessionId, output);
+
+      const first = model.requests[0];
+      const prompt = (first.messages as Json[]).at(-1)!;
+      expect(prompt).toMatchObject({
+        role: 'user',
+        content:
+          'Review the file src/app.ts as a senior engineer would. Focus on: src/app.ts error handling.\nList each problem with its line, then suggest a fix.',
+      });
+      expect(String((first.messages as Json[])[0].content)).toContain(
+        "- changelog: Writes a CHANGELOG entry in the team's format. Use when asked to record a change.",
+      );
+      const results = (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
+      expect(results[0]).toMatchObject({ isError: false, content: expect.stringMatching(/^# Writing a changelog entry[\s\S]*its files: template\.md\]$/) });
+      expect(results[1]).toMatchObject({ isError: false, content: '## [version] - date\n### Added\n- ...\n' });
+      expect(results[2]).toMatchObject({
+        isError: true,
+        content: expect.stringContaining("leads outside its folder: a skill's files are read only inside its folder"),
+      });
+      expect(JSON.stringify(results)).not.toContain('root:');
+      // The plugin's UserPromptSubmit hook ran from the plugin's folder, and saw the prompt the model got.
+      expect(readFileSync(join(workspace, 'prompts.log'), 'utf8')).toContain('Review the file src/app.ts');
+
+      // Off in enabledPlugins: nothing of it loads (the message reaches the model as it was typed).
+      await setControls({ enabledPlugins: { 'review@team': false } });
+      const plain = await say(computerId, '/review src/app.ts');
+      await untilIdle(plain, output);
+      expect((model.requests.at(-1)!.messages as Json[]).at(-1)).toMatchObject({ role: 'user', content: '/review src/app.ts' });
+      expect(((model.requests.at(-1)!.tools as Json[]) ?? []).map((tool) => (tool.function as Json).name)).not.toContain('Skill');
+    } finally {
+      await model.stop();
+    }
+  });
+
+  it('under strictKnownMarketplaces, loads a plugin only from a marketplace the list names, at the commit it pins', async () => {
+    const model = new ScriptedModel(() => completion({ content: 'Done.' }));
+    const modelUrl = await model.start();
+    try {
+      const { url, sha } = marketplaceRepository(folders);
+      const other = marketplaceRepository(folders);
+      const { computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const typed = async () => {
+        const sessionId = await say(computerId, '/summarize');
+        await untilIdle(sessionId, output);
+        return ((model.requests.at(-1)!.messages as Json[]).at(-1) as Json).content;
+      };
+      const expanded = 'Summarize what changed in this repository since the last tag, in five bullet points.';
+      await setControls({
+        extraKnownMarketplaces: { team: { source: 'git', repo: url } },
+        enabledPlugins: { 'review@team': true },
+        strictKnownMarketplaces: [{ source: 'git', repo: other.url, ref: 'main', sha: other.sha }],
+      });
+      expect(await typed()).toBe('/summarize');
+      expect(output()).toContain(`plugin review@team did not load: marketplace "team" (git ${url}) is not among the organization's strictKnownMarketplaces`);
+
+      // Named, but pinned to a commit the repository does not have: refused too.
+      const missing = 'f'.repeat(40);
+      await setControls({ strictKnownMarketplaces: [{ source: 'git', repo: url, ref: 'main', sha: missing }] });
+      expect(await typed()).toBe('/summarize');
+
+      await setControls({ strictKnownMarketplaces: [{ source: 'git', repo: `${url}/`, ref: 'main', sha }] });
+      expect(await typed()).toBe(expanded);
+    } finally {
+      await model.stop();
+    }
+  });
+
+  it('refuses a plugin whose folder, or whose skill, leads outside the marketplace', async () => {
+    const model = new ScriptedModel(() => completion({ content: 'Done.' }));
+    const modelUrl = await model.start();
+    try {
+      // A skill folder that is a link to the computer's /etc: committed as a link, it must not become a skill.
+      const { url } = marketplaceRepository(folders, (dir) => symlinkSync('/etc', join(dir, 'plugins', 'review', 'skills', 'system')));
+      const { computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      await setControls({ extraKnownMarketplaces: { team: { source: 'git', repo: url } }, enabledPlugins: { 'escape@team': true, 'review@team': true } });
+      const sessionId = await say(computerId, '/summarize');
+      await untilIdle(sessionId, output);
+      expect(output()).toContain('plugin escape@team did not load: its source ../../.. leads outside its folder');
+      expect(output()).toContain('plugin review@team did not load: skills/system leads outside its folder');
+      expect((model.requests.at(-1)!.messages as Json[]).at(-1)).toMatchObject({ content: '/summarize' });
+    } finally {
+      await model.stop();
+    }
+  });
+});
