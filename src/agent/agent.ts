@@ -9,7 +9,7 @@ import { modelRefusal } from '../contract/model-policy';
 import { ChatMessage, ModelAnswer, ModelApi, modelClient, ModelError, ToolCall, ToolSpec } from './models';
 import { DeltaPublisher } from './delta-publisher';
 import { loadMemory, Memory, withMemory } from './memory';
-import { ChannelRefusal, DeltaRefused, PlatformClient } from './platform-client';
+import { AgentChannel, ChannelRefusal, DeltaRefused } from './platform-client';
 import { AllowedIps } from './sandbox/network-policy';
 import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
 import { ApprovalRules, approvalNeeded, callSummary } from './tools/approval';
@@ -46,7 +46,7 @@ const INTERRUPTED = Symbol('interrupted');
 const INTERRUPTED_NOTE = 'Interrupted by a user: the agent stopped here (its model call and any command it was running). Send a message to continue.';
 
 export interface AgentOptions {
-  client: PlatformClient;
+  client: AgentChannel;
   /** The user-level hooks file (read again at every turn, so edits apply without a restart). */
   hooksFile?: string;
   /** Where transcripts are written for hooks (`transcript_path`). */

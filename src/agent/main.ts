@@ -3,11 +3,18 @@ import { homedir, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Agent } from './agent';
-import { modelClient } from './models';
+import { exec, OUTPUT_FORMATS, OutputFormat } from './headless';
+import { ModelApi, modelClient } from './models';
 import { PlatformClient } from './platform-client';
 
 const USAGE = `Usage: agent-platform-agent --url <base_url> [--token-file <path>] [--computer <id>] [--workspace <dir>] [--hooks <file>]
+       agent-platform-agent exec [--output text|json|stream-json] [--url <base_url> [--token-file <path>] | --settings <file>] [--workspace <dir>] [--hooks <file>] "<task>"
        (or: npm run agent -- <the same options>)
+
+exec runs one task headless and exits: 0 when the model answered, 1 when the run failed or was refused. With --url
+(and the agent token) the organization's policy applies and, while its cloudSessionSync is on, the run is recorded as a
+session of the computer; without, --settings names a JSON file of agent policy fields laid over the open defaults.
+The task may be - to read it from standard input.
 
 The agent token comes from AGENT_TOKEN, or from a file: --token-file <path> or AGENT_TOKEN_FILE (its content, trimmed).
 Never from the command line, which every user of the machine can read (ps).
@@ -26,6 +33,10 @@ takes work and answers each turn with how to configure one. See docs/agents.md.`
 const STOP_GRACE_MS = 15_000;
 
 function main(): void {
+  if (process.argv[2] === 'exec') {
+    execMain(process.argv.slice(3));
+    return;
+  }
   // Before parsing: `--token` with or without its value is refused with the reason, not as an unknown option.
   if (process.argv.slice(2).some((arg) => arg === '--token' || arg.startsWith('--token='))) {
     console.error(
@@ -67,16 +78,7 @@ function main(): void {
   const workspace = resolve(values.workspace ?? env.AGENT_WORKSPACE ?? process.cwd());
   mkdirSync(workspace, { recursive: true });
   const log = (line: string) => console.log(`[agent ${new Date().toISOString()}] ${line}`);
-  const maxOutputTokens = Number(env.AGENT_MODEL_MAX_OUTPUT_TOKENS ?? 0) || undefined;
-  const provider = env.AGENT_MODEL_PROVIDER || 'generic-chat-completion-api';
-  if (provider !== 'generic-chat-completion-api' && provider !== 'anthropic') {
-    console.error(`AGENT_MODEL_PROVIDER must be generic-chat-completion-api (the default) or anthropic, not "${provider}".\n\n${USAGE}`);
-    process.exit(64);
-  }
-  const model =
-    env.AGENT_MODEL_BASE_URL && env.AGENT_MODEL
-      ? modelClient(provider, { baseUrl: env.AGENT_MODEL_BASE_URL, model: env.AGENT_MODEL, apiKey: env.AGENT_MODEL_API_KEY || undefined, maxOutputTokens })
-      : null;
+  const model = ownModel();
   if (!model) log("no model of its own (AGENT_MODEL_BASE_URL, AGENT_MODEL): it uses the organization's custom models through the server, if any");
   const stateDir = resolve(env.AGENT_STATE_DIR ?? join(homedir(), '.agent-platform'));
   const hooksFile = resolve(values.hooks ?? env.AGENT_HOOKS_FILE ?? join(homedir(), '.agent-platform', 'settings.json'));
@@ -107,6 +109,92 @@ function main(): void {
     () => process.exit(0),
     (error: Error) => {
       console.error(`The agent stopped: ${error.message}`);
+      process.exit(1);
+    },
+  );
+}
+
+/** The agent's own model, from AGENT_MODEL_* (null without one); a bad AGENT_MODEL_PROVIDER exits 64. */
+function ownModel(): ModelApi | null {
+  const env = process.env;
+  const maxOutputTokens = Number(env.AGENT_MODEL_MAX_OUTPUT_TOKENS ?? 0) || undefined;
+  const provider = env.AGENT_MODEL_PROVIDER || 'generic-chat-completion-api';
+  if (provider !== 'generic-chat-completion-api' && provider !== 'anthropic') {
+    console.error(`AGENT_MODEL_PROVIDER must be generic-chat-completion-api (the default) or anthropic, not "${provider}".\n\n${USAGE}`);
+    process.exit(64);
+  }
+  return env.AGENT_MODEL_BASE_URL && env.AGENT_MODEL
+    ? modelClient(provider, { baseUrl: env.AGENT_MODEL_BASE_URL, model: env.AGENT_MODEL, apiKey: env.AGENT_MODEL_API_KEY || undefined, maxOutputTokens })
+    : null;
+}
+
+/** `exec "<task>"`: one task, headless (headless.ts); the process exits with the run's code. */
+function execMain(argv: string[]): void {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        url: { type: 'string' },
+        'token-file': { type: 'string' },
+        workspace: { type: 'string' },
+        hooks: { type: 'string' },
+        settings: { type: 'string' },
+        output: { type: 'string', default: 'text' },
+      },
+      strict: true,
+    });
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${USAGE}`);
+    process.exit(64);
+  }
+  const { values, positionals } = parsed;
+  const env = process.env;
+  const output = values.output as OutputFormat;
+  if (!OUTPUT_FORMATS.includes(output)) {
+    console.error(`--output must be one of ${OUTPUT_FORMATS.join(', ')}, not "${values.output}".\n\n${USAGE}`);
+    process.exit(64);
+  }
+  if (positionals.length !== 1) {
+    console.error(`exec takes one task (quote it; - reads it from standard input).\n\n${USAGE}`);
+    process.exit(64);
+  }
+  const url = values.url ?? env.AGENT_URL;
+  const token = url ? tokenFrom(values['token-file'] ?? env.AGENT_TOKEN_FILE, env.AGENT_TOKEN) : undefined;
+  if (url && !token) {
+    console.error(`The agent token (AGENT_TOKEN, --token-file or AGENT_TOKEN_FILE) is required with --url.\n\n${USAGE}`);
+    process.exit(64);
+  }
+  if (url && values.settings) {
+    console.error(`--settings is for runs without a server: with --url, the organization's policy applies.\n\n${USAGE}`);
+    process.exit(64);
+  }
+  const task = positionals[0] === '-' ? readFileSync(0, 'utf8') : positionals[0];
+  if (task.trim() === '') {
+    console.error('The task is empty.');
+    process.exit(64);
+  }
+  const workspace = resolve(values.workspace ?? env.AGENT_WORKSPACE ?? process.cwd());
+  mkdirSync(workspace, { recursive: true });
+  // Progress on standard error, the run on standard output: a script reads one without the other.
+  const log = (line: string) => process.stderr.write(`[agent ${new Date().toISOString()}] ${line}\n`);
+  exec({
+    task,
+    output,
+    server: url && token ? { url: url.replace(/\/+$/, ''), token, preferredModel: env.AGENT_MODEL || undefined } : undefined,
+    settingsFile: values.settings,
+    model: ownModel(),
+    workspace,
+    hooksFile: resolve(values.hooks ?? env.AGENT_HOOKS_FILE ?? join(homedir(), '.agent-platform', 'settings.json')),
+    stateDir: resolve(env.AGENT_STATE_DIR ?? join(homedir(), '.agent-platform')),
+    contextChars: Number(env.AGENT_CONTEXT_CHARS ?? 0) || undefined,
+    log,
+    write: (text) => process.stdout.write(text),
+  }).then(
+    (code) => process.exit(code),
+    (error: Error) => {
+      console.error(`The run failed: ${error.message}`);
       process.exit(1);
     },
   );

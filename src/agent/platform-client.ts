@@ -28,6 +28,8 @@ import type {
   UsageReport,
   Work,
   ExistingSessionsAnswer,
+  StartedSession,
+  StartSessionRequest,
   ExistingSessionsRequest,
 } from '../contract/agent-channel';
 
@@ -73,6 +75,24 @@ const DELTA_TIMEOUT_MS = 5_000;
  * The agent channel over HTTP. Every write carries an Idempotency-Key kept across its retries, so a
  * request whose answer was lost (network error, server restart) is retried without being done twice.
  */
+/** What the agent needs of the agent channel: the server's (PlatformClient), or a run's own (headless.ts). */
+export type AgentChannel = Pick<
+  PlatformClient,
+  | 'connect'
+  | 'policy'
+  | 'cloudModelAccess'
+  | 'claim'
+  | 'existingSessions'
+  | 'conversation'
+  | 'append'
+  | 'usage'
+  | 'heartbeat'
+  | 'delta'
+  | 'requestApproval'
+  | 'awaitApproval'
+  | 'endTurn'
+>;
+
 export class PlatformClient {
   private readonly retryWindowMs: number;
 
@@ -103,6 +123,11 @@ export class PlatformClient {
       cursor = page.nextCursor;
     }
     return work;
+  }
+
+  /** Records a run this agent starts itself as a session of its computer; a ChannelRefusal `cloud_session_sync_off` when the organization keeps such runs off the server. */
+  startSession(body: StartSessionRequest): Promise<StartedSession> {
+    return this.post<StartedSession>('/api/v0/agent/sessions', body);
   }
 
   /** Which of these sessions (at most 100) still exist, for the caller. */

@@ -20,6 +20,7 @@ type Connect = paths['/api/v0/agent/connect']['post'];
 type Policy = paths['/api/v0/agent/policy']['get'];
 type Claim = paths['/api/v0/agent/claims']['post'];
 type Existing = paths['/api/v0/agent/sessions/existing']['post'];
+type StartSession = paths['/api/v0/agent/sessions']['post'];
 type Conversation = paths['/api/v0/agent/sessions/{sessionId}/messages']['get'];
 type Append = paths['/api/v0/agent/sessions/{sessionId}/messages']['post'];
 type Usage = paths['/api/v0/agent/sessions/{sessionId}/usage']['post'];
@@ -37,6 +38,9 @@ export type AgentPolicy = AnswerOf<Policy, 200>;
 
 export type ClaimRequest = RequestOf<Claim>;
 export type ExistingSessionsRequest = RequestOf<Existing>;
+/** A run the agent starts itself, recorded as a session (`exec`). */
+export type StartSessionRequest = RequestOf<StartSession>;
+export type StartedSession = AnswerOf<StartSession, 201>;
 export type ExistingSessionsAnswer = AnswerOf<Existing, 200>;
 export type ClaimAnswer = AnswerOf<Claim, 200>;
 /** A turn to work on: its session, the user messages it answers, and the lease to renew. */

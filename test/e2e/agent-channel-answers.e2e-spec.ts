@@ -103,6 +103,10 @@ describe('Agent channel answers, against the contract the agent is typed with', 
     expect((await client.awaitApproval(sessionId, asked.approvalId, work.turnId, 0)).status).toBe('allowed');
     await client.endTurn(sessionId, work.turnId, 1234);
     expect(await client.existingSessions([sessionId, randomUUID()])).toEqual([sessionId]);
+    // A run the agent starts itself (exec): its session, with its turn already the agent's.
+    const run = await client.startSession({ text: 'Run the tests', sessionSettings: { autonomyMode: 'unattended' } });
+    expect(run.work.sessionId).toBe(run.session.sessionId);
+    await client.endTurn(run.session.sessionId, run.work.turnId, 10);
     expect(await client.claim(0)).toBeNull();
     // A computer's agent no longer sees a session whose turn it ended.
     const refused = await client.heartbeat(sessionId, work.turnId).catch((error: unknown) => error);

@@ -54,4 +54,8 @@ export class EnterpriseSessionRules extends SessionRules {
   retentionPolicies(): ReturnType<SessionRules['retentionPolicies']> {
     return this.controls.retentionPolicies();
   }
+
+  async cloudSessionSync(organizationId: string): Promise<boolean> {
+    return (await this.controls.inForce(organizationId)).settings.cloudSessionSync;
+  }
 }

@@ -5,6 +5,7 @@ import {
   ApiBadRequestResponse,
   ApiBody,
   ApiConflictResponse,
+  ApiCreatedResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
@@ -23,6 +24,7 @@ import { AgentWorkService } from './agent-work.service';
 import { TurnDeltas } from './turn-deltas.service';
 import { WorkClaims } from './work-claims.service';
 import { SessionsService } from './sessions.service';
+import { HeadlessSessions, StartedRun } from './headless-sessions.service';
 import { MessageView, SessionView } from './domain/views';
 import { TurnConversationQuery } from './schemas/session-queries';
 import { sessionSchemas } from './schemas/session.schemas';
@@ -50,6 +52,7 @@ export class AgentController {
     private readonly work: AgentWorkService,
     private readonly deltas: TurnDeltas,
     private readonly sessions: SessionsService,
+    private readonly headless: HeadlessSessions,
   ) {}
 
   @Post('claims')
@@ -91,6 +94,32 @@ export class AgentController {
       if (!reply.raw.writableEnded) abandoned.abort();
     });
     return respond(reply, await this.claims.claim(principal, body, idempotent, abandoned.signal));
+  }
+
+  @Post('sessions')
+  @ApiIdempotencyKey()
+  @ApiOperation({
+    summary: 'Start a session of an agent run (added)',
+    description:
+      "How an agent records a run it starts on its own computer (the reference agent's `exec`): a session of the computer's owner, routed to the computer, " +
+      'with `text` as its first message, and its turn taken by the caller at once, in one transaction, so no other agent of the computer can take it: ' +
+      "`work` is what a claim would answer. Only a computer's agent token may call it (403 `agent_token_required`); while the organization's " +
+      '`cloudSessionSync` is off it is 403 `cloud_session_sync_off`, and the agent runs without recording. The session settings are checked as on ' +
+      '`POST /api/v0/sessions` (403 naming the model rule).',
+  })
+  @ApiBody({ schema: ref('AgentSessionBody') })
+  @ApiCreatedResponse({ schema: ref('AgentRunStarted') })
+  @ApiForbiddenResponse({
+    description: '`agent_token_required`, `cloud_session_sync_off`, `computer_work_disabled`, or a model the policy refuses.',
+    schema: V0_ERROR,
+  })
+  async startSession(
+    @CurrentPrincipal() principal: Principal,
+    @Body(sessionSchemas.pipe('AgentSessionBody')) body: ApiSchema<'AgentSessionBody'>,
+    @IdempotencyKey() idempotent: IdempotentRequest | undefined,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<StartedRun> {
+    return respond(reply, await this.headless.start(principal, body, idempotent));
   }
 
   @Post('sessions/existing')

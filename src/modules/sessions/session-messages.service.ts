@@ -124,7 +124,7 @@ export class SessionMessages {
 }
 
 /** The user message's content blocks, after checking what the schema cannot: blank text, base64, media types. */
-function userContent(input: AddMessageInput): ContentBlock[] {
+export function userContent(input: AddMessageInput): ContentBlock[] {
   const errors = [];
   if (input.text.trim().length === 0) errors.push({ field: 'text', message: 'must contain a non-blank character' });
   (input.images ?? []).forEach((image, i) => {

@@ -13,6 +13,7 @@ import { SessionPolicy } from './ports/session-policy';
 import { SessionsController } from './sessions.controller';
 import { SessionsRepository } from './sessions.repository';
 import { SessionReader } from './session-reader';
+import { HeadlessSessions } from './headless-sessions.service';
 import { SessionsService } from './sessions.service';
 import { SessionAccess } from './session-access.service';
 import { SessionMessages } from './session-messages.service';
@@ -52,6 +53,7 @@ import { ToolApprovalWaits } from './tool-approval-waits.service';
     ToolApprovalWaits,
     TurnSweepJob,
     SessionRetentionJob,
+    HeadlessSessions,
   ],
   exports: [SessionsService, SessionMessages, ServerLogs, SessionReader, AgentWorkService, WorkClaims, HistoryImportService],
 })

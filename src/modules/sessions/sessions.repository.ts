@@ -979,6 +979,8 @@ export interface WorkFilter {
   organizationId: string;
   computerId: string | null;
   ownerId?: string;
+  /** Only this session's work (a run an agent starts itself takes its own turn). */
+  sessionId?: string;
 }
 
 function workCondition(filter: WorkFilter): { common: string; params: unknown[] } {
@@ -993,6 +995,10 @@ function workCondition(filter: WorkFilter): { common: string; params: unknown[] 
   if (filter.ownerId) {
     params.push(filter.ownerId);
     where.push(`s.owner_id = $${params.length}`);
+  }
+  if (filter.sessionId) {
+    params.push(filter.sessionId);
+    where.push(`s.id = $${params.length}`);
   }
   return { common: where.join(' AND '), params };
 }

@@ -1,5 +1,6 @@
 import type { ApiSchema } from '../../platform/http/api-schema';
 import { Injectable } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
 import { eventActorOf, Principal } from '../auth';
 import { EventLog } from '../../platform/events';
 import { isUuid, newId } from '../../platform/database/ids';
@@ -31,6 +32,20 @@ export class SessionsService {
   ) {}
 
   async create(principal: Principal, input: CreateSessionInput, idempotent?: IdempotentRequest): Promise<IdempotentResult<SessionView>> {
+    const session = await this.prepare(principal, input);
+    return this.idempotency.run(
+      principal,
+      idempotent,
+      async (manager) => {
+        await this.insert(manager, principal, session);
+        return toSessionView(session);
+      },
+      201,
+    );
+  }
+
+  /** A new session of the caller's, checked (its computer, its models) and not stored yet: `insert` stores it. */
+  async prepare(principal: Principal, input: CreateSessionInput): Promise<SessionEntity> {
     if (input.computerId !== undefined) await this.access.requireComputer(principal, input.computerId);
     const defaults = await this.policy.defaults(principal.organizationId);
     const settings: StoredSessionSettings = { ...withoutServerMaintained(defaults), ...input.sessionSettings };
@@ -58,22 +73,19 @@ export class SessionsService {
       updatedAt: now,
       completedAt: null,
     });
-    return this.idempotency.run(
-      principal,
-      idempotent,
-      async (manager) => {
-        await this.repository.insertSession(manager, session);
-        this.events.raise(manager, {
-          type: 'session.created',
-          organizationId: session.organizationId,
-          sessionId: session.id,
-          actor: eventActorOf(principal),
-          data: { sessionId: session.id, ownerId: session.ownerId, computerId: session.computerId, title: session.title },
-        });
-        return toSessionView(session);
-      },
-      201,
-    );
+    return session;
+  }
+
+  /** Stores a prepared session, with its `session.created` event, in the caller's transaction. */
+  async insert(manager: EntityManager, principal: Principal, session: SessionEntity): Promise<void> {
+    await this.repository.insertSession(manager, session);
+    this.events.raise(manager, {
+      type: 'session.created',
+      organizationId: session.organizationId,
+      sessionId: session.id,
+      actor: eventActorOf(principal),
+      data: { sessionId: session.id, ownerId: session.ownerId, computerId: session.computerId, title: session.title },
+    });
   }
 
   async get(principal: Principal, sessionId: string, computerId?: string): Promise<SessionView> {

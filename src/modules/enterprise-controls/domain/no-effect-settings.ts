@@ -4,7 +4,6 @@
  * and the agent policy says which are set. A setting leaves this list when something acts on it.
  */
 export const NO_EFFECT_SETTINGS: Readonly<Record<string, string>> = {
-  cloudSessionSync: 'sessions live on this server only; there is no other place to sync them to.',
   wikiCloudSync: 'this server has no wiki.',
   ideAutoConnect: 'the reference agent has no IDE integration.',
   'missionPolicy.restrictedAccess': 'this server has no missions.',

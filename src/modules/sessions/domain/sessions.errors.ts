@@ -16,6 +16,8 @@ export enum SessionsErrorCode {
   ToolApprovalNotPending = 'tool_approval_not_pending',
   SessionArchived = 'session_archived',
   ComputerWorkDisabled = 'computer_work_disabled',
+  CloudSessionSyncOff = 'cloud_session_sync_off',
+  NotAnAgent = 'agent_token_required',
 }
 
 export class SessionsError extends DomainError<SessionsErrorCode> {
@@ -29,6 +31,8 @@ export class SessionsError extends DomainError<SessionsErrorCode> {
       case SessionsErrorCode.ReadOnlyRole:
       case SessionsErrorCode.ModelNotAllowed:
       case SessionsErrorCode.ComputerWorkDisabled:
+      case SessionsErrorCode.CloudSessionSyncOff:
+      case SessionsErrorCode.NotAnAgent:
         return ErrorKind.Forbidden;
       case SessionsErrorCode.TurnNotActive:
       case SessionsErrorCode.NoRunningTurn:

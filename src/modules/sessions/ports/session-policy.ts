@@ -19,6 +19,8 @@ export abstract class SessionRules {
   abstract toolApproval(organizationId: string): Promise<ToolApprovalRules | undefined>;
   /** Every organization that keeps its sessions a limited time, and for how many days of inactivity. */
   abstract retentionPolicies(): Promise<Array<{ organizationId: string; days: number }>>;
+  /** Whether the runs agents start on their own computers (headless runs) are recorded as sessions here (`cloudSessionSync`). */
+  abstract cloudSessionSync(organizationId: string): Promise<boolean>;
 }
 
 /** How Sessions applies the controls' rules on sessions. */
@@ -32,6 +34,10 @@ export class SessionPolicy {
 
   restrictsModels(principal: Principal): Promise<boolean> {
     return this.rules.restrictsModels(principal);
+  }
+
+  cloudSessionSync(organizationId: string): Promise<boolean> {
+    return this.rules.cloudSessionSync(organizationId);
   }
 
   toolApproval(organizationId: string): Promise<ToolApprovalRules | undefined> {

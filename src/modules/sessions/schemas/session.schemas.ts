@@ -282,6 +282,30 @@ function nullable(fields: Record<string, SchemaObject>): Record<string, SchemaOb
 const tokenUsageFields = [...TOKEN_USAGE_FIELDS];
 const tokenCount: SchemaObject = { type: 'integer', minimum: 0, maximum: 1_000_000_000_000 };
 
+/** A turn to work on, as a claim hands it out. */
+const WORK: SchemaObject = {
+  type: 'object',
+  required: ['turnId', 'sessionId', 'leaseExpiresAt', 'session', 'messages', 'messagesCursor'],
+  properties: {
+    turnId: { type: 'string' },
+    sessionId: { type: 'string' },
+    leaseExpiresAt: { type: 'integer', description: 'Unix ms.' },
+    session: ref('Session'),
+    messages: {
+      type: 'array',
+      items: ref('Message'),
+      description: 'The user messages this turn answers, in order, as many as fit in `MESSAGE_PAGE_MAX_BYTES` (the first always comes).',
+    },
+    messagesCursor: {
+      type: 'string',
+      nullable: true,
+      description:
+        "Null when `messages` holds all of the turn's user messages. Otherwise read on from this cursor with " +
+        "`GET /api/v0/agent/sessions/{sessionId}/messages` and take its `user` messages: they are the rest of the turn's.",
+    },
+  },
+};
+
 export const sessionSchemas = new SchemaRegistry('sessions').add({
   ...contentBlocks,
   ...SESSION_QUERIES,
@@ -411,6 +435,11 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
     computerId: str("Take work routed to this computer. Omitted: the organization's unrouted work."),
     waitMs: { type: 'integer', minimum: 0, maximum: 30_000, description: 'Wait up to this long for work when there is none (long poll). Default 0.' },
   }),
+  AgentSessionBody: closed(['text'], {
+    text: str('The task: the first message of the session.', { minLength: 1, maxLength: ATTACHMENT_LIMITS.textChars, pattern: '\\S' }),
+    title: str('Must contain a non-blank character.', { minLength: 1, maxLength: 500, pattern: '\\S' }),
+    sessionSettings: closed([], sessionSettingsFields, 'Settings for the session, as on `POST /api/v0/sessions`.'),
+  }),
   ExistingSessionsBody: closed(['sessionIds'], {
     sessionIds: { type: 'array', maxItems: 100, items: { type: 'string', format: 'uuid' }, description: 'Session ids to look up; at most 100.' },
   }),
@@ -498,31 +527,13 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
     type: 'object',
     required: ['work'],
     properties: {
-      work: {
-        type: 'object',
-        nullable: true,
-        required: ['turnId', 'sessionId', 'leaseExpiresAt', 'session', 'messages', 'messagesCursor'],
-        properties: {
-          turnId: { type: 'string' },
-          sessionId: { type: 'string' },
-          leaseExpiresAt: { type: 'integer', description: 'Unix ms.' },
-          session: ref('Session'),
-          messages: {
-            type: 'array',
-            items: ref('Message'),
-            description: 'The user messages this turn answers, in order, as many as fit in `MESSAGE_PAGE_MAX_BYTES` (the first always comes).',
-          },
-          messagesCursor: {
-            type: 'string',
-            nullable: true,
-            description:
-              "Null when `messages` holds all of the turn's user messages. Otherwise read on from this cursor with " +
-              "`GET /api/v0/agent/sessions/{sessionId}/messages` and take its `user` messages: they are the rest of the turn's.",
-          },
-        },
-      },
+      work: { ...WORK, nullable: true },
     },
   },
+  AgentRunStarted: closed(['session', 'work'], {
+    session: ref('Session'),
+    work: { ...WORK, description: 'The turn of the run, taken by the caller: as a claim answers it.' },
+  }),
   HeartbeatResponse: closed(['leaseExpiresAt', 'interrupted'], {
     leaseExpiresAt: { type: 'integer', description: 'Unix ms.' },
     interrupted: {
