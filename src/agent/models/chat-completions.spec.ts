@@ -185,6 +185,22 @@ describe('ChatCompletionsClient against a scripted vendor', () => {
     expect(error).toMatchObject({ status: 400, attempts: 1, retryable: false });
   });
 
+  it('works with a vendor that refuses stream_options: asked again without it, and not asked it again', async () => {
+    vendor.script((request, res) =>
+      'stream_options' in JSON.parse(request.body)
+        ? json(res, 400, { error: { message: 'Unrecognized request argument supplied: stream_options' } })
+        : sse(res, [delta({ content: 'ok' }, 'stop'), '[DONE]']),
+    );
+    const strict = client();
+    expect((await strict.complete(conversation, [])).text).toBe('ok');
+    expect((await strict.complete(conversation, [])).text).toBe('ok');
+    expect(vendor.requests.map((request) => 'stream_options' in JSON.parse(request.body))).toEqual([true, false, false]);
+    // Another 400 is not taken for that one.
+    vendor.script((_, res) => json(res, 400, { error: { message: 'bad tools' } }));
+    await expect(client().complete(conversation, [])).rejects.toMatchObject({ status: 400 });
+    expect(vendor.requests).toHaveLength(4);
+  });
+
   it('does not retry once the turn is aborted, during the wait or the call', async () => {
     vendor.script((_, res) => json(res, 429, {}, { 'retry-after': '30' }));
     const waiting = new AbortController();

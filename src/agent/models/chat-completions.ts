@@ -18,6 +18,8 @@ import { DEFAULT_RETRY, RetryPolicy, withRetries } from './retry';
 export class ChatCompletionsClient implements ModelApi {
   readonly provider = 'generic-chat-completion-api';
   private readonly retry: RetryPolicy;
+  /** Whether to ask for usage in the stream (`stream_options`); off once the vendor refused the field. */
+  private streamOptions = true;
 
   constructor(
     readonly config: ModelConfig,
@@ -47,19 +49,35 @@ export class ChatCompletionsClient implements ModelApi {
       ...(maxOutputTokens ? { max_tokens: maxOutputTokens } : {}),
       ...(effort ? { reasoning_effort: effort } : {}),
       stream: true,
-      stream_options: { include_usage: true },
+      ...(this.streamOptions ? { stream_options: { include_usage: true } } : {}),
     };
     const headers = { ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}), ...extraHeaders };
     const url = endpoint(this.config.baseUrl, '/chat/completions');
     return withRetries(
       async () => {
-        const res = await postModel(url, headers, body, options.signal, this.config.auth);
+        let res;
+        try {
+          res = await postModel(url, headers, body, options.signal, this.config.auth);
+        } catch (error) {
+          // A vendor that does not know stream_options (it rejects the field with a 400 or 422 naming it): asked again without it,
+          // from now on. Its answers then carry no usage, or give it in their last chunk all the same.
+          if (!this.streamOptions || !refusesStreamOptions(error)) throw error;
+          this.streamOptions = false;
+          const plain: Record<string, unknown> = { ...body };
+          delete plain.stream_options;
+          res = await postModel(url, headers, plain, options.signal, this.config.auth);
+        }
         return isEventStream(res) ? streamed(res, options) : whole(await jsonBody<ChatCompletion>(res), res);
       },
       this.retry,
       options,
     );
   }
+}
+
+/** Whether a model error is a vendor refusing the `stream_options` field. */
+function refusesStreamOptions(error: unknown): boolean {
+  return error instanceof ModelError && (error.status === 400 || error.status === 422) && /stream_options/i.test(error.message);
 }
 
 function withoutThinking(message: Extract<ChatMessage, { role: 'assistant' }>): ChatMessage {
