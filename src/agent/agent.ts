@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HookEvent, HooksConfig, HooksConfigError, loadHooks } from './hooks/hooks-config';
 import { HookRun, runHooks, selectCommands } from './hooks/hook-runner';
@@ -8,7 +9,7 @@ import type { AgentMessage, AgentPolicy, ContentBlock, Message, SessionSettings,
 import { modelRefusal } from '../contract/model-policy';
 import { ChatMessage, ModelAnswer, ModelApi, modelClient, ModelError, ToolCall, ToolSpec } from './models';
 import { DeltaPublisher } from './delta-publisher';
-import { loadMemory, Memory, withMemory } from './memory';
+import { loadMemory, Memory, NestedInstructions, withMemory } from './memory';
 import { AgentChannel, ChannelRefusal, DeltaRefused } from './platform-client';
 import { AllowedIps } from './sandbox/network-policy';
 import { AgentTool, toolNamed, ToolResult, WORKSPACE_TOOLS } from './tools';
@@ -20,8 +21,9 @@ import { parseChoice, ROUTER_MODEL_ID, routerCandidates, routingPrompt } from '.
 import { redactSecrets } from './shield/secrets';
 import { McpConnections } from './mcp/mcp-connections';
 import { CloudCredentials } from './models/cloud-credentials';
-import { expandCommand, LoadedPlugins, NO_PLUGINS, PluginSkill, Plugins } from './plugins/plugins';
+import { expandCommand, Extensions, LoadedPlugins, NO_PLUGINS, PluginSkill, Plugins, SubagentDefinition, turnExtensions } from './plugins/plugins';
 import { skillTool } from './tools/skill';
+import { webFetchTool, webSearchTool, webSettings } from './tools/web';
 import { mcpAutonomyRefusal, McpTool } from './mcp/mcp-tools';
 
 /** Model calls one turn may make before it is ended (a loop that never stops is a bug, not work). */
@@ -177,13 +179,14 @@ export class Agent {
       if ('path' in place) this.places.set(work.sessionId, place.path);
       if (!known) history.push(...(await this.earlierConversation(work)));
       const plugins = await this.loadPlugins(policy);
+      const extensions = await this.loadExtensions(work, plugins);
       hooks = new TurnHooks(this, work, history, withPluginHooks(await this.loadHooks(work), plugins.hooks));
       if (!known) await hooks.fire('SessionStart', { source: history.length > 0 ? 'resume' : 'startup' });
       let prompts = 0;
       for (const message of work.messages) {
         const prompt = userMessage(message);
         // A plugin's custom command: `/name args` stands for its prompt.
-        prompt.content = expandCommand(prompt.content, plugins.commands) ?? prompt.content;
+        prompt.content = expandCommand(prompt.content, extensions.commands) ?? prompt.content;
         const run = await hooks.fire('UserPromptSubmit', { prompt: prompt.content });
         if (run?.blocked) {
           await this.say(work, `A UserPromptSubmit hook blocked this message: ${run.blockReason}`);
@@ -238,7 +241,9 @@ export class Agent {
             selection,
             memory,
             mcpTools,
-            skills: plugins.skills,
+            skills: extensions.skills,
+            agents: extensions.agents,
+            nested: new NestedInstructions(this.workspaceFor(work.sessionId)),
             onText: deltas.onText,
           },
           history,
@@ -283,20 +288,34 @@ export class Agent {
    * tool result is written to the session (a subagent's hidden from user views), until an answer
    * without tool calls, or a failure that says why.
    */
-  private async loop(turn: TurnContext, history: ChatMessage[], subagent: { maxSteps: number } | null): Promise<{ answer: string } | { failure: string }> {
+  private async loop(
+    turn: TurnContext,
+    history: ChatMessage[],
+    subagent: { maxSteps: number; definition?: SubagentDefinition } | null,
+  ): Promise<{ answer: string } | { failure: string }> {
     const { client } = this.options;
     const { work, signal, hooks, model, policy } = turn;
     const workspaceTools = turn.spec ? WORKSPACE_TOOLS.filter((tool) => READ_ONLY_TOOLS.has(tool.name)) : WORKSPACE_TOOLS;
     // The session's enabledToolIds and disabledToolIds bind the agent and its subagents alike.
-    const skills = turn.skills.length > 0 ? [skillTool(turn.skills)] : [];
-    const tools = (subagent ? [...workspaceTools, ...skills] : [...workspaceTools, ...skills, TASK_TOOL]).filter((tool) => turn.selection.allows(tool.name));
-    const mcpTools = new Map(turn.mcpTools.map((tool) => [tool.name, tool]));
-    const specs: ToolSpec[] = [...tools, ...turn.mcpTools].map((tool) => ({
+    // Tools beside the workspace's: the Skill tool when there are skills, and the web's.
+    const searchUrl = webSettings().searchUrl;
+    const extras = [...(turn.skills.length > 0 ? [skillTool(turn.skills)] : []), webFetchTool, ...(searchUrl ? [webSearchTool(searchUrl)] : [])];
+    // A custom subagent's `tools` narrow them further.
+    const own = (name: string) => !subagent?.definition?.tools || definesTool(subagent.definition.tools, name);
+    const task = taskTool(turn.agents);
+    const tools = (subagent ? [...workspaceTools, ...extras] : [...workspaceTools, ...extras, task]).filter(
+      (tool) => turn.selection.allows(tool.name) && own(tool.name),
+    );
+    const offeredMcp = turn.mcpTools.filter((tool) => own(tool.name));
+    const mcpTools = new Map(offeredMcp.map((tool) => [tool.name, tool]));
+    const specs: ToolSpec[] = [...tools, ...offeredMcp].map((tool) => ({
       type: 'function',
       function: { name: tool.name, description: tool.description, parameters: tool.parameters },
     }));
     const system =
-      (subagent ? subagentPrompt(this.workspaceFor(work.sessionId), turn.memory) : systemPrompt(this.workspaceFor(work.sessionId), turn.memory)) +
+      (subagent
+        ? subagentPrompt(this.workspaceFor(work.sessionId), turn.memory, subagent.definition)
+        : systemPrompt(this.workspaceFor(work.sessionId), turn.memory)) +
       skillsPrompt(turn.skills) +
       (turn.spec ? SPEC_MODE : '');
     const hidden = subagent ? { hiddenFromUserViews: true } : {};
@@ -336,7 +355,12 @@ export class Agent {
         let result: ToolResult;
         const mcpTool = mcpTools.get(call.function.name);
         // A tool the session keeps from the agent is refused even when the model names it unoffered.
-        const unselected = tools.some((tool) => tool.name === call.function.name) || mcpTool ? null : turn.selection.refusal(call.function.name);
+        const unselected =
+          tools.some((tool) => tool.name === call.function.name) || mcpTool
+            ? null
+            : own(call.function.name)
+              ? turn.selection.refusal(call.function.name)
+              : `Not run: the ${subagent!.definition!.name} subagent may use only its own tools (${subagent!.definition!.tools!.join(', ')}).`;
         const autonomy = mcpTool
           ? mcpAutonomyRefusal(turn.autonomyLevel, mcpServerOf(policy, mcpTool.server), policy)
           : autonomyRefusal(turn.autonomyLevel, call.function.name, input);
@@ -354,7 +378,7 @@ export class Agent {
         else if (pre?.blocked) result = { isError: true, content: `A PreToolUse hook blocked this call: ${pre.blockReason}` };
         else if (autonomy) result = { isError: true, content: autonomy };
         else if (refused) result = refused;
-        else if (call.function.name === TASK_TOOL.name && !subagent) result = await this.task(turn, input);
+        else if (call.function.name === task.name && !subagent) result = await this.task(turn, input);
         else if (mcpTool && this.mcp)
           result = input
             ? await this.mcp.call(mcpTool, input, signal)
@@ -365,11 +389,15 @@ export class Agent {
             content: `${call.function.name} is not available in spec mode: investigate with ${[...READ_ONLY_TOOLS].join(', ')} and answer with the spec.`,
           };
         else
-          result = await runTool(skills.find((tool) => tool.name === call.function.name) ?? toolNamed(call.function.name), call, input, {
+          result = await runTool(extras.find((tool) => tool.name === call.function.name) ?? toolNamed(call.function.name), call, input, {
             workspace: this.workspaceFor(work.sessionId),
             policy,
             signal,
           });
+        // The AGENTS.md of the folders a file tool reached, new to this turn, come with its result.
+        const reached = !result.isError && input ? pathOf(call.function.name, input) : null;
+        const nested = reached === null ? null : await turn.nested.for(reached);
+        if (nested) result = { ...result, content: `${result.content}\n\n${nested}` };
         // Before anything else sees it (hooks, the session, the model): credentials in the output are redacted.
         if (policy.enableAgentShield) result = await shielded(result);
         const post = await hooks.fire(
@@ -474,8 +502,29 @@ export class Agent {
     const prompt = input?.prompt;
     if (typeof prompt !== 'string' || prompt.trim() === '')
       return { isError: true, content: 'Task needs "prompt": the whole task for the subagent, as a non-empty string.' };
+    const kind = input?.subagent_type;
+    const definition = typeof kind === 'string' && kind !== GENERAL_SUBAGENT ? turn.agents.find((agent) => agent.name === kind) : undefined;
+    if (typeof kind === 'string' && kind !== GENERAL_SUBAGENT && !definition) {
+      return {
+        isError: true,
+        content: `There is no subagent named ${kind}; the subagents are ${[GENERAL_SUBAGENT, ...turn.agents.map((a) => a.name)].join(', ')}.`,
+      };
+    }
+    // A subagent naming its own model runs it, when the policy allows it and this agent can reach it; never another in silence.
+    let model = turn.model;
+    if (definition?.model) {
+      const named = this.modelFor(turn.policy, definition.model);
+      const refusal =
+        named?.config.model === definition.model ? refusalOf(definition.model, turn.policy) : `this agent cannot reach the model ${definition.model}`;
+      if (refusal || !named) return { isError: true, content: `The subagent ${definition.name} was not started: ${refusal}` };
+      model = named;
+    }
     // A subagent's text is not streamed: its messages are hidden from user views, and its report comes back as the Task result.
-    const outcome = await this.loop({ ...turn, onText: undefined }, [{ role: 'user', content: prompt }], { maxSteps: SUBAGENT_MAX_STEPS });
+    const outcome = await this.loop(
+      { ...turn, model, onText: undefined, nested: new NestedInstructions(this.workspaceFor(turn.work.sessionId)) },
+      [{ role: 'user', content: prompt }],
+      { maxSteps: SUBAGENT_MAX_STEPS, definition },
+    );
     if (!turn.signal.aborted) await turn.hooks.fire('SubagentStop', { stop_hook_active: false });
     if ('answer' in outcome) return { isError: false, content: outcome.answer || '(the subagent answered nothing)' };
     return { isError: true, content: `The subagent did not finish: ${outcome.failure}` };
@@ -506,18 +555,31 @@ export class Agent {
     return toChatHistory(earlier);
   }
 
-  /** The hooks file, or none (with a message in the turn saying why) when it cannot be used. */
-  /** The organization's enabled plugins; what kept one from loading is said in the log, once. */
-  private async loadPlugins(policy: AgentPolicy): Promise<LoadedPlugins> {
-    const plugins = await this.plugins.load(policy).catch((error: Error) => ({ ...NO_PLUGINS, problems: [`plugins did not load: ${error.message}`] }));
-    for (const problem of plugins.problems) {
+  /** The commands, skills and subagents of the repository, the user and the plugins; what did not load is said in the log, once. */
+  private async loadExtensions(work: Work, plugins: LoadedPlugins): Promise<Extensions> {
+    const userFolders = this.options.hooksFile ? [dirname(this.options.hooksFile)] : [];
+    userFolders.push(join(homedir(), '.claude'), join(homedir(), '.factory'));
+    const extensions = await turnExtensions(this.workspaceFor(work.sessionId), userFolders, plugins);
+    this.logOnce(extensions.problems);
+    return extensions;
+  }
+
+  private logOnce(problems: readonly string[]): void {
+    for (const problem of problems) {
       if (this.pluginProblems.has(problem)) continue;
       this.pluginProblems.add(problem);
       this.options.log(problem);
     }
+  }
+
+  /** The organization's enabled plugins; what kept one from loading is said in the log, once. */
+  private async loadPlugins(policy: AgentPolicy): Promise<LoadedPlugins> {
+    const plugins = await this.plugins.load(policy).catch((error: Error) => ({ ...NO_PLUGINS, problems: [`plugins did not load: ${error.message}`] }));
+    this.logOnce(plugins.problems);
     return plugins;
   }
 
+  /** The hooks file, or none (with a message in the turn saying why) when it cannot be used. */
   private async loadHooks(work: Work): Promise<HooksConfig> {
     if (!this.options.hooksFile) return {};
     try {
@@ -896,18 +958,22 @@ interface TurnContext {
   mcpTools: McpTool[];
   /** The user's settings instructions and the project's AGENTS.md, read at the start of the turn. */
   memory: Memory;
-  /** The skills of the organization's plugins: listed in the system prompt, read with the Skill tool. */
+  /** The skills of the repository, the user and the plugins: listed in the system prompt, read with the Skill tool. */
   skills: PluginSkill[];
+  /** The custom subagents the Task tool may start by name. */
+  agents: SubagentDefinition[];
+  /** The AGENTS.md files of the folders the tools reach, each given once (a subagent has its own). */
+  nested: NestedInstructions;
   /** For the model client: the text of the answer as it arrives, streamed to the session's viewers (`message.delta`); best effort, never throws. */
   onText?: (delta: string) => void;
 }
 
 /** What spec mode leaves the model (and its subagents): the tools that change nothing. */
-const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(['Read', 'LS', 'Glob', 'Grep']);
+const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(['Read', 'LS', 'Glob', 'Grep', 'WebFetch', 'WebSearch']);
 
 /** In `ask` mode, why a call needs a person's approval: every call but the reads and Task (whose subagent's calls are asked each). */
 function askModeApproval(turn: TurnContext, toolName: string): string | null {
-  return turn.ask && !READ_ONLY_TOOLS.has(toolName) && toolName !== TASK_TOOL.name
+  return turn.ask && !READ_ONLY_TOOLS.has(toolName) && toolName !== TASK_TOOL_NAME && toolName !== 'Skill'
     ? "the session's interactionMode is ask: every call that can change something needs a person's approval"
     : null;
 }
@@ -922,22 +988,52 @@ const COMPACT_REQUEST =
   'Be complete about facts and concise in words. Answer with the summary only.';
 const COMPACTED_PREFIX = 'The conversation so far was compacted; this is your summary of it. Go on with the task from here.';
 
-/** The tool that starts a subagent (run by the agent itself, not a workspace tool). */
-const TASK_TOOL = {
-  name: 'Task',
-  description:
-    'Starts a subagent with a fresh conversation to do a self-contained part of the task (a search across the code, an investigation, a well-defined ' +
-    'change) with the same workspace tools, and returns its final report. Give it everything it needs in the prompt: it sees nothing of this conversation.',
-  parameters: {
-    type: 'object',
-    properties: {
-      description: { type: 'string', description: 'A short (3-5 word) description of the task.' },
-      prompt: { type: 'string', description: 'The whole task for the subagent, and what its report should contain.' },
+/** The subagent of the Task tool that has no definition of its own: the agent's tools, and its task alone. */
+const GENERAL_SUBAGENT = 'general-purpose';
+const TASK_TOOL_NAME = 'Task';
+
+/** The tool that starts a subagent (run by the agent itself, not a workspace tool); the custom subagents are offered by name. */
+function taskTool(agents: readonly SubagentDefinition[]) {
+  return {
+    name: TASK_TOOL_NAME,
+    description:
+      'Starts a subagent with a fresh conversation to do a self-contained part of the task (a search across the code, an investigation, a well-defined ' +
+      'change) with the same workspace tools, and returns its final report. Give it everything it needs in the prompt: it sees nothing of this conversation.' +
+      (agents.length ? ` Choose subagent_type for a specialised subagent:\n${agents.map((agent) => `- ${agent.name}: ${agent.description}`).join('\n')}` : ''),
+    parameters: {
+      type: 'object',
+      properties: {
+        description: { type: 'string', description: 'A short (3-5 word) description of the task.' },
+        prompt: { type: 'string', description: 'The whole task for the subagent, and what its report should contain.' },
+        ...(agents.length
+          ? {
+              subagent_type: {
+                type: 'string',
+                enum: [GENERAL_SUBAGENT, ...agents.map((agent) => agent.name)],
+                description: `Which subagent; ${GENERAL_SUBAGENT} when none fits.`,
+              },
+            }
+          : {}),
+      },
+      required: ['description', 'prompt'],
+      additionalProperties: false,
     },
-    required: ['description', 'prompt'],
-    additionalProperties: false,
-  },
-};
+  };
+}
+
+/** The path a file tool worked on (its file, or the folder it listed or searched), or null for other tools. */
+function pathOf(tool: string, input: Record<string, unknown>): string | null {
+  const key = tool === 'Read' || tool === 'Create' || tool === 'Edit' ? 'file_path' : tool === 'LS' || tool === 'Glob' || tool === 'Grep' ? 'path' : null;
+  return key && typeof input[key] === 'string' ? input[key] : null;
+}
+
+/** Claude Code's names of the tools a subagent definition may list, as this agent names them. */
+const TOOL_ALIASES: Readonly<Record<string, string>> = { bash: 'Execute', write: 'Create', multiedit: 'Edit' };
+
+/** Whether a subagent definition's `tools` list this tool (by our name or Claude Code's; an MCP tool by its full name). */
+function definesTool(tools: readonly string[], name: string): boolean {
+  return tools.some((listed) => (TOOL_ALIASES[listed.toLowerCase()] ?? listed).toLowerCase() === name.toLowerCase());
+}
 
 /**
  * Stored messages as the model's conversation. System messages (notes and hook records) are for people,
@@ -1064,11 +1160,12 @@ function assistantMessage(model: string, answer: ModelAnswer): AgentMessage {
   };
 }
 
-function subagentPrompt(workspace: string, memory: Memory): string {
+function subagentPrompt(workspace: string, memory: Memory, definition?: SubagentDefinition): string {
   return withMemory(
     `You are a subagent of a coding agent, working in the folder ${workspace} on one task it gave you. Use the tools to read, search, create and ` +
       'edit files and run commands there. When the task is done, answer with a concise report for the agent (what you found or changed, with ' +
-      'file paths), without tool calls: it is all the agent will see of your work.',
+      'file paths), without tool calls: it is all the agent will see of your work.' +
+      (definition?.prompt ? `\n\n# You are the ${definition.name} subagent\n\n${definition.prompt}` : ''),
     memory,
   );
 }

@@ -26,7 +26,8 @@ AGENT_STATE_DIR (default: ~/.agent-platform) holds the transcripts hooks can rea
 model id), AGENT_MODEL_PROVIDER (generic-chat-completion-api, the default, or anthropic: the Messages API, e.g. https://api.anthropic.com), AGENT_MODEL_API_KEY (if it needs one), AGENT_MODEL_MAX_OUTPUT_TOKENS; AGENT_CONTEXT_CHARS (default 400000) is the size of conversation past which it is compacted
 into the model's summary. While the organization's controls keep the computer from work, it asks again every
 AGENT_WORK_DISABLED_RETRY_MS (default 30000); AGENT_WORKTREE_PRUNE_MS (default 600000) is how often it removes the
-git worktrees of deleted sessions (runInWorktree). Without a model the agent still
+git worktrees of deleted sessions (runInWorktree). AGENT_WEB_SEARCH_URL (a SearXNG instance) gives the model a WebSearch
+tool; AGENT_WEB_ALLOWED_HOSTS (host or host:port, comma-separated) lets WebFetch reach those hosts on private addresses. Without a model the agent still
 takes work and answers each turn with how to configure one. See docs/agents.md.`;
 
 /** How long a stopping agent may take to end its turn before it exits regardless. */

@@ -1,7 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { capBytes, loadMemory, MEMORY_MAX_BYTES, NO_MEMORY, withMemory } from './memory';
+import { capBytes, loadMemory, MEMORY_MAX_BYTES, NESTED_MEMORY_MAX_BYTES, NestedInstructions, NO_MEMORY, withMemory } from './memory';
 
 describe('Memory across turns', () => {
   let dir: string;
@@ -49,5 +49,47 @@ describe('Memory across turns', () => {
     expect(capBytes('a😀', 4)).toBe('a');
     expect(capBytes('a😀', 5)).toBe('a😀');
     expect(capBytes('abc', 10)).toBe('abc');
+  });
+});
+
+describe('NestedInstructions', () => {
+  let root: string;
+  let workspace: string;
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'nested-memory-'));
+    workspace = join(root, 'ws');
+    mkdirSync(join(workspace, 'src', 'api'), { recursive: true });
+    writeFileSync(join(workspace, 'AGENTS.md'), 'Root rules.\n');
+    writeFileSync(join(workspace, 'src', 'AGENTS.md'), 'Source rules.\n');
+    writeFileSync(join(workspace, 'src', 'api', 'AGENTS.md'), 'API rules.\n');
+  });
+  afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+  it("gives the folders' AGENTS.md below the root, the nearest last, each once a turn", async () => {
+    const nested = new NestedInstructions(workspace);
+    const first = await nested.for('src/api/handler.ts');
+    expect(first).toContain(
+      '<nested_instructions path="src/AGENTS.md">\nSource rules.\n</nested_instructions>\n<nested_instructions path="src/api/AGENTS.md">',
+    );
+    expect(first).not.toContain('Root rules.');
+    expect(await nested.for(join(workspace, 'src', 'api', 'other.ts'))).toBeNull();
+    expect(await nested.for('../elsewhere/x.ts')).toBeNull();
+  });
+
+  it('never reads an AGENTS.md that links outside the workspace (a key, say)', async () => {
+    writeFileSync(join(root, 'id_rsa'), 'PRIVATE KEY');
+    mkdirSync(join(workspace, 'lib'));
+    symlinkSync(join(root, 'id_rsa'), join(workspace, 'lib', 'AGENTS.md'));
+    expect(await new NestedInstructions(workspace).for('lib/x.ts')).toBeNull();
+    rmSync(join(workspace, 'AGENTS.md'));
+    symlinkSync(join(root, 'id_rsa'), join(workspace, 'AGENTS.md'));
+    expect((await loadMemory(workspace, undefined)).project).toBeNull();
+  });
+
+  it('stops at the budget of a turn', async () => {
+    writeFileSync(join(workspace, 'src', 'AGENTS.md'), 'x'.repeat(NESTED_MEMORY_MAX_BYTES + 10));
+    const nested = new NestedInstructions(workspace);
+    expect(await nested.for('src/api/a.ts')).toMatch(/x{100}\n\[truncated: the turn's 32 KiB of nested instructions are used up\]/);
+    expect(await nested.for('src/api/a.ts')).toBeNull();
   });
 });

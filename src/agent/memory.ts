@@ -1,5 +1,5 @@
-import { open } from 'node:fs/promises';
-import { join } from 'node:path';
+import { open, realpath } from 'node:fs/promises';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 
 /** The most of each instructions text the model gets (the rest is left out, and the prompt says so). */
@@ -14,8 +14,8 @@ export interface Instructions {
 
 /**
  * What the agent remembers across turns, read again at every turn: the user's `instructions` (the
- * settings file, beside the hooks) and the project's AGENTS.md (the workspace root's only; nested
- * AGENTS.md files are not read).
+ * settings file, beside the hooks) and the project's AGENTS.md at the workspace root (those of its
+ * folders come with the tool results that reach them: NestedInstructions).
  */
 export interface Memory {
   user: Instructions | null;
@@ -26,7 +26,11 @@ export const NO_MEMORY: Memory = { user: null, project: null };
 
 /** Reads the memory of a turn; a missing or unreadable file is no instructions (never a failed turn). */
 export async function loadMemory(workspace: string, settingsFile: string | undefined): Promise<Memory> {
-  const [project, settings] = await Promise.all([readCapped(join(workspace, 'AGENTS.md')), settingsFile ? readCapped(settingsFile, Infinity) : null]);
+  const agentsFile = join(workspace, 'AGENTS.md');
+  const [project, settings] = await Promise.all([
+    (await insideWorkspace(workspace, agentsFile)) ? readCapped(agentsFile) : null,
+    settingsFile ? readCapped(settingsFile, Infinity) : null,
+  ]);
   return { project: project && project.text.trim() ? project : null, user: settings ? userInstructions(settings.text, settingsFile!) : null };
 }
 
@@ -96,4 +100,56 @@ export function capBytes(text: string, max: number): string {
   if (bytes.length <= max) return text;
   // A StringDecoder keeps the bytes of a character cut in two back instead of decoding them.
   return new StringDecoder('utf8').write(bytes.subarray(0, max));
+}
+
+/** The most of all nested AGENTS.md files one turn adds to the conversation. */
+export const NESTED_MEMORY_MAX_BYTES = 32 * 1024;
+
+/**
+ * The AGENTS.md files of the folders the agent works in, below the workspace's root (whose own file is in the
+ * system prompt already): when a tool touches a path, the files of its folder and of the folders between it and
+ * the root that this turn has not seen yet are read, the nearest last, within NESTED_MEMORY_MAX_BYTES a turn.
+ */
+export class NestedInstructions {
+  private readonly seen = new Set<string>();
+  private used = 0;
+
+  constructor(private readonly workspace: string) {}
+
+  /** The instructions for `path` (a file or folder of the workspace, relative or absolute), or null when there are none new. */
+  async for(path: string): Promise<string | null> {
+    const root = resolve(this.workspace);
+    const target = resolve(root, path);
+    const inside = relative(root, target);
+    if (inside === '' || inside.startsWith('..') || isAbsolute(inside)) return null;
+    // The folders from the root's first child down to the path's own folder (the path itself, when it is one).
+    const parts = inside.split(sep);
+    const folders: string[] = [];
+    for (let i = 1; i <= parts.length; i++) folders.push(join(root, ...parts.slice(0, i)));
+    const sections: string[] = [];
+    for (const folder of folders) {
+      const file = join(folder, 'AGENTS.md');
+      if (this.seen.has(file)) continue;
+      this.seen.add(file);
+      const left = NESTED_MEMORY_MAX_BYTES - this.used;
+      if (left <= 0) break;
+      if (!(await insideWorkspace(root, file))) continue;
+      const read = await readCapped(file, left);
+      if (!read || !read.text.trim()) continue;
+      this.used += Buffer.byteLength(read.text);
+      const where = relative(root, file);
+      sections.push(
+        `<nested_instructions path="${where}">\n${read.text.trimEnd()}${read.truncated ? `\n[truncated: the turn's ${NESTED_MEMORY_MAX_BYTES / 1024} KiB of nested instructions are used up]` : ''}\n</nested_instructions>`,
+      );
+    }
+    return sections.length
+      ? `Instructions for this part of the project (AGENTS.md of its folders, the nearest last), which hold beside the project's own:\n${sections.join('\n')}`
+      : null;
+  }
+}
+
+/** Whether `file` is in the workspace once links are followed: a repository's AGENTS.md that links to a file outside (a key) is not read. */
+async function insideWorkspace(workspace: string, file: string): Promise<boolean> {
+  const [root, real] = await Promise.all([realpath(workspace).catch(() => null), realpath(file).catch(() => null)]);
+  return root !== null && real !== null && real.startsWith(root + sep);
 }

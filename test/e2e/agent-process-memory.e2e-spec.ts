@@ -53,6 +53,34 @@ describe('The agent process', () => {
     }
   });
 
+  it("gives the model the AGENTS.md of a folder its tools reach, with the tool's result, once a turn", async () => {
+    const model = new ScriptedModel((request) => {
+      const messages = request.messages as Json[];
+      if (messages.at(-1)!.role === 'user') {
+        return completion({ tool_calls: [call('r1', 'Read', { file_path: 'src/api/handler.ts' }), call('r2', 'LS', { path: 'src/api' })] });
+      }
+      return completion({ content: 'Done.' });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      mkdirSync(join(workspace, 'src', 'api'), { recursive: true });
+      writeFileSync(join(workspace, 'src', 'api', 'handler.ts'), 'export const handler = 1;\n');
+      writeFileSync(join(workspace, 'src', 'AGENTS.md'), 'Source: no default exports.\n');
+      writeFileSync(join(workspace, 'src', 'api', 'AGENTS.md'), 'API: validate every body.\n');
+      const sessionId = await say(computerId, 'Look at the handler.');
+      await untilIdle(sessionId, output);
+      const results = (model.requests[1].messages as Json[]).filter((m) => m.role === 'tool').map((m) => String(m.content));
+      expect(results[0]).toMatch(
+        /export const handler = 1;[\s\S]*<nested_instructions path="src\/AGENTS.md">\nSource: no default exports.\n<\/nested_instructions>\n<nested_instructions path="src\/api\/AGENTS.md">\nAPI: validate every body.\n/,
+      );
+      // The second tool reached the same folders: nothing more of them.
+      expect(results[1]).not.toContain('nested_instructions');
+    } finally {
+      await model.stop();
+    }
+  });
+
   describe('agent-platform-agent', () => {
     const bin = (args: string[], env: Record<string, string> = {}) =>
       spawnSync(process.execPath, [join(ROOT, 'bin/agent-platform-agent.js'), ...args], {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -84,6 +84,66 @@ describe('The agent process with plugins', () => {
       await untilIdle(plain, output);
       expect((model.requests.at(-1)!.messages as Json[]).at(-1)).toMatchObject({ role: 'user', content: '/review src/app.ts' });
       expect(((model.requests.at(-1)!.tools as Json[]) ?? []).map((tool) => (tool.function as Json).name)).not.toContain('Skill');
+    } finally {
+      await model.stop();
+    }
+  });
+
+  it("uses the repository's own commands, skills and subagents (.claude/), a subagent kept to its tools and to a model it can reach", async () => {
+    const subagentCalls: Json[] = [];
+    const model = new ScriptedModel((request) => {
+      const messages = request.messages as Json[];
+      const system = String(messages[0].content);
+      const last = messages[messages.length - 1];
+      const offered = ((request.tools as Json[] | undefined) ?? []).map((tool) => (tool.function as Json).name);
+      if (system.includes('You are the reviewer subagent')) {
+        subagentCalls.push({ offered, system });
+        // It tries a tool outside its list, then answers.
+        if (last.role === 'user') return completion({ tool_calls: [call('sub_1', 'Execute', { command: 'touch escaped.txt' })] });
+        return completion({ content: 'The code reads well.' });
+      }
+      if (last.role === 'user') {
+        return completion({
+          tool_calls: [
+            call('call_1', 'Task', { description: 'review', prompt: 'Review src/.', subagent_type: 'reviewer' }),
+            call('call_2', 'Task', { description: 'elsewhere', prompt: 'Anything.', subagent_type: 'remote' }),
+          ],
+        });
+      }
+      return completion({ content: 'Done.' });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { computerId, workspace, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const claude = join(workspace, '.claude');
+      mkdirSync(join(claude, 'commands'), { recursive: true });
+      mkdirSync(join(claude, 'agents'), { recursive: true });
+      mkdirSync(join(claude, 'skills', 'style'), { recursive: true });
+      writeFileSync(join(claude, 'commands', 'check.md'), '---\ndescription: Check a folder\n---\nCheck the folder $1 with the reviewer subagent.\n');
+      writeFileSync(join(claude, 'skills', 'style', 'SKILL.md'), '---\nname: style\ndescription: The house style for this repository.\n---\nUse tabs.\n');
+      writeFileSync(
+        join(claude, 'agents', 'reviewer.md'),
+        '---\nname: reviewer\ndescription: Reviews code without changing it.\ntools: Read, Grep, Glob\n---\nRead the code and report problems; change nothing.\n',
+      );
+      writeFileSync(join(claude, 'agents', 'remote.md'), '---\ndescription: Runs elsewhere.\nmodel: a-model-nobody-has\n---\nDo it.\n');
+      const sessionId = await say(computerId, '/check src');
+      await untilIdle(sessionId, output);
+
+      const first = model.requests[0];
+      expect((first.messages as Json[]).at(-1)).toMatchObject({ role: 'user', content: 'Check the folder src with the reviewer subagent.' });
+      expect(String((first.messages as Json[])[0].content)).toContain('- style: The house style for this repository.');
+      const task = (first.tools as Json[]).find((tool) => (tool.function as Json).name === 'Task')!.function as Json;
+      expect(((task.parameters as Json).properties as Json).subagent_type).toMatchObject({ enum: ['general-purpose', 'remote', 'reviewer'] });
+      // The subagent: its instructions, only its tools, and a call outside them refused.
+      expect(subagentCalls[0].offered).toEqual(['Read', 'Glob', 'Grep']);
+      expect(String(subagentCalls[0].system)).toContain('Read the code and report problems; change nothing.');
+      const all = await messages(sessionId);
+      const subResult = all.find((m) => m.role === 'tool' && m.hiddenFromUserViews)!.content as Json[];
+      expect(subResult[0]).toMatchObject({ isError: true, content: 'Not run: the reviewer subagent may use only its own tools (Read, Grep, Glob).' });
+      expect(existsSync(join(workspace, 'escaped.txt'))).toBe(false);
+      const results = all.find((m) => m.role === 'tool' && !m.hiddenFromUserViews)!.content as Json[];
+      expect(results[0]).toMatchObject({ isError: false, content: 'The code reads well.' });
+      expect(results[1]).toMatchObject({ isError: true, content: 'The subagent remote was not started: this agent cannot reach the model a-model-nobody-has' });
     } finally {
       await model.stop();
     }

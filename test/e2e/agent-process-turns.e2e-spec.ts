@@ -92,6 +92,7 @@ describe('The agent process', () => {
         'Edit',
         'ApplyPatch',
         'Execute',
+        'WebFetch',
         'Task',
       ]);
       expect(model.requests[0].model).toBe('scripted-1');

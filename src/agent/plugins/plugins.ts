@@ -22,18 +22,37 @@ export interface PluginSkill {
   dir: string;
 }
 
-export interface LoadedPlugins {
-  /** `plugin@marketplace` of each plugin that loaded. */
-  loaded: string[];
+/** A custom subagent (Claude Code's `agents/*.md`, Factory's `droids/*.md`): the Task tool starts it by name. */
+export interface SubagentDefinition {
+  /** Where it comes from: a plugin's name, `project` or `user`. */
+  plugin: string;
+  name: string;
+  description: string;
+  /** Its instructions: the file's body. */
+  prompt: string;
+  /** The only tools it is offered (front matter `tools`); all of the turn's when absent. */
+  tools?: string[];
+  /** The model it runs (front matter `model`), unless `inherit` or absent: the turn's. */
+  model?: string;
+}
+
+/** The commands, skills and subagents of one folder, or of several merged. */
+export interface Extensions {
   commands: PluginCommand[];
   skills: PluginSkill[];
+  agents: SubagentDefinition[];
+}
+
+export interface LoadedPlugins extends Extensions {
+  /** `plugin@marketplace` of each plugin that loaded. */
+  loaded: string[];
   /** The plugins' hooks, `${CLAUDE_PLUGIN_ROOT}` in their commands made the plugin's folder. */
   hooks: HooksConfig;
   /** Why an enabled plugin, or its marketplace, did not load: said in the agent's log. */
   problems: string[];
 }
 
-export const NO_PLUGINS: LoadedPlugins = { loaded: [], commands: [], skills: [], hooks: {}, problems: [] };
+export const NO_PLUGINS: LoadedPlugins = { loaded: [], commands: [], skills: [], agents: [], hooks: {}, problems: [] };
 
 type PluginPolicy = Pick<AgentPolicy, 'enabledPlugins' | 'extraKnownMarketplaces' | 'strictKnownMarketplaces' | 'sandbox' | 'networkPolicy'>;
 
@@ -65,7 +84,7 @@ export class Plugins {
   }
 
   private async loadAll(policy: PluginPolicy): Promise<LoadedPlugins> {
-    const result: LoadedPlugins = { loaded: [], commands: [], skills: [], hooks: {}, problems: [] };
+    const result: LoadedPlugins = { ...NO_PLUGINS, loaded: [], commands: [], skills: [], agents: [], hooks: {}, problems: [] };
     const enabled = Object.entries(policy.enabledPlugins ?? {})
       .filter(([, on]) => on === true)
       .map(([id]) => id);
@@ -82,6 +101,7 @@ export class Plugins {
         const loaded = await loadPlugin(plugin, root);
         result.commands.push(...loaded.commands);
         result.skills.push(...loaded.skills);
+        result.agents.push(...loaded.agents);
         for (const [event, entries] of Object.entries(loaded.hooks) as Array<[HookEvent, NonNullable<HooksConfig[HookEvent]>]>) {
           result.hooks[event] = [...(result.hooks[event] ?? []), ...entries];
         }
@@ -108,22 +128,8 @@ async function pluginFolder(checkout: string, plugin: string): Promise<string> {
   return inside(checkout, join(checkout, source), `its source ${entry.source}`);
 }
 
-async function loadPlugin(plugin: string, root: string): Promise<Pick<LoadedPlugins, 'commands' | 'skills' | 'hooks'>> {
-  const commands: PluginCommand[] = [];
-  for (const file of await markdownFiles(join(root, 'commands'))) {
-    const { attributes, body } = frontmatter(await readFile(await inside(root, join(root, 'commands', file), file), 'utf8'));
-    commands.push({ plugin, name: basename(file, '.md'), description: stringOf(attributes.description) ?? '', prompt: body });
-  }
-  const skills: PluginSkill[] = [];
-  for (const folder of await folders(join(root, 'skills'))) {
-    const dir = await inside(root, join(root, 'skills', folder), `skills/${folder}`);
-    const text = await readFile(await inside(dir, join(dir, 'SKILL.md'), `skills/${folder}/SKILL.md`), 'utf8').catch(() => null);
-    if (text === null) continue;
-    const { attributes } = frontmatter(text);
-    const description = stringOf(attributes.description);
-    if (!description) throw new Error(`skills/${folder}/SKILL.md has no description in its front matter`);
-    skills.push({ plugin, name: stringOf(attributes.name) ?? folder, description, dir });
-  }
+async function loadPlugin(plugin: string, root: string): Promise<Extensions & Pick<LoadedPlugins, 'hooks'>> {
+  const { commands, skills, agents } = await loadExtensionFolder(plugin, root, root);
   let hooks: HooksConfig = {};
   const hooksText = await readFile(join(root, 'hooks', 'hooks.json'), 'utf8').catch(() => null);
   if (hooksText !== null) {
@@ -139,7 +145,89 @@ async function loadPlugin(plugin: string, root: string): Promise<Pick<LoadedPlug
       ]),
     );
   }
-  return { commands, skills, hooks };
+  return { commands, skills, agents, hooks };
+}
+
+/**
+ * The commands, skills and subagents of a folder laid out as Claude Code's `.claude/` (and a plugin) is:
+ * `commands/*.md`, `skills/<name>/SKILL.md`, `agents/*.md` (or `droids/*.md`, as Factory names them). Every
+ * file must lie inside `within` (a real path): a link or `..` leading out is refused.
+ */
+export async function loadExtensionFolder(origin: string, root: string, within: string): Promise<Extensions> {
+  const commands: PluginCommand[] = [];
+  for (const file of await markdownFiles(join(root, 'commands'))) {
+    const { attributes, body } = frontmatter(await readFile(await inside(within, join(root, 'commands', file), `commands/${file}`), 'utf8'));
+    commands.push({ plugin: origin, name: basename(file, '.md'), description: stringOf(attributes.description) ?? '', prompt: body });
+  }
+  const skills: PluginSkill[] = [];
+  for (const folder of await folders(join(root, 'skills'))) {
+    const dir = await inside(within, join(root, 'skills', folder), `skills/${folder}`);
+    const text = await readFile(await inside(dir, join(dir, 'SKILL.md'), `skills/${folder}/SKILL.md`), 'utf8').catch(() => null);
+    if (text === null) continue;
+    const { attributes } = frontmatter(text);
+    const description = stringOf(attributes.description);
+    if (!description) throw new Error(`skills/${folder}/SKILL.md has no description in its front matter`);
+    skills.push({ plugin: origin, name: stringOf(attributes.name) ?? folder, description, dir });
+  }
+  const agents: SubagentDefinition[] = [];
+  for (const kind of ['agents', 'droids']) {
+    for (const file of await markdownFiles(join(root, kind))) {
+      const { attributes, body } = frontmatter(await readFile(await inside(within, join(root, kind, file), `${kind}/${file}`), 'utf8'));
+      const description = stringOf(attributes.description);
+      if (!description) throw new Error(`${kind}/${file} has no description in its front matter`);
+      const tools = Array.isArray(attributes.tools)
+        ? attributes.tools.filter((tool): tool is string => typeof tool === 'string')
+        : typeof attributes.tools === 'string'
+          ? attributes.tools
+              .split(',')
+              .map((tool) => tool.trim())
+              .filter(Boolean)
+          : undefined;
+      const model = stringOf(attributes.model);
+      agents.push({
+        plugin: origin,
+        name: stringOf(attributes.name) ?? basename(file, '.md'),
+        description,
+        prompt: body.trim(),
+        ...(tools ? { tools } : {}),
+        ...(model && model !== 'inherit' ? { model } : {}),
+      });
+    }
+  }
+  return { commands, skills, agents };
+}
+
+/**
+ * The extensions of the repository (`.claude/`, `.factory/` in the workspace) and of the user (the same
+ * folders in their home, and the agent's settings folder), then the plugins': the first of a name wins.
+ * A folder that does not load is said in `problems`, and the others load.
+ */
+export async function turnExtensions(workspace: string, userFolders: readonly string[], plugins: Extensions): Promise<Extensions & { problems: string[] }> {
+  const merged: Extensions & { problems: string[] } = { commands: [], skills: [], agents: [], problems: [] };
+  const realWorkspace = await realpath(workspace).catch(() => workspace);
+  const sources: Array<[string, string, string]> = [
+    ...['.claude', '.factory'].map((dir): [string, string, string] => ['project', join(realWorkspace, dir), realWorkspace]),
+    ...userFolders.map((dir): [string, string, string] => ['user', dir, dir]),
+  ];
+  const all: Extensions[] = [];
+  for (const [origin, root, within] of sources) {
+    const realWithin = await realpath(within).catch(() => null);
+    if (realWithin === null) continue;
+    try {
+      all.push(await loadExtensionFolder(origin, root, realWithin));
+    } catch (error) {
+      merged.problems.push(`the ${origin} extensions in ${root} did not load: ${(error as Error).message}`);
+    }
+  }
+  all.push(plugins);
+  for (const extensions of all) {
+    for (const kind of ['commands', 'skills', 'agents'] as const) {
+      for (const item of extensions[kind]) {
+        if (!(merged[kind] as Array<{ name: string }>).some((known) => known.name === item.name)) (merged[kind] as Array<typeof item>).push(item);
+      }
+    }
+  }
+  return merged;
 }
 
 /**
@@ -179,12 +267,18 @@ export async function inside(root: string, path: string, what: string): Promise<
 
 async function markdownFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  return entries.filter((entry) => entry.name.endsWith('.md') && !entry.isDirectory()).map((entry) => entry.name);
+  return entries
+    .filter((entry) => entry.name.endsWith('.md') && !entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort();
 }
 
 async function folders(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  return entries.filter((entry) => entry.isDirectory() || entry.isSymbolicLink()).map((entry) => entry.name);
+  return entries
+    .filter((entry) => entry.isDirectory() || entry.isSymbolicLink())
+    .map((entry) => entry.name)
+    .sort();
 }
 
 async function readJson(path: string, missing: string): Promise<Record<string, unknown>> {

@@ -1,7 +1,14 @@
 import { hostname } from 'node:os';
 import { AllowedIps } from '../../agent/sandbox/network-policy';
 import { ConfigError, loadConfig } from '../../config/app-config';
-import { AddressPolicy, nonPublicReason, normalizeHost, parseAllowedHosts, type RefusedDestination, type VettedDestination } from './address-policy';
+import {
+  AddressPolicy,
+  nonPublicReason,
+  normalizeHost,
+  parseAllowedHosts,
+  type RefusedDestination,
+  type VettedDestination,
+} from '../../contract/address-policy';
 
 describe('nonPublicReason', () => {
   it.each([

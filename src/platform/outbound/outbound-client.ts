@@ -2,8 +2,8 @@ import type { HttpAdapterHost } from '@nestjs/core';
 import { Agent as HttpAgent, IncomingMessage, OutgoingHttpHeaders, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
-import { OrganizationIps, VettedDestination } from './address-policy';
-import { DestinationRefused, listeningPort, OutboundGuard, OutboundGuardOptions, pinnedLookup } from './outbound-guard';
+import { OrganizationIps, pinnedLookup, VettedDestination } from '../../contract/address-policy';
+import { DestinationRefused, listeningPort, OutboundGuard, OutboundGuardOptions } from './outbound-guard';
 
 export interface OutboundClientOptions extends Pick<OutboundGuardOptions, 'resolve' | 'resolveTimeoutMs'> {
   /** The operator's exceptions for this kind of call, and the variable they come from (named in refusals). */

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, get } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { pinnedLookup } from './outbound-guard';
+import { pinnedLookup } from '../../contract/address-policy';
 
 describe('pinnedLookup', () => {
   it('connects to the vetted address whatever the name would resolve to now (no second lookup to rebind)', async () => {

@@ -1,8 +1,8 @@
 import type { HttpAdapterHost } from '@nestjs/core';
-import { AddressInfo, isIP, LookupFunction } from 'node:net';
+import { AddressInfo, isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import ipaddr from 'ipaddr.js';
-import { AddressPolicy, AddressPolicyOptions, normalizeHost, OrganizationIps, VettedDestination } from './address-policy';
+import { AddressPolicy, AddressPolicyOptions, normalizeHost, OrganizationIps, VettedDestination } from '../../contract/address-policy';
 
 /** A destination the address rules refuse; the message says which rule refused what. */
 export class DestinationRefused extends Error {}
@@ -78,21 +78,6 @@ export class OutboundGuard {
 
 function portOf(url: URL): number {
   return Number(url.port || (url.protocol === 'https:' ? 443 : 80));
-}
-
-/** A lookup that answers the addresses already vetted, whatever DNS would say now. */
-export function pinnedLookup(addresses: string[]): LookupFunction {
-  return (_hostname, options, callback) => {
-    const family = typeof options.family === 'number' ? options.family : 0;
-    const entries = addresses.map((address) => ({ address, family: isIP(address) })).filter((entry) => family === 0 || entry.family === family);
-    if (entries.length === 0) {
-      callback(Object.assign(new Error('no vetted address of that family'), { code: 'ENOTFOUND' }), '', 0);
-    } else if (options.all) {
-      (callback as unknown as (error: null, addresses: Array<{ address: string; family: number }>) => void)(null, entries);
-    } else {
-      callback(null, entries[0].address, entries[0].family);
-    }
-  };
 }
 
 /** A loopback or unspecified address, or one of this machine's interfaces. */

@@ -10,7 +10,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { AllowedIps } from '../../../agent/sandbox/network-policy';
 import { AppConfig } from '../../../config/app-config';
 import { logSecurityEvent } from '../../../platform/logging/security-log';
-import { AddressPolicy } from '../../../platform/outbound/address-policy';
+import { AddressPolicy } from '../../../contract/address-policy';
 import { EnterpriseControlsService } from '../../enterprise-controls';
 import { findOnPath } from '../providers/computer-environment';
 import { openEgress } from './egress';

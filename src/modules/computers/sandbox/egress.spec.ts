@@ -5,7 +5,7 @@ import { createServer, request, type IncomingMessage, type Server } from 'node:h
 import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AddressPolicy } from '../../../platform/outbound/address-policy';
+import { AddressPolicy } from '../../../contract/address-policy';
 import { openEgress, type Egress, type EgressOptions } from './egress';
 
 /** A server on 127.0.0.1 that a sandbox must not reach unless the operator allows it, counting what reaches it. */

@@ -3,7 +3,7 @@ import { createServer as createHttpServer, request as httpRequest, type Incoming
 import { connect, createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import type { AddressPolicy } from '../../../platform/outbound/address-policy';
+import type { AddressPolicy } from '../../../contract/address-policy';
 
 export interface EgressOptions {
   /** The folder bound into the sandbox; `api.sock` and `proxy.sock` are made in it (and it, when missing). */

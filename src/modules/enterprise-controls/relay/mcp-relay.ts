@@ -3,7 +3,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import { AppConfig } from '../../../config/app-config';
-import type { OrganizationIps } from '../../../platform/outbound/address-policy';
+import type { OrganizationIps } from '../../../contract/address-policy';
 import { isEventStream, RelayExchange, RelayFailure } from './relay-exchange';
 
 /** The request headers of the Streamable HTTP transport the relay passes on, and no others of the caller's. */

@@ -3,7 +3,7 @@ import { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { pipeline, Readable, Transform, TransformCallback } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { AppConfig } from '../../../config/app-config';
-import type { OrganizationIps } from '../../../platform/outbound/address-policy';
+import type { OrganizationIps } from '../../../contract/address-policy';
 import { OutboundClient } from '../../../platform/outbound/outbound-client';
 import { describeNetworkError, DestinationRefused } from '../../../platform/outbound/outbound-guard';
 import { maskSecret } from '../domain/secret-mask';

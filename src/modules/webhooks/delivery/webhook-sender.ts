@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { AppConfig } from '../../../config/app-config';
-import { VettedDestination } from '../../../platform/outbound/address-policy';
+import { VettedDestination } from '../../../contract/address-policy';
 import { OutboundClient } from '../../../platform/outbound/outbound-client';
 import { describeNetworkError, DestinationRefused } from '../../../platform/outbound/outbound-guard';
 import { sign } from '../domain/signing';

@@ -1,10 +1,11 @@
 import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
+import { isIP, LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import type { AllowedIps } from '../../agent/sandbox/network-policy';
-
-/** An organization's `networkPolicy.allowedIps`, as the address rules read it. */
-export type OrganizationIps = Pick<AllowedIps, 'allows' | 'entries'>;
+/** An organization's `networkPolicy.allowedIps`, as the address rules read it (the agent's AllowedIps is one). */
+export interface OrganizationIps {
+  allows(address: string): boolean;
+  readonly entries: readonly string[];
+}
 
 /**
  * Addresses of cloud metadata services, refused by name of the rule even where the range they sit in
@@ -294,4 +295,19 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), ms)))]).finally(() =>
     clearTimeout(timer),
   );
+}
+
+/** A lookup that answers the addresses already vetted, whatever DNS would say now. */
+export function pinnedLookup(addresses: string[]): LookupFunction {
+  return (_hostname, options, callback) => {
+    const family = typeof options.family === 'number' ? options.family : 0;
+    const entries = addresses.map((address) => ({ address, family: isIP(address) })).filter((entry) => family === 0 || entry.family === family);
+    if (entries.length === 0) {
+      callback(Object.assign(new Error('no vetted address of that family'), { code: 'ENOTFOUND' }), '', 0);
+    } else if (options.all) {
+      (callback as unknown as (error: null, addresses: Array<{ address: string; family: number }>) => void)(null, entries);
+    } else {
+      callback(null, entries[0].address, entries[0].family);
+    }
+  };
 }
