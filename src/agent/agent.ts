@@ -407,7 +407,13 @@ export class Agent {
         );
         if (post?.blocked) result = { ...result, content: `${result.content}\n\nA PostToolUse hook says: ${post.blockReason}` };
         results.push({ call, result });
-        history.push({ role: 'tool', tool_call_id: call.id, content: result.content, ...(result.isError ? { isError: true } : {}) });
+        history.push({
+          role: 'tool',
+          tool_call_id: call.id,
+          content: result.content,
+          ...(result.isError ? { isError: true } : {}),
+          ...(result.images?.length ? { images: result.images } : {}),
+        });
       }
       await client.append(work.sessionId, work.turnId, [
         {
@@ -1093,13 +1099,14 @@ function userMessage(message: Message): Extract<ChatMessage, { role: 'user' }> {
  */
 function describingImages(model: ModelApi): ModelApi {
   const describe = (message: ChatMessage): ChatMessage => {
-    if (message.role !== 'user' || !message.images?.length) return message;
+    if ((message.role !== 'user' && message.role !== 'tool') || !message.images?.length) return message;
     const notes = message.images.map(
       (image) =>
         `[an image is attached (${image.mediaType}, ${Math.round((image.data.length * 3) / 4 / 1024)} KB); ${model.config.model} takes no images ` +
         "(the organization's noImageSupport), so it is described, not shown]",
     );
-    return { role: 'user', content: [message.content, ...notes].filter(Boolean).join('\n\n') };
+    const content = [message.content, ...notes].filter(Boolean).join('\n\n');
+    return message.role === 'user' ? { role: 'user', content } : { ...message, content, images: undefined };
   };
   return { provider: model.provider, config: model.config, complete: (messages, tools, options) => model.complete(messages.map(describe), tools, options) };
 }

@@ -296,6 +296,49 @@ describe('The agent process', () => {
     }
   });
 
+  it('shows an image file the model reads to it, and only describes it to a model marked noImageSupport; the session keeps the description', async () => {
+    const model = new ScriptedModel((request) => {
+      const last = (request.messages as Json[]).at(-1)!;
+      if (last.role === 'user' && last.content === 'Look at the screenshot.')
+        return completion({ tool_calls: [call('r1', 'Read', { file_path: 'shot.png' })] });
+      return completion({ content: 'Seen.' });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { computerId, workspace, output } = await computerWithAgent({});
+      mkdirSync(workspace, { recursive: true });
+      writeFileSync(join(workspace, 'shot.png'), Buffer.from(PNG, 'base64'));
+      await setControls({
+        customModels: [
+          { id: 'seeing', model: 'vendor-seeing', baseUrl: modelUrl, apiKey: 'sk-seeing-0000' },
+          { id: 'blind', model: 'vendor-blind', baseUrl: modelUrl, apiKey: 'sk-blind-0000', noImageSupport: true },
+        ],
+      });
+      const afterRead = async (modelId: string) => {
+        const sessionId = await say(computerId, 'Look at the screenshot.', { model: modelId });
+        await untilIdle(sessionId, output);
+        return { sent: (model.requests.at(-1)!.messages as Json[]).slice(-2), stored: await messages(sessionId) };
+      };
+      const seeing = await afterRead('seeing');
+      expect(seeing.sent).toEqual([
+        { role: 'tool', tool_call_id: 'r1', content: 'shot.png: an image (image/png, 0 KB), shown to you beside this result.' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'The images of the tool results above (r1):' },
+            { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } },
+          ],
+        },
+      ]);
+      expect(JSON.stringify(seeing.stored)).not.toContain(PNG);
+      const blind = await afterRead('blind');
+      expect(blind.sent[1]).toMatchObject({ role: 'tool', content: expect.stringContaining("blind takes no images (the organization's noImageSupport)") });
+      expect(JSON.stringify(blind.sent)).not.toContain(PNG);
+    } finally {
+      await model.stop();
+    }
+  });
+
   it('shows the images of a message to a model that takes them, and describes them in words to one marked noImageSupport', async () => {
     const model = new ScriptedModel(() => completion({ content: 'Seen.' }));
     const modelUrl = await model.start();

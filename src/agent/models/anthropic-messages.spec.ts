@@ -252,6 +252,28 @@ describe('The Messages conversation', () => {
     ]);
   });
 
+  it('gives the images of a tool result inside its tool_result, after its text', () => {
+    const call = { id: 'c1', type: 'function' as const, function: { name: 'Read', arguments: '{"file_path":"a.png"}' } };
+    expect(
+      toMessages([
+        { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'tool', tool_call_id: 'c1', content: 'a.png: an image', images: [{ mediaType: 'image/png', data: 'iVBORw==' }] },
+      ])[1],
+    ).toEqual({
+      role: 'user',
+      content: [
+        {
+          type: 'tool_result',
+          tool_use_id: 'c1',
+          content: [
+            { type: 'text', text: 'a.png: an image' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw==' } },
+          ],
+        },
+      ],
+    });
+  });
+
   it('merges messages of one role, leaves out empty answers, and gives arguments that are not an object as {}', () => {
     expect(
       toMessages([

@@ -1,4 +1,5 @@
 import {
+  ChatImage,
   ChatMessage,
   CompleteOptions,
   ModelAnswer,
@@ -91,7 +92,7 @@ type Block =
   | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'redacted_thinking'; data: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content?: string; is_error?: true; cache_control?: typeof EPHEMERAL };
+  | { type: 'tool_result'; tool_use_id: string; content?: string | Block[]; is_error?: true; cache_control?: typeof EPHEMERAL };
 
 interface MessagesMessage {
   role: 'user' | 'assistant';
@@ -114,17 +115,18 @@ export function toMessages(messages: ChatMessage[]): MessagesMessage[] {
   for (const message of messages) {
     if (message.role === 'system') continue;
     if (message.role === 'user')
-      add('user', [
-        ...(message.content ? [{ type: 'text' as const, text: message.content }] : []),
-        ...(message.images ?? []).map((image): Block => ({ type: 'image', source: { type: 'base64', media_type: image.mediaType, data: image.data } })),
-      ]);
+      add('user', [...(message.content ? [{ type: 'text' as const, text: message.content }] : []), ...(message.images ?? []).map(imageBlock)]);
     // An empty result goes without content: the API refuses empty text.
     else if (message.role === 'tool')
       add('user', [
         {
           type: 'tool_result',
           tool_use_id: message.tool_call_id,
-          ...(message.content ? { content: message.content } : {}),
+          ...(message.images?.length
+            ? { content: [...(message.content ? [{ type: 'text' as const, text: message.content }] : []), ...message.images.map(imageBlock)] }
+            : message.content
+              ? { content: message.content }
+              : {}),
           ...(message.isError ? { is_error: true as const } : {}),
         },
       ]);
@@ -141,6 +143,10 @@ export function toMessages(messages: ChatMessage[]): MessagesMessage[] {
     }
   }
   return out;
+}
+
+function imageBlock(image: ChatImage): Block {
+  return { type: 'image', source: { type: 'base64', media_type: image.mediaType, data: image.data } };
 }
 
 /** A call's arguments as the object `tool_use.input` must be (`{}` for arguments that are not one). */

@@ -51,6 +51,31 @@ describe('ChatCompletionsClient against a scripted vendor', () => {
     ]);
   });
 
+  it('sends the images of tool results in a user message after all the results of the answer (a tool message takes none)', async () => {
+    vendor.script((_, res) => sse(res, [delta({ content: 'ok' }, 'stop'), '[DONE]']));
+    const calls = ['c1', 'c2'].map((id) => ({ id, type: 'function' as const, function: { name: 'Read', arguments: '{}' } }));
+    await client().complete(
+      [
+        ...conversation,
+        { role: 'assistant', content: null, tool_calls: calls },
+        { role: 'tool', tool_call_id: 'c1', content: 'a.png: an image', images: [{ mediaType: 'image/png', data: 'iVBORw==' }] },
+        { role: 'tool', tool_call_id: 'c2', content: 'text' },
+      ],
+      tools,
+    );
+    expect(JSON.parse(vendor.requests[0].body).messages.slice(3)).toEqual([
+      { role: 'tool', tool_call_id: 'c1', content: 'a.png: an image' },
+      { role: 'tool', tool_call_id: 'c2', content: 'text' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'The images of the tool results above (c1):' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw==' } },
+        ],
+      },
+    ]);
+  });
+
   it('sends a failed tool result as Chat Completions knows it: no isError field, which strict vendors refuse', async () => {
     vendor.script((_, res) => sse(res, [delta({ content: 'ok' }, 'stop'), '[DONE]']));
     const history: ChatMessage[] = [

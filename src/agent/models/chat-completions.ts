@@ -1,4 +1,5 @@
 import {
+  ChatImage,
   ChatMessage,
   CompleteOptions,
   endpoint,
@@ -31,10 +32,10 @@ export class ChatCompletionsClient implements ModelApi {
   complete(messages: ChatMessage[], tools: ToolSpec[], options: CompleteOptions = {}): Promise<ModelAnswer> {
     const { model, vendorModel, apiKey, extraHeaders, extraArgs, maxOutputTokens } = this.config;
     // Thinking blocks are Anthropic's; a Chat Completions API does not know the field.
-    const conversation = messages.map((message) =>
+    const conversation = withToolImages(messages).map((message) =>
       message.role === 'assistant' && message.thinking
         ? withoutThinking(message)
-        : message.role === 'tool' && message.isError !== undefined
+        : message.role === 'tool'
           ? { role: message.role, tool_call_id: message.tool_call_id, content: message.content }
           : message.role === 'user' && message.images !== undefined
             ? withImages(message)
@@ -197,6 +198,29 @@ interface ChatCompletionChunk {
 }
 
 /** A user message with images as Chat Completions content parts: the text, then each image as a data URL. */
+/**
+ * A tool message takes no image in Chat Completions: the images of a run of tool results go in a user message right
+ * after it (never between them: every call of an answer must be answered first), which says whose they are.
+ */
+function withToolImages(messages: ChatMessage[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  let pending: { ids: string[]; images: ChatImage[] } = { ids: [], images: [] };
+  const flush = () => {
+    if (pending.images.length) out.push({ role: 'user', content: `The images of the tool results above (${pending.ids.join(', ')}):`, images: pending.images });
+    pending = { ids: [], images: [] };
+  };
+  for (const message of messages) {
+    if (message.role !== 'tool') flush();
+    out.push(message);
+    if (message.role === 'tool' && message.images?.length) {
+      pending.ids.push(message.tool_call_id);
+      pending.images.push(...message.images);
+    }
+  }
+  flush();
+  return out;
+}
+
 function withImages(message: Extract<ChatMessage, { role: 'user' }>): { role: 'user'; content: unknown[] | string } {
   if (!message.images?.length) return { role: 'user', content: message.content };
   return {

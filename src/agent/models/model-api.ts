@@ -16,8 +16,11 @@ export type ChatMessage =
       /** Anthropic thinking blocks of this answer, sent back as they came (signature included), as Anthropic requires across tool use. */
       thinking?: ThinkingBlock[];
     }
-  /** `isError`: the call failed or was refused (Anthropic's `is_error`; Chat Completions has no such field). */
-  | { role: 'tool'; tool_call_id: string; content: string; isError?: boolean };
+  /**
+   * `isError`: the call failed or was refused (Anthropic's `is_error`; Chat Completions has no such field). `images`: what the tool
+   * showed (an image file it read): in the result for Anthropic, in a user message after the results for Chat Completions.
+   */
+  | { role: 'tool'; tool_call_id: string; content: string; isError?: boolean; images?: ChatImage[] };
 
 /** An image of a user message: its media type and its bytes, base64. */
 export interface ChatImage {

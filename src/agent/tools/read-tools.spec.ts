@@ -4,7 +4,7 @@ import { context, failure, ok, outside, run, workspace, write } from '../../../t
 import { GLOB_MAX_FILES, globTool } from './glob';
 import { GREP_MAX_MATCHES, grepTool } from './grep';
 import { LS_MAX_ENTRIES, lsTool } from './ls';
-import { READ_MAX_CHARACTERS, readTool } from './read';
+import { READ_MAX_CHARACTERS, READ_MAX_IMAGE_BYTES, readTool } from './read';
 
 const numbered = (from: number, lines: string[]) => lines.map((line, i) => `${String(from + i).padStart(6)}\t${line}`).join('\n');
 beforeEach(() => writeFileSync(join(outside, 'secret.ts'), 'const secret = 1;\n'));
@@ -71,14 +71,35 @@ describe('Read', () => {
   it('refuses folders, binary files, missing files and other kinds of files', async () => {
     write('src/a.ts', 'a');
     write('image.png', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01]));
+    write('data.bin', Buffer.from([0x00, 0x01, 0x02]));
     write('late-nul.txt', `${'a'.repeat(9000)}\0`);
     expect(await run(readTool, { file_path: 'src' })).toEqual(failure('src is a folder, not a file; use LS to list it'));
     expect(await run(readTool, { file_path: '.' })).toEqual(failure('. is a folder, not a file; use LS to list it'));
-    expect(await run(readTool, { file_path: 'image.png' })).toEqual(failure('image.png is a binary file; Read only shows text files'));
+    // A name says nothing: bytes that are no image are a binary file, whatever the extension.
+    expect(await run(readTool, { file_path: 'image.png' })).toEqual(
+      failure('image.png is a binary file; Read only shows text files and images (PNG, JPEG, GIF, WebP)'),
+    );
+    expect(await run(readTool, { file_path: 'data.bin' })).toEqual(
+      failure('data.bin is a binary file; Read only shows text files and images (PNG, JPEG, GIF, WebP)'),
+    );
     expect((await run(readTool, { file_path: 'late-nul.txt' })).isError).toBe(false);
     expect(await run(readTool, { file_path: 'src/missing.ts' })).toEqual(failure('src/missing.ts does not exist'));
     expect(await run(readTool, { file_path: 'src/a.ts/x' })).toEqual(failure('src/a.ts/x does not exist'));
     expect(await run(readTool, { file_path: '' })).toEqual(failure('Argument "file_path" must not be empty'));
+  });
+
+  it('shows an image to the model (PNG, JPEG, GIF, WebP by their first bytes), describing it in the text, and refuses one over 5 MB', async () => {
+    const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(100, 1)]);
+    write('shots/screen.dat', png);
+    expect(await run(readTool, { file_path: 'shots/screen.dat' })).toEqual({
+      isError: false,
+      content: 'shots/screen.dat: an image (image/png, 0 KB), shown to you beside this result.',
+      images: [{ mediaType: 'image/png', data: png.toString('base64') }],
+    });
+    write('photo.jpg', Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10]));
+    expect((await run(readTool, { file_path: 'photo.jpg' })).images).toEqual([{ mediaType: 'image/jpeg', data: expect.any(String) }]);
+    write('big.gif', Buffer.concat([Buffer.from('GIF89a'), Buffer.alloc(READ_MAX_IMAGE_BYTES)]));
+    expect(await run(readTool, { file_path: 'big.gif' })).toEqual(failure('big.gif is an image of 5120 KB; images larger than 5 MB are not read'));
   });
 
   it('refuses paths outside the workspace, also through a symlink', async () => {

@@ -1,10 +1,12 @@
 import { createReadStream } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { open, readFile, stat } from 'node:fs/promises';
 import { BINARY_SNIFF_BYTES, defineTool, errorCode, looksBinary, optionalNumber, requiredString, ToolError } from './common';
 import { resolveForReading } from './workspace';
 
 export const READ_DEFAULT_LIMIT = 2000;
 export const READ_MAX_CHARACTERS = 100_000;
+/** The largest image Read passes to the model (Anthropic's limit per image). */
+export const READ_MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 
 /** One line of the output: its number right-aligned in six columns, a tab, the line (as `cat -n`). */
 export const numberedLine = (number: number, line: string): string => `${String(number).padStart(6)}\t${line}`;
@@ -14,7 +16,7 @@ export const readTool = defineTool({
   description: [
     'Reads a text file of the workspace and returns its lines, each prefixed with its line number and a tab (like `cat -n`).',
     `By default it returns the first ${READ_DEFAULT_LIMIT} lines; use offset (the first line to return, 1-based) and limit (how many lines) to read a part of a long file.`,
-    `At most ${READ_MAX_CHARACTERS} characters are returned. Folders (use LS) and binary files are refused.`,
+    `At most ${READ_MAX_CHARACTERS} characters are returned. An image (PNG, JPEG, GIF, WebP, at most 5 MB) is shown to you as an image. Folders (use LS) and other binary files are refused.`,
     'The line-number prefixes are not part of the file: leave them out of Edit and ApplyPatch.',
   ].join(' '),
   parameters: {
@@ -40,7 +42,21 @@ export const readTool = defineTool({
     });
     if (stats.isDirectory()) throw new ToolError(`${path.relative} is a folder, not a file; use LS to list it`);
     if (!stats.isFile()) throw new ToolError(`${path.relative} is not a regular file`);
-    if (await isBinaryFile(path.absolute)) throw new ToolError(`${path.relative} is a binary file; Read only shows text files`);
+    const image = await imageType(path.absolute);
+    if (image) {
+      if (stats.size > READ_MAX_IMAGE_BYTES)
+        throw new ToolError(
+          `${path.relative} is an image of ${Math.round(stats.size / 1024)} KB; images larger than ${READ_MAX_IMAGE_BYTES / 1024 / 1024} MB are not read`,
+        );
+      const data = (await readFile(path.absolute)).toString('base64');
+      return {
+        content: `${path.relative}: an image (${image}, ${Math.round(stats.size / 1024)} KB), shown to you beside this result.`,
+        isError: false,
+        images: [{ mediaType: image, data }],
+      };
+    }
+    if (await isBinaryFile(path.absolute))
+      throw new ToolError(`${path.relative} is a binary file; Read only shows text files and images (PNG, JPEG, GIF, WebP)`);
 
     const { lines, total, truncated } = await readLines(path.absolute, offset, limit, READ_MAX_CHARACTERS);
     if (total === 0) return `(${path.relative} is empty)`;
@@ -58,6 +74,23 @@ export const readTool = defineTool({
     return content;
   },
 });
+
+/** The image types the model APIs take, by the file's first bytes (never its name): its media type, or null. */
+export async function imageType(path: string): Promise<string | null> {
+  const handle = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(12);
+    const { bytesRead } = await handle.read(head, 0, 12, 0);
+    const bytes = head.subarray(0, bytesRead);
+    if (bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'image/png';
+    if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'image/jpeg';
+    if (bytes.subarray(0, 6).toString('latin1') === 'GIF87a' || bytes.subarray(0, 6).toString('latin1') === 'GIF89a') return 'image/gif';
+    if (bytes.subarray(0, 4).toString('latin1') === 'RIFF' && bytes.subarray(8, 12).toString('latin1') === 'WEBP') return 'image/webp';
+    return null;
+  } finally {
+    await handle.close();
+  }
+}
 
 /** True when the first 8 KB of the file hold a NUL byte. */
 export async function isBinaryFile(path: string): Promise<boolean> {

@@ -1,4 +1,5 @@
 import type { AgentPolicy } from '../../contract/agent-channel';
+import type { ChatImage } from '../models/model-api';
 
 export type CommandPolicy = Pick<AgentPolicy, 'commandAllowlist' | 'commandDenylist' | 'commandBlocklist'>;
 /** The parts of the organization's agent policy the tools obey; without a sandbox or a network policy, none applies. */
@@ -11,6 +12,8 @@ export interface ToolContext {
 export interface ToolResult {
   content: string;
   isError: boolean;
+  /** Images for the model beside the text (an image file Read read): never stored in the session, only its description. */
+  images?: ChatImage[];
 }
 export interface AgentTool {
   name: string; // exactly: Read, LS, Glob, Grep, Create, Edit, ApplyPatch, Execute
