@@ -7,7 +7,8 @@ import { HookEvent, HooksConfig, HooksConfigError, loadHooks } from './hooks/hoo
 import { HookRun, runHooks, selectCommands } from './hooks/hook-runner';
 import type { AgentMessage, AgentPolicy, ContentBlock, Message, SessionSettings, UsageReport, Work } from '../contract/agent-channel';
 import { modelRefusal } from '../contract/model-policy';
-import { ChatMessage, ModelAnswer, ModelApi, modelClient, ModelError, ToolCall, ToolSpec } from './models';
+import { ChatDocument, ChatMessage, ModelAnswer, ModelApi, modelClient, ModelError, ToolCall, ToolSpec } from './models';
+import { pdfText } from './documents';
 import { DeltaPublisher } from './delta-publisher';
 import { loadMemory, Memory, NestedInstructions, withMemory } from './memory';
 import { AgentChannel, ChannelRefusal, DeltaRefused } from './platform-client';
@@ -228,7 +229,12 @@ export class Agent {
             work,
             signal: abort.signal,
             hooks,
-            model: deltas.counting(takesNoImages(policy, model.config.model) ? describingImages(model) : model),
+            model: deltas.counting(
+              readingDocuments(
+                takesNoImages(policy, model.config.model) ? describingImages(model) : model,
+                model.provider === 'anthropic' && !takesNoImages(policy, model.config.model),
+              ),
+            ),
             policy,
             spec,
             autonomyLevel: settings.autonomyLevel,
@@ -1090,7 +1096,54 @@ function resultText(content: Extract<ContentBlock, { type: 'tool_result' }>['con
 /** A user message for the model: its text and text files, and its images beside them. */
 function userMessage(message: Message): Extract<ChatMessage, { role: 'user' }> {
   const images = message.content.flatMap((block) => (block.type === 'image' ? [{ mediaType: block.source.mediaType, data: block.source.data }] : []));
-  return { role: 'user', content: userText(message), ...(images.length > 0 ? { images } : {}) };
+  const documents = message.content.flatMap((block): ChatDocument[] =>
+    block.type === 'document' && block.source.type === 'base64'
+      ? [
+          {
+            mediaType: 'application/pdf',
+            data: block.source.data,
+            ...(block.source.name ? { name: block.source.name } : {}),
+            ...(block.source.parsedData ? { parsedText: block.source.parsedData } : {}),
+          },
+        ]
+      : [],
+  );
+  return { role: 'user', content: userText(message), ...(images.length > 0 ? { images } : {}), ...(documents.length > 0 ? { documents } : {}) };
+}
+
+/**
+ * A model that does not read PDFs itself (every model but those of the Messages API, and one marked `noImageSupport`): each
+ * PDF of the conversation is given as its text instead, the text its sender extracted (`parsedData`) or else the agent's.
+ */
+function readingDocuments(model: ModelApi, native: boolean): ModelApi {
+  if (native) return model;
+  const texts = new Map<string, Promise<string>>();
+  const textOf = (document: ChatDocument): Promise<string> => {
+    const key = document.parsedText !== undefined ? `p:${document.parsedText}` : document.data;
+    let text = texts.get(key);
+    if (!text) {
+      const name = document.name ? ` ${document.name}` : '';
+      text =
+        document.parsedText !== undefined
+          ? Promise.resolve(`[the attached PDF${name}, as text]\n${document.parsedText}`)
+          : pdfText(document.data).then(
+              ({ pages, text: body }) => `[the attached PDF${name} (${pages} ${pages === 1 ? 'page' : 'pages'}), as text]\n${body || '(no text in it)'}`,
+              (error: Error) => `[a PDF is attached${name}, and its text cannot be read: ${error.message}]`,
+            );
+      texts.set(key, text);
+    }
+    return text;
+  };
+  const asText = async (message: ChatMessage): Promise<ChatMessage> => {
+    if (message.role !== 'user' || !message.documents?.length) return message;
+    const { documents, ...rest } = message;
+    return { ...rest, content: [message.content, ...(await Promise.all(documents.map(textOf)))].filter(Boolean).join('\n\n') };
+  };
+  return {
+    provider: model.provider,
+    config: model.config,
+    complete: async (messages, tools, options) => model.complete(await Promise.all(messages.map(asText)), tools, options),
+  };
 }
 
 /**
@@ -1123,9 +1176,8 @@ function userText(message: Message): string {
       if (block.type === 'text') return block.text;
       if (block.type === 'document') {
         const { source } = block;
-        return source.type === 'text'
-          ? `[attached file ${source.name ?? ''}]\n${source.data}`
-          : `[a PDF is attached${source.name ? `: ${source.name}` : ''}; this agent cannot read PDFs]`;
+        // A PDF goes beside the text (userMessage): to the model itself, or as its text.
+        return source.type === 'text' ? `[attached file ${source.name ?? ''}]\n${source.data}` : '';
       }
       return '';
     })

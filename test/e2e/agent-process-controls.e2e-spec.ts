@@ -6,6 +6,7 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PNG } from '../utils/fixtures/sessions';
+import { pdfOf } from '../utils/fixtures/pdf';
 import { until } from '../utils/polling';
 import { TestApp } from '../utils/test-app';
 import { itInSandbox } from '../utils/sandbox';
@@ -291,6 +292,37 @@ describe('The agent process', () => {
       // The router may change provider from turn to turn: a routed session is never locked.
       const routedSession = (await t.http().get(`/api/v0/sessions/${sessionId}`).set(owner.auth).expect(200)).body as Json;
       expect(routedSession.sessionSettings).not.toHaveProperty('providerLock');
+    } finally {
+      await model.stop();
+    }
+  });
+
+  it("gives a PDF a user attaches to a Chat Completions model as its text: the sender's parsedData, else the text the agent reads from it", async () => {
+    const model = new ScriptedModel(() => completion({ content: 'Read it.' }));
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const pdf = pdfOf('Invoices are due in 30 days.').toString('base64');
+      const sent = async (file: Json) => {
+        const session = await t.http().post('/api/v0/sessions').set(owner.auth).send({ computerId }).expect(201);
+        const sessionId = session.body.sessionId as string;
+        await t
+          .http()
+          .post(`/api/v0/sessions/${sessionId}/messages`)
+          .set(owner.auth)
+          .send({ text: 'What are the terms?', files: [file] })
+          .expect(200);
+        await untilIdle(sessionId, output);
+        return (model.requests.at(-1)!.messages as Json[]).at(-1)!;
+      };
+      expect(await sent({ type: 'base64', mediaType: 'application/pdf', data: pdf, name: 'terms.pdf' })).toEqual({
+        role: 'user',
+        content: 'What are the terms?\n\n[the attached PDF terms.pdf (1 page), as text]\nInvoices are due in 30 days.',
+      });
+      expect(await sent({ type: 'base64', mediaType: 'application/pdf', data: pdf, name: 'terms.pdf', parsedData: 'Net 30.' })).toEqual({
+        role: 'user',
+        content: 'What are the terms?\n\n[the attached PDF terms.pdf, as text]\nNet 30.',
+      });
     } finally {
       await model.stop();
     }

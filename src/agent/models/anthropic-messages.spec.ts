@@ -252,6 +252,18 @@ describe('The Messages conversation', () => {
     ]);
   });
 
+  it("gives a user message's PDFs as document blocks after its images, named by their title", () => {
+    expect(toMessages([{ role: 'user', content: 'Summarize.', documents: [{ mediaType: 'application/pdf', data: 'JVBERi0=', name: 'spec.pdf' }] }])).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Summarize.' },
+          { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' }, title: 'spec.pdf' },
+        ],
+      },
+    ]);
+  });
+
   it('gives the images of a tool result inside its tool_result, after its text', () => {
     const call = { id: 'c1', type: 'function' as const, function: { name: 'Read', arguments: '{"file_path":"a.png"}' } };
     expect(

@@ -89,6 +89,7 @@ function withCacheBreakpoint(messages: MessagesMessage[]): MessagesMessage[] {
 type Block =
   | { type: 'text'; text: string; cache_control?: typeof EPHEMERAL }
   | { type: 'image'; source: { type: 'base64'; media_type: string; data: string } }
+  | { type: 'document'; source: { type: 'base64'; media_type: 'application/pdf'; data: string }; title?: string }
   | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'redacted_thinking'; data: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
@@ -115,7 +116,15 @@ export function toMessages(messages: ChatMessage[]): MessagesMessage[] {
   for (const message of messages) {
     if (message.role === 'system') continue;
     if (message.role === 'user')
-      add('user', [...(message.content ? [{ type: 'text' as const, text: message.content }] : []), ...(message.images ?? []).map(imageBlock)]);
+      add('user', [
+        ...(message.content ? [{ type: 'text' as const, text: message.content }] : []),
+        ...(message.images ?? []).map(imageBlock),
+        ...(message.documents ?? []).map((document): Block => ({
+          type: 'document',
+          source: { type: 'base64', media_type: 'application/pdf', data: document.data },
+          ...(document.name ? { title: document.name } : {}),
+        })),
+      ]);
     // An empty result goes without content: the API refuses empty text.
     else if (message.role === 'tool')
       add('user', [

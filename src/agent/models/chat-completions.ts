@@ -37,7 +37,7 @@ export class ChatCompletionsClient implements ModelApi {
         ? withoutThinking(message)
         : message.role === 'tool'
           ? { role: message.role, tool_call_id: message.tool_call_id, content: message.content }
-          : message.role === 'user' && message.images !== undefined
+          : message.role === 'user'
             ? withImages(message)
             : message,
     );

@@ -7,8 +7,11 @@ import type { RequestAuth } from './model-http';
 /** A message of the agent's conversation, in the shape of OpenAI-compatible Chat Completions. */
 export type ChatMessage =
   | { role: 'system'; content: string }
-  /** `images`: attached to the user's message, after its text (base64, as the session stored them). */
-  | { role: 'user'; content: string; images?: ChatImage[] }
+  /**
+   * `images`: attached to the user's message, after its text (base64, as the session stored them). `documents`: its PDFs,
+   * which a Messages API model reads itself; any other model gets their text instead (readingDocuments in agent.ts).
+   */
+  | { role: 'user'; content: string; images?: ChatImage[]; documents?: ChatDocument[] }
   | {
       role: 'assistant';
       content: string | null;
@@ -21,6 +24,14 @@ export type ChatMessage =
    * showed (an image file it read): in the result for Anthropic, in a user message after the results for Chat Completions.
    */
   | { role: 'tool'; tool_call_id: string; content: string; isError?: boolean; images?: ChatImage[] };
+
+/** A PDF of a user message: its bytes (base64), its name, and the text the client extracted from it, if any. */
+export interface ChatDocument {
+  mediaType: 'application/pdf';
+  data: string;
+  name?: string;
+  parsedText?: string;
+}
 
 /** An image of a user message: its media type and its bytes, base64. */
 export interface ChatImage {

@@ -1,6 +1,7 @@
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { context, failure, ok, outside, run, workspace, write } from '../../../test/utils/tool-workspace';
+import { pdfOf } from '../../../test/utils/fixtures/pdf';
 import { GLOB_MAX_FILES, globTool } from './glob';
 import { GREP_MAX_MATCHES, grepTool } from './grep';
 import { LS_MAX_ENTRIES, lsTool } from './ls';
@@ -77,10 +78,10 @@ describe('Read', () => {
     expect(await run(readTool, { file_path: '.' })).toEqual(failure('. is a folder, not a file; use LS to list it'));
     // A name says nothing: bytes that are no image are a binary file, whatever the extension.
     expect(await run(readTool, { file_path: 'image.png' })).toEqual(
-      failure('image.png is a binary file; Read only shows text files and images (PNG, JPEG, GIF, WebP)'),
+      failure('image.png is a binary file; Read only shows text files, images (PNG, JPEG, GIF, WebP) and PDFs'),
     );
     expect(await run(readTool, { file_path: 'data.bin' })).toEqual(
-      failure('data.bin is a binary file; Read only shows text files and images (PNG, JPEG, GIF, WebP)'),
+      failure('data.bin is a binary file; Read only shows text files, images (PNG, JPEG, GIF, WebP) and PDFs'),
     );
     expect((await run(readTool, { file_path: 'late-nul.txt' })).isError).toBe(false);
     expect(await run(readTool, { file_path: 'src/missing.ts' })).toEqual(failure('src/missing.ts does not exist'));
@@ -100,6 +101,15 @@ describe('Read', () => {
     expect((await run(readTool, { file_path: 'photo.jpg' })).images).toEqual([{ mediaType: 'image/jpeg', data: expect.any(String) }]);
     write('big.gif', Buffer.concat([Buffer.from('GIF89a'), Buffer.alloc(READ_MAX_IMAGE_BYTES)]));
     expect(await run(readTool, { file_path: 'big.gif' })).toEqual(failure('big.gif is an image of 5120 KB; images larger than 5 MB are not read'));
+  });
+
+  it('reads a PDF as its text, with its pages', async () => {
+    write('docs/spec.pdf', pdfOf('The API answers 404 for another organization.'));
+    expect(await run(readTool, { file_path: 'docs/spec.pdf' })).toEqual(
+      ok('docs/spec.pdf: a PDF of 1 page, as text:\nThe API answers 404 for another organization.'),
+    );
+    write('broken.pdf', '%PDF-1.4\nnothing else');
+    expect((await run(readTool, { file_path: 'broken.pdf' })).isError).toBe(true);
   });
 
   it('refuses paths outside the workspace, also through a symlink', async () => {

@@ -2,9 +2,12 @@ import { createReadStream } from 'node:fs';
 import { open, readFile, stat } from 'node:fs/promises';
 import { BINARY_SNIFF_BYTES, defineTool, errorCode, looksBinary, optionalNumber, requiredString, ToolError } from './common';
 import { resolveForReading } from './workspace';
+import { pdfText } from '../documents';
 
 export const READ_DEFAULT_LIMIT = 2000;
 export const READ_MAX_CHARACTERS = 100_000;
+/** The largest PDF Read reads the text of. */
+export const READ_MAX_PDF_BYTES = 32 * 1024 * 1024;
 /** The largest image Read passes to the model (Anthropic's limit per image). */
 export const READ_MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 
@@ -16,7 +19,7 @@ export const readTool = defineTool({
   description: [
     'Reads a text file of the workspace and returns its lines, each prefixed with its line number and a tab (like `cat -n`).',
     `By default it returns the first ${READ_DEFAULT_LIMIT} lines; use offset (the first line to return, 1-based) and limit (how many lines) to read a part of a long file.`,
-    `At most ${READ_MAX_CHARACTERS} characters are returned. An image (PNG, JPEG, GIF, WebP, at most 5 MB) is shown to you as an image. Folders (use LS) and other binary files are refused.`,
+    `At most ${READ_MAX_CHARACTERS} characters are returned. An image (PNG, JPEG, GIF, WebP, at most 5 MB) is shown to you as an image, a PDF as its text. Folders (use LS) and other binary files are refused.`,
     'The line-number prefixes are not part of the file: leave them out of Edit and ApplyPatch.',
   ].join(' '),
   parameters: {
@@ -55,8 +58,18 @@ export const readTool = defineTool({
         images: [{ mediaType: image, data }],
       };
     }
+    if (await isPdf(path.absolute)) {
+      if (stats.size > READ_MAX_PDF_BYTES)
+        throw new ToolError(
+          `${path.relative} is a PDF of ${Math.round(stats.size / 1024 / 1024)} MB; PDFs larger than ${READ_MAX_PDF_BYTES / 1024 / 1024} MB are not read`,
+        );
+      const { pages, text } = await pdfText(new Uint8Array(await readFile(path.absolute)), READ_MAX_CHARACTERS).catch((error: Error) => {
+        throw new ToolError(`${path.relative}: ${error.message}`);
+      });
+      return `${path.relative}: a PDF of ${pages} ${pages === 1 ? 'page' : 'pages'}, as text:\n${text || '(no text in it: it may hold only images)'}`;
+    }
     if (await isBinaryFile(path.absolute))
-      throw new ToolError(`${path.relative} is a binary file; Read only shows text files and images (PNG, JPEG, GIF, WebP)`);
+      throw new ToolError(`${path.relative} is a binary file; Read only shows text files, images (PNG, JPEG, GIF, WebP) and PDFs`);
 
     const { lines, total, truncated } = await readLines(path.absolute, offset, limit, READ_MAX_CHARACTERS);
     if (total === 0) return `(${path.relative} is empty)`;
@@ -87,6 +100,17 @@ export async function imageType(path: string): Promise<string | null> {
     if (bytes.subarray(0, 6).toString('latin1') === 'GIF87a' || bytes.subarray(0, 6).toString('latin1') === 'GIF89a') return 'image/gif';
     if (bytes.subarray(0, 4).toString('latin1') === 'RIFF' && bytes.subarray(8, 12).toString('latin1') === 'WEBP') return 'image/webp';
     return null;
+  } finally {
+    await handle.close();
+  }
+}
+
+async function isPdf(path: string): Promise<boolean> {
+  const handle = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(5);
+    const { bytesRead } = await handle.read(head, 0, 5, 0);
+    return head.subarray(0, bytesRead).toString('latin1') === '%PDF-';
   } finally {
     await handle.close();
   }
