@@ -125,17 +125,23 @@ function textOf(message: AgentMessage): string {
   return lines.length ? `${lines.join('\n')}\n` : '';
 }
 
-/** The channel, with what the agent writes passed on to the report. */
+/** The channel, with what the agent writes passed on to the report (every other call goes to the channel as it is). */
 function reporting(channel: AgentChannel, report: RunReport): AgentChannel {
-  return Object.assign(Object.create(channel) as AgentChannel, {
-    append: async (...args: Parameters<AgentChannel['append']>) => {
-      const answer = await channel.append(...args);
-      report.appended(args[2]);
-      return answer;
-    },
-    usage: async (...args: Parameters<AgentChannel['usage']>) => {
-      report.used(args[1]);
-      return channel.usage(...args);
+  const append: AgentChannel['append'] = async (...args) => {
+    const answer = await channel.append(...args);
+    report.appended(args[2]);
+    return answer;
+  };
+  const usage: AgentChannel['usage'] = (...args) => {
+    report.used(args[1]);
+    return channel.usage(...args);
+  };
+  return new Proxy(channel, {
+    get(target, property, receiver) {
+      if (property === 'append') return append;
+      if (property === 'usage') return usage;
+      const value: unknown = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
   });
 }
