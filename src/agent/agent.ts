@@ -24,6 +24,7 @@ import { McpConnections } from './mcp/mcp-connections';
 import { CloudCredentials } from './models/cloud-credentials';
 import { expandCommand, Extensions, LoadedPlugins, NO_PLUGINS, PluginSkill, Plugins, SubagentDefinition, turnExtensions } from './plugins/plugins';
 import { skillTool } from './tools/skill';
+import { planTool } from './tools/plan';
 import { webFetchTool, webSearchTool, webSettings } from './tools/web';
 import { mcpAutonomyRefusal, McpTool } from './mcp/mcp-tools';
 
@@ -305,7 +306,7 @@ export class Agent {
     // The session's enabledToolIds and disabledToolIds bind the agent and its subagents alike.
     // Tools beside the workspace's: the Skill tool when there are skills, and the web's.
     const searchUrl = webSettings().searchUrl;
-    const extras = [...(turn.skills.length > 0 ? [skillTool(turn.skills)] : []), webFetchTool, ...(searchUrl ? [webSearchTool(searchUrl)] : [])];
+    const extras = [...(turn.skills.length > 0 ? [skillTool(turn.skills)] : []), webFetchTool, ...(searchUrl ? [webSearchTool(searchUrl)] : []), planTool];
     // A custom subagent's `tools` narrow them further.
     const own = (name: string) => !subagent?.definition?.tools || definesTool(subagent.definition.tools, name);
     const task = taskTool(turn.agents);
@@ -981,7 +982,7 @@ interface TurnContext {
 }
 
 /** What spec mode leaves the model (and its subagents): the tools that change nothing. */
-const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(['Read', 'LS', 'Glob', 'Grep', 'WebFetch', 'WebSearch']);
+const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(['Read', 'LS', 'Glob', 'Grep', 'WebFetch', 'WebSearch', 'TodoWrite']);
 
 /** In `ask` mode, why a call needs a person's approval: every call but the reads and Task (whose subagent's calls are asked each). */
 function askModeApproval(turn: TurnContext, toolName: string): string | null {

@@ -196,6 +196,36 @@ const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QD
     await page.close();
   });
 
+  it("shows the agent's plan: the latest TodoWrite as the session's plan, each change arriving live, every one in the conversation", async () => {
+    const sessionId = await newSession(owner, { title: 'Planned work' });
+    const turnId = await runningTurn(sessionId, 'Upgrade the dependencies.');
+    const plan = (id: string, todos: Array<{ content: string; status: string; activeForm?: string }>) =>
+      post(owner, `/api/v0/agent/sessions/${sessionId}/messages`, {
+        turnId,
+        messages: [{ role: 'assistant', modelId: 'model-a', content: [{ type: 'tool_use', id, name: 'TodoWrite', input: { todos } }] }],
+      }).expect(200);
+    await plan('plan-1', [
+      { content: 'Read the lockfile', status: 'in_progress', activeForm: 'Reading the lockfile' },
+      { content: 'Run the tests', status: 'pending' },
+    ]);
+    const page = await signedIn(owner, `/sessions/${sessionId}`);
+    const current = page.getByTestId('session-plan');
+    await current.getByText('Reading the lockfile').waitFor();
+    const statuses = () =>
+      current.locator('.plan-item').evaluateAll((items) => items.map((item) => `${item.getAttribute('data-status')}: ${item.textContent}`));
+    await expect(statuses()).resolves.toEqual(['in_progress: ▶ Reading the lockfile (under way)', 'pending: ○ Run the tests (to do)']);
+    // The next plan arrives on the event stream: the session's plan follows, and the conversation keeps both.
+    await plan('plan-2', [
+      { content: 'Read the lockfile', status: 'completed' },
+      { content: 'Run the tests', status: 'in_progress', activeForm: 'Running the tests' },
+    ]);
+    await current.getByText('Running the tests').waitFor();
+    await expect(statuses()).resolves.toEqual(['completed: ✓ Read the lockfile (done)', 'in_progress: ▶ Running the tests (under way)']);
+    await expect(page.locator('.messages .plan').count()).resolves.toBe(2);
+    accessibility.push(...(await checkPage(page, 'session-plan')));
+    await page.close();
+  });
+
   it('live: a message added through the API, the status, an approval answered in the browser, and an interrupt, all without reload', async () => {
     const sessionId = await newSession(owner, { title: 'Live one', sessionSettings: { toolApproval: { tools: ['Execute'] } } });
     const page = await signedIn(owner, `/sessions/${sessionId}`);

@@ -56,7 +56,7 @@ describe('The agent process', () => {
       expect(all[1].content).toEqual([{ type: 'text', text: 'Hi from the team model.' }]);
       expect(session.sessionSettings.tokenUsage).toMatchObject({ inputTokens: 120, outputTokens: 30 });
       expect(model.requests[0]).toMatchObject({ model: 'vendor-x', temperature: 0.2, max_tokens: 256 });
-      expect(model.requests[0].tools).toHaveLength(10);
+      expect(model.requests[0].tools).toHaveLength(11);
       expect(model.headers[0]).toMatchObject({ authorization: `Bearer ${secret}`, 'x-team': 'blue' });
       expect(output()).not.toContain(secret);
 
@@ -467,7 +467,7 @@ describe('The agent process', () => {
 
       // Spec mode: the spec model, told to plan, offered the read-only tools (and Task); a change it asks for anyway is refused.
       expect(coder.requests).toHaveLength(0);
-      expect(planner.requests[0].tools.map((tool: Json) => tool.function.name)).toEqual(['Read', 'LS', 'Glob', 'Grep', 'WebFetch', 'Task']);
+      expect(planner.requests[0].tools.map((tool: Json) => tool.function.name)).toEqual(['Read', 'LS', 'Glob', 'Grep', 'WebFetch', 'TodoWrite', 'Task']);
       expect(planner.requests[0].messages[0].content).toMatch(/spec mode/);
       const results = (await messages(sessionId)).find((m) => m.role === 'tool')!;
       expect(results.content[0]).toMatchObject({ toolUseId: 'p1', isError: true, content: expect.stringMatching(/^Create is not available in spec mode/) });
@@ -485,7 +485,7 @@ describe('The agent process', () => {
       await untilIdle(sessionId, output);
       expect(coder.requests).toHaveLength(1);
       expect(coder.requests[0]).toMatchObject({ model: 'vendor-c' });
-      expect(coder.requests[0].tools).toHaveLength(10);
+      expect(coder.requests[0].tools).toHaveLength(11);
       expect(coder.requests[0].messages[0].content).not.toMatch(/spec mode/);
       const last = (await messages(sessionId)).pop()!;
       expect(last).toMatchObject({ role: 'assistant', modelId: 'coder', content: [{ type: 'text', text: 'Coded.' }] });

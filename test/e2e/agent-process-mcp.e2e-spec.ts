@@ -232,7 +232,7 @@ describe('The agent process with MCP servers', () => {
         .expect(200);
       await fixture.t.http().post(`/api/v0/sessions/${sessionId}/messages`).set(owner.auth).send({ text: 'Plan.' }).expect(200);
       await untilIdle(sessionId, output);
-      expect(offered(model.requests.at(-1)!)).toEqual(['Read', 'LS', 'Glob', 'Grep', 'WebFetch', 'Task']);
+      expect(offered(model.requests.at(-1)!)).toEqual(['Read', 'LS', 'Glob', 'Grep', 'WebFetch', 'TodoWrite', 'Task']);
     } finally {
       await model.stop();
     }

@@ -93,6 +93,7 @@ describe('The agent process', () => {
         'ApplyPatch',
         'Execute',
         'WebFetch',
+        'TodoWrite',
         'Task',
       ]);
       expect(model.requests[0].model).toBe('scripted-1');

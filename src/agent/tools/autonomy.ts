@@ -2,7 +2,7 @@ import { analyzeCommand, checkCommand, CONSTRUCT_RISKS, evaluatedNames, fileWrit
 import { ShellWord, SimpleCommand } from './shell-syntax';
 
 /** Tools that change nothing: every level allows them. */
-const READING_TOOLS = new Set(['Read', 'LS', 'Glob', 'Grep', 'Task', 'Skill', 'WebFetch', 'WebSearch']);
+const READING_TOOLS = new Set(['Read', 'LS', 'Glob', 'Grep', 'Task', 'Skill', 'WebFetch', 'WebSearch', 'TodoWrite']);
 const EDITING_TOOLS = new Set(['Create', 'Edit', 'ApplyPatch']);
 
 /**

@@ -11,7 +11,8 @@ import type { WireMessage } from '../sessions/blocks';
 import { Composer } from '../sessions/Composer';
 import { STATUS_LABELS, maySeeComputers, sessionName } from '../sessions/format';
 import { useSessionEvents, type LiveState, type StreamEvent } from '../sessions/live';
-import { Messages } from '../sessions/Messages';
+import { Messages, PlanList } from '../sessions/Messages';
+import { latestPlan } from '../sessions/plan';
 import { useModelNames } from '../sessions/model-names';
 import { ToolApprovals } from '../sessions/ToolApprovals';
 import { finished, NOT_WRITING, withDelta, type Writing } from '../sessions/writing';
@@ -103,6 +104,8 @@ export default function SessionView() {
     .slice()
     .reverse();
   const usage = current.sessionSettings?.tokenUsage;
+  // The agent's latest plan, as the messages read so far hold it; each new one arrives with its message.
+  const plan = latestPlan(messages);
   // Unknown owner (its creation is past the log's retention): the controls show and the server decides.
   const mayWrite = access === 'yes' || access === 'unknown';
   return (
@@ -149,6 +152,12 @@ export default function SessionView() {
       {current.statusReason ? <p className="alert alert-warning">{current.statusReason.message}</p> : null}
       {mayWrite && current.status === 'running' && !current.interruptedAt ? <Interrupt sessionId={sessionId} /> : null}
       <ToolApprovals sessionId={sessionId} mayDecide={mayWrite} />
+      {plan ? (
+        <section aria-labelledby="plan-title" className="session-plan" data-testid="session-plan">
+          <h2 id="plan-title">Plan</h2>
+          <PlanList items={plan} />
+        </section>
+      ) : null}
 
       <section aria-labelledby="conversation-title" className="conversation">
         <h2 id="conversation-title">Conversation</h2>

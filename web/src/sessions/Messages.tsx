@@ -1,6 +1,7 @@
 import { formatTime } from '../format';
 import type { Block, DocumentSource, WireMessage } from './blocks';
 import { Markdown } from './Markdown';
+import { planOf, type PlanItem } from './plan';
 
 const ROLE_NAMES: Record<WireMessage['role'], string> = { user: 'User', assistant: 'Agent', tool: 'Tool', system: 'System' };
 const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
@@ -74,7 +75,18 @@ function BlockView({ block, toolNames }: { block: Block; toolNames: Map<string, 
       );
     case 'redacted_thinking':
       return <p className="block thinking muted">Thinking (redacted by the model’s provider)</p>;
-    case 'tool_use':
+    case 'tool_use': {
+      const plan = planOf(block);
+      if (plan) {
+        return (
+          <div className="block tool-use" id={toolAnchor(block.id)}>
+            <p>
+              Plan <code className="muted">{block.id}</code>
+            </p>
+            <PlanList items={plan} />
+          </div>
+        );
+      }
       return (
         <div className="block tool-use" id={toolAnchor(block.id)}>
           <p>
@@ -86,6 +98,7 @@ function BlockView({ block, toolNames }: { block: Block; toolNames: Map<string, 
           </details>
         </div>
       );
+    }
     case 'tool_result':
       return (
         <div className={`block tool-result${block.isError ? ' tool-result-error' : ''}`}>
@@ -103,6 +116,23 @@ function BlockView({ block, toolNames }: { block: Block; toolNames: Map<string, 
     default:
       return <p className="muted">A block this console does not know ({(block as { type?: string }).type ?? 'no type'}).</p>;
   }
+}
+
+const PLAN_MARKS: Record<PlanItem['status'], string> = { completed: '✓', in_progress: '▶', pending: '○' };
+const PLAN_WORDS: Record<PlanItem['status'], string> = { completed: 'done', in_progress: 'under way', pending: 'to do' };
+
+/** A to-do list of the agent's plan, each item marked done, under way or to do (in words too, for screen readers). */
+export function PlanList({ items }: { items: PlanItem[] }) {
+  return (
+    <ul className="plan" aria-label="Plan">
+      {items.map((item, index) => (
+        <li key={index} className={`plan-item plan-${item.status}`} data-status={item.status}>
+          <span aria-hidden="true">{PLAN_MARKS[item.status]}</span> {item.status === 'in_progress' && item.activeForm ? item.activeForm : item.content}
+          <span className="visually-hidden"> ({PLAN_WORDS[item.status]})</span>
+        </li>
+      ))}
+    </ul>
+  );
 }
 
 function ImageView({ mediaType, data }: { mediaType: string; data: string }) {
