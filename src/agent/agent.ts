@@ -223,7 +223,7 @@ export class Agent {
       } else {
         const approvalRules = [policy.toolApproval, settings.toolApproval];
         const selection = new ToolSelection(settings);
-        const mcpTools = await this.mcpTools(work, policy, selection, spec, abort.signal);
+        const mcpTools = await this.mcpTools(work, policy, selection, spec, abort.signal, plugins);
         const memory = await loadMemory(this.workspaceFor(work.sessionId), this.options.hooksFile);
         const ending = await this.work(
           {
@@ -480,10 +480,17 @@ export class Agent {
    * effects are unknown); else those of every server the policy lets the agent use, less those the
    * session's `enabledToolIds` and `disabledToolIds` keep from it. A server that fails is said in the session and offers nothing; the turn goes on.
    */
-  private async mcpTools(work: Work, policy: AgentPolicy, selection: ToolSelection, spec: boolean, signal: AbortSignal): Promise<McpTool[]> {
+  private async mcpTools(
+    work: Work,
+    policy: AgentPolicy,
+    selection: ToolSelection,
+    spec: boolean,
+    signal: AbortSignal,
+    plugins: LoadedPlugins,
+  ): Promise<McpTool[]> {
     if (spec || !this.mcp) return [];
     // A user's interrupt during the connections ends them at once (a server may take up to 30 s to start).
-    const { tools, problems } = await this.mcp.toolset(policy, selection, signal);
+    const { tools, problems } = await this.mcp.toolset(policy, selection, signal, plugins.mcpServers);
     for (const problem of problems) await this.say(work, problem);
     return tools;
   }

@@ -149,6 +149,37 @@ describe('The agent process with plugins', () => {
     }
   });
 
+  it("starts an enabled plugin's stdio MCP server (.mcp.json) and offers its tools, under the organization's mcpPolicy", async () => {
+    const model = new ScriptedModel((request) => {
+      const last = (request.messages as Json[]).at(-1)!;
+      const offered = ((request.tools as Json[] | undefined) ?? []).map((tool) => (tool.function as Json).name);
+      if (last.role === 'user' && offered.includes('mcp__fixture__echo'))
+        return completion({ tool_calls: [call('m1', 'mcp__fixture__echo', { text: 'from the plugin' })] });
+      return completion({ content: 'Done.' });
+    });
+    const modelUrl = await model.start();
+    try {
+      const server = resolve(__dirname, '..', 'fixtures', 'mcp-server.js');
+      const { url } = marketplaceRepository(folders, (dir) =>
+        writeFileSync(join(dir, 'plugins', 'review', '.mcp.json'), JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [server] } } })),
+      );
+      const { computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      await setControls({ extraKnownMarketplaces: { team: { source: 'git', repo: url } }, enabledPlugins: { 'review@team': true } });
+      const sessionId = await say(computerId, 'Echo something.');
+      await untilIdle(sessionId, output);
+      const result = (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
+      expect(result[0]).toMatchObject({ isError: false, content: 'echo: from the plugin' });
+
+      // An allowlist that does not name it: its tools are not offered.
+      await setControls({ mcpPolicy: { enabled: true, allowlist: ['another'] } });
+      const second = await say(computerId, 'Echo again.');
+      await untilIdle(second, output);
+      expect(((model.requests.at(-1)!.tools as Json[]) ?? []).map((tool) => (tool.function as Json).name)).not.toContain('mcp__fixture__echo');
+    } finally {
+      await model.stop();
+    }
+  });
+
   it('under strictKnownMarketplaces, loads a plugin only from a marketplace the list names, at the commit it pins', async () => {
     const model = new ScriptedModel(() => completion({ content: 'Done.' }));
     const modelUrl = await model.start();

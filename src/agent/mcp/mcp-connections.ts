@@ -55,6 +55,8 @@ export interface McpConnectionsOptions {
  */
 export class McpConnections {
   private readonly connections = new Map<string, Connection>();
+  /** How to start the plugins' servers of the current turn, by name (they need no launch from the platform). */
+  private local = new Map<string, Launch>();
   private readonly sandbox = new Sandbox({ nested: process.env.AGENT_NESTED_SANDBOX === '1' });
 
   constructor(private readonly options: McpConnectionsOptions) {}
@@ -63,8 +65,15 @@ export class McpConnections {
    * Connects to every server the policy lets the agent use (closing those it no longer does) and
    * lists their tools, less those the session's `selection` keeps from the agent. A server that fails offers no tools and says why; it never fails the turn.
    */
-  async toolset(policy: AgentPolicy, selection = new ToolSelection({}), signal?: AbortSignal): Promise<McpToolset> {
-    const servers = usableMcpServers(policy);
+  async toolset(policy: AgentPolicy, selection = new ToolSelection({}), signal?: AbortSignal, local: readonly LocalMcpServer[] = []): Promise<McpToolset> {
+    // The plugins' servers beside the organization's, under the same mcpPolicy; a name the organization uses is its.
+    const own = usableMcpServers(policy);
+    const extra = usableMcpServers({
+      mcpPolicy: policy.mcpPolicy,
+      mcpServers: local.filter((server) => !own.some((o) => o.name === server.name)).map(asDefinition),
+    });
+    this.local = new Map(local.map((server) => [server.name, { command: server.command, args: server.args, env: server.env }]));
+    const servers = [...own, ...extra];
     for (const name of [...this.connections.keys()]) if (!servers.some((server) => server.name === name)) await this.drop(name);
     // Connected side by side (one slow server does not hold up the others), offered in the policy's order.
     const outcomes = await Promise.all(
@@ -119,7 +128,7 @@ export class McpConnections {
 
   /** The server's tools, on a connection made from its current definition. */
   private async listed(server: McpServerDefinition, policy: AgentPolicy, signal?: AbortSignal): Promise<ListedTool[]> {
-    const launch = server.transport === 'stdio' ? await this.launch(server.name, signal) : null;
+    const launch = server.transport === 'stdio' ? (this.local.get(server.name) ?? (await this.launch(server.name, signal))) : null;
     const key = JSON.stringify(server.transport === 'http' ? { url: server.url } : { launch, sandbox: policy.sandbox, networkPolicy: policy.networkPolicy });
     let connection = this.connections.get(server.name);
     if (connection && (connection.closed || connection.key !== key)) {
@@ -206,4 +215,17 @@ export class McpConnections {
     await connection.client.close().catch(() => undefined);
     await connection.cleanup().catch(() => undefined);
   }
+}
+
+/** A stdio MCP server defined on the computer (a plugin's), not by the organization. */
+export interface LocalMcpServer {
+  name: string;
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+/** A local server as the policy's definitions are shaped, for the same rules (mcpPolicy, tool names, selection). */
+function asDefinition(server: LocalMcpServer): McpServerDefinition {
+  return { name: server.name, transport: 'stdio', command: server.command, args: server.args } as McpServerDefinition;
 }

@@ -43,16 +43,27 @@ export interface Extensions {
   agents: SubagentDefinition[];
 }
 
+/** A stdio MCP server a plugin brings (`.mcp.json`): started on the computer as the organization's are, confined as commands are. */
+export interface PluginMcpServer {
+  plugin: string;
+  name: string;
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
 export interface LoadedPlugins extends Extensions {
   /** `plugin@marketplace` of each plugin that loaded. */
   loaded: string[];
+  /** The plugins' MCP servers; the organization's `mcpPolicy` decides which are used. */
+  mcpServers: PluginMcpServer[];
   /** The plugins' hooks, `${CLAUDE_PLUGIN_ROOT}` in their commands made the plugin's folder. */
   hooks: HooksConfig;
   /** Why an enabled plugin, or its marketplace, did not load: said in the agent's log. */
   problems: string[];
 }
 
-export const NO_PLUGINS: LoadedPlugins = { loaded: [], commands: [], skills: [], agents: [], hooks: {}, problems: [] };
+export const NO_PLUGINS: LoadedPlugins = { loaded: [], commands: [], skills: [], agents: [], mcpServers: [], hooks: {}, problems: [] };
 
 type PluginPolicy = Pick<AgentPolicy, 'enabledPlugins' | 'extraKnownMarketplaces' | 'strictKnownMarketplaces' | 'sandbox' | 'networkPolicy'>;
 
@@ -84,7 +95,7 @@ export class Plugins {
   }
 
   private async loadAll(policy: PluginPolicy): Promise<LoadedPlugins> {
-    const result: LoadedPlugins = { ...NO_PLUGINS, loaded: [], commands: [], skills: [], agents: [], hooks: {}, problems: [] };
+    const result: LoadedPlugins = { ...NO_PLUGINS, loaded: [], commands: [], skills: [], agents: [], mcpServers: [], hooks: {}, problems: [] };
     const enabled = Object.entries(policy.enabledPlugins ?? {})
       .filter(([, on]) => on === true)
       .map(([id]) => id);
@@ -102,6 +113,7 @@ export class Plugins {
         result.commands.push(...loaded.commands);
         result.skills.push(...loaded.skills);
         result.agents.push(...loaded.agents);
+        result.mcpServers.push(...loaded.mcpServers);
         for (const [event, entries] of Object.entries(loaded.hooks) as Array<[HookEvent, NonNullable<HooksConfig[HookEvent]>]>) {
           result.hooks[event] = [...(result.hooks[event] ?? []), ...entries];
         }
@@ -128,8 +140,9 @@ async function pluginFolder(checkout: string, plugin: string): Promise<string> {
   return inside(checkout, join(checkout, source), `its source ${entry.source}`);
 }
 
-async function loadPlugin(plugin: string, root: string): Promise<Extensions & Pick<LoadedPlugins, 'hooks'>> {
+async function loadPlugin(plugin: string, root: string): Promise<Extensions & Pick<LoadedPlugins, 'hooks' | 'mcpServers'>> {
   const { commands, skills, agents } = await loadExtensionFolder(plugin, root, root);
+  const mcpServers = await pluginMcpServers(plugin, root);
   let hooks: HooksConfig = {};
   const hooksText = await readFile(join(root, 'hooks', 'hooks.json'), 'utf8').catch(() => null);
   if (hooksText !== null) {
@@ -145,7 +158,39 @@ async function loadPlugin(plugin: string, root: string): Promise<Extensions & Pi
       ]),
     );
   }
-  return { commands, skills, agents, hooks };
+  return { commands, skills, agents, hooks, mcpServers };
+}
+
+/**
+ * The stdio servers of a plugin's `.mcp.json` (`{"mcpServers": {"name": {"command", "args", "env"}}}`), with
+ * `${CLAUDE_PLUGIN_ROOT}` made the plugin's folder. A server of another transport (a `url`) is refused: the agent
+ * reaches HTTP servers only through the platform's relay, which knows only the organization's.
+ */
+async function pluginMcpServers(plugin: string, root: string): Promise<PluginMcpServer[]> {
+  const text = await readFile(join(root, '.mcp.json'), 'utf8').catch(() => null);
+  if (text === null) return [];
+  await inside(root, join(root, '.mcp.json'), '.mcp.json');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new Error('.mcp.json is not valid JSON');
+  }
+  const servers = (parsed as { mcpServers?: unknown } | null)?.mcpServers;
+  if (typeof servers !== 'object' || servers === null || Array.isArray(servers)) throw new Error('.mcp.json has no "mcpServers" object');
+  const inRoot = (value: string) => value.replace(/\$\{CLAUDE_PLUGIN_ROOT\}/g, root);
+  return Object.entries(servers as Record<string, Record<string, unknown>>).map(([name, server]) => {
+    if (typeof server?.command !== 'string' || server.command === '') {
+      throw new Error(`.mcp.json: the MCP server ${name} is not a stdio server (a "command"); plugins' HTTP servers are not supported`);
+    }
+    const args = Array.isArray(server.args) ? server.args.filter((arg): arg is string => typeof arg === 'string').map(inRoot) : [];
+    const env = Object.fromEntries(
+      Object.entries((server.env ?? {}) as Record<string, unknown>)
+        .filter((entry): entry is [string, string] => typeof entry[1] === 'string')
+        .map(([key, value]) => [key, inRoot(value)]),
+    );
+    return { plugin, name, command: inRoot(server.command), args, env };
+  });
 }
 
 /**
