@@ -96,7 +96,7 @@ export class Agent {
   private readonly cloudCredentials = new Map<string, CloudCredentials>();
   /** The organization's plugins (enabledPlugins), loaded again when the settings change. */
   private readonly plugins: Plugins;
-  /** Plugin problems already said in the log, so that each is said once. */
+  /** Plugin and extension problems already said in the log, so that each is said once. */
   private readonly pluginProblems = new Set<string>();
 
   constructor(private readonly options: AgentOptions) {
@@ -187,7 +187,7 @@ export class Agent {
       let prompts = 0;
       for (const message of work.messages) {
         const prompt = userMessage(message);
-        // A plugin's custom command: `/name args` stands for its prompt.
+        // A custom command (the repository's, the user's or a plugin's): `/name args` stands for its prompt.
         prompt.content = expandCommand(prompt.content, extensions.commands) ?? prompt.content;
         const run = await hooks.fire('UserPromptSubmit', { prompt: prompt.content });
         if (run?.blocked) {
@@ -304,7 +304,7 @@ export class Agent {
     const { work, signal, hooks, model, policy } = turn;
     const workspaceTools = turn.spec ? WORKSPACE_TOOLS.filter((tool) => READ_ONLY_TOOLS.has(tool.name)) : WORKSPACE_TOOLS;
     // The session's enabledToolIds and disabledToolIds bind the agent and its subagents alike.
-    // Tools beside the workspace's: the Skill tool when there are skills, and the web's.
+    // Tools beside the workspace's: the Skill tool when there are skills, the web's, and the plan.
     const searchUrl = webSettings().searchUrl;
     const extras = [...(turn.skills.length > 0 ? [skillTool(turn.skills)] : []), webFetchTool, ...(searchUrl ? [webSearchTool(searchUrl)] : []), planTool];
     // A custom subagent's `tools` narrow them further.
