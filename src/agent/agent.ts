@@ -21,6 +21,7 @@ import { Worktrees } from './worktrees';
 import { parseChoice, ROUTER_MODEL_ID, routerCandidates, routingPrompt } from './router';
 import { redactSecrets } from './shield/secrets';
 import { McpConnections } from './mcp/mcp-connections';
+import { mcpExtraTools } from './mcp/mcp-extras';
 import { CloudCredentials } from './models/cloud-credentials';
 import { expandCommand, Extensions, LoadedPlugins, NO_PLUGINS, PluginSkill, Plugins, SubagentDefinition, turnExtensions } from './plugins/plugins';
 import { skillTool } from './tools/skill';
@@ -223,7 +224,7 @@ export class Agent {
       } else {
         const approvalRules = [policy.toolApproval, settings.toolApproval];
         const selection = new ToolSelection(settings);
-        const mcpTools = await this.mcpTools(work, policy, selection, spec, abort.signal, plugins);
+        const { tools: mcpTools, extras: mcpExtras } = await this.mcpTools(work, policy, selection, spec, abort.signal, plugins);
         const memory = await loadMemory(this.workspaceFor(work.sessionId), this.options.hooksFile);
         const ending = await this.work(
           {
@@ -248,6 +249,7 @@ export class Agent {
             selection,
             memory,
             mcpTools,
+            mcpExtras,
             skills: extensions.skills,
             agents: extensions.agents,
             nested: new NestedInstructions(this.workspaceFor(work.sessionId)),
@@ -306,7 +308,13 @@ export class Agent {
     // The session's enabledToolIds and disabledToolIds bind the agent and its subagents alike.
     // Tools beside the workspace's: the Skill tool when there are skills, the web's, and the plan.
     const searchUrl = webSettings().searchUrl;
-    const extras = [...(turn.skills.length > 0 ? [skillTool(turn.skills)] : []), webFetchTool, ...(searchUrl ? [webSearchTool(searchUrl)] : []), planTool];
+    const extras = [
+      ...(turn.skills.length > 0 ? [skillTool(turn.skills)] : []),
+      webFetchTool,
+      ...(searchUrl ? [webSearchTool(searchUrl)] : []),
+      planTool,
+      ...turn.mcpExtras,
+    ];
     // A custom subagent's `tools` narrow them further.
     const own = (name: string) => !subagent?.definition?.tools || definesTool(subagent.definition.tools, name);
     const task = taskTool(turn.agents);
@@ -487,12 +495,12 @@ export class Agent {
     spec: boolean,
     signal: AbortSignal,
     plugins: LoadedPlugins,
-  ): Promise<McpTool[]> {
-    if (spec || !this.mcp) return [];
+  ): Promise<{ tools: McpTool[]; extras: AgentTool[] }> {
+    if (spec || !this.mcp) return { tools: [], extras: [] };
     // A user's interrupt during the connections ends them at once (a server may take up to 30 s to start).
-    const { tools, problems } = await this.mcp.toolset(policy, selection, signal, plugins.mcpServers);
+    const { tools, problems, resources, prompts } = await this.mcp.toolset(policy, selection, signal, plugins.mcpServers);
     for (const problem of problems) await this.say(work, problem);
-    return tools;
+    return { tools, extras: mcpExtraTools(this.mcp, resources ?? [], prompts ?? []) };
   }
 
   /**
@@ -976,6 +984,8 @@ interface TurnContext {
   selection: ToolSelection;
   /** The tools of the organization's MCP servers offered this turn (none in spec mode), to the agent and its subagents. */
   mcpTools: McpTool[];
+  /** The tools for the servers' resources and prompts (none when no server offers them). */
+  mcpExtras: AgentTool[];
   /** The user's settings instructions and the project's AGENTS.md, read at the start of the turn. */
   memory: Memory;
   /** The skills of the repository, the user and the plugins: listed in the system prompt, read with the Skill tool. */
@@ -989,7 +999,18 @@ interface TurnContext {
 }
 
 /** What spec mode leaves the model (and its subagents): the tools that change nothing. */
-const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(['Read', 'LS', 'Glob', 'Grep', 'WebFetch', 'WebSearch', 'TodoWrite']);
+const READ_ONLY_TOOLS: ReadonlySet<string> = new Set([
+  'Read',
+  'LS',
+  'Glob',
+  'Grep',
+  'WebFetch',
+  'WebSearch',
+  'TodoWrite',
+  'ListMcpResources',
+  'ReadMcpResource',
+  'GetMcpPrompt',
+]);
 
 /** In `ask` mode, why a call needs a person's approval: every call but the reads and Task (whose subagent's calls are asked each). */
 function askModeApproval(turn: TurnContext, toolName: string): string | null {

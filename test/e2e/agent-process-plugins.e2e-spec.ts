@@ -154,14 +154,24 @@ describe('The agent process with plugins', () => {
       const last = (request.messages as Json[]).at(-1)!;
       const offered = ((request.tools as Json[] | undefined) ?? []).map((tool) => (tool.function as Json).name);
       if (last.role === 'user' && offered.includes('mcp__fixture__echo'))
-        return completion({ tool_calls: [call('m1', 'mcp__fixture__echo', { text: 'from the plugin' })] });
+        return completion({
+          tool_calls: [
+            call('m1', 'mcp__fixture__echo', { text: 'from the plugin' }),
+            call('m2', 'ListMcpResources', { server: 'fixture' }),
+            call('m3', 'ReadMcpResource', { server: 'fixture', uri: 'fixture://readme' }),
+            call('m4', 'GetMcpPrompt', { server: 'fixture', name: 'review', arguments: { file: 'src/app.ts' } }),
+          ],
+        });
       return completion({ content: 'Done.' });
     });
     const modelUrl = await model.start();
     try {
       const server = resolve(__dirname, '..', 'fixtures', 'mcp-server.js');
       const { url } = marketplaceRepository(folders, (dir) =>
-        writeFileSync(join(dir, 'plugins', 'review', '.mcp.json'), JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [server] } } })),
+        writeFileSync(
+          join(dir, 'plugins', 'review', '.mcp.json'),
+          JSON.stringify({ mcpServers: { fixture: { command: process.execPath, args: [server], env: { MCP_FIXTURE_EXTRAS: '1' } } } }),
+        ),
       );
       const { computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
       await setControls({ extraKnownMarketplaces: { team: { source: 'git', repo: url } }, enabledPlugins: { 'review@team': true } });
@@ -169,6 +179,12 @@ describe('The agent process with plugins', () => {
       await untilIdle(sessionId, output);
       const result = (await messages(sessionId)).find((m) => m.role === 'tool')!.content as Json[];
       expect(result[0]).toMatchObject({ isError: false, content: 'echo: from the plugin' });
+      // Its resources and prompts too.
+      expect(result.slice(1)).toMatchObject([
+        { isError: false, content: '- fixture://readme (readme): How the fixture works.' },
+        { isError: false, content: '# Fixture\nIt echoes.' },
+        { isError: false, content: 'user: Review src/app.ts for bugs.' },
+      ]);
 
       // An allowlist that does not name it: its tools are not offered.
       await setControls({ mcpPolicy: { enabled: true, allowlist: ['another'] } });

@@ -36,6 +36,17 @@ interface Connection {
 export interface McpToolset {
   tools: McpTool[];
   problems: string[];
+  /** The servers of the turn that offer resources, and the prompts they offer (read with the MCP resource and prompt tools). */
+  resources?: string[];
+  prompts?: McpPrompt[];
+}
+
+/** A prompt an MCP server offers: a template of messages, filled with its arguments. */
+export interface McpPrompt {
+  server: string;
+  name: string;
+  description: string;
+  arguments: string[];
 }
 
 export interface McpConnectionsOptions {
@@ -92,6 +103,7 @@ export class McpConnections {
       const outcome = outcomes[index];
       if ('listed' in outcome) {
         toolset.tools.push(...offeredTools(server, outcome.listed, selection, taken));
+        await this.extras(server.name, toolset);
         continue;
       }
       const stderr = this.connections.get(server.name)?.stderr.text.trim();
@@ -119,6 +131,76 @@ export class McpConnections {
       if (signal.aborted) return { isError: true, content: 'The call was aborted: the turn was interrupted or stopped.' };
       return { isError: true, content: `The MCP server ${tool.server} failed the call: ${(error as Error).message}` };
     }
+  }
+
+  /** Whether the server offers resources, and its prompts, added to the toolset; a server that fails to list them offers none. */
+  private async extras(name: string, toolset: McpToolset): Promise<void> {
+    const client = this.connections.get(name)?.client;
+    const capabilities = client?.getServerCapabilities();
+    if (!client || !capabilities) return;
+    if (capabilities.resources) (toolset.resources ??= []).push(name);
+    if (!capabilities.prompts) return;
+    try {
+      const { prompts } = await client.listPrompts(undefined, { timeout: CONNECT_TIMEOUT_MS });
+      for (const prompt of prompts) {
+        (toolset.prompts ??= []).push({
+          server: name,
+          name: prompt.name,
+          description: prompt.description ?? '',
+          arguments: (prompt.arguments ?? []).map((argument) => argument.name),
+        });
+      }
+    } catch (error) {
+      this.options.log(`MCP server ${name} did not list its prompts: ${(error as Error).message}`);
+    }
+  }
+
+  /** The resources a server offers (`uri`, name, description), or what went wrong, as text for the model. */
+  async listResources(server: string): Promise<ToolResult> {
+    const client = this.connected(server);
+    if (!client) return { isError: true, content: `The MCP server ${server} is not connected, or offers no resources.` };
+    try {
+      const { resources } = await client.listResources(undefined, { timeout: REQUEST_TIMEOUT_MS });
+      const lines = resources.map((r) => `- ${r.uri}${r.name ? ` (${r.name})` : ''}${r.description ? `: ${r.description}` : ''}`);
+      return { isError: false, content: lines.length ? lines.join('\n') : `The MCP server ${server} lists no resources.` };
+    } catch (error) {
+      return { isError: true, content: `The MCP server ${server} failed to list its resources: ${(error as Error).message}` };
+    }
+  }
+
+  /** A resource's text contents (binary ones named, not given). */
+  async readResource(server: string, uri: string): Promise<ToolResult> {
+    const client = this.connected(server);
+    if (!client) return { isError: true, content: `The MCP server ${server} is not connected, or offers no resources.` };
+    try {
+      const { contents } = await client.readResource({ uri }, { timeout: REQUEST_TIMEOUT_MS });
+      const parts = contents.map((content) =>
+        'text' in content && typeof content.text === 'string' ? content.text : `[${content.uri}: binary content (${content.mimeType ?? 'no type'}), not shown]`,
+      );
+      return { isError: false, content: parts.join('\n\n') || '(the resource is empty)' };
+    } catch (error) {
+      return { isError: true, content: `The MCP server ${server} failed to read ${uri}: ${(error as Error).message}` };
+    }
+  }
+
+  /** A prompt filled with its arguments, as the text of its messages. */
+  async getPrompt(server: string, name: string, args: Record<string, string>): Promise<ToolResult> {
+    const client = this.connected(server);
+    if (!client) return { isError: true, content: `The MCP server ${server} is not connected, or offers no prompts.` };
+    try {
+      const { messages } = await client.getPrompt({ name, arguments: args }, { timeout: REQUEST_TIMEOUT_MS });
+      const text = messages.map((message) =>
+        message.content.type === 'text' ? `${message.role}: ${message.content.text}` : `${message.role}: [${message.content.type}]`,
+      );
+      return { isError: false, content: text.join('\n\n') || '(the prompt is empty)' };
+    } catch (error) {
+      return { isError: true, content: `The MCP server ${server} failed to give the prompt ${name}: ${(error as Error).message}` };
+    }
+  }
+
+  private connected(server: string): Client | null {
+    const connection = this.connections.get(server);
+    return connection && !connection.closed ? connection.client : null;
   }
 
   /** Closes every connection (stopping the stdio servers). */
