@@ -19,6 +19,7 @@ import { autonomyRefusal } from './tools/autonomy';
 import { ToolSelection } from './tools/tool-selection';
 import { Worktrees } from './worktrees';
 import { parseChoice, ROUTER_MODEL_ID, routerCandidates, routingPrompt } from './router';
+import { ShieldedOutput } from './shield/live-output';
 import { redactSecrets } from './shield/secrets';
 import { McpConnections } from './mcp/mcp-connections';
 import { mcpExtraTools } from './mcp/mcp-extras';
@@ -173,9 +174,11 @@ export class Agent {
     }, HEARTBEAT_MS);
     let hooks = new TurnHooks(this, work, history, {});
     // Best effort: a delta that cannot be sent is dropped, never a reason for the turn to wait or fail.
-    const deltas = new DeltaPublisher((step, text) => client.delta(work.sessionId, { turnId: work.turnId, step, text }), {
-      retryAfterOf: (error) => (error instanceof DeltaRefused ? error.retryAfterMs : null),
-    });
+    const deltas = new DeltaPublisher(
+      // `kind` only when not text: a server from before kinds takes the text still.
+      ({ kind, ...delta }) => client.delta(work.sessionId, { turnId: work.turnId, ...delta, ...(kind === 'text' ? {} : { kind }) }),
+      { retryAfterOf: (error) => (error instanceof DeltaRefused ? error.retryAfterMs : null) },
+    );
     try {
       const policy = await client.policy();
       const place = policy.sessionDefaultSettings.runInWorktree ? await this.worktrees.forSession(work.sessionId) : { path: this.options.workspace };
@@ -253,7 +256,7 @@ export class Agent {
             skills: extensions.skills,
             agents: extensions.agents,
             nested: new NestedInstructions(this.workspaceFor(work.sessionId)),
-            onText: deltas.onText,
+            live: deltas,
           },
           history,
         );
@@ -343,7 +346,9 @@ export class Agent {
         await this.compactIfLarge(turn, history);
         answer = await model.complete([{ role: 'system', content: system }, ...history], specs, {
           signal,
-          onText: turn.onText,
+          onText: turn.live?.onText,
+          onThinking: turn.live?.onThinking,
+          onToolInput: turn.live?.onToolInput,
           reasoningEffort: turn.reasoningEffort,
           onRetry: ({ attempt, delayMs, error }) =>
             this.options.log(`session ${work.sessionId}: model call ${attempt} failed (${error.message}); retrying in ${delayMs} ms`),
@@ -403,12 +408,16 @@ export class Agent {
             isError: true,
             content: `${call.function.name} is not available in spec mode: investigate with ${[...READ_ONLY_TOOLS].join(', ')} and answer with the spec.`,
           };
-        else
+        else {
+          const output = liveOutput(turn, call);
           result = await runTool(extras.find((tool) => tool.name === call.function.name) ?? toolNamed(call.function.name), call, input, {
             workspace: this.workspaceFor(work.sessionId),
             policy,
             signal,
+            onOutput: output.write,
           });
+          await output.end();
+        }
         // The AGENTS.md of the folders a file tool reached, new to this turn, come with its result.
         const reached = !result.isError && input ? pathOf(call.function.name, input) : null;
         const nested = reached === null ? null : await turn.nested.for(reached);
@@ -547,9 +556,9 @@ export class Agent {
       if (refusal || !named) return { isError: true, content: `The subagent ${definition.name} was not started: ${refusal}` };
       model = named;
     }
-    // A subagent's text is not streamed: its messages are hidden from user views, and its report comes back as the Task result.
+    // A subagent's work is not streamed: its messages are hidden from user views, and its report comes back as the Task result.
     const outcome = await this.loop(
-      { ...turn, model, onText: undefined, nested: new NestedInstructions(this.workspaceFor(turn.work.sessionId)) },
+      { ...turn, model, live: undefined, nested: new NestedInstructions(this.workspaceFor(turn.work.sessionId)) },
       [{ role: 'user', content: prompt }],
       { maxSteps: SUBAGENT_MAX_STEPS, definition },
     );
@@ -793,6 +802,20 @@ function isJsonObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
+ * Where a tool's output goes as it comes (`tool_output` deltas): through Agent Shield first when it is on, as the
+ * stored result is (so no credential reaches a viewer before its redaction); nowhere when the turn streams nothing.
+ */
+function liveOutput(turn: TurnContext, call: ToolCall): { write?: (text: string) => void; end(): Promise<void> } {
+  const { live } = turn;
+  if (!live) return { end: async () => undefined };
+  const tool = { id: call.id, name: call.function.name };
+  const send = (text: string) => live.onToolOutput(tool, text);
+  if (!turn.policy.enableAgentShield) return { write: send, end: async () => undefined };
+  const shieldedOutput = new ShieldedOutput(send);
+  return { write: shieldedOutput.write, end: () => shieldedOutput.end() };
+}
+
+/**
  * A tool result with the credentials Agent Shield finds in it redacted, and a note saying which kinds; when it
  * cannot scan, the output is withheld (the shield fails closed).
  */
@@ -994,8 +1017,11 @@ interface TurnContext {
   agents: SubagentDefinition[];
   /** The AGENTS.md files of the folders the tools reach, each given once (a subagent has its own). */
   nested: NestedInstructions;
-  /** For the model client: the text of the answer as it arrives, streamed to the session's viewers (`message.delta`); best effort, never throws. */
-  onText?: (delta: string) => void;
+  /**
+   * What the turn streams to the session's viewers as it comes (`message.delta`): the model's text, thinking and tool
+   * calls' arguments, and the tools' output. None for a subagent. Best effort: its callbacks never block nor throw.
+   */
+  live?: Pick<DeltaPublisher, 'onText' | 'onThinking' | 'onToolInput' | 'onToolOutput'>;
 }
 
 /** What spec mode leaves the model (and its subagents): the tools that change nothing. */

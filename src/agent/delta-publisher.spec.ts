@@ -1,11 +1,11 @@
-import { DELTA_MAX_CHARS, DeltaPublisher } from './delta-publisher';
+import { Delta, DELTA_MAX_CHARS, DeltaPublisher } from './delta-publisher';
 
 const tick = (ms = 0) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('DeltaPublisher', () => {
   it('coalesces text for the flush interval, and numbers the model calls of the turn', async () => {
     const sent: Array<[number, string]> = [];
-    const deltas = new DeltaPublisher(async (step, text) => void sent.push([step, text]), { flushMs: 20 });
+    const deltas = new DeltaPublisher(async ({ step, text }) => void sent.push([step, text]), { flushMs: 20 });
     deltas.nextStep();
     deltas.onText('Hel');
     deltas.onText('lo');
@@ -28,7 +28,7 @@ describe('DeltaPublisher', () => {
     const sent: Array<[number, string]> = [];
     let release: () => void = () => undefined;
     const deltas = new DeltaPublisher(
-      (step, text) => {
+      ({ step, text }) => {
         sent.push([step, text]);
         return new Promise<void>((resolve) => (release = resolve));
       },
@@ -53,7 +53,7 @@ describe('DeltaPublisher', () => {
     const sent: string[] = [];
     let fail = true;
     const deltas = new DeltaPublisher(
-      async (_step, text) => {
+      async ({ text }) => {
         if (fail) throw Object.assign(new Error('429'), { wait: 50 });
         sent.push(text);
       },
@@ -69,6 +69,73 @@ describe('DeltaPublisher', () => {
     deltas.onText('back');
     await deltas.close();
     expect(sent).toEqual(['back']);
+  });
+
+  it('coalesces per step, kind and tool call, in the order each began, and carries the call with the tool kinds', async () => {
+    const sent: Delta[] = [];
+    const deltas = new DeltaPublisher(async (delta) => void sent.push(delta), { flushMs: 10_000 });
+    const ls = { id: 'call_1', name: 'Execute' };
+    const read = { id: 'call_2', name: 'Read' };
+    deltas.nextStep();
+    deltas.onThinking('Look ');
+    deltas.onText('I will ');
+    deltas.onThinking('first.');
+    deltas.onToolInput(ls, '{"command":');
+    deltas.onToolInput(read, '{"file_path":');
+    deltas.onText('look.');
+    deltas.onToolInput(ls, '"ls"}');
+    deltas.onToolInput(read, '"a"}');
+    // The answer is in: its step's text goes, and the tools' output is of the same step, until the next model call.
+    deltas.flush();
+    deltas.onToolOutput(ls, 'a\n');
+    deltas.onToolOutput(read, '1\tx\n');
+    deltas.onToolOutput(ls, 'b\n');
+    deltas.nextStep();
+    deltas.onText('Done.');
+    // A tool kind without its call is one the server would refuse: never sent.
+    deltas.onToolOutput({ id: '', name: 'Execute' }, 'lost');
+    deltas.onToolInput({ id: 'call_3', name: '' }, 'lost');
+    await deltas.close();
+    expect(sent).toEqual([
+      { step: 0, kind: 'thinking', text: 'Look first.' },
+      { step: 0, kind: 'text', text: 'I will look.' },
+      { step: 0, kind: 'tool_input', text: '{"command":"ls"}', toolUseId: 'call_1', toolName: 'Execute' },
+      { step: 0, kind: 'tool_input', text: '{"file_path":"a"}', toolUseId: 'call_2', toolName: 'Read' },
+      { step: 0, kind: 'tool_output', text: 'a\nb\n', toolUseId: 'call_1', toolName: 'Execute' },
+      { step: 0, kind: 'tool_output', text: '1\tx\n', toolUseId: 'call_2', toolName: 'Read' },
+      { step: 1, kind: 'text', text: 'Done.' },
+    ]);
+  });
+
+  it('keeps the size threshold, the server limit and the backlog bound across kinds', async () => {
+    const sent: Delta[] = [];
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const deltas = new DeltaPublisher(
+      (delta) => {
+        sent.push(delta);
+        return gate;
+      },
+      { flushMs: 10_000, flushChars: 8 },
+    );
+    const call = { id: 'toolu_1', name: 'Execute' };
+    deltas.onThinking('abcd');
+    deltas.onToolOutput(call, 'efgh');
+    // Eight characters of two kinds wait: sent at once, one request at a time.
+    expect(sent).toEqual([{ step: 0, kind: 'thinking', text: 'abcd' }]);
+    // Past the backlog while the server is slow, what waits is dropped, whatever its kind; what comes after is kept.
+    for (let i = 0; i < 20; i++) deltas.onToolOutput(call, 'z'.repeat(DELTA_MAX_CHARS));
+    deltas.onThinking('kept');
+    open();
+    await deltas.close();
+    expect(sent.slice(1).map((delta) => [delta.kind, delta.text.length, delta.toolUseId])).toEqual([
+      ['tool_output', 4, 'toolu_1'],
+      // The first 17 of the 20 went past the backlog and were dropped; the last 3, coalesced, go in pieces of the server's limit.
+      ['tool_output', DELTA_MAX_CHARS, 'toolu_1'],
+      ['tool_output', DELTA_MAX_CHARS, 'toolu_1'],
+      ['tool_output', DELTA_MAX_CHARS, 'toolu_1'],
+      ['thinking', 4, undefined],
+    ]);
   });
 
   it('counts the calls of a model it wraps, keeping the rest of the model', async () => {

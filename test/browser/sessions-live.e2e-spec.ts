@@ -367,6 +367,104 @@ const DAY = 86_400_000;
     await page.close();
   });
 
+  it("live thinking shows dimmed and foldable, a running tool's output under its name, and both give way to the stored messages", async () => {
+    const writer = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
+    const sessionId = await newSession(writer, { title: 'Streamed work' });
+    const page = await signedIn(writer, `/sessions/${sessionId}`);
+    await page.getByText('Live: new messages').waitFor();
+    await post(writer, `/api/v0/sessions/${sessionId}/messages`, { text: 'List the files.' }).expect(200);
+    const claim = await post(writer, '/api/v0/agent/claims', {}).expect(200);
+    expect(claim.body.work).toMatchObject({ sessionId });
+    const turnId = claim.body.work.turnId as string;
+    await page.getByTestId('session-status').filter({ hasText: 'Running' }).waitFor();
+    const delta = (body: object) => post(writer, `/api/v0/agent/sessions/${sessionId}/deltas`, { turnId, step: 0, ...body }).expect(202);
+    const call = { toolUseId: 'toolu_1', toolName: 'Execute' };
+    const writing = page.getByTestId('writing');
+    const thinking = writing.locator('details.live-thinking');
+    const running = page.getByTestId('running-tool');
+    const status = (text: string) => page.getByRole('status').filter({ hasText: text });
+
+    // Thinking first: dimmed, open while it comes, under "Thinking…"; the answer's text then joins it.
+    await delta({ kind: 'thinking', text: 'The user wants a listing; ' });
+    await thinking.filter({ hasText: 'The user wants a listing;' }).waitFor();
+    expect([await thinking.locator('summary').textContent(), await writing.locator('.badge').textContent()]).toEqual(['Thinking…', 'thinking…']);
+    expect(await thinking.evaluate((details) => (details as HTMLDetailsElement).open)).toBe(true);
+    expect(await thinking.evaluate((details) => getComputedStyle(details).color)).not.toBe(
+      await page
+        .locator('.message-role')
+        .first()
+        .evaluate((el) => getComputedStyle(el).color),
+    );
+    await status('The agent is thinking.').waitFor({ state: 'attached' });
+    await delta({ text: 'I will run ls.' });
+    await writing.filter({ hasText: 'I will run ls.' }).waitFor();
+    expect(await writing.locator('.badge').textContent()).toBe('writing…');
+    accessibility.push(...(await checkPage(page, 'session-thinking')));
+    // A reader folds it away, and it stays folded as more comes.
+    await thinking.locator('summary').click();
+    await delta({ kind: 'thinking', text: 'Execute will do.' });
+    await thinking.filter({ hasText: 'Execute will do.' }).waitFor({ state: 'attached' });
+    expect(await thinking.evaluate((details) => (details as HTMLDetailsElement).open)).toBe(false);
+    // A call's arguments show with the stored call, not live.
+    await delta({ kind: 'tool_input', ...call, text: '{"command":"ls"}' });
+
+    // The answer is stored: its live text and thinking go. The tool runs: its output grows under its name.
+    await post(writer, `/api/v0/agent/sessions/${sessionId}/messages`, {
+      turnId,
+      messages: [
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'The user wants a listing; Execute will do.', signature: 'sig' },
+            { type: 'text', text: 'I will run ls.' },
+            { type: 'tool_use', id: 'toolu_1', name: 'Execute', input: { command: 'ls' } },
+          ],
+        },
+      ],
+    }).expect(200);
+    await page.locator('.message-assistant:not(.message-writing)').filter({ hasText: 'I will run ls.' }).waitFor();
+    await writing.waitFor({ state: 'detached' });
+    await delta({ kind: 'tool_output', ...call, text: 'a.txt\n' });
+    await running.filter({ hasText: 'Running Execute' }).filter({ hasText: 'a.txt' }).waitFor();
+    await status('The agent is running Execute.').waitFor({ state: 'attached' });
+    await delta({ kind: 'tool_output', ...call, text: 'b.txt\n' });
+    await running
+      .locator('pre')
+      .filter({ hasText: /^a\.txt\nb\.txt\n$/ })
+      .waitFor();
+    expect(await running.count()).toBe(1);
+    accessibility.push(...(await checkPage(page, 'session-running-tool')));
+
+    // Its result is stored: the live output goes; a late piece of it is dropped (the next step's text, sent after it, shows it was read).
+    await post(writer, `/api/v0/agent/sessions/${sessionId}/messages`, {
+      turnId,
+      messages: [{ role: 'tool', content: [{ type: 'tool_result', toolUseId: 'toolu_1', content: 'a.txt\nb.txt\n[exit code 0]', isError: false }] }],
+    }).expect(200);
+    await page.locator('.tool-result').filter({ hasText: 'Result of Execute' }).waitFor();
+    await running.waitFor({ state: 'detached' });
+    await delta({ kind: 'tool_output', ...call, text: 'late.txt\n' });
+    await post(writer, `/api/v0/agent/sessions/${sessionId}/deltas`, { turnId, step: 1, text: 'Two files.' }).expect(202);
+    await writing.filter({ hasText: 'Two files.' }).waitFor();
+    expect(await running.count()).toBe(0);
+    expect(await page.getByText('late.txt').count()).toBe(0);
+
+    // The turn ends while a tool runs: what is live goes.
+    await post(writer, `/api/v0/agent/sessions/${sessionId}/deltas`, {
+      turnId,
+      step: 1,
+      kind: 'tool_output',
+      toolUseId: 'toolu_2',
+      toolName: 'Execute',
+      text: 'more\n',
+    }).expect(202);
+    await running.filter({ hasText: 'more' }).waitFor();
+    await post(writer, `/api/v0/agent/sessions/${sessionId}/end-turn`, { turnId }).expect(200);
+    await page.getByTestId('session-status').filter({ hasText: 'Idle' }).waitFor();
+    await running.waitFor({ state: 'detached' });
+    await writing.waitFor({ state: 'detached' });
+    await page.close();
+  });
+
   it("a member reads another member's session without write controls; where the owner is unknown, the API's 403 is shown as worded", async () => {
     const organization = await createOrganization(t, { messageHistory: true });
     const alice = await createUser(t, Role.Member, organization);

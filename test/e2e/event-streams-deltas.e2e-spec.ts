@@ -76,6 +76,83 @@ describe('Message deltas on event streams', () => {
     for (const s of [sessionStream, orgStream, resumed]) s.close();
   });
 
+  it('carries what each delta is (kind), with the tool call of the tool kinds, as the document describes it', async () => {
+    const owner = await createUser(fixture.writer, Role.Owner, await createOrganization(fixture.writer, { messageHistory: true }));
+    const { sessionId, turnId } = await running(owner);
+    const s = await stream(owner, `/api/v0/sessions/${sessionId}/events?types=message.delta`);
+    // A call id as long as allowed, of 3-byte characters, and output as long as allowed: on PostgreSQL the NOTIFY notes make room for the id.
+    const toolUseId = `toolu_${'€'.repeat(250)}`;
+    const output = 'Ünïcødé "out" \\ line\n'.repeat(800).slice(0, 16_384);
+    const sent = [
+      { step: 0, kind: 'thinking', text: 'The user wants ' },
+      { step: 0, kind: 'thinking', text: 'a listing.' },
+      { step: 0, kind: 'tool_input', toolUseId, toolName: 'Execute', text: '{"command": ' },
+      { step: 0, kind: 'tool_input', toolUseId, toolName: 'Execute', text: '"ls"}' },
+      { step: 0, kind: 'tool_output', toolUseId, toolName: 'Execute', text: output },
+      // Without a kind: text, as agents from before kinds send it.
+      { step: 1, text: 'Done.' },
+    ];
+    for (const body of sent) await delta(owner, sessionId, { turnId, ...body }).expect(202);
+    await s.until((x) => deltasOf(x).some((e) => JSON.parse(e.data).data.step === 1), 'the deltas');
+
+    const doc = (await fixture.writer.http().get('/docs-json').expect(200)).body as Json;
+    const ajv = new Ajv2020({ strict: false, allowUnionTypes: true, validateFormats: false });
+    ajv.addSchema({ ...doc, $id: 'openapi' });
+    const validate = ajv.compile({ $ref: 'openapi#/components/schemas/MessageDeltaEvent' });
+    const events = deltasOf(s).map((e) => JSON.parse(e.data) as Json);
+    for (const event of events) expect([validate(event), ajv.errorsText(validate.errors)]).toEqual([true, 'No errors']);
+    // Several pieces on another instance may carry one delta (NOTIFY payloads are bounded): by kind, in order, they are what was sent.
+    const of = (kind: string) => events.filter((e) => e.data.kind === kind).map((e) => e.data as Json);
+    const joined = (kind: string) =>
+      of(kind)
+        .map((data) => data.text as string)
+        .join('');
+    expect([joined('thinking'), joined('tool_input'), joined('tool_output'), joined('text')]).toEqual([
+      'The user wants a listing.',
+      '{"command": "ls"}',
+      output,
+      'Done.',
+    ]);
+    expect(events.map((e) => e.data.kind)).toEqual([...new Set(events.map((e) => e.data.kind))].flatMap((kind) => of(kind).map(() => kind)));
+    for (const data of [...of('tool_input'), ...of('tool_output')]) expect(data).toMatchObject({ toolUseId, toolName: 'Execute', step: 0 });
+    for (const data of [...of('thinking'), ...of('text')]) expect(Object.keys(data).sort()).toEqual(['kind', 'sessionId', 'step', 'text', 'turnId']);
+    s.close();
+  });
+
+  it('sends thinking and tool output, as text, only to callers who may read the session: a member kept to their own sessions gets none', async () => {
+    const org = await createOrganization(fixture.writer, { messageHistory: true });
+    const owner = await createUser(fixture.writer, Role.Owner, org);
+    const member = await createUser(fixture.writer, Role.Member, org);
+    await fixture.writer
+      .http()
+      .patch('/api/v0/organization/enterprise-controls')
+      .set(owner.auth)
+      .send({ settings: { restrictMemberVisibility: true } })
+      .expect(200);
+    const { sessionId, turnId } = await running(owner);
+    const memberSession = await running(member);
+    const ownerStream = await stream(owner, '/api/v0/events?types=message.delta');
+    const memberStream = await stream(member, '/api/v0/events?types=message.delta');
+    const call = { toolUseId: 'toolu_01', toolName: 'Execute' };
+    for (const body of [
+      { kind: 'thinking', text: 'private reasoning' },
+      { kind: 'tool_input', ...call, text: '{"command":"cat .env"}' },
+      { kind: 'tool_output', ...call, text: 'SECRET=1\n' },
+      { text: 'private answer' },
+    ])
+      await delta(owner, sessionId, { turnId, step: 0, ...body }).expect(202);
+    // Then one of the member's own session: each stream takes deltas in the order they came, so once the member has
+    // this one, every delta before it was weighed and kept from them.
+    await delta(member, memberSession.sessionId, { turnId: memberSession.turnId, step: 0, text: 'mine' }).expect(202);
+    await memberStream.until((x) => deltasOf(x).length > 0, "the member's own delta");
+    await ownerStream.until((x) => deltasOf(x).length === 5, 'every delta');
+    expect(deltasOf(memberStream).map((e) => JSON.parse(e.data).data)).toEqual([
+      { sessionId: memberSession.sessionId, turnId: memberSession.turnId, step: 0, kind: 'text', text: 'mine' },
+    ]);
+    expect(deltasOf(ownerStream).map((e) => JSON.parse(e.data).data.kind)).toEqual(['thinking', 'tool_input', 'tool_output', 'text', 'text']);
+    for (const s of [ownerStream, memberStream]) s.close();
+  });
+
   it("follows the stream's filters and who may read the session's messages", async () => {
     const org = await createOrganization(fixture.writer, { messageHistory: true });
     const owner = await createUser(fixture.writer, Role.Owner, org);
@@ -107,6 +184,8 @@ describe('Message deltas on event streams', () => {
     const { sessionId, turnId } = await running(owner);
     const s = await stream(owner, `/api/v0/sessions/${sessionId}/events`);
     await delta(owner, sessionId, { turnId, step: 0, text: 'secret' }).expect(202);
+    await delta(owner, sessionId, { turnId, step: 0, kind: 'thinking', text: 'secret thoughts' }).expect(202);
+    await delta(owner, sessionId, { turnId, step: 0, kind: 'tool_output', toolUseId: 'toolu_1', toolName: 'Execute', text: 'secret output' }).expect(202);
     await post(owner, `/api/v0/agent/sessions/${sessionId}/messages`, {
       turnId,
       messages: [{ role: 'assistant', content: [{ type: 'text', text: 'secret' }] }],
@@ -159,6 +238,31 @@ describe('Message deltas on event streams', () => {
       expectV0Error(res, 400, 'validation_failed');
       expect(res.body.detail).toContain(field);
     }
+    // `kind`: one of four; the tool kinds name their call, the others none.
+    const call = { toolUseId: 'toolu_1', toolName: 'Execute' };
+    for (const [body, errors] of [
+      [{ kind: 'poem' }, [{ field: 'kind', message: 'must be one of: text, thinking, tool_input, tool_output' }]],
+      [
+        { kind: 'tool_output' },
+        [
+          { field: 'toolUseId', message: "is required: the tool call's id, with kind tool_input and tool_output" },
+          { field: 'toolName', message: "is required: the tool's name, with kind tool_input and tool_output" },
+        ],
+      ],
+      [{ kind: 'tool_input', toolUseId: 'toolu_1' }, [{ field: 'toolName', message: "is required: the tool's name, with kind tool_input and tool_output" }]],
+      [{ kind: 'thinking', ...call }, ['toolUseId', 'toolName'].map((field) => ({ field, message: 'is accepted only with kind tool_input or tool_output' }))],
+      [{ toolUseId: 'toolu_1' }, [{ field: 'toolUseId', message: 'is accepted only with kind tool_input or tool_output' }]],
+      [{ kind: 'tool_output', ...call, toolUseId: '' }, [{ field: 'toolUseId', message: 'must be longer than or equal to 1 characters' }]],
+    ] as const) {
+      const res = await delta(owner, sessionId, { turnId, step: 0, text: 'x', ...body });
+      expectV0Error(res, 400, 'validation_failed');
+      expect([res.body.detail, res.body.metadata.errors]).toEqual([
+        `${errors[0].field}: ${errors[0].message}${errors.length > 1 ? ' (and 1 more problem)' : ''}`,
+        errors,
+      ]);
+    }
+    await delta(owner, sessionId, { turnId, step: 0, kind: 'tool_output', ...call, text: 'x'.repeat(16_385) }).expect(400);
+    await delta(owner, sessionId, { turnId, step: 0, kind: 'tool_output', ...call, text: 'x' }).expect(202);
     expectV0Error(await delta(owner, sessionId, { turnId: '00000000-0000-4000-8000-000000000000', step: 0, text: 'x' }), 409, 'turn_not_active');
     expectV0Error(await delta(owner, sessionId, { turnId: 'not-a-uuid', step: 0, text: 'x' }), 409, 'turn_not_active');
     expectV0Error(await delta(owner, '00000000-0000-4000-8000-000000000000', { turnId, step: 0, text: 'x' }), 404, 'session_not_found');

@@ -64,8 +64,19 @@ describe('AnthropicMessagesClient against a scripted vendor', () => {
   it('streams thinking with its signature, text as it arrives, a tool call, and the exact usage', async () => {
     vendor.script((_, res) => sse(res, THINK_THEN_CALL));
     const pieces: string[] = [];
-    const answer = await client({ thinkingBudgetTokens: 2048 }).complete(conversation, tools, { onText: (piece) => pieces.push(piece) });
+    const thoughts: string[] = [];
+    const inputs: Array<[string, string, string]> = [];
+    const answer = await client({ thinkingBudgetTokens: 2048 }).complete(conversation, tools, {
+      onText: (piece) => pieces.push(piece),
+      onThinking: (piece) => thoughts.push(piece),
+      onToolInput: (call, piece) => inputs.push([call.id, call.name, piece]),
+    });
     expect(pieces).toEqual(['Reading ', 'a.']);
+    expect(thoughts).toEqual(['The user wants ', 'file a.']);
+    expect(inputs).toEqual([
+      ['toolu_1', 'Read', '{"file_'],
+      ['toolu_1', 'Read', 'path": "a"}'],
+    ]);
     expect(answer).toEqual({
       text: 'Reading a.',
       toolCalls: [{ id: 'toolu_1', type: 'function', function: { name: 'Read', arguments: '{"file_path":"a"}' } }],

@@ -203,9 +203,14 @@ async function streamed(res: Response, options: CompleteOptions): Promise<ModelA
           if (delta.type === 'text_delta' && delta.text) {
             block.text = (block.text ?? '') + delta.text;
             options.onText?.(delta.text);
-          } else if (delta.type === 'thinking_delta') block.thinking = (block.thinking ?? '') + (delta.thinking ?? '');
-          else if (delta.type === 'signature_delta') block.signature = (block.signature ?? '') + (delta.signature ?? '');
-          else if (delta.type === 'input_json_delta') block.json += delta.partial_json ?? '';
+          } else if (delta.type === 'thinking_delta') {
+            block.thinking = (block.thinking ?? '') + (delta.thinking ?? '');
+            if (delta.thinking) options.onThinking?.(delta.thinking);
+          } else if (delta.type === 'signature_delta') block.signature = (block.signature ?? '') + (delta.signature ?? '');
+          else if (delta.type === 'input_json_delta') {
+            block.json += delta.partial_json ?? '';
+            if (delta.partial_json && block.id && block.name) options.onToolInput?.({ id: block.id, name: block.name }, delta.partial_json);
+          }
           break;
         }
         case 'message_delta':

@@ -110,8 +110,20 @@ describe('ChatCompletionsClient against a scripted vendor', () => {
       ]),
     );
     const pieces: string[] = [];
-    const answer = await client().complete(conversation, tools, { onText: (piece) => pieces.push(piece) });
+    const thoughts: string[] = [];
+    const inputs: Array<[string, string, string]> = [];
+    const answer = await client().complete(conversation, tools, {
+      onText: (piece) => pieces.push(piece),
+      onThinking: (piece) => thoughts.push(piece),
+      onToolInput: (call, piece) => inputs.push([call.id, call.name, piece]),
+    });
     expect(pieces).toEqual(['Reading ', 'a.']);
+    expect(thoughts).toEqual(['Look ', 'first.']);
+    expect(inputs).toEqual([
+      ['call_1', 'Read', '{"file_'],
+      ['call_2', 'LS', '{}'],
+      ['call_1', 'Read', 'path":"a"}'],
+    ]);
     expect(answer).toEqual({
       text: 'Reading a.',
       toolCalls: [

@@ -129,6 +129,7 @@ async function streamed(res: Response, options: CompleteOptions): Promise<ModelA
         if (typeof piece === 'string' && piece) {
           reasoning = { field: reasoning?.field ?? field, content: (reasoning?.content ?? '') + piece };
           started = true;
+          options.onThinking?.(piece);
         }
       }
       if (typeof delta.content === 'string' && delta.content) {
@@ -142,7 +143,11 @@ async function streamed(res: Response, options: CompleteOptions): Promise<ModelA
         if (part.id) call.id = part.id;
         // A name comes whole (some vendors repeat it in every chunk); arguments come in pieces.
         if (part.function?.name && !call.name) call.name = part.function.name;
-        if (part.function?.arguments) call.arguments += part.function.arguments;
+        if (part.function?.arguments) {
+          call.arguments += part.function.arguments;
+          // The id the answer gives the call (below); a piece that comes before the tool's name is not passed on.
+          if (call.name) options.onToolInput?.({ id: call.id || `call_${index}`, name: call.name }, part.function.arguments);
+        }
         calls.set(index, call);
         started = true;
       }

@@ -114,6 +114,10 @@ export interface CompleteOptions {
   signal?: AbortSignal;
   /** Each piece of the answer's text as it arrives; the returned answer is whole. */
   onText?: (delta: string) => void;
+  /** Each piece of the model's thinking (Anthropic `thinking_delta`, Chat Completions `reasoning`/`reasoning_content`) as it arrives. */
+  onThinking?: (delta: string) => void;
+  /** Each piece of a tool call's arguments (JSON text) as the model writes them, with the call's id and tool name. */
+  onToolInput?: (call: { id: string; name: string }, delta: string) => void;
   onRetry?: (notice: RetryNotice) => void;
   /** The session's `reasoningEffort` (or `specModeReasoningEffort`): how hard the model should think, where its API has a say. */
   reasoningEffort?: string;

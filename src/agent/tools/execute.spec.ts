@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EXECUTE_MAX_OUTPUT_CHARACTERS, executeTool } from './execute';
@@ -32,6 +32,24 @@ describe('Execute', () => {
 
   it('combines stdout and stderr in the order they came', async () => {
     expect(await execute('echo out; sleep 0.1; echo err >&2; sleep 0.1; echo out2')).toEqual({ content: 'out\nerr\nout2\n[exit code 0]', isError: false });
+  });
+
+  it('passes stdout and stderr on as they come, before the command ends', async () => {
+    const pieces: string[] = [];
+    const marker = join(root, 'go');
+    // The command waits for a file the test writes once it has seen the first line: that line came while it ran.
+    const running = executeTool.run(
+      { command: `echo first; echo warn >&2; while [ ! -e ${marker} ]; do sleep 0.02; done; echo second` },
+      { ...context(), onOutput: (text) => pieces.push(text) },
+    );
+    const seen = () => pieces.join('');
+    while (!(seen().includes('first\n') && seen().includes('warn\n'))) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(seen()).not.toContain('second');
+    writeFileSync(marker, '');
+    const result = await running;
+    expect(result).toEqual({ content: expect.stringMatching(/second\n\[exit code 0\]$/), isError: false });
+    // The same output, in the same order, as the result's.
+    expect(`${seen()}[exit code 0]`).toBe(result.content);
   });
 
   it('is an error when the exit code is not 0, or the shell is killed by a signal', async () => {

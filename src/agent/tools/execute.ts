@@ -5,7 +5,7 @@ import { AllowedIps, hostsNamedIn } from '../sandbox/network-policy';
 import { Sandbox, SandboxRefusal } from '../sandbox/sandbox';
 import { checkCommand } from './command-policy';
 import { defineTool, optionalNumber, requiredString, ToolError } from './common';
-import { ToolResult } from './tool';
+import { ToolContext, ToolResult } from './tool';
 import { gitEnvironment } from './git-hooks';
 import { workspaceRoot } from './workspace';
 
@@ -69,9 +69,9 @@ export const executeTool = defineTool({
       if (error instanceof SandboxRefusal) throw new ToolError(error.message);
       throw error;
     }
-    if (!confined) return runProcess('/bin/sh', ['-c', command], cwd, gitEnv, timeout, context.signal);
+    if (!confined) return runProcess('/bin/sh', ['-c', command], cwd, gitEnv, timeout, context);
     try {
-      return await runProcess(confined.file, confined.args, cwd, { ...gitEnv, ...confined.env }, timeout, context.signal);
+      return await runProcess(confined.file, confined.args, cwd, { ...gitEnv, ...confined.env }, timeout, context);
     } finally {
       await confined.cleanup();
     }
@@ -129,10 +129,13 @@ async function runProcess(
   cwd: string,
   env: Record<string, string>,
   timeoutSeconds: number,
-  signal: AbortSignal,
+  { signal, onOutput }: Pick<ToolContext, 'signal' | 'onOutput'>,
 ): Promise<ToolResult> {
   const output = new OutputTail(EXECUTE_MAX_OUTPUT_CHARACTERS);
-  const append = (text: string) => output.append(text);
+  const append = (text: string) => {
+    output.append(text);
+    onOutput?.(text);
+  };
   const ended = await runInProcessGroup({
     file,
     args,

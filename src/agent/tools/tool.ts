@@ -8,6 +8,8 @@ export interface ToolContext {
   workspace: string;
   policy: ToolPolicy;
   signal: AbortSignal;
+  /** The output as it comes, for the session's viewers (Execute's stdout and stderr); best effort, it never throws. */
+  onOutput?: (text: string) => void;
 }
 export interface ToolResult {
   content: string;

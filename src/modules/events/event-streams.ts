@@ -150,7 +150,8 @@ export class EventStreams implements OnModuleDestroy {
   /**
    * Whether a stream sends a delta: one of its scope (session, `types`), of a session its caller may
    * read, where the organization keeps message history (without it `message.added` carries no
-   * message, so no text of one is streamed either).
+   * message, so no text of one is streamed either). The same for every kind: whoever may read a
+   * session's messages reads their thinking and tool results whole (no control hides them).
    */
   private async wantsDelta(principal: Principal, scope: StreamScope, viewer: EventViewer, delta: MessageDelta): Promise<boolean> {
     if (delta.organizationId !== principal.organizationId) return false;
@@ -295,8 +296,9 @@ class LiveStream {
    */
   private async sendDelta(delta: MessageDelta): Promise<void> {
     if (this.closed || !(await this.deps.wantsDelta(delta)) || this.closed || this.out.writableNeedDrain) return;
-    const { organizationId, sessionId, turnId, step, text, occurredAt } = delta;
-    const event = { type: MESSAGE_DELTA, occurredAt, organizationId, sessionId, data: { sessionId, turnId, step, text } };
+    const { organizationId, sessionId, turnId, step, kind, toolUseId, toolName, text, occurredAt } = delta;
+    const tool = toolUseId !== undefined ? { toolUseId, toolName } : {};
+    const event = { type: MESSAGE_DELTA, occurredAt, organizationId, sessionId, data: { sessionId, turnId, step, kind, ...tool, text } };
     this.out.write(`event: ${MESSAGE_DELTA}\ndata: ${JSON.stringify(event)}\n\n`);
   }
 

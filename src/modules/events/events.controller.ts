@@ -30,7 +30,8 @@ const STREAM_DESCRIPTION =
   'With `Accept: text/event-stream`: server-sent events, one per event: `id: <seq>`, `event: <type>`, `data: <the Event as JSON>`. ' +
   'Replays the events after `Last-Event-ID` (or `after`) from the log, then sends each new one as it is numbered (right after its commit), in `seq` order with no gap and no duplicate; ' +
   'without either it starts with the next event. A comment line (`: heartbeat`) comes every 15 s (`EVENT_STREAM_HEARTBEAT_MS`). ' +
-  'Streams also carry `message.delta` (schema `MessageDeltaEvent`; not in the spec, clients may ignore it): the text a model is writing, live, as its agent sends it, ' +
+  'Streams also carry `message.delta` (schema `MessageDeltaEvent`; not in the spec, clients may ignore it): what a model is writing, live, as its agent sends it ' +
+  "(`data.kind`: `text`, `thinking`, `tool_input`, or `tool_output` for a running tool's output), " +
   'without an `id:` line (it is not in the log, so `Last-Event-ID` and resuming are unaffected, and a list never has it); the stored message stays whole and final. ' +
   'Only to callers who may read the session, where the organization keeps message history; `types` may name it. ' +
   'The stream ends when the server shuts down or the credential stops being valid (key revoked, user removed or given another role): reconnect with `Last-Event-ID`. ' +

@@ -241,12 +241,17 @@ export class AgentController {
   @OwnRateLimit()
   @HttpCode(202)
   @ApiOperation({
-    summary: 'Stream a piece of the text the model is writing',
+    summary: 'Stream a piece of what the model is writing or a tool is printing',
     description:
       "Sends `text` at once to the session's open event streams as a `message.delta` event (`MessageDeltaEvent`; not in the spec), on every server instance. " +
-      'Nothing is stored: no `seq`, no webhook, no analytics, and a stream opened later never gets it; the message the agent appends afterwards is the ' +
-      "whole, final text. Streams send it only to those who may read the session's messages (the `messageHistory` feature, as for `message.added`'s " +
-      '`message`). Best effort: an agent sends these coalesced (every 100 ms or 2 KB), never retries them, and goes on with its turn when one fails. ' +
+      "`kind` says what it is a piece of: `text` (the default, as agents that send no `kind` mean), the answer; `thinking`, the model's reasoning; " +
+      "`tool_input`, a tool call's arguments as the model writes them; `tool_output`, a running tool's output. The tool kinds need `toolUseId` and " +
+      '`toolName` and the others refuse them (400 `validation_failed` naming the field). ' +
+      'Nothing is stored: no `seq`, no webhook, no analytics, and a stream opened later never gets it; the messages the agent appends afterwards (the ' +
+      'answer with its thinking and tool calls, then the tool results) are whole and final. Streams send every kind only to those who may read the ' +
+      "session's messages (the `messageHistory` feature, as for `message.added`'s `message`): exactly those who may read its stored thinking and tool " +
+      'results. Best effort: an agent sends these coalesced (every 100 ms or 2 KB, per step, kind and tool call), never retries ' +
+      'them, and goes on with its turn when one fails. `text` is 1 to 16,384 characters whatever the kind. ' +
       'It does not spend the rate limits of the credential and the organization (so streaming never starves appends): deltas have their own, ' +
       '50 a second per credential on each server instance, past which 429 `too_many_deltas` with `Retry-After: 1`. A turn that is over is 409 `turn_not_active`.',
   })

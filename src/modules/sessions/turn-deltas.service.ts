@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Principal } from '../auth';
-import { LiveEvents } from '../../platform/events';
+import { LiveEvents, MessageDeltaKind } from '../../platform/events';
 import { isUuid } from '../../platform/database/ids';
 import { SessionStatus } from './domain/session-status';
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
@@ -8,7 +8,10 @@ import { mayWorkOn } from './agent-work.service';
 import { DeltaRate } from './delta-rate';
 import { SessionsRepository } from './sessions.repository';
 
-/** The live text of a turn (`message.delta`): what the agent's model is writing, to the session's open streams, never stored. */
+/**
+ * The live work of a turn (`message.delta`): what the agent's model is writing (its answer, thinking and tool calls'
+ * arguments) and its tools' output, to the session's open streams, never stored.
+ */
 @Injectable()
 export class TurnDeltas {
   constructor(
@@ -18,11 +21,15 @@ export class TurnDeltas {
   ) {}
 
   /**
-   * A piece of the text the model is writing, to the session's live streams (`message.delta`): the
+   * A piece of what the model is writing or a tool is printing, to the session's live streams (`message.delta`): the
    * turn must be the running one, as for appends, but nothing is written, so the session is read,
    * not locked, and the lease is not renewed (heartbeats do that).
    */
-  async publish(principal: Principal, sessionId: string, input: { turnId: string; step: number; text: string }): Promise<void> {
+  async publish(
+    principal: Principal,
+    sessionId: string,
+    input: { turnId: string; step: number; kind?: MessageDeltaKind; toolUseId?: string; toolName?: string; text: string },
+  ): Promise<void> {
     this.rate.take(principal);
     const session = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId) : null;
     if (!session || !mayWorkOn(principal, session)) {
@@ -40,6 +47,9 @@ export class TurnDeltas {
       sessionId: session.id,
       turnId: session.turnId,
       step: input.step,
+      kind: input.kind ?? 'text',
+      // The schema has a call's id and name come together, and only with the tool kinds.
+      ...(input.toolUseId !== undefined ? { toolUseId: input.toolUseId, toolName: input.toolName } : {}),
       text: input.text,
       occurredAt: Date.now(),
     });

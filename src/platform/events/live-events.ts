@@ -10,17 +10,28 @@ import { Sql } from '../database/sql';
 export const LIVE_EVENTS_CHANNEL = 'agent_platform_live';
 /**
  * The most text, as JSON, one NOTIFY carries: PostgreSQL refuses payloads of 8000 bytes and more, and the rest of
- * the note (ids, step) takes under 300. Longer text goes in several notes, in order.
+ * the note (ids, step, kind) takes under 300, besides a tool call's id and name (the text makes room for them).
+ * Longer text goes in several notes, in order.
  */
 export const NOTIFY_TEXT_BYTES = 7_000;
 
-/** A piece of the text a model is writing in a turn: for live streams only, never stored, numbered or delivered later. */
+/** What a delta carries: the answer's text, the model's thinking, a tool call's arguments, or a running tool's output. */
+export const MESSAGE_DELTA_KINDS = ['text', 'thinking', 'tool_input', 'tool_output'] as const;
+export type MessageDeltaKind = (typeof MESSAGE_DELTA_KINDS)[number];
+/** The kinds that belong to a tool call, and carry its id and name. */
+export const TOOL_DELTA_KINDS: readonly MessageDeltaKind[] = ['tool_input', 'tool_output'];
+
+/** A piece of what a model is writing in a turn, or of its tool's output: for live streams only, never stored, numbered or delivered later. */
 export interface MessageDelta {
   organizationId: string;
   sessionId: string;
   turnId: string;
   /** The model call within the turn. */
   step: number;
+  kind: MessageDeltaKind;
+  /** The tool call of a `tool_input` or `tool_output` delta. */
+  toolUseId?: string;
+  toolName?: string;
   text: string;
   /** Unix ms. */
   occurredAt: number;
@@ -61,14 +72,26 @@ export class LiveEvents implements OnApplicationBootstrap, BeforeApplicationShut
   async publish(delta: MessageDelta): Promise<void> {
     this.emitter.emit('delta', delta);
     if (this.config.engine !== 'postgres') return;
-    for (const text of piecesOf(delta.text, NOTIFY_TEXT_BYTES)) {
-      const note = { i: this.instanceId, o: delta.organizationId, s: delta.sessionId, u: delta.turnId, p: delta.step, t: text, at: delta.occurredAt };
+    const tool = delta.toolUseId !== undefined ? { c: delta.toolUseId, n: delta.toolName } : {};
+    const room = NOTIFY_TEXT_BYTES - Buffer.byteLength(JSON.stringify(tool));
+    for (const text of piecesOf(delta.text, room)) {
+      const note = {
+        i: this.instanceId,
+        o: delta.organizationId,
+        s: delta.sessionId,
+        u: delta.turnId,
+        p: delta.step,
+        k: delta.kind,
+        ...tool,
+        t: text,
+        at: delta.occurredAt,
+      };
       await this.sql.query('live.notify', 'SELECT pg_notify($1, $2)', [LIVE_EVENTS_CHANNEL, JSON.stringify(note)]);
     }
   }
 
   private onNote(payload: string): void {
-    let note: { i?: unknown; o?: unknown; s?: unknown; u?: unknown; p?: unknown; t?: unknown; at?: unknown };
+    let note: { i?: unknown; o?: unknown; s?: unknown; u?: unknown; p?: unknown; k?: unknown; c?: unknown; n?: unknown; t?: unknown; at?: unknown };
     try {
       note = JSON.parse(payload) as typeof note;
     } catch {
@@ -76,9 +99,23 @@ export class LiveEvents implements OnApplicationBootstrap, BeforeApplicationShut
       return;
     }
     if (note.i === this.instanceId) return;
-    const { o, s, u, p, t, at } = note;
+    const { o, s, u, p, k = 'text', c, n, t, at } = note;
     if (typeof o !== 'string' || typeof s !== 'string' || typeof u !== 'string' || typeof p !== 'number' || typeof t !== 'string') return;
-    this.emitter.emit('delta', { organizationId: o, sessionId: s, turnId: u, step: p, text: t, occurredAt: typeof at === 'number' ? at : Date.now() });
+    if (!MESSAGE_DELTA_KINDS.includes(k as MessageDeltaKind)) return;
+    const kind = k as MessageDeltaKind;
+    const tool = TOOL_DELTA_KINDS.includes(kind) ? (typeof c === 'string' && typeof n === 'string' ? { toolUseId: c, toolName: n } : null) : {};
+    if (!tool) return;
+    const delta: MessageDelta = {
+      organizationId: o,
+      sessionId: s,
+      turnId: u,
+      step: p,
+      kind,
+      ...tool,
+      text: t,
+      occurredAt: typeof at === 'number' ? at : Date.now(),
+    };
+    this.emitter.emit('delta', delta);
   }
 }
 

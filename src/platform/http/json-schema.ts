@@ -30,7 +30,7 @@ export function isIpOrCidr(value: string): boolean {
 
 /**
  * A JSON Schema in OpenAPI 3.0's dialect, with two extensions of ours that shape error messages:
- * `x-problem` (what a value that breaks its pattern, format, length or enum is told, instead of the
+ * `x-problem` (what a value that breaks its pattern, format, length, enum or `not` is told, instead of the
  * rule itself) and `x-required` (what a missing property is told after "is required: ").
  */
 export type SchemaObject = { [keyword: string]: unknown };
@@ -307,8 +307,8 @@ export function toFieldErrors(
   const seen = new Set<string>();
   const out: FieldError[] = [];
   for (const error of errors) {
-    // Ajv adds a summary ("property name must be valid") after the error that says why.
-    if (error.keyword === 'propertyNames') continue;
+    // Ajv adds a summary ("property name must be valid", 'must match "then" schema') after the error that says why.
+    if (error.keyword === 'propertyNames' || error.keyword === 'if') continue;
     const { field, message } = describe(error, resolve, urlFormats);
     const key = `${field}\u0000${message}`;
     if (!seen.has(key)) {
@@ -330,7 +330,8 @@ function describe(error: ErrorObject, resolve: Resolve, urlFormats: Record<strin
   const child = (name: string) => (path ? `${path}.${name}` : name);
   const params = error.params as Record<string, unknown>;
   const problem = (error.parentSchema as SchemaObject | undefined)?.['x-problem'];
-  if (typeof problem === 'string' && ['pattern', 'format', 'maxLength', 'minLength', 'enum'].includes(error.keyword)) return { field: path, message: problem };
+  if (typeof problem === 'string' && ['pattern', 'format', 'maxLength', 'minLength', 'enum', 'not'].includes(error.keyword))
+    return { field: path, message: problem };
   switch (error.keyword) {
     case 'required': {
       const missing = String(params.missingProperty);

@@ -15,7 +15,7 @@ import { Messages, PlanList } from '../sessions/Messages';
 import { latestPlan } from '../sessions/plan';
 import { useModelNames } from '../sessions/model-names';
 import { ToolApprovals } from '../sessions/ToolApprovals';
-import { finished, NOT_WRITING, withDelta, type Writing } from '../sessions/writing';
+import { finished, NOT_WRITING, stopped, toolsFinished, withDelta, type Writing } from '../sessions/writing';
 
 const PAGE_SIZE = 30;
 interface MessagePage {
@@ -61,15 +61,21 @@ export default function SessionView() {
       void queries.invalidateQueries({ queryKey: ['messages', sessionId] });
       void queries.invalidateQueries({ queryKey: ['tool-approvals', sessionId] });
     },
-    // Pieces sent while the stream was down are lost: rather than text with a hole, that step waits for its message.
-    onDropped: () => setWriting(finished),
-    // The text being written is kept here only: nothing is read again for it.
+    // Pieces sent while the stream was down are lost: rather than text with a hole, what was under way waits for its message.
+    onDropped: () => setWriting(stopped),
+    // What the agent is doing is kept here only: nothing is read again for it.
     onDelta: (delta) => {
       if (delta.sessionId === sessionId) setWriting((state) => withDelta(state, delta));
     },
     onEvent: (event: StreamEvent) => {
-      if ((event.type === 'message.added' && event.data.role === 'assistant') || (event.type === 'session.status_changed' && event.data.to !== 'running'))
-        setWriting(finished);
+      if (event.type === 'message.added' && event.data.role === 'assistant') setWriting(finished);
+      if (event.type === 'session.status_changed' && event.data.to !== 'running') setWriting(stopped);
+      if (event.type === 'message.added' && event.data.role === 'tool') {
+        // Its results replace the output of their tools (all of it when the event carries no message).
+        const stored = event.data.message as WireMessage | undefined;
+        const ids = stored?.content.flatMap((block) => (block.type === 'tool_result' ? [block.toolUseId] : []));
+        setWriting((state) => toolsFinished(state, ids ?? state.running.map((tool) => tool.toolUseId)));
+      }
       if (event.type === 'message.added') {
         const message = event.data.message as WireMessage | undefined;
         if (message) {
@@ -171,15 +177,23 @@ export default function SessionView() {
         {history.data && messages.length === 0 ? (
           <p className="muted">No messages yet.{mayWrite ? ' Write the first below: an agent takes it from there.' : ''}</p>
         ) : null}
-        <Messages messages={messages} writing={writing.current?.text} modelName={modelName} />
-        {/* Said once when the agent starts writing, not at every piece of text. */}
+        <Messages messages={messages} live={writing} modelName={modelName} />
+        {/* Said once when the agent starts writing or running a tool, not at every piece of text. */}
         <p role="status" className="visually-hidden">
-          {writing.current ? 'The agent is writing an answer.' : ''}
+          {liveStatus(writing)}
         </p>
       </section>
       {mayWrite ? <Composer sessionId={sessionId} /> : access === 'checking' ? null : <ReadOnly role={me.user.role} />}
     </Page>
   );
+}
+
+/** What screen readers hear of the agent's live work: what it does, not each piece of it. */
+function liveStatus(writing: Writing): string {
+  const tool = writing.running.at(-1);
+  if (tool) return `The agent is running ${tool.toolName}.`;
+  if (writing.current?.text) return 'The agent is writing an answer.';
+  return writing.current?.thinking ? 'The agent is thinking.' : '';
 }
 
 /** Why there is no composer: the rules of the API (members change only their own sessions; guests none). */

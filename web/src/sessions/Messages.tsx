@@ -2,6 +2,7 @@ import { formatTime } from '../format';
 import type { Block, DocumentSource, WireMessage } from './blocks';
 import { Markdown } from './Markdown';
 import { planOf, type PlanItem } from './plan';
+import { NOT_WRITING, type Writing } from './writing';
 
 const ROLE_NAMES: Record<WireMessage['role'], string> = { user: 'User', assistant: 'Agent', tool: 'Tool', system: 'System' };
 const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
@@ -10,16 +11,17 @@ const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp
 const toolAnchor = (id: string) => `tool-use-${id.replace(/[^A-Za-z0-9_-]/g, '_')}`;
 
 /**
- * A conversation, oldest first: every block the spec defines, and hook messages; then, while the model writes its
- * answer, that text (`writing`), provisional until the message is stored.
+ * A conversation, oldest first: every block the spec defines, and hook messages; then what the agent is doing, live
+ * (`live`): the output of the tools it runs, and the answer the model is writing with its thinking, each provisional
+ * until its message is stored.
  */
 export function Messages({
   messages,
-  writing,
+  live = NOT_WRITING,
   modelName = (id) => id,
 }: {
   messages: WireMessage[];
-  writing?: string;
+  live?: Writing;
   modelName?: (modelId: string) => string;
 }) {
   // Tool results name their tool use by id: give them the tool's name to link to.
@@ -45,13 +47,34 @@ export function Messages({
           ))}
         </li>
       ))}
-      {writing ? (
+      {live.running.map((tool) => (
+        <li key={tool.toolUseId} className="message message-tool message-writing" aria-busy="true" data-testid="running-tool">
+          <div className="message-meta">
+            <span className="message-role">Tool</span>
+            <span className="badge">running…</span>
+          </div>
+          <div className="block tool-result">
+            <p>
+              Running <a href={`#${toolAnchor(tool.toolUseId)}`}>{tool.toolName}</a> <code className="muted">{tool.toolUseId}</code>
+            </p>
+            <pre className="pre-wrap live-output">{tool.output}</pre>
+          </div>
+        </li>
+      ))}
+      {live.current && (live.current.text || live.current.thinking) ? (
         <li className="message message-assistant message-writing" aria-busy="true" data-testid="writing">
           <div className="message-meta">
             <span className="message-role">Agent</span>
-            <span className="badge">writing…</span>
+            <span className="badge">{live.current.text ? 'writing…' : 'thinking…'}</span>
           </div>
-          <Markdown text={writing} />
+          {live.current.thinking ? (
+            // Open while it comes; a reader may fold it away.
+            <details className="block thinking live-thinking" open>
+              <summary>Thinking…</summary>
+              <pre className="pre-wrap">{live.current.thinking}</pre>
+            </details>
+          ) : null}
+          {live.current.text ? <Markdown text={live.current.text} /> : null}
         </li>
       ) : null}
     </ol>

@@ -1,5 +1,5 @@
 import { ref, SchemaObject, SchemaRegistry, uuidString } from '../../../platform/http/json-schema';
-import type { EventType } from '../../../platform/events';
+import { MESSAGE_DELTA_KINDS, type EventType } from '../../../platform/events';
 import { ROLES, USER_KINDS } from '../../auth';
 import { ComputerStatus } from '../../computers';
 import { MessageRole, SessionStatus, TOOL_APPROVAL_STATUSES } from '../../sessions';
@@ -329,23 +329,45 @@ schemas.Event = {
 schemas.MessageDeltaEvent = {
   type: 'object',
   description:
-    'Not in the spec; clients may ignore it; the stored message stays whole and final. A piece of the text a model is writing in a turn, sent to open ' +
-    'event streams as the agent sends it (`POST /api/v0/agent/sessions/{sessionId}/deltas`), without an SSE `id:` line: never stored, numbered, listed, ' +
-    'replayed or sent to webhooks. Concatenate the `text` of one `turnId` and `step` in order; the `message.added` of the answer replaces it (a delta may ' +
-    'still arrive after it: drop those of a step whose message you have). Deltas may be lost (a slow client, a failed send): the message is what counts. ' +
-    "Sent only to callers who may read the session, where the organization's `messageHistory` feature is on.",
+    'Not in the spec; clients may ignore it; the stored messages stay whole and final. A piece of what a model is writing in a turn, or of what its ' +
+    'tool prints, sent to open event streams as the agent sends it (`POST /api/v0/agent/sessions/{sessionId}/deltas`), without an SSE `id:` line: never ' +
+    'stored, numbered, listed, replayed or sent to webhooks. `data.kind` says what it is: `text` (absent from servers before kinds: read it so), the ' +
+    "answer; `thinking`, the model's reasoning; `tool_input`, a tool call's arguments as the model writes them; `tool_output`, a running tool's output " +
+    '(these two with `toolUseId` and `toolName`). Concatenate the `text` of one `turnId`, `step` and `kind` (and `toolUseId`) in order. The `message.added` ' +
+    'of the answer replaces its `text`, `thinking` and `tool_input` (a delta may still arrive after it: drop those of a step whose message you have); ' +
+    "a tool's output comes after its step's message, and the `message.added` of the `tool_result` with its `toolUseId` replaces it. Deltas may be lost " +
+    '(a slow client, a failed send): the messages are what counts. ' +
+    "Sent only to callers who may read the session, where the organization's `messageHistory` feature is on (the same for every kind: whoever may read " +
+    'the stored thinking and tool results gets their deltas).',
   required: ['type', 'occurredAt', 'organizationId', 'sessionId', 'data'],
   properties: {
     type: { type: 'string', enum: ['message.delta'] },
     occurredAt: { type: 'integer', description: 'When the server got it (Unix ms).' },
     organizationId: uuidString('Your organization.'),
     sessionId: uuidString('The session.'),
-    data: object('', {
-      sessionId: uuidString('The session.'),
-      turnId: uuidString('The turn.'),
-      step: { type: 'integer', minimum: 0, description: 'The model call within the turn (0, 1, 2...): each is a new assistant message.' },
-      text: text('The next piece of the text (1 to 16,384 characters).'),
-    }),
+    data: object(
+      '',
+      {
+        sessionId: uuidString('The session.'),
+        turnId: uuidString('The turn.'),
+        step: {
+          type: 'integer',
+          minimum: 0,
+          description: "The model call within the turn (0, 1, 2...): each is a new assistant message. A tool's output is of the step whose answer called it.",
+        },
+        kind: {
+          type: 'string',
+          enum: [...MESSAGE_DELTA_KINDS],
+          default: 'text',
+          description:
+            '`text`, `thinking`, `tool_input` or `tool_output`: what `text` is a piece of. This server always sends it; take one without it as `text`.',
+        },
+        toolUseId: text('With `tool_input` and `tool_output` only: the tool call (the `id` of its `tool_use` block).'),
+        toolName: text('With `tool_input` and `tool_output` only: the tool called.'),
+        text: text('The next piece (1 to 16,384 characters).'),
+      },
+      ['kind', 'toolUseId', 'toolName'],
+    ),
   },
 };
 

@@ -1,4 +1,5 @@
-import { closedObject, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
+import { MESSAGE_DELTA_KINDS, TOOL_DELTA_KINDS } from '../../../platform/events';
+import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
 import { AGENT_MESSAGE_ROLES, IMAGE_MEDIA_TYPES, MESSAGE_ROLES, USER_MESSAGE_SOURCES } from '../domain/message';
 import {
   API_PROVIDER_LOCKS,
@@ -477,11 +478,51 @@ export const sessionSchemas = new SchemaRegistry('sessions').add({
     },
   }),
   TurnBody: closed(['turnId'], { turnId: str() }),
-  MessageDeltaBody: closed(['turnId', 'step', 'text'], {
-    turnId: str('The turn from the claim.'),
-    step: { type: 'integer', minimum: 0, maximum: 1_000_000, description: 'The model call within the turn the text comes from: 0, 1, 2...' },
-    text: str('The next piece of the text the model is writing.', { minLength: 1, maxLength: MESSAGE_DELTA_MAX_CHARS }),
-  }),
+  MessageDeltaBody: {
+    ...closed(['turnId', 'step', 'text'], {
+      turnId: str('The turn from the claim.'),
+      step: {
+        type: 'integer',
+        minimum: 0,
+        maximum: 1_000_000,
+        description: "The model call within the turn the text comes from: 0, 1, 2... A tool's output is of the step whose answer called it.",
+      },
+      kind: {
+        type: 'string',
+        enum: [...MESSAGE_DELTA_KINDS],
+        default: 'text',
+        description:
+          "What `text` is a piece of: `text` (the default), the answer the model is writing; `thinking`, the model's reasoning as it streams; " +
+          "`tool_input`, a tool call's arguments (JSON text) as the model writes them; `tool_output`, a running tool's output (a command's stdout and stderr) as it comes. " +
+          'The tool kinds need `toolUseId` and `toolName`; the others refuse them.',
+      },
+      toolUseId: str('The tool call (the `id` of its `tool_use` block), with `tool_input` and `tool_output` only.', {
+        minLength: 1,
+        maxLength: 256,
+        pattern: NO_CONTROL_CHARACTERS,
+      }),
+      toolName: str('The tool called, with `tool_input` and `tool_output` only.', { minLength: 1, maxLength: 128, pattern: NO_CONTROL_CHARACTERS }),
+      text: str('The next piece of the text (of the answer, the thinking, the arguments or the output, as `kind` says).', {
+        minLength: 1,
+        maxLength: MESSAGE_DELTA_MAX_CHARS,
+      }),
+    }),
+    // The tool kinds name their call; the others name none.
+    if: { required: ['kind'], properties: { kind: { enum: [...TOOL_DELTA_KINDS] } } },
+    then: {
+      required: ['toolUseId', 'toolName'],
+      properties: {
+        toolUseId: { 'x-required': "the tool call's id, with kind tool_input and tool_output" },
+        toolName: { 'x-required': "the tool's name, with kind tool_input and tool_output" },
+      },
+    },
+    else: {
+      properties: {
+        toolUseId: { not: {}, 'x-problem': 'is accepted only with kind tool_input or tool_output' },
+        toolName: { not: {}, 'x-problem': 'is accepted only with kind tool_input or tool_output' },
+      },
+    },
+  },
   ToolApprovalRules: toolApprovalRules,
   ToolApproval: closed(
     ['approvalId', 'sessionId', 'turnId', 'toolName', 'summary', 'input', 'status', 'requestedAt', 'expiresAt'],
