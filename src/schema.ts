@@ -33,6 +33,8 @@ import { ListIndexes1765018800000 } from './migrations/1765018800000-ListIndexes
 import { RollupSnapshot1765105200000 } from './migrations/1765105200000-RollupSnapshot';
 import { TenantKeys1765191600000 } from './migrations/1765191600000-TenantKeys';
 import { TokenDays1765278000000 } from './migrations/1765278000000-TokenDays';
+import { PluginCatalogs1765450800000 } from './migrations/1765450800000-PluginCatalogs';
+import { PluginCatalogEntity } from './modules/enterprise-controls/plugin-catalog/plugin-catalog.entity';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
 /** Every entity and migration of the platform; modules add theirs here. */
@@ -47,6 +49,7 @@ export const entities = [
   ComputerEntity,
   ProvisioningStepEntity,
   ControlRevisionEntity,
+  PluginCatalogEntity,
   ReadinessReportEntity,
   AnalyticsFactEntity,
   AnalyticsUserDayEntity,
@@ -80,4 +83,5 @@ export const migrations = [
   RollupSnapshot1765105200000,
   TenantKeys1765191600000,
   TokenDays1765278000000,
+  PluginCatalogs1765450800000,
 ];

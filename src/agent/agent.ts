@@ -25,6 +25,7 @@ import { McpConnections } from './mcp/mcp-connections';
 import { mcpExtraTools } from './mcp/mcp-extras';
 import { CloudCredentials } from './models/cloud-credentials';
 import { expandCommand, Extensions, LoadedPlugins, NO_PLUGINS, PluginSkill, Plugins, SubagentDefinition, turnExtensions } from './plugins/plugins';
+import { CatalogReports } from './plugins/catalog-reports';
 import { skillTool } from './tools/skill';
 import { planTool } from './tools/plan';
 import { webFetchTool, webSearchTool, webSettings } from './tools/web';
@@ -100,11 +101,15 @@ export class Agent {
   private readonly plugins: Plugins;
   /** Plugin and extension problems already said in the log, so that each is said once. */
   private readonly pluginProblems = new Set<string>();
+  /** What the agent finds of the organization's marketplaces, told to the server; none without a server to tell. */
+  private readonly catalogReports: CatalogReports | null;
 
   constructor(private readonly options: AgentOptions) {
     const { relay, workspace, log } = options;
     this.mcp = relay ? new McpConnections({ platformUrl: relay.url, token: relay.token, workspace, log }) : null;
     this.plugins = new Plugins(options.stateDir);
+    const report = options.client.reportPluginCatalog?.bind(options.client);
+    this.catalogReports = report ? new CatalogReports(this.plugins, report, log) : null;
   }
 
   /** Takes and does work until `stop()`; network trouble and server restarts only pause it. */
@@ -185,6 +190,7 @@ export class Agent {
       if ('path' in place) this.places.set(work.sessionId, place.path);
       if (!known) history.push(...(await this.earlierConversation(work)));
       const plugins = await this.loadPlugins(policy);
+      this.catalogReports?.report(policy);
       const extensions = await this.loadExtensions(work, plugins);
       hooks = new TurnHooks(this, work, history, withPluginHooks(await this.loadHooks(work), plugins.hooks));
       if (!known) await hooks.fire('SessionStart', { source: history.length > 0 ? 'resume' : 'startup' });

@@ -24,6 +24,7 @@ import type {
   ToolApprovalAnswer,
   ToolApprovalQuery,
   ToolApprovalRequest,
+  PluginCatalogReport,
   UsageAnswer,
   UsageReport,
   Work,
@@ -75,23 +76,24 @@ const DELTA_TIMEOUT_MS = 5_000;
  * The agent channel over HTTP. Every write carries an Idempotency-Key kept across its retries, so a
  * request whose answer was lost (network error, server restart) is retried without being done twice.
  */
-/** What the agent needs of the agent channel: the server's (PlatformClient), or a run's own (headless.ts). */
-export type AgentChannel = Pick<
-  PlatformClient,
-  | 'connect'
-  | 'policy'
-  | 'cloudModelAccess'
-  | 'claim'
-  | 'existingSessions'
-  | 'conversation'
-  | 'append'
-  | 'usage'
-  | 'heartbeat'
-  | 'delta'
-  | 'requestApproval'
-  | 'awaitApproval'
-  | 'endTurn'
->;
+/** What the agent needs of the agent channel: the server's (PlatformClient), or a run's own (headless.ts), which reports no plugin catalog. */
+export type AgentChannel = Partial<Pick<PlatformClient, 'reportPluginCatalog'>> &
+  Pick<
+    PlatformClient,
+    | 'connect'
+    | 'policy'
+    | 'cloudModelAccess'
+    | 'claim'
+    | 'existingSessions'
+    | 'conversation'
+    | 'append'
+    | 'usage'
+    | 'heartbeat'
+    | 'delta'
+    | 'requestApproval'
+    | 'awaitApproval'
+    | 'endTurn'
+  >;
 
 export class PlatformClient {
   private readonly retryWindowMs: number;
@@ -183,6 +185,11 @@ export class PlatformClient {
     const query: ToolApprovalQuery = { turnId, waitMs: String(waitMs) };
     const path = `/api/v0/agent/sessions/${sessionId}/tool-approvals/${approvalId}?${searchParams(query)}`;
     return (await this.request<ToolApprovalAnswer>('GET', path, undefined, undefined, signal)).toolApproval;
+  }
+
+  /** What the agent found of one of the organization's marketplaces, for the plugin catalog the console shows. */
+  async reportPluginCatalog(report: PluginCatalogReport): Promise<void> {
+    await this.post<null>('/api/v0/agent/plugin-catalogs', report);
   }
 
   endTurn(sessionId: string, turnId: string, assistantActiveTimeMs: number): Promise<EndTurnAnswer> {

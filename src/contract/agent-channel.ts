@@ -29,6 +29,7 @@ type EndTurn = paths['/api/v0/agent/sessions/{sessionId}/end-turn']['post'];
 type Delta = paths['/api/v0/agent/sessions/{sessionId}/deltas']['post'];
 type RequestApproval = paths['/api/v0/agent/sessions/{sessionId}/tool-approvals']['post'];
 type AwaitApproval = paths['/api/v0/agent/sessions/{sessionId}/tool-approvals/{approvalId}']['get'];
+type ReportCatalog = paths['/api/v0/agent/plugin-catalogs']['post'];
 
 export type ConnectRequest = RequestOf<Connect>;
 export type ConnectAnswer = AnswerOf<Connect, 200>;
@@ -71,6 +72,11 @@ export type ToolApprovalQuery = QueryOf<AwaitApproval>;
 export type ToolApprovalAnswer = AnswerOf<RequestApproval, 201> & AnswerOf<AwaitApproval, 200>;
 /** A tool call waiting for, or having had, a person's decision. */
 export type ToolApproval = ToolApprovalAnswer['toolApproval'];
+
+/** What an agent found of one of the organization's marketplaces: the plugins its manifest lists at a commit, or why it could not read it. */
+export type PluginCatalogReport = RequestOf<ReportCatalog>;
+/** A plugin as a marketplace's manifest lists it, each field capped (PLUGIN_CATALOG_LIMITS). */
+export type CatalogPlugin = Schemas['CatalogPlugin'];
 
 /** What the channel answers when it refuses (4xx): `metadata.code` says why, for programs. */
 export type ChannelError = Schemas['V0ErrorSchema'];

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AgentPolicy } from '../../contract/agent-channel';
+import { marketplaceUrl } from '../../contract/marketplaces';
 import { runInProcessGroup } from '../process-group';
 import { Sandbox, SandboxRefusal } from '../sandbox/sandbox';
 import { commandEnvironment } from '../tools/execute';
@@ -9,44 +10,17 @@ import { shellQuote } from '../tools/shell-syntax';
 
 export type KnownMarketplace = AgentPolicy['extraKnownMarketplaces'][string];
 export type StrictMarketplace = AgentPolicy['strictKnownMarketplaces'][number];
+/** A marketplace checked out: its folder, and the commit there. */
+export interface Checkout {
+  dir: string;
+  commit: string;
+}
+
+// The rule is shared with the server (its plugin catalog says which marketplaces agents may use).
+export { marketplaceRule, marketplaceUrl } from '../../contract/marketplaces';
 
 /** Seconds one git command of a marketplace checkout may take. */
 const GIT_TIMEOUT_SECONDS = 120;
-
-/** The address git fetches a marketplace from: the code host's HTTPS address of `repo`, or `repo` itself for `git`. */
-export function marketplaceUrl(marketplace: { source: string; repo: string }): string {
-  const repo = marketplace.repo.trim().replace(/\/+$/, '');
-  switch (marketplace.source) {
-    case 'github':
-      return `https://github.com/${repo.replace(/\.git$/, '')}.git`;
-    case 'gitlab':
-      return `https://gitlab.com/${repo.replace(/\.git$/, '')}.git`;
-    case 'bitbucket':
-      return `https://bitbucket.org/${repo.replace(/\.git$/, '')}.git`;
-    default:
-      return repo;
-  }
-}
-
-/**
- * The commit a known marketplace must be at, or why it may not be used. Without `strictKnownMarketplaces`,
- * any marketplace of `extraKnownMarketplaces`, at its `ref` (else its default branch). With it, only one the
- * list names (the same code host and repository, however the repository is spelled), at the list's `sha`.
- */
-export function marketplaceRule(
-  name: string,
-  known: KnownMarketplace,
-  strict: readonly StrictMarketplace[],
-): { refusal: string } | { ref?: string; sha?: string } {
-  if (strict.length === 0) return known.ref ? { ref: known.ref } : {};
-  const pinned = strict.find((entry) => entry.source === known.source && marketplaceUrl(entry).toLowerCase() === marketplaceUrl(known).toLowerCase());
-  if (!pinned) {
-    return {
-      refusal: `marketplace "${name}" (${known.source} ${known.repo}) is not among the organization's strictKnownMarketplaces, so none of its plugins load`,
-    };
-  }
-  return { ref: pinned.ref, sha: pinned.sha };
-}
 
 /**
  * Marketplace checkouts under the agent's state folder, one per address and commit asked for, fetched with
@@ -55,13 +29,13 @@ export function marketplaceRule(
  * transports (never `ext::`, which runs a command).
  */
 export class Marketplaces {
-  private readonly fetched = new Map<string, Promise<string>>();
+  private readonly fetched = new Map<string, Promise<Checkout>>();
   private readonly sandbox = new Sandbox({ nested: process.env.AGENT_NESTED_SANDBOX === '1' });
 
   constructor(private readonly stateDir: string) {}
 
-  /** The folder holding the marketplace at the commit the rule asks for; an Error saying why not. */
-  checkout(known: KnownMarketplace, rule: { ref?: string; sha?: string }, policy: Pick<AgentPolicy, 'sandbox' | 'networkPolicy'>): Promise<string> {
+  /** The folder holding the marketplace at the commit the rule asks for, and that commit; an Error saying why not. */
+  checkout(known: KnownMarketplace, rule: { ref?: string; sha?: string }, policy: Pick<AgentPolicy, 'sandbox' | 'networkPolicy'>): Promise<Checkout> {
     const url = marketplaceUrl(known);
     const key = createHash('sha256')
       .update(JSON.stringify([url, rule.ref ?? null, rule.sha ?? null]))
@@ -77,8 +51,13 @@ export class Marketplaces {
     return done;
   }
 
-  private async fetch(url: string, rule: { ref?: string; sha?: string }, dir: string, policy: Pick<AgentPolicy, 'sandbox' | 'networkPolicy'>): Promise<string> {
-    if (rule.sha && (await this.head(dir, policy).catch(() => null)) === rule.sha) return dir;
+  private async fetch(
+    url: string,
+    rule: { ref?: string; sha?: string },
+    dir: string,
+    policy: Pick<AgentPolicy, 'sandbox' | 'networkPolicy'>,
+  ): Promise<Checkout> {
+    if (rule.sha && (await this.head(dir, policy).catch(() => null)) === rule.sha) return { dir, commit: rule.sha };
     await rm(dir, { recursive: true, force: true });
     await mkdir(dir, { recursive: true });
     await this.git(['init', '-q'], dir, policy);
@@ -93,7 +72,7 @@ export class Marketplaces {
     await this.git(['checkout', '-q', '--detach', rule.sha ?? 'FETCH_HEAD'], dir, policy);
     const head = await this.head(dir, policy);
     if (rule.sha && head !== rule.sha) throw new Error(`${url} is at ${head}, not at the commit strictKnownMarketplaces pins (${rule.sha})`);
-    return dir;
+    return { dir, commit: head };
   }
 
   private async head(dir: string, policy: Pick<AgentPolicy, 'sandbox' | 'networkPolicy'>): Promise<string> {

@@ -1,5 +1,6 @@
 import { marketplaceRule, marketplaceUrl } from './marketplaces';
-import { expandCommand, frontmatter, PluginCommand } from './plugins';
+import { PLUGIN_CATALOG_LIMITS } from '../../contract/marketplaces';
+import { catalogPlugins, expandCommand, frontmatter, PluginCommand } from './plugins';
 
 const command = (name: string, prompt: string): PluginCommand => ({ plugin: 'review', name, description: '', prompt });
 
@@ -54,5 +55,50 @@ describe('marketplaceRule', () => {
     expect(marketplaceUrl({ source: 'gitlab', repo: 'acme/tools.git/' })).toBe('https://gitlab.com/acme/tools.git');
     expect(marketplaceUrl({ source: 'bitbucket', repo: 'acme/tools' })).toBe('https://bitbucket.org/acme/tools.git');
     expect(marketplaceUrl({ source: 'git', repo: 'ssh://git@git.example.com/tools.git' })).toBe('ssh://git@git.example.com/tools.git');
+  });
+});
+
+describe('catalogPlugins', () => {
+  it("reports each plugin of the manifest with the fields it gives, the author by name, in the manifest's order", () => {
+    const manifest = {
+      plugins: [
+        {
+          name: 'review',
+          source: './plugins/review',
+          description: 'Reviews code.',
+          version: '1.2.0',
+          author: { name: 'Platform team', email: 'p@example.com' },
+          category: 'quality',
+          tags: ['x'],
+        },
+        { name: 'deploy', source: { source: 'github', repo: 'acme/deploy' }, author: 'Ops' },
+      ],
+    };
+    expect(catalogPlugins(manifest)).toEqual([
+      { name: 'review', description: 'Reviews code.', version: '1.2.0', author: 'Platform team', category: 'quality' },
+      { name: 'deploy', author: 'Ops' },
+    ]);
+  });
+
+  it('makes each field one line of at most its limit, well-formed, and leaves out what is blank or not text', () => {
+    const [plugin] = catalogPlugins({
+      plugins: [{ name: ' lint ', description: `Line one.\n\tLine two.${'x'.repeat(2000)}`, version: 2, author: { name: '  ' }, category: 'bad \ud800 half' }],
+    });
+    expect(plugin.name).toBe('lint');
+    expect(plugin.description).toMatch(/^Line one\. Line two\.x+…$/);
+    expect([...plugin.description!]).toHaveLength(PLUGIN_CATALOG_LIMITS.description);
+    expect(plugin).not.toHaveProperty('version');
+    expect(plugin).not.toHaveProperty('author');
+    expect(plugin.category).toBe('bad \ufffd half');
+  });
+
+  it('leaves out entries without a name, or with one too long to be enabled by, and keeps the first plugins up to the limit', () => {
+    const long = 'n'.repeat(PLUGIN_CATALOG_LIMITS.name + 1);
+    expect(catalogPlugins({ plugins: [{ source: './a' }, { name: '' }, { name: long }, 'text', null, { name: 'kept' }] })).toEqual([{ name: 'kept' }]);
+    const many = { plugins: Array.from({ length: PLUGIN_CATALOG_LIMITS.plugins + 5 }, (_, i) => ({ name: `p${i}` })) };
+    const kept = catalogPlugins(many);
+    expect(kept).toHaveLength(PLUGIN_CATALOG_LIMITS.plugins);
+    expect(kept.at(-1)).toEqual({ name: `p${PLUGIN_CATALOG_LIMITS.plugins - 1}` });
+    expect(catalogPlugins({ plugins: 'none' })).toEqual([]);
   });
 });

@@ -1,7 +1,8 @@
 import { readdir, readFile, realpath } from 'node:fs/promises';
 import { basename, join, sep } from 'node:path';
 import { load as loadYaml } from 'js-yaml';
-import type { AgentPolicy } from '../../contract/agent-channel';
+import type { AgentPolicy, CatalogPlugin, PluginCatalogReport } from '../../contract/agent-channel';
+import { PLUGIN_CATALOG_LIMITS } from '../../contract/marketplaces';
 import { HookEvent, HooksConfig, parseHooks } from '../hooks/hooks-config';
 import { Marketplaces, marketplaceRule } from './marketplaces';
 
@@ -65,7 +66,7 @@ export interface LoadedPlugins extends Extensions {
 
 export const NO_PLUGINS: LoadedPlugins = { loaded: [], commands: [], skills: [], agents: [], mcpServers: [], hooks: {}, problems: [] };
 
-type PluginPolicy = Pick<AgentPolicy, 'enabledPlugins' | 'extraKnownMarketplaces' | 'strictKnownMarketplaces' | 'sandbox' | 'networkPolicy'>;
+export type PluginPolicy = Pick<AgentPolicy, 'enabledPlugins' | 'extraKnownMarketplaces' | 'strictKnownMarketplaces' | 'sandbox' | 'networkPolicy'>;
 
 /**
  * The organization's plugins, in the format the ecosystem shares (Claude Code's): a marketplace is a git
@@ -107,7 +108,7 @@ export class Plugins {
         if (!known) throw new Error(`its marketplace "${marketplace}" is not in the organization's extraKnownMarketplaces`);
         const rule = marketplaceRule(marketplace, known, policy.strictKnownMarketplaces ?? []);
         if ('refusal' in rule) throw new Error(rule.refusal);
-        const checkout = await realpath(await this.marketplaces.checkout(known, rule, policy));
+        const checkout = await realpath((await this.marketplaces.checkout(known, rule, policy)).dir);
         const root = await pluginFolder(checkout, plugin);
         const loaded = await loadPlugin(plugin, root);
         result.commands.push(...loaded.commands);
@@ -124,11 +125,86 @@ export class Plugins {
     }
     return result;
   }
+
+  /**
+   * What each marketplace of `extraKnownMarketplaces` offers, for the organization's plugin catalog: the commit read
+   * and the plugins its manifest lists, or why it could not be read (strictKnownMarketplaces refusing it included).
+   * Every known marketplace is fetched, not only those of enabled plugins: the catalog shows what could be enabled.
+   */
+  async catalogs(policy: PluginPolicy): Promise<PluginCatalogReport[]> {
+    const reports: PluginCatalogReport[] = [];
+    for (const [marketplace, known] of Object.entries(policy.extraKnownMarketplaces ?? {})) {
+      try {
+        const rule = marketplaceRule(marketplace, known, policy.strictKnownMarketplaces ?? []);
+        if ('refusal' in rule) throw new Error(rule.refusal);
+        const { dir, commit } = await this.marketplaces.checkout(known, rule, policy);
+        reports.push({ marketplace, outcome: 'read', commit, plugins: catalogPlugins(await readManifest(await realpath(dir))) });
+      } catch (error) {
+        reports.push({ marketplace, outcome: 'failed', error: capped((error as Error).message, PLUGIN_CATALOG_LIMITS.error, true) || 'unknown error' });
+      }
+    }
+    return reports;
+  }
+}
+
+/**
+ * The plugins a marketplace's manifest lists, as its catalog reports them: the first PLUGIN_CATALOG_LIMITS.plugins
+ * with a name (one too long to keep whole is left out: it could not be enabled by a cut name), each field capped.
+ * `author` is the manifest's `author.name` (or an `author` string).
+ */
+export function catalogPlugins(manifest: Record<string, unknown>): CatalogPlugin[] {
+  const limits = PLUGIN_CATALOG_LIMITS;
+  const plugins: CatalogPlugin[] = [];
+  for (const entry of Array.isArray(manifest.plugins) ? (manifest.plugins as unknown[]) : []) {
+    if (plugins.length === limits.plugins) break;
+    if (typeof entry !== 'object' || entry === null) continue;
+    const fields = entry as Record<string, unknown>;
+    const name = typeof fields.name === 'string' ? capped(fields.name, Infinity) : '';
+    if (name === '' || [...name].length > limits.name) continue;
+    const author = typeof fields.author === 'object' && fields.author !== null ? (fields.author as Record<string, unknown>).name : fields.author;
+    const optional: Array<[Exclude<keyof CatalogPlugin, 'name'>, unknown, number]> = [
+      ['description', fields.description, limits.description],
+      ['version', fields.version, limits.version],
+      ['author', author, limits.author],
+      ['category', fields.category, limits.category],
+    ];
+    const plugin: CatalogPlugin = { name };
+    for (const [key, value, max] of optional) {
+      const text = typeof value === 'string' ? capped(value, max) : '';
+      if (text !== '') plugin[key] = text;
+    }
+    plugins.push(plugin);
+  }
+  return plugins;
+}
+
+// eslint-disable-next-line no-control-regex -- a one-line field of the report may hold no control character
+const CONTROL_OR_SPACE = /[\s\u0000-\u001f\u007f-\u009f]+/g;
+// eslint-disable-next-line no-control-regex -- the server cannot store it
+const NUL = /\u0000/g;
+
+/**
+ * Text as a report may carry it: well-formed (a lone surrogate, which JSON allows and the server refuses, replaced),
+ * control characters and runs of white space made one space (only NUL removed where `lines`: an error may span lines),
+ * at most `max` characters.
+ */
+function capped(text: string, max: number, lines = false): string {
+  const clean = text
+    .replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd')
+    .replace(lines ? NUL : CONTROL_OR_SPACE, lines ? '' : ' ')
+    .trim();
+  const characters = [...clean];
+  return characters.length <= max ? clean : `${characters.slice(0, max - 1).join('')}…`;
+}
+
+/** The marketplace's manifest, `.claude-plugin/marketplace.json`. */
+function readManifest(checkout: string): Promise<Record<string, unknown>> {
+  return readJson(join(checkout, '.claude-plugin', 'marketplace.json'), 'the marketplace has no readable .claude-plugin/marketplace.json');
 }
 
 /** The folder of `plugin` as the marketplace's manifest lists it: a path inside the marketplace, never outside. */
 async function pluginFolder(checkout: string, plugin: string): Promise<string> {
-  const manifest = await readJson(join(checkout, '.claude-plugin', 'marketplace.json'), 'the marketplace has no readable .claude-plugin/marketplace.json');
+  const manifest = await readManifest(checkout);
   const entries = Array.isArray(manifest.plugins) ? (manifest.plugins as Array<Record<string, unknown>>) : [];
   const entry = entries.find((candidate) => candidate.name === plugin);
   if (!entry) throw new Error(`the marketplace lists no plugin named "${plugin}"`);

@@ -5,6 +5,9 @@ import { SessionRules, SessionsModule } from '../sessions';
 import { EnterpriseControlsReader, EnterpriseSessionRules } from './enterprise-controls.contracts';
 import { AgentPolicyController, EnterpriseControlsController } from './enterprise-controls.controller';
 import { McpRelayController } from './mcp-relay.controller';
+import { PluginCatalogController, PluginCatalogReportsController } from './plugin-catalog/plugin-catalog.controller';
+import { PluginCatalogRepository } from './plugin-catalog/plugin-catalog.repository';
+import { PluginCatalogService } from './plugin-catalog/plugin-catalog.service';
 import { EnterpriseControlsRepository } from './enterprise-controls.repository';
 import { EnterpriseControlsService } from './enterprise-controls.service';
 import { AgentRelays } from './agent-relays.service';
@@ -18,13 +21,15 @@ import { McpRelay } from './relay/mcp-relay';
 @Global()
 @Module({
   imports: [AuthModule, SessionsModule],
-  controllers: [EnterpriseControlsController, AgentPolicyController, McpRelayController],
+  controllers: [EnterpriseControlsController, AgentPolicyController, McpRelayController, PluginCatalogReportsController, PluginCatalogController],
   providers: [
     EnterpriseControlsRepository,
     EnterpriseControlsService,
     AgentRelays,
     ModelRelay,
     McpRelay,
+    PluginCatalogRepository,
+    PluginCatalogService,
     SecretBox,
     { provide: OrganizationControlsReader, useClass: EnterpriseControlsReader },
     { provide: SessionRules, useClass: EnterpriseSessionRules },

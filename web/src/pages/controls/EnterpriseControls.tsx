@@ -7,8 +7,9 @@ import { ErrorMessage } from '../../components/ErrorMessage';
 import { Page } from '../../components/Page';
 import { formatTime } from '../../format';
 import { ConflictScreen } from './ConflictScreen';
+import { PLUGIN_CATALOG_QUERY, PluginsSection } from './PluginsSection';
 import { fieldId, SchemaField, type FormContext } from './SchemaForm';
-import { mergePatch, maskSecrets, pathName, setAt, stableJson, type Json, type JsonObject, type Path } from './settings-model';
+import { isObject, mergePatch, maskSecrets, pathName, setAt, stableJson, type Json, type JsonObject, type Path } from './settings-model';
 import './controls.css';
 
 type Controls = Schemas['EnterpriseControls'];
@@ -37,6 +38,7 @@ function problem(response: Response, body: unknown): ApiProblem {
 }
 
 const settingsOf = (controls: Controls) => controls.settings as unknown as JsonObject;
+const pluginsOf = (settings: JsonObject): JsonObject => (isObject(settings.enabledPlugins) ? settings.enabledPlugins : {});
 
 /** `{app_url}/settings/controls`: the enterprise controls as a form generated from the server's settings schema. */
 export default function EnterpriseControls() {
@@ -93,6 +95,7 @@ function ControlsEditor({ initial }: { initial: Snapshot }) {
       setSaved({ revision: next.controls.revision, warnings: next.controls.warnings ?? [] });
       queries.setQueryData(['enterprise-controls'], next);
       void queries.invalidateQueries({ queryKey: ['enterprise-controls-history'] });
+      void queries.invalidateQueries({ queryKey: PLUGIN_CATALOG_QUERY });
     },
     onError: async (error) => {
       if (error instanceof ApiProblem && (error.status === 412 || error.status === 409)) {
@@ -191,6 +194,11 @@ function ControlsEditor({ initial }: { initial: Snapshot }) {
           </div>
         ) : null}
       </div>
+      <PluginsSection
+        enabled={pluginsOf(draft)}
+        saved={pluginsOf(settingsOf(base.controls))}
+        onChange={(id, next) => ctx.onChange(['enabledPlugins', id], next)}
+      />
       <div key={generation}>
         {Object.entries(root.properties ?? {}).map(([key, schema]) => (
           <SchemaField key={key} ctx={ctx} schema={schema} path={[key]} value={draft[key]} required={root.required?.includes(key)} />
