@@ -5,7 +5,7 @@ import { Computers1763884800000 } from './migrations/1763884800000-Computers';
 import { AgentPresenceEntity, MessageEntity, SessionEntity, TokenUsageDailyEntity, ToolApprovalEntity } from './modules/sessions/entities';
 import { ComputerEntity, ProvisioningStepEntity } from './modules/computers/entities';
 import { EnterpriseControls1763971200000 } from './migrations/1763971200000-EnterpriseControls';
-import { ControlRevisionEntity } from './modules/enterprise-controls/entities';
+import { ControlRevisionEntity, McpOAuthConnectionEntity } from './modules/enterprise-controls/entities';
 import { Readiness1764057600000 } from './migrations/1764057600000-Readiness';
 import { ReadinessReportEntity } from './modules/readiness/entities';
 import { Analytics1764144000000 } from './migrations/1764144000000-Analytics';
@@ -34,6 +34,7 @@ import { RollupSnapshot1765105200000 } from './migrations/1765105200000-RollupSn
 import { TenantKeys1765191600000 } from './migrations/1765191600000-TenantKeys';
 import { TokenDays1765278000000 } from './migrations/1765278000000-TokenDays';
 import { PluginCatalogs1765450800000 } from './migrations/1765450800000-PluginCatalogs';
+import { McpOAuth1765537200000 } from './migrations/1765537200000-McpOAuth';
 import { PluginCatalogEntity } from './modules/enterprise-controls/plugin-catalog/plugin-catalog.entity';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
@@ -50,6 +51,7 @@ export const entities = [
   ProvisioningStepEntity,
   ControlRevisionEntity,
   PluginCatalogEntity,
+  McpOAuthConnectionEntity,
   ReadinessReportEntity,
   AnalyticsFactEntity,
   AnalyticsUserDayEntity,
@@ -84,4 +86,5 @@ export const migrations = [
   TenantKeys1765191600000,
   TokenDays1765278000000,
   PluginCatalogs1765450800000,
+  McpOAuth1765537200000,
 ];

@@ -7,6 +7,16 @@ const { startHttpServer } = require('../fixtures/mcp-server.js') as {
   startHttpServer: (secret: { header: string; value: string }) => Promise<{ url: string; port: number; requests: Json[]; close: () => Promise<void> }>;
 };
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- plain Node, as the fixture it serves
+const { startOAuthMcpServer } = require('../fixtures/mcp-oauth-server.js') as {
+  startOAuthMcpServer: () => Promise<{
+    url: string;
+    requests: Json[];
+    provider: { access: Map<string, unknown>; refresh: Map<string, unknown> };
+    close: () => Promise<void>;
+  }>;
+};
+
 const HEADER_SECRET = 'mcp-header-secret-0123456789';
 const ENV_SECRET = 'mcp-env-secret-abcdefghijkl';
 const FIXTURE = join(__dirname, '..', 'fixtures', 'mcp-server.js');
@@ -235,6 +245,50 @@ describe('The agent process with MCP servers', () => {
       expect(offered(model.requests.at(-1)!)).toEqual(['Read', 'LS', 'Glob', 'Grep', 'WebFetch', 'TodoWrite', 'Task']);
     } finally {
       await model.stop();
+    }
+  });
+
+  it('uses a server behind OAuth once an admin signed in, and the token is in none of its environment, output or messages', async () => {
+    const remote = await startOAuthMcpServer();
+    const model = new ScriptedModel((request) => {
+      const last = request.messages[request.messages.length - 1] as Json;
+      if (last.role === 'user')
+        return completion({ tool_calls: [call('call_1', 'mcp__remote__add', { a: 2, b: 3 }), call('call_2', 'Execute', { command: 'env' })] });
+      return completion({ content: 'Done.' });
+    });
+    const modelUrl = await model.start();
+    try {
+      const { owner, computerId, output } = await computerWithAgent({ AGENT_MODEL_BASE_URL: modelUrl, AGENT_MODEL: 'scripted-1' });
+      const http = () => fixture.t.http();
+      await http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { mcpServers: [{ name: 'remote', transport: 'http', url: remote.url }] } })
+        .expect(200);
+      // The admin signs in (the authorization server answers at once), the browser comes back to the callback.
+      const started = await http().post('/api/v0/organization/enterprise-controls/mcp-servers/remote/oauth').set(owner.auth).send({}).expect(200);
+      const back = new URL((await fetch(started.body.authorizationUrl as string, { redirect: 'manual' })).headers.get('location')!);
+      await http().get(`${back.pathname}${back.search}`).expect(303);
+      const [token] = [...remote.provider.access.keys()];
+      const [refresh] = [...remote.provider.refresh.keys()];
+
+      const sessionId = await say(computerId, 'Add, then show the environment.');
+      await untilIdle(sessionId, output);
+      const all = await messages(sessionId);
+      const results = all[2].content as Json[];
+      expect(results.map((r) => [r.toolUseId, r.isError, r.content])).toEqual([
+        ['call_1', false, '5'],
+        ['call_2', false, expect.stringContaining('PATH=')],
+      ]);
+      expect(remote.requests.length).toBeGreaterThan(0);
+      expect(remote.requests.every((r) => r.headers.authorization === `Bearer ${token}`)).toBe(true);
+      for (const text of [output(), JSON.stringify(all), JSON.stringify(model.requests)]) {
+        expect(text).not.toContain(token);
+        expect(text).not.toContain(refresh);
+      }
+    } finally {
+      await model.stop();
+      await remote.close();
     }
   });
 });

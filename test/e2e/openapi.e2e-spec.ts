@@ -302,6 +302,7 @@ describe('OpenAPI document', () => {
         else expect([`${method} ${path}`, security]).toEqual([`${method} ${path}`, [{ bearer: [] }]]);
       }
     }
-    expect(open.sort()).toEqual(['get /api/v0/setup', 'get /healthz', 'get /livez', 'post /api/v0/setup']);
+    // The MCP OAuth callback is where an authorization server sends a browser back: its `state` identifies the sign-in.
+    expect(open.sort()).toEqual(['get /api/v0/mcp-oauth/callback', 'get /api/v0/setup', 'get /healthz', 'get /livez', 'post /api/v0/setup']);
   });
 });

@@ -1,9 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import { Role } from '../../src/modules/auth';
 import { createUser, TestUser } from '../utils/factories';
 import { ServerProcess, startServer } from '../utils/processes';
 import { LONG_WAIT_MS, until } from '../utils/polling';
 import { startTestApp } from '../utils/test-app';
 import { createTestDatabase, TestDatabase } from '../utils/test-database';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- plain Node, as the MCP fixture it serves
+const { startOAuthMcpServer } = require('../fixtures/mcp-oauth-server.js') as {
+  startOAuthMcpServer: (options?: {
+    accessTokenSeconds?: number;
+  }) => Promise<{ url: string; port: number; provider: { issued: string[] }; close: () => Promise<void> }>;
+};
 
 type Line = Record<string, unknown>;
 
@@ -23,18 +31,22 @@ describe('What the operator sees in the logs', () => {
   let server: ServerProcess;
   let owner: TestUser;
   let member: TestUser;
+  let mcp: Awaited<ReturnType<typeof startOAuthMcpServer>>;
 
   beforeAll(async () => {
+    // Its tokens last 30 s, within the minute ahead in which the relay refreshes: every relayed request refreshes.
+    mcp = await startOAuthMcpServer({ accessTokenSeconds: 30 });
     database = await createTestDatabase();
     const seed = await startTestApp({}, database);
     owner = await createUser(seed, Role.Owner);
     member = await createUser(seed, Role.Member, { id: owner.organizationId, slug: owner.organizationSlug });
     await seed.app.close();
-    server = await startServer([], { ...database.env, LOG_LEVEL: 'info', PROVISIONING_CONCURRENCY: '0' });
+    server = await startServer([], { ...database.env, LOG_LEVEL: 'info', PROVISIONING_CONCURRENCY: '0', MCP_RELAY_ALLOWED_HOSTS: `127.0.0.1:${mcp.port}` });
   });
 
   afterAll(async () => {
     await server?.stop();
+    await mcp?.close();
     await database.drop();
   });
 
@@ -143,5 +155,50 @@ describe('What the operator sees in the logs', () => {
     const everything = server.output();
     for (const secret of [owner.key, member.key, newKey]) expect(everything).not.toContain(secret);
     expect(everything).not.toContain('token=abc');
+  });
+
+  it("an MCP server's OAuth sign-in and its refreshes are logged by ids, and no token, code or state reaches the output", async () => {
+    const from = server.output().length;
+    const set = await call('PATCH', '/api/v0/organization/enterprise-controls', owner, {
+      settings: { mcpServers: [{ name: 'remote', transport: 'http', url: mcp.url }] },
+    });
+    expect(set.status).toBe(200);
+    const computer = await call('POST', '/api/v0/computers', owner, { name: 'logs', provider: 'byom', hostId: randomUUID(), remoteUser: 'dev' });
+    expect(computer.status).toBe(201);
+    const { agentToken } = (await computer.json()) as { agentToken: string };
+    const started = await call('POST', '/api/v0/organization/enterprise-controls/mcp-servers/remote/oauth', owner, {});
+    const { authorizationUrl } = (await started.json()) as { authorizationUrl: string };
+    const state = new URL(authorizationUrl).searchParams.get('state')!;
+    const back = new URL((await fetch(authorizationUrl, { redirect: 'manual' })).headers.get('location')!);
+    const code = back.searchParams.get('code')!;
+    expect((await fetch(`${server.url}${back.pathname}${back.search}`, { redirect: 'manual' })).status).toBe(303);
+    const relayed = await fetch(`${server.url}/api/v0/agent/mcp/remote`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${agentToken}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'logs', version: '1' } },
+      }),
+    });
+    expect(relayed.status).toBe(200);
+
+    const security = await until(
+      () => linesOf(server, from).filter((line) => typeof line.security === 'string' && String(line.security).startsWith('mcp_oauth.')),
+      (lines) => ['mcp_oauth.sign_in_started', 'mcp_oauth.connected'].every((name) => lines.some((line) => line.security === name)),
+      'the sign-in lines',
+      LONG_WAIT_MS,
+    );
+    expect(security).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ security: 'mcp_oauth.sign_in_started', userId: owner.userId, mcpServer: 'remote' }),
+        expect.objectContaining({ security: 'mcp_oauth.connected', userId: owner.userId, mcpServer: 'remote' }),
+      ]),
+    );
+    // A code grant and a refresh: two access tokens and two refresh tokens, none of them printed.
+    expect(mcp.provider.issued).toHaveLength(4);
+    const everything = server.output();
+    for (const secret of [...mcp.provider.issued, code, state, agentToken]) expect(everything).not.toContain(secret);
   });
 });

@@ -34,6 +34,8 @@ const GLOBAL_UNIQUE: Record<string, string> = {
   api_keys_key_hash_key: 'API keys are found by hash before the organization is known',
   // An agent's requests authenticate by its computer's token hash, likewise.
   computers_agent_token_hash_key: 'agent tokens are found by hash before the organization is known',
+  // An MCP OAuth callback carries only its state, which tells the organization.
+  mcp_oauth_connections_state_hash_key: 'an OAuth sign-in is found by its state before the organization is known',
 };
 
 interface Key {

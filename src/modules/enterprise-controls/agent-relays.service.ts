@@ -14,6 +14,7 @@ import { EnterpriseControlsService } from './enterprise-controls.service';
 import { ModelRelay, RelayAnswer } from './relay/model-relay';
 import { RelayFailure, RelayFailureReason } from './relay/relay-exchange';
 import { McpRelay, McpRelayAnswer, McpRelayRequest } from './relay/mcp-relay';
+import { McpOAuth, oauthRequired } from './mcp-oauth/mcp-oauth.service';
 
 /**
  * What agents reach through the server with the organization's secrets: its custom models (the model
@@ -29,6 +30,7 @@ export class AgentRelays {
     private readonly controls: EnterpriseControlsService,
     private readonly relay: ModelRelay,
     private readonly mcpRelay: McpRelay,
+    private readonly oauth: McpOAuth,
     private readonly config: AppConfig,
   ) {}
 
@@ -103,7 +105,28 @@ export class AgentRelays {
       );
     }
     try {
-      return await this.inRelaySlot(principal, () => this.mcpRelay.send(new URL(server.url), server.headers ?? {}, mcpSecretsOf(server), allowedIps, request));
+      return await this.inRelaySlot(principal, async () => {
+        const send = (token: string | null) =>
+          this.mcpRelay.send(
+            new URL(server.url),
+            { ...server.headers, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+            [...mcpSecretsOf(server), ...(token ? [token] : [])],
+            allowedIps,
+            request,
+          );
+        const token = await this.oauth.accessToken(principal.organizationId, server, allowedIps);
+        let answer = await send(token);
+        // A token the server refuses is refreshed once, and the request sent again (its body is still in memory).
+        if (token && answer.status === 401 && !('stream' in answer))
+          answer = await send(await this.oauth.accessToken(principal.organizationId, server, allowedIps, token));
+        if (answer.status === 401 && !token && /^\s*bearer\b/i.test(answer.headers['www-authenticate'] ?? '')) {
+          if ('stream' in answer) answer.stream.destroy();
+          throw oauthRequired(serverName);
+        }
+        // The agent never signs in itself: the challenge stays here.
+        delete answer.headers['www-authenticate'];
+        return answer;
+      });
     } catch (error) {
       if (!(error instanceof RelayFailure)) throw error;
       if (error.reason === 'refused')

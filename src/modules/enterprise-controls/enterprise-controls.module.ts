@@ -8,6 +8,9 @@ import { McpRelayController } from './mcp-relay.controller';
 import { PluginCatalogController, PluginCatalogReportsController } from './plugin-catalog/plugin-catalog.controller';
 import { PluginCatalogRepository } from './plugin-catalog/plugin-catalog.repository';
 import { PluginCatalogService } from './plugin-catalog/plugin-catalog.service';
+import { McpOAuthCallbackController, McpOAuthController } from './mcp-oauth.controller';
+import { McpOAuth } from './mcp-oauth/mcp-oauth.service';
+import { McpOAuthRepository } from './mcp-oauth/mcp-oauth.repository';
 import { EnterpriseControlsRepository } from './enterprise-controls.repository';
 import { EnterpriseControlsService } from './enterprise-controls.service';
 import { AgentRelays } from './agent-relays.service';
@@ -21,7 +24,15 @@ import { McpRelay } from './relay/mcp-relay';
 @Global()
 @Module({
   imports: [AuthModule, SessionsModule],
-  controllers: [EnterpriseControlsController, AgentPolicyController, McpRelayController, PluginCatalogReportsController, PluginCatalogController],
+  controllers: [
+    EnterpriseControlsController,
+    AgentPolicyController,
+    McpRelayController,
+    McpOAuthController,
+    McpOAuthCallbackController,
+    PluginCatalogReportsController,
+    PluginCatalogController,
+  ],
   providers: [
     EnterpriseControlsRepository,
     EnterpriseControlsService,
@@ -30,6 +41,8 @@ import { McpRelay } from './relay/mcp-relay';
     McpRelay,
     PluginCatalogRepository,
     PluginCatalogService,
+    McpOAuth,
+    McpOAuthRepository,
     SecretBox,
     { provide: OrganizationControlsReader, useClass: EnterpriseControlsReader },
     { provide: SessionRules, useClass: EnterpriseSessionRules },

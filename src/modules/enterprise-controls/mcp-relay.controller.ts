@@ -32,6 +32,9 @@ const RELAY_DESCRIPTION =
   '(403 `mcp_not_allowed` when MCP is off or `allowlist` does not list the server); an unknown server is 404, a stdio one 409. ' +
   "A `tools/call` (alone or in a batch) of a tool the server's `allowedTools` leaves out is 403 `mcp_tool_not_allowed` and nothing is sent; " +
   '`tools/list` answers are passed on whole (the agent offers only the allowed tools).\n\n' +
+  '**OAuth.** When an admin signed in to the server (`/api/v0/organization/enterprise-controls/mcp-servers/{serverName}/oauth`), the relay adds ' +
+  '`Authorization: Bearer` with the access token, refreshed a minute before it ends, and refreshed once and the request sent again when the server answers 401. ' +
+  'A 401 with a `Bearer` challenge from a server no admin signed in to, or a sign-in that cannot be refreshed, is 409 `mcp_oauth_required`; agents never see a token or a challenge.\n\n' +
   '**Where it may go.** The rules of the model relay: the host is resolved once and every address must be public (loopback, private, link-local, ' +
   'metadata and other special addresses refused, this server too) unless the operator names the host in `MCP_RELAY_ALLOWED_HOSTS`; 403 `mcp_address_refused`, and nothing is sent. ' +
   'Redirects are not followed (502 `mcp_redirected`).\n\n' +
@@ -68,7 +71,11 @@ export class McpRelayController {
   @ApiDefaultResponse({ description: PASSED_ON_DESCRIPTION, content: PASSED_ON })
   @ApiForbiddenResponse({ description: "Not an agent token; the caller's mcpPolicy refuses the server; or the server's address is refused.", schema: V0_ERROR })
   @ApiNotFoundResponse({ description: 'No MCP server with that name.', schema: V0_ERROR })
-  @ApiConflictResponse({ description: 'The server is a stdio one: agents launch it themselves.', schema: V0_ERROR })
+  @ApiConflictResponse({
+    description:
+      'The server is a stdio one: agents launch it themselves (`mcp_transport_mismatch`); or it asks for an OAuth sign-in that no admin made or that must be made again (`mcp_oauth_required`).',
+    schema: V0_ERROR,
+  })
   @ApiBadGatewayResponse({ description: 'The MCP server redirected, or answered something other than JSON or an event stream, or too much.', schema: V0_ERROR })
   @ApiServiceUnavailableResponse({ description: "The MCP server cannot be reached, or its headers' values cannot be decrypted.", schema: V0_ERROR })
   @ApiGatewayTimeoutResponse({ description: 'The MCP server did not answer within `MODEL_RELAY_TIMEOUT_MS`.', schema: V0_ERROR })

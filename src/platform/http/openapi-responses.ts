@@ -47,7 +47,7 @@ const COMPUTER_TOKEN_REFUSED = {
 function exampleError(path: string, method: string, status: number, roleBound: boolean): { code: string; detail: string; metadata?: Json } | undefined {
   const notFound: Array<[RegExp, string, string]> = [
     [/\/history\/\{revision\}$/, 'revision_not_found', "Your organization's controls have no revision 7."],
-    [/\/agent\/mcp\/\{serverName\}/, 'mcp_server_not_found', 'There is no MCP server "github" in your organization\'s controls.'],
+    [/\/mcp\/\{serverName\}|\/mcp-servers\/\{serverName\}/, 'mcp_server_not_found', 'There is no MCP server "github" in your organization\'s controls.'],
     [/\/models\/\{customModelId\}/, 'custom_model_not_found', 'There is no custom model "custom:acme-llama" in your organization\'s controls.'],
     [/\/members\/\{userId\}\/api-keys$/, 'service_account_not_found', `No service account ${ID} exists in your organization; people create their own keys.`],
     [/\/members\/\{userId\}$/, 'user_not_found', `No user ${ID} exists in your organization.`],
@@ -105,6 +105,12 @@ function exampleError(path: string, method: string, status: number, roleBound: b
       return match ? { code: match[1], detail: match[2] } : undefined;
     }
     case 409:
+      if (path.includes('/mcp-servers/{serverName}/oauth'))
+        return {
+          code: 'mcp_transport_mismatch',
+          detail: 'MCP server "db" is a stdio server: agents start it themselves, and there is nothing to sign in to.',
+          metadata: { transport: 'stdio' },
+        };
       if (path.includes('/agent/mcp/'))
         return {
           code: 'mcp_transport_mismatch',

@@ -78,7 +78,7 @@ export class OutboundClient {
 
   /** Sends a request with `method` (and `body`, if any) to `url` at the vetted destination, as `post` does. */
   send(
-    method: 'POST' | 'DELETE',
+    method: 'GET' | 'POST' | 'DELETE',
     url: URL,
     destination: VettedDestination,
     request: { headers: OutgoingHttpHeaders; body?: string | Buffer; signal: AbortSignal },

@@ -25,6 +25,10 @@ export enum EnterpriseControlsErrorCode {
   McpRedirected = 'mcp_redirected',
   McpAnswerInvalid = 'mcp_answer_invalid',
   McpTimedOut = 'mcp_timed_out',
+  /** The MCP server asks for an OAuth sign-in that no admin made, or that must be made again. */
+  McpOAuthRequired = 'mcp_oauth_required',
+  /** Discovery, registration or a token exchange with the server's authorization server failed. */
+  McpOAuthFailed = 'mcp_oauth_failed',
 }
 
 export class EnterpriseControlsError extends DomainError<EnterpriseControlsErrorCode> {
@@ -43,6 +47,7 @@ export class EnterpriseControlsError extends DomainError<EnterpriseControlsError
         return ErrorKind.NotFound;
       case EnterpriseControlsErrorCode.McpTransportMismatch:
       case EnterpriseControlsErrorCode.ModelNotCloud:
+      case EnterpriseControlsErrorCode.McpOAuthRequired:
         return ErrorKind.Conflict;
       case EnterpriseControlsErrorCode.ModelNotAllowed:
       case EnterpriseControlsErrorCode.ModelAddressRefused:
@@ -54,6 +59,7 @@ export class EnterpriseControlsError extends DomainError<EnterpriseControlsError
       case EnterpriseControlsErrorCode.ModelAnswerInvalid:
       case EnterpriseControlsErrorCode.McpRedirected:
       case EnterpriseControlsErrorCode.McpAnswerInvalid:
+      case EnterpriseControlsErrorCode.McpOAuthFailed:
         return ErrorKind.BadGateway;
       case EnterpriseControlsErrorCode.ModelTimedOut:
       case EnterpriseControlsErrorCode.McpTimedOut:

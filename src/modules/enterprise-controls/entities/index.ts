@@ -1,1 +1,3 @@
 export { ControlRevisionEntity } from './control-revision.entity';
+export { McpOAuthConnectionEntity } from './mcp-oauth-connection.entity';
+export type { McpOAuthStatus } from './mcp-oauth-connection.entity';

@@ -8,8 +8,8 @@ import { isEventStream, RelayExchange, RelayFailure } from './relay-exchange';
 
 /** The request headers of the Streamable HTTP transport the relay passes on, and no others of the caller's. */
 export const MCP_REQUEST_HEADERS = ['mcp-session-id', 'mcp-protocol-version', 'accept', 'content-type', 'last-event-id'] as const;
-/** The answer headers passed back. */
-const MCP_ANSWER_HEADERS = ['content-type', 'mcp-session-id'] as const;
+/** The answer headers passed back (`www-authenticate` only as far as AgentRelays, which keeps OAuth to itself). */
+const MCP_ANSWER_HEADERS = ['content-type', 'mcp-session-id', 'www-authenticate'] as const;
 
 /** One relayed request of an agent's MCP client. */
 export interface McpRelayRequest {

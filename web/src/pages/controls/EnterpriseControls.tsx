@@ -7,6 +7,7 @@ import { ErrorMessage } from '../../components/ErrorMessage';
 import { Page } from '../../components/Page';
 import { formatTime } from '../../format';
 import { ConflictScreen } from './ConflictScreen';
+import { McpSignIns } from './McpSignIns';
 import { PLUGIN_CATALOG_QUERY, PluginsSection } from './PluginsSection';
 import { fieldId, SchemaField, type FormContext } from './SchemaForm';
 import { isObject, mergePatch, maskSecrets, pathName, setAt, stableJson, type Json, type JsonObject, type Path } from './settings-model';
@@ -38,6 +39,8 @@ function problem(response: Response, body: unknown): ApiProblem {
 }
 
 const settingsOf = (controls: Controls) => controls.settings as unknown as JsonObject;
+/** The saved HTTP MCP servers' names: the ones an admin may sign in to. */
+const httpMcpServersOf = (controls: Controls) => (controls.settings.mcpServers ?? []).flatMap((server) => (server.transport === 'http' ? [server.name] : []));
 const pluginsOf = (settings: JsonObject): JsonObject => (isObject(settings.enabledPlugins) ? settings.enabledPlugins : {});
 
 /** `{app_url}/settings/controls`: the enterprise controls as a form generated from the server's settings schema. */
@@ -56,7 +59,10 @@ export default function EnterpriseControls() {
       {read.isPending ? (
         <p className="loading">Loading the controls…</p>
       ) : read.data ? (
-        <ControlsEditor initial={read.data} />
+        <>
+          <ControlsEditor initial={read.data} />
+          <McpSignIns servers={httpMcpServersOf(read.data.controls)} />
+        </>
       ) : (
         <ErrorMessage error={read.error} action="Reading the controls" />
       )}
