@@ -388,7 +388,7 @@ export class Agent {
               ? turn.selection.refusal(call.function.name)
               : `Not run: the ${subagent!.definition!.name} subagent may use only its own tools (${subagent!.definition!.tools!.join(', ')}).`;
         const autonomy = mcpTool
-          ? mcpAutonomyRefusal(turn.autonomyLevel, mcpServerOf(policy, mcpTool.server), policy)
+          ? mcpAutonomyRefusal(turn.autonomyLevel, { name: mcpTool.server, url: mcpTool.url }, policy)
           : autonomyRefusal(turn.autonomyLevel, call.function.name, input);
         // Only a call that would run is put to a person: not one refused anyway, nor one of a tool unknown or not offered.
         const runnable = (tools.some((tool) => tool.name === call.function.name) || mcpTool !== undefined) && input !== null;
@@ -834,12 +834,6 @@ async function shielded(result: ToolResult): Promise<ToolResult> {
   } catch (error) {
     return { isError: true, content: `Agent Shield could not scan this output (${(error as Error).message}), so it is withheld.` };
   }
-}
-
-/** The name of an MCP server of the policy, and its URL when it is an HTTP one. */
-function mcpServerOf(policy: AgentPolicy, name: string): { name: string; url?: string } {
-  const server = policy.mcpServers.find((candidate) => candidate.name === name);
-  return server && 'url' in server ? { name, url: server.url } : { name };
 }
 
 /** Characters of conversation per token of a model's context window the agent lets grow before it compacts: about four characters a token, less a quarter of the window kept for the answer. */

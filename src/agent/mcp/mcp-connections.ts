@@ -2,6 +2,7 @@ import { ToolSelection } from '../tools/tool-selection';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { agentAllowedHosts, outboundFetch } from '../net/outbound';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { AgentPolicy } from '../../contract/agent-channel';
 import { Sandbox } from '../sandbox/sandbox';
@@ -66,8 +67,8 @@ export interface McpConnectionsOptions {
  */
 export class McpConnections {
   private readonly connections = new Map<string, Connection>();
-  /** How to start the plugins' servers of the current turn, by name (they need no launch from the platform). */
-  private local = new Map<string, Launch>();
+  /** How to reach the plugins' servers of the current turn, by name (they need no launch from the platform, nor the relay). */
+  private local = new Map<string, Launch | Direct>();
   private readonly sandbox = new Sandbox({ nested: process.env.AGENT_NESTED_SANDBOX === '1' });
 
   constructor(private readonly options: McpConnectionsOptions) {}
@@ -79,11 +80,15 @@ export class McpConnections {
   async toolset(policy: AgentPolicy, selection = new ToolSelection({}), signal?: AbortSignal, local: readonly LocalMcpServer[] = []): Promise<McpToolset> {
     // The plugins' servers beside the organization's, under the same mcpPolicy; a name the organization uses is its.
     const own = usableMcpServers(policy);
-    const extra = usableMcpServers({
-      mcpPolicy: policy.mcpPolicy,
-      mcpServers: local.filter((server) => !own.some((o) => o.name === server.name)).map(asDefinition),
-    });
-    this.local = new Map(local.map((server) => [server.name, { command: server.command, args: server.args, env: server.env }]));
+    // Never a plugin's server in place of the organization's: it would take that server's trust (allowedTools, autonomy by name).
+    const plugins = local.filter((server) => !policy.mcpServers.some((o) => o.name === server.name));
+    const extra = usableMcpServers({ mcpPolicy: policy.mcpPolicy, mcpServers: plugins.map(asDefinition) });
+    this.local = new Map(
+      plugins.map((server) => [
+        server.name,
+        server.transport === 'http' ? { url: server.url, headers: server.headers } : { command: server.command, args: server.args, env: server.env },
+      ]),
+    );
     const servers = [...own, ...extra];
     for (const name of [...this.connections.keys()]) if (!servers.some((server) => server.name === name)) await this.drop(name);
     // Connected side by side (one slow server does not hold up the others), offered in the policy's order.
@@ -210,8 +215,11 @@ export class McpConnections {
 
   /** The server's tools, on a connection made from its current definition. */
   private async listed(server: McpServerDefinition, policy: AgentPolicy, signal?: AbortSignal): Promise<ListedTool[]> {
-    const launch = server.transport === 'stdio' ? (this.local.get(server.name) ?? (await this.launch(server.name, signal))) : null;
-    const key = JSON.stringify(server.transport === 'http' ? { url: server.url } : { launch, sandbox: policy.sandbox, networkPolicy: policy.networkPolicy });
+    const local = this.local.get(server.name);
+    const launch = server.transport === 'stdio' ? (local ?? (await this.launch(server.name, signal))) : (local ?? null);
+    const key = JSON.stringify(
+      server.transport === 'http' && !local ? { url: server.url } : { launch, sandbox: policy.sandbox, networkPolicy: policy.networkPolicy },
+    );
     let connection = this.connections.get(server.name);
     if (connection && (connection.closed || connection.key !== key)) {
       await this.drop(server.name);
@@ -231,9 +239,13 @@ export class McpConnections {
     return tools;
   }
 
-  private async connect(name: string, key: string, launch: Launch | null, policy: AgentPolicy, signal?: AbortSignal): Promise<Connection> {
+  private async connect(name: string, key: string, launch: Launch | Direct | null, policy: AgentPolicy, signal?: AbortSignal): Promise<Connection> {
     const stderr = { text: '' };
-    const { transport, cleanup } = launch ? await this.stdioTransport(launch, policy, stderr) : this.relayTransport(name);
+    const { transport, cleanup } = !launch
+      ? this.relayTransport(name)
+      : 'url' in launch
+        ? this.directTransport(launch, policy)
+        : await this.stdioTransport(launch, policy, stderr);
     const client = new Client({ name: 'agent-platform-agent', version: '1' });
     const connection: Connection = { key, client, closed: false, stderr, cleanup };
     client.onclose = () => (connection.closed = true);
@@ -254,6 +266,20 @@ export class McpConnections {
     const url = new URL(`${this.options.platformUrl}/api/v0/agent/mcp/${encodeURIComponent(name)}`);
     const transport = new StreamableHTTPClientTransport(url, {
       requestInit: { headers: { authorization: `Bearer ${this.options.token}` }, redirect: 'error' },
+    });
+    return { transport, cleanup: async () => undefined };
+  }
+
+  /**
+   * Straight to a plugin's HTTP server, with the plugin's headers: every request under the rules of the agent's own
+   * requests (outboundFetch: public addresses only unless the operator names the host in AGENT_WEB_ALLOWED_HOSTS,
+   * the organization's `networkPolicy.allowedIps`, and `sandbox.network.allowedDomains` under `sandbox.enabled`; no
+   * redirects). The relay is for the organization's servers, whose secrets stay on the platform.
+   */
+  private directTransport(direct: Direct, policy: AgentPolicy): { transport: Transport; cleanup: () => Promise<void> } {
+    const transport = new StreamableHTTPClientTransport(new URL(direct.url), {
+      fetch: outboundFetch(policy, agentAllowedHosts()),
+      requestInit: { headers: direct.headers },
     });
     return { transport, cleanup: async () => undefined };
   }
@@ -299,15 +325,22 @@ export class McpConnections {
   }
 }
 
-/** A stdio MCP server defined on the computer (a plugin's), not by the organization. */
-export interface LocalMcpServer {
-  name: string;
-  command: string;
-  args: string[];
-  env: Record<string, string>;
+/** An MCP server defined on the computer (a plugin's), not by the organization. */
+export type LocalMcpServer = { name: string } & (
+  { transport: 'stdio'; command: string; args: string[]; env: Record<string, string> } | { transport: 'http'; url: string; headers: Record<string, string> }
+);
+
+/** How to reach a local HTTP server: directly, with its own headers (a plugin's, not secrets of the organization). */
+interface Direct {
+  url: string;
+  headers: Record<string, string>;
 }
 
-/** A local server as the policy's definitions are shaped, for the same rules (mcpPolicy, tool names, selection). */
+/** A local server as the policy's definitions are shaped, for the same rules (mcpPolicy, tool names, selection, autonomy by URL). */
 function asDefinition(server: LocalMcpServer): McpServerDefinition {
-  return { name: server.name, transport: 'stdio', command: server.command, args: server.args } as McpServerDefinition;
+  return (
+    server.transport === 'http'
+      ? { name: server.name, transport: 'http', url: server.url }
+      : { name: server.name, transport: 'stdio', command: server.command, args: server.args }
+  ) as McpServerDefinition;
 }

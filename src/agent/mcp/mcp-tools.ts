@@ -17,6 +17,8 @@ export interface McpTool {
   /** The name the model calls: `mcp__{server}__{tool}`, within the model's rules for tool names. */
   name: string;
   server: string;
+  /** The server's URL when it is an HTTP one (mcpAutonomyUrlOverrides match it). */
+  url?: string;
   /** The server's own name for it. */
   tool: string;
   description: string;
@@ -65,6 +67,7 @@ export function offeredTools(server: McpServerDefinition, listed: ListedTool[], 
     offered.push({
       name,
       server: server.name,
+      ...('url' in server && typeof server.url === 'string' ? { url: server.url } : {}),
       tool: tool.name,
       description: `${tool.description ?? ''} (tool ${tool.name} of the MCP server ${server.name})`.trim(),
       parameters: toolParameters(tool.inputSchema),

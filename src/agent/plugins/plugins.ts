@@ -44,14 +44,13 @@ export interface Extensions {
   agents: SubagentDefinition[];
 }
 
-/** A stdio MCP server a plugin brings (`.mcp.json`): started on the computer as the organization's are, confined as commands are. */
-export interface PluginMcpServer {
-  plugin: string;
-  name: string;
-  command: string;
-  args: string[];
-  env: Record<string, string>;
-}
+/**
+ * An MCP server a plugin brings (`.mcp.json`): a stdio one is started on the computer as the organization's are, confined
+ * as commands are; an HTTP one is reached by the agent itself, under the address rules of its own requests.
+ */
+export type PluginMcpServer = { plugin: string; name: string } & (
+  { transport: 'stdio'; command: string; args: string[]; env: Record<string, string> } | { transport: 'http'; url: string; headers: Record<string, string> }
+);
 
 export interface LoadedPlugins extends Extensions {
   /** `plugin@marketplace` of each plugin that loaded. */
@@ -238,9 +237,10 @@ async function loadPlugin(plugin: string, root: string): Promise<Extensions & Pi
 }
 
 /**
- * The stdio servers of a plugin's `.mcp.json` (`{"mcpServers": {"name": {"command", "args", "env"}}}`), with
- * `${CLAUDE_PLUGIN_ROOT}` made the plugin's folder. A server of another transport (a `url`) is refused: the agent
- * reaches HTTP servers only through the platform's relay, which knows only the organization's.
+ * The servers of a plugin's `.mcp.json` (`{"mcpServers": {"name": {"command", "args", "env"}}}`, or `{"type": "http",
+ * "url", "headers"}`), with `${CLAUDE_PLUGIN_ROOT}` made the plugin's folder. No other variable is expanded: a
+ * plugin's file must not be able to put the agent's environment (its token) into a header or an argument. The legacy
+ * SSE transport is refused.
  */
 async function pluginMcpServers(plugin: string, root: string): Promise<PluginMcpServer[]> {
   const text = await readFile(join(root, '.mcp.json'), 'utf8').catch(() => null);
@@ -255,17 +255,25 @@ async function pluginMcpServers(plugin: string, root: string): Promise<PluginMcp
   const servers = (parsed as { mcpServers?: unknown } | null)?.mcpServers;
   if (typeof servers !== 'object' || servers === null || Array.isArray(servers)) throw new Error('.mcp.json has no "mcpServers" object');
   const inRoot = (value: string) => value.replace(/\$\{CLAUDE_PLUGIN_ROOT\}/g, root);
-  return Object.entries(servers as Record<string, Record<string, unknown>>).map(([name, server]) => {
-    if (typeof server?.command !== 'string' || server.command === '') {
-      throw new Error(`.mcp.json: the MCP server ${name} is not a stdio server (a "command"); plugins' HTTP servers are not supported`);
-    }
-    const args = Array.isArray(server.args) ? server.args.filter((arg): arg is string => typeof arg === 'string').map(inRoot) : [];
-    const env = Object.fromEntries(
-      Object.entries((server.env ?? {}) as Record<string, unknown>)
+  const strings = (value: unknown) =>
+    Object.fromEntries(
+      Object.entries((value ?? {}) as Record<string, unknown>)
         .filter((entry): entry is [string, string] => typeof entry[1] === 'string')
-        .map(([key, value]) => [key, inRoot(value)]),
+        .map(([key, text]) => [key, inRoot(text)]),
     );
-    return { plugin, name, command: inRoot(server.command), args, env };
+  return Object.entries(servers as Record<string, Record<string, unknown>>).map(([name, server]): PluginMcpServer => {
+    const type = server?.type ?? (typeof server?.url === 'string' ? 'http' : 'stdio');
+    if (type === 'http' || type === 'streamable-http') {
+      if (typeof server.url !== 'string' || !URL.canParse(server.url) || !/^https?:$/.test(new URL(server.url).protocol)) {
+        throw new Error(`.mcp.json: the MCP server ${name} has no http(s) "url"`);
+      }
+      return { plugin, name, transport: 'http', url: server.url, headers: strings(server.headers) };
+    }
+    if (type !== 'stdio')
+      throw new Error(`.mcp.json: the MCP server ${name} uses the ${String(type)} transport; only stdio and http (Streamable HTTP) are supported`);
+    if (typeof server?.command !== 'string' || server.command === '') throw new Error(`.mcp.json: the MCP server ${name} has no "command"`);
+    const args = Array.isArray(server.args) ? server.args.filter((arg): arg is string => typeof arg === 'string').map(inRoot) : [];
+    return { plugin, name, transport: 'stdio', command: inRoot(server.command), args, env: strings(server.env) };
   });
 }
 

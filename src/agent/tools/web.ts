@@ -1,8 +1,8 @@
 import { IncomingMessage, request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import TurndownService from 'turndown';
-import { AddressPolicy, pinnedLookup } from '../../contract/address-policy';
-import { AllowedIps } from '../sandbox/network-policy';
+import { pinnedLookup } from '../../contract/address-policy';
+import { agentAllowedHosts, destinationOf, OutboundRefused } from '../net/outbound';
 import { defineTool, optionalNumber, optionalString, requiredString, ToolError } from './common';
 import type { AgentTool, ToolContext } from './tool';
 
@@ -20,45 +20,17 @@ const SEARCH_RESULTS = 10;
  * (a SearXNG instance, or any service answering its JSON search API; without it there is no WebSearch tool).
  */
 export function webSettings(env: NodeJS.ProcessEnv = process.env): { allowedHosts: string[]; searchUrl: string | null } {
-  const allowedHosts = (env.AGENT_WEB_ALLOWED_HOSTS ?? '')
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter(Boolean);
-  return { allowedHosts, searchUrl: env.AGENT_WEB_SEARCH_URL?.trim() || null };
+  return { allowedHosts: agentAllowedHosts(env), searchUrl: env.AGENT_WEB_SEARCH_URL?.trim() || null };
 }
 
-/**
- * Where a web tool may connect for `url`, or a ToolError saying which rule refused it: the one address policy of
- * the platform's own outbound requests (public addresses only, no metadata service, unless the operator names the
- * host), inside the organization's `networkPolicy.allowedIps`, and, under `sandbox.enabled`, a host its
- * `network.allowedDomains` names: the same network as the organization's commands.
- */
+/** Where a web tool may connect for `url` (destinationOf), or a ToolError saying which rule refused it. */
 async function destination(url: URL, context: ToolContext, alsoAllowed: string[] = []): Promise<string[]> {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ToolError(`Refused: only http and https addresses are fetched, not ${url.protocol}`);
-  const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
-  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-  const sandbox = context.policy.sandbox;
-  if (sandbox?.enabled && !sandbox.network.allowedDomains.some((entry) => domainMatches(entry, host, port))) {
-    throw new ToolError(`Refused by the organization's sandbox.network.allowedDomains: ${host} is not among them; nothing was fetched.`);
+  try {
+    return await destinationOf(url, context.policy, [...webSettings().allowedHosts, ...alsoAllowed]);
+  } catch (error) {
+    if (error instanceof OutboundRefused) throw new ToolError(error.message);
+    throw error;
   }
-  const policy = new AddressPolicy({ allowedHosts: [...webSettings().allowedHosts, ...alsoAllowed], allowedIps: AllowedIps.of(context.policy) });
-  const vetted = await policy.vet(host, port);
-  if (!vetted.allowed) throw new ToolError(`Refused: ${vetted.reason}; nothing was fetched.`);
-  return vetted.addresses;
-}
-
-/** Whether an `allowedDomains` entry (`example.com`, `*.example.com`, with or without `:port`) covers this host and port. */
-function domainMatches(entry: string, host: string, port: number): boolean {
-  const match = /^(.*?)(?::(\d+))?$/.exec(
-    entry
-      .trim()
-      .toLowerCase()
-      .replace(/^\[(.*)\](:\d+)?$/, '$1$2'),
-  )!;
-  const [, pattern, entryPort] = match;
-  if (entryPort !== undefined && Number(entryPort) !== port) return false;
-  const name = host.toLowerCase();
-  return pattern.startsWith('*.') ? name.endsWith(pattern.slice(1)) : name === pattern;
 }
 
 /** One GET to the vetted addresses (no redirect followed): the status, the headers and at most WEB_FETCH_MAX_BYTES of the body. */
