@@ -21,7 +21,7 @@ import { Worktrees } from './worktrees';
 import { parseChoice, ROUTER_MODEL_ID, routerCandidates, routingPrompt } from './router';
 import { ShieldedOutput } from './shield/live-output';
 import { redactSecrets } from './shield/secrets';
-import { McpConnections } from './mcp/mcp-connections';
+import { McpConnections, McpPrompt } from './mcp/mcp-connections';
 import { mcpExtraTools } from './mcp/mcp-extras';
 import { CloudCredentials } from './models/cloud-credentials';
 import { expandCommand, Extensions, LoadedPlugins, NO_PLUGINS, PluginSkill, Plugins, SubagentDefinition, turnExtensions } from './plugins/plugins';
@@ -195,6 +195,8 @@ export class Agent {
       hooks = new TurnHooks(this, work, history, withPluginHooks(await this.loadHooks(work), plugins.hooks));
       if (!known) await hooks.fire('SessionStart', { source: history.length > 0 ? 'resume' : 'startup' });
       let prompts = 0;
+      /** The user's messages of this turn, as the model gets them: an MCP prompt typed as a command is filled in once the servers are known. */
+      const typed: ChatMessage[] = [];
       for (const message of work.messages) {
         const prompt = userMessage(message);
         // A custom command (the repository's, the user's or a plugin's): `/name args` stands for its prompt.
@@ -205,6 +207,7 @@ export class Agent {
           continue;
         }
         history.push(prompt);
+        typed.push(prompt);
         prompts++;
       }
       const settings = work.session.sessionSettings ?? {};
@@ -233,7 +236,8 @@ export class Agent {
       } else {
         const approvalRules = [policy.toolApproval, settings.toolApproval];
         const selection = new ToolSelection(settings);
-        const { tools: mcpTools, extras: mcpExtras } = await this.mcpTools(work, policy, selection, spec, abort.signal, plugins);
+        const { tools: mcpTools, extras: mcpExtras, prompts: mcpPrompts } = await this.mcpTools(work, policy, selection, spec, abort.signal, plugins);
+        await this.expandMcpPrompts(work, typed, mcpPrompts);
         const memory = await loadMemory(this.workspaceFor(work.sessionId), this.options.hooksFile);
         const ending = await this.work(
           {
@@ -510,12 +514,36 @@ export class Agent {
     spec: boolean,
     signal: AbortSignal,
     plugins: LoadedPlugins,
-  ): Promise<{ tools: McpTool[]; extras: AgentTool[] }> {
-    if (spec || !this.mcp) return { tools: [], extras: [] };
+  ): Promise<{ tools: McpTool[]; extras: AgentTool[]; prompts: McpPrompt[] }> {
+    if (spec || !this.mcp) return { tools: [], extras: [], prompts: [] };
     // A user's interrupt during the connections ends them at once (a server may take up to 30 s to start).
-    const { tools, problems, resources, prompts } = await this.mcp.toolset(policy, selection, signal, plugins.mcpServers);
+    const { tools, problems, resources, prompts = [] } = await this.mcp.toolset(policy, selection, signal, plugins.mcpServers);
     for (const problem of problems) await this.say(work, problem);
-    return { tools, extras: mcpExtraTools(this.mcp, resources ?? [], prompts ?? []) };
+    return { tools, extras: mcpExtraTools(this.mcp, resources ?? [], prompts), prompts };
+  }
+
+  /**
+   * A message `/mcp__{server}__{prompt} args` becomes the text of that MCP prompt, as a custom command becomes its
+   * prompt: the words fill the prompt's arguments in order, the last one taking the rest. A prompt that cannot be
+   * given leaves the message as typed, and the session says why.
+   */
+  private async expandMcpPrompts(work: Work, typed: ChatMessage[], prompts: readonly McpPrompt[]): Promise<void> {
+    if (!this.mcp || prompts.length === 0) return;
+    for (const message of typed) {
+      const match = typeof message.content === 'string' ? /^\/mcp__([A-Za-z0-9_-]+?)__(\S+)(?:\s+([\s\S]*))?$/.exec(message.content.trim()) : null;
+      const prompt = match && prompts.find((candidate) => candidate.server === match[1] && candidate.name === match[2]);
+      if (!match || !prompt) continue;
+      const words = (match[3] ?? '').trim().split(/\s+/).filter(Boolean);
+      const args = Object.fromEntries(
+        prompt.arguments.flatMap((name, index) => {
+          const value = index === prompt.arguments.length - 1 ? words.slice(index).join(' ') : words[index];
+          return value ? [[name, value]] : [];
+        }),
+      );
+      const given = await this.mcp.promptText(prompt.server, prompt.name, args);
+      if ('text' in given) message.content = given.text;
+      else await this.say(work, `The MCP prompt ${prompt.name} of ${prompt.server} could not be given, so the message goes as typed: ${given.error}`);
+    }
   }
 
   /**

@@ -159,7 +159,7 @@ describe('The agent process with plugins', () => {
     const model = new ScriptedModel((request) => {
       const last = (request.messages as Json[]).at(-1)!;
       const offered = ((request.tools as Json[] | undefined) ?? []).map((tool) => (tool.function as Json).name);
-      if (last.role === 'user' && offered.includes('mcp__fixture__echo'))
+      if (last.role === 'user' && offered.includes('mcp__fixture__echo') && !String(last.content).startsWith('Review'))
         return completion({
           tool_calls: [
             call('m1', 'mcp__fixture__echo', { text: 'from the plugin' }),
@@ -191,6 +191,11 @@ describe('The agent process with plugins', () => {
         { isError: false, content: '# Fixture\nIt echoes.' },
         { isError: false, content: 'user: Review src/app.ts for bugs.' },
       ]);
+
+      // Its prompt typed as a command: the model gets the prompt's text, the word filling its argument.
+      const typed = await say(computerId, '/mcp__fixture__review src/app.ts');
+      await untilIdle(typed, output);
+      expect((model.requests.at(-1)!.messages as Json[]).at(-1)).toMatchObject({ role: 'user', content: 'Review src/app.ts for bugs.' });
 
       // An allowlist that does not name it: its tools are not offered.
       await setControls({ mcpPolicy: { enabled: true, allowlist: ['another'] } });

@@ -203,6 +203,19 @@ export class McpConnections {
     }
   }
 
+  /** A prompt's messages as one text, for a user who typed it as a command; or why it cannot be given. */
+  async promptText(server: string, name: string, args: Record<string, string>): Promise<{ text: string } | { error: string }> {
+    const client = this.connected(server);
+    if (!client) return { error: `the MCP server ${server} is not connected` };
+    try {
+      const { messages } = await client.getPrompt({ name, arguments: args }, { timeout: REQUEST_TIMEOUT_MS });
+      const text = messages.flatMap((message) => (message.content.type === 'text' ? [message.content.text] : [])).join('\n\n');
+      return text ? { text } : { error: 'the prompt has no text' };
+    } catch (error) {
+      return { error: (error as Error).message };
+    }
+  }
+
   private connected(server: string): Client | null {
     const connection = this.connections.get(server);
     return connection && !connection.closed ? connection.client : null;
