@@ -8,7 +8,7 @@ import { HookRun, runHooks, selectCommands } from './hooks/hook-runner';
 import type { AgentMessage, AgentPolicy, ContentBlock, Message, SessionSettings, UsageReport, Work } from '../contract/agent-channel';
 import { modelRefusal } from '../contract/model-policy';
 import { ChatDocument, ChatMessage, ModelAnswer, ModelApi, modelClient, ModelError, ToolCall, ToolSpec } from './models';
-import { pdfText } from './documents';
+import { PdfTexts } from './documents';
 import { DeltaPublisher } from './delta-publisher';
 import { loadMemory, Memory, NestedInstructions, withMemory } from './memory';
 import { AgentChannel, ChannelRefusal, DeltaRefused } from './platform-client';
@@ -103,6 +103,8 @@ export class Agent {
   private readonly pluginProblems = new Set<string>();
   /** What the agent finds of the organization's marketplaces, told to the server; none without a server to tell. */
   private readonly catalogReports: CatalogReports | null;
+  /** The text of attached PDFs, for models that do not read them: read once for all turns and sessions, not at every turn. */
+  private readonly pdfTexts = new PdfTexts();
 
   constructor(private readonly options: AgentOptions) {
     const { relay, workspace, log } = options;
@@ -248,6 +250,7 @@ export class Agent {
               readingDocuments(
                 takesNoImages(policy, model.config.model) ? describingImages(model) : model,
                 model.provider === 'anthropic' && !takesNoImages(policy, model.config.model),
+                this.pdfTexts,
               ),
             ),
             policy,
@@ -1196,26 +1199,19 @@ function userMessage(message: Message): Extract<ChatMessage, { role: 'user' }> {
 
 /**
  * A model that does not read PDFs itself (every model but those of the Messages API, and one marked `noImageSupport`): each
- * PDF of the conversation is given as its text instead, the text its sender extracted (`parsedData`) or else the agent's.
+ * PDF of the conversation is given as its text instead, the text its sender extracted (`parsedData`) or else the agent's
+ * (read once per agent process: `pdfTexts`).
  */
-function readingDocuments(model: ModelApi, native: boolean): ModelApi {
+function readingDocuments(model: ModelApi, native: boolean, pdfTexts: PdfTexts): ModelApi {
   if (native) return model;
-  const texts = new Map<string, Promise<string>>();
   const textOf = (document: ChatDocument): Promise<string> => {
-    const key = document.parsedText !== undefined ? `p:${document.parsedText}` : document.data;
-    let text = texts.get(key);
-    if (!text) {
-      const name = document.name ? ` ${document.name}` : '';
-      text =
-        document.parsedText !== undefined
-          ? Promise.resolve(`[the attached PDF${name}, as text]\n${document.parsedText}`)
-          : pdfText(document.data).then(
-              ({ pages, text: body }) => `[the attached PDF${name} (${pages} ${pages === 1 ? 'page' : 'pages'}), as text]\n${body || '(no text in it)'}`,
-              (error: Error) => `[a PDF is attached${name}, and its text cannot be read: ${error.message}]`,
-            );
-      texts.set(key, text);
-    }
-    return text;
+    const name = document.name ? ` ${document.name}` : '';
+    return document.parsedText !== undefined
+      ? Promise.resolve(`[the attached PDF${name}, as text]\n${document.parsedText}`)
+      : pdfTexts.of(document.data).then(
+          ({ pages, text: body }) => `[the attached PDF${name} (${pages} ${pages === 1 ? 'page' : 'pages'}), as text]\n${body || '(no text in it)'}`,
+          (error: Error) => `[a PDF is attached${name}, and its text cannot be read: ${error.message}]`,
+        );
   };
   const asText = async (message: ChatMessage): Promise<ChatMessage> => {
     if (message.role !== 'user' || !message.documents?.length) return message;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { AgentMessage, AgentPolicy, Message, Work } from '../contract/agent-channel';
+import { defaultAgentPolicy } from '../contract/default-policy';
 import { Agent, AgentOptions } from './agent';
 import { AgentChannel, ChannelRefusal, PlatformClient } from './platform-client';
 
@@ -217,47 +218,9 @@ function localWork(task: string): Work {
   } as unknown as Work;
 }
 
-/** The open defaults of the agent policy (the server's defaults), with a settings file's fields laid over them. */
+/** The open defaults of the agent policy (the server's, src/contract), with a settings file's fields laid over them. */
 async function localPolicy(file: string | undefined): Promise<AgentPolicy> {
-  const defaults: AgentPolicy = {
-    revision: 0,
-    modelPolicy: {
-      allowedModelIds: [],
-      blockedModelIds: [],
-      allowCustomModels: true,
-      allowedBaseUrls: [],
-      allowAllServiceModels: true,
-      isFastModelsAllowed: true,
-      requireExplicitOptInModelIds: [],
-      allowServiceRouterByok: false,
-    },
-    commandAllowlist: [],
-    commandDenylist: [],
-    commandBlocklist: [],
-    sandbox: {
-      enabled: false,
-      filesystem: { allowWrite: [], denyWrite: [], denyRead: [], allowRead: [] },
-      network: { allowedDomains: [], allowUnixSockets: [], allowAllUnixSockets: false, allowLocalBinding: false },
-    },
-    networkPolicy: { allowedIps: [] },
-    mcpPolicy: { enabled: true, allowlist: [] },
-    mcpAutonomyOverrides: {},
-    mcpAutonomyUrlOverrides: [],
-    mcpServers: [],
-    customModels: [],
-    sessionDefaultSettings: { runInWorktree: false },
-    enabledPlugins: {},
-    extraKnownMarketplaces: {},
-    strictKnownMarketplaces: [],
-    includeCoAuthoredByAgent: true,
-    enableAgentShield: true,
-    ideAutoConnect: false,
-    disableAutoUpdate: false,
-    cloudSessionSync: true,
-    wikiCloudSync: false,
-    serviceRouterGuidance: '',
-    serviceRouterRules: [],
-  };
+  const defaults = defaultAgentPolicy();
   if (!file) return defaults;
   let overlay: unknown;
   try {

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, ParseArgsConfig } from 'node:util';
 import { Agent } from './agent';
 import { exec, OUTPUT_FORMATS, OutputFormat } from './headless';
 import { ModelApi, modelClient } from './models';
@@ -33,6 +33,46 @@ takes work and answers each turn with how to configure one. See docs/agents.md.`
 /** How long a stopping agent may take to end its turn before it exits regardless. */
 const STOP_GRACE_MS = 15_000;
 
+/** The options both commands take: the server, the token's file, and where the agent works and finds its hooks. */
+const SHARED_OPTIONS = {
+  url: { type: 'string' },
+  'token-file': { type: 'string' },
+  workspace: { type: 'string' },
+  hooks: { type: 'string' },
+} as const satisfies ParseArgsConfig['options'];
+
+/** A bad command line, as both commands report it: the problem, then the usage, on standard error; exit 64 (EX_USAGE). */
+function usageError(problem: string): never {
+  console.error(`${problem}\n\n${USAGE}`);
+  process.exit(64);
+}
+
+/** A command's arguments, parsed strictly: an unknown option, or one without its value, is a usage error. */
+function commandLine<Config extends ParseArgsConfig>(config: Config): ReturnType<typeof parseArgs<Config>> {
+  try {
+    return parseArgs(config);
+  } catch (error) {
+    return usageError((error as Error).message);
+  }
+}
+
+/** Where the agent works (made if missing), reads its hooks and keeps its state: the options, else the environment, else the defaults. */
+function placesOf(values: { workspace?: string; hooks?: string }): { workspace: string; hooksFile: string; stateDir: string } {
+  const env = process.env;
+  const workspace = resolve(values.workspace ?? env.AGENT_WORKSPACE ?? process.cwd());
+  mkdirSync(workspace, { recursive: true });
+  return {
+    workspace,
+    hooksFile: resolve(values.hooks ?? env.AGENT_HOOKS_FILE ?? join(homedir(), '.agent-platform', 'settings.json')),
+    stateDir: resolve(env.AGENT_STATE_DIR ?? join(homedir(), '.agent-platform')),
+  };
+}
+
+/** The agent token: from --token-file or AGENT_TOKEN_FILE, else AGENT_TOKEN (see tokenFrom). */
+function tokenOf(values: { 'token-file'?: string }): string | undefined {
+  return tokenFrom(values['token-file'] ?? process.env.AGENT_TOKEN_FILE, process.env.AGENT_TOKEN);
+}
+
 function main(): void {
   if (process.argv[2] === 'exec') {
     execMain(process.argv.slice(3));
@@ -46,43 +86,24 @@ function main(): void {
     );
     process.exit(64);
   }
-  let values;
-  try {
-    ({ values } = parseArgs({
-      options: {
-        url: { type: 'string' },
-        'token-file': { type: 'string' },
-        computer: { type: 'string' },
-        workspace: { type: 'string' },
-        hooks: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    }));
-  } catch (error) {
-    console.error(`${(error as Error).message}\n\n${USAGE}`);
-    process.exit(64);
-  }
+  const { values } = commandLine({
+    args: process.argv.slice(2),
+    options: { ...SHARED_OPTIONS, computer: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    strict: true,
+  });
   if (values.help) {
     console.log(USAGE);
     return;
   }
   const env = process.env;
   const url = values.url ?? env.AGENT_URL;
-  const token = tokenFrom(values['token-file'] ?? env.AGENT_TOKEN_FILE, env.AGENT_TOKEN);
-  if (!url || !token) {
-    console.error(
-      `${!url ? 'The server URL (--url or AGENT_URL)' : 'The agent token (AGENT_TOKEN, --token-file or AGENT_TOKEN_FILE)'} is required.\n\n${USAGE}`,
-    );
-    process.exit(64);
-  }
-  const workspace = resolve(values.workspace ?? env.AGENT_WORKSPACE ?? process.cwd());
-  mkdirSync(workspace, { recursive: true });
+  const token = tokenOf(values);
+  if (!url) usageError('The server URL (--url or AGENT_URL) is required.');
+  if (!token) usageError('The agent token (AGENT_TOKEN, --token-file or AGENT_TOKEN_FILE) is required.');
+  const { workspace, hooksFile, stateDir } = placesOf(values);
   const log = (line: string) => console.log(`[agent ${new Date().toISOString()}] ${line}`);
   const model = ownModel();
   if (!model) log("no model of its own (AGENT_MODEL_BASE_URL, AGENT_MODEL): it uses the organization's custom models through the server, if any");
-  const stateDir = resolve(env.AGENT_STATE_DIR ?? join(homedir(), '.agent-platform'));
-  const hooksFile = resolve(values.hooks ?? env.AGENT_HOOKS_FILE ?? join(homedir(), '.agent-platform', 'settings.json'));
   log(`hooks from ${hooksFile} (read at every turn)`);
   const agent = new Agent({
     client: new PlatformClient({ baseUrl: url.replace(/\/+$/, ''), token, log }),
@@ -121,8 +142,7 @@ function ownModel(): ModelApi | null {
   const maxOutputTokens = Number(env.AGENT_MODEL_MAX_OUTPUT_TOKENS ?? 0) || undefined;
   const provider = env.AGENT_MODEL_PROVIDER || 'generic-chat-completion-api';
   if (provider !== 'generic-chat-completion-api' && provider !== 'anthropic') {
-    console.error(`AGENT_MODEL_PROVIDER must be generic-chat-completion-api (the default) or anthropic, not "${provider}".\n\n${USAGE}`);
-    process.exit(64);
+    usageError(`AGENT_MODEL_PROVIDER must be generic-chat-completion-api (the default) or anthropic, not "${provider}".`);
   }
   return env.AGENT_MODEL_BASE_URL && env.AGENT_MODEL
     ? modelClient(provider, { baseUrl: env.AGENT_MODEL_BASE_URL, model: env.AGENT_MODEL, apiKey: env.AGENT_MODEL_API_KEY || undefined, maxOutputTokens })
@@ -131,53 +151,26 @@ function ownModel(): ModelApi | null {
 
 /** `exec "<task>"`: one task, headless (headless.ts); the process exits with the run's code. */
 function execMain(argv: string[]): void {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        url: { type: 'string' },
-        'token-file': { type: 'string' },
-        workspace: { type: 'string' },
-        hooks: { type: 'string' },
-        settings: { type: 'string' },
-        output: { type: 'string', default: 'text' },
-      },
-      strict: true,
-    });
-  } catch (error) {
-    console.error(`${(error as Error).message}\n\n${USAGE}`);
-    process.exit(64);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = commandLine({
+    args: argv,
+    allowPositionals: true,
+    options: { ...SHARED_OPTIONS, settings: { type: 'string' }, output: { type: 'string', default: 'text' } },
+    strict: true,
+  });
   const env = process.env;
   const output = values.output as OutputFormat;
-  if (!OUTPUT_FORMATS.includes(output)) {
-    console.error(`--output must be one of ${OUTPUT_FORMATS.join(', ')}, not "${values.output}".\n\n${USAGE}`);
-    process.exit(64);
-  }
-  if (positionals.length !== 1) {
-    console.error(`exec takes one task (quote it; - reads it from standard input).\n\n${USAGE}`);
-    process.exit(64);
-  }
+  if (!OUTPUT_FORMATS.includes(output)) usageError(`--output must be one of ${OUTPUT_FORMATS.join(', ')}, not "${values.output}".`);
+  if (positionals.length !== 1) usageError('exec takes one task (quote it; - reads it from standard input).');
   const url = values.url ?? env.AGENT_URL;
-  const token = url ? tokenFrom(values['token-file'] ?? env.AGENT_TOKEN_FILE, env.AGENT_TOKEN) : undefined;
-  if (url && !token) {
-    console.error(`The agent token (AGENT_TOKEN, --token-file or AGENT_TOKEN_FILE) is required with --url.\n\n${USAGE}`);
-    process.exit(64);
-  }
-  if (url && values.settings) {
-    console.error(`--settings is for runs without a server: with --url, the organization's policy applies.\n\n${USAGE}`);
-    process.exit(64);
-  }
+  const token = url ? tokenOf(values) : undefined;
+  if (url && !token) usageError('The agent token (AGENT_TOKEN, --token-file or AGENT_TOKEN_FILE) is required with --url.');
+  if (url && values.settings) usageError("--settings is for runs without a server: with --url, the organization's policy applies.");
   const task = positionals[0] === '-' ? readFileSync(0, 'utf8') : positionals[0];
   if (task.trim() === '') {
     console.error('The task is empty.');
     process.exit(64);
   }
-  const workspace = resolve(values.workspace ?? env.AGENT_WORKSPACE ?? process.cwd());
-  mkdirSync(workspace, { recursive: true });
+  const { workspace, hooksFile, stateDir } = placesOf(values);
   // Progress on standard error, the run on standard output: a script reads one without the other.
   const log = (line: string) => process.stderr.write(`[agent ${new Date().toISOString()}] ${line}\n`);
   exec({
@@ -187,8 +180,8 @@ function execMain(argv: string[]): void {
     settingsFile: values.settings,
     model: ownModel(),
     workspace,
-    hooksFile: resolve(values.hooks ?? env.AGENT_HOOKS_FILE ?? join(homedir(), '.agent-platform', 'settings.json')),
-    stateDir: resolve(env.AGENT_STATE_DIR ?? join(homedir(), '.agent-platform')),
+    hooksFile,
+    stateDir,
     contextChars: Number(env.AGENT_CONTEXT_CHARS ?? 0) || undefined,
     log,
     write: (text) => process.stdout.write(text),

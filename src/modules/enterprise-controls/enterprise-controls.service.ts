@@ -21,7 +21,7 @@ import { normalizeSettingsUrls } from './domain/settings-urls';
 import { ControlChangeView, ControlRevisionView, ControlsView, toChangeView } from './domain/views';
 import { noEffectWarnings } from '../../platform/http/no-effect';
 import { NO_EFFECT_SETTINGS } from './domain/no-effect-settings';
-import { AGENT_POLICY_FIELDS, AgentPolicyView } from './domain/agent-policy';
+import { agentPolicyOf, AgentPolicyView } from './domain/agent-policy';
 import { EnterpriseControlsRepository, RetentionPolicy } from './enterprise-controls.repository';
 import { ControlRevisionEntity } from './entities';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
@@ -150,18 +150,9 @@ export class EnterpriseControlsService {
   /** What an agent working for the caller must obey: the agent-side controls, the caller's model policy. */
   async agentPolicy(principal: Principal): Promise<AgentPolicyView> {
     const { revision, settings } = await this.inForce(principal.organizationId);
-    const masked = this.masked(principal.organizationId, settings);
-    const policy = Object.fromEntries(AGENT_POLICY_FIELDS.map((field) => [field, masked[field]])) as unknown as Omit<AgentPolicyView, 'revision'>;
-    const modelPolicy = effectiveModelPolicy(settings, principal.userId);
-    const warnings = noEffectWarnings({ ...policy, modelPolicy }, NO_EFFECT_SETTINGS);
-    return {
-      revision,
-      ...policy,
-      modelPolicy,
-      mcpServers: masked.mcpServers ?? [],
-      ...(settings.toolApproval ? { toolApproval: settings.toolApproval } : {}),
-      ...(warnings.length > 0 ? { warnings } : {}),
-    };
+    const policy = agentPolicyOf(this.masked(principal.organizationId, settings), effectiveModelPolicy(settings, principal.userId), revision);
+    const warnings = noEffectWarnings(policy, NO_EFFECT_SETTINGS);
+    return { ...policy, ...(warnings.length > 0 ? { warnings } : {}) };
   }
 
   /** The patched settings, checked whole; 400 naming every problem. `members`: the patch's user ids that are users of the organization. */

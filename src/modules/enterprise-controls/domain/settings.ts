@@ -1,3 +1,5 @@
+import { defaultEnterpriseSettings } from '../../../contract/default-policy';
+
 /**
  * An organization's enterprise settings, as the spec lists them. The spec leaves out which fields
  * are required and the inner shape of the map-valued settings; our decisions are published in the
@@ -157,51 +159,7 @@ export const SETTINGS_LIMITS = {
   snapshotBytes: 1024 * 1024,
 } as const;
 
-/** A new organization's settings: nothing restricted that was open before the controls existed. */
+/** A new organization's settings: nothing restricted that was open before the controls existed (src/contract, shared with the agent). */
 export function defaultSettings(): EnterpriseSettings {
-  return {
-    sessionDefaultSettings: { runInWorktree: false },
-    mcpAutonomyOverrides: {},
-    mcpAutonomyUrlOverrides: [],
-    cloudSessionSync: true,
-    wikiCloudSync: true,
-    includeCoAuthoredByAgent: true,
-    enableAgentShield: true,
-    ideAutoConnect: true,
-    commandAllowlist: [],
-    commandDenylist: [],
-    commandBlocklist: [],
-    customModels: [],
-    modelPolicy: {
-      allowedModelIds: [],
-      blockedModelIds: [],
-      allowCustomModels: true,
-      allowedBaseUrls: [],
-      allowAllServiceModels: true,
-      isFastModelsAllowed: true,
-      requireExplicitOptInModelIds: [],
-      allowServiceRouterByok: false,
-    },
-    mcpPolicy: { enabled: true, allowlist: [] },
-    missionPolicy: { restrictedAccess: false, allowedUserIds: [] },
-    userModelPolicies: {},
-    enabledPlugins: {},
-    extraKnownMarketplaces: {},
-    strictKnownMarketplaces: [],
-    networkPolicy: { allowedIps: [] },
-    sandbox: {
-      enabled: false,
-      filesystem: { allowWrite: [], allowRead: [], denyWrite: [], denyRead: [] },
-      network: { allowedDomains: [], allowUnixSockets: [], allowAllUnixSockets: false, allowLocalBinding: false },
-    },
-    restrictMemberVisibility: false,
-    restrictApiKeyCreationToManagers: false,
-    managedComputersEnabled: true,
-    managedComputersAllowedEmails: [],
-    byomComputersEnabled: true,
-    byomComputersAllowedEmails: [],
-    disableAutoUpdate: false,
-    serviceRouterGuidance: '',
-    serviceRouterRules: [],
-  };
+  return defaultEnterpriseSettings();
 }
