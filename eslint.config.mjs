@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import importX from 'eslint-plugin-import-x';
+import reactHooks from 'eslint-plugin-react-hooks';
 import { dirname, relative, resolve, sep } from 'node:path';
 import tseslint from 'typescript-eslint';
 
@@ -140,6 +141,14 @@ export default tseslint.config(
     files: ['src/**/*.ts', 'bin/**/*.js'],
     ignores: ['src/**/*.spec.ts'],
     rules: { 'import-x/no-extraneous-dependencies': ['error', { includeTypes: true, devDependencies: false }] },
+  },
+  // The console's hooks: called in the same order on every render, and effects, memos and callbacks that name every
+  // value they read (a missing one is a stale closure; an error, since a warning would not fail CI). An omission on
+  // purpose says why in an eslint-disable comment.
+  {
+    files: ['web/src/**/*.{ts,tsx}'],
+    plugins: { 'react-hooks': reactHooks },
+    rules: { 'react-hooks/rules-of-hooks': 'error', 'react-hooks/exhaustive-deps': 'error' },
   },
   { files: ['**/*.mjs', '**/*.mts'], ...tseslint.configs.disableTypeChecked },
   // Plain CommonJS run with Node alone: the launcher (bin/), what tests copy into a computer and run there, and

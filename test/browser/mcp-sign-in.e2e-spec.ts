@@ -65,6 +65,13 @@ const { startOAuthMcpServer } = require('../fixtures/mcp-oauth-server.js') as {
       .waitFor();
     // The connection made before still holds.
     await section.locator('.badge', { hasText: 'Signed in' }).waitFor();
+
+    // Forgotten: the tokens are gone, and the page says so without an error (the answer is a 204).
+    await section.getByRole('button', { name: 'Forget the sign-in' }).click();
+    await section.locator('.badge', { hasText: 'Not signed in' }).waitFor();
+    expect(await section.getByRole('alert').count()).toBe(0);
+    const forgotten = await t.http().get('/api/v0/organization/enterprise-controls/mcp-servers/remote/oauth').set(owner.auth).expect(200);
+    expect(forgotten.body.status).toBe('not_connected');
     await page.close();
     expect([...problems, ...csp]).toEqual([]);
   });

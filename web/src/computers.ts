@@ -20,9 +20,6 @@ export const PROVIDERS: Record<Provider, { label: string; description: string }>
   },
 };
 
-/** What the computers pages follow live. */
-export const COMPUTER_EVENTS = ['computer.created', 'computer.status_changed', 'computer.deleted'] as const;
-
 export const STATUS_LABELS: Record<ComputerStatus, string> = { provisioning: 'Provisioning', active: 'Active', error: 'Error' };
 
 export const providerLabel = (provider: string) => (provider === 'byom' ? 'BYOM' : provider === 'local' ? 'Managed (local)' : provider);

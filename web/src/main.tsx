@@ -4,13 +4,13 @@ import { StrictMode, Suspense, useEffect } from 'react';
 import { createRoot } from 'react-dom/client';
 import { BrowserRouter, Navigate, Route, Routes, useLocation } from 'react-router';
 import { ApiProblem } from './api/client';
+import { AuthProvider, useAuth, useMe } from './auth/auth';
 import { Layout } from './components/Layout';
 import NotFound from './pages/NotFound';
 import NotForYourRole from './pages/NotForYourRole';
 import SignIn from './pages/SignIn';
 import { mayOpen, PAGES, type ConsolePage } from './routes';
-import { SessionProvider, useMe, useSession } from './session/session';
-import { applyTheme, storedTheme } from './session/theme';
+import { applyTheme, storedTheme } from './theme';
 import './styles.css';
 
 // The dialog's scroll lock injects a <style>: the server's Content-Security-Policy allows it by this nonce only.
@@ -38,7 +38,7 @@ const queryClient = new QueryClient({
 });
 
 function SignedIn() {
-  const { state, signOut } = useSession();
+  const { state, signOut } = useAuth();
   const location = useLocation();
   useEffect(() => {
     onUnauthorized = () => signOut('Your key stopped working (revoked, expired, or its user removed). Sign in again.');
@@ -72,11 +72,11 @@ createRoot(document.getElementById('root')!).render(
   <StrictMode>
     <QueryClientProvider client={queryClient}>
       <BrowserRouter>
-        <SessionProvider>
+        <AuthProvider>
           <Suspense fallback={<p className="loading">Loading…</p>}>
             <Console />
           </Suspense>
-        </SessionProvider>
+        </AuthProvider>
       </BrowserRouter>
     </QueryClientProvider>
   </StrictMode>,

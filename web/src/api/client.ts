@@ -71,6 +71,12 @@ export async function unwrap<T>(call: Promise<Answer<T>>): Promise<NonNullable<T
   throw problemOf(response, error);
 }
 
+/** For an answer with no body (204): resolves when it succeeded, else throws the API's problem as `unwrap` does. */
+export async function done(call: Promise<Answer<unknown>>): Promise<void> {
+  const { error, response } = await call;
+  if (!response.ok) throw problemOf(response, error);
+}
+
 function problemOf(response: Response, body: unknown): ApiProblem {
   const { title, detail, metadata } = (typeof body === 'object' && body !== null ? body : {}) as {
     title?: unknown;

@@ -1,14 +1,14 @@
 import { Suspense, useState, useSyncExternalStore } from 'react';
 import { Link, NavLink, Outlet } from 'react-router';
+import { useAuth, useMe } from '../auth/auth';
 import { ROLE_LABELS } from '../format';
 import { navigationFor } from '../routes';
-import { useMe, useSession } from '../session/session';
-import { applyTheme, storedTheme, type Theme } from '../session/theme';
+import { applyTheme, storedTheme, type Theme } from '../theme';
 
 /** The frame of every signed-in page: who you are, where you can go, the theme, sign out. */
 export function Layout() {
   const me = useMe();
-  const { signOut } = useSession();
+  const { signOut } = useAuth();
   return (
     <>
       <a className="skip-link" href="#main">

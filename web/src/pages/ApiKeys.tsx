@@ -1,18 +1,17 @@
-import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
-import { api, unwrap, type Schemas } from '../api/client';
+import { useApiKeys, useCreateApiKey, useRevokeApiKey, type ApiKeyScope as Scope } from '../api/api-keys';
+import type { Schemas } from '../api/client';
+import { useFirstMembers } from '../api/members';
+import { useAuth, useMe } from '../auth/auth';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { OneTimeSecret } from '../components/OneTimeSecret';
 import { Page } from '../components/Page';
 import { formatTime } from '../format';
-import { useMe, useSession } from '../session/session';
 
 type ApiKey = Schemas['ApiKeyView'];
-type Scope = 'own' | 'organization';
 
-const PAGE_SIZE = 20;
 const DAY = 24 * 60 * 60 * 1000;
 const EXPIRIES = [
   { value: 'never', label: 'Never (until revoked)' },
@@ -65,33 +64,28 @@ export default function ApiKeys() {
 
 function CreateKey({ onCreated }: { onCreated: (key: Schemas['CreatedApiKeyView']) => void }) {
   const id = useId();
-  const queries = useQueryClient();
   const [name, setName] = useState('');
   const [expiry, setExpiry] = useState('never');
   const [date, setDate] = useState('');
-  const create = useMutation({
-    mutationFn: () => {
-      const expiresAt =
-        expiry === 'never'
-          ? undefined
-          : expiry === 'date'
-            ? date
-              ? new Date(`${date}T23:59:59`).toISOString()
-              : ''
-            : new Date(Date.now() + Number(expiry) * DAY).toISOString();
-      return unwrap(api.POST('/settings/api-keys', { body: { name: name.trim(), ...(expiresAt !== undefined ? { expiresAt } : {}) } }));
-    },
+  const create = useCreateApiKey({
     onSuccess: (key) => {
       setName('');
       setExpiry('never');
       setDate('');
-      void queries.invalidateQueries({ queryKey: ['api-keys'] });
       onCreated(key);
     },
   });
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    create.mutate();
+    const expiresAt =
+      expiry === 'never'
+        ? undefined
+        : expiry === 'date'
+          ? date
+            ? new Date(`${date}T23:59:59`).toISOString()
+            : ''
+          : new Date(Date.now() + Number(expiry) * DAY).toISOString();
+    create.mutate({ name: name.trim(), ...(expiresAt !== undefined ? { expiresAt } : {}) });
   };
   return (
     <form className="form form-inline" onSubmit={submit} noValidate aria-labelledby={`${id}-title`}>
@@ -126,19 +120,9 @@ function CreateKey({ onCreated }: { onCreated: (key: Schemas['CreatedApiKeyView'
 
 function KeyList({ scope }: { scope: Scope }) {
   const me = useMe();
-  const list = useInfiniteQuery({
-    queryKey: ['api-keys', scope],
-    initialPageParam: undefined as string | undefined,
-    queryFn: ({ pageParam }) =>
-      unwrap(api.GET('/settings/api-keys', { params: { query: { scope, limit: String(PAGE_SIZE), ...(pageParam ? { cursor: pageParam } : {}) } } })),
-    getNextPageParam: (page) => page.pagination.nextCursor ?? undefined,
-  });
+  const list = useApiKeys(scope);
   // Whose keys they are, by name: the members list is for owners and managers, the only ones who see this scope.
-  const members = useQuery({
-    queryKey: ['members', 'first-100'],
-    enabled: scope === 'organization',
-    queryFn: () => unwrap(api.GET('/api/v0/organization/members', { params: { query: { limit: '100' } } })),
-  });
+  const members = useFirstMembers({ enabled: scope === 'organization' });
   const [revoking, setRevoking] = useState<ApiKey | null>(null);
   const ownerOf = (key: ApiKey) => {
     if (key.userId === me.user.id) return 'You';
@@ -229,18 +213,13 @@ function statusOf(key: ApiKey): 'Active' | 'Revoked' | 'Expired' {
 
 function RevokeDialog({ apiKey, onClose }: { apiKey: ApiKey | null; onClose: () => void }) {
   const me = useMe();
-  const { signOut } = useSession();
-  const queries = useQueryClient();
+  const { signOut } = useAuth();
   const current = apiKey !== null && me.credential.apiKeyId === apiKey.id;
-  const revoke = useMutation({
-    mutationFn: (key: ApiKey) => unwrap(api.DELETE('/settings/api-keys/{apiKeyId}', { params: { path: { apiKeyId: key.id } } })),
+  const revoke = useRevokeApiKey({
+    current,
     onSuccess: () => {
-      if (current) {
-        signOut('You revoked the key you were signed in with. Sign in with another.');
-        return;
-      }
-      void queries.invalidateQueries({ queryKey: ['api-keys'] });
-      close();
+      if (current) signOut('You revoked the key you were signed in with. Sign in with another.');
+      else close();
     },
   });
   const close = () => {

@@ -1,14 +1,13 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import { ApiProblem, api, unwrap, type Schemas } from '../api/client';
-import { useEventStream } from '../api/event-stream';
+import { ApiProblem, type Schemas } from '../api/client';
+import { useComputer, useComputerLive, useDeleteComputer, useRetryProvisioning, useRotateAgentToken } from '../api/computers';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { LiveState } from '../components/LiveState';
 import { OneTimeSecret } from '../components/OneTimeSecret';
 import { Page } from '../components/Page';
-import { agentCommand, COMPUTER_EVENTS, providerLabel, STATUS_LABELS, takeToken, type Computer } from '../computers';
+import { agentCommand, providerLabel, STATUS_LABELS, takeToken, type Computer } from '../computers';
 import { formatTime } from '../format';
 import '../fleet.css';
 
@@ -19,22 +18,14 @@ const STEP_STATUS: Record<Step['status'], string> = { pending: 'Waiting', runnin
 /** `{app_url}/computers/:computerId`: one computer, its provisioning steps live, retry, its agent token, how to run its agent, delete. */
 export default function ComputerDetail() {
   const { computerId = '' } = useParams();
-  const queries = useQueryClient();
-  const key = ['computer', computerId];
-  const computer = useQuery({ queryKey: key, queryFn: () => unwrap(api.GET('/api/v0/computers/{computerId}', { params: { path: { computerId } } })) });
+  const computer = useComputer(computerId);
   // The token made in this tab just now (create), shown once; a reload starts without it.
   const [token, setToken] = useState<{ value: string; made: 'created' | 'rotated' } | null>(() => {
     const fresh = takeToken(computerId);
     return fresh ? { value: fresh, made: 'created' } : null;
   });
   const [tokenStored, setTokenStored] = useState<string | null>(null);
-  const live = useEventStream(
-    COMPUTER_EVENTS,
-    (event) => {
-      if ('computerId' in event.data && event.data.computerId === computerId) void queries.invalidateQueries({ queryKey: key });
-    },
-    () => void queries.invalidateQueries({ queryKey: key }),
-  );
+  const live = useComputerLive(computerId);
 
   const title = computer.data?.name ?? 'Computer';
   if (computer.isPending)
@@ -174,32 +165,15 @@ function Steps({ steps }: { steps: Step[] }) {
 
 function Actions({ computer, onToken }: { computer: Computer; onToken: (token: string) => void }) {
   const navigate = useNavigate();
-  const queries = useQueryClient();
   const [confirm, setConfirm] = useState<'delete' | 'rotate' | null>(null);
-  const path = { params: { path: { computerId: computer.id } } };
-  const retry = useMutation({
-    mutationFn: () => unwrap(api.POST('/api/v0/computers/{computerId}/retry', path)),
-    onSuccess: (updated) => queries.setQueryData(['computer', computer.id], updated),
-  });
-  const rotate = useMutation({
-    mutationFn: () => unwrap(api.POST('/api/v0/computers/{computerId}/agent-token', path)),
-    onSuccess: (answer) => {
-      onToken(answer.agentToken);
+  const retry = useRetryProvisioning(computer.id);
+  const rotate = useRotateAgentToken(computer.id, {
+    onSuccess: (agentToken) => {
+      onToken(agentToken);
       close();
     },
   });
-  const remove = useMutation({
-    // 204 and no body: a success unwrap would not take for one; any other answer is the API's problem.
-    mutationFn: async () => {
-      const answer = await api.DELETE('/api/v0/computers/{computerId}', path);
-      if (!answer.response.ok) await unwrap(Promise.resolve(answer));
-    },
-    onSuccess: () => {
-      queries.removeQueries({ queryKey: ['computer', computer.id] });
-      void queries.invalidateQueries({ queryKey: ['computers'] });
-      void navigate('/computers');
-    },
-  });
+  const remove = useDeleteComputer(computer.id, { onSuccess: () => void navigate('/computers') });
   const close = () => {
     rotate.reset();
     remove.reset();

@@ -1,27 +1,20 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
 import { Link, useNavigate } from 'react-router';
-import { api, unwrap } from '../api/client';
-import { useEventStream } from '../api/event-stream';
+import { useComputers, useComputersLive, useCreateComputer } from '../api/computers';
+import { useMe } from '../auth/auth';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { Page } from '../components/Page';
-import { COMPUTER_EVENTS, handOverToken, newUuid, PROVIDERS, providerLabel, STATUS_LABELS, type Computer, type Provider } from '../computers';
+import { handOverToken, newUuid, PROVIDERS, providerLabel, STATUS_LABELS, type Computer, type Provider } from '../computers';
 import { formatTime } from '../format';
-import { useMe } from '../session/session';
 import { LiveState } from '../components/LiveState';
 import '../fleet.css';
 
 /** `{app_url}/computers`: the computers you may see (owners and managers: all of the organization's; members: their own), and a new one. */
 export default function Computers() {
   const me = useMe();
-  const queries = useQueryClient();
-  const list = useQuery({ queryKey: ['computers'], queryFn: () => unwrap(api.GET('/api/v0/computers')) });
-  const live = useEventStream(
-    COMPUTER_EVENTS,
-    () => void queries.invalidateQueries({ queryKey: ['computers'] }),
-    () => void queries.invalidateQueries({ queryKey: ['computers'] }),
-  );
+  const list = useComputers();
+  const live = useComputersLive();
   return (
     <Page
       title="Computers"
@@ -85,39 +78,34 @@ function ComputerTable({ computers }: { computers: Computer[] }) {
 function CreateComputer() {
   const id = useId();
   const navigate = useNavigate();
-  const queries = useQueryClient();
   const [provider, setProvider] = useState<Provider>('byom');
   const [name, setName] = useState('');
   const [hostId, setHostId] = useState(newUuid);
   const [remoteUser, setRemoteUser] = useState('');
   const [repos, setRepos] = useState('');
   const [autoInstallDeps, setAutoInstallDeps] = useState(true);
-  const create = useMutation({
-    mutationFn: () => {
-      const repoList = repos
-        .split('\n')
-        .map((repo) => repo.trim())
-        .filter(Boolean);
-      const body =
-        provider === 'byom'
-          ? { provider, name: name.trim(), hostId: hostId.trim(), remoteUser: remoteUser.trim() }
-          : {
-              provider,
-              name: name.trim(),
-              ...(remoteUser.trim() ? { remoteUser: remoteUser.trim() } : {}),
-              ...(repoList.length > 0 ? { repos: repoList, autoInstallDeps } : {}),
-            };
-      return unwrap(api.POST('/api/v0/computers', { body }));
-    },
+  const create = useCreateComputer({
     onSuccess: (computer) => {
-      void queries.invalidateQueries({ queryKey: ['computers'] });
       if (computer.agentToken) handOverToken(computer.id, computer.agentToken);
       void navigate(`/computers/${computer.id}`);
     },
   });
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    create.mutate();
+    const repoList = repos
+      .split('\n')
+      .map((repo) => repo.trim())
+      .filter(Boolean);
+    const body =
+      provider === 'byom'
+        ? { provider, name: name.trim(), hostId: hostId.trim(), remoteUser: remoteUser.trim() }
+        : {
+            provider,
+            name: name.trim(),
+            ...(remoteUser.trim() ? { remoteUser: remoteUser.trim() } : {}),
+            ...(repoList.length > 0 ? { repos: repoList, autoInstallDeps } : {}),
+          };
+    create.mutate(body);
   };
   return (
     <form className="form form-inline" onSubmit={submit} noValidate aria-labelledby={`${id}-title`}>

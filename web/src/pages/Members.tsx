@@ -1,20 +1,17 @@
 import * as Dialog from '@radix-ui/react-dialog';
-import { useInfiniteQuery, useMutation, useQueryClient } from '@tanstack/react-query';
 import { useId, useLayoutEffect, useRef, useState, type FormEvent } from 'react';
-import { api, unwrap, type Role, type Schemas } from '../api/client';
+import type { Role, Schemas } from '../api/client';
+import { useAddMember, useChangeMemberRole, useCreateServiceAccountKey, useMembers, useRemoveMember, type MemberKind as Kind } from '../api/members';
+import { useAuth, useMe } from '../auth/auth';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { OneTimeSecret } from '../components/OneTimeSecret';
 import { Page } from '../components/Page';
 import { formatTime, ROLE_LABELS } from '../format';
-import { useMe, useSession } from '../session/session';
 import '../fleet.css';
 
 type Member = Schemas['MemberView'];
-type Kind = Member['kind'];
-
-const PAGE_SIZE = 20;
 
 /**
  * The API's rule, from the members operations' descriptions: you add, change and remove members ranked no higher than
@@ -48,25 +45,22 @@ export default function Members() {
 function AddMember() {
   const me = useMe();
   const id = useId();
-  const queries = useQueryClient();
   const [email, setEmail] = useState('');
   const [name, setName] = useState('');
   const [role, setRole] = useState<Role>('member');
   const [kind, setKind] = useState<Kind>('human');
   const [added, setAdded] = useState<Member | null>(null);
-  const add = useMutation({
-    mutationFn: () => unwrap(api.POST('/api/v0/organization/members', { body: { email: email.trim(), name: name.trim(), role, kind } })),
+  const add = useAddMember({
     onSuccess: (member) => {
       setEmail('');
       setName('');
       setAdded(member);
-      void queries.invalidateQueries({ queryKey: ['members'] });
     },
   });
   const submit = (event: FormEvent) => {
     event.preventDefault();
     setAdded(null);
-    add.mutate();
+    add.mutate({ email: email.trim(), name: name.trim(), role, kind });
   };
   return (
     <form className="form form-inline" onSubmit={submit} noValidate aria-labelledby={`${id}-title`}>
@@ -113,17 +107,7 @@ function AddMember() {
 function MemberList() {
   const me = useMe();
   const [kind, setKind] = useState<Kind | 'all'>('all');
-  const list = useInfiniteQuery({
-    queryKey: ['members', 'list', kind],
-    initialPageParam: undefined as string | undefined,
-    queryFn: ({ pageParam }) =>
-      unwrap(
-        api.GET('/api/v0/organization/members', {
-          params: { query: { limit: String(PAGE_SIZE), ...(kind !== 'all' ? { kind } : {}), ...(pageParam ? { cursor: pageParam } : {}) } },
-        }),
-      ),
-    getNextPageParam: (page) => page.pagination.nextCursor ?? undefined,
-  });
+  const list = useMembers(kind);
   const [removing, setRemoving] = useState<Member | null>(null);
   const [keyFor, setKeyFor] = useState<Member | null>(null);
   const [madeKey, setMadeKey] = useState<{ member: Member; key: Schemas['CreatedApiKeyView'] } | null>(null);
@@ -213,16 +197,13 @@ function MemberList() {
 
 function MemberRow({ member, onRemove, onNewKey }: { member: Member; onRemove: () => void; onNewKey: () => void }) {
   const me = useMe();
-  const { refresh } = useSession();
+  const { refresh } = useAuth();
   const id = useId();
-  const queries = useQueryClient();
   const [role, setRole] = useState<Role>(member.role);
   const reachable = RANK[member.role] <= RANK[me.user.role];
   const yourself = member.id === me.user.id;
-  const change = useMutation({
-    mutationFn: (next: Role) => unwrap(api.PATCH('/api/v0/organization/members/{userId}', { params: { path: { userId: member.id } }, body: { role: next } })),
+  const change = useChangeMemberRole(member.id, {
     onSuccess: async () => {
-      await queries.invalidateQueries({ queryKey: ['members'] });
       // Your own role changed: what you may do changed with it.
       if (yourself) await refresh();
     },
@@ -287,18 +268,13 @@ function MemberRow({ member, onRemove, onNewKey }: { member: Member; onRemove: (
 
 function RemoveDialog({ member, onClose }: { member: Member | null; onClose: () => void }) {
   const me = useMe();
-  const { signOut } = useSession();
-  const queries = useQueryClient();
+  const { signOut } = useAuth();
   const yourself = member !== null && member.id === me.user.id;
-  const remove = useMutation({
-    mutationFn: (target: Member) => unwrap(api.DELETE('/api/v0/organization/members/{userId}', { params: { path: { userId: target.id } } })),
+  const remove = useRemoveMember({
+    yourself,
     onSuccess: () => {
-      if (yourself) {
-        signOut('You removed yourself from the organization: your keys no longer work.');
-        return;
-      }
-      void queries.invalidateQueries({ queryKey: ['members'] });
-      close();
+      if (yourself) signOut('You removed yourself from the organization: your keys no longer work.');
+      else close();
     },
   });
   const close = () => {
@@ -335,18 +311,14 @@ function ServiceAccountKeyDialog({
   onMade: (member: Member, key: Schemas['CreatedApiKeyView']) => void;
 }) {
   const id = useId();
-  const queries = useQueryClient();
   const [name, setName] = useState('');
   // No Radix trigger: the focus goes back to the row's button, or to the new key once it is shown.
   const opener = useRef<HTMLElement | null>(null);
   useLayoutEffect(() => {
     if (member) opener.current = document.activeElement instanceof HTMLElement ? document.activeElement : null;
   }, [member]);
-  const create = useMutation({
-    mutationFn: (target: Member) =>
-      unwrap(api.POST('/api/v0/organization/members/{userId}/api-keys', { params: { path: { userId: target.id } }, body: { name: name.trim() } })),
+  const create = useCreateServiceAccountKey({
     onSuccess: (key, target) => {
-      void queries.invalidateQueries({ queryKey: ['api-keys'] });
       setName('');
       create.reset();
       onMade(target, key);
@@ -379,7 +351,7 @@ function ServiceAccountKeyDialog({
           <form
             onSubmit={(event) => {
               event.preventDefault();
-              if (member) create.mutate(member);
+              if (member) create.mutate({ member, name: name.trim() });
             }}
             noValidate
           >

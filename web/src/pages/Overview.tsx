@@ -1,8 +1,8 @@
 import { Link } from 'react-router';
+import { useMe } from '../auth/auth';
 import { Page } from '../components/Page';
 import { ROLE_LABELS } from '../format';
 import { navigationFor } from '../routes';
-import { useMe } from '../session/session';
 
 export default function Overview() {
   const me = useMe();

@@ -1,13 +1,13 @@
-import { useQuery } from '@tanstack/react-query';
 import { useId } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { api, unwrap, type Schemas } from '../api/client';
+import type { Schemas } from '../api/client';
+import { useMaturityLevel, useReadinessCriteria, useReadinessReport, useReadinessRepositories, useRepositoryLevels } from '../api/readiness';
+import { useMe } from '../auth/auth';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { LevelTrend } from '../components/LevelTrend';
 import { Page } from '../components/Page';
 import { formatTime } from '../format';
-import { useMe } from '../session/session';
 import '../fleet.css';
 
 type Repository = Schemas['ReadinessRepository'];
@@ -21,13 +21,9 @@ const passes = (evaluation: Evaluation | undefined) => evaluation !== undefined 
 export default function Readiness() {
   const [params, setParams] = useSearchParams();
   const repoId = params.get('repo');
-  const catalogue = useQuery({
-    queryKey: ['readiness', 'criteria'],
-    queryFn: () => unwrap(api.GET('/api/organization/readiness-criteria')),
-    staleTime: Infinity,
-  });
-  const organization = useQuery({ queryKey: ['readiness', 'level'], queryFn: () => unwrap(api.GET('/api/organization/maturity-level')) });
-  const repositories = useQuery({ queryKey: ['readiness', 'repositories'], queryFn: () => unwrap(api.GET('/api/organization/readiness-repositories')) });
+  const catalogue = useReadinessCriteria();
+  const organization = useMaturityLevel();
+  const repositories = useReadinessRepositories();
   const levelName = (level: number) => catalogue.data?.levels.find((candidate) => candidate.level === level)?.name ?? '';
   const repository = repositories.data?.repositories.find((candidate) => candidate.repoId === repoId);
 
@@ -125,27 +121,11 @@ function RepositoryView({
   onReport: (reportId: string) => void;
 }) {
   const id = useId();
-  const history = useQuery({
-    queryKey: ['readiness', 'levels', repository.repoId, repository.latestReportId],
-    queryFn: () => unwrap(api.GET('/api/organization/readiness-repositories/{repoId}/levels', { params: { path: { repoId: repository.repoId } } })),
-  });
+  const history = useRepositoryLevels(repository);
   const points = history.data?.levels ?? [];
   const index = reportId ? points.findIndex((point) => point.reportId === reportId) : points.length - 1;
   const chosen = index >= 0 ? points[index] : undefined;
-  // One report, through the spec's list: newest first, strictly older than `startAfter` (its newer neighbour).
-  const report = useQuery({
-    queryKey: ['readiness', 'report', chosen?.reportId],
-    enabled: chosen !== undefined,
-    queryFn: async () => {
-      const newer = points[index + 1];
-      const page = await unwrap(
-        api.GET('/api/organization/maturity-level-reports', {
-          params: { query: { repoId: repository.repoId, limit: '1', ...(newer ? { startAfter: newer.reportId } : {}) } },
-        }),
-      );
-      return page.reports[0] ?? null;
-    },
-  });
+  const report = useReadinessReport(repository.repoId, chosen?.reportId, points[index + 1]?.reportId);
   const levelNames = catalogue?.levels.map((level) => level.name) ?? [];
   return (
     <section aria-labelledby={`${id}-title`} className="repository-view">

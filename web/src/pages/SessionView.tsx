@@ -1,54 +1,31 @@
-import { useInfiniteQuery, useMutation, useQuery, useQueryClient, type InfiniteData } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useParams } from 'react-router';
-import { api, unwrap } from '../api/client';
+import { useComputers } from '../api/computers';
+import { useSessionEvents, type LiveState, type StreamEvent } from '../api/session-events';
+import { useInterruptSession, useMessages, useSession, useSessionCache } from '../api/sessions';
+import { useMe } from '../auth/auth';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { Page } from '../components/Page';
 import { formatTime } from '../format';
-import { useMe } from '../session/session';
 import { useSessionWriteAccess } from '../sessions/access';
 import type { WireMessage } from '../sessions/blocks';
 import { Composer } from '../sessions/Composer';
 import { STATUS_LABELS, maySeeComputers, sessionName } from '../sessions/format';
-import { useSessionEvents, type LiveState, type StreamEvent } from '../sessions/live';
 import { Messages, PlanList } from '../sessions/Messages';
 import { latestPlan } from '../sessions/plan';
 import { useModelNames } from '../sessions/model-names';
 import { ToolApprovals } from '../sessions/ToolApprovals';
 import { finished, NOT_WRITING, stopped, toolsFinished, withDelta, type Writing } from '../sessions/writing';
 
-const PAGE_SIZE = 30;
-interface MessagePage {
-  messages: WireMessage[];
-  pagination: { hasMore: boolean; nextCursor: string | null };
-}
-
 /** `/sessions/:sessionId`: the conversation, live from the session's event stream; add a message, interrupt, approve. */
 export default function SessionView() {
   const { sessionId = '' } = useParams();
   const me = useMe();
-  const queries = useQueryClient();
-  const session = useQuery({
-    queryKey: ['session', sessionId],
-    queryFn: () => unwrap(api.GET('/api/v0/sessions/{sessionId}', { params: { path: { sessionId } } })),
-  });
+  const session = useSession(sessionId);
   // Newest first from the API (order=newest), shown oldest first; "Earlier messages" pages back.
-  const history = useInfiniteQuery({
-    queryKey: ['messages', sessionId],
-    initialPageParam: undefined as string | undefined,
-    queryFn: async ({ pageParam }) =>
-      (await unwrap(
-        api.GET('/api/v0/sessions/{sessionId}/messages', {
-          params: { path: { sessionId }, query: { limit: String(PAGE_SIZE), order: 'newest', ...(pageParam ? { cursor: pageParam } : {}) } },
-        }),
-      )) as unknown as MessagePage,
-    getNextPageParam: (page) => page.pagination.nextCursor ?? undefined,
-  });
-  const computers = useQuery({
-    queryKey: ['computers'],
-    enabled: maySeeComputers(me.user.role),
-    queryFn: () => unwrap(api.GET('/api/v0/computers')),
-  });
+  const history = useMessages(sessionId);
+  const computers = useComputers({ enabled: maySeeComputers(me.user.role) });
+  const cache = useSessionCache(sessionId);
 
   const access = useSessionWriteAccess(sessionId, me);
   const modelName = useModelNames(me.user.role);
@@ -57,9 +34,7 @@ export default function SessionView() {
   const live = useSessionEvents(sessionId, {
     onFresh: () => {
       setWriting(NOT_WRITING);
-      void queries.invalidateQueries({ queryKey: ['session', sessionId] });
-      void queries.invalidateQueries({ queryKey: ['messages', sessionId] });
-      void queries.invalidateQueries({ queryKey: ['tool-approvals', sessionId] });
+      cache.readAgain();
     },
     // Pieces sent while the stream was down are lost: rather than text with a hole, what was under way waits for its message.
     onDropped: () => setWriting(stopped),
@@ -76,19 +51,10 @@ export default function SessionView() {
         const ids = stored?.content.flatMap((block) => (block.type === 'tool_result' ? [block.toolUseId] : []));
         setWriting((state) => toolsFinished(state, ids ?? state.running.map((tool) => tool.toolUseId)));
       }
-      if (event.type === 'message.added') {
-        const message = event.data.message as WireMessage | undefined;
-        if (message) {
-          queries.setQueryData<InfiniteData<MessagePage>>(['messages', sessionId], (data) => {
-            if (!data || data.pages.some((page) => page.messages.some((known) => known.id === message.id))) return data;
-            const [first, ...rest] = data.pages;
-            return { ...data, pages: [{ ...first, messages: [message, ...first.messages] }, ...rest] };
-          });
-        } else void queries.invalidateQueries({ queryKey: ['messages', sessionId] });
-      }
-      if (event.type.startsWith('tool_approval.')) void queries.invalidateQueries({ queryKey: ['tool-approvals', sessionId] });
+      if (event.type === 'message.added') cache.messageAdded(event.data.message as WireMessage | undefined);
+      if (event.type.startsWith('tool_approval.')) cache.toolApprovalsChanged();
       // Status, interrupt, usage, approvals waiting, message count: all on the session itself.
-      void queries.invalidateQueries({ queryKey: ['session', sessionId] });
+      cache.sessionChanged();
     },
   });
 
@@ -227,11 +193,7 @@ function LiveStatus({ state }: { state: LiveState }) {
 }
 
 function Interrupt({ sessionId }: { sessionId: string }) {
-  const queries = useQueryClient();
-  const interrupt = useMutation({
-    mutationFn: () => unwrap(api.POST('/api/v0/sessions/{sessionId}/interrupt', { params: { path: { sessionId } } })),
-    onSuccess: (session) => queries.setQueryData(['session', sessionId], session),
-  });
+  const interrupt = useInterruptSession(sessionId);
   return (
     <div className="interrupt">
       <button type="button" className="danger" onClick={() => interrupt.mutate()} disabled={interrupt.isPending}>

@@ -1,26 +1,20 @@
-import { useInfiniteQuery, useMutation, useQuery } from '@tanstack/react-query';
 import { useId } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
-import { api, unwrap } from '../api/client';
+import { useComputers } from '../api/computers';
+import { useCreateSession, useSessions } from '../api/sessions';
+import { useMe } from '../auth/auth';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { Page } from '../components/Page';
 import { formatTime } from '../format';
-import { useMe } from '../session/session';
 import { STATUS_LABELS, maySeeComputers, mayWriteSessions, sessionName, type Computer } from '../sessions/format';
-
-const PAGE_SIZE = 20;
 
 /** `/sessions`: the sessions the user may read, newest first, paged by the API's cursor, filtered by computer. */
 export default function Sessions() {
   const me = useMe();
   const [params, setParams] = useSearchParams();
   const computerId = params.get('computerId') ?? '';
-  const computers = useQuery({
-    queryKey: ['computers'],
-    enabled: maySeeComputers(me.user.role),
-    queryFn: () => unwrap(api.GET('/api/v0/computers')),
-  });
+  const computers = useComputers({ enabled: maySeeComputers(me.user.role) });
   const computerName = (id: string | undefined) => {
     if (!id) return null;
     const computer = computers.data?.computers.find((candidate) => candidate.id === id);
@@ -63,13 +57,10 @@ function ComputerFilter({ computers, value, onChange }: { computers: Computer[];
 
 function NewSession({ computerId }: { computerId?: string }) {
   const navigate = useNavigate();
-  const create = useMutation({
-    mutationFn: () => unwrap(api.POST('/api/v0/sessions', { body: computerId ? { computerId } : {} })),
-    onSuccess: (session) => void navigate(`/sessions/${session.sessionId}`),
-  });
+  const create = useCreateSession({ onSuccess: (session) => void navigate(`/sessions/${session.sessionId}`) });
   return (
     <div className="new-session">
-      <button type="button" className="primary" onClick={() => create.mutate()} disabled={create.isPending}>
+      <button type="button" className="primary" onClick={() => create.mutate(computerId)} disabled={create.isPending}>
         {create.isPending ? 'Creating…' : 'New session'}
       </button>
       <ErrorMessage error={create.error} action="Creating the session" />
@@ -87,17 +78,7 @@ function SessionList({
   onClearFilter: () => void;
 }) {
   const me = useMe();
-  const list = useInfiniteQuery({
-    queryKey: ['sessions', computerId ?? null],
-    initialPageParam: undefined as string | undefined,
-    queryFn: ({ pageParam }) =>
-      unwrap(
-        api.GET('/api/v0/sessions', {
-          params: { query: { limit: String(PAGE_SIZE), ...(pageParam ? { cursor: pageParam } : {}), ...(computerId ? { computerId } : {}) } },
-        }),
-      ),
-    getNextPageParam: (page) => page.pagination.nextCursor ?? undefined,
-  });
+  const list = useSessions(computerId);
   if (list.isPending) return <p className="loading">Loading sessions…</p>;
   if (!list.data) {
     return (

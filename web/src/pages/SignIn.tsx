@@ -1,18 +1,19 @@
-import { useMutation, useQuery } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useId, useState, type FormEvent } from 'react';
 import { Navigate, useLocation, useNavigate } from 'react-router';
-import { api, unwrap, type Schemas } from '../api/client';
+import { useCompleteSetup, useSetupStatus } from '../api/auth';
+import type { Schemas } from '../api/client';
+import { useAuth } from '../auth/auth';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { ThemeToggle } from '../components/Layout';
 import { OneTimeSecret } from '../components/OneTimeSecret';
 import { Page } from '../components/Page';
-import { useSession } from '../session/session';
 
 /** Sign in with an API key, or, on a server with no organization yet, make the first one and its owner. */
 export default function SignIn() {
-  const { state } = useSession();
+  const { state } = useAuth();
   const location = useLocation();
-  const setup = useQuery({ queryKey: ['setup'], queryFn: () => unwrap(api.GET('/api/v0/setup')) });
+  const setup = useSetupStatus();
   const [created, setCreated] = useState<Schemas['SetupResultView'] | null>(null);
   const from = (location.state as { from?: string } | null)?.from ?? '/';
 
@@ -40,7 +41,7 @@ export default function SignIn() {
 }
 
 function KeySignIn({ reason }: { reason?: string }) {
-  const { signIn } = useSession();
+  const { signIn } = useAuth();
   const navigate = useNavigate();
   const location = useLocation();
   const id = useId();
@@ -102,22 +103,14 @@ function FirstRunSetup({ onDone }: { onDone: (result: Schemas['SetupResultView']
     value: form[name],
     onChange: (event: { target: { value: string } }) => setForm({ ...form, [name]: event.target.value }),
   });
-  const complete = useMutation({
-    mutationFn: () =>
-      unwrap(
-        api.POST('/api/v0/setup', {
-          body: {
-            setupToken: form.setupToken.trim(),
-            organization: { slug: form.slug.trim(), name: form.organization.trim() },
-            owner: { email: form.email.trim(), name: form.name.trim() },
-          },
-        }),
-      ),
-    onSuccess: onDone,
-  });
+  const complete = useCompleteSetup({ onSuccess: onDone });
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    complete.mutate();
+    complete.mutate({
+      setupToken: form.setupToken.trim(),
+      organization: { slug: form.slug.trim(), name: form.organization.trim() },
+      owner: { email: form.email.trim(), name: form.name.trim() },
+    });
   };
   return (
     <Page
@@ -167,7 +160,7 @@ function FirstRunSetup({ onDone }: { onDone: (result: Schemas['SetupResultView']
 }
 
 function FirstKey({ result }: { result: Schemas['SetupResultView'] }) {
-  const { signIn } = useSession();
+  const { signIn } = useAuth();
   const navigate = useNavigate();
   const enter = useMutation({ mutationFn: () => signIn(result.apiKey.key), onSuccess: () => navigate('/', { replace: true }) });
   return (

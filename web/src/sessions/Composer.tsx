@@ -1,7 +1,7 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useId, useRef, useState, type DragEvent, type FormEvent } from 'react';
-import { api, unwrap, type Schemas } from '../api/client';
+import type { Schemas } from '../api/client';
 import { MESSAGE_LIMITS as LIMITS } from '../api/limits';
+import { useAddMessage } from '../api/sessions';
 import { ErrorMessage } from '../components/ErrorMessage';
 
 type AddMessageBody = Schemas['AddMessageBody'];
@@ -45,6 +45,15 @@ async function attachmentOf(file: File): Promise<Attachment> {
   throw new Error(`${file.name} (${file.type || 'unknown type'}) cannot be attached: images (JPEG, PNG, GIF, WebP), PDFs and text files only.`);
 }
 
+function bodyOf(text: string, attachments: Attachment[]): AddMessageBody {
+  const body: AddMessageBody = { text };
+  const images = attachments.flatMap((a) => (a.kind === 'image' ? [a.source] : []));
+  const files = attachments.flatMap((a) => (a.kind !== 'image' ? [a.source] : []));
+  if (images.length) body.images = images as AddMessageBody['images'];
+  if (files.length) body.files = files as unknown as AddMessageBody['files'];
+  return body;
+}
+
 function base64Of(file: File): Promise<string> {
   return new Promise((resolve, reject) => {
     const reader = new FileReader();
@@ -57,26 +66,16 @@ function base64Of(file: File): Promise<string> {
 /** A text box and attachments (drag and drop, or the file button), with the server's limits shown before upload. */
 export function Composer({ sessionId }: { sessionId: string }) {
   const id = useId();
-  const queries = useQueryClient();
   const fileInput = useRef<HTMLInputElement>(null);
   const [text, setText] = useState('');
   const [attachments, setAttachments] = useState<Attachment[]>([]);
   const [refused, setRefused] = useState<string[]>([]);
   const [dragging, setDragging] = useState(false);
-  const send = useMutation({
-    mutationFn: () => {
-      const body: AddMessageBody = { text };
-      const images = attachments.flatMap((a) => (a.kind === 'image' ? [a.source] : []));
-      const files = attachments.flatMap((a) => (a.kind !== 'image' ? [a.source] : []));
-      if (images.length) body.images = images as AddMessageBody['images'];
-      if (files.length) body.files = files as unknown as AddMessageBody['files'];
-      return unwrap(api.POST('/api/v0/sessions/{sessionId}/messages', { params: { path: { sessionId } }, body }));
-    },
+  const send = useAddMessage(sessionId, {
     onSuccess: () => {
       setText('');
       setAttachments([]);
       setRefused([]);
-      void queries.invalidateQueries({ queryKey: ['session', sessionId] });
     },
   });
 
@@ -108,7 +107,7 @@ export function Composer({ sessionId }: { sessionId: string }) {
   const blank = text.trim() === '';
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    if (!blank && !tooBig) send.mutate();
+    if (!blank && !tooBig) send.mutate(bodyOf(text, attachments));
   };
   const onDrop = (event: DragEvent) => {
     event.preventDefault();

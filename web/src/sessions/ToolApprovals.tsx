@@ -1,6 +1,6 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useId, useState } from 'react';
-import { api, unwrap, type Schemas } from '../api/client';
+import type { Schemas } from '../api/client';
+import { useDecideToolApproval, useToolApprovals } from '../api/sessions';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { formatTime } from '../format';
 
@@ -8,10 +8,7 @@ type Approval = Schemas['ToolApproval'];
 
 /** Tool calls waiting for a person: tool, summary, deadline; Allow / Deny with an optional message. Gone once resolved or expired. */
 export function ToolApprovals({ sessionId, mayDecide }: { sessionId: string; mayDecide: boolean }) {
-  const approvals = useQuery({
-    queryKey: ['tool-approvals', sessionId],
-    queryFn: () => unwrap(api.GET('/api/v0/sessions/{sessionId}/tool-approvals', { params: { path: { sessionId } } })),
-  });
+  const approvals = useToolApprovals(sessionId);
   const pending = approvals.data?.toolApprovals ?? [];
   const now = useNow(pending.length > 0);
   const waiting = pending.filter((approval) => approval.status === 'pending' && approval.expiresAt > now);
@@ -31,21 +28,8 @@ export function ToolApprovals({ sessionId, mayDecide }: { sessionId: string; may
 
 function ApprovalItem({ approval, mayDecide }: { approval: Approval; mayDecide: boolean }) {
   const id = useId();
-  const queries = useQueryClient();
   const [message, setMessage] = useState('');
-  const decide = useMutation({
-    mutationFn: (decision: 'allow' | 'deny') =>
-      unwrap(
-        api.POST('/api/v0/sessions/{sessionId}/tool-approvals/{approvalId}', {
-          params: { path: { sessionId: approval.sessionId, approvalId: approval.approvalId } },
-          body: { decision, ...(message.trim() ? { message: message.trim() } : {}) },
-        }),
-      ),
-    onSettled: () => {
-      void queries.invalidateQueries({ queryKey: ['tool-approvals', approval.sessionId] });
-      void queries.invalidateQueries({ queryKey: ['session', approval.sessionId] });
-    },
-  });
+  const decide = useDecideToolApproval(approval);
   return (
     <li className="approval" aria-labelledby={`${id}-title`}>
       <p id={`${id}-title`}>
@@ -68,7 +52,7 @@ function ApprovalItem({ approval, mayDecide }: { approval: Approval; mayDecide: 
             type="button"
             className="primary"
             disabled={decide.isPending}
-            onClick={() => decide.mutate('allow')}
+            onClick={() => decide.mutate({ decision: 'allow', message })}
             aria-label={`Allow ${approval.toolName}: ${approval.summary}`}
           >
             Allow
@@ -77,7 +61,7 @@ function ApprovalItem({ approval, mayDecide }: { approval: Approval; mayDecide: 
             type="button"
             className="danger"
             disabled={decide.isPending}
-            onClick={() => decide.mutate('deny')}
+            onClick={() => decide.mutate({ decision: 'deny', message })}
             aria-label={`Deny ${approval.toolName}: ${approval.summary}`}
           >
             Deny

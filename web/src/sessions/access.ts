@@ -1,5 +1,5 @@
-import { useQuery } from '@tanstack/react-query';
-import { api, unwrap, type Me } from '../api/client';
+import type { Me } from '../api/client';
+import { useSessionOwner } from '../api/sessions';
 
 /**
  * Whether the signed-in user may change a session (add a message, interrupt, decide an approval), as the server's
@@ -14,18 +14,7 @@ export type WriteAccess = 'yes' | 'no' | 'unknown' | 'checking';
 
 export function useSessionWriteAccess(sessionId: string, me: Me): WriteAccess {
   const role = me.user.role;
-  const owner = useQuery({
-    queryKey: ['session-owner', sessionId],
-    enabled: role === 'member',
-    staleTime: Infinity,
-    queryFn: async () => {
-      const page = await unwrap(
-        api.GET('/api/v0/sessions/{sessionId}/events', { params: { path: { sessionId }, query: { types: 'session.created', limit: '1' } } }),
-      );
-      const created = (page as unknown as { events: { type: string; data: { ownerId?: unknown } }[] }).events.find((event) => event.type === 'session.created');
-      return typeof created?.data.ownerId === 'string' ? created.data.ownerId : null;
-    },
-  });
+  const owner = useSessionOwner(sessionId, { enabled: role === 'member' });
   if (role === 'guest') return 'no';
   if (role !== 'member') return 'yes';
   if (owner.isPending) return 'checking';

@@ -1,4 +1,4 @@
-import type { MessageDelta } from './live';
+import type { MessageDelta } from '../api/session-events';
 
 /** Which model call of which turn: each is a new assistant message. */
 interface Step {

@@ -1,7 +1,6 @@
-import { useQuery } from '@tanstack/react-query';
 import { useId, useMemo, useState, type FormEvent } from 'react';
 import { useSearchParams } from 'react-router';
-import { api, unwrap } from '../../api/client';
+import { useActiveUsers, useAnalyticsUsers, useProductivity, useTokenUsage, useToolUsage, type DayRange as Range } from '../../api/analytics';
 import { EmptyState } from '../../components/EmptyState';
 import { ErrorMessage } from '../../components/ErrorMessage';
 import { Page } from '../../components/Page';
@@ -95,28 +94,11 @@ function RangePicker({ initial, onApply }: { initial: { start: string; end: stri
   );
 }
 
-const query = { startDate: '', endDate: '' };
-type Range = { start: string; end: string };
-const dates = (range: Range) => ({ ...query, startDate: range.start, endDate: range.end });
-
 function Report({ range }: { range: Range }) {
-  const key = [range.start, range.end];
-  const tokens = useQuery({
-    queryKey: ['analytics', 'tokens', ...key],
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/tokens', { params: { query: dates(range) } })),
-  });
-  const activity = useQuery({
-    queryKey: ['analytics', 'activity', ...key],
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/activity', { params: { query: dates(range) } })),
-  });
-  const tools = useQuery({
-    queryKey: ['analytics', 'tools', ...key],
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/tools', { params: { query: dates(range) } })),
-  });
-  const productivity = useQuery({
-    queryKey: ['analytics', 'productivity', ...key],
-    queryFn: () => unwrap(api.GET('/api/v1/analytics/productivity', { params: { query: dates(range) } })),
-  });
+  const tokens = useTokenUsage(range);
+  const activity = useActiveUsers(range);
+  const tools = useToolUsage(range);
+  const productivity = useProductivity(range);
   const suffix = `${range.start}_${range.end}`;
 
   const tokenChart = useMemo(() => {
@@ -268,12 +250,7 @@ function UsersTable({ range }: { range: Range }) {
   // The cursors of the pages before this one (the API pages forward only).
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors[cursors.length - 1];
-  const users = useQuery({
-    queryKey: ['analytics', 'users', range.start, range.end, cursor ?? ''],
-    queryFn: () =>
-      unwrap(api.GET('/api/v1/analytics/users', { params: { query: { ...dates(range), limit: String(USERS_PER_PAGE), ...(cursor ? { cursor } : {}) } } })),
-    placeholderData: (previous) => previous,
-  });
+  const users = useAnalyticsUsers(range, cursor, USERS_PER_PAGE);
   const page = cursors.length + 1;
   const cells = (row: NonNullable<typeof users.data>['data'][number]) =>
     USER_COLUMNS.map(([field]) =>

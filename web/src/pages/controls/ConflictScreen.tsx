@@ -1,6 +1,6 @@
 import { useEffect, useRef } from 'react';
 import { formatTime } from '../../format';
-import type { Snapshot } from './EnterpriseControls';
+import type { Snapshot } from '../../api/controls';
 import { applyMergePatch, equal, getAt, maskSecrets, mergePatch, patchedPaths, pathName, stableJson, type JsonObject, type Path } from './settings-model';
 
 /** The value at `path` of `settings`, secrets masked. */

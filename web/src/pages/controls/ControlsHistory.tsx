@@ -1,9 +1,9 @@
-import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { diffLines } from 'diff';
 import { useState } from 'react';
 import { Link } from 'react-router';
 import settingsSchema from 'virtual:schema/EnterpriseSettings';
-import { api, unwrap, type Schemas } from '../../api/client';
+import type { Schemas } from '../../api/client';
+import { useControlsHistory, useControlsRevision } from '../../api/controls';
 import { EmptyState } from '../../components/EmptyState';
 import { ErrorMessage } from '../../components/ErrorMessage';
 import { Page } from '../../components/Page';
@@ -11,22 +11,11 @@ import { formatTime } from '../../format';
 import { pointerName, stableJson, type Json } from './settings-model';
 import './controls.css';
 
-const PAGE_SIZE = 20;
 type Change = Schemas['EnterpriseControlChange'];
 
 /** `{app_url}/settings/controls/history`: every revision, newest first, with who and when, and what it changed beside what was before. */
 export default function ControlsHistory() {
-  const list = useInfiniteQuery({
-    queryKey: ['enterprise-controls-history'],
-    initialPageParam: undefined as string | undefined,
-    queryFn: ({ pageParam }) =>
-      unwrap(
-        api.GET('/api/v0/organization/enterprise-controls/history', {
-          params: { query: { limit: String(PAGE_SIZE), ...(pageParam ? { cursor: pageParam } : {}) } },
-        }),
-      ),
-    getNextPageParam: (page) => page.pagination.nextCursor ?? undefined,
-  });
+  const list = useControlsHistory();
   const [open, setOpen] = useState<number | null>(null);
   const changes = list.data?.pages.flatMap((page) => page.changes) ?? [];
   return (
@@ -83,16 +72,10 @@ export default function ControlsHistory() {
   );
 }
 
-const revisionQuery = (revision: number) => ({
-  queryKey: ['enterprise-controls-revision', revision],
-  queryFn: () => unwrap(api.GET('/api/v0/organization/enterprise-controls/history/{revision}', { params: { path: { revision: String(revision) } } })),
-  staleTime: Infinity,
-});
-
 /** The revision's own diff (the fields it names) and the two snapshots side by side, changed lines marked. */
 function RevisionDiff({ change }: { change: Change }) {
-  const current = useQuery(revisionQuery(change.revision));
-  const previous = useQuery({ ...revisionQuery(change.revision - 1), enabled: change.revision > 1 });
+  const current = useControlsRevision(change.revision);
+  const previous = useControlsRevision(change.revision - 1, { enabled: change.revision > 1 });
   if (current.isPending || (change.revision > 1 && previous.isPending)) return <p className="loading">Loading the changes…</p>;
   if (!current.data) return <ErrorMessage error={current.error} action={`Reading revision ${change.revision}`} />;
   if (change.revision > 1 && !previous.data) return <ErrorMessage error={previous.error} action={`Reading revision ${change.revision - 1}`} />;

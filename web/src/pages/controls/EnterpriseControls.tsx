@@ -1,42 +1,19 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import settingsSchema from 'virtual:schema/EnterpriseSettings';
-import { api, ApiProblem, type Schemas } from '../../api/client';
+import { ApiProblem, type Schemas } from '../../api/client';
+import { readControls, useControls, useKeepControls, useSaveControls, type Snapshot } from '../../api/controls';
 import { ErrorMessage } from '../../components/ErrorMessage';
 import { Page } from '../../components/Page';
 import { formatTime } from '../../format';
 import { ConflictScreen } from './ConflictScreen';
 import { McpSignIns } from './McpSignIns';
-import { PLUGIN_CATALOG_QUERY, PluginsSection } from './PluginsSection';
+import { PluginsSection } from './PluginsSection';
 import { fieldId, SchemaField, type FormContext } from './SchemaForm';
 import { isObject, mergePatch, maskSecrets, pathName, setAt, stableJson, type Json, type JsonObject, type Path } from './settings-model';
 import './controls.css';
 
 type Controls = Schemas['EnterpriseControls'];
-/** The controls as read, with the `ETag` to send back as `If-Match`. */
-export interface Snapshot {
-  controls: Controls;
-  etag: string;
-}
-
-export async function readControls(): Promise<Snapshot> {
-  const { data, error, response } = await api.GET('/api/v0/organization/enterprise-controls');
-  if (!response.ok || !data) throw problem(response, error);
-  return { controls: data, etag: response.headers.get('etag') ?? `"${data.revision}"` };
-}
-
-function problem(response: Response, body: unknown): ApiProblem {
-  const b = (typeof body === 'object' && body !== null ? body : {}) as { title?: string; detail?: string; metadata?: Record<string, unknown> };
-  return new ApiProblem(
-    response.status,
-    b.title ?? `HTTP ${response.status}`,
-    b.detail ?? '',
-    response.headers.get('x-request-id'),
-    b.metadata?.code as string | undefined,
-    b.metadata ?? {},
-  );
-}
 
 const settingsOf = (controls: Controls) => controls.settings as unknown as JsonObject;
 /** The saved HTTP MCP servers' names: the ones an admin may sign in to. */
@@ -45,7 +22,7 @@ const pluginsOf = (settings: JsonObject): JsonObject => (isObject(settings.enabl
 
 /** `{app_url}/settings/controls`: the enterprise controls as a form generated from the server's settings schema. */
 export default function EnterpriseControls() {
-  const read = useQuery({ queryKey: ['enterprise-controls'], queryFn: readControls, staleTime: Infinity, refetchOnWindowFocus: false });
+  const read = useControls();
   return (
     <Page
       title="Enterprise controls"
@@ -71,7 +48,7 @@ export default function EnterpriseControls() {
 }
 
 function ControlsEditor({ initial }: { initial: Snapshot }) {
-  const queries = useQueryClient();
+  const keepControls = useKeepControls();
   /** What the draft is based on: the revision read (its ETag goes in If-Match). */
   const [base, setBase] = useState(initial);
   const [draft, setDraft] = useState<JsonObject>(settingsOf(initial.controls));
@@ -85,23 +62,12 @@ function ControlsEditor({ initial }: { initial: Snapshot }) {
   const patch = useMemo(() => mergePatch(settingsOf(base.controls), draft), [base, draft]);
   const changed = Object.keys(patch).length > 0;
 
-  const save = useMutation({
-    mutationFn: async () => {
-      const { data, error, response } = await api.PATCH('/api/v0/organization/enterprise-controls', {
-        body: { settings: patch as Record<string, never> },
-        headers: { 'If-Match': base.etag },
-      });
-      if (!response.ok || !data) throw problem(response, error);
-      return { controls: data, etag: response.headers.get('etag') ?? `"${data.revision}"` };
-    },
+  const save = useSaveControls({
     onSuccess: (next) => {
       setBase(next);
       setDraft(settingsOf(next.controls));
       setGeneration((n) => n + 1);
       setSaved({ revision: next.controls.revision, warnings: next.controls.warnings ?? [] });
-      queries.setQueryData(['enterprise-controls'], next);
-      void queries.invalidateQueries({ queryKey: ['enterprise-controls-history'] });
-      void queries.invalidateQueries({ queryKey: PLUGIN_CATALOG_QUERY });
     },
     onError: async (error) => {
       if (error instanceof ApiProblem && (error.status === 412 || error.status === 409)) {
@@ -149,7 +115,7 @@ function ControlsEditor({ initial }: { initial: Snapshot }) {
           setGeneration((n) => n + 1);
           setConflict(null);
           save.reset();
-          queries.setQueryData(['enterprise-controls'], conflict.theirs);
+          keepControls(conflict.theirs);
         }}
         onDiscard={() => {
           setBase(conflict.theirs);
@@ -157,7 +123,7 @@ function ControlsEditor({ initial }: { initial: Snapshot }) {
           setGeneration((n) => n + 1);
           setConflict(null);
           save.reset();
-          queries.setQueryData(['enterprise-controls'], conflict.theirs);
+          keepControls(conflict.theirs);
         }}
       />
     );
@@ -166,7 +132,7 @@ function ControlsEditor({ initial }: { initial: Snapshot }) {
   const submit = (event: FormEvent) => {
     event.preventDefault();
     setSaved(null);
-    save.mutate();
+    save.mutate({ patch, etag: base.etag });
   };
   return (
     <form className="form controls-form" onSubmit={submit} noValidate aria-label="Enterprise controls">

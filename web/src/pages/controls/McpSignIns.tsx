@@ -1,6 +1,6 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useSearchParams } from 'react-router';
-import { api, unwrap, type Schemas } from '../../api/client';
+import type { Schemas } from '../../api/client';
+import { useForgetMcpSignIn, useMcpSignIn, useStartMcpSignIn } from '../../api/controls';
 import { ErrorMessage } from '../../components/ErrorMessage';
 import { formatTime } from '../../format';
 
@@ -47,20 +47,10 @@ export function McpSignIns({ servers }: { servers: string[] }) {
 }
 
 function ServerSignIn({ name }: { name: string }) {
-  const queries = useQueryClient();
-  const key = ['mcp-oauth', name];
-  const path = '/api/v0/organization/enterprise-controls/mcp-servers/{serverName}/oauth' as const;
-  const params = { params: { path: { serverName: name } } };
-  const connection = useQuery({ queryKey: key, queryFn: () => unwrap(api.GET(path, params)), refetchOnWindowFocus: false });
-  const signIn = useMutation({
-    mutationFn: () => unwrap(api.POST(path, { ...params, body: {} })),
-    // The authorization server sends the browser back to /settings/controls.
-    onSuccess: (started) => window.location.assign(started.authorizationUrl),
-  });
-  const forget = useMutation({
-    mutationFn: () => unwrap(api.DELETE(path, params)),
-    onSettled: () => queries.invalidateQueries({ queryKey: key }),
-  });
+  const connection = useMcpSignIn(name);
+  // The authorization server sends the browser back to /settings/controls.
+  const signIn = useStartMcpSignIn(name, { onSuccess: (started) => window.location.assign(started.authorizationUrl) });
+  const forget = useForgetMcpSignIn(name);
   const data = connection.data;
   return (
     <li className="plugin">

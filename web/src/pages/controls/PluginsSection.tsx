@@ -1,15 +1,12 @@
-import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
-import { api, unwrap, type Schemas } from '../../api/client';
+import type { Schemas } from '../../api/client';
+import { usePluginCatalog } from '../../api/controls';
 import { ErrorMessage } from '../../components/ErrorMessage';
 import { formatTime } from '../../format';
 import type { JsonObject } from './settings-model';
 
 type Marketplace = Schemas['MarketplaceCatalog'];
 type Plugin = Schemas['CatalogPluginState'];
-
-/** The catalog's query: the form refetches it after a save (a marketplace added, a plugin turned on). */
-export const PLUGIN_CATALOG_QUERY = ['enterprise-controls-plugins'];
 
 /**
  * The plugins of the organization's marketplaces as its agents last reported them (the server never fetches a
@@ -18,11 +15,8 @@ export const PLUGIN_CATALOG_QUERY = ['enterprise-controls-plugins'];
  * `saved` the one in force: turning off a plugin the saved settings do not name leaves no entry behind.
  */
 export function PluginsSection(props: { enabled: JsonObject; saved: JsonObject; onChange: (id: string, next: boolean | undefined) => void }) {
-  const catalog = useQuery({
-    queryKey: PLUGIN_CATALOG_QUERY,
-    queryFn: () => unwrap(api.GET('/api/v0/organization/enterprise-controls/plugins')),
-    refetchOnWindowFocus: false,
-  });
+  // Read again after a save (a marketplace added, a plugin turned on).
+  const catalog = usePluginCatalog();
   const toggle = (id: string, on: boolean) => props.onChange(id, on ? true : Object.hasOwn(props.saved, id) ? false : undefined);
   const isOn = (id: string) => props.enabled[id] === true;
   return (

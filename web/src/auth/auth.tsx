@@ -1,14 +1,15 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
-import { api, unwrap, setCredential, type Me } from '../api/client';
+import { readMe } from '../api/auth';
+import { setCredential, type Me } from '../api/client';
 
 /** sessionStorage only: the key lives as long as the tab, is never written to localStorage, a cookie or a URL. */
 const STORAGE_KEY = 'agent-platform.api-key';
 
-export type SessionState = { status: 'loading' } | { status: 'signed-out'; reason?: string } | { status: 'signed-in'; me: Me };
+export type AuthState = { status: 'loading' } | { status: 'signed-out'; reason?: string } | { status: 'signed-in'; me: Me };
 
-interface Session {
-  state: SessionState;
+interface Auth {
+  state: AuthState;
   /** Checks the key with the API (`GET /api/v0/me`); throws the API's problem when it does not work. */
   signIn(key: string): Promise<Me>;
   signOut(reason?: string): void;
@@ -16,7 +17,7 @@ interface Session {
   refresh(): Promise<void>;
 }
 
-const SessionContext = createContext<Session | null>(null);
+const AuthContext = createContext<Auth | null>(null);
 
 function readStoredKey(): string | null {
   try {
@@ -29,16 +30,17 @@ function readStoredKey(): string | null {
 async function whoIs(key: string): Promise<Me> {
   setCredential(key);
   try {
-    return await unwrap(api.GET('/api/v0/me'));
+    return await readMe();
   } catch (error) {
     setCredential(null);
     throw error;
   }
 }
 
-export function SessionProvider({ children }: { children: ReactNode }) {
+/** Who is signed in in this tab: the API key it signs in with and who that key is (not an agent session: see api/sessions.ts). */
+export function AuthProvider({ children }: { children: ReactNode }) {
   const queries = useQueryClient();
-  const [state, setState] = useState<SessionState>(() => (readStoredKey() ? { status: 'loading' } : { status: 'signed-out' }));
+  const [state, setState] = useState<AuthState>(() => (readStoredKey() ? { status: 'loading' } : { status: 'signed-out' }));
 
   const signOut = useCallback(
     (reason?: string) => {
@@ -74,18 +76,18 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   }, [signOut]);
 
   const value = useMemo(() => ({ state, signIn, signOut, refresh }), [state, signIn, signOut, refresh]);
-  return <SessionContext.Provider value={value}>{children}</SessionContext.Provider>;
+  return <AuthContext.Provider value={value}>{children}</AuthContext.Provider>;
 }
 
-export function useSession(): Session {
-  const session = useContext(SessionContext);
-  if (!session) throw new Error('useSession outside SessionProvider');
-  return session;
+export function useAuth(): Auth {
+  const auth = useContext(AuthContext);
+  if (!auth) throw new Error('useAuth outside AuthProvider');
+  return auth;
 }
 
 /** Who is signed in; only inside pages the router shows to signed-in users. */
 export function useMe(): Me {
-  const { state } = useSession();
+  const { state } = useAuth();
   if (state.status !== 'signed-in') throw new Error('useMe on a page for signed-in users only');
   return state.me;
 }
