@@ -72,8 +72,17 @@ describe('Agent channel answers, against the contract the agent is typed with', 
     const { port } = t.app.getHttpServer().address() as AddressInfo;
     const client = new PlatformClient({ baseUrl: `http://127.0.0.1:${port}`, token: computer.agentToken, retryWindowMs: 0 });
 
+    // A marketplace of the organization's, for the plugin catalog report.
+    await t
+      .http()
+      .patch('/api/v0/organization/enterprise-controls')
+      .set(owner.auth)
+      .send({ settings: { extraKnownMarketplaces: { team: { source: 'git', repo: 'https://git.example.com/team/plugins.git' } } } })
+      .expect(200);
+
     await client.connect('laptop.example');
     await client.policy();
+    await client.reportPluginCatalog({ marketplace: 'team', outcome: 'failed', error: 'git.example.com could not be reached' });
     const work = (await client.claim(0))!;
     expect(work.sessionId).toBe(sessionId);
     await client.append(sessionId, work.turnId, [
