@@ -60,7 +60,6 @@ const ENGINE_NEUTRAL = [
     'readiness-evaluator-cli',
     'readiness-evaluator-criteria',
     'readiness-evaluator-repositories',
-    'service-collaborators',
   ].map((name) => `<rootDir>/test/e2e/${name}\\.e2e-spec\\.ts$`),
 ];
 

@@ -1,6 +1,9 @@
 import { Logger } from '@nestjs/common';
-import { jitteredDelay, JobRunner } from './job-runner';
-import { Metrics } from '../metrics';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { Test } from '@nestjs/testing';
+import { jitteredDelay, JobRunner, jobTimeoutName } from './job-runner';
+import { JobsModule } from './jobs.module';
+import { Metrics, MetricsModule } from '../metrics';
 
 /** A run the test ends when it wants: `release()` resolves it, `fail()` rejects it. */
 function gate() {
@@ -26,10 +29,12 @@ describe('JobRunner', () => {
   let errors: jest.SpyInstance;
 
   let metrics: Metrics;
+  let scheduler: SchedulerRegistry;
 
   beforeEach(() => {
     metrics = new Metrics();
-    runner = new JobRunner(metrics);
+    scheduler = new SchedulerRegistry();
+    runner = new JobRunner(metrics, scheduler);
     errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
     jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
   });
@@ -231,5 +236,42 @@ describe('JobRunner', () => {
     expect(Date.now() - began).toBeLessThan(1_000);
     expect(Logger.prototype.warn).toHaveBeenCalledWith({ job: 'test.stuck' }, expect.stringMatching(/still running 30 ms into shutdown/));
     stuck.release();
+  });
+
+  it("keeps each job's next tick in the SchedulerRegistry, a new timeout at every tick, and removes it when the job stops", async () => {
+    let calls = 0;
+    const job = runner.register({ name: 'test.registry', everyMs: 5, run: async () => void (calls += 1) });
+    runner.register({ name: 'test.slow', everyMs: 60_000, run: async () => undefined });
+    runner.register({ name: 'test.on-demand', everyMs: 0, run: async () => undefined });
+    expect(scheduler.getTimeouts()).toEqual([]);
+    runner.onApplicationBootstrap();
+    // A job that runs only when asked has no tick.
+    expect(scheduler.getTimeouts().sort()).toEqual([jobTimeoutName('test.registry'), jobTimeoutName('test.slow')]);
+    const first = scheduler.getTimeout(jobTimeoutName('test.registry'));
+    await until(() => calls >= 1);
+    // Each wait is drawn again, so each tick arms a timeout of its own under the job's name.
+    expect(scheduler.getTimeout(jobTimeoutName('test.registry'))).not.toBe(first);
+    await job.stop();
+    expect(scheduler.getTimeouts()).toEqual([jobTimeoutName('test.slow')]);
+    const ran = calls;
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(calls).toBe(ran);
+    await runner.beforeApplicationShutdown();
+    expect(scheduler.getTimeouts()).toEqual([]);
+  });
+
+  it('in the application, ticks in the ScheduleModule registry and leaves none behind at shutdown', async () => {
+    const app = await Test.createTestingModule({ imports: [MetricsModule, JobsModule] }).compile();
+    const jobs = app.get(JobRunner);
+    const registry = app.get(SchedulerRegistry);
+    let calls = 0;
+    jobs.register({ name: 'test.app-a', everyMs: 60_000, run: async () => void (calls += 1) });
+    await app.init();
+    jobs.register({ name: 'test.app-b', everyMs: 60_000, run: async () => void (calls += 1) });
+    expect(registry.getTimeouts().sort()).toEqual([jobTimeoutName('test.app-a'), jobTimeoutName('test.app-b')]);
+    await app.close();
+    expect(registry.getTimeouts()).toEqual([]);
+    expect(await jobs.runNow('test.app-a')).toBeUndefined();
+    expect(calls).toBe(0);
   });
 });

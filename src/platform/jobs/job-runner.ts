@@ -1,4 +1,5 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { Metrics } from '../metrics';
 
@@ -61,6 +62,11 @@ export function jitteredDelay(everyMs: number, jitter = DEFAULT_JITTER, random: 
   return Math.max(1, Math.round(everyMs - spread + 2 * spread * random()));
 }
 
+/** The name of a job's next tick in `@nestjs/schedule`'s registry (a timeout: each wait is drawn again). */
+export function jobTimeoutName(job: string): string {
+  return `job:${job}`;
+}
+
 class StoppingJob extends Error {
   constructor(name: string) {
     super(`${name}: the instance is stopping`);
@@ -72,7 +78,7 @@ class ScheduledJob<T> implements JobHandle<T> {
   private readonly stats: JobStats = { runs: 0, failures: 0, lastDurationMs: null, lastRunAt: null, running: false };
   private inFlight: Promise<T | undefined> | null = null;
   private next: Promise<T | undefined> | null = null;
-  private timer: NodeJS.Timeout | null = null;
+  private readonly timeoutName: string;
   private started = false;
   private stopping: Promise<void> | null = null;
   private lastStartedAt: number | null = null;
@@ -80,8 +86,11 @@ class ScheduledJob<T> implements JobHandle<T> {
   constructor(
     private readonly definition: JobDefinition<T>,
     private readonly logger: Logger,
+    private readonly scheduler: SchedulerRegistry,
     private readonly ended: (name: string, seconds: number, failed: boolean) => void,
-  ) {}
+  ) {
+    this.timeoutName = jobTimeoutName(definition.name);
+  }
 
   /** Seconds since the latest run began (in flight or ended) beyond the longest wait between ticks: 0 on time, null before a first run. */
   lagSeconds(now: number): number | null {
@@ -129,8 +138,7 @@ class ScheduledJob<T> implements JobHandle<T> {
   }
 
   private async shutDown(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.forgetTick();
     this.controller.abort(new StoppingJob(this.name));
     if (!this.inFlight) return;
     const limitMs = this.definition.shutdownMs ?? DEFAULT_SHUTDOWN_MS;
@@ -143,19 +151,28 @@ class ScheduledJob<T> implements JobHandle<T> {
     if (gaveUp) this.logger.warn({ job: this.name }, `Job ${this.name} was still running ${limitMs} ms into shutdown; not waiting for it`);
   }
 
-  /** The next tick, a jittered interval from now: skipped when a run is still in flight (overlap guard). */
+  /**
+   * The next tick, a jittered interval from now, as a timeout in the scheduler's registry under the job's name: a tick
+   * is skipped when a run is still in flight (overlap guard).
+   */
   private arm(): void {
     const { everyMs, jitter } = this.definition;
     if (everyMs <= 0 || this.controller.signal.aborted) return;
-    this.timer = setTimeout(
+    const tick = setTimeout(
       () => {
-        this.timer = null;
+        this.forgetTick();
         if (!this.inFlight) void this.launch();
         this.arm();
       },
       jitteredDelay(everyMs, jitter),
     );
-    this.timer.unref();
+    tick.unref();
+    this.scheduler.addTimeout(this.timeoutName, tick);
+  }
+
+  /** Clears and unregisters the pending tick, if any (ScheduleModule may have cleared its registry at shutdown first). */
+  private forgetTick(): void {
+    if (this.scheduler.doesExist('timeout', this.timeoutName)) this.scheduler.deleteTimeout(this.timeoutName);
   }
 
   private launch(): Promise<T | undefined> {
@@ -190,9 +207,10 @@ class ScheduledJob<T> implements JobHandle<T> {
 }
 
 /**
- * Runs the background jobs: each on its interval (from config, with jitter), never two runs of a job at once on an
- * instance, one error line per failed run, stopped gracefully at shutdown (no new run, the signal aborted, the run in
- * flight awaited for a bounded time), with in-memory stats per job. Several instances stay safe because each job
+ * Runs the background jobs: each on its interval (from config, with jitter; the pending tick is a timeout in
+ * `@nestjs/schedule`'s SchedulerRegistry, named `job:<name>`), never two runs of a job at once on an instance, one
+ * error line per failed run, stopped gracefully at shutdown (no new run, the signal aborted, the run in flight awaited
+ * for a bounded time), with in-memory stats per job. Several instances stay safe because each job
  * claims its work in the database; the runner only paces it.
  *
  * Register from `onModuleInit` or `onApplicationBootstrap` (after what must happen before the first run): a job starts
@@ -207,7 +225,10 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private bootstrapped = false;
   private stopped = false;
 
-  constructor(metrics: Metrics) {
+  constructor(
+    metrics: Metrics,
+    private readonly scheduler: SchedulerRegistry,
+  ) {
     const runs = metrics.counter({
       name: 'job_runs_total',
       help: 'Ended runs of each background job, by outcome (ok, failed).',
@@ -246,7 +267,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
 
   register<T>(definition: JobDefinition<T>): JobHandle<T> {
     if (this.jobs.has(definition.name)) throw new Error(`Two jobs are named ${definition.name}`);
-    const job = new ScheduledJob(definition, this.logger, this.ended);
+    const job = new ScheduledJob(definition, this.logger, this.scheduler, this.ended);
     this.registeredJob(definition.name);
     this.jobs.set(definition.name, job as ScheduledJob<unknown>);
     if (this.stopped) void job.stop();
