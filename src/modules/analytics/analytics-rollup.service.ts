@@ -1,7 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { MembersService } from '../auth';
+import { TokenUsageReader } from '../sessions';
 import { AnalyticsRepository } from './analytics.repository';
 import { rollUpDay } from './domain/day-rollup';
-import { tokensDay } from './domain/token-rows';
+import { tokensDay, UserModelUsage } from './domain/token-rows';
 
 export interface RollupResult {
   /** Days (organization and date) rolled up, in order. */
@@ -17,7 +20,11 @@ export interface RollupResult {
 export class AnalyticsRollupService {
   private readonly logger = new Logger(AnalyticsRollupService.name);
 
-  constructor(private readonly repository: AnalyticsRepository) {}
+  constructor(
+    private readonly repository: AnalyticsRepository,
+    private readonly tokenUsage: TokenUsageReader,
+    private readonly members: MembersService,
+  ) {}
 
   /** Rolls up every dirty day before today (UTC), of one organization or of all; `shouldStop` ends it between days. */
   async run(options: { organizationId?: string; now?: Date; shouldStop?: () => boolean } = {}): Promise<RollupResult> {
@@ -28,7 +35,8 @@ export class AnalyticsRollupService {
       const done = await this.repository.transaction(async (manager) => {
         const claimed = await this.repository.claimDirtyDay(manager, today, options.organizationId);
         if (!claimed) return null;
-        const { facts, usage, sessionsWithMessages } = await this.repository.dayFacts(manager, claimed.organizationId, claimed.day);
+        const { facts, sessionsWithMessages } = await this.repository.dayFacts(manager, claimed.organizationId, claimed.day);
+        const usage = await this.usageOfDay(manager, claimed.organizationId, claimed.day);
         await this.repository.writeDay(
           manager,
           claimed.organizationId,
@@ -43,5 +51,16 @@ export class AnalyticsRollupService {
     }
     if (days.length > 0) this.logger.log(`Rolled up ${days.length} analytics day(s)`);
     return { days };
+  }
+
+  /** The day's token usage (Sessions') with each user's email (Auth's), read in the rollup's transaction. */
+  private async usageOfDay(manager: EntityManager, organizationId: string, day: string): Promise<UserModelUsage[]> {
+    const usage = await this.tokenUsage.ofDay(organizationId, day, manager);
+    const emails = await this.members.emailsOf(
+      organizationId,
+      usage.map((row) => row.userId),
+      manager,
+    );
+    return usage.map((row) => ({ ...row, userEmail: emails.get(row.userId) ?? null }));
   }
 }

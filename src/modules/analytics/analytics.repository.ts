@@ -3,7 +3,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { AdvisoryLock } from '../../platform/database/advisory-locks';
 import { Sql } from '../../platform/database/sql';
 import { ActivityDay, DayRollup, FactCount, ProductivityDay, ToolsDay, UserDayMetrics } from './domain/day-rollup';
-import { TokensRow, UserModelUsage } from './domain/token-rows';
+import { TokensRow } from './domain/token-rows';
 import { Fact, FactKind } from './domain/facts';
 
 /** A rolled-up day of the organization, as stored. */
@@ -14,10 +14,9 @@ export interface StoredDay {
   productivity: ProductivityDay;
 }
 
-/** A user's rolled-up day, as the users endpoint serves it. */
+/** A user's rolled-up day, as stored (the users endpoint adds the user's email). */
 export interface StoredUserDay {
   userId: string;
-  userEmail: string | null;
   day: string;
   metrics: UserDayMetrics;
 }
@@ -109,11 +108,7 @@ export class AnalyticsRepository {
   }
 
   /** The day's facts counted per distinct combination, and the sessions that had messages. */
-  async dayFacts(
-    manager: EntityManager,
-    organizationId: string,
-    day: string,
-  ): Promise<{ facts: FactCount[]; sessionsWithMessages: number; usage: UserModelUsage[] }> {
+  async dayFacts(manager: EntityManager, organizationId: string, day: string): Promise<{ facts: FactCount[]; sessionsWithMessages: number }> {
     const facts = await this.sql.in(manager).query<FactCount & { n: number }>(
       'analytics.dayFacts',
       `SELECT user_id AS "userId", kind, client, level, name, detail, command, count(*)::int AS n
@@ -127,29 +122,7 @@ export class AnalyticsRepository {
        WHERE organization_id = $1 AND day = $2 AND kind IN ($3, $4)`,
       [organizationId, day, FactKind.UserMessage, FactKind.AssistantMessage],
     );
-    const usage = await this.sql.in(manager).query<Record<string, string>>(
-      'analytics.dayUsage',
-      `SELECT t.user_id AS "userId", u.email AS "userEmail", t.model, t.input_tokens AS input, t.output_tokens AS output,
-              t.cache_creation_tokens AS "cacheWrite", t.cache_read_tokens AS "cacheRead", t.thinking_tokens AS thinking
-       FROM token_usage_daily t LEFT JOIN users u ON u.id = t.user_id AND u.organization_id = $1
-       WHERE t.organization_id = $1 AND t.day = $2`,
-      [organizationId, day],
-    );
-    // bigint columns arrive as strings; usage stays far below 2^53.
-    return {
-      facts,
-      sessionsWithMessages: sessions,
-      usage: usage.map((row) => ({
-        userId: row.userId,
-        userEmail: row.userEmail,
-        model: row.model,
-        input: Number(row.input),
-        output: Number(row.output),
-        cacheWrite: Number(row.cacheWrite),
-        cacheRead: Number(row.cacheRead),
-        thinking: Number(row.thinking),
-      })),
-    };
+    return { facts, sessionsWithMessages: sessions };
   }
 
   /** Replaces the organization's rolled-up day (nothing stored when the day has no users). */
@@ -217,8 +190,7 @@ export class AnalyticsRepository {
     if (userIds.length === 0) return [];
     return this.sql.query<StoredUserDay>(
       'analytics.userDays',
-      `SELECT d.user_id AS "userId", u.email AS "userEmail", to_char(d.day, 'YYYY-MM-DD') AS day, d.metrics
-       FROM analytics_user_days d LEFT JOIN users u ON u.organization_id = d.organization_id AND u.id = d.user_id
+      `SELECT d.user_id AS "userId", to_char(d.day, 'YYYY-MM-DD') AS day, d.metrics FROM analytics_user_days d
        WHERE d.organization_id = $1 AND d.user_id = ANY($2::uuid[]) AND d.day BETWEEN $3 AND $4
        ORDER BY d.user_id, d.day`,
       [organizationId, userIds, from, to],

@@ -21,8 +21,6 @@ export interface CallerRow {
   email: string;
   name: string;
   features: OrganizationFeatures;
-  /** Set when the credential is a computer's agent token. */
-  computer_id?: string;
   /** Set when the key's user was removed (API keys only: other lookups leave removed users out). */
   user_removed_at?: Date | null;
 }
@@ -81,6 +79,18 @@ export class AuthRepository {
       userIds,
     ]);
     return new Set(rows.map((row) => row.id));
+  }
+
+  /** The email of each of these users of the organization (ids must be UUIDs), removed ones included. */
+  async emailsOf(organizationId: string, userIds: readonly string[], manager?: EntityManager): Promise<Map<string, string>> {
+    if (userIds.length === 0) return new Map();
+    const rows = await this.sql
+      .in(manager)
+      .query<{ id: string; email: string }>('auth.emails', 'SELECT id, email FROM users WHERE organization_id = $1 AND id = ANY($2::uuid[])', [
+        organizationId,
+        [...new Set(userIds)],
+      ]);
+    return new Map(rows.map((row) => [row.id, row.email]));
   }
 
   /** Whether `userId` (a UUID) is a service account of the organization. */

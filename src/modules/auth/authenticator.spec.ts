@@ -1,7 +1,7 @@
 import { loadConfig } from '../../config/app-config';
 import type { AuthRepository, CallerRow } from './auth.repository';
 import { Authenticator } from './authenticator';
-import { ComputerTokenLookup, type ComputerCaller } from './computer-token.lookup';
+import { ComputerTokenLookup, type TokenComputer } from './computer-token.lookup';
 import { CredentialCache } from './credential-cache';
 import { generateApiKey, generateComputerToken } from './domain/api-key-secret';
 import { AuthError, AuthErrorCode } from './domain/auth.errors';
@@ -15,8 +15,12 @@ const ORG = '01a20000-0000-7000-8000-000000000001';
 /** The credentials a test database would hold, by hash: what the repository's queries would answer. */
 class Credentials {
   readonly keys = new Map<string, CallerRow>();
-  readonly tokens = new Map<string, ComputerCaller>();
+  readonly tokens = new Map<string, TokenComputer>();
+  /** Users who are members (not removed), by id. */
+  readonly users = new Map<string, CallerRow>([[USER, caller({})]]);
   lookups = 0;
+  tokenLookups = 0;
+  userLookups = 0;
 
   addKey(row: Partial<CallerRow> = {}): string {
     const { key, hash } = generateApiKey();
@@ -31,12 +35,27 @@ class Credentials {
         return this.keys.get(hash) ?? null;
       },
       touchApiKey: async () => true,
-      findCaller: async () => null,
+      findCaller: async (userId: string, organizationId: string) => {
+        this.userLookups += 1;
+        const user = this.users.get(userId);
+        return user?.organization_id === organizationId ? user : null;
+      },
     } as unknown as AuthRepository;
   }
 
   computerTokens(): ComputerTokenLookup {
-    return { byHash: async (hash: string) => this.tokens.get(hash) ?? null };
+    return {
+      byHash: async (hash: string) => {
+        this.tokenLookups += 1;
+        return this.tokens.get(hash) ?? null;
+      },
+    };
+  }
+
+  addComputer(computerId = '01a20000-0000-7000-8000-0000000000dd'): { token: string; hash: string } {
+    const generated = generateComputerToken();
+    this.tokens.set(generated.hash, { computerId, organizationId: ORG, ownerId: USER });
+    return generated;
   }
 }
 
@@ -59,11 +78,13 @@ function caller(row: Partial<CallerRow>): CallerRow {
 describe('Authenticator', () => {
   let credentials: Credentials;
   let authenticator: Authenticator;
+  let cache: CredentialCache;
 
   beforeEach(() => {
     credentials = new Credentials();
     const config = loadConfig({ AUTH_CACHE_MS: '60000' });
-    authenticator = new Authenticator(credentials.repository(), new JwtVerifier(config), new CredentialCache(config), credentials.computerTokens());
+    cache = new CredentialCache(config);
+    authenticator = new Authenticator(credentials.repository(), new JwtVerifier(config), cache, credentials.computerTokens());
   });
 
   const failure = (header: string | undefined) =>
@@ -121,9 +142,12 @@ describe('Authenticator', () => {
   });
 
   it("reads a computer token as the computer (its owner's rights), and forgets a rotated one at once", async () => {
-    const { token, hash } = generateComputerToken();
-    credentials.tokens.set(hash, { ...caller({}), computer_id: '01a20000-0000-7000-8000-0000000000dd' });
+    credentials.users.set(USER, caller({ role: Role.Manager }));
+    const { token, hash } = credentials.addComputer();
     await expect(authenticator.authenticate(`Bearer ${token}`, NOW)).resolves.toMatchObject({
+      userId: USER,
+      organizationId: ORG,
+      role: Role.Manager,
       credential: { kind: 'computer', computerId: '01a20000-0000-7000-8000-0000000000dd' },
     });
     credentials.tokens.delete(hash);
@@ -131,11 +155,30 @@ describe('Authenticator', () => {
     expect(await failure(`Bearer ${token}`)).toBe(AuthErrorCode.InvalidCredentials);
   });
 
+  it('refuses the token of a computer whose owner was removed from the organization', async () => {
+    const { token } = credentials.addComputer();
+    credentials.users.delete(USER);
+    expect(await failure(`Bearer ${token}`)).toBe(AuthErrorCode.InvalidCredentials);
+  });
+
+  it("reads an owner once for all their computers' tokens, and forgets the owner with the member (a role change applies at once)", async () => {
+    const first = credentials.addComputer('01a20000-0000-7000-8000-0000000000d1');
+    const second = credentials.addComputer('01a20000-0000-7000-8000-0000000000d2');
+    await authenticator.authenticate(`Bearer ${first.token}`, NOW);
+    await authenticator.authenticate(`Bearer ${second.token}`, NOW);
+    await authenticator.authenticate(`Bearer ${second.token}`, NOW);
+    expect({ computers: credentials.tokenLookups, users: credentials.userLookups }).toEqual({ computers: 2, users: 1 });
+
+    credentials.users.set(USER, caller({ role: Role.Guest }));
+    cache.forget(CredentialCache.userKey(USER, ORG));
+    await expect(authenticator.authenticate(`Bearer ${first.token}`, NOW)).resolves.toMatchObject({ role: Role.Guest });
+    expect(credentials.tokenLookups).toBe(2);
+  });
+
   it("does not take an API key's random part under the computer-token prefix, or the reverse", async () => {
     const key = credentials.addKey();
     expect(await failure(`Bearer cpt_${key.slice(4)}`)).toBe(AuthErrorCode.InvalidCredentials);
-    const { token, hash } = generateComputerToken();
-    credentials.tokens.set(hash, { ...caller({}), computer_id: '01a20000-0000-7000-8000-0000000000dd' });
+    const { token } = credentials.addComputer();
     expect(await failure(`Bearer apk_${token.slice(4)}`)).toBe(AuthErrorCode.InvalidCredentials);
   });
 

@@ -46,29 +46,35 @@ export class Authenticator {
     return toPrincipal(caller, { kind: 'api_key', apiKeyId });
   }
 
-  /** A computer's agent token acts for the computer's owner; rotating the token invalidates the old one. */
+  /**
+   * A computer's agent token acts for the computer's owner; rotating the token invalidates the old one. Computers
+   * names the token's computer and owner; the owner as a caller is this module's read, cached per user.
+   */
   private async fromComputerToken(token: string): Promise<Principal> {
     const hash = isWellFormedComputerToken(token) ? hashApiKey(token) : null;
-    const caller = hash ? await this.cache.get(`cpt:${hash}`, () => this.computerTokens.byHash(hash)) : null;
-    if (!caller?.computer_id) throw new AuthError(AuthErrorCode.InvalidCredentials, 'The computer token is not valid (rotated, or its computer was deleted).');
-    return toPrincipal(caller, { kind: 'computer', computerId: caller.computer_id });
+    const computer = hash ? await this.cache.computer(hash, () => this.computerTokens.byHash(hash)) : null;
+    const caller = computer ? await this.userCaller(computer.ownerId, computer.organizationId) : null;
+    if (!computer || !caller) throw new AuthError(AuthErrorCode.InvalidCredentials, 'The computer token is not valid (rotated, or its computer was deleted).');
+    return toPrincipal(caller, { kind: 'computer', computerId: computer.computerId });
   }
 
   /** Drops a rotated token from this instance's cache, so it answers 401 here at once. */
   forgetComputerToken(tokenHash: string): void {
-    this.cache.forget(`cpt:${tokenHash}`);
+    this.cache.forgetComputer(tokenHash);
   }
 
   /** The role comes from the database, not the token: a demotion applies within AUTH_CACHE_MS. */
   private async fromJwt(token: string): Promise<Principal> {
     const claims = await this.jwt.verify(token);
     const { userId, organizationId } = claims;
-    const caller =
-      isUuid(userId) && isUuid(organizationId)
-        ? await this.cache.get(`jwt:${userId}:${organizationId}`, () => this.repository.findCaller(userId, organizationId))
-        : null;
+    const caller = isUuid(userId) && isUuid(organizationId) ? await this.userCaller(userId, organizationId) : null;
     if (!caller) throw new AuthError(AuthErrorCode.InvalidCredentials, 'The JWT names a user this server does not know.');
     return toPrincipal(caller, { kind: 'jwt' });
+  }
+
+  /** A user of the organization (not removed) as a caller, with the organization's features. */
+  private userCaller(userId: string, organizationId: string): Promise<CallerRow | null> {
+    return this.cache.get(CredentialCache.userKey(userId, organizationId), () => this.repository.findCaller(userId, organizationId));
   }
 }
 

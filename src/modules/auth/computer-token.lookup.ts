@@ -1,14 +1,17 @@
-import type { CallerRow } from './auth.repository';
-
-/** The computer a token hash belongs to, and its owner as a caller. */
-export type ComputerCaller = CallerRow & { computer_id: string };
+/** The computer an agent token belongs to: what Auth needs to act for its owner. */
+export interface TokenComputer {
+  computerId: string;
+  organizationId: string;
+  ownerId: string;
+}
 
 /**
  * Where Auth resolves computers' agent tokens: a contract the Computers module fulfils (it owns the
- * tokens, which live and die with the computer; it imports Auth). Resolved at start.
+ * tokens, which live and die with the computer; it imports Auth). It answers the computer and its
+ * owner's id; the owner as a caller (role, email, features) is Auth's own read. Resolved at start.
  */
 export abstract class ComputerTokenLookup {
-  abstract byHash(tokenHash: string): Promise<ComputerCaller | null>;
+  abstract byHash(tokenHash: string): Promise<TokenComputer | null>;
 }
 
 /** No computer, so no valid token: for programs without the Computers module (the CLI). */

@@ -65,6 +65,16 @@ describe('CredentialCache', () => {
     expect(await cache.get('a', loader(other))).toBe(caller);
   });
 
+  it("keeps a computer token's computer apart from the callers, and forgets it alone", async () => {
+    const cache = new CredentialCache(loadConfig({ AUTH_CACHE_MS: '60000' }));
+    const computer = { computerId: 'c1', organizationId: 'o1', ownerId: 'u1' };
+    await cache.get('k', loader(caller));
+    expect(await cache.computer('k', async () => computer)).toBe(computer);
+    cache.forgetComputer('k');
+    expect(await cache.computer('k', async () => null)).toBeNull();
+    expect(await cache.get('k', loader(null))).toBe(caller);
+  });
+
   it('caches nothing with AUTH_CACHE_MS=0', async () => {
     const cache = new CredentialCache(loadConfig({ AUTH_CACHE_MS: '0' }));
     const load = loader(caller);

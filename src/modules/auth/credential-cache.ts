@@ -2,6 +2,22 @@ import { Injectable } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../../config/app-config';
 import type { CallerRow } from './auth.repository';
+import type { TokenComputer } from './computer-token.lookup';
+
+/** Up to 10,000 answers by key for `ttl` ms, one lookup per key at a time; null when nothing is cached. */
+function answers<V extends object>(ttl: number): LRUCache<string, V, () => Promise<V | null>> | null {
+  return ttl > 0
+    ? new LRUCache<string, V, () => Promise<V | null>>({
+        max: 10_000,
+        ttl,
+        // One lookup per credential at a time: the requests that arrive while it runs (every client's burst, each
+        // time an entry expires) wait for it rather than each asking the database. An unknown one is not kept.
+        fetchMethod: async (_key, _stale, { context: load }) => (await load()) ?? undefined,
+        // A credential forgotten mid-lookup (revoked here): the lookup still answers the requests waiting for it.
+        ignoreFetchAbort: true,
+      })
+    : null;
+}
 
 /**
  * Callers recently read from the database, by credential, for AUTH_CACHE_MS (default 1 s): at
@@ -9,24 +25,23 @@ import type { CallerRow } from './auth.repository';
  * Revocation through this instance takes effect at once (the entry is dropped); a change made
  * elsewhere (another instance, the CLI, a role or feature change) within the cache's lifetime.
  * Expiry is checked on every request from the cached row.
+ *
+ * A computer's agent token is kept apart, as the computer it names: its owner as a caller is the
+ * user's entry (`userKey`), shared with the owner's JWTs and other computers, and forgotten with them.
  */
 @Injectable()
 export class CredentialCache {
   private readonly callers: LRUCache<string, CallerRow, () => Promise<CallerRow | null>> | null;
+  private readonly computers: LRUCache<string, TokenComputer, () => Promise<TokenComputer | null>> | null;
 
   constructor(config: AppConfig) {
-    this.callers =
-      config.AUTH_CACHE_MS > 0
-        ? new LRUCache({
-            max: 10_000,
-            ttl: config.AUTH_CACHE_MS,
-            // One lookup per credential at a time: the requests that arrive while it runs (every client's burst, each
-            // time an entry expires) wait for it rather than each asking the database. An unknown one is not kept.
-            fetchMethod: async (_key, _stale, { context: load }) => (await load()) ?? undefined,
-            // A credential forgotten mid-lookup (revoked here): the lookup still answers the requests waiting for it.
-            ignoreFetchAbort: true,
-          })
-        : null;
+    this.callers = answers<CallerRow>(config.AUTH_CACHE_MS);
+    this.computers = answers<TokenComputer>(config.AUTH_CACHE_MS);
+  }
+
+  /** The key of a user's own entry (no API key): JWTs and computer tokens act as it. */
+  static userKey(userId: string, organizationId: string): string {
+    return `user:${organizationId}:${userId}`;
   }
 
   async get(key: string, load: () => Promise<CallerRow | null>): Promise<CallerRow | null> {
@@ -36,5 +51,15 @@ export class CredentialCache {
 
   forget(key: string): void {
     this.callers?.delete(key);
+  }
+
+  /** The computer an agent token's hash names. */
+  async computer(tokenHash: string, load: () => Promise<TokenComputer | null>): Promise<TokenComputer | null> {
+    if (!this.computers) return load();
+    return (await this.computers.fetch(tokenHash, { context: load })) ?? null;
+  }
+
+  forgetComputer(tokenHash: string): void {
+    this.computers?.delete(tokenHash);
   }
 }

@@ -46,6 +46,15 @@ export class MembersService {
     return this.repository.listMembers(organizationId, kind, cursor, limit);
   }
 
+  /**
+   * The email of each of these users of the organization, removed ones included (what they did still names them);
+   * ids that name no user are absent. Other modules name users by id; this is where they find the address. With
+   * `manager`, read in the caller's transaction.
+   */
+  emailsOf(organizationId: string, userIds: readonly string[], manager?: EntityManager): Promise<Map<string, string>> {
+    return this.repository.emailsOf(organizationId, userIds.filter(isUuid), manager);
+  }
+
   async add(actor: MembersActor, input: { email: string; name: string; role: Role; kind: UserKind }): Promise<UserEntity> {
     this.mayGrant(actor, input.role);
     const email = input.email.toLowerCase();
@@ -149,6 +158,6 @@ export class MembersService {
 
   private forgetCallers(userId: string, organizationId: string, keyHashes: string[]): void {
     for (const hash of keyHashes) this.credentials.forget(hash);
-    this.credentials.forget(`jwt:${userId}:${organizationId}`);
+    this.credentials.forget(CredentialCache.userKey(userId, organizationId));
   }
 }

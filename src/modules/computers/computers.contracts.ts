@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { ComputerCaller, ComputerTokenLookup, isAdmin, OrganizationControlsReader, Principal, Role } from '../auth';
+import { ComputerTokenLookup, isAdmin, MembersService, OrganizationControlsReader, Principal, Role, TokenComputer } from '../auth';
 import { ComputerDirectory } from '../sessions';
 import { isUuid } from '../../platform/database/ids';
 import { ComputersRepository } from './computers.repository';
 import { BYOM } from './domain/computer';
-import { kindRefusal } from './domain/kind-controls';
+import { allowedEmails, kindRefusal } from './domain/kind-controls';
 
 /** Sessions' ComputerDirectory: whether the caller may see the computer (members: their own; guests: none), and may give it work. */
 @Injectable()
@@ -12,14 +12,20 @@ export class ComputerVisibility extends ComputerDirectory {
   constructor(
     private readonly repository: ComputersRepository,
     private readonly controls: OrganizationControlsReader,
+    private readonly members: MembersService,
   ) {
     super();
   }
 
+  /** On every claim: the owner's email is read (from Auth) only when the computer's kind is limited to listed people. */
   async workRefusal(organizationId: string, computerId: string): Promise<{ control: string; detail: string } | null> {
-    const computer = await this.repository.kindAndOwnerEmail(computerId, organizationId);
+    const computer = await this.repository.kindAndOwner(computerId, organizationId);
     if (!computer) return null;
-    const refusal = kindRefusal(await this.controls.read(organizationId), computer.provider !== BYOM, computer.ownerEmail);
+    const controls = await this.controls.read(organizationId);
+    const managed = computer.provider !== BYOM;
+    const ownerEmail =
+      allowedEmails(controls, managed).length > 0 ? ((await this.members.emailsOf(organizationId, [computer.ownerId])).get(computer.ownerId) ?? '') : '';
+    const refusal = kindRefusal(controls, managed, ownerEmail);
     if (!refusal) return null;
     const why = refusal.reason === 'disabled' ? refusal.detail : `${refusal.detail}, and its owner is not on the list.`;
     return { control: refusal.control, detail: `Computer ${computerId} takes no new work: ${why} A turn already running finishes.` };
@@ -31,14 +37,14 @@ export class ComputerVisibility extends ComputerDirectory {
   }
 }
 
-/** Auth's ComputerTokenLookup: the computer an agent token's hash belongs to. */
+/** Auth's ComputerTokenLookup: the computer an agent token's hash belongs to, and its owner. */
 @Injectable()
 export class ComputerTokens extends ComputerTokenLookup {
   constructor(private readonly repository: ComputersRepository) {
     super();
   }
 
-  byHash(tokenHash: string): Promise<ComputerCaller | null> {
-    return this.repository.findCallerByTokenHash(tokenHash);
+  byHash(tokenHash: string): Promise<TokenComputer | null> {
+    return this.repository.findByTokenHash(tokenHash);
   }
 }

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
-import type { CallerRow } from '../auth';
+import type { TokenComputer } from '../auth';
 import { AdvisoryLock } from '../../platform/database/advisory-locks';
 import { Sql } from '../../platform/database/sql';
 import { ComputerEntity, ProvisioningStepEntity } from './entities';
@@ -120,14 +120,11 @@ export class ComputersRepository {
     return (result.affected ?? 0) > 0;
   }
 
-  /** The computer's owner as a caller, for its agent token (one statement, as for API keys). */
-  async findCallerByTokenHash(tokenHash: string): Promise<(CallerRow & { computer_id: string }) | null> {
-    const rows = await this.sql.query<CallerRow & { computer_id: string }>(
-      'computers.callerByToken',
-      `SELECT NULL::uuid AS api_key_id, NULL::timestamptz AS revoked_at, NULL::timestamptz AS expires_at, NULL::timestamptz AS last_used_at,
-              u.id AS user_id, u.organization_id, u.role, u.email, u.name, o.features, c.id AS computer_id
-       FROM computers c JOIN users u ON u.organization_id = c.organization_id AND u.id = c.owner_id JOIN organizations o ON o.id = c.organization_id
-       WHERE c.agent_token_hash = $1 AND u.removed_at IS NULL`,
+  /** The computer an agent token's hash belongs to, with its owner (`computers_agent_token_hash_key` serves it). */
+  async findByTokenHash(tokenHash: string): Promise<TokenComputer | null> {
+    const rows = await this.sql.query<TokenComputer>(
+      'computers.byToken',
+      `SELECT id AS "computerId", organization_id AS "organizationId", owner_id AS "ownerId" FROM computers WHERE agent_token_hash = $1`,
       [tokenHash],
     );
     return rows[0] ?? null;
@@ -148,18 +145,17 @@ export class ComputersRepository {
     );
   }
 
-  /** Whether the computer exists in the organization (and belongs to `ownerId`, when given). */
-  /** A computer's provider and its owner's email (what the computer-kind controls judge), or null. */
-  async kindAndOwnerEmail(id: string, organizationId: string): Promise<{ provider: string; ownerEmail: string } | null> {
-    const rows = await this.sql.query<{ provider: string; ownerEmail: string }>(
-      'computers.kindAndOwnerEmail',
-      `SELECT c.provider, u.email AS "ownerEmail" FROM computers c JOIN users u ON u.organization_id = c.organization_id AND u.id = c.owner_id
-       WHERE c.id = $1 AND c.organization_id = $2`,
+  /** A computer's provider and its owner (what the computer-kind controls judge), or null. */
+  async kindAndOwner(id: string, organizationId: string): Promise<{ provider: string; ownerId: string } | null> {
+    const rows = await this.sql.query<{ provider: string; ownerId: string }>(
+      'computers.kindAndOwner',
+      `SELECT provider, owner_id AS "ownerId" FROM computers WHERE id = $1 AND organization_id = $2`,
       [id, organizationId],
     );
     return rows[0] ?? null;
   }
 
+  /** Whether the computer exists in the organization (and belongs to `ownerId`, when given). */
   async exists(id: string, organizationId: string, ownerId?: string): Promise<boolean> {
     const rows = await this.sql.query(
       ownerId ? 'computers.existsForOwner' : 'computers.exists',

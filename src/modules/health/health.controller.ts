@@ -5,7 +5,7 @@ import { DomainError, ErrorKind } from '../../platform/http/domain-error';
 import type { ApiSchema } from '../../platform/http/api-schema';
 import { answerObject, ref, SchemaObject, SchemaRegistry } from '../../platform/http/json-schema';
 import { V0_ERROR } from '../../platform/http/openapi';
-import { Sql } from '../../platform/database/sql';
+import { DatabaseProbe } from '../../platform/database/database-probe';
 import { Public } from '../auth';
 
 /** Past this, the database counts as not answering: a request would wait as long. */
@@ -26,14 +26,11 @@ class DatabaseUnavailableError extends DomainError<'database_unavailable'> {
 @Controller()
 export class HealthController {
   constructor(
-    private readonly sql: Sql,
+    private readonly database: DatabaseProbe,
     private readonly config: AppConfig,
   ) {}
 
-  /**
-   * Readiness: a named statement on a table, through the pool, exactly as requests run theirs, so
-   * a connection or session that would fail requests fails this too.
-   */
+  /** Readiness: the database's probe (a named statement through the pool, as requests run theirs), within a bound. */
   @Get('healthz')
   @Public({ probe: true })
   @ApiOperation({
@@ -51,7 +48,7 @@ export class HealthController {
       timer = setTimeout(() => reject(new Error('timeout')), READINESS_TIMEOUT_MS);
     });
     try {
-      await Promise.race([this.sql.query('health.ready', 'SELECT 1 AS ok FROM migrations LIMIT 1', []), timeout]);
+      await Promise.race([this.database.check(), timeout]);
     } catch {
       throw new DatabaseUnavailableError('database_unavailable', 'The database does not answer: requests cannot be served.');
     } finally {

@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { SessionStatus } from './domain/session-status';
 import { StatusReason } from './domain/views';
-import { SessionsRepository } from './sessions.repository';
+import { AgentPresenceRepository } from './agent-presence.repository';
 
 /**
  * How long after its last claim an agent still counts as there: longer than the longest long poll
@@ -30,7 +30,7 @@ export class AgentPresence {
   /** When this instance last wrote each queue, by `organization|queue`. */
   private readonly written = new Map<string, number>();
 
-  constructor(private readonly sessions: SessionsRepository) {}
+  constructor(private readonly presence: AgentPresenceRepository) {}
 
   /** An agent asked for work in `queue` now. Never fails the claim: a lost write only delays the next one. */
   async seen(organizationId: string, queue: AgentQueue, now = Date.now()): Promise<void> {
@@ -42,7 +42,7 @@ export class AgentPresence {
       for (const [k, at] of this.written) if (now - at >= WRITE_EVERY_MS) this.written.delete(k);
     }
     try {
-      await this.sessions.recordAgentClaim(
+      await this.presence.recordAgentClaim(
         organizationId,
         { key, computerId: queue.computerId, ownerId: queue.ownerId ?? null },
         new Date(now),
@@ -56,7 +56,7 @@ export class AgentPresence {
 
   /** The organization's queues an agent asked in within the window. */
   async liveQueues(organizationId: string, now = Date.now()): Promise<AgentQueue[]> {
-    const queues = await this.sessions.agentQueuesSeenSince(organizationId, new Date(now - AGENT_PRESENCE_WINDOW_MS));
+    const queues = await this.presence.agentQueuesSeenSince(organizationId, new Date(now - AGENT_PRESENCE_WINDOW_MS));
     return queues.map((queue) => ({ computerId: queue.computerId, ...(queue.ownerId ? { ownerId: queue.ownerId } : {}) }));
   }
 

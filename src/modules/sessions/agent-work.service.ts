@@ -17,6 +17,8 @@ import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
 import { MESSAGE_ATTRIBUTE_FIELDS } from './schemas/session.schemas';
 import { SessionsRepository } from './sessions.repository';
+import { TokenUsageRepository } from './token-usage.repository';
+import { TurnsRepository } from './turns.repository';
 import { ToolApprovalLedger } from './tool-approval-ledger';
 
 /** A message as the agent appends it (AppendMessagesBody). */
@@ -31,6 +33,8 @@ export type AgentMessageInput = ApiSchema<'AppendMessagesBody'>['messages'][numb
 export class AgentWorkService {
   constructor(
     private readonly repository: SessionsRepository,
+    private readonly turns: TurnsRepository,
+    private readonly usage: TokenUsageRepository,
     private readonly idempotency: IdempotencyService,
     private readonly events: EventLog,
     private readonly config: AppConfig,
@@ -114,15 +118,16 @@ export class AgentWorkService {
     const now = new Date();
     return this.idempotency.run(principal, idempotent, async (manager) => {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
-      const updated = await this.repository.addTokenUsage(manager, {
+      const updated = await this.turns.addTokenUsage(manager, {
         session,
         model: input.model,
         usage,
         locks: { provider: input.provider ?? null, api: input.api ?? null },
-        day: now.toISOString().slice(0, 10),
         leaseExpiresAt: this.leaseFrom(now),
         now,
       });
+      const day = now.toISOString().slice(0, 10);
+      await this.usage.addDailyUsage(manager, { organizationId: session.organizationId, day, userId: session.ownerId, model: input.model, usage });
       this.events.raise(manager, {
         type: 'turn.usage_reported',
         organizationId: principal.organizationId,
@@ -144,7 +149,7 @@ export class AgentWorkService {
     const leaseExpiresAt = this.leaseFrom(new Date());
     return this.idempotency.run(principal, idempotent, async (manager) => {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
-      const lease = await this.repository.extendLease(manager, session, leaseExpiresAt);
+      const lease = await this.turns.extendLease(manager, session, leaseExpiresAt);
       return { leaseExpiresAt: lease.getTime(), interrupted: session.turnInterruptedAt !== null };
     });
   }
@@ -197,7 +202,7 @@ export class AgentWorkService {
       const next = statusAfterTurn(session);
       assertTransition(SessionTrigger.AgentEndedTurn, session.status, next);
       await this.ledger.cancelPending(manager, session, eventActorOf(principal));
-      const ended = await this.repository.endTurn(manager, session, { status: next, now, activeTimeMs: input.assistantActiveTimeMs ?? 0 });
+      const ended = await this.turns.endTurn(manager, session, { status: next, now, activeTimeMs: input.assistantActiveTimeMs ?? 0 });
       this.events.raise(manager, {
         type: 'session.status_changed',
         organizationId: principal.organizationId,
@@ -211,7 +216,7 @@ export class AgentWorkService {
 
   /** The session, locked, if `turnId` is its running turn: 404 for no such session, 409 for a turn that is over. */
   async lockTurn(manager: EntityManager, principal: Principal, sessionId: string, turnId: string): Promise<SessionEntity> {
-    const session = isUuid(sessionId) && isUuid(turnId) ? await this.repository.lockTurn(manager, sessionId, principal.organizationId, turnId) : null;
+    const session = isUuid(sessionId) && isUuid(turnId) ? await this.turns.lockTurn(manager, sessionId, principal.organizationId, turnId) : null;
     if (session && mayWorkOn(principal, session)) return session;
     const exists = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId, manager) : null;
     if (!exists || !mayWorkOn(principal, exists)) {

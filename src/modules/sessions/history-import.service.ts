@@ -6,6 +6,7 @@ import { StoredSessionSettings, TOKEN_USAGE_FIELDS, TokenUsage } from './domain/
 import { SessionStatus } from './domain/session-status';
 import { EventLog } from '../../platform/events';
 import { SessionsRepository } from './sessions.repository';
+import { TokenUsageRepository } from './token-usage.repository';
 
 /** A conversation that happened in the past, with its own timestamps. */
 export interface PastSession {
@@ -35,6 +36,7 @@ export interface PastSession {
 export class HistoryImportService {
   constructor(
     private readonly repository: SessionsRepository,
+    private readonly usage: TokenUsageRepository,
     private readonly events: EventLog,
   ) {}
 
@@ -99,7 +101,7 @@ export class HistoryImportService {
       );
       for (const report of past.usage) {
         const day = report.at.toISOString().slice(0, 10);
-        await this.repository.addDailyUsage(manager, {
+        await this.usage.addDailyUsage(manager, {
           organizationId: session.organizationId,
           day,
           userId: session.ownerId,

@@ -3,6 +3,8 @@ export { SessionsService } from './sessions.service';
 export { SessionMessages } from './session-messages.service';
 export { ServerLogs } from './server-logs.service';
 export { SessionReader } from './session-reader';
+export { TokenUsageReader } from './token-usage-reader';
+export type { DailyTokenUsage } from './token-usage.repository';
 export { AgentWorkService } from './agent-work.service';
 export { WorkClaims } from './work-claims.service';
 export { HistoryImportService } from './history-import.service';

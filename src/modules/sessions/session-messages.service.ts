@@ -17,7 +17,8 @@ import { MessageView, StatusReason, toMessageView } from './domain/views';
 import { AgentPresence } from './agent-presence';
 import { SessionPolicy } from './ports/session-policy';
 import { SessionAccess } from './session-access.service';
-import { SessionChange, SessionsRepository } from './sessions.repository';
+import { SessionChange } from './session-rows';
+import { SessionsRepository } from './sessions.repository';
 
 export type AddMessageInput = ApiSchema<'AddMessageBody'>;
 

@@ -12,7 +12,13 @@ import { LongPollSlots } from './long-poll-slots';
 import { SessionPolicy } from './ports/session-policy';
 import { SessionsController } from './sessions.controller';
 import { SessionsRepository } from './sessions.repository';
+import { SessionShapes } from './session-rows';
+import { TurnsRepository } from './turns.repository';
+import { ToolApprovalsRepository } from './tool-approvals.repository';
+import { TokenUsageRepository } from './token-usage.repository';
+import { AgentPresenceRepository } from './agent-presence.repository';
 import { SessionReader } from './session-reader';
+import { TokenUsageReader } from './token-usage-reader';
 import { HeadlessSessions } from './headless-sessions.service';
 import { SessionsService } from './sessions.service';
 import { SessionAccess } from './session-access.service';
@@ -32,6 +38,11 @@ import { ToolApprovalWaits } from './tool-approval-waits.service';
   controllers: [SessionsController, AgentController, TurnControlController, AgentToolApprovalsController],
   providers: [
     SessionsRepository,
+    SessionShapes,
+    TurnsRepository,
+    ToolApprovalsRepository,
+    TokenUsageRepository,
+    AgentPresenceRepository,
     SessionsService,
     SessionAccess,
     SessionMessages,
@@ -47,6 +58,7 @@ import { ToolApprovalWaits } from './tool-approval-waits.service';
     SessionPolicy,
     AgentPresence,
     SessionReader,
+    TokenUsageReader,
     ToolApprovalLedger,
     TurnControlService,
     ToolApprovalRequests,
@@ -55,6 +67,6 @@ import { ToolApprovalWaits } from './tool-approval-waits.service';
     SessionRetentionJob,
     HeadlessSessions,
   ],
-  exports: [SessionsService, SessionMessages, ServerLogs, SessionReader, AgentWorkService, WorkClaims, HistoryImportService],
+  exports: [SessionsService, SessionMessages, ServerLogs, SessionReader, TokenUsageReader, AgentWorkService, WorkClaims, HistoryImportService],
 })
 export class SessionsModule {}

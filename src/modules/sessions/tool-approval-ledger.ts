@@ -3,7 +3,8 @@ import { EntityManager } from 'typeorm';
 import { EventActor, EventLog } from '../../platform/events';
 import { ToolApprovalEntity } from './entities';
 import { ToolApprovalStatus } from './domain/tool-approval';
-import { SessionKey, SessionsRepository } from './sessions.repository';
+import { SessionKey } from './session-rows';
+import { ToolApprovalsRepository } from './tool-approvals.repository';
 
 /**
  * Gives tool approvals their final status, with the `tool_approval.resolved` event in the same
@@ -13,7 +14,7 @@ import { SessionKey, SessionsRepository } from './sessions.repository';
 @Injectable()
 export class ToolApprovalLedger {
   constructor(
-    private readonly repository: SessionsRepository,
+    private readonly approvals: ToolApprovalsRepository,
     private readonly events: EventLog,
   ) {}
 
@@ -24,7 +25,7 @@ export class ToolApprovalLedger {
     by: EventActor | null,
     message: string | null = null,
   ): Promise<ToolApprovalEntity> {
-    const resolved = await this.repository.resolveToolApproval(manager, approval, { status, message, at: new Date(), by });
+    const resolved = await this.approvals.resolveToolApproval(manager, approval, { status, message, at: new Date(), by });
     this.events.raise(manager, {
       type: 'tool_approval.resolved',
       organizationId: approval.organizationId,
@@ -45,7 +46,7 @@ export class ToolApprovalLedger {
 
   /** Cancels what the session's turn still waits for (it ended, was interrupted or taken over); the session is locked. */
   async cancelPending(manager: EntityManager, session: SessionKey, by: EventActor | null): Promise<number> {
-    const pending = await this.repository.lockPendingToolApprovalsOfSession(manager, session);
+    const pending = await this.approvals.lockPendingToolApprovalsOfSession(manager, session);
     for (const approval of pending) await this.resolve(manager, approval, ToolApprovalStatus.Cancelled, by);
     return pending.length;
   }

@@ -9,7 +9,7 @@ import { ToolApprovalEntity } from './entities';
 import { interruptedError } from './domain/sessions.errors';
 import { approvalTimeoutSeconds, ToolApprovalStatus, ToolApprovalView, toToolApprovalView } from './domain/tool-approval';
 import { SessionPolicy } from './ports/session-policy';
-import { SessionsRepository } from './sessions.repository';
+import { ToolApprovalsRepository } from './tool-approvals.repository';
 
 export type ToolApprovalRequest = ApiSchema<'RequestToolApprovalBody'>;
 
@@ -17,7 +17,7 @@ export type ToolApprovalRequest = ApiSchema<'RequestToolApprovalBody'>;
 @Injectable()
 export class ToolApprovalRequests {
   constructor(
-    private readonly repository: SessionsRepository,
+    private readonly approvals: ToolApprovalsRepository,
     private readonly work: AgentWorkService,
     private readonly policy: SessionPolicy,
     private readonly idempotency: IdempotencyService,
@@ -60,7 +60,7 @@ export class ToolApprovalRequests {
           resolvedAt: null,
           resolvedBy: null,
         });
-        await this.repository.insertToolApproval(manager, approval);
+        await this.approvals.insertToolApproval(manager, approval);
         this.events.raise(manager, {
           type: 'tool_approval.requested',
           organizationId: principal.organizationId,

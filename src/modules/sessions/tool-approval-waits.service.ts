@@ -9,6 +9,7 @@ import { sessionNotFound, SessionsError, SessionsErrorCode } from './domain/sess
 import { ToolApprovalStatus, ToolApprovalView, toToolApprovalView } from './domain/tool-approval';
 import { LongPollSlots } from './long-poll-slots';
 import { SessionsRepository } from './sessions.repository';
+import { ToolApprovalsRepository } from './tool-approvals.repository';
 import { ToolApprovalLedger } from './tool-approval-ledger';
 
 /** The longest an agent's wait for a decision may last in one request. */
@@ -25,6 +26,7 @@ export class ToolApprovalWaits {
 
   constructor(
     private readonly repository: SessionsRepository,
+    private readonly approvals: ToolApprovalsRepository,
     private readonly ledger: ToolApprovalLedger,
     private readonly slots: LongPollSlots,
   ) {}
@@ -66,7 +68,7 @@ export class ToolApprovalWaits {
   private async look(principal: Principal, sessionId: string, approvalId: string, turnId: string): Promise<ToolApprovalEntity> {
     const session = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId) : null;
     if (!session || !mayWorkOn(principal, session)) throw sessionNotFound(sessionId);
-    const found = isUuid(approvalId) ? await this.repository.findToolApproval(session.id, principal.organizationId, approvalId.toLowerCase()) : null;
+    const found = isUuid(approvalId) ? await this.approvals.findToolApproval(session.id, principal.organizationId, approvalId.toLowerCase()) : null;
     if (!found || !isUuid(turnId) || found.turnId !== turnId.toLowerCase()) {
       throw new SessionsError(SessionsErrorCode.ToolApprovalNotFound, `No tool approval ${approvalId} of turn ${turnId} exists in session ${sessionId}.`);
     }
@@ -79,7 +81,7 @@ export class ToolApprovalWaits {
     if (found.expiresAt.getTime() > Date.now()) return found;
     return this.repository.transaction(async (manager) => {
       await this.repository.findSession(session.id, principal.organizationId, manager, true);
-      const locked = await this.repository.findToolApproval(session.id, principal.organizationId, found.id, manager, true);
+      const locked = await this.approvals.findToolApproval(session.id, principal.organizationId, found.id, manager, true);
       if (!locked || locked.status !== ToolApprovalStatus.Pending) return locked ?? found;
       return this.ledger.resolve(manager, locked, ToolApprovalStatus.Expired, SYSTEM);
     });

@@ -10,6 +10,8 @@ import { ToolApprovalDecision, ToolApprovalStatus, ToolApprovalView, toToolAppro
 import { SessionView, toSessionView } from './domain/views';
 import { SessionAccess } from './session-access.service';
 import { SessionsRepository } from './sessions.repository';
+import { ToolApprovalsRepository } from './tool-approvals.repository';
+import { TurnsRepository } from './turns.repository';
 import { ToolApprovalLedger } from './tool-approval-ledger';
 
 /** Pending approvals a list shows (a turn asks one at a time, so a session rarely has more than one). */
@@ -27,6 +29,8 @@ const SYSTEM: EventActor = { kind: 'system' };
 export class TurnControlService {
   constructor(
     private readonly repository: SessionsRepository,
+    private readonly turns: TurnsRepository,
+    private readonly approvals: ToolApprovalsRepository,
     private readonly access: SessionAccess,
     private readonly ledger: ToolApprovalLedger,
     private readonly idempotency: IdempotencyService,
@@ -53,7 +57,7 @@ export class TurnControlService {
       }
       if (locked.turnInterruptedAt) return toSessionView(locked);
       const now = new Date();
-      const interrupted = await this.repository.interruptTurn(manager, locked, {
+      const interrupted = await this.turns.interruptTurn(manager, locked, {
         actor,
         now,
         lapsesAt: new Date(now.getTime() + this.config.AGENT_INTERRUPT_GRACE_MS),
@@ -75,7 +79,7 @@ export class TurnControlService {
     const session = await this.access.readable(principal, sessionId);
     const now = Date.now();
     // One past its timeout is denied already, whether or not the sweep has written it down yet.
-    return (await this.repository.pendingToolApprovals(session, PENDING_LIST_LIMIT)).filter((a) => a.expiresAt.getTime() > now).map(toToolApprovalView);
+    return (await this.approvals.pendingToolApprovals(session, PENDING_LIST_LIMIT)).filter((a) => a.expiresAt.getTime() > now).map(toToolApprovalView);
   }
 
   /** A user of the session allows or denies a pending call: 409 when it has its answer already (or timed out). */
@@ -91,7 +95,7 @@ export class TurnControlService {
     return this.idempotency.run(principal, idempotent, async (manager) => {
       await this.repository.findSession(session.id, principal.organizationId, manager, true);
       const approval = isUuid(approvalId)
-        ? await this.repository.findToolApproval(session.id, principal.organizationId, approvalId.toLowerCase(), manager, true)
+        ? await this.approvals.findToolApproval(session.id, principal.organizationId, approvalId.toLowerCase(), manager, true)
         : null;
       if (!approval) throw toolApprovalNotFound(sessionId, approvalId);
       const status =
@@ -115,10 +119,10 @@ export class TurnControlService {
     let approvalsExpired = 0;
     for (let batch = SWEEP_BATCH; batch === SWEEP_BATCH;) {
       batch = await this.repository.transaction(async (manager) => {
-        const lapsed = await this.repository.lockLapsedInterruptedTurns(manager, now, SWEEP_BATCH);
+        const lapsed = await this.turns.lockLapsedInterruptedTurns(manager, now, SWEEP_BATCH);
         for (const session of lapsed) {
           await this.ledger.cancelPending(manager, session, SYSTEM);
-          const ended = await this.repository.endTurn(manager, session, { status: SessionStatus.Idle, now, activeTimeMs: 0 });
+          const ended = await this.turns.endTurn(manager, session, { status: SessionStatus.Idle, now, activeTimeMs: 0 });
           assertTransition(SessionTrigger.InterruptedTurnLapsed, session.status, ended.status);
           this.events.raise(manager, {
             type: 'session.status_changed',
@@ -133,13 +137,13 @@ export class TurnControlService {
       turnsEnded += batch;
     }
     for (let batch = SWEEP_BATCH; batch === SWEEP_BATCH;) {
-      const due = await this.repository.dueToolApprovals(now, SWEEP_BATCH);
+      const due = await this.approvals.dueToolApprovals(now, SWEEP_BATCH);
       let expiredNow = 0;
       for (const approval of due) {
         // The session's lock first, then the approval's: the order every other writer takes.
         const expired = await this.repository.transaction(async (manager) => {
           await this.repository.findSession(approval.sessionId, approval.organizationId, manager, true);
-          const locked = await this.repository.findToolApproval(approval.sessionId, approval.organizationId, approval.id, manager, true);
+          const locked = await this.approvals.findToolApproval(approval.sessionId, approval.organizationId, approval.id, manager, true);
           if (!locked || locked.status !== ToolApprovalStatus.Pending) return false;
           await this.ledger.resolve(manager, locked, ToolApprovalStatus.Expired, SYSTEM);
           return true;

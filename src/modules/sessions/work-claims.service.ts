@@ -3,7 +3,7 @@ import { Principal } from '../auth';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { AgentPresence } from './agent-presence';
 import { LongPollSlots } from './long-poll-slots';
-import { WorkFilter } from './sessions.repository';
+import { WorkFilter } from './turns.repository';
 import { WorkQueue, WorkView } from './work-queue';
 import { WorkSignal } from './work-signal';
 

@@ -9,7 +9,8 @@ import { assertTransition, SessionStatus, SessionTrigger } from './domain/sessio
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { toMessageView, toSessionView } from './domain/views';
 import { ComputerDirectory } from './ports/computer-directory';
-import { SessionsRepository, WorkFilter } from './sessions.repository';
+import { SessionsRepository } from './sessions.repository';
+import { TurnsRepository, WorkFilter } from './turns.repository';
 import { ToolApprovalLedger } from './tool-approval-ledger';
 
 /** A turn to work on, as `POST /api/v0/agent/claims` answers it (ClaimWorkResponse). */
@@ -22,6 +23,7 @@ export type WorkView = NonNullable<ApiSchema<'ClaimWorkResponse'>['work']>;
 @Injectable()
 export class WorkQueue {
   constructor(
+    private readonly turns: TurnsRepository,
     private readonly repository: SessionsRepository,
     private readonly computers: ComputerDirectory,
     private readonly ledger: ToolApprovalLedger,
@@ -40,13 +42,13 @@ export class WorkQueue {
 
   /** When the queue's next running turn's lease runs out (its work is then to be taken again), or null. */
   nextLeaseExpiry(manager: EntityManager, scope: WorkFilter): Promise<Date | null> {
-    return this.repository.nextLeaseExpiry(manager, scope);
+    return this.turns.nextLeaseExpiry(manager, scope);
   }
 
   async take(manager: EntityManager, principal: Principal, scope: WorkFilter): Promise<{ work: WorkView } | null> {
     const now = new Date();
     const computerId = scope.computerId;
-    const session = await this.repository.lockNextWork(manager, scope, now);
+    const session = await this.turns.lockNextWork(manager, scope, now);
     if (!session) return null;
     // A turn whose lease ran out is restarted with the same work; fresh work starts where the last turn stopped.
     const reclaimed = session.status === SessionStatus.Running;
@@ -54,7 +56,7 @@ export class WorkQueue {
     const leaseExpiresAt = this.leaseFrom(now);
     // The silent agent's questions go unanswered: the new turn asks again if it needs to.
     if (reclaimed) await this.ledger.cancelPending(manager, session, { kind: 'system' });
-    const started = await this.repository.startTurn(manager, session, { turnId: newId(), turnBaseSeq, leaseExpiresAt, now, computerId });
+    const started = await this.turns.startTurn(manager, session, { turnId: newId(), turnBaseSeq, leaseExpiresAt, now, computerId });
     assertTransition(reclaimed ? SessionTrigger.AgentLeaseExpired : SessionTrigger.AgentTookWork, session.status, started.status);
     if (!reclaimed) {
       this.events.raise(manager, {

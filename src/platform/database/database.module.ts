@@ -2,6 +2,7 @@ import { Global, Inject, Logger, Module, OnApplicationShutdown } from '@nestjs/c
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
 import { Metrics } from '../metrics';
+import { DatabaseProbe } from './database-probe';
 import { openDatabase, OpenDatabase } from './open-database';
 import { Sql } from './sql';
 
@@ -25,8 +26,9 @@ export const OPEN_DATABASE = Symbol('OPEN_DATABASE');
       useFactory: (db: OpenDatabase) => db.dataSource,
     },
     Sql,
+    DatabaseProbe,
   ],
-  exports: [DataSource, Sql],
+  exports: [DataSource, Sql, DatabaseProbe],
 })
 export class DatabaseModule implements OnApplicationShutdown {
   private readonly logger = new Logger(DatabaseModule.name);

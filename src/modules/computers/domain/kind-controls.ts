@@ -7,15 +7,19 @@ export interface KindRefusal {
   detail: string;
 }
 
+/** The emails a kind is limited to (empty: everyone): the rule below reads an email only when there are some. */
+export function allowedEmails(controls: OrganizationControls, managed: boolean): string[] {
+  return managed ? controls.managedComputersAllowedEmails : controls.byomComputersAllowedEmails;
+}
+
 /**
  * The one rule of the computer-kind switches, for creating a computer and for a computer taking
  * work: the kind must be turned on, and when its email list is not empty, `email` (the creator, or
  * the computer's owner) must be on it, compared without case.
  */
 export function kindRefusal(controls: OrganizationControls, managed: boolean, email: string): KindRefusal | null {
-  const [enabled, allowed, kind] = managed
-    ? [controls.managedComputersEnabled, controls.managedComputersAllowedEmails, 'Managed']
-    : [controls.byomComputersEnabled, controls.byomComputersAllowedEmails, 'BYOM'];
+  const [enabled, kind] = managed ? [controls.managedComputersEnabled, 'Managed'] : [controls.byomComputersEnabled, 'BYOM'];
+  const allowed = allowedEmails(controls, managed);
   if (!enabled) {
     return {
       control: managed ? 'managedComputersEnabled' : 'byomComputersEnabled',
