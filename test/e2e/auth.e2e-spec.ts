@@ -3,7 +3,7 @@ import { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
-import { DEFAULT_CONTROLS, OrganizationControlsReader } from '../../src/modules/auth/organization-controls.reader';
+import { DEFAULT_CONTROLS, OrganizationControlsReader } from '../../src/modules/auth/contracts/organization-controls-reader';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { startTestApp, TestApp } from '../utils/test-app';
 

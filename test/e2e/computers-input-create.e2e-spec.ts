@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_CONTROLS, OrganizationControls, OrganizationControlsReader } from '../../src/modules/auth/organization-controls.reader';
+import { DEFAULT_CONTROLS, OrganizationControls, OrganizationControlsReader } from '../../src/modules/auth/contracts/organization-controls-reader';
 import { TestUser } from '../utils/factories';
 import { expectStatus, expectV0Error } from '../utils/v0-errors';
 import { TestApp } from '../utils/test-app';

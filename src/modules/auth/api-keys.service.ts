@@ -11,7 +11,7 @@ import { apiKeyNotFound, AuthError, AuthErrorCode } from './domain/auth.errors';
 import { ActingAs, actingAs, OPERATOR, Principal, securityActorOf } from './domain/principal';
 import { isAdmin } from './domain/role';
 import { ApiKeyEntity } from './entities';
-import { OrganizationControlsReader } from './organization-controls.reader';
+import { OrganizationControlsReader } from './contracts/organization-controls-reader';
 
 export interface CreatedApiKey {
   entity: ApiKeyEntity;

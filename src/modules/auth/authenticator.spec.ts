@@ -1,7 +1,7 @@
 import { loadConfig } from '../../config/app-config';
 import type { AuthRepository, CallerRow } from './auth.repository';
 import { Authenticator } from './authenticator';
-import { ComputerTokenLookup, type TokenComputer } from './computer-token.lookup';
+import { ComputerTokenLookup, type TokenComputer } from './contracts/computer-token-lookup';
 import { CredentialCache } from './credential-cache';
 import { generateApiKey, generateComputerToken } from './domain/api-key-secret';
 import { AuthError, AuthErrorCode } from './domain/auth.errors';

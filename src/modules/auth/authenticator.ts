@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { isUuid } from '../../platform/database/ids';
 import { AuthRepository, CallerRow } from './auth.repository';
 import { CredentialCache } from './credential-cache';
-import { ComputerTokenLookup } from './computer-token.lookup';
+import { ComputerTokenLookup } from './contracts/computer-token-lookup';
 import { hashApiKey, isWellFormedApiKey, isWellFormedComputerToken, looksLikeApiKey, looksLikeComputerToken } from './domain/api-key-secret';
 import { AuthError, AuthErrorCode } from './domain/auth.errors';
 import { Principal } from './domain/principal';

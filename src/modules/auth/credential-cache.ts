@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../../config/app-config';
 import type { CallerRow } from './auth.repository';
-import type { TokenComputer } from './computer-token.lookup';
+import type { TokenComputer } from './contracts/computer-token-lookup';
 
 /** Up to 10,000 answers by key for `ttl` ms, one lookup per key at a time; null when nothing is cached. */
 function answers<V extends object>(ttl: number): LRUCache<string, V, () => Promise<V | null>> | null {

@@ -1,8 +1,9 @@
 import { Global, Module } from '@nestjs/common';
 import { AuthModule, ComputerTokenLookup } from '../auth';
 import { EnterpriseControlsModule } from '../enterprise-controls';
-import { ComputerDirectory, SessionsModule } from '../sessions';
-import { ComputerTokens, ComputerVisibility } from './computers.contracts';
+import { ComputerVisibility, SessionsModule } from '../sessions';
+import { ComputerTokenLookupFromTable } from './contracts/computer-token-lookup-from-table';
+import { ComputerVisibilityFromTable } from './contracts/computer-visibility-from-table';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { LocalAgentLauncher } from './agents/local-agent-launcher';
 import { LocalAgentSupervisor } from './agents/local-agent-supervisor';
@@ -25,7 +26,7 @@ import { ComputeProvider } from './providers/compute-provider';
 import { LocalProvider } from './providers/local.provider';
 import { ComputerSandbox } from './sandbox/computer-sandbox';
 
-/** Global for the contracts it fulfils: Sessions' ComputerDirectory and Auth's ComputerTokenLookup. */
+/** Global for the contracts it fulfils: Sessions' ComputerVisibility and Auth's ComputerTokenLookup. */
 @Global()
 @Module({
   imports: [AuthModule, SessionsModule, EnterpriseControlsModule],
@@ -51,9 +52,9 @@ import { ComputerSandbox } from './sandbox/computer-sandbox';
     LocalAgentLauncher,
     LocalAgentSupervisor,
     SecretBox,
-    { provide: ComputerDirectory, useClass: ComputerVisibility },
-    { provide: ComputerTokenLookup, useClass: ComputerTokens },
+    { provide: ComputerVisibility, useClass: ComputerVisibilityFromTable },
+    { provide: ComputerTokenLookup, useClass: ComputerTokenLookupFromTable },
   ],
-  exports: [ComputerViews, ComputerCreation, ComputerUpdates, FailedProvisioningRecorder, ComputerDirectory, ComputerTokenLookup],
+  exports: [ComputerViews, ComputerCreation, ComputerUpdates, FailedProvisioningRecorder, ComputerVisibility, ComputerTokenLookup],
 })
 export class ComputersModule {}

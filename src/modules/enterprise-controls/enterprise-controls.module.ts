@@ -2,7 +2,8 @@ import { Global, Module, OnModuleInit } from '@nestjs/common';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { AuthModule, OrganizationControlsReader } from '../auth';
 import { SessionRules, SessionsModule } from '../sessions';
-import { EnterpriseControlsReader, EnterpriseSessionRules } from './enterprise-controls.contracts';
+import { OrganizationControlsFromSettings } from './contracts/organization-controls-from-settings';
+import { SessionRulesFromControls } from './contracts/session-rules-from-controls';
 import { AgentPolicyController, EnterpriseControlsController } from './enterprise-controls.controller';
 import { McpRelayController } from './mcp-relay.controller';
 import { PluginCatalogController, PluginCatalogReportsController } from './plugin-catalog/plugin-catalog.controller';
@@ -44,8 +45,8 @@ import { McpRelay } from './relay/mcp-relay';
     McpOAuth,
     McpOAuthRepository,
     SecretBox,
-    { provide: OrganizationControlsReader, useClass: EnterpriseControlsReader },
-    { provide: SessionRules, useClass: EnterpriseSessionRules },
+    { provide: OrganizationControlsReader, useClass: OrganizationControlsFromSettings },
+    { provide: SessionRules, useClass: SessionRulesFromControls },
   ],
   exports: [EnterpriseControlsService, OrganizationControlsReader, SessionRules],
 })

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { AnyStoredEvent } from '../../platform/events';
 import { isAdmin, Principal, Role } from '../auth';
-import { ComputerDirectory, SessionReader } from '../sessions';
+import { ComputerVisibility, SessionReader } from '../sessions';
 
 /**
  * Which events a caller may see, by the rules of the objects themselves:
@@ -16,7 +16,7 @@ import { ComputerDirectory, SessionReader } from '../sessions';
 export class EventVisibility {
   constructor(
     private readonly sessions: SessionReader,
-    private readonly computers: ComputerDirectory,
+    private readonly computers: ComputerVisibility,
   ) {}
 
   /** A filter for one caller; it remembers what it looked up (session and computer owners never change). */
@@ -32,7 +32,7 @@ export class EventViewer {
   constructor(
     private readonly principal: Principal,
     private readonly sessions: SessionReader,
-    private readonly computers: ComputerDirectory,
+    private readonly computers: ComputerVisibility,
   ) {}
 
   get seesEverything(): boolean {

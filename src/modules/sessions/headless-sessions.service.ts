@@ -4,7 +4,7 @@ import { eventActorOf, Principal } from '../auth';
 import { newId } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
-import { SessionPolicy } from './ports/session-policy';
+import { SessionPolicy } from './session-policy';
 import { API_MESSAGE_SOURCE, userContent } from './session-messages.service';
 import { SessionsRepository } from './sessions.repository';
 import { SessionsService } from './sessions.service';

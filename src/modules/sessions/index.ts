@@ -15,6 +15,6 @@ export { sessionNotFound } from './domain/sessions.errors';
 export { MessageRole, USER_MESSAGE_SOURCES } from './domain/message';
 export { TOOL_APPROVAL_STATUSES } from './domain/tool-approval';
 export * from './events';
-export { ComputerDirectory } from './ports/computer-directory';
-export { SessionRules } from './ports/session-policy';
+export { ComputerVisibility } from './contracts/computer-visibility';
+export { SessionRules } from './contracts/session-rules';
 export type { MessageWithSession } from './sessions.repository';

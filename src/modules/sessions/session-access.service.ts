@@ -3,7 +3,7 @@ import { AccessPolicy, OrganizationControlsReader, Principal, Role } from '../au
 import { isUuid } from '../../platform/database/ids';
 import { sessionNotFound, SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { SessionEntity } from './entities';
-import { ComputerDirectory } from './ports/computer-directory';
+import { ComputerVisibility } from './contracts/computer-visibility';
 import { SessionsRepository } from './sessions.repository';
 
 type Owned = Pick<SessionEntity, 'organizationId' | 'ownerId'>;
@@ -17,7 +17,7 @@ export class SessionAccess {
   constructor(
     private readonly repository: SessionsRepository,
     private readonly controls: OrganizationControlsReader,
-    private readonly computers: ComputerDirectory,
+    private readonly computers: ComputerVisibility,
   ) {}
 
   /** The session if the caller may read it (and, with `computerId`, it is that computer's); 404 otherwise. */

@@ -15,7 +15,7 @@ import { sessionArchived, sessionNotFound, SessionsError, SessionsErrorCode } fr
 import { isArchived } from './domain/session-settings';
 import { MessageView, StatusReason, toMessageView } from './domain/views';
 import { AgentPresence } from './agent-presence';
-import { SessionPolicy } from './ports/session-policy';
+import { SessionPolicy } from './session-policy';
 import { SessionAccess } from './session-access.service';
 import { SessionChange } from './session-rows';
 import { SessionsRepository } from './sessions.repository';

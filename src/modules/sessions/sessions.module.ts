@@ -9,7 +9,7 @@ import { WorkClaims } from './work-claims.service';
 import { WorkQueue } from './work-queue';
 import { HistoryImportService } from './history-import.service';
 import { LongPollSlots } from './long-poll-slots';
-import { SessionPolicy } from './ports/session-policy';
+import { SessionPolicy } from './session-policy';
 import { SessionsController } from './sessions.controller';
 import { SessionsRepository } from './sessions.repository';
 import { SessionShapes } from './session-rows';

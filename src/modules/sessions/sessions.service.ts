@@ -11,7 +11,7 @@ import { ArchivedFilter, SERVER_MAINTAINED_SETTINGS, StoredSessionSettings } fro
 import { SessionStatus } from './domain/session-status';
 import { SessionView, StatusReason, toSessionView } from './domain/views';
 import { AgentPresence } from './agent-presence';
-import { SessionPolicy } from './ports/session-policy';
+import { SessionPolicy } from './session-policy';
 import { SessionAccess } from './session-access.service';
 import { sessionNotFound } from './domain/sessions.errors';
 import { SessionsRepository } from './sessions.repository';

@@ -8,7 +8,7 @@ import { AgentWorkService } from './agent-work.service';
 import { ToolApprovalEntity } from './entities';
 import { interruptedError } from './domain/sessions.errors';
 import { approvalTimeoutSeconds, ToolApprovalStatus, ToolApprovalView, toToolApprovalView } from './domain/tool-approval';
-import { SessionPolicy } from './ports/session-policy';
+import { SessionPolicy } from './session-policy';
 import { ToolApprovalsRepository } from './tool-approvals.repository';
 
 export type ToolApprovalRequest = ApiSchema<'RequestToolApprovalBody'>;

@@ -8,7 +8,7 @@ import { isUuid, newId } from '../../platform/database/ids';
 import { assertTransition, SessionStatus, SessionTrigger } from './domain/session-status';
 import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { toMessageView, toSessionView } from './domain/views';
-import { ComputerDirectory } from './ports/computer-directory';
+import { ComputerVisibility } from './contracts/computer-visibility';
 import { SessionsRepository } from './sessions.repository';
 import { TurnsRepository, WorkFilter } from './turns.repository';
 import { ToolApprovalLedger } from './tool-approval-ledger';
@@ -25,7 +25,7 @@ export class WorkQueue {
   constructor(
     private readonly turns: TurnsRepository,
     private readonly repository: SessionsRepository,
-    private readonly computers: ComputerDirectory,
+    private readonly computers: ComputerVisibility,
     private readonly ledger: ToolApprovalLedger,
     private readonly events: EventLog,
     private readonly config: AppConfig,

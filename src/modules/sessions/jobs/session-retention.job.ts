@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { OnDomainEvent, StoredEvent } from '../../../platform/events';
 import { JobHandle, JobRunner } from '../../../platform/jobs';
-import { SessionRules } from '../ports/session-policy';
+import { SessionRules } from '../contracts/session-rules';
 import { SessionsRepository } from '../sessions.repository';
 
 const JOB_NAME = 'sessions.retention';

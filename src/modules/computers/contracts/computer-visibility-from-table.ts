@@ -1,14 +1,14 @@
 import { Injectable } from '@nestjs/common';
-import { ComputerTokenLookup, isAdmin, MembersService, OrganizationControlsReader, Principal, Role, TokenComputer } from '../auth';
-import { ComputerDirectory } from '../sessions';
-import { isUuid } from '../../platform/database/ids';
-import { ComputersRepository } from './computers.repository';
-import { BYOM } from './domain/computer';
-import { allowedEmails, kindRefusal } from './domain/kind-controls';
+import { isAdmin, MembersService, OrganizationControlsReader, Principal, Role } from '../../auth';
+import { ComputerVisibility } from '../../sessions';
+import { isUuid } from '../../../platform/database/ids';
+import { ComputersRepository } from '../computers.repository';
+import { BYOM } from '../domain/computer';
+import { allowedEmails, kindRefusal } from '../domain/kind-controls';
 
-/** Sessions' ComputerDirectory: whether the caller may see the computer (members: their own; guests: none), and may give it work. */
+/** Sessions' ComputerVisibility, kept from the computers table: whether the caller may see the computer (members: their own; guests: none), and may give it work. */
 @Injectable()
-export class ComputerVisibility extends ComputerDirectory {
+export class ComputerVisibilityFromTable extends ComputerVisibility {
   constructor(
     private readonly repository: ComputersRepository,
     private readonly controls: OrganizationControlsReader,
@@ -34,17 +34,5 @@ export class ComputerVisibility extends ComputerDirectory {
   async visibleTo(principal: Principal, computerId: string): Promise<boolean> {
     if (principal.role === Role.Guest || !isUuid(computerId)) return false;
     return this.repository.exists(computerId, principal.organizationId, isAdmin(principal.role) ? undefined : principal.userId);
-  }
-}
-
-/** Auth's ComputerTokenLookup: the computer an agent token's hash belongs to, and its owner. */
-@Injectable()
-export class ComputerTokens extends ComputerTokenLookup {
-  constructor(private readonly repository: ComputersRepository) {
-    super();
-  }
-
-  byHash(tokenHash: string): Promise<TokenComputer | null> {
-    return this.repository.findByTokenHash(tokenHash);
   }
 }

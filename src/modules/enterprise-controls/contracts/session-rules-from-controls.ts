@@ -1,35 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { OrganizationControls, OrganizationControlsReader, Principal } from '../auth';
-import { SessionRules } from '../sessions';
-import { checkModel, restrictsModels } from './domain/model-policy';
-import { EnterpriseControlsService } from './enterprise-controls.service';
-
-/**
- * The controls take effect by being read: Auth, Sessions and Computers read them through these
- * contracts, always the revision in force (cached for CONTROLS_CACHE_MS, dropped on every revision).
- */
-@Injectable()
-export class EnterpriseControlsReader extends OrganizationControlsReader {
-  constructor(private readonly controls: EnterpriseControlsService) {
-    super();
-  }
-
-  async read(organizationId: string): Promise<OrganizationControls> {
-    const { settings } = await this.controls.inForce(organizationId);
-    return {
-      restrictApiKeyCreationToManagers: settings.restrictApiKeyCreationToManagers,
-      restrictMemberVisibility: settings.restrictMemberVisibility,
-      managedComputersEnabled: settings.managedComputersEnabled,
-      managedComputersAllowedEmails: settings.managedComputersAllowedEmails,
-      byomComputersEnabled: settings.byomComputersEnabled,
-      byomComputersAllowedEmails: settings.byomComputersAllowedEmails,
-    };
-  }
-}
+import { Principal } from '../../auth';
+import { SessionRules } from '../../sessions';
+import { checkModel, restrictsModels } from '../domain/model-policy';
+import { EnterpriseControlsService } from '../enterprise-controls.service';
 
 /** Sessions' SessionRules: the default models of new sessions, the model policy, tool approvals and retention. */
 @Injectable()
-export class EnterpriseSessionRules extends SessionRules {
+export class SessionRulesFromControls extends SessionRules {
   constructor(private readonly controls: EnterpriseControlsService) {
     super();
   }

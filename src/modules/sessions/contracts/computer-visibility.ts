@@ -5,7 +5,7 @@ import type { Principal } from '../../auth';
  * only their own, guests none): a contract the Computers module fulfils (it imports Sessions, whose
  * sessions hold its install logs). Resolved at start.
  */
-export abstract class ComputerDirectory {
+export abstract class ComputerVisibility {
   abstract visibleTo(principal: Principal, computerId: string): Promise<boolean>;
   /**
    * Why the organization's controls keep a computer from taking new work (its kind is turned off, or
