@@ -1,4 +1,5 @@
 import type { ApiSchema } from '../../../platform/http/api-schema';
+import type { DailyTokenUsage } from '../../sessions';
 import { billableTokens } from './billing';
 import { AUTONOMY_LEVELS, AutonomyLevel, ClientType, DELEGATION_LEVELS, DelegationLevel, FactKind } from './facts';
 
@@ -14,16 +15,8 @@ export interface FactCount {
   n: number;
 }
 
-/** One user's token usage of the day with one model. */
-export interface ModelUsage {
-  userId: string;
-  model: string;
-  input: number;
-  output: number;
-  cacheWrite: number;
-  cacheRead: number;
-  thinking: number;
-}
+/** One user's token usage of the day with one model, as Sessions' TokenUsageReader gives it. */
+export type ModelUsage = DailyTokenUsage;
 
 /** A user's row of the users endpoint, without `user_id`, `user_email` and `date`. */
 export type UserDayMetrics = Omit<ApiSchema<'AnalyticsUserRow'>, 'user_id' | 'user_email' | 'date'>;
