@@ -245,14 +245,17 @@ describe('MCP servers behind OAuth: sign-in, the relay, refresh (e2e)', () => {
     expect(new URL(unknown.headers.location as string, baseUrl).searchParams.get('mcpOAuth')).toBe('failed');
   });
 
-  it('uses a client the admin gives instead of registering one', async () => {
+  it("uses a client and a scope the admin gives instead of registering one and the metadata's scope", async () => {
     const registered = await fetch(new URL('/register', mcp.url), {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ redirect_uris: [`${t.config.baseUrl}/api/v0/mcp-oauth/callback`], token_endpoint_auth_method: 'none', client_name: 'by hand' }),
     });
     const { client_id: clientId } = (await registered.json()) as { client_id: string };
-    const started = await t.http().post(oauthPath()).set(owner.auth).send({ clientId }).expect(200);
-    expect(new URL(started.body.authorizationUrl as string).searchParams.get('client_id')).toBe(clientId);
+    const started = await t.http().post(oauthPath()).set(owner.auth).send({ clientId, scope: 'tools offline_access' }).expect(200);
+    const asked = new URL(started.body.authorizationUrl as string).searchParams;
+    expect(asked.get('client_id')).toBe(clientId);
+    // The scope given, not the one the server's metadata lists (`tools`).
+    expect(asked.get('scope')).toBe('tools offline_access');
   });
 });

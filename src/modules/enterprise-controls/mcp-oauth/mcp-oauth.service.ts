@@ -92,7 +92,7 @@ export class McpOAuth implements OnModuleDestroy {
       startedBy: principal.userId,
     };
     const client = new StoredOAuthClient({ ...secrets, tokens: undefined }, undefined, { redirectUrl: this.redirectUrl, scope: request.scope, state });
-    await this.runAuth(principal.organizationId, serverName, server, allowedIps, client);
+    await this.runAuth(principal.organizationId, serverName, server, allowedIps, client, { scope: request.scope });
     const authorizationUrl = client.authorizationUrl;
     if (!authorizationUrl || (authorizationUrl.protocol !== 'https:' && authorizationUrl.protocol !== 'http:')) {
       throw oauthFailed(serverName, 'its authorization server gave no http(s) address to sign in at');
@@ -149,7 +149,7 @@ export class McpOAuth implements OnModuleDestroy {
         redirectUrl: this.redirectUrl,
       });
       try {
-        await this.runAuth(row.organizationId, row.serverName, server, allowedIps, client, query.code);
+        await this.runAuth(row.organizationId, row.serverName, server, allowedIps, client, { authorizationCode: query.code });
       } catch (error) {
         return fail((error as Error).message);
       }
@@ -239,11 +239,12 @@ export class McpOAuth implements OnModuleDestroy {
     server: HttpMcpServer,
     allowedIps: AllowedIps | null,
     client: StoredOAuthClient,
-    authorizationCode?: string,
+    options: { authorizationCode?: string; scope?: string } = {},
   ): Promise<void> {
     const fetchFn: FetchLike = outboundFetch(this.outbound, { allowedIps, timeoutMs: this.config.MODEL_RELAY_TIMEOUT_MS, maxBytes: OAUTH_ANSWER_BYTES });
     try {
-      await auth(client, { serverUrl: server.url, authorizationCode, fetchFn });
+      // `scope` first: the SDK otherwise takes the scopes the server's metadata lists over the client's own.
+      await auth(client, { serverUrl: server.url, ...options, fetchFn });
     } catch (error) {
       if (error instanceof SignInNeeded) throw error;
       if (error instanceof DestinationRefused) {
