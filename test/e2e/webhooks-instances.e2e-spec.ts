@@ -23,8 +23,8 @@ const LEASE_MARGIN_MS = 500;
   let a: ServerProcess | undefined;
   let b: TestApp;
   let owner: TestUser;
-  /** The webhook ids (event ids) `b` sent, with when it started each attempt. */
-  const sentByB: Array<{ id: string; at: number }> = [];
+  /** The webhook ids (event ids) `b` sent, to which path, with when it started each attempt. */
+  const sentByB: Array<{ id: string; path: string; at: number }> = [];
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -43,7 +43,7 @@ const LEASE_MARGIN_MS = 500;
     const sender = b.app.get(WebhookSender);
     const send = sender.send.bind(sender);
     sender.send = (input) => {
-      sentByB.push({ id: input.messageId, at: Date.now() });
+      sentByB.push({ id: input.messageId, path: new URL(input.url).pathname, at: Date.now() });
       return send(input);
     };
     owner = await createUser(b, Role.Owner, await createOrganization(b));
@@ -112,7 +112,7 @@ const LEASE_MARGIN_MS = 500;
     expect((log.body.deliveries as Body[]).map((d) => [d.status, (d.attempts as Body[]).length])).toEqual(Array(30).fill(['delivered', 1]));
     // Both instances took part (b's share is seen through its sender; the rest was a's).
     const sharedIds = new Set(counts.keys());
-    const byB = sentByB.filter((s) => sharedIds.has(s.id)).length;
+    const byB = sentByB.filter((s) => s.path === '/shared' && sharedIds.has(s.id)).length;
     console.log(`30 deliveries: ${byB} sent by b (in process), ${30 - byB} by a (process)`);
   });
 
@@ -128,11 +128,16 @@ const LEASE_MARGIN_MS = 500;
       'all 10 deliveries in flight',
       10_000,
     );
-    const firstArrival = new Map([...receiver.received.filter((r) => r.path === '/slow')].map((r) => [String(r.headers['webhook-id']), r.at]));
+    const firstArrival = new Map<string, number>();
+    for (const r of receiver.received.filter((r) => r.path === '/slow'))
+      if (!firstArrival.has(String(r.headers['webhook-id']))) firstArrival.set(String(r.headers['webhook-id']), r.at);
     a!.child.kill('SIGKILL');
-    const killedAt = Date.now();
     await new Promise((resolve) => a!.child.once('exit', resolve));
-    const inFlightOnA = [...firstArrival.keys()].filter((id) => !sentByB.slice(before).some((s) => s.id === id));
+    // One event goes to every webhook subscribed to it (here /shared too): count the sends to /slow.
+    const sendsByB = (id: string) => sentByB.slice(before).filter((s) => s.id === id && s.path === '/slow');
+    // a sent it first when b had not started an attempt before it first arrived. (Deciding by "b never sent it"
+    // is wrong on a loaded machine: a's lease can run out before a records the answer, and b sends it again.)
+    const inFlightOnA = [...firstArrival.keys()].filter((id) => !sendsByB(id).some((s) => s.at <= firstArrival.get(id)!));
     expect(inFlightOnA.length).toBeGreaterThan(0);
 
     const deliveries = async () =>
@@ -145,19 +150,22 @@ const LEASE_MARGIN_MS = 500;
     const done = await until(deliveries, (d) => d.length === 10 && d.every((x) => x.status === 'delivered'), 'every delivery delivered by b', 20_000);
     await sleep(500);
     const counts = arrivals('/slow');
-    // Those a was sending when killed reached the receiver twice (a's attempt, whose answer nobody recorded, and b's);
-    // the others once. Nothing is lost.
-    expect(Object.fromEntries(counts)).toEqual(Object.fromEntries([...firstArrival.keys()].map((id) => [id, inFlightOnA.includes(id) ? 2 : 1])));
+    // Each arrival is one attempt: a's first one, if a sent it, and b's. Those a was sending when killed reached
+    // the receiver twice (a's attempt, whose answer nobody recorded, and b's); the others once. Nothing is lost.
+    expect(Object.fromEntries(counts)).toEqual(
+      Object.fromEntries([...firstArrival.keys()].map((id) => [id, sendsByB(id).length + (inFlightOnA.includes(id) ? 1 : 0)])),
+    );
+    expect(Math.max(...counts.values())).toBeLessThanOrEqual(2);
     for (const id of inFlightOnA) {
-      const retried = sentByB.find((s) => s.id === id)!;
+      const retried = sendsByB(id)[0];
       // Not before a's lease ran out: a claimed it (lease TIMEOUT + MARGIN) at most a moment before it arrived.
+      // (Usually after the kill; on a loaded machine the lease can run out first, which is the same rule.)
       expect(retried.at - firstArrival.get(id)!).toBeGreaterThanOrEqual(TIMEOUT_MS + LEASE_MARGIN_MS - 300);
-      expect(retried.at).toBeGreaterThan(killedAt);
     }
     // a's attempt left no record (it died before writing it); the log shows b's one successful attempt.
     for (const delivery of done.filter((d) => inFlightOnA.includes(d.eventId as string)))
       expect((delivery.attempts as Body[]).map((x) => x.statusCode)).toEqual([200]);
-    const takeover = inFlightOnA.map((id) => sentByB.find((s) => s.id === id)!.at - firstArrival.get(id)!);
+    const takeover = inFlightOnA.map((id) => sendsByB(id)[0].at - firstArrival.get(id)!);
     console.log(
       `killed a with ${inFlightOnA.length} of 10 in flight; b sent them again ${Math.min(...takeover)}-${Math.max(...takeover)} ms after their first arrival (lease ${TIMEOUT_MS + LEASE_MARGIN_MS} ms)`,
     );
