@@ -9,6 +9,7 @@ import { ReadinessModule } from './modules/readiness';
 import { AnalyticsModule } from './modules/analytics';
 import { HealthModule } from './modules/health/health.module';
 import { SessionsModule } from './modules/sessions';
+import { AgentChannelModule } from './modules/agent-channel';
 import { WebhooksModule } from './modules/webhooks';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './platform/database/database.module';
@@ -34,6 +35,7 @@ export class AppModule {
         RateLimitModule,
         AuthModule,
         SessionsModule,
+        AgentChannelModule,
         ComputersModule,
         EnterpriseControlsModule,
         ReadinessModule,

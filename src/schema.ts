@@ -2,7 +2,8 @@ import { ApiKeyEntity, OrganizationEntity, UserEntity } from './modules/auth/ent
 import { Foundation1763712000000 } from './migrations/1763712000000-Foundation';
 import { Sessions1763798400000 } from './migrations/1763798400000-Sessions';
 import { Computers1763884800000 } from './migrations/1763884800000-Computers';
-import { AgentPresenceEntity, MessageEntity, SessionEntity, TokenUsageDailyEntity, ToolApprovalEntity } from './modules/sessions/entities';
+import { MessageEntity, SessionEntity, TokenUsageDailyEntity } from './modules/sessions/entities';
+import { AgentPresenceEntity, ToolApprovalEntity } from './modules/agent-channel/entities';
 import { ComputerEntity, ProvisioningStepEntity } from './modules/computers/entities';
 import { EnterpriseControls1763971200000 } from './migrations/1763971200000-EnterpriseControls';
 import { ControlRevisionEntity, McpOAuthConnectionEntity } from './modules/enterprise-controls/entities';

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { crc32, deflateSync } from 'node:zlib';
 import { Principal } from '../modules/auth';
-import { AgentWorkService, MessageRole, SessionMessages, SessionsService, WorkClaims } from '../modules/sessions';
+import { AgentWorkService, WorkClaims } from '../modules/agent-channel';
+import { MessageRole, SessionMessages, SessionsService } from '../modules/sessions';
 
 /**
  * A small PNG drawn here (`rows` of colored bars on a light background, 8 px each): real images,

@@ -5,6 +5,7 @@ import { ComputersModule } from '../modules/computers';
 import { EnterpriseControlsModule } from '../modules/enterprise-controls';
 import { ReadinessModule } from '../modules/readiness';
 import { SessionsModule } from '../modules/sessions';
+import { AgentChannelModule } from '../modules/agent-channel';
 import { DemoComputers } from './demo-computers';
 import { DemoControls } from './demo-controls';
 import { DemoConversations } from './demo-conversations';
@@ -15,7 +16,7 @@ import { DemoAccounts } from './demo-accounts';
 import { DemoWork } from './demo-work';
 
 @Module({
-  imports: [AuthModule, SessionsModule, ComputersModule, EnterpriseControlsModule, ReadinessModule, AnalyticsModule],
+  imports: [AuthModule, SessionsModule, AgentChannelModule, ComputersModule, EnterpriseControlsModule, ReadinessModule, AnalyticsModule],
   providers: [DemoSeeder, DemoAccounts, DemoWork, DemoConversations, DemoHistory, DemoComputers, DemoControls, DemoReadiness],
   exports: [DemoSeeder],
 })

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Role } from '../../src/modules/auth';
-import { LongPollSlots } from '../../src/modules/sessions/long-poll-slots';
-import { WorkClaims } from '../../src/modules/sessions/work-claims.service';
+import { LongPollSlots } from '../../src/modules/agent-channel/long-poll-slots';
+import { WorkClaims } from '../../src/modules/agent-channel/work-claims.service';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { serverUrl } from '../utils/test-database';
 import { openClaim as openRawClaim } from '../utils/raw-claims';

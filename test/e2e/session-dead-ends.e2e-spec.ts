@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Ajv, { ValidateFunction } from 'ajv';
 import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
-import { AgentPresence } from '../../src/modules/sessions/agent-presence';
+import { AgentPresence } from '../../src/modules/agent-channel/agent-presence';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { openClaim } from '../utils/raw-claims';
 import { serverUrl } from '../utils/test-database';

@@ -1,4 +1,4 @@
-import { LongPollSlots } from '../../src/modules/sessions/long-poll-slots';
+import { LongPollSlots } from '../../src/modules/agent-channel/long-poll-slots';
 import { LONG_WAIT_MS, until } from './polling';
 import type { TestApp } from './test-app';
 

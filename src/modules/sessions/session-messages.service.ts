@@ -14,7 +14,7 @@ import { assertTransition, SessionStatus, SessionTrigger } from './domain/sessio
 import { sessionArchived, sessionNotFound, SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { isArchived } from './domain/session-settings';
 import { MessageView, StatusReason, toMessageView } from './domain/views';
-import { AgentPresence } from './agent-presence';
+import { AgentAvailability } from './contracts/agent-availability';
 import { SessionPolicy } from './session-policy';
 import { SessionAccess } from './session-access.service';
 import { SessionChange } from './session-rows';
@@ -40,7 +40,7 @@ export class SessionMessages {
     private readonly access: SessionAccess,
     private readonly policy: SessionPolicy,
     private readonly idempotency: IdempotencyService,
-    private readonly presence: AgentPresence,
+    private readonly agents: AgentAvailability,
     private readonly config: AppConfig,
   ) {}
 
@@ -63,7 +63,7 @@ export class SessionMessages {
       if (restrictsModels) await this.policy.requireModels(principal, session.settings);
     }
     // Which agents are there, asked before the message is added: after it, the query would delay the agent woken for it.
-    const live = await this.presence.liveQueues(principal.organizationId);
+    const reasonNow = await this.agents.reasonsNow(principal.organizationId);
     const messageId = newId();
     let published: SessionChange | undefined;
     const add = async (manager: EntityManager) => {
@@ -88,7 +88,7 @@ export class SessionMessages {
     // One statement: with no idempotency key, no transaction either.
     const result = await this.idempotency.run(principal, idempotent, add, 200, { oneStatement: true });
     // Said on every answer, a replayed one too: whether an agent will take the work is about now.
-    const reasonFor = (session: SessionEntity | null) => (session ? AgentPresence.reason(live, session) : null);
+    const reasonFor = (session: SessionEntity | null) => (session ? reasonNow(session) : null);
     const reason = published
       ? reasonFor(published.session)
       : result.body.status === SessionStatus.Pending

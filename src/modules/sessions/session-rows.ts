@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { RowShape } from '../../platform/database/row-shape';
-import { MessageEntity, SessionEntity, ToolApprovalEntity } from './entities';
+import { MessageEntity, SessionEntity } from './entities';
 import { SessionStatus } from './domain/session-status';
 
 /** Only what a Session view shows: lists read 21 rows per page, so every column counts. */
@@ -40,23 +40,6 @@ const SESSION_FIELDS = [
 const MESSAGE_VIEW_FIELDS = ['id', 'seq', 'role', 'parentId', 'userMessageSource', 'content', 'attributes', 'createdAt', 'updatedAt'] as const;
 const MESSAGE_FIELDS = [...MESSAGE_VIEW_FIELDS, 'sessionId', 'authorId'] as const;
 
-const APPROVAL_FIELDS = [
-  'id',
-  'organizationId',
-  'sessionId',
-  'turnId',
-  'toolName',
-  'toolCallId',
-  'summary',
-  'input',
-  'status',
-  'message',
-  'requestedAt',
-  'expiresAt',
-  'resolvedAt',
-  'resolvedBy',
-] as const;
-
 /** A session as lists show it. */
 export type SessionSummary = Pick<SessionEntity, (typeof SUMMARY_FIELDS)[number]>;
 /** A message as lists show it. */
@@ -81,7 +64,7 @@ export type Row = Record<string, unknown>;
 
 /**
  * The rows the Sessions module's statements read, each named once by its entity's fields (RowShape): sessions as
- * `s`, messages as `m`, tool approvals as `a`.
+ * `s`, messages as `m`.
  */
 @Injectable()
 export class SessionShapes {
@@ -89,14 +72,12 @@ export class SessionShapes {
   readonly session: RowShape<SessionEntity, (typeof SESSION_FIELDS)[number]>;
   readonly messageView: RowShape<MessageEntity, (typeof MESSAGE_VIEW_FIELDS)[number]>;
   readonly message: RowShape<MessageEntity, (typeof MESSAGE_FIELDS)[number]>;
-  readonly approval: RowShape<ToolApprovalEntity, (typeof APPROVAL_FIELDS)[number]>;
 
   constructor(dataSource: DataSource) {
     this.summary = RowShape.of(dataSource, SessionEntity, 's', SUMMARY_FIELDS);
     this.session = RowShape.of(dataSource, SessionEntity, 's', SESSION_FIELDS);
     this.messageView = RowShape.of(dataSource, MessageEntity, 'm', MESSAGE_VIEW_FIELDS);
     this.message = RowShape.of(dataSource, MessageEntity, 'm', MESSAGE_FIELDS);
-    this.approval = RowShape.of(dataSource, ToolApprovalEntity, 'a', APPROVAL_FIELDS);
   }
 }
 

@@ -20,7 +20,7 @@ import { pageOf, pageSize, Pagination } from '../../platform/http/pagination';
 import { MessageSizedAnswer, MessageSizedBody } from '../../platform/http/route-config';
 import { noEffectWarnings } from '../../platform/http/no-effect';
 import { NO_EFFECT_SESSION_SETTINGS } from './domain/session-settings';
-import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest, IdempotentResult, REPLAYED_HEADER } from '../../platform/idempotency';
+import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest, respond } from '../../platform/idempotency';
 import { MessageRole } from './domain/message';
 import { MessageView, SessionView } from './domain/views';
 import { GetSessionQuery, ListMessagesQuery, ListSessionsQuery } from './schemas/session-queries';
@@ -37,11 +37,6 @@ const WRITERS = [Role.Owner, Role.Manager, Role.Member];
 function withWarnings(session: SessionView, given: object | undefined): SessionView {
   const warnings = noEffectWarnings(given, NO_EFFECT_SESSION_SETTINGS, 'sessionSettings.');
   return warnings.length > 0 ? { ...session, warnings } : session;
-}
-
-export function respond<T>(reply: FastifyReply, result: IdempotentResult<T>): T {
-  if (result.replayed) void reply.header(REPLAYED_HEADER, 'true');
-  return result.body;
 }
 
 @ApiTags('Sessions')

@@ -10,7 +10,7 @@ import { SessionEntity } from './entities';
 import { ArchivedFilter, SERVER_MAINTAINED_SETTINGS, StoredSessionSettings } from './domain/session-settings';
 import { SessionStatus } from './domain/session-status';
 import { SessionView, StatusReason, toSessionView } from './domain/views';
-import { AgentPresence } from './agent-presence';
+import { AgentAvailability } from './contracts/agent-availability';
 import { SessionPolicy } from './session-policy';
 import { SessionAccess } from './session-access.service';
 import { sessionNotFound } from './domain/sessions.errors';
@@ -28,7 +28,7 @@ export class SessionsService {
     private readonly policy: SessionPolicy,
     private readonly idempotency: IdempotencyService,
     private readonly events: EventLog,
-    private readonly presence: AgentPresence,
+    private readonly agents: AgentAvailability,
   ) {}
 
   async create(principal: Principal, input: CreateSessionInput, idempotent?: IdempotentRequest): Promise<IdempotentResult<SessionView>> {
@@ -104,14 +104,14 @@ export class SessionsService {
       query.cursor,
       query.limit,
     );
-    const live = page.items.some((s) => s.status === SessionStatus.Pending) ? await this.presence.liveQueues(principal.organizationId) : [];
-    return { items: page.items.map((s) => toSessionView(s, AgentPresence.reason(live, s))), pagination: page.pagination };
+    const reasonFor = page.items.some((s) => s.status === SessionStatus.Pending) ? await this.agents.reasonsNow(principal.organizationId) : () => null;
+    return { items: page.items.map((s) => toSessionView(s, reasonFor(s))), pagination: page.pagination };
   }
 
   /** Why no agent will take the session (only a pending one can be in that state), or null. */
   private async statusReason(organizationId: string, session: Pick<SessionEntity, 'status' | 'workComputerId' | 'ownerId'>): Promise<StatusReason | null> {
     if (session.status !== SessionStatus.Pending) return null;
-    return AgentPresence.reason(await this.presence.liveQueues(organizationId), session);
+    return (await this.agents.reasonsNow(organizationId))(session);
   }
 
   async update(principal: Principal, sessionId: string, input: UpdateSessionInput): Promise<SessionView> {

@@ -144,6 +144,17 @@ export class TurnsRepository {
     return this.shapes.session.from(row);
   }
 
+  /** Moves the session's count of tool calls waiting for a person by `change` (never below zero). */
+  async countPendingApprovals(manager: EntityManager, session: SessionKey, change: 1 | -1): Promise<void> {
+    await this.sql
+      .in(manager)
+      .query(
+        'sessions.countPendingApprovals',
+        `UPDATE sessions SET pending_tool_approvals = GREATEST(pending_tool_approvals + $3, 0) WHERE organization_id = $1 AND id = $2`,
+        [session.organizationId, session.id, change],
+      );
+  }
+
   /** Adds a usage report to the session's `tokenUsage` (the day's totals are TokenUsageRepository's) and renews the turn's lease. */
   async addTokenUsage(
     manager: EntityManager,

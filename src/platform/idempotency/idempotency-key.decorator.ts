@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { applyDecorators, createParamDecorator, ExecutionContext } from '@nestjs/common';
 import { ApiHeader, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { stringify } from 'safe-stable-stringify';
 import { V0_ERROR } from '../http/openapi';
 import { validationError } from '../http/validation';
+import type { IdempotentResult } from './idempotency.service';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'idempotent-replayed';
@@ -43,3 +44,9 @@ export const ApiIdempotencyKey = () =>
         'Failed requests are not remembered, so their retry runs again. Keys are per user, 1-255 visible ASCII characters.',
     }),
   );
+
+/** The body of an idempotent command's answer, marked `Idempotent-Replayed: true` when it is a stored one. */
+export function respond<T>(reply: FastifyReply, result: IdempotentResult<T>): T {
+  if (result.replayed) void reply.header(REPLAYED_HEADER, 'true');
+  return result.body;
+}

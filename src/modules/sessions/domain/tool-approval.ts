@@ -1,6 +1,3 @@
-import type { ApiSchema } from '../../../platform/http/api-schema';
-import type { ToolApprovalEntity } from '../entities/tool-approval.entity';
-
 /** Where a tool approval stands; every status but `pending` is final. */
 export enum ToolApprovalStatus {
   Pending = 'pending',
@@ -39,25 +36,4 @@ export const MAX_APPROVAL_TIMEOUT_SECONDS = 86_400;
 export function approvalTimeoutSeconds(controls: ToolApprovalRules | undefined, session: ToolApprovalRules | undefined): number {
   const given = [controls?.timeoutSeconds, session?.timeoutSeconds].filter((s): s is number => typeof s === 'number' && s > 0);
   return given.length > 0 ? Math.min(...given) : DEFAULT_APPROVAL_TIMEOUT_SECONDS;
-}
-
-export type ToolApprovalView = ApiSchema<'ToolApproval'>;
-
-export function toToolApprovalView(a: ToolApprovalEntity): ToolApprovalView {
-  const view: ToolApprovalView = {
-    approvalId: a.id,
-    sessionId: a.sessionId,
-    turnId: a.turnId,
-    toolName: a.toolName,
-    summary: a.summary,
-    input: a.input,
-    status: a.status,
-    requestedAt: a.requestedAt.getTime(),
-    expiresAt: a.expiresAt.getTime(),
-  };
-  if (a.toolCallId !== null) view.toolCallId = a.toolCallId;
-  if (a.resolvedAt) view.resolvedAt = a.resolvedAt.getTime();
-  if (a.message !== null) view.message = a.message;
-  if (a.resolvedBy?.userId) view.resolvedBy = { userId: a.resolvedBy.userId };
-  return view;
 }

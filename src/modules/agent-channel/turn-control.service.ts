@@ -4,15 +4,25 @@ import { eventActorOf, Principal } from '../auth';
 import { EventActor, EventLog } from '../../platform/events';
 import { isUuid } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
-import { assertTransition, SessionStatus, SessionTrigger } from './domain/session-status';
-import { sessionNotFound, SessionsError, SessionsErrorCode, toolApprovalNotFound } from './domain/sessions.errors';
-import { ToolApprovalDecision, ToolApprovalStatus, ToolApprovalView, toToolApprovalView } from './domain/tool-approval';
-import { SessionView, toSessionView } from './domain/views';
-import { SessionAccess } from './session-access.service';
-import { SessionsRepository } from './sessions.repository';
 import { ToolApprovalsRepository } from './tool-approvals.repository';
-import { TurnsRepository } from './turns.repository';
 import { ToolApprovalLedger } from './tool-approval-ledger';
+import {
+  assertTransition,
+  SessionAccess,
+  sessionNotFound,
+  SessionsError,
+  SessionsErrorCode,
+  SessionStatus,
+  SessionTrigger,
+  SessionTurns,
+  SessionView,
+  ToolApprovalDecision,
+  toolApprovalNotFound,
+  ToolApprovalStatus,
+  toSessionView,
+} from '../sessions';
+import { ToolApprovalView, toToolApprovalView } from './tool-approval-view';
+import { DataSource } from 'typeorm';
 
 /** Pending approvals a list shows (a turn asks one at a time, so a session rarely has more than one). */
 const PENDING_LIST_LIMIT = 100;
@@ -28,8 +38,8 @@ const SYSTEM: EventActor = { kind: 'system' };
 @Injectable()
 export class TurnControlService {
   constructor(
-    private readonly repository: SessionsRepository,
-    private readonly turns: TurnsRepository,
+    private readonly sessionTurns: SessionTurns,
+    private readonly dataSource: DataSource,
     private readonly approvals: ToolApprovalsRepository,
     private readonly access: SessionAccess,
     private readonly ledger: ToolApprovalLedger,
@@ -48,7 +58,7 @@ export class TurnControlService {
     const session = this.access.writable(principal, await this.access.readable(principal, sessionId));
     const actor = eventActorOf(principal);
     return this.idempotency.run(principal, idempotent, async (manager) => {
-      const locked = await this.repository.findSession(session.id, principal.organizationId, manager, true);
+      const locked = await this.sessionTurns.find(session.id, principal.organizationId, manager, true);
       if (!locked) throw sessionNotFound(sessionId);
       if (locked.status !== SessionStatus.Running || !locked.turnId) {
         throw new SessionsError(SessionsErrorCode.NoRunningTurn, `Session ${sessionId} has no running turn to interrupt: it is ${locked.status}.`, {
@@ -57,7 +67,7 @@ export class TurnControlService {
       }
       if (locked.turnInterruptedAt) return toSessionView(locked);
       const now = new Date();
-      const interrupted = await this.turns.interruptTurn(manager, locked, {
+      const interrupted = await this.sessionTurns.interruptTurn(manager, locked, {
         actor,
         now,
         lapsesAt: new Date(now.getTime() + this.config.AGENT_INTERRUPT_GRACE_MS),
@@ -93,7 +103,7 @@ export class TurnControlService {
     const session = this.access.writable(principal, await this.access.readable(principal, sessionId));
     const actor = eventActorOf(principal);
     return this.idempotency.run(principal, idempotent, async (manager) => {
-      await this.repository.findSession(session.id, principal.organizationId, manager, true);
+      await this.sessionTurns.find(session.id, principal.organizationId, manager, true);
       const approval = isUuid(approvalId)
         ? await this.approvals.findToolApproval(session.id, principal.organizationId, approvalId.toLowerCase(), manager, true)
         : null;
@@ -118,11 +128,11 @@ export class TurnControlService {
     let turnsEnded = 0;
     let approvalsExpired = 0;
     for (let batch = SWEEP_BATCH; batch === SWEEP_BATCH;) {
-      batch = await this.repository.transaction(async (manager) => {
-        const lapsed = await this.turns.lockLapsedInterruptedTurns(manager, now, SWEEP_BATCH);
+      batch = await this.dataSource.transaction(async (manager) => {
+        const lapsed = await this.sessionTurns.lockLapsedInterruptedTurns(manager, now, SWEEP_BATCH);
         for (const session of lapsed) {
           await this.ledger.cancelPending(manager, session, SYSTEM);
-          const ended = await this.turns.endTurn(manager, session, { status: SessionStatus.Idle, now, activeTimeMs: 0 });
+          const ended = await this.sessionTurns.endTurn(manager, session, { status: SessionStatus.Idle, now, activeTimeMs: 0 });
           assertTransition(SessionTrigger.InterruptedTurnLapsed, session.status, ended.status);
           this.events.raise(manager, {
             type: 'session.status_changed',
@@ -141,8 +151,8 @@ export class TurnControlService {
       let expiredNow = 0;
       for (const approval of due) {
         // The session's lock first, then the approval's: the order every other writer takes.
-        const expired = await this.repository.transaction(async (manager) => {
-          await this.repository.findSession(approval.sessionId, approval.organizationId, manager, true);
+        const expired = await this.dataSource.transaction(async (manager) => {
+          await this.sessionTurns.find(approval.sessionId, approval.organizationId, manager, true);
           const locked = await this.approvals.findToolApproval(approval.sessionId, approval.organizationId, approval.id, manager, true);
           if (!locked || locked.status !== ToolApprovalStatus.Pending) return false;
           await this.ledger.resolve(manager, locked, ToolApprovalStatus.Expired, SYSTEM);

@@ -4,7 +4,7 @@ import { Principal, securityActorOf } from '../auth';
 import { logSecurityEvent } from '../../platform/logging/security-log';
 import { Metrics } from '../../platform/metrics';
 import { InFlight } from '../../platform/rate-limit/in-flight';
-import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
+import { SessionsError, SessionsErrorCode } from '../sessions';
 
 /** What a refused long poll is told to wait before trying again: about when a poll of a busy agent ends. */
 export const LONG_POLL_RETRY_AFTER_SECONDS = 5;

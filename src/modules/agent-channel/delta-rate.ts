@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { credentialIdOf, Principal } from '../auth';
-import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
+import { SessionsError, SessionsErrorCode } from '../sessions';
 
 /**
  * Deltas one credential may send a second on one instance: an agent sends at most about ten a second per turn

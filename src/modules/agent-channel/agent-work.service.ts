@@ -4,22 +4,29 @@ import { EntityManager } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
 import { AccessPolicy, eventActorOf, Principal } from '../auth';
 import { EventLog } from '../../platform/events';
-import { isUuid, newId } from '../../platform/database/ids';
+import { isUuid } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { FieldError, validationError } from '../../platform/http/validation';
 import { decodeCursor } from '../../platform/http/cursor';
 import { Page } from '../../platform/http/pagination';
-import { MessageEntity, SessionEntity } from './entities';
-import { checkContentPayloads } from './domain/attachments';
-import { TokenUsage } from './domain/session-settings';
-import { assertTransition, SessionStatus, SessionTrigger, statusAfterTurn } from './domain/session-status';
-import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
-import { MessageView, SessionView, toMessageView, toSessionView } from './domain/views';
-import { MESSAGE_ATTRIBUTE_FIELDS } from './schemas/session.schemas';
-import { SessionsRepository } from './sessions.repository';
-import { TokenUsageRepository } from './token-usage.repository';
-import { TurnsRepository } from './turns.repository';
 import { ToolApprovalLedger } from './tool-approval-ledger';
+import {
+  assertTransition,
+  checkContentPayloads,
+  MESSAGE_ATTRIBUTE_FIELDS,
+  MessageView,
+  SessionEntity,
+  SessionsError,
+  SessionsErrorCode,
+  SessionStatus,
+  SessionTrigger,
+  SessionTurns,
+  SessionView,
+  statusAfterTurn,
+  TokenUsage,
+  toMessageView,
+  toSessionView,
+} from '../sessions';
 
 /** A message as the agent appends it (AppendMessagesBody). */
 export type AgentMessageInput = ApiSchema<'AppendMessagesBody'>['messages'][number];
@@ -32,9 +39,7 @@ export type AgentMessageInput = ApiSchema<'AppendMessagesBody'>['messages'][numb
 @Injectable()
 export class AgentWorkService {
   constructor(
-    private readonly repository: SessionsRepository,
-    private readonly turns: TurnsRepository,
-    private readonly usage: TokenUsageRepository,
+    private readonly sessionTurns: SessionTurns,
     private readonly idempotency: IdempotencyService,
     private readonly events: EventLog,
     private readonly config: AppConfig,
@@ -51,42 +56,15 @@ export class AgentWorkService {
     if (errors.length > 0) throw validationError(errors);
     return this.idempotency.run(principal, idempotent, async (manager) => {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
-      const parents = input.messages.map((message) => message.parentId).filter((id): id is string => id !== undefined);
-      const known = await this.repository.existingMessageIds(manager, session, parents.filter(isUuid));
-      const missing = input.messages.flatMap((message, i) =>
-        message.parentId !== undefined && !known.has(message.parentId)
-          ? [{ field: `messages[${i}].parentId`, message: 'is not a message of this session' }]
-          : [],
-      );
-      if (missing.length > 0) {
-        throw new SessionsError(SessionsErrorCode.ParentNotFound, `${missing[0].field}: ${missing[0].message}`, { errors: missing });
-      }
-      const ids = input.messages.map(() => newId());
-      const change = await this.repository.reserveAgentMessages(manager, {
-        session,
-        count: ids.length,
-        lastMessageId: ids[ids.length - 1],
-        leaseExpiresAt: this.leaseFrom(new Date()),
-      });
-      const now = change.session.updatedAt;
-      const firstSeq = change.session.messageCount - ids.length + 1;
-      const added = input.messages.map((message, i) =>
-        Object.assign(new MessageEntity(), {
-          organizationId: session.organizationId,
-          id: ids[i],
-          sessionId: session.id,
-          seq: firstSeq + i,
+      const added = await this.sessionTurns.appendAgentMessages(manager, session, {
+        messages: input.messages.map((message) => ({
           role: message.role,
-          parentId: message.parentId ?? (i === 0 ? change.previousLastMessageId : ids[i - 1]),
-          userMessageSource: null,
-          authorId: null,
+          parentId: message.parentId,
           content: message.content,
           attributes: attributesOf(message),
-          createdAt: now,
-          updatedAt: now,
-        }),
-      );
-      await this.repository.insertMessages(manager, added);
+        })),
+        leaseExpiresAt: this.leaseFrom(new Date()),
+      });
       const actor = eventActorOf(principal);
       this.events.raise(
         manager,
@@ -118,16 +96,15 @@ export class AgentWorkService {
     const now = new Date();
     return this.idempotency.run(principal, idempotent, async (manager) => {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
-      const updated = await this.turns.addTokenUsage(manager, {
+      const updated = await this.sessionTurns.addTokenUsage(manager, {
         session,
         model: input.model,
         usage,
         locks: { provider: input.provider ?? null, api: input.api ?? null },
         leaseExpiresAt: this.leaseFrom(now),
         now,
+        day: now.toISOString().slice(0, 10),
       });
-      const day = now.toISOString().slice(0, 10);
-      await this.usage.addDailyUsage(manager, { organizationId: session.organizationId, day, userId: session.ownerId, model: input.model, usage });
       this.events.raise(manager, {
         type: 'turn.usage_reported',
         organizationId: principal.organizationId,
@@ -149,7 +126,7 @@ export class AgentWorkService {
     const leaseExpiresAt = this.leaseFrom(new Date());
     return this.idempotency.run(principal, idempotent, async (manager) => {
       const session = await this.lockTurn(manager, principal, sessionId, input.turnId);
-      const lease = await this.turns.extendLease(manager, session, leaseExpiresAt);
+      const lease = await this.sessionTurns.extendLease(manager, session, leaseExpiresAt);
       return { leaseExpiresAt: lease.getTime(), interrupted: session.turnInterruptedAt !== null };
     });
   }
@@ -161,7 +138,7 @@ export class AgentWorkService {
    * `messagesCursor` on) may be read: what came before is history.
    */
   async conversation(principal: Principal, sessionId: string, query: { turnId: string; cursor?: string; limit: number }): Promise<Page<MessageView>> {
-    const session = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId) : null;
+    const session = isUuid(sessionId) ? await this.sessionTurns.find(sessionId, principal.organizationId) : null;
     if (!session || !mayWorkOn(principal, session)) {
       throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
     }
@@ -181,7 +158,7 @@ export class AgentWorkService {
         );
       }
     }
-    const found = await this.repository.listMessages(session.id, principal.organizationId, { ...query, maxBytes: this.config.MESSAGE_PAGE_MAX_BYTES });
+    const found = await this.sessionTurns.listMessages(session.id, principal.organizationId, { ...query, maxBytes: this.config.MESSAGE_PAGE_MAX_BYTES });
     if (!found) throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
     return { items: found.page.items.map(toMessageView), pagination: found.page.pagination };
   }
@@ -202,7 +179,7 @@ export class AgentWorkService {
       const next = statusAfterTurn(session);
       assertTransition(SessionTrigger.AgentEndedTurn, session.status, next);
       await this.ledger.cancelPending(manager, session, eventActorOf(principal));
-      const ended = await this.turns.endTurn(manager, session, { status: next, now, activeTimeMs: input.assistantActiveTimeMs ?? 0 });
+      const ended = await this.sessionTurns.endTurn(manager, session, { status: next, now, activeTimeMs: input.assistantActiveTimeMs ?? 0 });
       this.events.raise(manager, {
         type: 'session.status_changed',
         organizationId: principal.organizationId,
@@ -216,9 +193,9 @@ export class AgentWorkService {
 
   /** The session, locked, if `turnId` is its running turn: 404 for no such session, 409 for a turn that is over. */
   async lockTurn(manager: EntityManager, principal: Principal, sessionId: string, turnId: string): Promise<SessionEntity> {
-    const session = isUuid(sessionId) && isUuid(turnId) ? await this.turns.lockTurn(manager, sessionId, principal.organizationId, turnId) : null;
+    const session = isUuid(sessionId) && isUuid(turnId) ? await this.sessionTurns.lockTurn(manager, sessionId, principal.organizationId, turnId) : null;
     if (session && mayWorkOn(principal, session)) return session;
-    const exists = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId, manager) : null;
+    const exists = isUuid(sessionId) ? await this.sessionTurns.find(sessionId, principal.organizationId, manager) : null;
     if (!exists || !mayWorkOn(principal, exists)) {
       throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
     }

@@ -2,11 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { Principal } from '../auth';
 import { LiveEvents, MessageDeltaKind } from '../../platform/events';
 import { isUuid } from '../../platform/database/ids';
-import { SessionStatus } from './domain/session-status';
-import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
 import { mayWorkOn } from './agent-work.service';
 import { DeltaRate } from './delta-rate';
-import { SessionsRepository } from './sessions.repository';
+import { SessionsError, SessionsErrorCode, SessionStatus, SessionTurns } from '../sessions';
 
 /**
  * The live work of a turn (`message.delta`): what the agent's model is writing (its answer, thinking and tool calls'
@@ -15,7 +13,7 @@ import { SessionsRepository } from './sessions.repository';
 @Injectable()
 export class TurnDeltas {
   constructor(
-    private readonly repository: SessionsRepository,
+    private readonly sessionTurns: SessionTurns,
     private readonly live: LiveEvents,
     private readonly rate: DeltaRate,
   ) {}
@@ -31,7 +29,7 @@ export class TurnDeltas {
     input: { turnId: string; step: number; kind?: MessageDeltaKind; toolUseId?: string; toolName?: string; text: string },
   ): Promise<void> {
     this.rate.take(principal);
-    const session = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId) : null;
+    const session = isUuid(sessionId) ? await this.sessionTurns.find(sessionId, principal.organizationId) : null;
     if (!session || !mayWorkOn(principal, session)) {
       throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
     }

@@ -4,13 +4,12 @@ import { EventActor, OnDomainEvent, StoredEvent } from '../../platform/events';
 import { isUuid } from '../../platform/database/ids';
 import { mayWorkOn } from './agent-work.service';
 import { ToolApprovalEntity } from './entities';
-import { SessionStatus } from './domain/session-status';
-import { sessionNotFound, SessionsError, SessionsErrorCode } from './domain/sessions.errors';
-import { ToolApprovalStatus, ToolApprovalView, toToolApprovalView } from './domain/tool-approval';
 import { LongPollSlots } from './long-poll-slots';
-import { SessionsRepository } from './sessions.repository';
 import { ToolApprovalsRepository } from './tool-approvals.repository';
 import { ToolApprovalLedger } from './tool-approval-ledger';
+import { sessionNotFound, SessionsError, SessionsErrorCode, SessionStatus, SessionTurns, ToolApprovalStatus } from '../sessions';
+import { ToolApprovalView, toToolApprovalView } from './tool-approval-view';
+import { DataSource } from 'typeorm';
 
 /** The longest an agent's wait for a decision may last in one request. */
 export const MAX_APPROVAL_WAIT_MS = 30_000;
@@ -25,7 +24,8 @@ export class ToolApprovalWaits {
   private readonly waiters = new Map<string, Set<() => void>>();
 
   constructor(
-    private readonly repository: SessionsRepository,
+    private readonly sessionTurns: SessionTurns,
+    private readonly dataSource: DataSource,
     private readonly approvals: ToolApprovalsRepository,
     private readonly ledger: ToolApprovalLedger,
     private readonly slots: LongPollSlots,
@@ -66,7 +66,7 @@ export class ToolApprovalWaits {
 
   /** The approval as it stands, written `expired` when its time is up; the turn must still be the caller's. */
   private async look(principal: Principal, sessionId: string, approvalId: string, turnId: string): Promise<ToolApprovalEntity> {
-    const session = isUuid(sessionId) ? await this.repository.findSession(sessionId, principal.organizationId) : null;
+    const session = isUuid(sessionId) ? await this.sessionTurns.find(sessionId, principal.organizationId) : null;
     if (!session || !mayWorkOn(principal, session)) throw sessionNotFound(sessionId);
     const found = isUuid(approvalId) ? await this.approvals.findToolApproval(session.id, principal.organizationId, approvalId.toLowerCase()) : null;
     if (!found || !isUuid(turnId) || found.turnId !== turnId.toLowerCase()) {
@@ -79,8 +79,8 @@ export class ToolApprovalWaits {
       });
     }
     if (found.expiresAt.getTime() > Date.now()) return found;
-    return this.repository.transaction(async (manager) => {
-      await this.repository.findSession(session.id, principal.organizationId, manager, true);
+    return this.dataSource.transaction(async (manager) => {
+      await this.sessionTurns.find(session.id, principal.organizationId, manager, true);
       const locked = await this.approvals.findToolApproval(session.id, principal.organizationId, found.id, manager, true);
       if (!locked || locked.status !== ToolApprovalStatus.Pending) return locked ?? found;
       return this.ledger.resolve(manager, locked, ToolApprovalStatus.Expired, SYSTEM);

@@ -5,13 +5,19 @@ import { AppConfig } from '../../config/app-config';
 import { eventActorOf, Principal, Role } from '../auth';
 import { EventLog } from '../../platform/events';
 import { isUuid, newId } from '../../platform/database/ids';
-import { assertTransition, SessionStatus, SessionTrigger } from './domain/session-status';
-import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
-import { toMessageView, toSessionView } from './domain/views';
-import { ComputerVisibility } from './contracts/computer-visibility';
-import { SessionsRepository } from './sessions.repository';
-import { TurnsRepository, WorkFilter } from './turns.repository';
 import { ToolApprovalLedger } from './tool-approval-ledger';
+import {
+  assertTransition,
+  ComputerVisibility,
+  SessionsError,
+  SessionsErrorCode,
+  SessionStatus,
+  SessionTrigger,
+  SessionTurns,
+  toMessageView,
+  toSessionView,
+  WorkFilter,
+} from '../sessions';
 
 /** A turn to work on, as `POST /api/v0/agent/claims` answers it (ClaimWorkResponse). */
 export type WorkView = NonNullable<ApiSchema<'ClaimWorkResponse'>['work']>;
@@ -23,8 +29,7 @@ export type WorkView = NonNullable<ApiSchema<'ClaimWorkResponse'>['work']>;
 @Injectable()
 export class WorkQueue {
   constructor(
-    private readonly turns: TurnsRepository,
-    private readonly repository: SessionsRepository,
+    private readonly sessionTurns: SessionTurns,
     private readonly computers: ComputerVisibility,
     private readonly ledger: ToolApprovalLedger,
     private readonly events: EventLog,
@@ -42,13 +47,13 @@ export class WorkQueue {
 
   /** When the queue's next running turn's lease runs out (its work is then to be taken again), or null. */
   nextLeaseExpiry(manager: EntityManager, scope: WorkFilter): Promise<Date | null> {
-    return this.turns.nextLeaseExpiry(manager, scope);
+    return this.sessionTurns.nextLeaseExpiry(manager, scope);
   }
 
   async take(manager: EntityManager, principal: Principal, scope: WorkFilter): Promise<{ work: WorkView } | null> {
     const now = new Date();
     const computerId = scope.computerId;
-    const session = await this.turns.lockNextWork(manager, scope, now);
+    const session = await this.sessionTurns.lockNextWork(manager, scope, now);
     if (!session) return null;
     // A turn whose lease ran out is restarted with the same work; fresh work starts where the last turn stopped.
     const reclaimed = session.status === SessionStatus.Running;
@@ -56,7 +61,7 @@ export class WorkQueue {
     const leaseExpiresAt = this.leaseFrom(now);
     // The silent agent's questions go unanswered: the new turn asks again if it needs to.
     if (reclaimed) await this.ledger.cancelPending(manager, session, { kind: 'system' });
-    const started = await this.turns.startTurn(manager, session, { turnId: newId(), turnBaseSeq, leaseExpiresAt, now, computerId });
+    const started = await this.sessionTurns.startTurn(manager, session, { turnId: newId(), turnBaseSeq, leaseExpiresAt, now, computerId });
     assertTransition(reclaimed ? SessionTrigger.AgentLeaseExpired : SessionTrigger.AgentTookWork, session.status, started.status);
     if (!reclaimed) {
       this.events.raise(manager, {
@@ -67,7 +72,7 @@ export class WorkQueue {
         data: { sessionId: session.id, from: session.status, to: SessionStatus.Running },
       });
     }
-    const { messages, nextCursor } = await this.repository.userMessagesAfter(manager, session, turnBaseSeq, this.config.MESSAGE_PAGE_MAX_BYTES);
+    const { messages, nextCursor } = await this.sessionTurns.userMessagesAfter(manager, session, turnBaseSeq, this.config.MESSAGE_PAGE_MAX_BYTES);
     return {
       work: {
         turnId: started.turnId!,

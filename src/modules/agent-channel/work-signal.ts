@@ -1,7 +1,6 @@
 import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { EventLog, OnDomainEvent, StoredEvent } from '../../platform/events';
-import { MessageRole } from './domain/message';
-import { SessionStatus } from './domain/session-status';
+import { MessageRole, SessionStatus } from '../sessions';
 
 /** The queue a long poll takes from (see SessionsRepository.lockNextWork). */
 export interface WorkScope {

@@ -3,9 +3,9 @@ import { Principal } from '../auth';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { AgentPresence } from './agent-presence';
 import { LongPollSlots } from './long-poll-slots';
-import { WorkFilter } from './turns.repository';
 import { WorkQueue, WorkView } from './work-queue';
 import { WorkSignal } from './work-signal';
+import { WorkFilter } from '../sessions';
 
 /**
  * The safety net for an arrival whose signal was lost (a NOTIFY its sender failed to send): a

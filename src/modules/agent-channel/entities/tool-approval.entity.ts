@@ -1,6 +1,6 @@
 import { Column, Entity, ForeignKey, Index, PrimaryColumn } from 'typeorm';
 import type { EventActor } from '../../../platform/events';
-import type { ToolApprovalStatus } from '../domain/tool-approval';
+import type { ToolApprovalStatus } from '../../sessions';
 
 /**
  * An agent's request that a person approve one tool call before it runs, and the answer: allowed

@@ -3,12 +3,8 @@ import { Injectable } from '@nestjs/common';
 import { eventActorOf, Principal } from '../auth';
 import { newId } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
-import { SessionsError, SessionsErrorCode } from './domain/sessions.errors';
-import { SessionPolicy } from './session-policy';
-import { API_MESSAGE_SOURCE, userContent } from './session-messages.service';
-import { SessionsRepository } from './sessions.repository';
-import { SessionsService } from './sessions.service';
 import { WorkQueue } from './work-queue';
+import { API_MESSAGE_SOURCE, SessionPolicy, SessionsError, SessionsErrorCode, SessionsService, SessionTurns, userContent } from '../sessions';
 
 export type StartedRun = ApiSchema<'AgentRunStarted'>;
 
@@ -22,7 +18,7 @@ export type StartedRun = ApiSchema<'AgentRunStarted'>;
 export class HeadlessSessions {
   constructor(
     private readonly sessions: SessionsService,
-    private readonly repository: SessionsRepository,
+    private readonly sessionTurns: SessionTurns,
     private readonly queue: WorkQueue,
     private readonly policy: SessionPolicy,
     private readonly idempotency: IdempotencyService,
@@ -52,7 +48,7 @@ export class HeadlessSessions {
       idempotent,
       async (manager) => {
         await this.sessions.insert(manager, principal, session);
-        const added = await this.repository.addUserMessage(
+        const added = await this.sessionTurns.addUserMessage(
           {
             sessionId: session.id,
             organizationId: principal.organizationId,

@@ -1,7 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { SessionStatus } from './domain/session-status';
-import { StatusReason } from './domain/views';
 import { AgentPresenceRepository } from './agent-presence.repository';
+import { SessionStatus, StatusReason } from '../sessions';
 
 /**
  * How long after its last claim an agent still counts as there: longer than the longest long poll

@@ -6,10 +6,9 @@ import { newId } from '../../platform/database/ids';
 import { IdempotencyService, IdempotentRequest, IdempotentResult } from '../../platform/idempotency';
 import { AgentWorkService } from './agent-work.service';
 import { ToolApprovalEntity } from './entities';
-import { interruptedError } from './domain/sessions.errors';
-import { approvalTimeoutSeconds, ToolApprovalStatus, ToolApprovalView, toToolApprovalView } from './domain/tool-approval';
-import { SessionPolicy } from './session-policy';
-import { ToolApprovalsRepository } from './tool-approvals.repository';
+import { ToolApprovalLedger } from './tool-approval-ledger';
+import { SessionPolicy, ToolApprovalStatus, approvalTimeoutSeconds, interruptedError } from '../sessions';
+import { ToolApprovalView, toToolApprovalView } from './tool-approval-view';
 
 export type ToolApprovalRequest = ApiSchema<'RequestToolApprovalBody'>;
 
@@ -17,7 +16,7 @@ export type ToolApprovalRequest = ApiSchema<'RequestToolApprovalBody'>;
 @Injectable()
 export class ToolApprovalRequests {
   constructor(
-    private readonly approvals: ToolApprovalsRepository,
+    private readonly ledger: ToolApprovalLedger,
     private readonly work: AgentWorkService,
     private readonly policy: SessionPolicy,
     private readonly idempotency: IdempotencyService,
@@ -60,7 +59,7 @@ export class ToolApprovalRequests {
           resolvedAt: null,
           resolvedBy: null,
         });
-        await this.approvals.insertToolApproval(manager, approval);
+        await this.ledger.open(manager, approval);
         this.events.raise(manager, {
           type: 'tool_approval.requested',
           organizationId: principal.organizationId,

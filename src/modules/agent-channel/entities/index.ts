@@ -1,0 +1,2 @@
+export { AgentPresenceEntity } from './agent-presence.entity';
+export { ToolApprovalEntity } from './tool-approval.entity';
