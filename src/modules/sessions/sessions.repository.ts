@@ -3,7 +3,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/http/cursor';
 import { Page, toPage } from '../../platform/http/pagination';
 import { NewestFirst } from '../../platform/database/keyset';
-import { Sql } from '../../platform/database/sql';
+import { Params, Sql } from '../../platform/database/sql';
 import { EventActor, EventLog } from '../../platform/events';
 import { MessageEntity, SessionEntity } from './entities';
 import { ContentBlock, MessageAttributes, MessageRole } from './domain/message';
@@ -283,49 +283,53 @@ export class SessionsRepository {
     },
     manager: EntityManager,
   ): Promise<SessionChange | null> {
-    const events = this.events.statementEvents(
-      8,
-      input.actor,
-      {
-        type: 'message.added',
-        from: 's',
-        organizationId: 's.organization_id',
-        sessionId: 's.id',
-        occurredAt: 's.updated_at',
-        data: { sessionId: 's.id', messageId: '$3::uuid', role: `'user'`, authorId: '$6::uuid', computerId: 's.work_computer_id' },
-      },
-      {
-        type: 'session.status_changed',
-        from: 's WHERE s.status <> s.previous_status',
-        organizationId: 's.organization_id',
-        sessionId: 's.id',
-        occurredAt: 's.updated_at',
-        data: { sessionId: 's.id', from: 's.previous_status', to: 's.status' },
-      },
-    );
-    const rows = await this.sql.in(manager).query<Row & { previous_status: SessionStatus; previous_last_message_id: string | null }>(
-      'messages.addUser',
-      `WITH old AS (
-         SELECT id, status, last_message_id FROM sessions WHERE id = $1 AND organization_id = $2 AND NOT (settings ? 'archivedAt') FOR UPDATE
+    const p = new Params();
+    const sessionId = p.add(input.sessionId);
+    const organizationId = p.add(input.organizationId);
+    const messageId = p.add(input.messageId, 'uuid');
+    const authorId = p.add(input.authorId, 'uuid');
+    const statement = `WITH old AS (
+         SELECT id, status, last_message_id FROM sessions WHERE id = ${sessionId} AND organization_id = ${organizationId} AND NOT (settings ? 'archivedAt') FOR UPDATE
        ), s AS (
          UPDATE sessions s SET
            message_count = s.message_count + 1,
-           last_message_id = $3,
+           last_message_id = ${messageId},
            last_user_seq = s.message_count + 1,
            updated_at = GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp())),
            status = ${statusAfterSql(SessionTrigger.UserMessageAdded, 's.status')},
            pending_since = CASE WHEN s.status = 'running' THEN s.pending_since
                                 ELSE COALESCE(s.pending_since, GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp()))) END,
-           work_computer_id = COALESCE($4::uuid, s.computer_id)
-         FROM old WHERE s.organization_id = $2 AND s.id = old.id
+           work_computer_id = COALESCE(${p.add(input.computerId, 'uuid')}, s.computer_id)
+         FROM old WHERE s.organization_id = ${organizationId} AND s.id = old.id
          RETURNING s.*, old.status AS previous_status, old.last_message_id AS previous_last_message_id
        ), inserted AS (
          INSERT INTO messages (organization_id, id, session_id, seq, role, parent_id, user_message_source, author_id, content, attributes, created_at, updated_at)
-         SELECT s.organization_id, $3, s.id, s.message_count, 'user', s.previous_last_message_id, $5, $6, $7::jsonb, '{}'::jsonb, s.updated_at, s.updated_at FROM s
-       ), ${events.sql}
-       SELECT ${this.shapes.session.columns}, s.previous_status, s.previous_last_message_id FROM s`,
-      [input.sessionId, input.organizationId, input.messageId, input.computerId, input.source, input.authorId, JSON.stringify(input.content), ...events.params],
-    );
+         SELECT s.organization_id, ${messageId}, s.id, s.message_count, 'user', s.previous_last_message_id, ${p.add(input.source)}, ${authorId},
+                ${p.add(JSON.stringify(input.content), 'jsonb')}, '{}'::jsonb, s.updated_at, s.updated_at FROM s
+       ), ${this.events.statementEvents(
+         p,
+         input.actor,
+         {
+           type: 'message.added',
+           from: 's',
+           organizationId: 's.organization_id',
+           sessionId: 's.id',
+           occurredAt: 's.updated_at',
+           data: { sessionId: 's.id', messageId, role: `'user'`, authorId, computerId: 's.work_computer_id' },
+         },
+         {
+           type: 'session.status_changed',
+           from: 's WHERE s.status <> s.previous_status',
+           organizationId: 's.organization_id',
+           sessionId: 's.id',
+           occurredAt: 's.updated_at',
+           data: { sessionId: 's.id', from: 's.previous_status', to: 's.status' },
+         },
+       )}
+       SELECT ${this.shapes.session.columns}, s.previous_status, s.previous_last_message_id FROM s`;
+    const rows = await this.sql
+      .in(manager)
+      .query<Row & { previous_status: SessionStatus; previous_last_message_id: string | null }>('messages.addUser', statement, p.values);
     const row = rows[0];
     if (!row) return null;
     this.events.written(manager);

@@ -41,3 +41,18 @@ export class Sql implements SqlExecutor {
     };
   }
 }
+
+/**
+ * The values of one statement, each placed by `add` where it goes in the text: `$n` is the position it was added at,
+ * so no position is matched by hand, and a fragment built elsewhere (EventLog.statementEvents) adds its own values to
+ * the same statement. Built the same way every time, the text stays one prepared statement.
+ */
+export class Params {
+  readonly values: unknown[] = [];
+
+  /** The placeholder of `value`, cast when a type is given (`$3::uuid`). */
+  add(value: unknown, cast?: string): string {
+    this.values.push(value);
+    return `$${this.values.length}${cast ? `::${cast}` : ''}`;
+  }
+}

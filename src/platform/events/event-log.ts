@@ -8,7 +8,7 @@ import { AppConfig } from '../../config/app-config';
 import { AdvisoryLock } from '../database/advisory-locks';
 import { PgListener } from '../database/pg-listener';
 import { newId } from '../database/ids';
-import { Sql } from '../database/sql';
+import { Params, Sql } from '../database/sql';
 import { answerAfter, currentRequest } from '../http/request-context';
 import { JobRunner } from '../jobs';
 import { AnyStatementEvent, AnyStoredEvent, EventActor, EventType, NewEvent, StoredEvent } from './event';
@@ -168,22 +168,17 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
 
   /**
    * For a command that is one statement, so that it needs no transaction: the part of its `WITH`
-   * that writes its events (`events_written AS (...)`), their parameters numbered from
-   * `firstParam`. Each event is selected from the statement's own rows (no row, no event). Call
-   * `written` once the statement has run.
+   * that writes its events (`events_written AS (...)`), its values added to the statement's `params`.
+   * Each event is selected from the statement's own rows (no row, no event). Call `written` once the
+   * statement has run.
    */
-  statementEvents(firstParam: number, actor: EventActor | null, ...events: AnyStatementEvent[]): { sql: string; params: unknown[] } {
-    const params: unknown[] = [JSON.stringify(withRequest(actor))];
-    const actorParam = `$${firstParam}::jsonb`;
+  statementEvents(params: Params, actor: EventActor | null, ...events: AnyStatementEvent[]): string {
+    const actorParam = params.add(JSON.stringify(withRequest(actor)), 'jsonb');
     const selects = events.map((event) => {
-      params.push(newId());
       const data = Object.entries(event.data as Record<string, string>).map(([field, sql]) => `'${field}', ${sql}`);
-      return `SELECT ${event.organizationId}, $${firstParam + params.length - 1}::uuid, '${event.type}', ${event.occurredAt ?? 'clock_timestamp()'}, ${event.sessionId ?? 'NULL'}::uuid, ${actorParam}, jsonb_build_object(${data.join(', ')}) FROM ${event.from}`;
+      return `SELECT ${event.organizationId}, ${params.add(newId(), 'uuid')}, '${event.type}', ${event.occurredAt ?? 'clock_timestamp()'}, ${event.sessionId ?? 'NULL'}::uuid, ${actorParam}, jsonb_build_object(${data.join(', ')}) FROM ${event.from}`;
     });
-    return {
-      sql: `events_written AS (INSERT INTO events (organization_id, id, type, occurred_at, session_id, actor, data) ${selects.join(' UNION ALL ')})`,
-      params,
-    };
+    return `events_written AS (INSERT INTO events (organization_id, id, type, occurred_at, session_id, actor, data) ${selects.join(' UNION ALL ')})`;
   }
 
   /** After a statement that wrote events (see `statementEvents`): they are numbered after its transaction commits, or now, before the answer. */
