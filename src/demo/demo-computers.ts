@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Principal } from '../modules/auth';
 import { Authenticator } from '../modules/auth/authenticator';
-import { ComputerCreation, ComputerUpdates, ComputerViews, FailedProvisioningRecorder, StepId } from '../modules/computers';
+import { ComputersService, StepId } from '../modules/computers';
 import { DemoConversations } from './demo-conversations';
 
 const DAY_MS = 86_400_000;
@@ -18,21 +18,18 @@ const DAY_MS = 86_400_000;
 @Injectable()
 export class DemoComputers {
   constructor(
-    private readonly views: ComputerViews,
-    private readonly creation: ComputerCreation,
-    private readonly updates: ComputerUpdates,
-    private readonly failures: FailedProvisioningRecorder,
+    private readonly computers: ComputersService,
     private readonly conversations: DemoConversations,
     private readonly authenticator: Authenticator,
   ) {}
 
   /** The agent tokens of the computers it created, by computer name (empty when it created none). */
   async seedAcme(people: { owner: Principal; manager: Principal; member: Principal }): Promise<Record<string, string>> {
-    if ((await this.views.list(people.owner)).length > 0) return {};
-    const laptop = await this.creation.create(people.owner, { name: "Olivia's laptop", provider: 'byom', hostId: randomUUID(), remoteUser: 'olivia' });
-    await this.updates.connectAgent(await this.authenticator.authenticate(`Bearer ${laptop.agentToken!}`), { hostname: 'olivia-mbp.acme.example' });
+    if ((await this.computers.list(people.owner)).length > 0) return {};
+    const laptop = await this.computers.create(people.owner, { name: "Olivia's laptop", provider: 'byom', hostId: randomUUID(), remoteUser: 'olivia' });
+    await this.computers.connectAgent(await this.authenticator.authenticate(`Bearer ${laptop.agentToken!}`), { hostname: 'olivia-mbp.acme.example' });
 
-    const buildServer = await this.creation.create(people.manager, { name: 'Build server', provider: 'byom', hostId: randomUUID(), remoteUser: 'ci' });
+    const buildServer = await this.computers.create(people.manager, { name: 'Build server', provider: 'byom', hostId: randomUUID(), remoteUser: 'ci' });
     await this.conversations.seedUnanswered(
       people.manager,
       buildServer.id,
@@ -40,13 +37,13 @@ export class DemoComputers {
       'Move the build server to Node 22 and check that the nightly build still passes.',
     );
 
-    const workspace = await this.creation.create(people.member, {
+    const workspace = await this.computers.create(people.member, {
       name: "Mia's workspace",
       provider: 'local',
       source: { kind: 'template', templateId: 'blank' },
     });
 
-    await this.failures.record(people.manager, {
+    await this.computers.recordFailedProvisioning(people.manager, {
       name: 'Legacy monolith',
       provider: 'local',
       repos: ['https://github.com/acme/legacy-monolith'],

@@ -17,13 +17,8 @@ import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role
 import { ref } from '../../platform/http/json-schema';
 import { V0_ERROR } from '../../platform/http/openapi';
 import { ComputerView } from './domain/views';
-import { AgentTokens, RotatedAgentToken } from './agent-tokens.service';
-import { ComputerCreation } from './computer-creation.service';
-import { ComputerDeletion } from './computer-deletion.service';
-import { ComputerUpdates, UpdateComputerInput } from './computer-updates.service';
-import { ComputerViews } from './computer-views.service';
+import { ComputersService, RotatedAgentToken, UpdateComputerInput } from './computers.service';
 import { CreateComputerInput } from './domain/new-computer';
-import { ProvisioningRetry } from './provisioning-retry.service';
 import { computerSchemas } from './schemas/computer.schemas';
 import { PathIds } from '../../platform/http/path-ids';
 import { computerNotFound } from './domain/computers.errors';
@@ -40,14 +35,7 @@ const NOT_FOUND = "No such computer in your organization, or one you may not see
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 @PathIds({ computerId: (id) => computerNotFound(id) })
 export class ComputersController {
-  constructor(
-    private readonly creation: ComputerCreation,
-    private readonly views: ComputerViews,
-    private readonly updates: ComputerUpdates,
-    private readonly deletion: ComputerDeletion,
-    private readonly provisioning: ProvisioningRetry,
-    private readonly tokens: AgentTokens,
-  ) {}
+  constructor(private readonly computers: ComputersService) {}
 
   @Post()
   @ApiOperation({
@@ -82,14 +70,14 @@ export class ComputersController {
     schema: V0_ERROR,
   })
   create(@CurrentPrincipal() principal: Principal, @Body(computerSchemas.pipe('CreateComputerBody')) body: CreateComputerInput): Promise<ComputerView> {
-    return this.creation.create(principal, body);
+    return this.computers.create(principal, body);
   }
 
   @Get()
   @ApiOperation({ summary: 'List computers', description: 'Newest first. Owners and managers see every computer of the organization, members their own.' })
   @ApiOkResponse({ schema: { type: 'object', required: ['computers'], properties: { computers: { type: 'array', items: ref('Computer') } } } })
   async list(@CurrentPrincipal() principal: Principal): Promise<{ computers: ComputerView[] }> {
-    return { computers: await this.views.list(principal) };
+    return { computers: await this.computers.list(principal) };
   }
 
   @Get(':computerId')
@@ -97,7 +85,7 @@ export class ComputersController {
   @ApiOkResponse({ schema: ref('Computer') })
   @ApiNotFoundResponse({ description: NOT_FOUND, schema: V0_ERROR })
   get(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<ComputerView> {
-    return this.views.get(principal, computerId);
+    return this.computers.get(principal, computerId);
   }
 
   @Patch(':computerId')
@@ -110,7 +98,7 @@ export class ComputersController {
     @Param('computerId') computerId: string,
     @Body(computerSchemas.pipe('UpdateComputerBody')) body: UpdateComputerInput,
   ): Promise<ComputerView> {
-    return this.updates.update(principal, computerId, body);
+    return this.computers.update(principal, computerId, body);
   }
 
   @Delete(':computerId')
@@ -124,7 +112,7 @@ export class ComputersController {
   @ApiNoContentResponse({ description: 'Deleted.' })
   @ApiNotFoundResponse({ description: NOT_FOUND, schema: V0_ERROR })
   async remove(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<void> {
-    await this.deletion.remove(principal, computerId);
+    await this.computers.remove(principal, computerId);
   }
 
   @Post(':computerId/retry')
@@ -139,7 +127,7 @@ export class ComputersController {
   @ApiConflictResponse({ description: 'The computer is not in `error` (`computer_not_failed`, with `computerStatus`).', schema: V0_ERROR })
   @ApiTooManyRequestsResponse({ description: `${PROVISIONING_QUOTA} The computer stays in \`error\`.`, schema: V0_ERROR })
   retry(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<ComputerView> {
-    return this.provisioning.retry(principal, computerId);
+    return this.computers.retry(principal, computerId);
   }
 
   @Post(':computerId/agent-token')
@@ -151,7 +139,7 @@ export class ComputersController {
   @ApiOkResponse({ schema: ref('RotatedAgentToken') })
   @ApiNotFoundResponse({ description: NOT_FOUND, schema: V0_ERROR })
   rotateToken(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<RotatedAgentToken> {
-    return this.tokens.rotate(principal, computerId);
+    return this.computers.rotateAgentToken(principal, computerId);
   }
 }
 
@@ -161,7 +149,7 @@ export class ComputersController {
 @Authenticated(Role.Owner, Role.Manager, Role.Member)
 @AcceptsComputerTokens()
 export class AgentConnectController {
-  constructor(private readonly updates: ComputerUpdates) {}
+  constructor(private readonly computers: ComputersService) {}
 
   @Post('connect')
   @HttpCode(200)
@@ -179,6 +167,6 @@ export class AgentConnectController {
     @CurrentPrincipal() principal: Principal,
     @Body(computerSchemas.pipe('ConnectAgentBody')) body: ApiSchema<'ConnectAgentBody'>,
   ): Promise<ComputerView> {
-    return this.updates.connectAgent(principal, body);
+    return this.computers.connectAgent(principal, body);
   }
 }

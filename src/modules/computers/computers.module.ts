@@ -9,17 +9,8 @@ import { LocalAgentLauncher } from './agents/local-agent-launcher';
 import { LocalAgentSupervisor } from './agents/local-agent-supervisor';
 import { AgentConnectController, ComputersController } from './computers.controller';
 import { ComputersRepository } from './computers.repository';
+import { ComputersService } from './computers.service';
 import { AgentTokens } from './agent-tokens.service';
-import { ComputerAccess } from './computer-access.service';
-import { ComputerCreationPolicy } from './computer-creation-policy.service';
-import { ComputerCreation } from './computer-creation.service';
-import { ComputerDeletion } from './computer-deletion.service';
-import { ComputerQuotas } from './computer-quotas.service';
-import { ComputerUpdates } from './computer-updates.service';
-import { ComputerViews } from './computer-views.service';
-import { FailedProvisioningRecorder } from './failed-provisioning-recorder.service';
-import { NewComputerStore } from './new-computer-store.service';
-import { ProvisioningRetry } from './provisioning-retry.service';
 import { ProvisioningJob } from './jobs/provisioning.job';
 import { ProvisioningMetrics } from './jobs/provisioning-metrics';
 import { ComputeProvider } from './providers/compute-provider';
@@ -33,17 +24,8 @@ import { ComputerSandbox } from './sandbox/computer-sandbox';
   controllers: [ComputersController, AgentConnectController],
   providers: [
     ComputersRepository,
-    ComputerAccess,
-    ComputerViews,
-    ComputerQuotas,
-    ComputerCreationPolicy,
+    ComputersService,
     AgentTokens,
-    NewComputerStore,
-    ComputerCreation,
-    FailedProvisioningRecorder,
-    ComputerUpdates,
-    ProvisioningRetry,
-    ComputerDeletion,
     ProvisioningJob,
     ProvisioningMetrics,
     LocalProvider,
@@ -55,6 +37,6 @@ import { ComputerSandbox } from './sandbox/computer-sandbox';
     { provide: ComputerVisibility, useClass: ComputerVisibilityFromTable },
     { provide: ComputerTokenLookup, useClass: ComputerTokenLookupFromTable },
   ],
-  exports: [ComputerViews, ComputerCreation, ComputerUpdates, FailedProvisioningRecorder, ComputerVisibility, ComputerTokenLookup],
+  exports: [ComputersService, ComputerVisibility, ComputerTokenLookup],
 })
 export class ComputersModule {}
