@@ -26,6 +26,7 @@ import {
   TokenUsage,
   toMessageView,
   toSessionView,
+  turnNotActive,
 } from '../sessions';
 
 /** A message as the agent appends it (AppendMessagesBody). */
@@ -143,11 +144,7 @@ export class AgentWorkService {
       throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
     }
     if (session.status !== SessionStatus.Running || session.turnId !== query.turnId.toLowerCase()) {
-      throw new SessionsError(
-        SessionsErrorCode.TurnNotActive,
-        `Turn ${query.turnId} is not the running turn of session ${sessionId}: it ended, or its lease ran out and another agent took the work.`,
-        { sessionStatus: session.status },
-      );
+      throw turnNotActive(sessionId, query.turnId, session.status);
     }
     if (principal.features.messageHistory !== true) {
       const from = query.cursor === undefined ? 0 : (decodeCursor(`messages:${session.id}`, query.cursor, ['number'])[0] as number);
@@ -199,11 +196,7 @@ export class AgentWorkService {
     if (!exists || !mayWorkOn(principal, exists)) {
       throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
     }
-    throw new SessionsError(
-      SessionsErrorCode.TurnNotActive,
-      `Turn ${turnId} is not the running turn of session ${sessionId}: it ended, or its lease ran out and another agent took the work.`,
-      { sessionStatus: exists.status },
-    );
+    throw turnNotActive(sessionId, turnId, exists.status);
   }
 
   private leaseFrom(now: Date): Date {

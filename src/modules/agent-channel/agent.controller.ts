@@ -16,7 +16,7 @@ import {
 import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { DefaultBody, QuerySchema, ref } from '../../platform/http/json-schema';
-import { V0_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, ApiRequestExample, EXAMPLE_ID, V0_ERROR } from '../../platform/http/openapi';
 import { pageOf, pageSize, Pagination } from '../../platform/http/pagination';
 import { MessageSizedAnswer, MessageSizedBody, OwnRateLimit } from '../../platform/http/route-config';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest, respond } from '../../platform/idempotency';
@@ -25,7 +25,17 @@ import { TurnDeltas } from './turn-deltas.service';
 import { WorkClaims } from './work-claims.service';
 import { HeadlessSessions, StartedRun } from './headless-sessions.service';
 import { PathIds } from '../../platform/http/path-ids';
-import { MessageView, SessionView, SessionsService, TurnConversationQuery, sessionNotFound, sessionSchemas } from '../sessions';
+import {
+  MessageView,
+  SessionsError,
+  SessionsErrorCode,
+  SessionView,
+  SessionsService,
+  TurnConversationQuery,
+  sessionNotFound,
+  sessionSchemas,
+  turnNotActive,
+} from '../sessions';
 
 const sessionResponse = { type: 'object', required: ['session'], properties: { session: ref('Session') } };
 const TURN_CONFLICT = 'The turn is over: it ended, or its lease ran out and another agent took the work (`turn_not_active`).';
@@ -41,6 +51,7 @@ const TURN_CONFLICT = 'The turn is over: it ended, or its lease ran out and anot
 @AcceptsComputerTokens()
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 @PathIds({ sessionId: sessionNotFound })
+@ApiErrorExamples(sessionNotFound(EXAMPLE_ID), turnNotActive(EXAMPLE_ID, EXAMPLE_ID, 'idle'))
 export class AgentController {
   constructor(
     private readonly claims: WorkClaims,
@@ -66,6 +77,7 @@ export class AgentController {
       'more answer 429 `too_many_long_polls` with `Retry-After`; a claim that finds work at once, or does not wait, is not counted. The body may be omitted.',
   })
   @ApiBody({ schema: ref('ClaimWorkBody'), required: false })
+  @ApiRequestExample({ waitMs: 1000 })
   @ApiOkResponse({ schema: ref('ClaimWorkResponse') })
   @ApiNotFoundResponse({ description: 'Unknown `computerId`.', schema: V0_ERROR })
   @ApiForbiddenResponse({
@@ -74,6 +86,14 @@ export class AgentController {
       "`byomComputersEnabled`) or its owner is not on the kind's email list (`metadata.control` names which). A running turn finishes.",
     schema: V0_ERROR,
   })
+  @ApiErrorExamples(
+    new SessionsError(SessionsErrorCode.ComputerNotFound, `No computer ${EXAMPLE_ID} exists in your organization.`),
+    new SessionsError(
+      SessionsErrorCode.ComputerWorkDisabled,
+      `Computer ${EXAMPLE_ID} takes no new work: BYOM computers are turned off for your organization. A turn already running finishes.`,
+      { control: 'byomComputersEnabled', computerId: EXAMPLE_ID },
+    ),
+  )
   @ApiTooManyRequestsResponse({
     description: 'Too many claims waiting (`too_many_long_polls`; `metadata.limit` names the cap, `metadata.max` its value).',
     schema: V0_ERROR,
@@ -172,6 +192,10 @@ export class AgentController {
       'message of the session.',
   })
   @ApiBody({ schema: ref('AppendMessagesBody') })
+  @ApiRequestExample({
+    turnId: EXAMPLE_ID,
+    messages: [{ role: 'assistant', content: [{ type: 'text', text: 'Added GET /healthz and its test; the suite passes.' }] }],
+  })
   @ApiOkResponse({ schema: { type: 'object', required: ['messages'], properties: { messages: { type: 'array', items: ref('Message') } } } })
   @ApiNotFoundResponse({ description: 'No such session in your organization.', schema: V0_ERROR })
   @ApiConflictResponse({ description: TURN_CONFLICT, schema: V0_ERROR })
@@ -274,6 +298,7 @@ export class AgentController {
       "`assistantActiveTimeMs` is added to the session's total.",
   })
   @ApiBody({ schema: ref('EndTurnBody') })
+  @ApiRequestExample({ turnId: EXAMPLE_ID, assistantActiveTimeMs: 5400 })
   @ApiOkResponse({ schema: sessionResponse })
   @ApiNotFoundResponse({ description: 'No such session in your organization.', schema: V0_ERROR })
   @ApiConflictResponse({ description: TURN_CONFLICT, schema: V0_ERROR })

@@ -15,13 +15,22 @@ import {
 import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
-import { V0_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, ApiRequestExample, EXAMPLE_ID, V0_ERROR } from '../../platform/http/openapi';
 import { ApiIdempotencyKey, IdempotencyKey, IdempotentRequest, respond } from '../../platform/idempotency';
 import { ToolApprovalRequest, ToolApprovalRequests } from './tool-approval-requests.service';
 import { ToolApprovalWaits } from './tool-approval-waits.service';
 import { TurnControlService } from './turn-control.service';
 import { PathIds } from '../../platform/http/path-ids';
-import { AwaitToolApprovalQuery, SessionView, sessionNotFound, sessionSchemas, toolApprovalNotFound } from '../sessions';
+import {
+  AwaitToolApprovalQuery,
+  SessionsError,
+  SessionsErrorCode,
+  SessionView,
+  sessionNotFound,
+  sessionSchemas,
+  toolApprovalNotFound,
+  turnNotActive,
+} from '../sessions';
 import { ToolApprovalView } from './tool-approval-view';
 
 const WRITERS = [Role.Owner, Role.Manager, Role.Member];
@@ -35,6 +44,7 @@ const SESSION_IDS = { sessionId: sessionNotFound, approvalId: (id: string, ids: 
 @Authenticated()
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 @PathIds(SESSION_IDS)
+@ApiErrorExamples(sessionNotFound(EXAMPLE_ID))
 export class TurnControlController {
   constructor(private readonly turns: TurnControlService) {}
 
@@ -56,6 +66,9 @@ export class TurnControlController {
   @ApiForbiddenResponse({ description: WRITE_FORBIDDEN, schema: V0_ERROR })
   @ApiNotFoundResponse({ description: NOT_FOUND, schema: V0_ERROR })
   @ApiConflictResponse({ description: 'The session has no running turn (`no_running_turn`; `metadata.sessionStatus` says its status).', schema: V0_ERROR })
+  @ApiErrorExamples(
+    new SessionsError(SessionsErrorCode.NoRunningTurn, `Session ${EXAMPLE_ID} has no running turn to interrupt: it is idle.`, { sessionStatus: 'idle' }),
+  )
   async interrupt(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
@@ -94,6 +107,10 @@ export class TurnControlController {
   @ApiForbiddenResponse({ description: WRITE_FORBIDDEN, schema: V0_ERROR })
   @ApiNotFoundResponse({ description: `${NOT_FOUND} Or no such approval in the session (\`tool_approval_not_found\`).`, schema: V0_ERROR })
   @ApiConflictResponse({ description: 'The approval is not pending any more (`tool_approval_not_pending`).', schema: V0_ERROR })
+  @ApiErrorExamples(
+    toolApprovalNotFound(EXAMPLE_ID, EXAMPLE_ID),
+    new SessionsError(SessionsErrorCode.ToolApprovalNotPending, `Tool approval ${EXAMPLE_ID} is allowed: it can no longer be decided.`, { status: 'allowed' }),
+  )
   async decide(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
@@ -115,6 +132,7 @@ const TURN_CONFLICT = 'The turn is over (`turn_not_active`), or a user interrupt
 @AcceptsComputerTokens()
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 @PathIds(SESSION_IDS)
+@ApiErrorExamples(sessionNotFound(EXAMPLE_ID), turnNotActive(EXAMPLE_ID, EXAMPLE_ID, 'idle'))
 export class AgentToolApprovalsController {
   constructor(
     private readonly requests: ToolApprovalRequests,
@@ -132,6 +150,13 @@ export class AgentToolApprovalsController {
       "tells the session's watchers, and the session shows `pendingToolApprovals`. Keep heartbeating while waiting: the lease still runs.",
   })
   @ApiBody({ schema: ref('RequestToolApprovalBody') })
+  @ApiRequestExample({
+    turnId: EXAMPLE_ID,
+    toolName: 'Execute',
+    toolCallId: 'call_7',
+    summary: 'git push origin main',
+    input: { command: 'git push origin main' },
+  })
   @ApiCreatedResponse({ schema: ref('ToolApprovalResponse') })
   @ApiNotFoundResponse({ description: 'No such session in your organization.', schema: V0_ERROR })
   @ApiConflictResponse({ description: TURN_CONFLICT, schema: V0_ERROR })
@@ -158,6 +183,7 @@ export class AgentToolApprovalsController {
     schema: V0_ERROR,
   })
   @ApiConflictResponse({ description: 'The turn is over while the approval was still pending (`turn_not_active`).', schema: V0_ERROR })
+  @ApiErrorExamples(toolApprovalNotFound(EXAMPLE_ID, EXAMPLE_ID))
   @ApiTooManyRequestsResponse({
     description:
       'Too many long polls waiting (`too_many_long_polls`): a wait counts against the same caps as waiting claims (`LONG_POLLS_PER_COMPUTER`, `LONG_POLLS_PER_ORGANIZATION`).',

@@ -4,7 +4,7 @@ import { LiveEvents, MessageDeltaKind } from '../../platform/events';
 import { isUuid } from '../../platform/database/ids';
 import { mayWorkOn } from './agent-work.service';
 import { DeltaRate } from './delta-rate';
-import { SessionsError, SessionsErrorCode, SessionStatus, SessionTurns } from '../sessions';
+import { SessionsError, SessionsErrorCode, SessionStatus, SessionTurns, turnNotActive } from '../sessions';
 
 /**
  * The live work of a turn (`message.delta`): what the agent's model is writing (its answer, thinking and tool calls'
@@ -34,11 +34,7 @@ export class TurnDeltas {
       throw new SessionsError(SessionsErrorCode.SessionNotFound, `No session ${sessionId} exists in your organization.`);
     }
     if (session.status !== SessionStatus.Running || !isUuid(input.turnId) || session.turnId !== input.turnId.toLowerCase()) {
-      throw new SessionsError(
-        SessionsErrorCode.TurnNotActive,
-        `Turn ${input.turnId} is not the running turn of session ${sessionId}: it ended, or its lease ran out and another agent took the work.`,
-        { sessionStatus: session.status },
-      );
+      throw turnNotActive(sessionId, input.turnId, session.status);
     }
     await this.live.publish({
       organizationId: principal.organizationId,

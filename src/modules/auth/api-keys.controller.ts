@@ -9,7 +9,7 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { V0_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, ApiRequestExample, EXAMPLE_ID, V0_ERROR } from '../../platform/http/openapi';
 import { ApiKeysService } from './api-keys.service';
 import { Authenticated, CurrentPrincipal } from './auth.decorators';
 import { Principal } from './domain/principal';
@@ -19,7 +19,7 @@ import { ApiKeyEntity } from './entities';
 import { pageSize } from '../../platform/http/pagination';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
 import { PathIds } from '../../platform/http/path-ids';
-import { apiKeyNotFound } from './domain/auth.errors';
+import { apiKeyCreationRestricted, apiKeyNotFound, listingEveryKeyRefused } from './domain/auth.errors';
 
 /** The web application's `{app_url}/settings/api-keys`, where users manage their API keys. */
 @ApiTags('API keys')
@@ -27,6 +27,7 @@ import { apiKeyNotFound } from './domain/auth.errors';
 @Authenticated()
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 @PathIds({ apiKeyId: apiKeyNotFound })
+@ApiErrorExamples(apiKeyNotFound(EXAMPLE_ID))
 export class ApiKeysController {
   constructor(private readonly apiKeys: ApiKeysService) {}
 
@@ -43,7 +44,9 @@ export class ApiKeysController {
       "A member or guest while `restrictApiKeyCreationToManagers` is on (`api_key_creation_restricted`); a computer's agent token (`computer_token_not_accepted`).",
     schema: V0_ERROR,
   })
+  @ApiErrorExamples(apiKeyCreationRestricted())
   @ApiBody({ schema: ref('CreateApiKeyBody') })
+  @ApiRequestExample({ name: 'laptop' })
   async create(@CurrentPrincipal() principal: Principal, @Body(authSchemas.pipe('CreateApiKeyBody')) body: CreateApiKeyInput): Promise<CreatedApiKeyView> {
     const { entity, key } = await this.apiKeys.createForCaller(principal, {
       name: body.name,
@@ -65,6 +68,7 @@ export class ApiKeysController {
     description: "`scope=organization` by a member or guest (`insufficient_role`); a computer's agent token (`computer_token_not_accepted`).",
     schema: V0_ERROR,
   })
+  @ApiErrorExamples(listingEveryKeyRefused())
   async list(@CurrentPrincipal() principal: Principal, @QuerySchema(authSchemas, 'ListApiKeysQuery') query: ListApiKeysQuery): Promise<ApiKeyListView> {
     const page = await this.apiKeys.list(principal, query.scope ?? 'own', query.cursor, pageSize(query));
     return { apiKeys: page.items.map(toApiKeyView), pagination: page.pagination };

@@ -7,7 +7,7 @@ import { logSecurityEvent } from '../../platform/logging/security-log';
 import { AuthRepository } from './auth.repository';
 import { CredentialCache } from './credential-cache';
 import { generateApiKey } from './domain/api-key-secret';
-import { apiKeyNotFound, AuthError, AuthErrorCode } from './domain/auth.errors';
+import { apiKeyCreationRestricted, apiKeyNotFound, AuthError, AuthErrorCode, listingEveryKeyRefused } from './domain/auth.errors';
 import { ActingAs, actingAs, OPERATOR, Principal, securityActorOf } from './domain/principal';
 import { isAdmin } from './domain/role';
 import { ApiKeyEntity } from './entities';
@@ -36,10 +36,7 @@ export class ApiKeysService {
   /** Creates a key for the caller, unless the organization restricts creation to managers. */
   async createForCaller(principal: Principal, input: { name: string; expiresAt?: Date }, now = new Date()): Promise<CreatedApiKey> {
     if (!(await this.mayCreate(principal))) {
-      throw new AuthError(
-        AuthErrorCode.ApiKeyCreationRestricted,
-        'Your organization restricts API key creation to managers and owners (restrictApiKeyCreationToManagers).',
-      );
+      throw apiKeyCreationRestricted();
     }
     return this.create({ organizationId: principal.organizationId, userId: principal.userId, ...input }, now, actingAs(principal));
   }
@@ -81,7 +78,7 @@ export class ApiKeysService {
 
   list(principal: Principal, scope: 'own' | 'organization', cursor: string | undefined, limit: number): Promise<Page<ApiKeyEntity>> {
     if (scope === 'organization' && !isAdmin(principal.role)) {
-      throw new AuthError(AuthErrorCode.InsufficientRole, 'Listing every key of the organization requires the owner or manager role.');
+      throw listingEveryKeyRefused();
     }
     const userId = scope === 'organization' ? undefined : principal.userId;
     return this.repository.listApiKeys({ organizationId: principal.organizationId, userId }, cursor, limit);

@@ -1,8 +1,9 @@
 import { applyDecorators, createParamDecorator, ExecutionContext, SetMetadata } from '@nestjs/common';
-import { ApiBearerAuth, ApiForbiddenResponse, ApiSecurity, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiExtension, ApiForbiddenResponse, ApiSecurity, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { V0_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, ApiSharedErrorExamples, PROBE_EXTENSION, V0_ERROR } from '../../platform/http/openapi';
 import { EdgeConfig } from '../../platform/http/route-config';
+import { agentTokenRequired, insufficientRole } from './domain/auth.errors';
 import { Principal } from './domain/principal';
 import { Role, ROLES } from './domain/role';
 
@@ -19,12 +20,17 @@ declare module 'fastify' {
 
 /**
  * The route needs no credentials (health, docs). Everything else is denied by default.
- * `probe`: a load balancer's health check, exempt from the anonymous rate limit.
+ * `probe`: a load balancer's health check, exempt from the anonymous rate limit (so its operation lists no 429).
  * Its OpenAPI operation says so, with a requirement of nothing (`{}`; Nest drops an empty list): the document writes
  * that `security: []` (openapi-document.ts), where a missing `security` would leave readers to guess.
  */
 export const Public = (options: { probe?: boolean } = {}) =>
-  applyDecorators(SetMetadata(PUBLIC_ROUTE, true), EdgeConfig({ public: true, probe: options.probe === true }), ApiSecurity({}));
+  applyDecorators(
+    SetMetadata(PUBLIC_ROUTE, true),
+    EdgeConfig({ public: true, probe: options.probe === true }),
+    ApiSecurity({}),
+    ...(options.probe ? [ApiExtension(PROBE_EXTENSION, true)] : []),
+  );
 
 /**
  * Who may call a route: any authenticated user by default, or only the roles named
@@ -38,7 +44,11 @@ export function Authenticated(...roles: Role[]) {
     ApiUnauthorizedResponse({ description: 'Credentials missing, malformed, unknown, revoked or expired.', schema: V0_ERROR }),
   ];
   if (roles.length > 0) {
-    decorators.push(ApiForbiddenResponse({ description: `Only ${roles.join(' and ')} may call this.`, schema: V0_ERROR }));
+    decorators.push(
+      ApiForbiddenResponse({ description: `Only ${roles.join(' and ')} may call this.`, schema: V0_ERROR }),
+      // The example names the first role left out, as the guard would answer it.
+      ApiSharedErrorExamples(insufficientRole(roles, ROLES.find((role) => !roles.includes(role)) ?? Role.Guest)),
+    );
   }
   return applyDecorators(...decorators);
 }
@@ -54,6 +64,7 @@ export const AgentTokensOnly = () =>
   applyDecorators(
     SetMetadata(ACCEPTS_COMPUTER_TOKENS, 'only'),
     ApiForbiddenResponse({ description: "The credential is a user's API key or JWT: only a computer's agent token may call this.", schema: V0_ERROR }),
+    ApiErrorExamples(agentTokenRequired()),
   );
 
 /** The authenticated caller of the current request. */

@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { ACCEPTS_COMPUTER_TOKENS, ALLOWED_ROLES, PUBLIC_ROUTE } from './auth.decorators';
 import { Authenticator } from './authenticator';
-import { AuthError, AuthErrorCode } from './domain/auth.errors';
+import { agentTokenRequired, AuthError, AuthErrorCode, insufficientRole } from './domain/auth.errors';
 import { Role, ROLES } from './domain/role';
 
 /**
@@ -26,10 +26,7 @@ export class AuthGuard implements CanActivate {
     request.principal = principal;
     const computerTokens = this.reflector.getAllAndOverride<boolean | 'only'>(ACCEPTS_COMPUTER_TOKENS, targets);
     if (computerTokens === 'only' && principal.credential.kind !== 'computer') {
-      throw new AuthError(
-        AuthErrorCode.AgentTokenRequired,
-        "Only a computer's agent token may call this (the agent working on that computer); user API keys and JWTs may not.",
-      );
+      throw agentTokenRequired();
     }
     if (principal.credential.kind === 'computer' && !computerTokens) {
       throw new AuthError(
@@ -39,10 +36,7 @@ export class AuthGuard implements CanActivate {
     }
     const allowed = this.reflector.getAllAndOverride<readonly Role[]>(ALLOWED_ROLES, targets) ?? ROLES;
     if (!allowed.includes(principal.role)) {
-      throw new AuthError(AuthErrorCode.InsufficientRole, `This operation requires the ${allowed.join(' or ')} role; you are a ${principal.role}.`, {
-        requiredRoles: allowed,
-        role: principal.role,
-      });
+      throw insufficientRole(allowed, principal.role);
     }
     return true;
   }

@@ -10,7 +10,7 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { V0_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, EXAMPLE_ID, V0_ERROR } from '../../platform/http/openapi';
 import { validationError } from '../../platform/http/validation';
 import { toApiKeyView } from './api-keys.controller';
 import { Authenticated, CurrentPrincipal } from './auth.decorators';
@@ -24,7 +24,7 @@ import { actorOf, MembersService } from './members.service';
 import { pageSize } from '../../platform/http/pagination';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
 import { PathIds } from '../../platform/http/path-ids';
-import { serviceAccountNotFound, userNotFound } from './domain/auth.errors';
+import { AuthError, AuthErrorCode, lastOwner, serviceAccountNotFound, userNotFound } from './domain/auth.errors';
 
 /** The organization's users and service accounts, for its owners and managers (added; the spec has no members API). */
 @ApiTags('Members')
@@ -32,6 +32,7 @@ import { serviceAccountNotFound, userNotFound } from './domain/auth.errors';
 @Authenticated(Role.Owner, Role.Manager)
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 @PathIds({ userId: userNotFound })
+@ApiErrorExamples(userNotFound(EXAMPLE_ID), lastOwner())
 export class MembersController {
   constructor(private readonly members: MembersService) {}
 
@@ -53,6 +54,7 @@ export class MembersController {
   @ApiCreatedResponse({ schema: ref('MemberView') })
   @ApiForbiddenResponse({ description: '`role_above_yours`: the role is higher than yours.', schema: V0_ERROR })
   @ApiConflictResponse({ description: '`user_exists`: the address is already a member.', schema: V0_ERROR })
+  @ApiErrorExamples(new AuthError(AuthErrorCode.UserExists, 'ada@example.com is already a user of your organization.', { userId: EXAMPLE_ID }))
   @ApiBody({ schema: ref('AddMemberBody') })
   async add(@CurrentPrincipal() principal: Principal, @Body(authSchemas.pipe('AddMemberBody')) body: AddMemberInput): Promise<MemberView> {
     return toMemberView(await this.members.add(actorOf(principal), { email: body.email, name: body.name, role: body.role, kind: body.kind ?? UserKind.Human }));
@@ -99,6 +101,7 @@ export class MembersController {
 
   @Post(':userId/api-keys')
   @PathIds({ userId: serviceAccountNotFound })
+  @ApiErrorExamples(serviceAccountNotFound(EXAMPLE_ID))
   @ApiOperation({
     summary: 'Create a key for a service account',
     description: 'The key is in this response only. People create their own keys (`POST /settings/api-keys`).',

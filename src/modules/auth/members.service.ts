@@ -7,7 +7,7 @@ import { logSecurityEvent } from '../../platform/logging/security-log';
 import { ApiKeysService, CreatedApiKey } from './api-keys.service';
 import { AuthRepository } from './auth.repository';
 import { CredentialCache } from './credential-cache';
-import { AuthError, AuthErrorCode, serviceAccountNotFound, userNotFound } from './domain/auth.errors';
+import { AuthError, AuthErrorCode, lastOwner, serviceAccountNotFound, userNotFound } from './domain/auth.errors';
 import { ActingAs, actingAs, Principal } from './domain/principal';
 import { rankOf, Role } from './domain/role';
 import { UserKind } from './domain/user-kind';
@@ -152,7 +152,7 @@ export class MembersService {
 
   private async keepAnOwner(manager: Parameters<AuthRepository['countOwners']>[0], organizationId: string): Promise<void> {
     if ((await this.repository.countOwners(manager, organizationId)) <= 1) {
-      throw new AuthError(AuthErrorCode.LastOwner, "This is the organization's last owner: make someone else an owner first.");
+      throw lastOwner();
     }
   }
 

@@ -9,7 +9,8 @@ import {
   ApiTags,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
-import { V0_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, V0_ERROR } from '../../platform/http/openapi';
+import { setupDone } from './domain/auth.errors';
 import { toApiKeyView } from './api-keys.controller';
 import { Public } from './auth.decorators';
 import { SetupResultView, SetupStatusView } from './schemas/auth-views';
@@ -43,6 +44,7 @@ export class SetupController {
   @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field.', schema: V0_ERROR })
   @ApiUnauthorizedResponse({ description: '`setup_invalid_token`: not the token the server printed.', schema: V0_ERROR })
   @ApiConflictResponse({ description: '`setup_done`: an organization exists already.', schema: V0_ERROR })
+  @ApiErrorExamples(setupDone())
   @ApiBody({ schema: ref('SetupBody') })
   async complete(@Body(authSchemas.pipe('SetupBody')) body: SetupInput): Promise<SetupResultView> {
     const { organization, owner, apiKey } = await this.setup.completeWithToken(body.setupToken, { organization: body.organization, owner: body.owner });

@@ -7,7 +7,7 @@ import { logSecurityEvent } from '../../platform/logging/security-log';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { ApiKeysService, CreatedApiKey } from './api-keys.service';
 import { AuthRepository } from './auth.repository';
-import { AuthError, AuthErrorCode } from './domain/auth.errors';
+import { AuthError, AuthErrorCode, setupDone } from './domain/auth.errors';
 import { ActingAs } from './domain/principal';
 import { Role } from './domain/role';
 import { UserKind } from './domain/user-kind';
@@ -79,7 +79,7 @@ export class SetupService {
     const { organization, owner } = await this.repository.transaction(async (manager) => {
       await this.repository.lockFirstRun(manager);
       if ((await this.repository.organizationCount(manager)) > 0) {
-        throw new AuthError(AuthErrorCode.SetupDone, 'This server is set up already: an organization exists. Ask its owner for a key, or use the CLI.');
+        throw setupDone();
       }
       const organization = await this.repository.insertOrganization(
         { id: newId(), slug: input.organization.slug, name: input.organization.name, features: {} },

@@ -15,13 +15,13 @@ import {
 } from '@nestjs/swagger';
 import { AcceptsComputerTokens, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { ref } from '../../platform/http/json-schema';
-import { V0_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, ApiRequestExample, EXAMPLE_ID, V0_ERROR } from '../../platform/http/openapi';
 import { ComputerView } from './domain/views';
 import { ComputersService, RotatedAgentToken, UpdateComputerInput } from './computers.service';
 import { CreateComputerInput } from './domain/new-computer';
 import { computerSchemas } from './schemas/computer.schemas';
 import { PathIds } from '../../platform/http/path-ids';
-import { computerNotFound } from './domain/computers.errors';
+import { ComputerQuota, ComputersError, ComputersErrorCode, computerNotFound, QuotaExceededError } from './domain/computers.errors';
 
 const PROVISIONING_QUOTA =
   'The organization has `PROVISIONING_PER_ORGANIZATION` (default 5) managed computers provisioning already: `metadata` is ' +
@@ -34,6 +34,7 @@ const NOT_FOUND = "No such computer in your organization, or one you may not see
 @Authenticated(Role.Owner, Role.Manager, Role.Member)
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 @PathIds({ computerId: (id) => computerNotFound(id) })
+@ApiErrorExamples(computerNotFound(EXAMPLE_ID))
 export class ComputersController {
   constructor(private readonly computers: ComputersService) {}
 
@@ -52,6 +53,7 @@ export class ComputersController {
       'and `PROVISIONING_PER_ORGANIZATION` (default 5) managed computers provisioning at once.',
   })
   @ApiBody({ schema: ref('CreateComputerBody') })
+  @ApiRequestExample({ name: 'Build box', provider: 'byom', hostId: '6f1c2a4e-8b3d-4e5f-9a7b-1c2d3e4f5a6b', remoteUser: 'ci' })
   @ApiCreatedResponse({ schema: ref('Computer') })
   @ApiConflictResponse({
     description:
@@ -59,6 +61,13 @@ export class ComputersController {
       'or (for `local`) `LOCAL_AGENTS_PER_ORGANIZATION`. Nothing is stored. Waiting does not help (so 409, not 429): deleting a computer frees a slot.',
     schema: V0_ERROR,
   })
+  @ApiErrorExamples(
+    new QuotaExceededError(
+      ComputerQuota.Computers,
+      100,
+      'Your organization has 100 computers, as many as it may have (COMPUTERS_PER_ORGANIZATION); delete one to create another.',
+    ),
+  )
   @ApiTooManyRequestsResponse({ description: PROVISIONING_QUOTA, schema: V0_ERROR })
   @ApiForbiddenResponse({
     description: 'Guests; `serviceAccountId` from a member; or enterprise controls turn this kind of computer off or limit it to other people.',
@@ -91,6 +100,7 @@ export class ComputersController {
   @Patch(':computerId')
   @ApiOperation({ summary: 'Update a computer', description: 'Renames it or changes its `remoteUser`; at least one of the two.' })
   @ApiBody({ schema: ref('UpdateComputerBody') })
+  @ApiRequestExample({ name: 'Build box (rack 2)' })
   @ApiOkResponse({ schema: ref('Computer') })
   @ApiNotFoundResponse({ description: NOT_FOUND, schema: V0_ERROR })
   update(
@@ -125,6 +135,11 @@ export class ComputersController {
   @ApiOkResponse({ schema: ref('Computer') })
   @ApiNotFoundResponse({ description: NOT_FOUND, schema: V0_ERROR })
   @ApiConflictResponse({ description: 'The computer is not in `error` (`computer_not_failed`, with `computerStatus`).', schema: V0_ERROR })
+  @ApiErrorExamples(
+    new ComputersError(ComputersErrorCode.NotFailed, `Computer ${EXAMPLE_ID} is active; only a computer in error can be retried.`, {
+      computerStatus: 'active',
+    }),
+  )
   @ApiTooManyRequestsResponse({ description: `${PROVISIONING_QUOTA} The computer stays in \`error\`.`, schema: V0_ERROR })
   retry(@CurrentPrincipal() principal: Principal, @Param('computerId') computerId: string): Promise<ComputerView> {
     return this.computers.retry(principal, computerId);

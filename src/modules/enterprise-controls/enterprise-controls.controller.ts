@@ -19,7 +19,7 @@ import {
 import type { FastifyReply } from 'fastify';
 import { AcceptsComputerTokens, AgentTokensOnly, Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
-import { PASSED_ON, V0_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, ApiRequestExample, PASSED_ON, V0_ERROR } from '../../platform/http/openapi';
 import { pageSize } from '../../platform/http/pagination';
 import { MessageSizedBody } from '../../platform/http/route-config';
 import { noEffectWarnings } from '../../platform/http/no-effect';
@@ -31,14 +31,21 @@ import { EnterpriseControlsService } from './enterprise-controls.service';
 import { AgentRelays, RelayApi } from './agent-relays.service';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
 import { PathIds } from '../../platform/http/path-ids';
-import { customModelNotFound, revisionNotFound } from './domain/enterprise-controls.errors';
+import { customModelNotFound, EnterpriseControlsError, EnterpriseControlsErrorCode, revisionNotFound } from './domain/enterprise-controls.errors';
 
 const ADMINS = [Role.Owner, Role.Manager];
+
+/** A change, or a relayed call, needing a secret that cannot be decrypted. */
+const SECRET_UNREADABLE = new EnterpriseControlsError(
+  EnterpriseControlsErrorCode.SecretUnreadable,
+  'A stored secret of custom model "custom:acme-llama" cannot be decrypted with SECRETS_KEY; an operator must restore the key it was encrypted with.',
+);
 
 @ApiTags('Enterprise controls')
 @Controller('api/v0/organization/enterprise-controls')
 @Authenticated(...ADMINS)
 @PathIds({ revision: revisionNotFound })
+@ApiErrorExamples(revisionNotFound('7'))
 export class EnterpriseControlsController {
   constructor(private readonly controls: EnterpriseControlsService) {}
 
@@ -68,6 +75,7 @@ export class EnterpriseControlsController {
   })
   @ApiHeader({ name: 'If-Match', required: false, description: 'The revision the change is based on, as `ETag` gave it (`"3"`), or `*`.' })
   @ApiBody({ schema: ref('ChangeEnterpriseControlsBody') })
+  @ApiRequestExample({ settings: { sessionRetentionDays: 90 } })
   @ApiOkResponse({ schema: ref('EnterpriseControls'), headers: { ETag: { description: 'The revision now in force.', schema: { type: 'string' } } } })
   @ApiBadRequestResponse({ description: 'Invalid settings; `detail` names the first problem, `metadata.errors` lists all.', schema: V0_ERROR })
   @ApiPreconditionFailedResponse({ description: '`If-Match` names another revision than the one in force (`metadata.currentRevision`).', schema: V0_ERROR })
@@ -75,6 +83,14 @@ export class EnterpriseControlsController {
     description: 'A stored secret the change keeps cannot be decrypted with `SECRETS_KEY` (`secret_unreadable`); nothing is changed.',
     schema: V0_ERROR,
   })
+  @ApiErrorExamples(
+    new EnterpriseControlsError(
+      EnterpriseControlsErrorCode.RevisionMismatch,
+      'The controls are at revision 3, not 2 as If-Match expects: someone changed them since you read them. Read them again and reapply your change.',
+      { currentRevision: 3 },
+    ),
+    SECRET_UNREADABLE,
+  )
   async change(
     @CurrentPrincipal() principal: Principal,
     @Body(enterpriseControlsSchemas.pipe('ChangeEnterpriseControlsBody')) body: ApiSchema<'ChangeEnterpriseControlsBody'>,
@@ -130,6 +146,7 @@ const RELAY_RULES =
 @ApiTags('Agent channel')
 @Controller('api/v0/agent')
 @PathIds({ customModelId: customModelNotFound })
+@ApiErrorExamples(customModelNotFound('custom:acme-llama'))
 export class AgentPolicyController {
   constructor(
     private readonly controls: EnterpriseControlsService,
@@ -167,6 +184,13 @@ export class AgentPolicyController {
   @ApiForbiddenResponse({ description: "Not an agent token, or the caller's modelPolicy refuses the model.", schema: V0_ERROR })
   @ApiNotFoundResponse({ description: 'No custom model with that id.', schema: V0_ERROR })
   @ApiConflictResponse({ description: 'The model has no cloudModelConfig.cloudBaseUrl: agents reach it through the relay.', schema: V0_ERROR })
+  @ApiErrorExamples(
+    new EnterpriseControlsError(
+      EnterpriseControlsErrorCode.ModelNotCloud,
+      'Custom model "team-model" has no cloudModelConfig.cloudBaseUrl: agents reach it through the relay, /api/v0/agent/models/team-model.',
+      { customModelId: 'team-model' },
+    ),
+  )
   cloudAccess(@CurrentPrincipal() principal: Principal, @Param('customModelId') customModelId: string): Promise<ApiSchema<'CloudModelAccess'>> {
     return this.relays.cloudModelAccess(principal, customModelId);
   }
@@ -277,5 +301,15 @@ function RelayAnswers(): MethodDecorator {
     }),
     ApiServiceUnavailableResponse({ description: 'The model cannot be reached, or its secrets cannot be decrypted.', schema: V0_ERROR }),
     ApiGatewayTimeoutResponse({ description: 'The model did not answer within `MODEL_RELAY_TIMEOUT_MS`.', schema: V0_ERROR }),
+    ApiErrorExamples(
+      new EnterpriseControlsError(
+        EnterpriseControlsErrorCode.ModelApiMismatch,
+        'Custom model "custom:acme-claude" has provider anthropic: call /api/v0/agent/models/custom:acme-claude/messages, not /chat/completions.',
+        { customModelId: 'custom:acme-claude', provider: 'anthropic', endpoint: 'messages' },
+      ),
+      new EnterpriseControlsError(EnterpriseControlsErrorCode.ModelAnswerInvalid, 'The model answered something other than JSON.'),
+      SECRET_UNREADABLE,
+      new EnterpriseControlsError(EnterpriseControlsErrorCode.ModelTimedOut, 'The model did not answer within MODEL_RELAY_TIMEOUT_MS (600000 ms).'),
+    ),
   );
 }

@@ -16,10 +16,10 @@ import type { FastifyReply } from 'fastify';
 import { AppConfig } from '../../config/app-config';
 import { Authenticated, CurrentPrincipal, Principal, Public, Role } from '../auth';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
-import { V0_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, V0_ERROR } from '../../platform/http/openapi';
 import { PathIds } from '../../platform/http/path-ids';
-import { mcpServerNotFound } from './domain/enterprise-controls.errors';
-import { CallbackOutcome, McpOAuth, McpOAuthView } from './mcp-oauth/mcp-oauth.service';
+import { EnterpriseControlsError, EnterpriseControlsErrorCode, mcpServerNotFound } from './domain/enterprise-controls.errors';
+import { CallbackOutcome, McpOAuth, McpOAuthView, oauthFailed } from './mcp-oauth/mcp-oauth.service';
 import { mcpOAuthSchemas } from './schemas/mcp-oauth.schemas';
 
 const NOT_HTTP = { description: 'The server is a stdio one: there is nothing to sign in to.', schema: V0_ERROR };
@@ -29,6 +29,14 @@ const NOT_HTTP = { description: 'The server is a stdio one: there is nothing to 
 @Controller('api/v0/organization/enterprise-controls/mcp-servers/:serverName/oauth')
 @Authenticated(Role.Owner, Role.Manager)
 @PathIds({ serverName: mcpServerNotFound })
+@ApiErrorExamples(
+  mcpServerNotFound('github'),
+  new EnterpriseControlsError(
+    EnterpriseControlsErrorCode.McpTransportMismatch,
+    'MCP server "db" is a stdio server: agents start it themselves, and there is nothing to sign in to.',
+    { transport: 'stdio' },
+  ),
+)
 export class McpOAuthController {
   constructor(private readonly oauth: McpOAuth) {}
 
@@ -64,6 +72,7 @@ export class McpOAuthController {
     description: 'Discovery or registration failed (`mcp_oauth_failed`): the server does not offer OAuth, say, or its authorization server refused.',
     schema: V0_ERROR,
   })
+  @ApiErrorExamples(oauthFailed('github', 'its authorization server gave no http(s) address to sign in at'))
   start(
     @CurrentPrincipal() principal: Principal,
     @Param('serverName') serverName: string,

@@ -17,13 +17,13 @@ import {
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AgentTokensOnly, Authenticated, CurrentPrincipal, Principal } from '../auth';
 import { ref } from '../../platform/http/json-schema';
-import { PASSED_ON, V0_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, PASSED_ON, V0_ERROR } from '../../platform/http/openapi';
 import { MessageSizedBody } from '../../platform/http/route-config';
 import { AgentRelays } from './agent-relays.service';
 import { McpRelayAnswer, McpRelayRequest, MCP_REQUEST_HEADERS } from './relay/mcp-relay';
 import { enterpriseControlsSchemas } from './schemas/enterprise-controls.schemas';
 import { PathIds } from '../../platform/http/path-ids';
-import { mcpServerNotFound } from './domain/enterprise-controls.errors';
+import { EnterpriseControlsError, EnterpriseControlsErrorCode, mcpServerNotFound } from './domain/enterprise-controls.errors';
 
 const RELAY_DESCRIPTION =
   "The Streamable HTTP transport of one of the organization's HTTP `mcpServers`, relayed: the server sends the request on to the MCP server's `url` " +
@@ -53,6 +53,17 @@ const PASSED_ON_DESCRIPTION =
 @Authenticated()
 @AgentTokensOnly()
 @PathIds({ serverName: mcpServerNotFound })
+@ApiErrorExamples(
+  mcpServerNotFound('github'),
+  new EnterpriseControlsError(
+    EnterpriseControlsErrorCode.McpTransportMismatch,
+    'MCP server "db" is a stdio server, not http; agents use it through /api/v0/agent/mcp/db/launch.',
+    { serverName: 'db', transport: 'stdio' },
+  ),
+  new EnterpriseControlsError(EnterpriseControlsErrorCode.McpRedirected, 'MCP server "github" answered 302, a redirect; the relay does not follow redirects.'),
+  new EnterpriseControlsError(EnterpriseControlsErrorCode.McpUnreachable, 'MCP server "github" could not be reached: ECONNREFUSED.'),
+  new EnterpriseControlsError(EnterpriseControlsErrorCode.McpTimedOut, 'MCP server "github" did not answer within 600000 ms (MODEL_RELAY_TIMEOUT_MS).'),
+)
 export class McpRelayController {
   constructor(private readonly relays: AgentRelays) {}
 
@@ -125,6 +136,17 @@ export class McpRelayController {
   @ApiNotFoundResponse({ description: 'No MCP server with that name.', schema: V0_ERROR })
   @ApiConflictResponse({ description: 'The server is an HTTP one: agents reach it through the relay.', schema: V0_ERROR })
   @ApiServiceUnavailableResponse({ description: "The server's env values cannot be decrypted.", schema: V0_ERROR })
+  @ApiErrorExamples(
+    new EnterpriseControlsError(
+      EnterpriseControlsErrorCode.McpTransportMismatch,
+      'MCP server "github" is a http server, not stdio; agents use it through /api/v0/agent/mcp/github (the relay).',
+      { transport: 'http' },
+    ),
+    new EnterpriseControlsError(
+      EnterpriseControlsErrorCode.SecretUnreadable,
+      'A stored secret of MCP server "db" cannot be decrypted with SECRETS_KEY; an operator must restore the key it was encrypted with.',
+    ),
+  )
   launch(@CurrentPrincipal() principal: Principal, @Param('serverName') serverName: string): Promise<ApiSchema<'McpLaunch'>> {
     return this.relays.mcpLaunch(principal, serverName);
   }

@@ -12,7 +12,7 @@ import {
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
-import { V0_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, EXAMPLE_ID, V0_ERROR } from '../../platform/http/openapi';
 import { pageSize, Pagination } from '../../platform/http/pagination';
 import { Authenticated, CurrentPrincipal, Principal } from '../auth';
 import { sessionNotFound } from '../sessions';
@@ -75,6 +75,19 @@ const lastEventId = ApiHeader({
   schema: V0_ERROR,
 })
 @PathIds({ sessionId: sessionNotFound })
+@ApiErrorExamples(
+  sessionNotFound(EXAMPLE_ID),
+  new EventsError(
+    EventsErrorCode.EventExpired,
+    'The events after 42 are no longer kept (EVENT_RETENTION_DAYS): the oldest is 1187. Resume after 1186, or from 0, and reconcile what you missed from the objects themselves.',
+    { oldestId: 1187 },
+  ),
+  new EventsError(
+    EventsErrorCode.TooManyStreams,
+    'This credential has already 10 event streams open on this server (EVENT_STREAMS_PER_CREDENTIAL). Close one, or retry after 5 s.',
+    { quota: 'EVENT_STREAMS_PER_CREDENTIAL', limit: 10 },
+  ),
+)
 export class EventsController {
   constructor(private readonly events: EventsService) {}
 

@@ -4,7 +4,7 @@ import { AppConfig } from '../../config/app-config';
 import { DomainError, ErrorKind } from '../../platform/http/domain-error';
 import type { ApiSchema } from '../../platform/http/api-schema';
 import { answerObject, ref, SchemaObject, SchemaRegistry } from '../../platform/http/json-schema';
-import { V0_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, V0_ERROR } from '../../platform/http/openapi';
 import { DatabaseProbe } from '../../platform/database/database-probe';
 import { Public } from '../auth';
 
@@ -21,6 +21,8 @@ new SchemaRegistry('health').add({
 class DatabaseUnavailableError extends DomainError<'database_unavailable'> {
   readonly kind = ErrorKind.Unavailable;
 }
+
+const databaseUnavailable = () => new DatabaseUnavailableError('database_unavailable', 'The database does not answer: requests cannot be served.');
 
 @ApiTags('Health')
 @Controller()
@@ -42,6 +44,7 @@ export class HealthController {
   })
   @ApiOkResponse({ schema: ref('HealthStatus') })
   @ApiServiceUnavailableResponse({ schema: V0_ERROR })
+  @ApiErrorExamples(databaseUnavailable())
   async ready(): Promise<ApiSchema<'HealthStatus'>> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -50,7 +53,7 @@ export class HealthController {
     try {
       await Promise.race([this.database.check(), timeout]);
     } catch {
-      throw new DatabaseUnavailableError('database_unavailable', 'The database does not answer: requests cannot be served.');
+      throw databaseUnavailable();
     } finally {
       clearTimeout(timer);
     }

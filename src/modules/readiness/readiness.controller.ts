@@ -2,7 +2,7 @@ import { Body, Controller, Get, Param, Post } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiBody, ApiCreatedResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
-import { READINESS_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, READINESS_ERROR } from '../../platform/http/openapi';
 import { CRITERIA, LEVEL_NAMES, PILLARS, UNLOCK_SHARE } from './domain/criteria';
 import { criteriaCatalogue, CriteriaCatalogueView, LevelPointView, RepositoryView, ReadinessReportView } from './domain/views';
 import { LevelHistoryQuery, ListReportsQuery } from './schemas/readiness-queries';
@@ -40,6 +40,7 @@ const reportsSchema = { type: 'object', required: ['reports'], properties: { rep
 @Authenticated()
 @ApiBadRequestResponse({ description: 'Invalid parameters or body; `detail` names the field.', schema: READINESS_ERROR })
 @PathIds({ repoId: repositoryNotFound })
+@ApiErrorExamples(repositoryNotFound('repo_3f9a1c0d5e7b2a4c6d8e'))
 export class ReadinessController {
   constructor(private readonly readiness: ReadinessService) {}
 

@@ -18,7 +18,7 @@ export type { SessionView, MessageView, StatusReason } from './domain/views';
 export { SessionStatus, SessionTrigger, assertTransition, statusAfterTurn } from './domain/session-status';
 export type { TokenUsage } from './domain/session-settings';
 export { checkContentPayloads } from './domain/attachments';
-export { SessionsError, SessionsErrorCode, sessionNotFound, interruptedError, toolApprovalNotFound } from './domain/sessions.errors';
+export { SessionsError, SessionsErrorCode, sessionNotFound, interruptedError, toolApprovalNotFound, turnNotActive } from './domain/sessions.errors';
 export { MessageRole, USER_MESSAGE_SOURCES } from './domain/message';
 export { TOOL_APPROVAL_STATUSES, ToolApprovalStatus, approvalTimeoutSeconds } from './domain/tool-approval';
 export type { ToolApprovalDecision } from './domain/tool-approval';

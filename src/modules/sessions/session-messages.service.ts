@@ -11,7 +11,7 @@ import { SessionEntity } from './entities';
 import { checkBase64Payload } from './domain/attachments';
 import { ContentBlock, MessageRole } from './domain/message';
 import { assertTransition, SessionStatus, SessionTrigger } from './domain/session-status';
-import { sessionArchived, sessionNotFound, SessionsError, SessionsErrorCode } from './domain/sessions.errors';
+import { messageHistoryDisabled, sessionArchived, sessionNotFound, SessionsError } from './domain/sessions.errors';
 import { isArchived } from './domain/session-settings';
 import { MessageView, StatusReason, toMessageView } from './domain/views';
 import { AgentAvailability } from './contracts/agent-availability';
@@ -112,7 +112,7 @@ export class SessionMessages {
     query: { cursor?: string; limit: number; computerId?: string; role?: MessageRole; newestFirst?: boolean },
   ): Promise<Page<MessageView>> {
     if (principal.features.messageHistory !== true) {
-      throw new SessionsError(SessionsErrorCode.MessageHistoryDisabled, 'Reading message history is not enabled for your organization.');
+      throw messageHistoryDisabled();
     }
     if (query.computerId !== undefined) await this.access.requireComputer(principal, query.computerId);
     const found = isUuid(sessionId)

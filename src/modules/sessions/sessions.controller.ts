@@ -15,7 +15,7 @@ import {
 import type { FastifyReply } from 'fastify';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { DefaultBody, QuerySchema, ref } from '../../platform/http/json-schema';
-import { V0_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, ApiRequestExample, EXAMPLE_ID, V0_ERROR } from '../../platform/http/openapi';
 import { pageOf, pageSize, Pagination } from '../../platform/http/pagination';
 import { MessageSizedAnswer, MessageSizedBody } from '../../platform/http/route-config';
 import { noEffectWarnings } from '../../platform/http/no-effect';
@@ -28,7 +28,7 @@ import { sessionSchemas } from './schemas/session.schemas';
 import { AddMessageInput, AddMessageResult, SessionMessages } from './session-messages.service';
 import { CreateSessionInput, SessionsService, UpdateSessionInput } from './sessions.service';
 import { PathIds } from '../../platform/http/path-ids';
-import { sessionNotFound } from './domain/sessions.errors';
+import { messageHistoryDisabled, sessionArchived, sessionNotFound } from './domain/sessions.errors';
 
 const WRITERS = [Role.Owner, Role.Manager, Role.Member];
 
@@ -48,6 +48,7 @@ function withWarnings(session: SessionView, given: object | undefined): SessionV
   schema: V0_ERROR,
 })
 @PathIds({ sessionId: sessionNotFound })
+@ApiErrorExamples(sessionNotFound(EXAMPLE_ID))
 export class SessionsController {
   constructor(
     private readonly sessions: SessionsService,
@@ -64,6 +65,7 @@ export class SessionsController {
       "Its id is a UUIDv7: time-ordered and unguessable. `sessionSettings` are laid over the organization's session defaults. Every field is optional: the body may be omitted.",
   })
   @ApiBody({ schema: ref('CreateSessionBody'), required: false })
+  @ApiRequestExample({ title: 'Add a health check to the orders API', sessionSettings: { model: 'model-a', reasoningEffort: 'medium' } })
   @ApiCreatedResponse({ schema: ref('Session') })
   @ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request.', schema: V0_ERROR })
   async create(
@@ -117,6 +119,7 @@ export class SessionsController {
       'Not in the spec; added. Changes the title and settings (archive with `sessionSettings.archivedAt`). Given settings replace those fields; others stay.',
   })
   @ApiBody({ schema: ref('UpdateSessionBody') })
+  @ApiRequestExample({ title: 'Add /healthz to the orders API' })
   @ApiOkResponse({ schema: ref('Session') })
   @ApiForbiddenResponse({ description: "A member changing someone else's session, or a guest.", schema: V0_ERROR })
   async update(
@@ -149,6 +152,7 @@ export class SessionsController {
   })
   @ApiOkResponse({ schema: pageOf('messages', 'Message') })
   @ApiForbiddenResponse({ description: 'Message history is not enabled for your organization.', schema: V0_ERROR })
+  @ApiErrorExamples(messageHistoryDisabled())
   async listMessages(
     @CurrentPrincipal() principal: Principal,
     @Param('sessionId') sessionId: string,
@@ -180,12 +184,14 @@ export class SessionsController {
       'An archived session (`sessionSettings.archivedAt` set) takes none: 409 `session_archived`.',
   })
   @ApiBody({ schema: ref('AddMessageBody') })
+  @ApiRequestExample({ text: 'Add GET /healthz answering 200 while the database answers, with a test.' })
   @ApiOkResponse({ schema: ref('AddMessageResponse') })
   @ApiForbiddenResponse({ description: "A member writing to someone else's session, or a guest.", schema: V0_ERROR })
   @ApiConflictResponse({
     description: '`session_archived`: the session is archived (`metadata.archivedAt`); unarchive it by setting `archivedAt` to null.',
     schema: V0_ERROR,
   })
+  @ApiErrorExamples(sessionArchived(EXAMPLE_ID, '2026-11-29T08:00:00.000Z'))
   @ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request.', schema: V0_ERROR })
   async addMessage(
     @CurrentPrincipal() principal: Principal,

@@ -10,17 +10,17 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { V0_ERROR } from '../../platform/http/openapi';
+import { ApiErrorExamples, EXAMPLE_ID, V0_ERROR } from '../../platform/http/openapi';
 import { Authenticated, CurrentPrincipal, Principal, Role } from '../auth';
 import { eventTypesTable } from '../events';
 import { DeliveryListView, DeliveryView, WebhookListView, WebhookView, WebhookWithSecretView } from './schemas/webhook-views';
 import { pageSize } from '../../platform/http/pagination';
 import { CreateWebhookInput, ListDeliveriesQuery, UpdateWebhookInput, webhookSchemas } from './schemas/webhook.schemas';
 import { DeliveryRow, WebhookRow } from './webhooks.repository';
-import { WebhooksService } from './webhooks.service';
+import { MAX_WEBHOOKS_PER_ORGANIZATION, WebhooksService } from './webhooks.service';
 import { QuerySchema, ref } from '../../platform/http/json-schema';
 import { PathIds } from '../../platform/http/path-ids';
-import { deliveryNotFound, webhookNotFound } from './domain/webhook.errors';
+import { deliveryNotFound, tooManyWebhooks, webhookDisabled, webhookNotFound } from './domain/webhook.errors';
 
 const NOT_FOUND = { description: '`webhook_not_found`: no such webhook in your organization.', schema: V0_ERROR };
 const DELIVERY =
@@ -37,6 +37,7 @@ const DELIVERY =
 @Authenticated(Role.Owner, Role.Manager)
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
 @PathIds({ webhookId: webhookNotFound, deliveryId: (id, { webhookId }) => deliveryNotFound(webhookId, id) })
+@ApiErrorExamples(webhookNotFound(EXAMPLE_ID))
 export class WebhooksController {
   constructor(private readonly webhooks: WebhooksService) {}
 
@@ -51,6 +52,7 @@ export class WebhooksController {
     schema: V0_ERROR,
   })
   @ApiConflictResponse({ description: '`too_many_webhooks`: the organization has 50.', schema: V0_ERROR })
+  @ApiErrorExamples(tooManyWebhooks(MAX_WEBHOOKS_PER_ORGANIZATION))
   @ApiBody({ schema: ref('CreateWebhookBody') })
   async create(
     @CurrentPrincipal() principal: Principal,
@@ -143,6 +145,7 @@ export class WebhooksController {
   @ApiOkResponse({ schema: ref('DeliveryView') })
   @ApiNotFoundResponse({ description: '`webhook_not_found` or `webhook_delivery_not_found`.', schema: V0_ERROR })
   @ApiConflictResponse({ description: '`webhook_disabled`: enable the webhook first.', schema: V0_ERROR })
+  @ApiErrorExamples(deliveryNotFound(EXAMPLE_ID, EXAMPLE_ID), webhookDisabled(EXAMPLE_ID))
   async redeliver(@CurrentPrincipal() principal: Principal, @Param('webhookId') id: string, @Param('deliveryId') deliveryId: string): Promise<DeliveryView> {
     return toDeliveryView(await this.webhooks.redeliver(principal, id, deliveryId));
   }

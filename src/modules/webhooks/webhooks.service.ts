@@ -8,7 +8,7 @@ import { SecretBox } from '../../platform/secrets/secret-box';
 import { actingAs, Principal, securityActorOf } from '../auth';
 import { WebhookSender } from './delivery/webhook-sender';
 import { generateSecret, secretHint } from './domain/signing';
-import { deliveryNotFound, WebhookError, WebhookErrorCode, webhookNotFound } from './domain/webhook.errors';
+import { deliveryNotFound, tooManyWebhooks, WebhookError, WebhookErrorCode, webhookDisabled, webhookNotFound } from './domain/webhook.errors';
 import { WebhookSummary } from './events';
 import { CreateWebhookInput, UpdateWebhookInput } from './schemas/webhook.schemas';
 import { DeliveryRow, DeliveryStatus, WebhookRow, WebhooksRepository } from './webhooks.repository';
@@ -54,13 +54,7 @@ export class WebhooksService {
     };
     await this.repository.transaction(async (manager) => {
       if ((await this.repository.countWebhooks(manager, principal.organizationId)) >= MAX_WEBHOOKS_PER_ORGANIZATION) {
-        throw new WebhookError(
-          WebhookErrorCode.TooManyWebhooks,
-          `An organization may have at most ${MAX_WEBHOOKS_PER_ORGANIZATION} webhooks; delete one first.`,
-          {
-            limit: MAX_WEBHOOKS_PER_ORGANIZATION,
-          },
-        );
+        throw tooManyWebhooks(MAX_WEBHOOKS_PER_ORGANIZATION);
       }
       await this.repository.insertWebhook(manager, webhook);
       this.events.raise(manager, {
@@ -182,7 +176,7 @@ export class WebhooksService {
     const delivery = isUuid(deliveryId) ? await this.repository.findDelivery(webhook, deliveryId) : null;
     if (!delivery) throw deliveryNotFound(webhookId, deliveryId);
     if (!webhook.enabled) {
-      throw new WebhookError(WebhookErrorCode.WebhookDisabled, `Webhook ${webhookId} is disabled; enable it (PATCH enabled: true) before redelivering.`);
+      throw webhookDisabled(webhookId);
     }
     return (await this.repository.redeliver(webhook, delivery.id)) ?? delivery;
   }

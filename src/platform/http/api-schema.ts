@@ -5,4 +5,10 @@ import type { components } from '../../contract/generated/openapi';
  * time (src/contract/generated/, never committed) from the JSON Schema a route validates with. A request's type is
  * therefore the schema its pipe checks, never a second description of it. Change the schema, then `npm run build`.
  */
-export type ApiSchema<Name extends keyof components['schemas']> = components['schemas'][Name];
+export type ApiSchema<Name extends SchemaName> = components['schemas'][Name];
+
+/**
+ * The name of a schema the document publishes, which `ref` takes (json-schema.ts): a name no registry has, `ref('Sesion')`,
+ * fails to compile. A schema added in the same change is known once `npm run build` has exported the document.
+ */
+export type SchemaName = Extract<keyof components['schemas'], string>;

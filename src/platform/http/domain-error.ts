@@ -39,36 +39,48 @@ export abstract class DomainError<Code extends string = string> extends Error {
   }
 }
 
-/** Errors of the shared HTTP conventions (validation, pagination, content type). */
-export enum RequestErrorCode {
-  ValidationFailed = 'validation_failed',
-  InvalidCursor = 'invalid_cursor',
-  InvalidJson = 'invalid_json',
-  JsonTooDeep = 'json_too_deep',
-  JsonTooManyValues = 'json_too_many_values',
-  UnsupportedMediaType = 'unsupported_media_type',
-  PayloadTooLarge = 'payload_too_large',
-  RouteNotFound = 'route_not_found',
+/**
+ * A module's errors: for each, by the name code uses (`SessionNotFound`), the stable code its body's `metadata.code`
+ * carries and the kind the exception filter answers it with (so its status, and `title` after it). Written
+ * `{...} as const satisfies ErrorTable`; the codes, their type and the error class are taken from it (`codesOf`,
+ * `CodeOf`, `errorClassOf`), so a code's kind is written once and never switched on.
+ */
+export type ErrorTable = Readonly<Record<string, { readonly code: string; readonly kind: ErrorKind }>>;
+
+/** The codes of a table. */
+export type CodeOf<Table extends ErrorTable> = Table[keyof Table]['code'];
+
+/** The codes of a table by name, as code names them (`SessionsErrorCode.SessionNotFound` is `'session_not_found'`). */
+export function codesOf<Table extends ErrorTable>(table: Table): { readonly [Name in keyof Table]: Table[Name]['code'] } {
+  return Object.fromEntries(Object.entries(table).map(([name, { code }]) => [name, code])) as { [Name in keyof Table]: Table[Name]['code'] };
 }
 
-export class RequestError extends DomainError<RequestErrorCode> {
-  get kind(): ErrorKind {
-    switch (this.code) {
-      case RequestErrorCode.ValidationFailed:
-      case RequestErrorCode.InvalidCursor:
-      case RequestErrorCode.InvalidJson:
-      case RequestErrorCode.JsonTooDeep:
-      case RequestErrorCode.JsonTooManyValues:
-        return ErrorKind.InvalidRequest;
-      case RequestErrorCode.UnsupportedMediaType:
-        return ErrorKind.UnsupportedMediaType;
-      case RequestErrorCode.PayloadTooLarge:
-        return ErrorKind.PayloadTooLarge;
-      case RequestErrorCode.RouteNotFound:
-        return ErrorKind.NotFound;
+/** The base of a module's error class whose codes are the table's: `class SessionsError extends errorClassOf(SESSIONS_ERRORS) {}`. */
+export function errorClassOf<Table extends ErrorTable>(table: Table) {
+  const kinds = new Map<string, ErrorKind>(Object.values(table).map(({ code, kind }) => [code, kind]));
+  return class extends DomainError<CodeOf<Table>> {
+    get kind(): ErrorKind {
+      return kinds.get(this.code)!;
     }
-  }
+  };
 }
+
+/** Errors of the shared HTTP conventions (validation, pagination, content type). */
+const REQUEST_ERRORS = {
+  ValidationFailed: { code: 'validation_failed', kind: ErrorKind.InvalidRequest },
+  InvalidCursor: { code: 'invalid_cursor', kind: ErrorKind.InvalidRequest },
+  InvalidJson: { code: 'invalid_json', kind: ErrorKind.InvalidRequest },
+  JsonTooDeep: { code: 'json_too_deep', kind: ErrorKind.InvalidRequest },
+  JsonTooManyValues: { code: 'json_too_many_values', kind: ErrorKind.InvalidRequest },
+  UnsupportedMediaType: { code: 'unsupported_media_type', kind: ErrorKind.UnsupportedMediaType },
+  PayloadTooLarge: { code: 'payload_too_large', kind: ErrorKind.PayloadTooLarge },
+  RouteNotFound: { code: 'route_not_found', kind: ErrorKind.NotFound },
+} as const satisfies ErrorTable;
+
+export const RequestErrorCode = codesOf(REQUEST_ERRORS);
+export type RequestErrorCode = CodeOf<typeof REQUEST_ERRORS>;
+
+export class RequestError extends errorClassOf(REQUEST_ERRORS) {}
 
 export function statusOf(kind: ErrorKind): number {
   switch (kind) {

@@ -3,6 +3,7 @@ import { ApiQuery } from '@nestjs/swagger';
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import { isIP } from 'node:net';
 import { isUuid } from '../database/ids';
+import type { SchemaName } from './api-schema';
 import { NO_EFFECT_KEYWORD } from './no-effect';
 import { countProblems } from './schema-limits';
 import { URL_FORMATS, UrlFormat } from './urls';
@@ -288,7 +289,7 @@ export function unixMs(description = 'Unix ms.', nullable = false): SchemaObject
   return { type: 'number', description, ...(nullable ? { nullable: true } : {}) };
 }
 
-export function ref(name: string): { $ref: string } {
+export function ref(name: SchemaName): { $ref: string } {
   return { $ref: `#/components/schemas/${name}` };
 }
 

@@ -1,3 +1,6 @@
+import { applyDecorators } from '@nestjs/common';
+import { ApiExtension } from '@nestjs/swagger';
+import { DomainError, statusOf } from './domain-error';
 import type { ErrorFlavour } from './error-body';
 import { ref, SchemaObject, SchemaRegistry } from './json-schema';
 
@@ -97,3 +100,42 @@ export const ERROR_SCHEMAS: Record<ErrorFlavour, { $ref: string }> = { v0: V0_ER
  * statuses may carry besides this server's own error body): that server's JSON.
  */
 export const PASSED_ON = { 'application/json': { schema: { type: 'object', description: "The other server's own JSON body, passed on with its status." } } };
+
+/** An id for the document's examples (a UUIDv7, as the server makes them). */
+export const EXAMPLE_ID = '0196f1d2-7c3a-7e0b-9f41-3a5c2b8d9e10';
+
+/** Where the examples below wait on an operation until `completeResponses` and `addRequestExamples` put them in place. */
+export const EXAMPLE_EXTENSIONS = { error: 'x-error-example-', sharedError: 'x-shared-error-example-', request: 'x-request-example' } as const;
+
+/** Marks a load balancer's probe, which no rate limit counts (so its document lists no 429); `completeResponses` takes it off. */
+export const PROBE_EXTENSION = 'x-probe';
+
+/** What an example error body shows beside its status: `metadata.code`, `detail` and the rest of `metadata`. */
+export interface ErrorExample {
+  code: string;
+  detail: string;
+  metadata?: Record<string, unknown>;
+}
+
+function errorExamples(prefix: string, errors: DomainError[]) {
+  return applyDecorators(
+    ...errors.map((error) =>
+      ApiExtension(`${prefix}${statusOf(error.kind)}`, { code: error.code, detail: error.message, metadata: error.metadata } satisfies ErrorExample),
+    ),
+  );
+}
+
+/**
+ * The error each status of the route stands for in the document's example of that answer (on a controller: of each of
+ * its routes, unless the route names another for the status). Give the error the route's service throws, made by the
+ * module's own function where it has one (`sessionNotFound(EXAMPLE_ID)`), so the example is the body the route answers.
+ * The answers every route may give (400 `validation_failed`, 401, 403 `computer_token_not_accepted`, 413, 415, 429
+ * `rate_limited`) have examples of the platform's.
+ */
+export const ApiErrorExamples = (...errors: DomainError[]) => errorExamples(EXAMPLE_EXTENSIONS.error, errors);
+
+/** The same, for a decorator many routes share (`@Authenticated`'s roles): used where neither the route nor its controller names one. */
+export const ApiSharedErrorExamples = (...errors: DomainError[]) => errorExamples(EXAMPLE_EXTENSIONS.sharedError, errors);
+
+/** The route's JSON body in the document's example ("Try it out"). */
+export const ApiRequestExample = (example: Record<string, unknown>) => ApiExtension(EXAMPLE_EXTENSIONS.request, example);

@@ -1,3 +1,4 @@
+import type { SchemaName } from './api-schema';
 import { closedObject, ref, SchemaObject } from './json-schema';
 
 export const DEFAULT_PAGE_LIMIT = 20;
@@ -40,7 +41,7 @@ export interface Pagination {
 }
 
 /** The OpenAPI schema of a page of `schema` items under `items`. */
-export function pageOf(items: string, schema: string): SchemaObject {
+export function pageOf(items: string, schema: SchemaName): SchemaObject {
   return {
     type: 'object',
     required: [items, 'pagination'],

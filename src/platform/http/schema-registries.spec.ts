@@ -1,5 +1,5 @@
 import { AppModule } from '../../app.module';
-import { ref, SchemaObject, SchemaRegistry } from './json-schema';
+import { SchemaObject, SchemaRegistry } from './json-schema';
 
 /**
  * Validators compile on first use, not at start (compiling them all cost ~0.35 s of a 2.3 s start), so a broken schema
@@ -47,7 +47,7 @@ describe('the schemas requests are checked against', () => {
     };
     expect(AppModule).toBeDefined();
     for (const registry of SchemaRegistry.all) {
-      for (const name of [...registry.piped, ...(registry.components().EnterpriseSettings ? ['EnterpriseSettings'] : [])]) walk(registry, ref(name), name);
+      for (const name of [...registry.piped, ...(registry.components().EnterpriseSettings ? ['EnterpriseSettings'] : [])]) walk(registry, { $ref: name }, name);
     }
     expect(seen.size).toBeGreaterThan(40);
     expect(unbounded).toEqual([]);

@@ -1,5 +1,5 @@
 import { ErrorKind, RequestError, RequestErrorCode, statusOf } from './domain-error';
-import { closedObject, displayName, ref, SchemaRegistry } from './json-schema';
+import { closedObject, displayName, SchemaRegistry } from './json-schema';
 import { pageQuery } from './pagination';
 import { checkQueryKeys, FieldError, MAX_REPORTED_ERRORS, validationError } from './validation';
 
@@ -53,7 +53,12 @@ const registry = new SchemaRegistry('validation-spec').add({
   TagsBody: closedObject(['title'], {
     title: { type: 'string', maxLength: 10 },
     tags: { type: 'array', maxItems: 3, items: { type: 'string', enum: ['a', 'b'] } },
-    block: { type: 'object', oneOf: [ref('TextPart'), ref('ListPart')], discriminator: { propertyName: 'type' } },
+    // This registry's own schemas, which the document does not publish (`ref` takes only the document's names).
+    block: {
+      type: 'object',
+      oneOf: [{ $ref: '#/components/schemas/TextPart' }, { $ref: '#/components/schemas/ListPart' }],
+      discriminator: { propertyName: 'type' },
+    },
     either: { oneOf: [{ type: 'string' }, { type: 'array', maxItems: 2, items: { type: 'string' } }] },
   }),
   TextPart: closedObject(['type'], { type: { type: 'string', enum: ['text'] }, text: { type: 'string' } }),

@@ -3,8 +3,9 @@ import { applyDecorators, createParamDecorator, ExecutionContext } from '@nestjs
 import { ApiHeader, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { stringify } from 'safe-stable-stringify';
-import { V0_ERROR } from '../http/openapi';
+import { ApiErrorExamples, V0_ERROR } from '../http/openapi';
 import { validationError } from '../http/validation';
+import { keyReused } from './idempotency.errors';
 import type { IdempotentResult } from './idempotency.service';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -35,6 +36,7 @@ export const IdempotencyKey = createParamDecorator((_: unknown, context: Executi
 export const ApiIdempotencyKey = () =>
   applyDecorators(
     ApiUnprocessableEntityResponse({ description: 'The Idempotency-Key was used with another request (`idempotency_key_reused`).', schema: V0_ERROR }),
+    ApiErrorExamples(keyReused()),
     ApiHeader({
       name: 'Idempotency-Key',
       required: false,

@@ -3,7 +3,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { Sql } from '../database/sql';
 import { JobRunner } from '../jobs';
 import { IdempotentRequest } from './idempotency-key.decorator';
-import { IdempotencyError, IdempotencyErrorCode } from './idempotency.errors';
+import { keyReused } from './idempotency.errors';
 
 /**
  * Whose keys these are: a user's, or a computer's when its agent token calls. Two computers of
@@ -89,10 +89,7 @@ export class IdempotencyService {
         [scope.organizationId, scope.userId, request.key],
       );
     if (!stored || stored.request_hash !== request.requestHash) {
-      throw new IdempotencyError(
-        IdempotencyErrorCode.KeyReused,
-        'Idempotency-Key: this key was already used with a different request; use a new key for a new request.',
-      );
+      throw keyReused();
     }
     return stored.response;
   }

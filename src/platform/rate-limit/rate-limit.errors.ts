@@ -1,14 +1,10 @@
-import { DomainError, ErrorKind } from '../http/domain-error';
+import { codesOf, CodeOf, errorClassOf, ErrorKind, ErrorTable } from '../http/domain-error';
 
-export enum RateLimitErrorCode {
-  RateLimited = 'rate_limited',
-}
+const RATE_LIMIT_ERRORS = {
+  RateLimited: { code: 'rate_limited', kind: ErrorKind.TooManyRequests },
+} as const satisfies ErrorTable;
 
-export class RateLimitError extends DomainError<RateLimitErrorCode> {
-  get kind(): ErrorKind {
-    switch (this.code) {
-      case RateLimitErrorCode.RateLimited:
-        return ErrorKind.TooManyRequests;
-    }
-  }
-}
+export const RateLimitErrorCode = codesOf(RATE_LIMIT_ERRORS);
+export type RateLimitErrorCode = CodeOf<typeof RATE_LIMIT_ERRORS>;
+
+export class RateLimitError extends errorClassOf(RATE_LIMIT_ERRORS) {}

@@ -1,59 +1,71 @@
-import { DomainError, ErrorKind } from '../../../platform/http/domain-error';
+import { codesOf, CodeOf, errorClassOf, ErrorKind, ErrorTable } from '../../../platform/http/domain-error';
+import type { Role } from './role';
 
-export enum AuthErrorCode {
-  MissingCredentials = 'missing_credentials',
-  MalformedCredentials = 'malformed_credentials',
-  InvalidCredentials = 'invalid_credentials',
-  RevokedApiKey = 'revoked_api_key',
-  ExpiredCredentials = 'expired_credentials',
-  JwtNotConfigured = 'jwt_not_configured',
-  InsufficientRole = 'insufficient_role',
-  ApiKeyCreationRestricted = 'api_key_creation_restricted',
-  ApiKeyNotFound = 'api_key_not_found',
-  OrganizationNotFound = 'organization_not_found',
-  UserNotFound = 'user_not_found',
-  OrganizationExists = 'organization_exists',
-  UserExists = 'user_exists',
-  ComputerTokenNotAccepted = 'computer_token_not_accepted',
-  AgentTokenRequired = 'agent_token_required',
-  RoleAboveYours = 'role_above_yours',
-  LastOwner = 'last_owner',
-  ServiceAccountNotFound = 'service_account_not_found',
-  SetupInvalidToken = 'setup_invalid_token',
-  SetupDone = 'setup_done',
+const AUTH_ERRORS = {
+  MissingCredentials: { code: 'missing_credentials', kind: ErrorKind.Unauthenticated },
+  MalformedCredentials: { code: 'malformed_credentials', kind: ErrorKind.Unauthenticated },
+  InvalidCredentials: { code: 'invalid_credentials', kind: ErrorKind.Unauthenticated },
+  RevokedApiKey: { code: 'revoked_api_key', kind: ErrorKind.Unauthenticated },
+  ExpiredCredentials: { code: 'expired_credentials', kind: ErrorKind.Unauthenticated },
+  JwtNotConfigured: { code: 'jwt_not_configured', kind: ErrorKind.Unauthenticated },
+  InsufficientRole: { code: 'insufficient_role', kind: ErrorKind.Forbidden },
+  ApiKeyCreationRestricted: { code: 'api_key_creation_restricted', kind: ErrorKind.Forbidden },
+  ApiKeyNotFound: { code: 'api_key_not_found', kind: ErrorKind.NotFound },
+  OrganizationNotFound: { code: 'organization_not_found', kind: ErrorKind.NotFound },
+  UserNotFound: { code: 'user_not_found', kind: ErrorKind.NotFound },
+  OrganizationExists: { code: 'organization_exists', kind: ErrorKind.Conflict },
+  UserExists: { code: 'user_exists', kind: ErrorKind.Conflict },
+  ComputerTokenNotAccepted: { code: 'computer_token_not_accepted', kind: ErrorKind.Forbidden },
+  AgentTokenRequired: { code: 'agent_token_required', kind: ErrorKind.Forbidden },
+  RoleAboveYours: { code: 'role_above_yours', kind: ErrorKind.Forbidden },
+  LastOwner: { code: 'last_owner', kind: ErrorKind.Conflict },
+  ServiceAccountNotFound: { code: 'service_account_not_found', kind: ErrorKind.NotFound },
+  SetupInvalidToken: { code: 'setup_invalid_token', kind: ErrorKind.Unauthenticated },
+  SetupDone: { code: 'setup_done', kind: ErrorKind.Conflict },
+} as const satisfies ErrorTable;
+
+export const AuthErrorCode = codesOf(AUTH_ERRORS);
+export type AuthErrorCode = CodeOf<typeof AUTH_ERRORS>;
+
+export class AuthError extends errorClassOf(AUTH_ERRORS) {}
+
+/** A caller whose role is not among the route's. */
+export function insufficientRole(allowed: readonly Role[], role: Role): AuthError {
+  return new AuthError(AuthErrorCode.InsufficientRole, `This operation requires the ${allowed.join(' or ')} role; you are a ${role}.`, {
+    requiredRoles: allowed,
+    role,
+  });
 }
 
-export class AuthError extends DomainError<AuthErrorCode> {
-  get kind(): ErrorKind {
-    switch (this.code) {
-      case AuthErrorCode.MissingCredentials:
-      case AuthErrorCode.MalformedCredentials:
-      case AuthErrorCode.InvalidCredentials:
-      case AuthErrorCode.RevokedApiKey:
-      case AuthErrorCode.ExpiredCredentials:
-      case AuthErrorCode.JwtNotConfigured:
-        return ErrorKind.Unauthenticated;
-      case AuthErrorCode.InsufficientRole:
-      case AuthErrorCode.ApiKeyCreationRestricted:
-      case AuthErrorCode.ComputerTokenNotAccepted:
-      case AuthErrorCode.AgentTokenRequired:
-      case AuthErrorCode.RoleAboveYours:
-        return ErrorKind.Forbidden;
-      case AuthErrorCode.ApiKeyNotFound:
-      case AuthErrorCode.OrganizationNotFound:
-      case AuthErrorCode.UserNotFound:
-      case AuthErrorCode.ServiceAccountNotFound:
-        return ErrorKind.NotFound;
-      case AuthErrorCode.LastOwner:
-      case AuthErrorCode.SetupDone:
-        return ErrorKind.Conflict;
-      case AuthErrorCode.SetupInvalidToken:
-        return ErrorKind.Unauthenticated;
-      case AuthErrorCode.OrganizationExists:
-      case AuthErrorCode.UserExists:
-        return ErrorKind.Conflict;
-    }
-  }
+/** A user's API key or JWT on a route only a computer's agent token may call. */
+export function agentTokenRequired(): AuthError {
+  return new AuthError(
+    AuthErrorCode.AgentTokenRequired,
+    "Only a computer's agent token may call this (the agent working on that computer); user API keys and JWTs may not.",
+  );
+}
+
+/** A member or guest creating a key while the organization keeps that to managers and owners. */
+export function apiKeyCreationRestricted(): AuthError {
+  return new AuthError(
+    AuthErrorCode.ApiKeyCreationRestricted,
+    'Your organization restricts API key creation to managers and owners (restrictApiKeyCreationToManagers).',
+  );
+}
+
+/** A member or guest asking for every key of the organization. */
+export function listingEveryKeyRefused(): AuthError {
+  return new AuthError(AuthErrorCode.InsufficientRole, 'Listing every key of the organization requires the owner or manager role.');
+}
+
+/** Demoting or removing the organization's only owner. */
+export function lastOwner(): AuthError {
+  return new AuthError(AuthErrorCode.LastOwner, "This is the organization's last owner: make someone else an owner first.");
+}
+
+/** The setup token once an organization exists. */
+export function setupDone(): AuthError {
+  return new AuthError(AuthErrorCode.SetupDone, 'This server is set up already: an organization exists. Ask its owner for a key, or use the CLI.');
 }
 
 /** An API key the caller may not revoke, whatever the reason (unknown, another organization's, another user's). */

@@ -1,31 +1,19 @@
-import { DomainError, ErrorKind } from '../../../platform/http/domain-error';
+import { codesOf, CodeOf, DomainError, errorClassOf, ErrorKind, ErrorTable } from '../../../platform/http/domain-error';
 
-export enum ComputersErrorCode {
-  ComputerNotFound = 'computer_not_found',
-  ServiceAccountNotFound = 'service_account_not_found',
-  ProviderDisabled = 'computer_provider_disabled',
-  NotAllowedByControls = 'computer_creation_not_allowed',
-  ReadOnlyRole = 'read_only_role',
-  NotFailed = 'computer_not_failed',
-  NotComputerCredential = 'computer_credential_required',
-}
+const COMPUTERS_ERRORS = {
+  ComputerNotFound: { code: 'computer_not_found', kind: ErrorKind.NotFound },
+  ServiceAccountNotFound: { code: 'service_account_not_found', kind: ErrorKind.NotFound },
+  ProviderDisabled: { code: 'computer_provider_disabled', kind: ErrorKind.Forbidden },
+  NotAllowedByControls: { code: 'computer_creation_not_allowed', kind: ErrorKind.Forbidden },
+  ReadOnlyRole: { code: 'read_only_role', kind: ErrorKind.Forbidden },
+  NotFailed: { code: 'computer_not_failed', kind: ErrorKind.Conflict },
+  NotComputerCredential: { code: 'computer_credential_required', kind: ErrorKind.Forbidden },
+} as const satisfies ErrorTable;
 
-export class ComputersError extends DomainError<ComputersErrorCode> {
-  get kind(): ErrorKind {
-    switch (this.code) {
-      case ComputersErrorCode.ComputerNotFound:
-      case ComputersErrorCode.ServiceAccountNotFound:
-        return ErrorKind.NotFound;
-      case ComputersErrorCode.ProviderDisabled:
-      case ComputersErrorCode.NotAllowedByControls:
-      case ComputersErrorCode.ReadOnlyRole:
-      case ComputersErrorCode.NotComputerCredential:
-        return ErrorKind.Forbidden;
-      case ComputersErrorCode.NotFailed:
-        return ErrorKind.Conflict;
-    }
-  }
-}
+export const ComputersErrorCode = codesOf(COMPUTERS_ERRORS);
+export type ComputersErrorCode = CodeOf<typeof COMPUTERS_ERRORS>;
+
+export class ComputersError extends errorClassOf(COMPUTERS_ERRORS) {}
 
 /** The per-organization quotas on computers, named as the operator configures them. */
 export enum ComputerQuota {

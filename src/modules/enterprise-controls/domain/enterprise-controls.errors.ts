@@ -1,76 +1,40 @@
-import { DomainError, ErrorKind } from '../../../platform/http/domain-error';
+import { codesOf, CodeOf, errorClassOf, ErrorKind, ErrorTable } from '../../../platform/http/domain-error';
 
-export enum EnterpriseControlsErrorCode {
-  RevisionNotFound = 'revision_not_found',
-  RevisionMismatch = 'revision_mismatch',
-  SecretUnreadable = 'secret_unreadable',
-  CustomModelNotFound = 'custom_model_not_found',
-  ModelNotAllowed = 'model_not_allowed',
-  ModelUnreachable = 'model_unreachable',
-  ModelAddressRefused = 'model_address_refused',
-  ModelRedirected = 'model_redirected',
-  ModelAnswerInvalid = 'model_answer_invalid',
-  ModelTimedOut = 'model_timed_out',
-  TooManyRelays = 'too_many_relays',
+const ENTERPRISE_CONTROLS_ERRORS = {
+  RevisionNotFound: { code: 'revision_not_found', kind: ErrorKind.NotFound },
+  RevisionMismatch: { code: 'revision_mismatch', kind: ErrorKind.PreconditionFailed },
+  SecretUnreadable: { code: 'secret_unreadable', kind: ErrorKind.Unavailable },
+  CustomModelNotFound: { code: 'custom_model_not_found', kind: ErrorKind.NotFound },
+  ModelNotAllowed: { code: 'model_not_allowed', kind: ErrorKind.Forbidden },
+  ModelUnreachable: { code: 'model_unreachable', kind: ErrorKind.Unavailable },
+  ModelAddressRefused: { code: 'model_address_refused', kind: ErrorKind.Forbidden },
+  ModelRedirected: { code: 'model_redirected', kind: ErrorKind.BadGateway },
+  ModelAnswerInvalid: { code: 'model_answer_invalid', kind: ErrorKind.BadGateway },
+  ModelTimedOut: { code: 'model_timed_out', kind: ErrorKind.GatewayTimeout },
+  TooManyRelays: { code: 'too_many_relays', kind: ErrorKind.TooManyRequests },
   /** The relay endpoint called speaks another API than the custom model's `provider`. */
-  ModelApiMismatch = 'model_api_mismatch',
-  ModelNotCloud = 'model_not_cloud',
-  McpServerNotFound = 'mcp_server_not_found',
-  McpNotAllowed = 'mcp_not_allowed',
+  ModelApiMismatch: { code: 'model_api_mismatch', kind: ErrorKind.InvalidRequest },
+  ModelNotCloud: { code: 'model_not_cloud', kind: ErrorKind.Conflict },
+  McpServerNotFound: { code: 'mcp_server_not_found', kind: ErrorKind.NotFound },
+  McpNotAllowed: { code: 'mcp_not_allowed', kind: ErrorKind.Forbidden },
   /** A `tools/call` of a tool the MCP server's `allowedTools` leaves out. */
-  McpToolNotAllowed = 'mcp_tool_not_allowed',
-  McpTransportMismatch = 'mcp_transport_mismatch',
-  McpAddressRefused = 'mcp_address_refused',
-  McpUnreachable = 'mcp_unreachable',
-  McpRedirected = 'mcp_redirected',
-  McpAnswerInvalid = 'mcp_answer_invalid',
-  McpTimedOut = 'mcp_timed_out',
+  McpToolNotAllowed: { code: 'mcp_tool_not_allowed', kind: ErrorKind.Forbidden },
+  McpTransportMismatch: { code: 'mcp_transport_mismatch', kind: ErrorKind.Conflict },
+  McpAddressRefused: { code: 'mcp_address_refused', kind: ErrorKind.Forbidden },
+  McpUnreachable: { code: 'mcp_unreachable', kind: ErrorKind.Unavailable },
+  McpRedirected: { code: 'mcp_redirected', kind: ErrorKind.BadGateway },
+  McpAnswerInvalid: { code: 'mcp_answer_invalid', kind: ErrorKind.BadGateway },
+  McpTimedOut: { code: 'mcp_timed_out', kind: ErrorKind.GatewayTimeout },
   /** The MCP server asks for an OAuth sign-in that no admin made, or that must be made again. */
-  McpOAuthRequired = 'mcp_oauth_required',
+  McpOAuthRequired: { code: 'mcp_oauth_required', kind: ErrorKind.Conflict },
   /** Discovery, registration or a token exchange with the server's authorization server failed. */
-  McpOAuthFailed = 'mcp_oauth_failed',
-}
+  McpOAuthFailed: { code: 'mcp_oauth_failed', kind: ErrorKind.BadGateway },
+} as const satisfies ErrorTable;
 
-export class EnterpriseControlsError extends DomainError<EnterpriseControlsErrorCode> {
-  get kind(): ErrorKind {
-    switch (this.code) {
-      case EnterpriseControlsErrorCode.RevisionNotFound:
-        return ErrorKind.NotFound;
-      case EnterpriseControlsErrorCode.RevisionMismatch:
-        return ErrorKind.PreconditionFailed;
-      case EnterpriseControlsErrorCode.SecretUnreadable:
-      case EnterpriseControlsErrorCode.ModelUnreachable:
-      case EnterpriseControlsErrorCode.McpUnreachable:
-        return ErrorKind.Unavailable;
-      case EnterpriseControlsErrorCode.CustomModelNotFound:
-      case EnterpriseControlsErrorCode.McpServerNotFound:
-        return ErrorKind.NotFound;
-      case EnterpriseControlsErrorCode.McpTransportMismatch:
-      case EnterpriseControlsErrorCode.ModelNotCloud:
-      case EnterpriseControlsErrorCode.McpOAuthRequired:
-        return ErrorKind.Conflict;
-      case EnterpriseControlsErrorCode.ModelNotAllowed:
-      case EnterpriseControlsErrorCode.ModelAddressRefused:
-      case EnterpriseControlsErrorCode.McpNotAllowed:
-      case EnterpriseControlsErrorCode.McpToolNotAllowed:
-      case EnterpriseControlsErrorCode.McpAddressRefused:
-        return ErrorKind.Forbidden;
-      case EnterpriseControlsErrorCode.ModelRedirected:
-      case EnterpriseControlsErrorCode.ModelAnswerInvalid:
-      case EnterpriseControlsErrorCode.McpRedirected:
-      case EnterpriseControlsErrorCode.McpAnswerInvalid:
-      case EnterpriseControlsErrorCode.McpOAuthFailed:
-        return ErrorKind.BadGateway;
-      case EnterpriseControlsErrorCode.ModelTimedOut:
-      case EnterpriseControlsErrorCode.McpTimedOut:
-        return ErrorKind.GatewayTimeout;
-      case EnterpriseControlsErrorCode.TooManyRelays:
-        return ErrorKind.TooManyRequests;
-      case EnterpriseControlsErrorCode.ModelApiMismatch:
-        return ErrorKind.InvalidRequest;
-    }
-  }
-}
+export const EnterpriseControlsErrorCode = codesOf(ENTERPRISE_CONTROLS_ERRORS);
+export type EnterpriseControlsErrorCode = CodeOf<typeof ENTERPRISE_CONTROLS_ERRORS>;
+
+export class EnterpriseControlsError extends errorClassOf(ENTERPRISE_CONTROLS_ERRORS) {}
 
 export function revisionNotFound(revision: string): EnterpriseControlsError {
   return new EnterpriseControlsError(EnterpriseControlsErrorCode.RevisionNotFound, `Your organization's controls have no revision ${revision}.`, { revision });

@@ -322,7 +322,8 @@ function endsSoon(expiresAt: Date | null): boolean {
   return expiresAt !== null && expiresAt.getTime() - REFRESH_AHEAD_MS <= Date.now();
 }
 
-function oauthFailed(serverName: string, reason: string): EnterpriseControlsError {
+/** A sign-in that could not be made or renewed with the server's authorization server. */
+export function oauthFailed(serverName: string, reason: string): EnterpriseControlsError {
   return new EnterpriseControlsError(EnterpriseControlsErrorCode.McpOAuthFailed, `MCP server "${serverName}"'s OAuth sign-in failed: ${reason}.`, {
     serverName,
   });

@@ -1,22 +1,14 @@
-import { DomainError, ErrorKind } from '../../../platform/http/domain-error';
+import { codesOf, CodeOf, errorClassOf, ErrorKind, ErrorTable } from '../../../platform/http/domain-error';
 
-export enum EventsErrorCode {
+const EVENTS_ERRORS = {
   /** A resume (`Last-Event-ID`, `after`, a cursor) from before the oldest event kept. */
-  EventExpired = 'event_expired',
+  EventExpired: { code: 'event_expired', kind: ErrorKind.Gone },
   /** A `Last-Event-ID` or `after` that is not a sequence number of the log, or is past its end. */
-  InvalidEventId = 'invalid_event_id',
-  TooManyStreams = 'too_many_streams',
-}
+  InvalidEventId: { code: 'invalid_event_id', kind: ErrorKind.InvalidRequest },
+  TooManyStreams: { code: 'too_many_streams', kind: ErrorKind.TooManyRequests },
+} as const satisfies ErrorTable;
 
-export class EventsError extends DomainError<EventsErrorCode> {
-  get kind(): ErrorKind {
-    switch (this.code) {
-      case EventsErrorCode.EventExpired:
-        return ErrorKind.Gone;
-      case EventsErrorCode.InvalidEventId:
-        return ErrorKind.InvalidRequest;
-      case EventsErrorCode.TooManyStreams:
-        return ErrorKind.TooManyRequests;
-    }
-  }
-}
+export const EventsErrorCode = codesOf(EVENTS_ERRORS);
+export type EventsErrorCode = CodeOf<typeof EVENTS_ERRORS>;
+
+export class EventsError extends errorClassOf(EVENTS_ERRORS) {}

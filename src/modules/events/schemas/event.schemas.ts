@@ -254,12 +254,19 @@ export function eventTypesTable(): string {
   return '| type | meaning |\n|---|---|\n' + EVENT_TYPES.map((type) => `| \`${type}\` | ${EVENT_CATALOGUE[type].summary} |`).join('\n');
 }
 
+/** `status_changed` → `StatusChanged`, as `eventSchemaName` writes it, so that `ref` knows the schemas' names. */
+type PascalCase<Text extends string> = Text extends `${infer Head}.${infer Tail}`
+  ? `${PascalCase<Head>}${PascalCase<Tail>}`
+  : Text extends `${infer Head}_${infer Tail}`
+    ? `${Capitalize<Head>}${PascalCase<Tail>}`
+    : Capitalize<Text>;
+
 /** `session.status_changed` → `SessionStatusChangedEvent`. */
-export function eventSchemaName(type: string): string {
+export function eventSchemaName<Type extends EventType>(type: Type): `${PascalCase<Type>}Event` {
   return `${type
     .split(/[._]/)
     .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
-    .join('')}Event`;
+    .join('')}Event` as `${PascalCase<Type>}Event`;
 }
 
 const ACTOR: SchemaObject = {

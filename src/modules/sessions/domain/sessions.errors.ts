@@ -1,59 +1,44 @@
-import { DomainError, ErrorKind } from '../../../platform/http/domain-error';
+import { codesOf, CodeOf, errorClassOf, ErrorKind, ErrorTable } from '../../../platform/http/domain-error';
 
-export enum SessionsErrorCode {
-  SessionNotFound = 'session_not_found',
-  ComputerNotFound = 'computer_not_found',
-  MessageHistoryDisabled = 'message_history_disabled',
-  ReadOnlyRole = 'read_only_role',
-  ModelNotAllowed = 'model_not_allowed',
-  TurnNotActive = 'turn_not_active',
-  ParentNotFound = 'parent_message_not_found',
-  TooManyLongPolls = 'too_many_long_polls',
-  TooManyDeltas = 'too_many_deltas',
-  NoRunningTurn = 'no_running_turn',
-  TurnInterrupted = 'turn_interrupted',
-  ToolApprovalNotFound = 'tool_approval_not_found',
-  ToolApprovalNotPending = 'tool_approval_not_pending',
-  SessionArchived = 'session_archived',
-  ComputerWorkDisabled = 'computer_work_disabled',
-  CloudSessionSyncOff = 'cloud_session_sync_off',
-  NotAnAgent = 'agent_token_required',
-}
+const SESSIONS_ERRORS = {
+  SessionNotFound: { code: 'session_not_found', kind: ErrorKind.NotFound },
+  ComputerNotFound: { code: 'computer_not_found', kind: ErrorKind.NotFound },
+  MessageHistoryDisabled: { code: 'message_history_disabled', kind: ErrorKind.Forbidden },
+  ReadOnlyRole: { code: 'read_only_role', kind: ErrorKind.Forbidden },
+  ModelNotAllowed: { code: 'model_not_allowed', kind: ErrorKind.Forbidden },
+  TurnNotActive: { code: 'turn_not_active', kind: ErrorKind.Conflict },
+  ParentNotFound: { code: 'parent_message_not_found', kind: ErrorKind.InvalidRequest },
+  TooManyLongPolls: { code: 'too_many_long_polls', kind: ErrorKind.TooManyRequests },
+  TooManyDeltas: { code: 'too_many_deltas', kind: ErrorKind.TooManyRequests },
+  NoRunningTurn: { code: 'no_running_turn', kind: ErrorKind.Conflict },
+  TurnInterrupted: { code: 'turn_interrupted', kind: ErrorKind.Conflict },
+  ToolApprovalNotFound: { code: 'tool_approval_not_found', kind: ErrorKind.NotFound },
+  ToolApprovalNotPending: { code: 'tool_approval_not_pending', kind: ErrorKind.Conflict },
+  SessionArchived: { code: 'session_archived', kind: ErrorKind.Conflict },
+  ComputerWorkDisabled: { code: 'computer_work_disabled', kind: ErrorKind.Forbidden },
+  CloudSessionSyncOff: { code: 'cloud_session_sync_off', kind: ErrorKind.Forbidden },
+  NotAnAgent: { code: 'agent_token_required', kind: ErrorKind.Forbidden },
+} as const satisfies ErrorTable;
 
-export class SessionsError extends DomainError<SessionsErrorCode> {
-  get kind(): ErrorKind {
-    switch (this.code) {
-      case SessionsErrorCode.SessionNotFound:
-      case SessionsErrorCode.ComputerNotFound:
-      case SessionsErrorCode.ToolApprovalNotFound:
-        return ErrorKind.NotFound;
-      case SessionsErrorCode.MessageHistoryDisabled:
-      case SessionsErrorCode.ReadOnlyRole:
-      case SessionsErrorCode.ModelNotAllowed:
-      case SessionsErrorCode.ComputerWorkDisabled:
-      case SessionsErrorCode.CloudSessionSyncOff:
-      case SessionsErrorCode.NotAnAgent:
-        return ErrorKind.Forbidden;
-      case SessionsErrorCode.TurnNotActive:
-      case SessionsErrorCode.NoRunningTurn:
-      case SessionsErrorCode.TurnInterrupted:
-      case SessionsErrorCode.ToolApprovalNotPending:
-      case SessionsErrorCode.SessionArchived:
-        return ErrorKind.Conflict;
-      case SessionsErrorCode.ParentNotFound:
-        return ErrorKind.InvalidRequest;
-      case SessionsErrorCode.TooManyLongPolls:
-      case SessionsErrorCode.TooManyDeltas:
-        return ErrorKind.TooManyRequests;
-    }
-  }
-}
+export const SessionsErrorCode = codesOf(SESSIONS_ERRORS);
+export type SessionsErrorCode = CodeOf<typeof SESSIONS_ERRORS>;
+
+export class SessionsError extends errorClassOf(SESSIONS_ERRORS) {}
 
 /** The running turn was interrupted by a user: its agent must stop, append what it has and end the turn. */
 export function interruptedError(sessionId: string, turnId: string): SessionsError {
   return new SessionsError(
     SessionsErrorCode.TurnInterrupted,
     `Turn ${turnId} of session ${sessionId} was interrupted by a user: stop, append what you have and end the turn.`,
+  );
+}
+
+/** An agent's call naming a turn that is over: it ended, or its lease ran out and another agent took the work. */
+export function turnNotActive(sessionId: string, turnId: string, sessionStatus: string): SessionsError {
+  return new SessionsError(
+    SessionsErrorCode.TurnNotActive,
+    `Turn ${turnId} is not the running turn of session ${sessionId}: it ended, or its lease ran out and another agent took the work.`,
+    { sessionStatus },
   );
 }
 
@@ -64,6 +49,11 @@ export function sessionNotFound(sessionId: string): SessionsError {
 
 export function toolApprovalNotFound(sessionId: string, approvalId: string): SessionsError {
   return new SessionsError(SessionsErrorCode.ToolApprovalNotFound, `No tool approval ${approvalId} exists in session ${sessionId}.`);
+}
+
+/** A person reading messages where the organization's message history is off. */
+export function messageHistoryDisabled(): SessionsError {
+  return new SessionsError(SessionsErrorCode.MessageHistoryDisabled, 'Reading message history is not enabled for your organization.');
 }
 
 /** An archived session takes no new turn until it is unarchived. */

@@ -1,4 +1,5 @@
 import { MESSAGE_DELTA_KINDS, TOOL_DELTA_KINDS } from '../../../platform/events';
+import type { SchemaName } from '../../../platform/http/api-schema';
 import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry } from '../../../platform/http/json-schema';
 import { AGENT_MESSAGE_ROLES, IMAGE_MEDIA_TYPES, MESSAGE_ROLES, USER_MESSAGE_SOURCES } from '../domain/message';
 import {
@@ -28,7 +29,7 @@ export const MESSAGE_DELTA_MAX_CHARS = 16_384;
 const str = (description?: string, extra: SchemaObject = {}): SchemaObject => ({ type: 'string', ...(description ? { description } : {}), ...extra });
 const tag = (value: string): SchemaObject => ({ type: 'string', enum: [value] });
 const closed = closedObject;
-const anyOfTypes = (names: string[]): SchemaObject => ({
+const anyOfTypes = (names: SchemaName[]): SchemaObject => ({
   type: 'object',
   oneOf: names.map(ref),
   discriminator: { propertyName: 'type' },

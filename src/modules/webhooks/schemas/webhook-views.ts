@@ -1,5 +1,5 @@
 import type { ApiSchema } from '../../../platform/http/api-schema';
-import { answerObject, SchemaObject, unixMs, uuidString } from '../../../platform/http/json-schema';
+import { answerObject, ref, SchemaObject, unixMs, uuidString } from '../../../platform/http/json-schema';
 import { pageOf } from '../../../platform/http/pagination';
 import { EVENT_TYPES } from '../../events';
 
@@ -60,7 +60,7 @@ export const WEBHOOK_VIEWS: Record<string, SchemaObject> = {
       enum: [...DELIVERY_STATUSES],
       description: '`pending` (to be tried, or being tried), `delivered` (a 2xx answer), `failed` (every retry failed).',
     },
-    attempts: { type: 'array', items: { $ref: '#/components/schemas/AttemptView' }, description: 'Every attempt, oldest first (the last 50).' },
+    attempts: { type: 'array', items: ref('AttemptView'), description: 'Every attempt, oldest first (the last 50).' },
     nextAttemptAt: unixMs('Unix ms of the next attempt while pending; null once delivered or failed.', true),
     createdAt: unixMs(),
     deliveredAt: unixMs('Unix ms.', true),
