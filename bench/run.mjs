@@ -3,14 +3,15 @@ import autocannon from 'autocannon';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import console from 'node:console';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, release, tmpdir, totalmem, type } from 'node:os';
 import { dirname, join } from 'node:path';
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
+import { captureScenarios, prepareCapture, servedPlan, short, verifyPlan } from './lib/capture.mjs';
 import { createApiKey, ensureFixtures } from './lib/fixtures.mjs';
 import { seconds } from './lib/bulk.mjs';
 import { closeConnections, request } from './lib/http.mjs';
@@ -18,10 +19,15 @@ import { runLoaders } from './lib/load.mjs';
 import { Database, LOAD_SETTINGS, REPORTED_SETTINGS, RUN_SETTINGS } from './lib/postgres.mjs';
 import { cpuMillis, startNodeServer } from './lib/processes.mjs';
 import { formatBytes, judge, markdownTable } from './lib/report.mjs';
+import { SETTLE_MS, walNow, walSince } from './lib/wal.mjs';
 
 const BENCH = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH);
 const RESULTS = join(BENCH, 'results');
+const BUDGETS = join(BENCH, 'budgets.json');
+// Issue 41: against its own same-work baseline, each scenario on PostgreSQL serves at least 0.7 of its requests a
+// second and spends at most 1.6 times its CPU per request. A scenario's `target` may override either.
+const SAME_WORK_TARGET = { minSameWorkRatio: 0.7, maxSameWorkCpuFactor: 1.6 };
 
 const env = process.env;
 const number = (name, fallback) => {
@@ -35,9 +41,10 @@ const config = {
   connections: number('BENCH_CONNECTIONS', 50),
   // Comma-separated parts of scenario names to run (baselines always run).
   only: env.BENCH_SCENARIOS ? env.BENCH_SCENARIOS.toLowerCase().split(',') : null,
-  // CI's smoke run: it fails when something failed outright (an error, a wrong status, wrong rows), never on speed,
-  // which a shared CI runner cannot promise.
+  // CI's smoke run: it fails when something failed outright (an error, a wrong status, wrong rows) or a scenario's CPU
+  // per request is over its smoke budget (bench/budgets.json), never on speed, which a shared CI runner cannot promise.
   smoke: env.BENCH_SMOKE === '1',
+  pgliteSessions: env.BENCH_PGLITE === '0' ? null : number('BENCH_PGLITE_SESSIONS', 20000),
 };
 const startedAt = Date.now();
 const log = (line) => console.log(`[bench ${seconds(startedAt).padStart(6)} s] ${line}`);
@@ -132,6 +139,7 @@ async function main() {
       RATE_LIMIT_ORGANIZATION_PER_MINUTE: unreachable,
       RATE_LIMIT_ANONYMOUS_PER_MINUTE: unreachable,
     };
+    const captureUnavailable = await prepareCapture(pool, db);
     const app = await startNodeServer({
       name: 'app',
       script: join(ROOT, 'dist/main.js'),
@@ -140,30 +148,60 @@ async function main() {
       healthPath: '/healthz',
     });
     servers.push(app);
+    const startupRollupSeconds = await waitForStartupRollup(app, apiKey);
+
+    const scenarios = scenariosWanted ? await loadScenarios({ db: pool, fixtures, root: ROOT, log }) : [];
+    const [reference, ...rest] = scenarios;
+    // The same-work baselines: the statements the app runs for a request of each scenario, captured now (before
+    // anything is measured: statements are logged meanwhile), served by the baseline, and checked to do the same.
+    const onApp = rest.filter((s) => s.server !== 'baseline');
+    const plans = captureUnavailable
+      ? onApp.map((s) => ({ scenario: s.name, error: captureUnavailable }))
+      : await captureScenarios({ pool, database: db, app, apiKey, scenarios: onApp, connections: config.connections, log });
+    const plansFile = join(RESULTS, 'same-work.json');
+    writeFileSync(plansFile, JSON.stringify(plans.map(servedPlan), null, 2) + '\n');
     const baseline = await startNodeServer({
       name: 'baseline',
       script: join(BENCH, 'baseline-server.mjs'),
-      env: serverEnv,
+      env: { ...serverEnv, BENCH_SAME_WORK: plansFile },
       logFile: join(RESULTS, 'baseline.log'),
       healthPath: '/healthz',
     });
     servers.push(baseline);
-    const startupRollupSeconds = await waitForStartupRollup(app, apiKey);
+    for (const [index, plan] of plans.entries()) {
+      if (plan.error) continue;
+      const differs = await verifyPlan({ pool, baseline, index, plan });
+      if (differs) {
+        plan.error = `the baseline's statements are not the app's: ${differs}`;
+        log(`same work: ${plan.scenario}: ${plan.error}`);
+      }
+    }
 
-    const scenarios = scenariosWanted ? await loadScenarios({ db: pool, fixtures, root: ROOT, log }) : [];
+    // The capture's writes reach pg_stat_wal up to 10 s after (lib/wal.mjs): not during a measured write.
+    if (plans.some((p) => p.write)) await sleep(SETTLE_MS);
+
+    const budgets = existsSync(BUDGETS) ? JSON.parse(readFileSync(BUDGETS, 'utf8')) : null;
     const busy = await cpuBusy();
     if (busy > 0.15) log(`warning: before measuring, other processes kept the CPUs ${Math.round(busy * 100)}% busy; the numbers will be low`);
     const results = [];
-    // Each scenario is measured right after a run of the baseline and compared with that run: on a shared
-    // machine the baseline alone drifted by 20% within one bench, so a single baseline run misjudges.
-    const [reference, ...rest] = scenarios;
-    for (const scenario of rest) results.push(...(await measurePaired(reference, baseline, scenario, scenario.server === 'baseline' ? baseline : app, apiKey)));
+    // Each scenario is measured right after a run of the baseline (and of its same-work baseline) and compared with
+    // those runs: on a shared machine the baseline alone drifted by 20% within one bench, so a single baseline run misjudges.
+    for (const scenario of rest) {
+      if (scenario.server === 'baseline') {
+        results.push(...(await measurePaired(reference, baseline, scenario, baseline, apiKey)));
+        continue;
+      }
+      const index = plans.findIndex((p) => p.scenario === scenario.name);
+      const sameWork = { index, plan: plans[index] };
+      const target = { ...SAME_WORK_TARGET, ...scenario.target };
+      results.push(...(await measurePaired(reference, baseline, { ...scenario, target }, app, apiKey, { sameWork, wal: pool })));
+    }
     // The embedded default: the same scenarios against the app on PGlite, each paired with a run of the baseline
     // (on PostgreSQL: there is no bare-pg equivalent of PGlite in-process) and reported beside, without targets.
-    if (rest.some((s) => s.server !== 'baseline') && env.BENCH_PGLITE !== '0') {
+    if (onApp.length > 0 && env.BENCH_PGLITE !== '0') {
       results.push(...(await measureOnPglite(rest, reference, baseline, serverEnv)));
     }
-    judge(results);
+    judge(results, { budgets, smoke: config.smoke });
 
     // Suites measure on their own terms (e.g. one request at a time) after the scenarios.
     const suiteResults = {};
@@ -174,16 +212,42 @@ async function main() {
 
     const report = {
       finishedAt: new Date().toISOString(),
-      machine: { cores: cpus().length, cpu: cpus()[0]?.model, memory: formatBytes(totalmem()), node: process.version, busyBefore: busy },
-      database: { ...facts, size: formatBytes(facts.sizeBytes), load },
+      commit: commitOf(),
+      machine: {
+        cores: cpus().length,
+        cpu: cpus()[0]?.model,
+        memory: formatBytes(totalmem()),
+        os: `${type()} ${release()}`,
+        node: process.version,
+        busyBefore: busy,
+      },
+      database: { ...facts, size: formatBytes(facts.sizeBytes), load, storage: await storageFacts(pool) },
       run: config,
       app: { startupRollupSeconds },
       scenarios: results,
+      sameWork: plans.map(({ requests, ...plan }) => ({
+        ...plan,
+        requests: requests?.length,
+        statements: plan.statements?.map(({ queryId, normalized, text, named, simple, callsPerRequest, rowsPerCall }) => ({
+          queryId,
+          callsPerRequest,
+          rowsPerCall,
+          protocol: simple ? 'simple' : named ? 'prepared' : 'unnamed',
+          normalized,
+          text,
+        })),
+      })),
+      budgets: budgets ? { file: 'bench/budgets.json', factor: budgets.factor, kind: config.smoke ? 'smoke' : 'cpuMicrosPerRequest' } : null,
       ...Object.fromEntries(Object.entries(suiteResults).map(([name, { markdown: _, ...rest }]) => [name, rest])),
     };
     writeFileSync(join(RESULTS, 'latest.json'), JSON.stringify(report, null, 2) + '\n');
     print(report, Object.values(suiteResults));
-    if (config.smoke) return ![...results, ...Object.values(suiteResults)].flatMap(verdicts).some((verdict) => verdict.startsWith('FAILED'));
+    if (config.smoke) {
+      // Speed targets are not the smoke's, but CPU per request over its budget is: a change that makes a request
+      // cost much more fails CI.
+      const failed = [...results, ...Object.values(suiteResults)].flatMap(verdicts).some((verdict) => verdict.startsWith('FAILED'));
+      return !failed && !results.some((r) => r.budget?.pass === false);
+    }
     return results.every((r) => ['pass', '—'].includes(r.verdict)) && Object.values(suiteResults).every((r) => r.pass);
   } finally {
     closeConnections();
@@ -357,15 +421,57 @@ async function loadSuites() {
   return suites;
 }
 
-/** A run of the baseline (`reference` on `baseline`), then `scenario` on `server`, compared with that run. */
-async function measurePaired(reference, baseline, scenario, server, apiKey) {
+/**
+ * A run of the baseline (`reference` on `baseline`), then, given a captured plan, one of the scenario's same-work
+ * baseline (on `baseline` too), then `scenario` on `server`, compared with both. `wal`: a pool to read the WAL
+ * with, for a scenario that writes.
+ */
+async function measurePaired(reference, baseline, scenario, server, apiKey, { sameWork, wal } = {}) {
   const paired = await measure({ ...reference, name: `${reference.name} (before ${scenario.name})` }, baseline, apiKey);
-  const result = await measure(scenario, server, apiKey);
-  return [paired, { ...result, pairedBaseline: paired.ok ? paired.requestsPerSec : null, pairedBaselineCpu: paired.ok ? paired.cpuMicrosPerRequest : null }];
+  const runs = [paired];
+  let same = null;
+  if (sameWork?.plan && !sameWork.plan.error) {
+    const prefix = `/same-work/${sameWork.index}`;
+    same = await measure(
+      {
+        ...scenario,
+        name: `same work as ${scenario.name}: Fastify + pg, ${sameWork.plan.statements.length} statement(s)`,
+        baseline: true,
+        sameWorkOf: scenario.name,
+        target: null,
+        request: (data) => {
+          const r = scenario.request(data);
+          return { ...r, path: prefix + r.path };
+        },
+      },
+      baseline,
+      apiKey,
+      { wal },
+    );
+    runs.push(same);
+  }
+  const result = await measure(scenario, server, apiKey, { wal });
+  result.pairedBaseline = paired.ok ? paired.requestsPerSec : null;
+  result.pairedBaselineCpu = paired.ok ? paired.cpuMicrosPerRequest : null;
+  if (sameWork) {
+    // Against its own baseline, each ratio as against the primary-key read's: the baseline's CPU over ours.
+    result.sameWork = same?.ok
+      ? {
+          requestsPerSec: same.requestsPerSec,
+          cpuMicrosPerRequest: same.cpuMicrosPerRequest,
+          ratio: result.ok ? result.requestsPerSec / same.requestsPerSec : null,
+          cpuRatio: result.ok && result.cpuMicrosPerRequest && same.cpuMicrosPerRequest ? same.cpuMicrosPerRequest / result.cpuMicrosPerRequest : null,
+          ...(same.walBytesPerRequest !== undefined ? { walBytesPerRequest: same.walBytesPerRequest } : {}),
+          statements: sameWork.plan.statements.length,
+        }
+      : null;
+    if (!result.sameWork) result.sameWorkMissing = sameWork.plan?.error ?? same?.failure ?? 'no plan captured';
+  }
+  return [...runs, result];
 }
 
-/** A short warm-up, then `duration` seconds of `connections` concurrent clients. */
-async function measure(scenario, server, apiKey) {
+/** A short warm-up, then `duration` seconds of `connections` concurrent clients; the WAL too, given `wal`, for a write. */
+async function measure(scenario, server, apiKey, { wal } = {}) {
   const url = server.url;
   const expectStatus = scenario.expectStatus ?? 200;
   const headers = { authorization: `Bearer ${apiKey}` };
@@ -384,10 +490,13 @@ async function measure(scenario, server, apiKey) {
     .then(async (res) => ({ status: res.status, body: (await res.text()).slice(0, 300) }))
     .catch((error) => ({ status: 0, body: error.message }));
   const options = { url, connections: config.connections, requests };
+  const writes = (sample.method ?? 'GET') !== 'GET';
   if (config.warmup > 0) await autocannon({ ...options, duration: config.warmup });
+  const walBefore = wal && writes ? await walNow(wal) : null;
   const cpuBefore = cpuMillis(server.pid);
   const r = await autocannon({ ...options, duration: config.duration });
   const cpuAfter = cpuMillis(server.pid);
+  const walWritten = walBefore ? await walSince(wal, walBefore) : null;
 
   const statusCodes = Object.fromEntries(Object.entries(r.statusCodeStats).map(([code, { count }]) => [code, count]));
   const unexpected = Object.entries(statusCodes).filter(([code]) => Number(code) !== expectStatus);
@@ -415,19 +524,38 @@ async function measure(scenario, server, apiKey) {
     failure,
     probe: failure ? probe : undefined,
   };
+  if (scenario.sameWorkOf) result.sameWorkOf = scenario.sameWorkOf;
+  if (walWritten && r.requests.total > 0) {
+    // pg_stat_wal over the measured seconds (see lib/wal.mjs), per request: the app's background jobs' WAL included.
+    result.walBytesPerRequest = walWritten.bytes / r.requests.total;
+    result.wal = {
+      ...walWritten,
+      lsnBytesPerRequest: walWritten.lsnBytes / r.requests.total,
+      fullPageImagesPerRequest: walWritten.fullPageImages / r.requests.total,
+    };
+  }
   log(
-    `${scenario.name}: ${Math.round(result.requestsPerSec)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms${failure ? `, FAILED: ${failure}` : ''}`,
+    `${scenario.name}: ${Math.round(result.requestsPerSec)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms${
+      result.walBytesPerRequest !== undefined ? `, WAL ${Math.round(result.walBytesPerRequest)} B/req` : ''
+    }${failure ? `, FAILED: ${failure}` : ''}`,
   );
   return result;
 }
 
-function print({ machine, database, run, app, scenarios }, suites) {
+function print({ machine, database, run, app, scenarios, sameWork, budgets, commit }, suites) {
   const loaded = database.load.loaders.map((l) => `${l.name} ${JSON.stringify(l.summary)} in ${l.seconds} s${l.reused ? ' (reused)' : ''}`);
   const scenarioTable = scenarios.length
-    ? `## Results (${run.connections} connections, ${run.duration} s each after ${run.warmup} s warm-up)\n\n${markdownTable(scenarios)}\n\n`
+    ? `## Results (${run.connections} connections, ${run.duration} s each after ${run.warmup} s warm-up)\n\n${markdownTable(scenarios)}\n\n${
+        budgets
+          ? `CPU budgets: ${budgets.file} (${budgets.kind}), a scenario over ${budgets.factor}× its budget misses its target${run.smoke ? ' and fails the smoke run' : ''}.\n\n`
+          : ''
+      }`
+    : '';
+  const sameWorkList = sameWork.length
+    ? `## Same-work baselines: the statements the app ran per request (pg_stat_statements, normalized)\n\n${sameWork.map(describePlan).join('\n')}\n\n`
     : '';
   console.log(`
-${scenarioTable}${suites.map((s) => `${s.markdown}\n\n`).join('')}- Machine: ${machine.cores} cores (${machine.cpu}), ${machine.memory} RAM, Node ${machine.node}; CPU ${Math.round(machine.busyBefore * 100)}% busy with other work before measuring
+${scenarioTable}${sameWorkList}${suites.map((s) => `${s.markdown}\n\n`).join('')}- Machine: ${machine.cores} cores (${machine.cpu}), ${machine.memory} RAM, Node ${machine.node}; CPU ${Math.round(machine.busyBefore * 100)}% busy with other work before measuring
 - Database: ${database.version}, ${database.size}; ${Object.entries(database.settings)
     .map(([k, v]) => `${k}=${v}`)
     .join(', ')}
@@ -436,11 +564,62 @@ ${scenarioTable}${suites.map((s) => `${s.markdown}\n\n`).join('')}- Machine: ${m
     .slice(0, 4)
     .map(([t, b]) => `${t} ${formatBytes(b)}`)
     .join(', ')}
+- Commit: ${commit.id ?? 'unknown'}${commit.dirty ? ' with uncommitted changes' : ''}
 - The app's start-up analytics rollup ended ${app.startupRollupSeconds} s after it answered /healthz`);
   for (const r of scenarios.filter((s) => s.probe)) {
     console.log(`- ${r.name}: a sample request answered ${r.probe.status}: ${r.probe.body}`);
   }
   console.log(`\nWritten to ${join('bench', 'results', 'latest.json')}`);
+}
+
+/** A captured plan, for the printed results. */
+function describePlan(p) {
+  if (p.error) return `- ${p.scenario}: none (${p.error})`;
+  const transaction = { app: "in the app's transaction", wrapped: 'in one transaction of ours', none: 'no transaction' }[p.transaction];
+  const notes = [
+    `${p.statements.length} statement(s) ${transaction}`,
+    `counted over ${p.countedRequests} requests, ${p.agreeing} of ${p.requests} logged requests alike`,
+    ...p.notInPlan.map((s) => `per request (${s.callsPerRequest.toFixed(2)}×) but ${s.inPlan}× in the plan: \`${short(s.text, 80)}\``),
+    ...p.skipped.map((text) => `left out, several statements in one string: \`${short(text, 80)}\``),
+  ];
+  const statements = p.statements.map(
+    (s) => `  - ${s.callsPerRequest.toFixed(2)}× a request, ${s.protocol}, ${s.rowsPerCall.toFixed(1)} rows a call: \`${short(s.normalized, 140)}\``,
+  );
+  return [`- ${p.scenario}: ${notes.join('; ')}`, ...statements].join('\n');
+}
+
+/** The commit the bench ran (read-only git commands: the index is left alone), and whether the tree differed from it. */
+function commitOf() {
+  const git = (...args) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  let id = null;
+  try {
+    id = git('rev-parse', 'HEAD');
+  } catch {
+    return { id: null, dirty: null };
+  }
+  let dirty = false;
+  try {
+    git('diff-index', '--quiet', 'HEAD', '--');
+  } catch {
+    dirty = true;
+  }
+  return { id, dirty };
+}
+
+/**
+ * What the data takes on disk at the end of the run (tables with their indexes and TOAST), and its rows: the messages
+ * and sessions loaded, the events and facts the write scenarios and suites added too (docs/scale.md's "What grows").
+ */
+async function storageFacts(pool) {
+  const tables = ['sessions', 'messages', 'events', 'analytics_facts'];
+  const storage = {};
+  for (const table of tables) {
+    const { rows } = await pool.query(`SELECT pg_total_relation_size($1::regclass)::float8 AS bytes, (SELECT count(*) FROM ${table})::float8 AS rows`, [table]);
+    storage[table] = { ...rows[0], bytesPerRow: rows[0].rows > 0 ? rows[0].bytes / rows[0].rows : null };
+  }
+  const { rows } = await pool.query(`SELECT avg(pg_column_size(content))::float8 AS bytes FROM messages TABLESAMPLE SYSTEM (1)`);
+  storage.messages.contentBytes = rows[0].bytes;
+  return storage;
 }
 
 /** Every `verdict` in a result, however deep (a suite keeps them per measurement). */

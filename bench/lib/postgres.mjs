@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import process from 'node:process';
 import { freePort } from './processes.mjs';
 
@@ -36,6 +36,27 @@ export const LOAD_SETTINGS = {
   max_wal_size: '20GB',
 };
 
+/**
+ * Always on in a cluster of our own, whatever else is set: what the same-work baselines' capture reads
+ * (`lib/capture.mjs`). pg_stat_statements counts each statement's calls; the JSON log (`log/postgresql.json`) holds
+ * each statement's text, bind values and query id once the capture turns `log_min_duration_statement` to 0 (with
+ * `ALTER SYSTEM`, for the capture only: it is off while anything is measured). pg_stat_statements costs PostgreSQL a
+ * little on every statement, the baselines' as much as the app's.
+ */
+function captureSettings(dir) {
+  const library = join(dirname(PG_BIN), 'lib', 'pg_stat_statements.so');
+  return {
+    ...(existsSync(library) ? { shared_preload_libraries: 'pg_stat_statements' } : {}),
+    logging_collector: 'on',
+    log_destination: 'stderr,jsonlog',
+    log_directory: join(dir, 'log'),
+    log_filename: 'postgresql',
+    log_rotation_age: 0,
+    log_rotation_size: 0,
+    log_parameter_max_length: -1,
+  };
+}
+
 /** Settings worth printing with the results; read back from the server, so an external one reports its own. */
 export const REPORTED_SETTINGS = [
   'fsync',
@@ -47,6 +68,7 @@ export const REPORTED_SETTINGS = [
   'effective_cache_size',
   'random_page_cost',
   'max_wal_size',
+  'shared_preload_libraries',
 ];
 
 export class Database {
@@ -65,6 +87,11 @@ export class Database {
     return this.externalUrl ?? `postgres://postgres@127.0.0.1:${this.port}/postgres`;
   }
 
+  /** The cluster's JSON log (jsonlog), where the capture reads statements and their values; null on an external server. */
+  get jsonLog() {
+    return this.owned && this.dir ? join(this.dir, 'log', 'postgresql.json') : null;
+  }
+
   /** Creates the cluster if needed and (re)starts it with the given settings; a no-op for an external server. */
   async start(settings) {
     if (!this.owned) return;
@@ -77,12 +104,15 @@ export class Database {
       await run(`${PG_BIN}/initdb`, ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C.UTF-8']);
     }
     this.port = await freePort();
-    const options = [`-h 127.0.0.1 -p ${this.port} -k ${this.dir}`, ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`)];
+    const all = { ...settings, ...captureSettings(this.dir) };
+    const options = [`-h 127.0.0.1 -p ${this.port} -k ${this.dir}`, ...Object.entries(all).map(([k, v]) => `-c ${k}=${v}`)];
     try {
       // Its own session: a Ctrl-C reaches the bench, which then stops PostgreSQL in order.
       await run(`${PG_BIN}/pg_ctl`, ['-D', data, '-l', join(this.dir, 'pg.log'), '-o', options.join(' '), '-w', 'start'], { detached: true });
     } catch (error) {
-      throw new Error(`${error.message}\n--- ${join(this.dir, 'pg.log')} ---\n${tail(join(this.dir, 'pg.log'))}`);
+      // Before the logging collector starts, PostgreSQL writes to pg.log; after, to log/postgresql.
+      const logs = ['pg.log', join('log', 'postgresql')].map((file) => `--- ${join(this.dir, file)} ---\n${tail(join(this.dir, file))}`);
+      throw new Error(`${error.message}\n${logs.join('\n')}`);
     }
     this.running = true;
   }
