@@ -11,6 +11,11 @@ export const AGENT_PRESENCE_WINDOW_MS = 90_000;
 const WRITE_EVERY_MS = 15_000;
 /** A queue no agent asked in for this long (a deleted computer's, a gone member's) is forgotten. */
 const FORGET_AFTER_MS = 7 * 86_400_000;
+/**
+ * How long an organization's live queues are reused: every added message and every page with a pending session asks,
+ * and against a 90 s window a second is noise. A claim on this instance in a queue the cached answer lacks drops it.
+ */
+const CACHE_MS = 1_000;
 
 /** One queue agents take work from: a computer's (or the unrouted one, null), for anyone's sessions or one member's. */
 export interface AgentQueue {
@@ -28,12 +33,16 @@ export class AgentPresence {
   private readonly logger = new Logger(AgentPresence.name);
   /** When this instance last wrote each queue, by `organization|queue`. */
   private readonly written = new Map<string, number>();
+  /** The live queues last read for each organization, and when. */
+  private readonly cached = new Map<string, { at: number; queues: AgentQueue[] }>();
 
   constructor(private readonly presence: AgentPresenceRepository) {}
 
   /** An agent asked for work in `queue` now. Never fails the claim: a lost write only delays the next one. */
   async seen(organizationId: string, queue: AgentQueue, now = Date.now()): Promise<void> {
     const key = queueKey(queue);
+    const cached = this.cached.get(organizationId);
+    if (cached && !cached.queues.some((q) => queueKey(q) === key)) this.cached.delete(organizationId);
     const mapKey = `${organizationId}|${key}`;
     if (now - (this.written.get(mapKey) ?? -Infinity) < WRITE_EVERY_MS) return;
     this.written.set(mapKey, now);
@@ -55,8 +64,13 @@ export class AgentPresence {
 
   /** The organization's queues an agent asked in within the window. */
   async liveQueues(organizationId: string, now = Date.now()): Promise<AgentQueue[]> {
-    const queues = await this.presence.agentQueuesSeenSince(organizationId, new Date(now - AGENT_PRESENCE_WINDOW_MS));
-    return queues.map((queue) => ({ computerId: queue.computerId, ...(queue.ownerId ? { ownerId: queue.ownerId } : {}) }));
+    const cached = this.cached.get(organizationId);
+    if (cached && now >= cached.at && now - cached.at < CACHE_MS) return cached.queues;
+    const rows = await this.presence.agentQueuesSeenSince(organizationId, new Date(now - AGENT_PRESENCE_WINDOW_MS));
+    const queues = rows.map((queue) => ({ computerId: queue.computerId, ...(queue.ownerId ? { ownerId: queue.ownerId } : {}) }));
+    if (this.cached.size >= 10_000) this.cached.clear();
+    this.cached.set(organizationId, { at: now, queues });
+    return queues;
   }
 
   /** Why no agent will take the session: only for a `pending` one whose queue no agent asked in lately; else null. */
