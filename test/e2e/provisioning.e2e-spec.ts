@@ -15,7 +15,6 @@ import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-datab
 /** A node one-liner for a postinstall script: waits `ms`, then writes `file`. */
 const sleepThenWrite = (ms: number, file: string) => `node -e "setTimeout(() => require('fs').writeFileSync('${file}', 'x'), ${ms})"`;
 
-/** Whether a process runs (a zombie, killed but not yet reaped, does not). */
 /** The host pid of the live process whose command line holds `text` (a sandboxed process knows only its pid inside). */
 function hostPidOf(text: string): number | undefined {
   for (const entry of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
@@ -28,6 +27,7 @@ function hostPidOf(text: string): number | undefined {
   return undefined;
 }
 
+/** Whether a process runs (a zombie, killed but not yet reaped, does not). */
 function isAlive(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -36,6 +36,9 @@ function isAlive(pid: number): boolean {
     return false;
   }
 }
+
+/** Each failed step's error, so that a failure says why in its diff. */
+const stepErrors = (computer: Body): string[] => (computer.provisioningSteps as Body[]).filter((s) => s.error).map((s) => `${s.id}: ${s.error}`);
 
 /** The provisioning log's lines that say a step started. */
 async function stepStarts(base: string, user: TestUser, sessionId: string): Promise<string[]> {
@@ -61,7 +64,8 @@ describe('Provisioning', () => {
 
     beforeAll(async () => {
       // The default poll interval: a new computer's first step is claimed at once (the instance wakes), not at the next tick.
-      t = await startTestApp({ LOCAL_REPOS_DIR: root, LOCAL_INSTALL_SCRIPTS: 'true', PROVISIONING_LEASE_MS: '900', PROVISIONING_STEP_TIMEOUT_MS: '1500' });
+      // The step timeout leaves a small npm install (about 1.2 s in a loaded CI) room to finish; the hanging step outlasts it.
+      t = await startTestApp({ LOCAL_REPOS_DIR: root, LOCAL_INSTALL_SCRIPTS: 'true', PROVISIONING_LEASE_MS: '900', PROVISIONING_STEP_TIMEOUT_MS: '3500' });
       owner = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
       base = await t.app.getUrl();
       const emitter = t.app.get(EventEmitter2);
@@ -81,7 +85,7 @@ describe('Provisioning', () => {
         'active',
       );
       const elapsed = Date.now() - started;
-      expect({ status: active.body.status, steps: active.body.provisioningSteps }).toMatchObject({ status: 'active' });
+      expect({ status: active.body.status, errors: stepErrors(active.body) }).toEqual({ status: 'active', errors: [] });
       const steps = (active.body.provisioningSteps as Body[]).map((s) => `${s.id} ${s.completedAt - s.startedAt} ms`).join(', ');
       console.log(`A managed computer with one small repo (npm ci) became active in ${elapsed} ms (${steps})`);
       for (const step of active.body.provisioningSteps as Body[]) {
@@ -105,14 +109,13 @@ describe('Provisioning', () => {
         (r) => r.body.status !== 'provisioning',
         'active',
       );
-      // On failure, the steps (with their error) show in the diff.
-      expect({ status: done.body.status, steps: done.body.provisioningSteps }).toMatchObject({ status: 'active' });
+      expect({ status: done.body.status, errors: stepErrors(done.body) }).toEqual({ status: 'active', errors: [] });
       const log = await api(base, owner, 'GET', `/api/v0/sessions/${done.body.provisioningSteps[0].installSessionId}/messages?limit=100`);
       expect((log.body.messages as Body[]).some((m) => (m.content[0].text as string).includes('a\uFFFDb'))).toBe(true);
     });
 
     it('a step that hangs is stopped at the timeout: failed, its processes killed, a failed event', async () => {
-      const repo = await createGitRepo(root, 'hangs', npmProject('hangs', sleepThenWrite(4_000, 'late.txt')));
+      const repo = await createGitRepo(root, 'hangs', npmProject('hangs', sleepThenWrite(7_000, 'late.txt')));
       const created = await api(base, owner, 'POST', '/api/v0/computers', { name: 'hangs', provider: 'local', repos: [repo], autoInstallDeps: true });
       const failed = await until(
         () => api(base, owner, 'GET', `/api/v0/computers/${created.body.id}`),
@@ -122,7 +125,7 @@ describe('Provisioning', () => {
       expect(failed.body.status).toBe('error');
       const install = (failed.body.provisioningSteps as Body[]).find((s) => s.id === 'install-dependencies')!;
       expect(install).toMatchObject({ status: 'failed', error: expect.stringMatching(/^Timed out/) });
-      await sleep(4_500);
+      await sleep(4_000);
       expect(existsSync(join(onServerDisk(failed.body.clonedRepoDirectories[0], t.config.computersDir), 'late.txt'))).toBe(false);
       const event = events.find((e) => e.data.computerId === created.body.id && e.data.to === 'error');
       expect(event).toMatchObject({ data: { from: 'provisioning', step: { stepId: 'install-dependencies', status: 'failed' } } });

@@ -14,6 +14,20 @@ import { AllowedIps } from './network-policy';
 
 type Settings = { runtime: unknown; openNetworkWithin?: string[] };
 
+/**
+ * The runtime starts its two proxy relays inside the sandbox (ports 3128 and 1080) in the background and runs the
+ * command at once, so the command's first connection could find nothing listening (curl's exit 7). Later runtime
+ * versions wait themselves but need Node 22. Until then the command waits, up to 2 s, for both to listen: two
+ * sockets on those ports in state LISTEN (0A) in the sandbox's own /proc/net, read without connecting to either.
+ */
+const UNTIL_RELAYS_LISTEN = [
+  'for _srt_try in $(seq 200); do',
+  '  [ "$(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -cE \':(0C38|0438) [0-9A-F]+:0000 0A \')" -ge 2 ] && break',
+  '  sleep 0.01',
+  'done',
+  'unset _srt_try',
+].join('\n');
+
 async function main(settingsFile: string, command: string): Promise<number> {
   const settings = JSON.parse(readFileSync(settingsFile, 'utf8')) as Settings;
   const { SandboxManager, SandboxRuntimeConfigSchema } = await import('@anthropic-ai/sandbox-runtime');
@@ -26,7 +40,7 @@ async function main(settingsFile: string, command: string): Promise<number> {
   const within = settings.openNetworkWithin ? new AllowedIps(settings.openNetworkWithin) : null;
   const ask = within ? async ({ host }: { host: string }) => (await within.refusalFor(host)) === null : undefined;
   await SandboxManager.initialize(parsed.data, ask);
-  const child = spawn(await SandboxManager.wrapWithSandbox(command), { shell: true, stdio: 'inherit' });
+  const child = spawn(await SandboxManager.wrapWithSandbox(`${UNTIL_RELAYS_LISTEN}\n${command}`), { shell: true, stdio: 'inherit' });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
   return await new Promise<number>((resolve) => {
     child.on('error', (error) => {

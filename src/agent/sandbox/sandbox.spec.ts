@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { itInSandbox } from '../../../test/utils/sandbox';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
@@ -277,5 +278,29 @@ describe('Sandbox.confine', () => {
     rmSync(dirname(wrapped.env.TMPDIR), { recursive: true, force: true });
     expect(new Sandbox({ nested: true }).required(policy)).toBeNull();
     expect(new Sandbox({ nested: true }).required({ ...policy, sandbox: full })).toBe('sandbox');
+  });
+
+  // How many of the runtime's two relays (ports 3128 and 1080) listen, in the sandbox's own network, as the command starts.
+  const relaysListening = "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -cE ':(0C38|0438) [0-9A-F]+:0000 0A '";
+  const run = (wrapped: { file: string; args: string[]; env: Record<string, string> }) =>
+    new Promise<string>((done, fail) =>
+      execFile(wrapped.file, wrapped.args, { env: { ...process.env, ...wrapped.env } }, (error, stdout, stderr) =>
+        error ? fail(new Error(`${error.message}\n${stderr}`)) : done(stdout.trim()),
+      ),
+    );
+
+  itInSandbox("starts a command only once the runtime's proxy relays listen, so that its first connection finds them", async () => {
+    const sandbox = new Sandbox();
+    const confined = [
+      await sandbox.confine(relaysListening, { sandbox: settings() }, root),
+      await sandbox.confine(relaysListening, { networkPolicy: { allowedIps: ['10.0.0.0/8'] } }, root),
+    ];
+    try {
+      // Five runs of each: without the wait, the relays were seldom both up yet.
+      for (const wrapped of confined) for (let i = 0; i < 5; i++) expect(await run(wrapped!)).toBe('2');
+    } finally {
+      for (const wrapped of confined) await wrapped!.cleanup();
+      rmSync(dirname(confined[0]!.env.TMPDIR), { recursive: true, force: true });
+    }
   });
 });
