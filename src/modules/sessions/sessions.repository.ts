@@ -127,19 +127,22 @@ export class SessionsRepository {
   /**
    * Deletes up to `limit` of the organization's sessions with no activity since `before` (their
    * messages go with them), skipping any an agent holds a live turn on. Rows another instance is
-   * deleting are skipped, not waited for. Returns how many were deleted.
+   * deleting are skipped, not waited for. Returns how many were deleted. The batch is a materialized
+   * CTE: as an `IN (...)` subquery, the planner may run it again for each outer row, and with SKIP
+   * LOCKED each run picks other rows (one statement deleted 825 with a limit of 500).
    */
   async deleteInactive(organizationId: string, before: Date, limit: number): Promise<number> {
     const rows = await this.sql.query<{ id: string }>(
       'sessions.deleteInactive',
-      `DELETE FROM sessions WHERE organization_id = $1 AND id IN (
+      `WITH batch AS MATERIALIZED (
          SELECT id FROM sessions
          WHERE organization_id = $1 AND updated_at < $2
            AND NOT (status = 'running' AND lease_expires_at > clock_timestamp())
          ORDER BY updated_at
          LIMIT $3
          FOR UPDATE SKIP LOCKED)
-       RETURNING id`,
+       DELETE FROM sessions s USING batch WHERE s.organization_id = $1 AND s.id = batch.id
+       RETURNING s.id`,
       [organizationId, before, limit],
     );
     return rows.length;
