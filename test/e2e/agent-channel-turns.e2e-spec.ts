@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser } from '../utils/factories';
+import { until } from '../utils/polling';
 import { TestApp } from '../utils/test-app';
 import { agentChannelFixture, expectInvalid, expectV0Error } from '../utils/fixtures/agent-channel';
 
@@ -189,12 +190,18 @@ describe('Agent channel', () => {
         const org = await createOrganization(t);
         const owner = await createUser(t, Role.Owner, org);
         const { sessionId } = await api.createSession(owner);
-        /** This session's events since the last call, in order. */
-        const drain = () => {
-          const mine = seen.filter((e) => e.sessionId === sessionId);
+        /** This session's events since the last call, in order, once there are `count` (emitted after each answer, in the background). */
+        const drain = async (count: number) => {
+          const mine = () => seen.filter((e) => e.sessionId === sessionId);
+          await until(
+            () => mine().length,
+            (n) => n >= count,
+            `${count} events`,
+          );
+          const events = mine();
           seen.length = 0;
-          seqs.push(...mine.map((e) => e.seq as number));
-          return mine;
+          seqs.push(...events.map((e) => e.seq as number));
+          return events;
         };
         const common = { organizationId: org.id, sessionId, occurredAt: expect.any(Date), id: expect.any(String), seq: expect.any(Number) };
         const added = (messageId: string, role: string, _seq: number, authorId: string | null) => ({
@@ -214,10 +221,10 @@ describe('Agent channel', () => {
         const key = randomUUID();
         const first = await api.addMessage(owner, sessionId, 'hi', key);
         expect((await api.addMessage(owner, sessionId, 'hi', key)).headers['idempotent-replayed']).toBe('true');
-        expect(drain()).toEqual([added(first.body.messageId, 'user', 1, owner.userId), status('idle', 'pending')]);
+        expect(await drain(2)).toEqual([added(first.body.messageId, 'user', 1, owner.userId), status('idle', 'pending')]);
 
         const work = (await api.claim(owner))!;
-        expect(drain()).toEqual([status('pending', 'running')]);
+        expect(await drain(1)).toEqual([status('pending', 'running')]);
 
         const appended = await api.append(owner, sessionId, {
           turnId: work.turnId,
@@ -226,17 +233,17 @@ describe('Agent channel', () => {
             { role: 'tool', content: [] },
           ],
         });
-        expect(drain()).toEqual([added(appended.body.messages[0].id, 'assistant', 2, null), added(appended.body.messages[1].id, 'tool', 3, null)]);
+        expect(await drain(2)).toEqual([added(appended.body.messages[0].id, 'assistant', 2, null), added(appended.body.messages[1].id, 'tool', 3, null)]);
 
         const during = await api.say(owner, sessionId, 'while running', 'running');
-        expect(drain()).toEqual([added(during, 'user', 4, owner.userId)]);
+        expect(await drain(1)).toEqual([added(during, 'user', 4, owner.userId)]);
 
         await api.endTurn(owner, sessionId, { turnId: work.turnId });
-        expect(drain()).toEqual([status('running', 'pending')]);
+        expect(await drain(1)).toEqual([status('running', 'pending')]);
 
         const next = (await api.claim(owner))!;
         await api.endTurn(owner, sessionId, { turnId: next.turnId });
-        expect(drain()).toEqual([status('pending', 'running'), status('running', 'idle')]);
+        expect(await drain(2)).toEqual([status('pending', 'running'), status('running', 'idle')]);
         // The organization's log holds every event above, one after the other with no gap (the replay raised none).
         expect(seqs).toEqual(seqs.map((_, i) => seqs[0] + i));
       } finally {

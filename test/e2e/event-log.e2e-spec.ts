@@ -1,6 +1,7 @@
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { DataSource, EntityManager } from 'typeorm';
 import { Role } from '../../src/modules/auth';
+import { AdvisoryLock } from '../../src/platform/database/advisory-locks';
 import { AnyStoredEvent, DurableListeners, EventLog } from '../../src/platform/events';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { sleep } from '../utils/polling';
@@ -54,6 +55,7 @@ describe('The event log', () => {
           .expect(200),
       ),
     );
+    // Numbered in the background after each commit; a read of the log settles first.
     const events = await log().read(racer.organizationId, { after: 0, limit: 1000 });
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     expect(events.filter((e) => e.type === 'message.added')).toHaveLength(40);
@@ -108,6 +110,8 @@ describe('The event log', () => {
     t.app.get(EventEmitter2).on('session.created', record);
     try {
       const created = await t.http().post('/api/v0/sessions').set(owner.auth).set('x-request-id', 'event-log-actor').send({ title: 'seen' }).expect(201);
+      // Emitted once numbered, in the background after the commit (the answer does not wait).
+      await until(() => emitted.some((e) => e.sessionId === created.body.sessionId), 'the event to reach the listeners');
       const mine = emitted.filter((e) => e.sessionId === created.body.sessionId);
       expect(mine).toEqual([
         expect.objectContaining({
@@ -144,7 +148,7 @@ describe('The event log', () => {
       .set('x-request-id', 'one-statement')
       .send({ text: 'hi' })
       .expect(200);
-    // Answered once numbered: read straight after the answer.
+    // A read settles first, so it finds the answer's events straight after the answer.
     const events = await log().read(owner.organizationId, { after: last, limit: 10 });
     const actor = {
       kind: 'user',
@@ -182,6 +186,43 @@ describe('The event log', () => {
     await send();
     expect((await log().read(owner.organizationId, { after: last + 3, limit: 10 })).map((e) => e.type)).toEqual(['message.added']);
   });
+
+  (serverUrl() ? it : it.skip)(
+    'answers a write at its commit, without waiting for the numbering; a read of the log after the answer waits for it',
+    async () => {
+      const writer = await createUser(t, Role.Owner, await createOrganization(t));
+      // Another connection holds the sequencer's lock, as a long run on another instance would.
+      const holder = t.app.get(DataSource).createQueryRunner();
+      await holder.startTransaction();
+      await holder.query('SELECT pg_advisory_xact_lock($1)', [AdvisoryLock.EventSequencer]);
+      let reading!: Promise<{ status: number; body: { events: Array<{ type: string; data: { sessionId?: string } }> } }>;
+      let sessionId!: string;
+      try {
+        const created = await t.http().post('/api/v0/sessions').set(writer.auth).send({ title: 'not held' }).expect(201);
+        sessionId = created.body.sessionId as string;
+        const [row] = (await t.app
+          .get(DataSource)
+          .query(`SELECT seq FROM events WHERE organization_id = $1 AND type = 'session.created'`, [writer.organizationId])) as Array<{
+          seq: string | null;
+        }>;
+        expect(row).toEqual({ seq: null });
+        let answered = false;
+        reading = t
+          .http()
+          .get('/api/v0/events?after=0')
+          .set(writer.auth)
+          .then((res) => ((answered = true), res));
+        await sleep(300);
+        expect(answered).toBe(false);
+      } finally {
+        await holder.commitTransaction();
+        await holder.release();
+      }
+      const page = await reading;
+      expect(page.status).toBe(200);
+      expect(page.body.events.filter((e) => e.type === 'session.created').map((e) => e.data.sessionId)).toEqual([sessionId]);
+    },
+  );
 
   it('numbers events whose command committed but stopped before numbering them (a crash), at the next sweep', async () => {
     const org = await createOrganization(t);
@@ -302,6 +343,7 @@ describe('The event log', () => {
     }
     const owner = await createUser(a, Role.Owner, await createOrganization(a));
     await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).http().post('/api/v0/sessions').set(owner.auth).send({}).expect(201)));
+    // Reading on a numbers what b committed too, if b's sequencer has not yet.
     const events = await a.app.get(EventLog).read(owner.organizationId, { after: 0, limit: 100 });
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     const all = events.filter((e) => e.type === 'session.created').map((e) => e.id);

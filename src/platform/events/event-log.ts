@@ -9,7 +9,7 @@ import { AdvisoryLock } from '../database/advisory-locks';
 import { PgListener } from '../database/pg-listener';
 import { newId } from '../database/ids';
 import { Params, Sql } from '../database/sql';
-import { answerAfter, currentRequest } from '../http/request-context';
+import { currentRequest } from '../http/request-context';
 import { JobRunner } from '../jobs';
 import { AnyStatementEvent, AnyStoredEvent, EventActor, EventType, NewEvent, StoredEvent } from './event';
 
@@ -97,14 +97,16 @@ COMMIT`;
 /**
  * The event log, a transactional outbox. A command raises its events inside its transaction
  * (`raise`); they are written just before it commits, so the rows, the idempotency record and the
- * events commit or vanish together. Right after the commit, and before the command answers, the
- * sequencer numbers them per organization (1, 2, 3... with no gap), one run at a time for every
- * command committed meanwhile: commands never wait for each other's commits to get a number. Then
- * the events are emitted to this instance's listeners (`@OnDomainEvent`) and announced to the
- * other instances (`NOTIFY`), which read them from the log and emit them to theirs. Listeners
- * whose effect must not be lost are durable (see DurableListeners): they read the log themselves
- * from a checkpoint, so a crash between commit and emit loses nothing; their sweep also numbers
- * events a crash left unnumbered.
+ * events commit or vanish together: a write is that one transaction, and the command answers once
+ * it has committed. Then, in the background, the sequencer numbers them per organization (1, 2,
+ * 3... with no gap), one run at a time for every command committed meanwhile (a burst of commits is
+ * numbered in one run), emits them to this instance's listeners (`@OnDomainEvent`) and announces them
+ * to the other instances (`NOTIFY`), which read them from the log and emit them to theirs. A client
+ * reading the log (`settle`) first has what was committed numbered, so it finds its own writes'
+ * events on any instance. Listeners whose effect must not be lost are durable (see
+ * DurableListeners): they read the log themselves from a checkpoint, so a crash between commit and
+ * emit loses nothing; their sweep also numbers events a crash left unnumbered. An effect the
+ * caller must see in the answer (a cache of its own dropped) is the command's, not a listener's.
  */
 @Injectable()
 export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -181,11 +183,25 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     return `events_written AS (INSERT INTO events (organization_id, id, type, occurred_at, session_id, actor, data) ${selects.join(' UNION ALL ')})`;
   }
 
-  /** After a statement that wrote events (see `statementEvents`): they are numbered after its transaction commits, or now, before the answer. */
+  /** After a statement that wrote events (see `statementEvents`): they are numbered once its transaction has committed (now, when it had none). */
   written(manager: EntityManager): void {
     const runner = manager.queryRunner;
     if (runner?.isTransactionActive) this.pendingOf(runner).written = true;
-    else answerAfter(this.numberPending());
+    else void this.numberPending();
+  }
+
+  /**
+   * Before a client reads the organization's log: numbers the events committed and not yet numbered (on
+   * any instance), so the read finds every event committed before it began, its own writes' included.
+   * Costs one index probe when nothing waits. Never inside a transaction (the sequencer needs a connection).
+   */
+  async settle(organizationId: string): Promise<void> {
+    const [waiting] = await this.sql.query<{ waiting: boolean }>(
+      'events.waiting',
+      'SELECT EXISTS (SELECT 1 FROM events WHERE organization_id = $1 AND seq IS NULL) AS waiting',
+      [organizationId],
+    );
+    if (waiting?.waiting) await this.numberPending();
   }
 
   private pendingOf(runner: QueryRunner): Pending {
@@ -197,8 +213,12 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     return pending;
   }
 
-  /** The organization's events after `query.after` (and before `query.before`), oldest first unless `newestFirst`. */
+  /**
+   * The organization's events after `query.after` (and before `query.before`), oldest first unless
+   * `newestFirst`; settled first, so every event committed before the call is there.
+   */
   async read(organizationId: string, query: EventQuery): Promise<AnyStoredEvent[]> {
+    await this.settle(organizationId);
     const where = ['organization_id = $1', 'seq > $2'];
     const values: unknown[] = [organizationId, query.after];
     // The statement's name says which filters it has (a prepared statement stands for one text; names stay short).
@@ -235,8 +255,12 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     return rows.map(toStoredEvent);
   }
 
-  /** The oldest kept and the last sequence numbers of the organization (0 and 0 before its first event). */
+  /**
+   * The oldest kept and the last sequence numbers of the organization (0 and 0 before its first event).
+   * Outside a transaction, settled first: the last counts every event committed before the call.
+   */
   async bounds(organizationId: string, manager?: EntityManager): Promise<{ oldest: number; last: number }> {
+    if (!manager) await this.settle(organizationId);
     const [row] = await this.sql.in(manager).query<{ last: string | null; oldest: string | null }>(
       'events.bounds',
       `SELECT (SELECT last_seq FROM event_sequences WHERE organization_id = $1) AS last,
@@ -382,9 +406,8 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
         if (runner.isTransactionActive) return;
         const pending = this.pending.get(runner);
         this.pending.delete(runner);
-        // The request answers once they are numbered, so a client reading the log after the answer
-        // finds them; it waits with its connection back in the pool.
-        if (pending?.written) answerAfter(this.numberPending());
+        // Numbered in the background: the answer does not wait (a reader of the log settles first).
+        if (pending?.written) void this.numberPending();
       },
       afterTransactionRollback: (event: TransactionRollbackEvent) => {
         if (!event.queryRunner.isTransactionActive) this.pending.delete(event.queryRunner);
