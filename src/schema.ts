@@ -36,6 +36,7 @@ import { TenantKeys1765191600000 } from './migrations/1765191600000-TenantKeys';
 import { TokenDays1765278000000 } from './migrations/1765278000000-TokenDays';
 import { PluginCatalogs1765450800000 } from './migrations/1765450800000-PluginCatalogs';
 import { McpOAuth1765537200000 } from './migrations/1765537200000-McpOAuth';
+import { HotSessionRows1765623600000 } from './migrations/1765623600000-HotSessionRows';
 import { PluginCatalogEntity } from './modules/enterprise-controls/plugin-catalog/plugin-catalog.entity';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
@@ -88,4 +89,5 @@ export const migrations = [
   TokenDays1765278000000,
   PluginCatalogs1765450800000,
   McpOAuth1765537200000,
+  HotSessionRows1765623600000,
 ];

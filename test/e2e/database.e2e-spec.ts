@@ -22,6 +22,22 @@ describe('Storage', () => {
     expect(pending.upQueries.map((q) => q.query)).toEqual([]);
   });
 
+  it("a message into a session changes none of its indexed columns, so the session's update can stay on its page (HOT)", async () => {
+    // The columns every message sets (updated_at, the counters); status and pending_since change only on a transition.
+    const everyMessage = ['updated_at', 'message_count', 'last_message_id', 'last_user_seq'];
+    const indexes = (await db.query(
+      `SELECT indexrelid::regclass::text AS name, pg_get_indexdef(indexrelid) AS def FROM pg_index WHERE indrelid = 'sessions'::regclass`,
+    )) as Array<{
+      name: string;
+      def: string;
+    }>;
+    expect(indexes.length).toBeGreaterThan(3);
+    const covering = indexes.filter(({ def }) => everyMessage.some((column) => new RegExp(`\\b${column}\\b`).test(def))).map(({ name }) => name);
+    expect(covering).toEqual([]);
+    const [{ options }] = (await db.query(`SELECT reloptions AS options FROM pg_class WHERE oid = 'sessions'::regclass`)) as Array<{ options: string[] }>;
+    expect(options).toContain('fillfactor=80');
+  });
+
   it('100 concurrent increments under FOR UPDATE all land', async () => {
     await db.query('CREATE TABLE counter_test (id int PRIMARY KEY, n bigint NOT NULL)');
     await db.query('INSERT INTO counter_test VALUES (1, 0)');

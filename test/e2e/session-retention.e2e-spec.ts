@@ -128,7 +128,9 @@ describe('Session retention', () => {
     try {
       const owner = await createUser(app, Role.Owner);
       const created = await app.http().post('/api/v0/sessions').set(owner.auth).send({}).expect(201);
-      await app.app.get(DataSource).query(`UPDATE sessions SET updated_at = now() - interval '3 days' WHERE id = $1`, [created.body.sessionId]);
+      await app.app
+        .get(DataSource)
+        .query(`UPDATE sessions SET created_at = now() - interval '3 days', updated_at = now() - interval '3 days' WHERE id = $1`, [created.body.sessionId]);
       await app
         .http()
         .patch(CONTROLS)

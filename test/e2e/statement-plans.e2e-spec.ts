@@ -3,6 +3,7 @@ import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { Role, UserKind } from '../../src/modules/auth';
 import { repositoryId } from '../../src/modules/readiness/domain/repository-id';
+import { SessionRetentionJob } from '../../src/modules/sessions/jobs/session-retention.job';
 import { Sql } from '../../src/platform/database/sql';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { reportAt } from '../utils/fixtures/readiness';
@@ -23,6 +24,8 @@ const EXPECTED_INDEX: Record<string, string | string[]> = {
   'sessions.list.ot': 'sessions_organization_created_idx',
   'sessions.list.oe': 'sessions_owner_created_idx',
   'sessions.list.ce': 'sessions_computer_created_idx',
+  // Retention finds idle sessions through the creation index (updated_at has none, so a message's update stays HOT).
+  'sessions.deleteInactive': 'sessions_organization_created_idx',
   'messages.list': 'messages_session_seq_key',
   'messages.list.newest': 'messages_session_seq_key',
   'messages.list.role': 'messages_session_role_seq_idx',
@@ -173,6 +176,16 @@ describe('Statement plans: every paged list reads its index, in order', () => {
     const webhook = { id: webhooks[0] };
     await everyPage(owner, `/api/v0/organization/webhooks/${webhook.id}/deliveries`);
     await everyPage(owner, `/api/v0/organization/webhooks/${webhook.id}/deliveries`, { status: 'pending' });
+
+    // A retention makes the sweep look for idle sessions (awaited here, rather than at its next tick).
+    expectStatus(
+      await http()
+        .patch('/api/v0/organization/enterprise-controls')
+        .set(owner.auth)
+        .send({ settings: { sessionRetentionDays: 30 } }),
+      200,
+    );
+    await t.app.get(SessionRetentionJob).sweep();
   }
 
   it('the tour of the API sends every list statement named here', () => {

@@ -129,16 +129,18 @@ export class SessionsRepository {
    * messages go with them), skipping any an agent holds a live turn on. Rows another instance is
    * deleting are skipped, not waited for. Returns how many were deleted. The batch is a materialized
    * CTE: as an `IN (...)` subquery, the planner may run it again for each outer row, and with SKIP
-   * LOCKED each run picks other rows (one statement deleted 825 with a limit of 500).
+   * LOCKED each run picks other rows (one statement deleted 825 with a limit of 500). `updated_at` has
+   * no index (every message changes it, and the row's update stays HOT without one): a session idle
+   * since `before` was created before it, so the creation index bounds the scan, oldest first.
    */
   async deleteInactive(organizationId: string, before: Date, limit: number): Promise<number> {
     const rows = await this.sql.query<{ id: string }>(
       'sessions.deleteInactive',
       `WITH batch AS MATERIALIZED (
          SELECT id FROM sessions
-         WHERE organization_id = $1 AND updated_at < $2
+         WHERE organization_id = $1 AND created_at < $2 AND updated_at < $2
            AND NOT (status = 'running' AND lease_expires_at > clock_timestamp())
-         ORDER BY updated_at
+         ORDER BY created_at
          LIMIT $3
          FOR UPDATE SKIP LOCKED)
        DELETE FROM sessions s USING batch WHERE s.organization_id = $1 AND s.id = batch.id
@@ -428,7 +430,7 @@ export class SessionsRepository {
     if (messages.length > 0) await this.insertMessages(manager, messages);
     await this.sql.in(manager).query(
       'sessions.imported',
-      `UPDATE sessions SET message_count = $2, last_message_id = $3, last_user_seq = $4, claimed_seq = $4, completed_at = $5, updated_at = $6
+      `UPDATE sessions SET message_count = $2, last_message_id = $3, last_user_seq = $4, claimed_seq = $4, completed_at = $5, updated_at = GREATEST(created_at, $6)
          WHERE organization_id = $7 AND id = $1`,
       [session.id, session.messageCount, session.lastMessageId, session.lastUserSeq, session.completedAt, session.updatedAt, session.organizationId],
     );

@@ -14,7 +14,6 @@ import { StoredSessionSettings } from '../domain/session-settings';
 @Index('sessions_computer_created_idx', ['computerId', 'createdAt', 'id'], { where: 'computer_id IS NOT NULL' })
 @Index('sessions_waiting_work_idx', ['organizationId', 'workComputerId', 'pendingSince'], { where: `status = 'pending'` })
 @Index('sessions_turn_lease_idx', ['leaseExpiresAt'], { where: `status = 'running'` })
-@Index('sessions_organization_updated_idx', ['organizationId', 'updatedAt'])
 @Index('sessions_work_computer_idx', ['workComputerId'], { where: 'work_computer_id IS NOT NULL' })
 @ForeignKey('UserEntity', ['organizationId', 'ownerId'], ['organizationId', 'id'], { name: 'sessions_owner_id_fkey', onDelete: 'CASCADE' })
 // The keys to computers null only their own column (ON DELETE SET NULL (computer_id)): organization_id is NOT NULL.
