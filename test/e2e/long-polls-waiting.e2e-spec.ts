@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { Role } from '../../src/modules/auth';
+import { Sql } from '../../src/platform/database/sql';
 import { createOrganization, createUser } from '../utils/factories';
 import { ENDED_EARLY_MS, LONG_WAIT_MS, sleep, until } from '../utils/polling';
 import { pollsWaiting } from '../utils/long-polls-waiting';
@@ -146,6 +147,31 @@ describe('Long polls', () => {
       expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { work: null } });
       expect(await settledAmong([polls[1]])).toBe(0);
       polls[1].cut();
+    });
+
+    it('over the cap, a poll for work that polls already wait for is refused before it reads anything (a surge cannot queue behind the database)', async () => {
+      const owner = await createUser(t, Role.Owner);
+      const computer = await api.computer(owner);
+      const polls = [openClaim(t, computer.auth, { waitMs: LONG_WAIT_MS }), openClaim(t, computer.auth, { waitMs: LONG_WAIT_MS })];
+      await pollsWaiting(t, owner.organizationId, 2);
+      await quiet(t);
+      // Every statement the app sends meanwhile, by name (still sent: only seen).
+      const sql = t.app.get(Sql);
+      const send = sql.query.bind(sql);
+      const sent: string[] = [];
+      const seen = jest.spyOn(sql, 'query').mockImplementation((name, text, values) => (sent.push(name), send(name, text, values)));
+      const checkouts = countCheckouts(t);
+      const surge = await Promise.all(Array.from({ length: 20 }, () => answered(openClaim(t, computer.auth, { waitMs: LONG_WAIT_MS }))));
+      checkouts.stop();
+      seen.mockRestore();
+      for (const res of surge) expectTooMany(res, 'LONG_POLLS_PER_COMPUTER', 2);
+      // Twenty refusals and not one statement or connection of the claim's own (no look for work, no presence, no computer
+      // read): only the credential's, as AUTH_CACHE_MS is 0 here, one connection each.
+      expect(sent.length).toBeGreaterThan(0);
+      expect(sent.filter((name) => !['computers.byToken', 'auth.caller'].includes(name))).toEqual([]);
+      expect(checkouts.count()).toBe(sent.length);
+      expect(await settledAmong(polls)).toBe(0);
+      for (const poll of polls) poll.cut();
     });
 
     it('a poll that finds work at once is served even when the organization’s polls are all taken', async () => {

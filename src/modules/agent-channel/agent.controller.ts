@@ -74,7 +74,8 @@ export class AgentController {
       '(default 5 minutes); every call of the turn renews the lease. Two agents asking at once never get the same work. With `waitMs`, ' +
       'waits up to that long (at most 30 s) for work to arrive; `work` is null when none did. Waiting claims are capped per computer ' +
       '(`LONG_POLLS_PER_COMPUTER`, default 10) and per organization (`LONG_POLLS_PER_ORGANIZATION`, default 200) on each server instance: ' +
-      'more answer 429 `too_many_long_polls` with `Retry-After`; a claim that finds work at once, or does not wait, is not counted. The body may be omitted.',
+      'more answer 429 `too_many_long_polls` with `Retry-After`; a claim that finds work at once, or does not wait, is not counted. Over a cap, a waiting ' +
+      'claim for work that claims already wait for on the instance is refused before it looks (those claims take whatever arrives). The body may be omitted.',
   })
   @ApiBody({ schema: ref('ClaimWorkBody'), required: false })
   @ApiRequestExample({ waitMs: 1000 })

@@ -11,6 +11,13 @@ export const LONG_POLL_RETRY_AFTER_SECONDS = 5;
 /** A refused computer or organization is logged at most this often. */
 const LOG_EVERY_MS = 60_000;
 
+/** The work a poll waits for: its organization, computer and owner (WorkFilter's). */
+export interface PollQueue {
+  organizationId: string;
+  computerId: string | null;
+  ownerId?: string;
+}
+
 /**
  * Caps the long polls waiting at once on this instance: per computer (LONG_POLLS_PER_COMPUTER)
  * and per organization (LONG_POLLS_PER_ORGANIZATION). Per instance: each of N instances admits
@@ -21,6 +28,8 @@ const LOG_EVERY_MS = 60_000;
 export class LongPollSlots {
   private readonly perComputer = new InFlight();
   private readonly perOrganization = new InFlight();
+  /** Per queue (organization, computer, owner): whether a poll for the same work already waits here. */
+  private readonly perQueue = new InFlight();
   private readonly lastLogged = new Map<string, number>();
 
   constructor(
@@ -35,8 +44,11 @@ export class LongPollSlots {
     return organizationId === undefined ? this.perOrganization.total : this.perOrganization.count(organizationId);
   }
 
-  /** Takes a slot for a waiting claim, or throws 429; call the returned function once, when it ends. */
-  acquire(principal: Principal, computerId: string | null): () => void {
+  /**
+   * Takes a slot for a waiting claim (of work: `queue` names the work it waits for), or throws 429; call the
+   * returned function once, when it ends.
+   */
+  acquire(principal: Principal, computerId: string | null, queue?: PollQueue): () => void {
     const organizationId = principal.organizationId;
     if (computerId !== null && this.perComputer.count(computerId) >= this.config.LONG_POLLS_PER_COMPUTER) {
       this.refuse(principal, 'computer', computerId, 'LONG_POLLS_PER_COMPUTER', this.config.LONG_POLLS_PER_COMPUTER);
@@ -46,10 +58,22 @@ export class LongPollSlots {
     }
     const releaseOrganization = this.perOrganization.take(organizationId);
     const releaseComputer = computerId === null ? () => undefined : this.perComputer.take(computerId);
+    const releaseQueue = queue ? this.perQueue.take(queueKey(queue)) : () => undefined;
     return () => {
       releaseOrganization();
       releaseComputer();
+      releaseQueue();
     };
+  }
+
+  /**
+   * Before a waiting claim reads anything: throws the 429 `acquire` would when a cap is full and a poll for the
+   * same work already waits here. That poll would take whatever work arrives, so this claim could find none at
+   * once: it is refused without a look at the database, and a surge of polls cannot queue behind it.
+   */
+  refuseIfFull(principal: Principal, queue: PollQueue): void {
+    if (this.perQueue.count(queueKey(queue)) === 0) return;
+    this.acquire(principal, queue.computerId)();
   }
 
   private refuse(principal: Principal, scope: 'computer' | 'organization', id: string, setting: string, limit: number): never {
@@ -69,4 +93,8 @@ export class LongPollSlots {
     error.retryAfterSeconds = LONG_POLL_RETRY_AFTER_SECONDS;
     throw error;
   }
+}
+
+function queueKey(queue: PollQueue): string {
+  return `${queue.organizationId}|${queue.computerId ?? ''}|${queue.ownerId ?? ''}`;
 }

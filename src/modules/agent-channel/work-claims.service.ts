@@ -46,6 +46,7 @@ export class WorkClaims {
     abandoned?: AbortSignal,
   ): Promise<IdempotentResult<{ work: WorkView | null }>> {
     const scope = await this.queue.scopeOf(principal, input.computerId);
+    if (input.waitMs) this.slots.refuseIfFull(principal, scope);
     // A claim over a connection (the agent channel passes its signal) is an agent there to take this queue's work.
     if (abandoned) await this.presence.seen(principal.organizationId, scope);
     const nothing = { body: { work: null }, replayed: false };
@@ -66,7 +67,7 @@ export class WorkClaims {
         const now = Date.now();
         const left = deadline - now;
         if (!poll || left <= 0 || this.signal.closing) return nothing;
-        release ??= this.slots.acquire(principal, scope.computerId);
+        release ??= this.slots.acquire(principal, scope.computerId, scope);
         const untilExpiry = look.nextLeaseExpiry ? Math.max(look.nextLeaseExpiry.getTime() + 1 - now, MIN_RECHECK_MS) : Infinity;
         const outcome = await poll.wait(Math.min(left, SAFETY_RECHECK_MS, untilExpiry), seen, abandoned);
         if (outcome === 'timeout' && Date.now() >= deadline) return nothing;

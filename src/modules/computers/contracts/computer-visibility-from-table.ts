@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 import { isAdmin, MembersService, OrganizationControlsReader, Principal, Role } from '../../auth';
 import { ComputerVisibility } from '../../sessions';
 import { isUuid } from '../../../platform/database/ids';
@@ -9,6 +10,13 @@ import { allowedEmails, kindRefusal } from '../domain/kind-controls';
 /** Sessions' ComputerVisibility, kept from the computers table: whether the caller may see the computer (members: their own; guests: none), and may give it work. */
 @Injectable()
 export class ComputerVisibilityFromTable extends ComputerVisibility {
+  /** A computer's kind and owner never change: read once a minute at most, one read at a time per computer. */
+  private readonly kinds = new LRUCache<string, { provider: string; ownerId: string }, { organizationId: string; computerId: string }>({
+    max: 10_000,
+    ttl: 60_000,
+    fetchMethod: async (_key, _stale, { context }) => (await this.repository.kindAndOwner(context.computerId, context.organizationId)) ?? undefined,
+  });
+
   constructor(
     private readonly repository: ComputersRepository,
     private readonly controls: OrganizationControlsReader,
@@ -19,7 +27,7 @@ export class ComputerVisibilityFromTable extends ComputerVisibility {
 
   /** On every claim: the owner's email is read (from Auth) only when the computer's kind is limited to listed people. */
   async workRefusal(organizationId: string, computerId: string): Promise<{ control: string; detail: string } | null> {
-    const computer = await this.repository.kindAndOwner(computerId, organizationId);
+    const computer = await this.kinds.fetch(`${organizationId}|${computerId}`, { context: { organizationId, computerId } });
     if (!computer) return null;
     const controls = await this.controls.read(organizationId);
     const managed = computer.provider !== BYOM;
