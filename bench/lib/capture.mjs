@@ -135,7 +135,12 @@ async function countStatements({ pool, app, apiKey, scenario, connections }) {
       .filter((s) => Math.round(s.calls / n) >= 1 && Math.abs(s.calls - Math.round(s.calls / n) * n) <= 0.1 * n)
       .map((s) => [s.id, { ...s, callsPerRequest: s.calls / n, rowsPerCall: s.rows / s.calls }]),
   );
-  return { requests: n, perRequest };
+  // What else ran meanwhile (the app's background work after the requests: numbering, listeners, jobs), per request.
+  const besides = rows
+    .filter((s) => !perRequest.has(s.id))
+    .map((s) => ({ callsPerRequest: Math.round((s.calls / n) * 1000) / 1000, text: s.query.replace(/\s+/g, ' ').slice(0, 160) }))
+    .sort((a, b) => b.callsPerRequest - a.callsPerRequest);
+  return { requests: n, perRequest, besides };
 }
 
 /** The logging run: one request's statements in order, with where each value came from. */
@@ -213,6 +218,7 @@ async function logStatements({ database, app, apiKey, scenario, marker, count })
     agreeing,
     statements,
     notInPlan,
+    besides: count.besides,
     skipped: [...skipped],
     requests,
   };
