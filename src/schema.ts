@@ -37,6 +37,7 @@ import { TokenDays1765278000000 } from './migrations/1765278000000-TokenDays';
 import { PluginCatalogs1765450800000 } from './migrations/1765450800000-PluginCatalogs';
 import { McpOAuth1765537200000 } from './migrations/1765537200000-McpOAuth';
 import { HotSessionRows1765623600000 } from './migrations/1765623600000-HotSessionRows';
+import { NumberedEventIndexes1765710000000 } from './migrations/1765710000000-NumberedEventIndexes';
 import { PluginCatalogEntity } from './modules/enterprise-controls/plugin-catalog/plugin-catalog.entity';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
@@ -90,4 +91,5 @@ export const migrations = [
   PluginCatalogs1765450800000,
   McpOAuth1765537200000,
   HotSessionRows1765623600000,
+  NumberedEventIndexes1765710000000,
 ];

@@ -224,6 +224,23 @@ describe('The event log', () => {
     },
   );
 
+  it("forgets each organization's expired events oldest first, keeping every later one and other organizations'", async () => {
+    const [a, b] = [await createUser(t, Role.Owner, await createOrganization(t)), await createUser(t, Role.Owner, await createOrganization(t))];
+    for (const user of [a, b]) for (let i = 0; i < 3; i++) await t.http().post('/api/v0/sessions').set(user.auth).send({}).expect(201);
+    const seqs = async (user: TestUser) => (await log().read(user.organizationId, { after: 0, limit: 100 })).map((e) => e.seq);
+    const [aSeqs, bSeqs] = [await seqs(a), await seqs(b)];
+    const age = (user: TestUser, upTo: number) =>
+      t.app
+        .get(DataSource)
+        .query(`UPDATE events SET occurred_at = now() - interval '400 days' WHERE organization_id = $1 AND seq <= $2`, [user.organizationId, upTo]);
+    await age(a, 2);
+    await age(b, 1);
+    expect(await log().forgetExpired()).toBeGreaterThanOrEqual(3);
+    expect(await seqs(a)).toEqual(aSeqs.filter((seq) => seq > 2));
+    expect(await seqs(b)).toEqual(bSeqs.filter((seq) => seq > 1));
+    expect(await log().bounds(a.organizationId)).toEqual({ oldest: 3, last: aSeqs.at(-1) });
+  });
+
   it('numbers events whose command committed but stopped before numbering them (a crash), at the next sweep', async () => {
     const org = await createOrganization(t);
     const emitted: AnyStoredEvent[] = [];

@@ -264,26 +264,46 @@ export class EventLog implements OnModuleInit, OnApplicationBootstrap, BeforeApp
     const [row] = await this.sql.in(manager).query<{ last: string | null; oldest: string | null }>(
       'events.bounds',
       `SELECT (SELECT last_seq FROM event_sequences WHERE organization_id = $1) AS last,
-              (SELECT min(seq) FROM events WHERE organization_id = $1) AS oldest`,
+              (SELECT min(seq) FROM events WHERE organization_id = $1 AND seq IS NOT NULL) AS oldest`,
       [organizationId],
     );
     const last = Number(row?.last ?? 0);
     return { oldest: row?.oldest === null || row?.oldest === undefined ? last + 1 : Number(row.oldest), last };
   }
 
-  /** Forgets events older than EVENT_RETENTION_DAYS, a batch at a time (the `events.forget-expired` job). Safe on every instance at once. */
+  /**
+   * Forgets events older than EVENT_RETENTION_DAYS, a batch at a time (the `events.forget-expired` job). Safe on every
+   * instance at once. `occurred_at` has no index (each event would pay for it twice, see NumberedEventIndexes): each
+   * organization's events are walked oldest first by `position`, which follows the time they were written, and the
+   * walk stops at the first one kept.
+   */
   async forgetExpired(now = new Date()): Promise<number> {
     const before = new Date(now.getTime() - this.config.EVENT_RETENTION_DAYS * 86_400_000);
+    const expiring = await this.sql.query<{ organization_id: string }>(
+      'events.expiring',
+      `SELECT s.organization_id FROM event_sequences s
+       WHERE (SELECT occurred_at FROM events e WHERE e.organization_id = s.organization_id AND e.seq IS NOT NULL ORDER BY e.position LIMIT 1) < $1`,
+      [before],
+    );
     let total = 0;
-    for (;;) {
-      const [{ deleted }] = await this.sql.query<{ deleted: number }>(
-        'events.forgetExpired',
-        `WITH gone AS (DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE occurred_at < $1 LIMIT 5000) RETURNING 1)
-         SELECT count(*)::int AS deleted FROM gone`,
-        [before],
-      );
-      total += deleted;
-      if (deleted < 5000) break;
+    for (const { organization_id: organizationId } of expiring) {
+      for (;;) {
+        // Materialized, so the batch is chosen once (as an IN subquery it could be run again per row).
+        const [{ deleted }] = await this.sql.query<{ deleted: number }>(
+          'events.forgetExpired',
+          `WITH oldest AS MATERIALIZED (
+             SELECT position, occurred_at FROM events WHERE organization_id = $1 AND seq IS NOT NULL ORDER BY position LIMIT 5000
+           ), batch AS (
+             SELECT position FROM oldest WHERE position < COALESCE((SELECT min(position) FROM oldest WHERE occurred_at >= $2), 9223372036854775807)
+           ), gone AS (
+             DELETE FROM events e USING batch WHERE e.organization_id = $1 AND e.position = batch.position RETURNING 1
+           )
+           SELECT count(*)::int AS deleted FROM gone`,
+          [organizationId, before],
+        );
+        total += deleted;
+        if (deleted < 5000) break;
+      }
     }
     if (total > 0) this.logger.log({ deleted: total }, 'Forgot events past EVENT_RETENTION_DAYS');
     return total;
