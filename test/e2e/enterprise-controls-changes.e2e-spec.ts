@@ -1,10 +1,11 @@
 import Ajv, { ValidateFunction } from 'ajv';
 import { EventEmitter2 } from '@nestjs/event-emitter';
 import { Role } from '../../src/modules/auth';
-import type { StoredEvent } from '../../src/platform/events';
+import { EventLog, type StoredEvent } from '../../src/platform/events';
 import { defaultSettings } from '../../src/modules/enterprise-controls/domain/settings';
 import { isIpOrCidr } from '../../src/platform/http/json-schema';
 import { createUser } from '../utils/factories';
+import { until } from '../utils/polling';
 import { TestApp } from '../utils/test-app';
 import { expectV0Error } from '../utils/v0-errors';
 import { CONTROLS, controlsFixture, Json } from '../utils/fixtures/enterprise-controls';
@@ -211,6 +212,14 @@ describe('Enterprise controls', () => {
     try {
       await change(owner, { mcpPolicy: { enabled: false }, ideAutoConnect: false }).expect(200);
       await change(owner, { mcpPolicy: { enabled: false } }).expect(200);
+      // Emitted once numbered, just after the answer; the log (a read settles first) says the second change raised none.
+      await until(
+        async () => seen,
+        (list) => list.some((event) => event.organizationId === owner.organizationId),
+        'the event',
+      );
+      const logged = await t.app.get(EventLog).read(owner.organizationId, { after: 0, limit: 100, types: ['controls.revised'] });
+      expect(logged).toHaveLength(1);
     } finally {
       t.app.get(EventEmitter2).off('controls.revised', listener);
     }

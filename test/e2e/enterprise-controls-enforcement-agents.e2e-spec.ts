@@ -293,6 +293,8 @@ async function until(done: () => boolean, timeoutMs = 5_000): Promise<void> {
     expect((await b.http().get(POLICY).set(member.auth).expect(200)).body.revision).toBe(0);
 
     const changed = await change(a, owner.auth, { modelPolicy: { blockedModelIds: ['model-b'] }, restrictApiKeyCreationToManagers: true });
+    // Emitted once numbered, just after the answer.
+    await until(() => eventsOf.get(a)!.some((e) => e.organizationId === org.id));
     expect(
       eventsOf
         .get(a)!

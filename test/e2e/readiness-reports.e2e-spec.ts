@@ -5,8 +5,9 @@ import { Role } from '../../src/modules/auth';
 import { CRITERIA } from '../../src/modules/readiness/domain/criteria';
 import { MAX_PAGE, DEFAULT_PAGE, REPORT_LIMITS } from '../../src/modules/readiness/domain/report';
 import { repositoryId } from '../../src/modules/readiness/domain/repository-id';
-import type { StoredEvent } from '../../src/platform/events';
+import { EventLog, type StoredEvent } from '../../src/platform/events';
 import { createUser } from '../utils/factories';
+import { until } from '../utils/polling';
 import { expectStatus } from '../utils/v0-errors';
 import { TestApp } from '../utils/test-app';
 import { ALIAS, body, Evaluation, fail, Json, LEVEL, OPTIONAL, pass, readinessFixture, reportAt, UUID } from '../utils/fixtures/readiness';
@@ -377,7 +378,13 @@ describe('Readiness reports', () => {
         expectStatus(await post(owner, body({ report: {} })), 400);
         expectStatus(await post(owner, withNumeratorOver()), 400);
         expectStatus(await post(await createUser(t, Role.Guest, { id: owner.organizationId, slug: owner.organizationSlug }), body()), 403);
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        // Emitted once numbered, just after each answer; the log (a read settles first) holds the two and nothing else.
+        await until(
+          async () => seen.filter((event) => event.organizationId === owner.organizationId).length,
+          (count) => count >= 2,
+          'both events',
+        );
+        expect(await t.app.get(EventLog).read(owner.organizationId, { after: 0, limit: 100, types: ['readiness.report_created'] })).toHaveLength(2);
       } finally {
         emitter.off('readiness.report_created', listener);
       }

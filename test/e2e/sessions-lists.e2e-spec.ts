@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ValidateFunction } from 'ajv';
 import type { Response } from 'supertest';
 import { Role } from '../../src/modules/auth';
+import { SessionsRepository } from '../../src/modules/sessions/sessions.repository';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { expectInvalid, expectStatus, expectV0Error } from '../utils/v0-errors';
 import { TestApp } from '../utils/test-app';
@@ -325,9 +326,16 @@ describe('Sessions API (v0)', () => {
       }
     });
 
-    it('a member writes their own session', async () => {
+    it('a member writes their own session; a message, with no read of the session before its statement', async () => {
       const session = await createSession(member, { title: 'mine' });
-      expect((await addMessage(member, session.sessionId)).status).toBe('pending');
+      // The statement itself keeps a member to their own sessions (the 403 above comes after it finds none).
+      const reads = jest.spyOn(t.app.get(SessionsRepository), 'findSession');
+      try {
+        expect((await addMessage(member, session.sessionId)).status).toBe('pending');
+        expect(reads).not.toHaveBeenCalled();
+      } finally {
+        reads.mockRestore();
+      }
       const patched = await http().patch(path(session.sessionId)).set(member.auth).send({ title: 'still mine' });
       expectStatus(patched, 200);
       expect(patched.body.title).toBe('still mine');

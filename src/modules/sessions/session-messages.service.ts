@@ -11,7 +11,7 @@ import { SessionEntity } from './entities';
 import { checkBase64Payload } from './domain/attachments';
 import { ContentBlock, MessageRole } from './domain/message';
 import { assertTransition, SessionStatus, SessionTrigger } from './domain/session-status';
-import { messageHistoryDisabled, sessionArchived, sessionNotFound, SessionsError } from './domain/sessions.errors';
+import { messageHistoryDisabled, sessionArchived, sessionNotFound } from './domain/sessions.errors';
 import { isArchived } from './domain/session-settings';
 import { MessageView, StatusReason, toMessageView } from './domain/views';
 import { AgentAvailability } from './contracts/agent-availability';
@@ -52,16 +52,18 @@ export class SessionMessages {
     const content = userContent(input);
     if (!isUuid(sessionId)) throw sessionNotFound(sessionId);
     if (input.computerId !== undefined) await this.access.requireComputer(principal, input.computerId);
-    // Owners and managers may write to any session of the organization, so they need no read
-    // before the locked update unless the session's models must be checked; members must own the
-    // session (ownership never changes).
+    // Owners and managers may write to any session of the organization, members to their own: the statement
+    // says which (no read before it), unless the session's models must be checked first.
     const restrictsModels = await this.policy.restrictsModels(principal);
-    if (principal.role === Role.Member || restrictsModels) {
+    const member = principal.role === Role.Member;
+    if (restrictsModels) {
       const session = await this.access.readable(principal, sessionId);
-      if (principal.role === Role.Member) this.access.writable(principal, session);
+      if (member) this.access.writable(principal, session);
       // A model blocked since the session chose it takes no more turns.
-      if (restrictsModels) await this.policy.requireModels(principal, session.settings);
+      await this.policy.requireModels(principal, session.settings);
     }
+    // Decided before the statement: inside its transaction (an idempotency key's), a read on PGlite would wait for it.
+    const canRead = member ? await this.access.readCheck(principal) : null;
     // Which agents are there, asked before the message is added: after it, the query would delay the agent woken for it.
     const reasonNow = await this.agents.reasonsNow(principal.organizationId);
     const messageId = newId();
@@ -71,6 +73,7 @@ export class SessionMessages {
         {
           sessionId,
           organizationId: principal.organizationId,
+          ...(member ? { ownerId: principal.userId } : {}),
           messageId,
           computerId: input.computerId ?? null,
           authorId: principal.userId,
@@ -80,7 +83,7 @@ export class SessionMessages {
         },
         manager,
       );
-      if (!change) throw await this.whyNoMessage(principal, sessionId, manager);
+      if (!change) return this.refuseMessage(principal, sessionId, manager, canRead);
       assertTransition(SessionTrigger.UserMessageAdded, change.previousStatus, change.session.status);
       published = change;
       return { messageId, status: change.session.status };
@@ -98,12 +101,19 @@ export class SessionMessages {
   }
 
   /**
-   * Why a session took no message: archived (409), else unknown (404). Members were checked as
-   * writers of the session before; owners and managers may write to every session.
+   * Throws why a session took no message, in the order a reader meets them: unknown or not visible to a member (404),
+   * another's session for a member (403), archived (409). Owners and managers may write to every session.
    */
-  private async whyNoMessage(principal: Principal, sessionId: string, manager: EntityManager): Promise<SessionsError> {
+  private async refuseMessage(
+    principal: Principal,
+    sessionId: string,
+    manager: EntityManager,
+    canRead: ((session: SessionEntity) => boolean) | null,
+  ): Promise<never> {
     const session = await this.repository.findSession(sessionId, principal.organizationId, manager);
-    return session && isArchived(session.settings) ? sessionArchived(sessionId, session.settings.archivedAt as string) : sessionNotFound(sessionId);
+    if (!session || (canRead && !canRead(session))) throw sessionNotFound(sessionId);
+    if (canRead) this.access.writable(principal, session);
+    throw isArchived(session.settings) ? sessionArchived(sessionId, session.settings.archivedAt as string) : sessionNotFound(sessionId);
   }
 
   async list(

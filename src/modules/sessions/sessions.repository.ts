@@ -273,12 +273,15 @@ export class SessionsRepository {
    * Adds a user message in one statement, with its events (`message.added`, and
    * `session.status_changed` when the status moves): locks the session, numbers the message, moves the status and
    * the work queue, and inserts it. The time is taken under the lock and never goes backwards, so message times
-   * follow conversation order even with concurrent writers. An archived session takes none: null, as for an unknown one.
+   * follow conversation order even with concurrent writers. An archived session takes none: null, as for an unknown one;
+   * with `ownerId`, so does another owner's session.
    */
   async addUserMessage(
     input: {
       sessionId: string;
       organizationId: string;
+      /** Only a session of this owner (a member writes only to their own). */
+      ownerId?: string;
       messageId: string;
       computerId: string | null;
       authorId: string;
@@ -294,7 +297,9 @@ export class SessionsRepository {
     const messageId = p.add(input.messageId, 'uuid');
     const authorId = p.add(input.authorId, 'uuid');
     const statement = `WITH old AS (
-         SELECT id, status, last_message_id FROM sessions WHERE id = ${sessionId} AND organization_id = ${organizationId} AND NOT (settings ? 'archivedAt') FOR UPDATE
+         SELECT id, status, last_message_id FROM sessions WHERE id = ${sessionId} AND organization_id = ${organizationId} AND NOT (settings ? 'archivedAt')${
+           input.ownerId !== undefined ? ` AND owner_id = ${p.add(input.ownerId, 'uuid')}` : ''
+         } FOR UPDATE
        ), s AS (
          UPDATE sessions s SET
            message_count = s.message_count + 1,
