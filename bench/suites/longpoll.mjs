@@ -176,7 +176,6 @@ async function measureEngine(url, owners, settings, log) {
 /** Each agent keeps one poll waiting: when one answers (after waitMs, with no work), it asks again at once. */
 function startPolls(url, tokens) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
-  const { hostname, port } = new globalThis.URL(url);
   let stopped = false;
   let waiting = 0;
   let admitted = 0;
@@ -187,32 +186,22 @@ function startPolls(url, tokens) {
     if (stopped) return;
     const body = JSON.stringify({ waitMs });
     waiting++;
-    const req = http.request(
-      {
-        hostname,
-        port,
-        method: 'POST',
-        path: '/api/v0/agent/claims',
-        agent,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-      },
-      (res) => {
-        let text = '';
-        res.on('data', (chunk) => (text += chunk));
-        res.on('end', () => {
-          waiting--;
-          if (res.statusCode === 200) {
-            admitted++;
-            if (JSON.parse(text).work) withWork++;
-            poll(token);
-          } else {
-            if (res.statusCode === 429) refused++;
-            else failed++;
-            setTimeout(() => poll(token), 1000);
-          }
-        });
-      },
-    );
+    const req = claim(url, agent, token, body, (res) => {
+      let text = '';
+      res.on('data', (chunk) => (text += chunk));
+      res.on('end', () => {
+        waiting--;
+        if (res.statusCode === 200) {
+          admitted++;
+          if (JSON.parse(text).work) withWork++;
+          poll(token);
+        } else {
+          if (res.statusCode === 429) refused++;
+          else failed++;
+          setTimeout(() => poll(token), 1000);
+        }
+      });
+    });
     req.on('error', () => {
       waiting--;
       if (!stopped) failed++;
@@ -235,13 +224,28 @@ function startPolls(url, tokens) {
   };
 }
 
+/** A claim (`POST /api/v0/agent/claims`) with the computer's token; `onResponse` gets the response. Call `end(body)` on it. */
+function claim(url, agent, token, body, onResponse) {
+  const { hostname, port } = new globalThis.URL(url);
+  return http.request(
+    {
+      hostname,
+      port,
+      method: 'POST',
+      path: '/api/v0/agent/claims',
+      agent,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    },
+    onResponse,
+  );
+}
+
 /**
  * SURGE_POLLS polls at once from one computer's token, again as soon as all but the admitted ones (at most
  * LONG_POLLS_PER_COMPUTER, which wait) have answered. `first` resolves when the first surge's refusals are in.
  */
 function startSurges(url, token) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
-  const { hostname, port } = new globalThis.URL(url);
   const body = JSON.stringify({ waitMs: WAIT_MS });
   let stopped = false;
   let surges = 0;
@@ -265,20 +269,10 @@ function startSurges(url, token) {
       }
     };
     for (let i = 0; i < SURGE_POLLS; i++) {
-      const req = http.request(
-        {
-          hostname,
-          port,
-          method: 'POST',
-          path: '/api/v0/agent/claims',
-          agent,
-          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-        },
-        (res) => {
-          res.resume();
-          res.on('end', () => answered(res.statusCode));
-        },
-      );
+      const req = claim(url, agent, token, body, (res) => {
+        res.resume();
+        res.on('end', () => answered(res.statusCode));
+      });
       req.on('error', () => answered(0));
       req.end(body);
     }
