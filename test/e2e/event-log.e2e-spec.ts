@@ -212,7 +212,16 @@ describe('The event log', () => {
           .get('/api/v0/events?after=0')
           .set(writer.auth)
           .then((res) => ((answered = true), res));
-        await sleep(300);
+        // The read settles first: its sequencer run queues for the lock the holder keeps, and the read waits with it.
+        const queued = async () =>
+          (
+            (await t.app
+              .get(DataSource)
+              .query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, [
+                AdvisoryLock.EventSequencer,
+              ])) as Array<{ n: number }>
+          )[0].n > 0;
+        await until(queued, 'the read to wait for the numbering');
         expect(answered).toBe(false);
       } finally {
         await holder.commitTransaction();
