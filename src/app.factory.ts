@@ -72,7 +72,6 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   const authentication = app.get(RequestAuthentication);
   const rateLimits = app.get(RateLimits);
   installSecurityHeaders(fastify, config);
-  await rateLimits.install(fastify);
   // First, so that requests refused at the edge are logged too.
   installAccessLog(fastify, config.LOG_LEVEL, (request) =>
     request.principal ? { organizationId: request.principal.organizationId, credentialId: credentialIdOf(request.principal) } : {},

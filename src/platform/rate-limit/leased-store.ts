@@ -1,5 +1,4 @@
 import { Logger } from '@nestjs/common';
-import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import { BudgetLedger } from './budget-ledger';
 
 /** One client's window as this instance sees it. */
@@ -16,35 +15,45 @@ interface WindowState {
   pending?: Promise<void>;
 }
 
-type Reply = (error: Error | null, result?: { current: number; ttl: number }) => void;
+/** A request counted in its window: `current` above the limit once the window's budget is spent. */
+export interface Count {
+  current: number;
+  /** Milliseconds to the window's end. */
+  ttl: number;
+}
 
 /**
  * Fixed windows (aligned to multiples of the window length, so every instance agrees on them)
  * served from blocks of budget taken from a ledger. `current` is this instance's best estimate
  * of the requests counted in the window, above `max` once the budget is spent.
  */
-export class LeasedCounter implements FastifyRateLimitStore {
+export class LeasedCounter {
   private readonly windows = new Map<string, WindowState>();
   private readonly logger = new Logger('RateLimits');
   private lastFailureLog = 0;
 
   constructor(private readonly ledger: BudgetLedger) {}
 
-  incr(key: string, reply: Reply, timeWindow: number, max: number): void {
-    this.count(key, timeWindow, max).then(
-      (result) => reply(null, result),
-      (error: unknown) => {
-        if (Date.now() - this.lastFailureLog > 10_000) {
-          this.lastFailureLog = Date.now();
-          this.logger.warn({ err: error }, 'Rate limit budget unavailable: requests pass unlimited until it answers');
-        }
-        reply(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  }
-
-  child(): FastifyRateLimitStore {
-    return this;
+  /**
+   * Counts one request against `key`'s window. While this instance holds tokens (almost every request) the answer
+   * comes at once, without a promise: this runs on every request. Otherwise it comes after a grant from the ledger;
+   * null when the ledger failed, so that the request passes unlimited (logged at most every 10 s).
+   */
+  count(key: string, timeWindow: number, max: number): Count | Promise<Count | null> {
+    const now = Date.now();
+    const start = now - (now % timeWindow);
+    const ttl = start + timeWindow - now;
+    let state = this.windows.get(key);
+    if (!state || state.start !== start) {
+      state = { start, end: start + timeWindow, tokens: 0, taken: 0, spent: false };
+      this.windows.set(key, state);
+    }
+    if (state.tokens > 0) {
+      state.tokens--;
+      return { current: Math.max(1, state.taken - state.tokens), ttl };
+    }
+    if (state.spent) return { current: max + 1, ttl };
+    return this.afterGrant(key, state, timeWindow, max);
   }
 
   /** Drops the state of windows that have ended. */
@@ -52,24 +61,19 @@ export class LeasedCounter implements FastifyRateLimitStore {
     for (const [key, state] of this.windows) if (state.end <= now && state.pending === undefined) this.windows.delete(key);
   }
 
-  private async count(key: string, timeWindow: number, max: number): Promise<{ current: number; ttl: number }> {
-    for (;;) {
-      const now = Date.now();
-      const start = now - (now % timeWindow);
-      const ttl = start + timeWindow - now;
-      let state = this.windows.get(key);
-      if (!state || state.start !== start) {
-        state = { start, end: start + timeWindow, tokens: 0, taken: 0, spent: false };
-        this.windows.set(key, state);
-      }
-      if (state.tokens > 0) {
-        state.tokens--;
-        return { current: Math.max(1, state.taken - state.tokens), ttl };
-      }
-      if (state.spent) return { current: max + 1, ttl };
+  /** Requests that find no tokens wait for one grant rather than each ask the ledger, then count again. */
+  private async afterGrant(key: string, state: WindowState, timeWindow: number, max: number): Promise<Count | null> {
+    try {
       state.pending ??= this.take(key, state, max);
       await state.pending;
+    } catch (error: unknown) {
+      if (Date.now() - this.lastFailureLog > 10_000) {
+        this.lastFailureLog = Date.now();
+        this.logger.warn({ err: error }, 'Rate limit budget unavailable: requests pass unlimited until it answers');
+      }
+      return null;
     }
+    return this.count(key, timeWindow, max);
   }
 
   private async take(key: string, state: WindowState, max: number): Promise<void> {
@@ -83,17 +87,4 @@ export class LeasedCounter implements FastifyRateLimitStore {
       state.pending = undefined;
     }
   }
-}
-
-/** The store class @fastify/rate-limit instantiates; every limiter shares one counter (keys name their policy). */
-export function leasedStoreClass(counter: LeasedCounter): FastifyRateLimitStoreCtor {
-  return class LeasedStore implements FastifyRateLimitStore {
-    incr(key: string, reply: Reply, timeWindow: number, max: number): void {
-      counter.incr(key, reply, timeWindow, max);
-    }
-
-    child(): FastifyRateLimitStore {
-      return counter;
-    }
-  };
 }
