@@ -10,6 +10,9 @@ function answers<V extends object>(ttl: number): LRUCache<string, V, () => Promi
     ? new LRUCache<string, V, () => Promise<V | null>>({
         max: 10_000,
         ttl,
+        // lru-cache reads the clock once per `ttlResolution` ms, with a timer to forget it: at 1 ms (its default), a
+        // busy server set a timer for most requests. 10 ms keeps an entry at most that much past its ttl.
+        ttlResolution: 10,
         // One lookup per credential at a time: the requests that arrive while it runs (every client's burst, each
         // time an entry expires) wait for it rather than each asking the database. An unknown one is not kept.
         fetchMethod: async (_key, _stale, { context: load }) => (await load()) ?? undefined,
@@ -46,7 +49,13 @@ export class CredentialCache {
 
   async get(key: string, load: () => Promise<CallerRow | null>): Promise<CallerRow | null> {
     if (!this.callers) return load();
-    return (await this.callers.fetch(key, { context: load })) ?? null;
+    // A hit (nearly every request) skips fetch's promises; a miss or a lookup under way goes through it.
+    return this.callers.get(key) ?? (await this.callers.fetch(key, { context: load })) ?? null;
+  }
+
+  /** The caller cached for `key`, without a lookup: undefined when none is (or caching is off). */
+  peek(key: string): CallerRow | undefined {
+    return this.callers?.get(key);
   }
 
   forget(key: string): void {
@@ -56,7 +65,7 @@ export class CredentialCache {
   /** The computer an agent token's hash names. */
   async computer(tokenHash: string, load: () => Promise<TokenComputer | null>): Promise<TokenComputer | null> {
     if (!this.computers) return load();
-    return (await this.computers.fetch(tokenHash, { context: load })) ?? null;
+    return this.computers.get(tokenHash) ?? (await this.computers.fetch(tokenHash, { context: load })) ?? null;
   }
 
   forgetComputer(tokenHash: string): void {
