@@ -88,19 +88,29 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     if (hasBody(request)) reply.header('connection', 'close');
     done(new MethodNotAllowedException());
   });
-  // The request edge: credential, then rate limits, before any of the body is read.
-  fastify.addHook('onRequest', async (request, reply) => {
+  // The request edge: credential, then rate limits, before any of the body is read. A callback hook: the credential is
+  // usually known without I/O, and an async hook would cost promises on every request.
+  fastify.addHook('onRequest', (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id);
-    const identity = await authentication.identify(request);
-    try {
-      const own = identity.kind === 'principal' && edgeConfigOf(request).ownRateLimit === true;
-      await rateLimits.admit(request, reply, own ? { kind: 'exempt' } : subjectOf(identity));
-      if (identity.kind === 'refused') throw identity.refusal;
-    } catch (error) {
+    const refuse = (error: unknown) => {
       // Refused with a body still to come: close the connection rather than read and discard it.
       if (hasBody(request)) reply.header('connection', 'close');
-      throw error;
+      done(error as Error);
+    };
+    const admit = (identity: RequestIdentity) => {
+      const own = identity.kind === 'principal' && edgeConfigOf(request).ownRateLimit === true;
+      rateLimits
+        .admit(request, reply, own ? { kind: 'exempt' } : subjectOf(identity))
+        .then(() => (identity.kind === 'refused' ? refuse(identity.refusal) : done()), refuse);
+    };
+    let identity: RequestIdentity | Promise<RequestIdentity>;
+    try {
+      identity = authentication.identify(request);
+    } catch (error) {
+      return refuse(error);
     }
+    if (identity instanceof Promise) identity.then(admit, refuse);
+    else admit(identity);
   });
   app.useGlobalFilters(new ApiExceptionFilter(config.BODY_LIMIT_BYTES, new ServerDetails(config), (path) => allowedMethods.of(path)));
   // After the AuthGuard (an APP_GUARD, registered when the app was created): 401 and 403 come before a 404 for an id

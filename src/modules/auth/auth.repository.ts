@@ -103,9 +103,14 @@ export class AuthRepository {
     return rows.length > 0;
   }
 
+  /** Whether a key last used at `lastUsedAt` is due its use recorded (once a minute at most). */
+  static touchDue(lastUsedAt: Date | null, now: Date): boolean {
+    return !lastUsedAt || now.getTime() - lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS;
+  }
+
   /** Records use of a key at most once a minute; true when it wrote. */
   async touchApiKey(key: { organizationId: string; id: string; lastUsedAt: Date | null }, now: Date): Promise<boolean> {
-    if (key.lastUsedAt && now.getTime() - key.lastUsedAt.getTime() < LAST_USED_RESOLUTION_MS) return false;
+    if (!AuthRepository.touchDue(key.lastUsedAt, now)) return false;
     await this.sql.query(
       'auth.touchApiKey',
       'UPDATE api_keys SET last_used_at = $2 WHERE organization_id = $4 AND id = $1 AND (last_used_at IS NULL OR last_used_at < $3)',

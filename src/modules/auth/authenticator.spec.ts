@@ -132,6 +132,30 @@ describe('Authenticator', () => {
     await expect(authenticator.authenticate(`Bearer ${credentials.addKey({ expires_at: new Date(NOW.getTime() + 1) })}`, NOW)).resolves.toBeDefined();
   });
 
+  it('knows a cached key used within the minute without I/O, refuses it from the cache, and leaves the rest to authenticate', async () => {
+    const thrown = (known: () => unknown) => {
+      try {
+        return known();
+      } catch (error) {
+        return (error as AuthError).code;
+      }
+    };
+    const at = (ms: number) => new Date(NOW.getTime() + ms);
+    const key = credentials.addKey({ expires_at: at(1000) });
+    expect(authenticator.known(`Bearer ${key}`, NOW)).toBeUndefined();
+    await authenticator.authenticate(`Bearer ${key}`, NOW);
+    expect(authenticator.known(`Bearer ${key}`, at(500))).toMatchObject({ userId: USER, credential: { kind: 'api_key' } });
+    expect(credentials.lookups).toBe(1);
+    expect(thrown(() => authenticator.known(`Bearer ${key}`, at(1000)))).toBe(AuthErrorCode.ExpiredCredentials);
+    // Its use is due a record a minute on: authenticate makes it.
+    const recorded = credentials.addKey();
+    await authenticator.authenticate(`Bearer ${recorded}`, NOW);
+    expect(authenticator.known(`Bearer ${recorded}`, at(60_000))).toBeUndefined();
+    expect(thrown(() => authenticator.known('Basic dXNlcjpwYXNz'))).toBe(AuthErrorCode.MalformedCredentials);
+    expect(authenticator.known(`Bearer ${generateApiKey().key}`)).toBeUndefined();
+    expect(credentials.lookups).toBe(2);
+  });
+
   it('checks expiry on every request, even from the cache', async () => {
     const key = credentials.addKey({ expires_at: new Date(NOW.getTime() + 1000) });
     await authenticator.authenticate(`Bearer ${key}`, NOW);

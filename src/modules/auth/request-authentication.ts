@@ -22,16 +22,26 @@ export type RequestIdentity =
 export class RequestAuthentication {
   constructor(private readonly authenticator: Authenticator) {}
 
-  async identify(request: FastifyRequest): Promise<RequestIdentity> {
+  /** Without a promise when the credential is known without I/O (Authenticator.known): nearly every request. */
+  identify(request: FastifyRequest): RequestIdentity | Promise<RequestIdentity> {
     const edge = edgeConfigOf(request);
     if (edge.public || request.is404) return { kind: 'public', probe: edge.probe === true };
     try {
-      const principal = await this.authenticator.authenticate(request.headers.authorization);
-      request.principal = principal;
-      return { kind: 'principal', principal, credentialId: credentialIdOf(principal) };
+      const known = this.authenticator.known(request.headers.authorization);
+      if (known) return identified(request, known);
     } catch (error) {
-      if (error instanceof AuthError) return { kind: 'refused', refusal: error };
-      throw error;
+      return refused(error);
     }
+    return this.authenticator.authenticate(request.headers.authorization).then((principal) => identified(request, principal), refused);
   }
+}
+
+function identified(request: FastifyRequest, principal: Principal): RequestIdentity {
+  request.principal = principal;
+  return { kind: 'principal', principal, credentialId: credentialIdOf(principal) };
+}
+
+function refused(error: unknown): RequestIdentity {
+  if (error instanceof AuthError) return { kind: 'refused', refusal: error };
+  throw error;
 }
