@@ -169,7 +169,9 @@ describe('Long polls', () => {
       // read): only the credential's, as AUTH_CACHE_MS is 0 here, one connection each.
       expect(sent.length).toBeGreaterThan(0);
       expect(sent.filter((name) => !['computers.byToken', 'auth.caller'].includes(name))).toEqual([]);
-      expect(checkouts.count()).toBe(sent.length);
+      // Connections taken besides those statements: none of the surge's own (that would be 20 or more), but the app may take
+      // one meanwhile for work of its own (41 for 40 statements, seen in CI and when this test runs alone).
+      expect(checkouts.count() - sent.length).toBeLessThanOrEqual(2);
       expect(await settledAmong(polls)).toBe(0);
       for (const poll of polls) poll.cut();
     });
