@@ -295,9 +295,17 @@ describe('start-up', () => {
     // On PGlite, a folder with nothing in it: the server creates and migrates the database itself.
     const env = serverUrl() ? database.env : { DATA_DIR: join(database.dataDir, 'fresh') };
     try {
-      const first = await startServer(['--demo'], env);
+      // No demo seed here: that is the describe above; this is the bare first start an operator meets.
+      const first = await startServer([], { ...env, LOCAL_AGENTS: 'off' });
       if (!serverUrl()) expect(first.output()).toMatch(/Applied migrations/);
-      const key = JSON.parse(await readFile(join(env.DATA_DIR, 'demo-keys.json'), 'utf8')).globex.member;
+      const setupToken = /setup token (setup_[A-Za-z0-9_-]+)/.exec(first.output())?.[1];
+      const setup = await fetch(`${first.url}/api/v0/setup`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ setupToken, organization: { slug: 'acme', name: 'Acme' }, owner: { email: 'owner@acme.example', name: 'Owner' } }),
+      });
+      expect(setup.status).toBe(201);
+      const key = ((await setup.json()) as { apiKey: { key: string } }).apiKey.key;
       const created = await fetch(`${first.url}/settings/api-keys`, {
         method: 'POST',
         headers: { Authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -306,7 +314,7 @@ describe('start-up', () => {
       expect(created.status).toBe(201);
       expect(await first.stop()).toBe(0);
 
-      const second = await startServer([], env);
+      const second = await startServer([], { ...env, LOCAL_AGENTS: 'off' });
       expect(second.output()).not.toMatch(/Applied migrations/);
       const listed = await keysOf(await fetch(`${second.url}/settings/api-keys`, { headers: { Authorization: `Bearer ${key}` } }));
       expect(listed.map((k) => k.name)).toContain('survives restarts');
