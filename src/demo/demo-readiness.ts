@@ -1,14 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { mkdtemp, realpath, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Principal } from '../modules/auth';
-import { evaluateRepository, ReadinessService } from '../modules/readiness';
-import { evaluateSamples, SampleReport } from './readiness-samples';
+import { ReadinessService } from '../modules/readiness';
+import type { DemoReadinessReports } from './readiness-reports.main';
 
 const DAY_MS = 86_400_000;
-/** The project's own folder, from `dist/demo/` or `src/demo/`. */
-const PROJECT_ROOT = join(__dirname, '../..');
+const REPORTS_MAIN = join(__dirname, 'readiness-reports.main.js');
 
 /**
  * Readiness reports for acme, all made by the real evaluator at seed time: its sample repositories'
@@ -22,36 +21,16 @@ export class DemoReadiness {
 
   constructor(private readonly readiness: ReadinessService) {}
 
-  /** Runs beside the rest of the seeding: its git runs use the other core while the database works. */
+  /** Runs beside the rest of the seeding: its git runs, in a process of their own, use the other core while the database works. */
   async seedAcme(uploader: Principal): Promise<void> {
     if ((await this.readiness.list(uploader, { limit: 1 })).length > 0) return;
-    const [samples, own] = await Promise.all([evaluateSamplesOnce(), evaluateProject(this.logger)]);
+    const { stdout } = await promisify(execFile)(process.execPath, [REPORTS_MAIN], { maxBuffer: 64 * 1024 * 1024 });
+    const { reports, skipped } = JSON.parse(stdout) as DemoReadinessReports;
+    if (skipped) this.logger.log(`This project's own readiness report skipped: ${skipped}`);
     const now = Date.now();
     // Oldest first, so report times and ids agree.
-    for (const { daysAgo, report } of [...samples, ...own]) {
+    for (const { daysAgo, report } of reports) {
       await this.readiness.upload(uploader, report, new Date(now - daysAgo * DAY_MS));
     }
-  }
-}
-
-async function evaluateSamplesOnce(): Promise<SampleReport[]> {
-  const folder = await mkdtemp(join(tmpdir(), 'agent-platform-demo-'));
-  try {
-    return await evaluateSamples(folder);
-  } finally {
-    await rm(folder, { recursive: true, force: true });
-  }
-}
-
-/** This project, evaluated where it runs from when that is a git work tree of its own (a clone; not an installed package). */
-async function evaluateProject(logger: Logger): Promise<SampleReport[]> {
-  try {
-    const { report, root } = await evaluateRepository(PROJECT_ROOT);
-    // Installed inside someone else's repository, the work tree is theirs: not ours to report on.
-    if ((await realpath(root)) !== (await realpath(PROJECT_ROOT))) return [];
-    return [{ daysAgo: 0, report }];
-  } catch (error) {
-    logger.log(`This project's own readiness report skipped: ${(error as Error).message}`);
-    return [];
   }
 }

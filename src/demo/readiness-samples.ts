@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { evaluateRepository } from '../modules/readiness';
-import type { UploadReportInput } from '../modules/readiness';
+import { evaluateRepository } from '../modules/readiness/evaluator/evaluate';
+import type { UploadReportInput } from '../modules/readiness/readiness.service';
 
 const run = promisify(execFile);
 
