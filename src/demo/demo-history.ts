@@ -93,7 +93,7 @@ export class DemoHistory {
     ];
     const rand = random(20260114);
     const pick = <T>(list: T[]): T => list[Math.floor(rand() * list.length)];
-    let sessions = 0;
+    const sessions: PastSession[] = [];
     for (let daysAgo = DEMO_HISTORY_DAYS; daysAgo >= 1; daysAgo--) {
       const day = startOfToday - daysAgo * DAY_MS;
       const weekend = [0, 6].includes(new Date(day).getUTCDay());
@@ -123,7 +123,7 @@ export class DemoHistory {
             past.messages.push({ role: MessageRole.User, content: [{ type: 'text', text }], createdAt: new Date(tick(2)), userMessageSource: source });
             const calls = 1 + Math.floor(rand() * 6);
             const toolUses: ToolUse[] = [];
-            for (let c = 0; c < calls; c++) toolUses.push(toolUse(`toolu_${sessions}_${turn}_${c}`, rand, pick));
+            for (let c = 0; c < calls; c++) toolUses.push(toolUse(`toolu_${sessions.length}_${turn}_${c}`, rand, pick));
             past.messages.push({
               role: MessageRole.Assistant,
               content: [{ type: 'text', text: 'Working on it.' }, ...toolUses],
@@ -167,12 +167,13 @@ export class DemoHistory {
               },
             });
           }
-          await this.history.importSession(past);
-          sessions++;
+          sessions.push(past);
         }
       }
     }
-    return sessions;
+    // One transaction: a commit per session would cost more than writing it.
+    await this.history.importSessions(sessions);
+    return sessions.length;
   }
 }
 

@@ -34,7 +34,7 @@ describe('Analytics endpoints', () => {
       generatedIds = [generatedOwner, ...others].map((u) => u.userId);
       const generated = generate(20260114, org.id, generatedIds);
       oracle = generated.oracle;
-      for (const session of generated.sessions) await t.app.get(HistoryImportService).importSession(session);
+      await t.app.get(HistoryImportService).importSessions(generated.sessions);
       const rolled = await rollUp(generatedOwner);
       expect(rolled.data.rolled_up_days).toEqual(
         [...new Set(generated.sessions.flatMap((s) => [s.createdAt, ...s.messages.map((m) => m.createdAt)]).map((d) => d.toISOString().slice(0, 10)))].sort(),

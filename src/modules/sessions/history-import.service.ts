@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { EntityManager } from 'typeorm';
 import { newId } from '../../platform/database/ids';
 import { MessageEntity, SessionEntity } from './entities';
 import { ContentBlock, MessageRole } from './domain/message';
@@ -45,7 +46,22 @@ export class HistoryImportService {
     return this.repository.hasSessionsBefore(organizationId, before);
   }
 
+  /** One past session; see `importSessions`. */
   async importSession(past: PastSession): Promise<string> {
+    const [id] = await this.importSessions([past]);
+    return id;
+  }
+
+  /** Past sessions in one transaction (one commit for a whole history, not one per session). */
+  async importSessions(pasts: PastSession[]): Promise<string[]> {
+    return this.repository.transaction(async (manager) => {
+      const ids: string[] = [];
+      for (const past of pasts) ids.push(await this.write(manager, past));
+      return ids;
+    });
+  }
+
+  private async write(manager: EntityManager, past: PastSession): Promise<string> {
     const ids = past.messages.map(() => newId());
     const messages = past.messages.map((m, i) =>
       Object.assign(new MessageEntity(), {
@@ -81,41 +97,39 @@ export class HistoryImportService {
       completedAt: last?.createdAt ?? null,
     });
     for (const m of messages) Object.assign(m, { organizationId: session.organizationId, sessionId: session.id });
-    await this.repository.transaction(async (manager) => {
-      await this.repository.importSession(manager, session, messages);
-      const common = { organizationId: session.organizationId, sessionId: session.id, actor: { kind: 'system' as const } };
+    await this.repository.importSession(manager, session, messages);
+    const common = { organizationId: session.organizationId, sessionId: session.id, actor: { kind: 'system' as const } };
+    this.events.raise(manager, {
+      ...common,
+      type: 'session.created',
+      occurredAt: session.createdAt,
+      data: { sessionId: session.id, ownerId: session.ownerId, computerId: null, title: session.title },
+    });
+    this.events.raise(
+      manager,
+      ...messages.map((m) => ({
+        ...common,
+        type: 'message.added' as const,
+        occurredAt: m.createdAt,
+        data: { sessionId: session.id, messageId: m.id, role: m.role, authorId: m.authorId, computerId: null },
+      })),
+    );
+    for (const report of past.usage) {
+      const day = report.at.toISOString().slice(0, 10);
+      await this.usage.addDailyUsage(manager, {
+        organizationId: session.organizationId,
+        day,
+        userId: session.ownerId,
+        model: report.model,
+        usage: report.usage,
+      });
       this.events.raise(manager, {
         ...common,
-        type: 'session.created',
-        occurredAt: session.createdAt,
-        data: { sessionId: session.id, ownerId: session.ownerId, computerId: null, title: session.title },
+        type: 'turn.usage_reported',
+        occurredAt: report.at,
+        data: { sessionId: session.id, userId: session.ownerId, model: report.model, usage: report.usage },
       });
-      this.events.raise(
-        manager,
-        ...messages.map((m) => ({
-          ...common,
-          type: 'message.added' as const,
-          occurredAt: m.createdAt,
-          data: { sessionId: session.id, messageId: m.id, role: m.role, authorId: m.authorId, computerId: null },
-        })),
-      );
-      for (const report of past.usage) {
-        const day = report.at.toISOString().slice(0, 10);
-        await this.usage.addDailyUsage(manager, {
-          organizationId: session.organizationId,
-          day,
-          userId: session.ownerId,
-          model: report.model,
-          usage: report.usage,
-        });
-        this.events.raise(manager, {
-          ...common,
-          type: 'turn.usage_reported',
-          occurredAt: report.at,
-          data: { sessionId: session.id, userId: session.ownerId, model: report.model, usage: report.usage },
-        });
-      }
-    });
+    }
     return session.id;
   }
 }
