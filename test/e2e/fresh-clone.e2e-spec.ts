@@ -156,7 +156,10 @@ describe('A fresh clone', () => {
         const res = await fetch(`${url}/settings/api-keys`, { headers: { Authorization: `Bearer ${await ownerKey()}` } });
         return res.status === 200;
       };
-      const demo = await serve('demo', clone, dataDir, port, authorized, FIRST_200_BUDGET_MS);
+      // Like the start budget: a minute on a machine with its cores to itself, stretched by how busy this one is.
+      const demoLoad = loadFactor();
+      const demoBudget = FIRST_200_BUDGET_MS * demoLoad;
+      const demo = await serve('demo', clone, dataDir, port, authorized, demoBudget);
       times.demoToFirst200 = demo.ms;
       times.cloneToFirst200 = Date.now() - began;
       // Nothing changed since `npm install` built it: no compiling on start, no console build either.
@@ -189,10 +192,12 @@ describe('A fresh clone', () => {
       console.log(
         `fresh clone (ms): ${Object.entries(times)
           .map(([k, v]) => `${k} ${v}`)
-          .join(', ')}; load per core at the faster start ${load.toFixed(1)} (start budget ${Math.round(START_BUDGET_MS * load)} ms)`,
+          .join(
+            ', ',
+          )}; load per core at the demo ${demoLoad.toFixed(1)} (budget ${Math.round(demoBudget)} ms), at the faster start ${load.toFixed(1)} (start budget ${Math.round(START_BUDGET_MS * load)} ms)`,
       );
       expect(times.install).toBeLessThan(INSTALL_BUDGET_MS);
-      expect(times.cloneToFirst200 - times.install).toBeLessThan(FIRST_200_BUDGET_MS);
+      expect(times.cloneToFirst200 - times.install).toBeLessThan(demoBudget);
       expect(times.startToListening).toBeLessThan(START_BUDGET_MS * load);
     },
     600_000,
