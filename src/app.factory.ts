@@ -25,6 +25,7 @@ import { NoUndeclaredQueryGuard } from './platform/http/validation';
 import { answerClientError, installAccessLog, logUnroutable } from './platform/logging/access-log';
 import { createPino, PinoLogger, QuietStartLogger } from './platform/logging/logging';
 import { RateLimits, RateLimitSubject } from './platform/rate-limit';
+import { Draining, shuttingDown } from './modules/health/draining';
 
 /** Builds the whole application, ready to listen; shared by main, the demo and the tests. */
 export async function createApp(config: AppConfig): Promise<NestFastifyApplication> {
@@ -33,7 +34,8 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     bodyLimit: config.BODY_LIMIT_BYTES,
     genReqId: assignRequestId,
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Requests arriving while the server closes are answered by the hook below, in the API's error body.
+    return503OnClosing: false,
     trustProxy: config.trustProxy,
     // A request (headers and body) must arrive whole within this; a client trickling it is cut off with a 408.
     // Node reads it when the server is made (setting it later, as Fastify does, has no effect), and looks
@@ -77,6 +79,13 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
     request.principal ? { organizationId: request.principal.organizationId, credentialId: credentialIdOf(request.principal) } : {},
   );
   installHttpMetrics(fastify, app.get(Metrics));
+  // Once the instance stops listening, a request still arriving on an open connection: 503, and the connection closed.
+  const draining = app.get(Draining);
+  fastify.addHook('onRequest', (request, reply, done) => {
+    if (!draining.closed) return done();
+    reply.header(REQUEST_ID_HEADER, request.id).header('connection', 'close');
+    done(shuttingDown());
+  });
   // The web console: a browser navigation gets its index.html before any credential is asked for.
   WebConsole.load(config)?.install(fastify);
   // A known path asked with another method: 405 before its body is read (a bad body would answer 400 or 415).

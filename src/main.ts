@@ -9,6 +9,7 @@ import { SetupService } from './modules/auth';
 import { DataDirectoryBusyError, EmbeddedPostgres } from './platform/database/embedded-postgres';
 import { openOperatorChannel } from './cli/operator-channel';
 import { WebConsole } from './platform/http/web-console';
+import { Draining } from './modules/health/draining';
 
 async function main(): Promise<void> {
   const startedAt = Date.now();
@@ -21,11 +22,29 @@ async function main(): Promise<void> {
   const embedded = config.engine === 'pglite' ? await EmbeddedPostgres.runningServer(config.dataDir) : null;
   const closeOperatorChannel = embedded ? await openOperatorChannel(app, embedded.socketDir) : async () => undefined;
 
-  let closing = false;
+  // SIGTERM/SIGINT: drain (still serving, /healthz 503, waiting clients answered), then stop listening, finish what is in
+  // flight and close the database. A second signal cuts the drain short (Ctrl-C twice).
+  const draining = app.get(Draining);
+  let endDrain: (() => void) | undefined;
   const shutdown = async (signal: string) => {
-    if (closing) return;
-    closing = true;
-    logger.log(`${signal}: finishing in-flight requests, then closing the database`);
+    if (draining.draining) return endDrain?.();
+    const drainMs = config.shutdownDrainMs;
+    logger.log(
+      drainMs > 0
+        ? `${signal}: draining for ${drainMs} ms (/healthz answers 503; send the signal again to skip), then finishing in-flight requests and closing the database`
+        : `${signal}: finishing in-flight requests, then closing the database`,
+    );
+    draining.begin();
+    if (drainMs > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, drainMs);
+        endDrain = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    draining.close();
     setTimeout(() => {
       logger.error(`Shutdown took longer than ${config.SHUTDOWN_TIMEOUT_MS} ms; exiting`);
       process.exit(1);
@@ -35,8 +54,8 @@ async function main(): Promise<void> {
     await tracing?.shutdown().catch(() => undefined);
     process.exit(0);
   };
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
   await app.listen({ port: config.PORT, host: config.HOST });
   await app.get(SetupService).announce(config.baseUrl);

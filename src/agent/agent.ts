@@ -38,6 +38,8 @@ export const SUBAGENT_MAX_STEPS = 30;
 /** Characters of conversation past which it is compacted into a summary (about 100,000 tokens). */
 export const DEFAULT_CONTEXT_CHARS = 400_000;
 const CLAIM_WAIT_MS = 25_000;
+/** After a claim answered empty well before its wait: how long before the next. */
+const EARLY_EMPTY_CLAIM_PAUSE_MS = 1_000;
 /** How often the agent looks for git worktrees of sessions that are gone, by default. */
 const WORKTREE_PRUNE_MS = 10 * 60_000;
 /** How often an agent whose computer the organization's controls keep from work asks again, by default. */
@@ -124,9 +126,15 @@ export class Agent {
       let work: Work | null = null;
       await this.pruneWorktrees();
       try {
+        const asked = Date.now();
         work = await client.claim(CLAIM_WAIT_MS, this.stopSignal.signal);
         if (paused) log('taking work again');
         paused = false;
+        // Empty long before the wait was up: the server is stopping (or something in between cut the poll). Ask again
+        // after a pause, through the load balancer, rather than at once in a loop.
+        if (!work && !this.stopping && Date.now() - asked < CLAIM_WAIT_MS / 2) {
+          await sleep(EARLY_EMPTY_CLAIM_PAUSE_MS, undefined, { signal: this.stopSignal.signal }).catch(() => undefined);
+        }
       } catch (error) {
         if (this.stopping) break;
         // Controls that keep this computer from work can be turned back on: wait, said once, rather than exit and be restarted in a loop.

@@ -100,6 +100,11 @@ export class AppConfig extends withSettings() {
     return this.DATABASE_URL ? 'postgres' : 'pglite';
   }
 
+  /** SHUTDOWN_DRAIN_MS, or 5 s where instances stand behind a load balancer (PostgreSQL) and none on PGlite. */
+  get shutdownDrainMs(): number {
+    return this.SHUTDOWN_DRAIN_MS ?? (this.engine === 'postgres' ? 5_000 : 0);
+  }
+
   /** The settings as they may be logged: secrets masked. */
   describe(): Record<string, unknown> {
     const out: Record<string, unknown> = {};

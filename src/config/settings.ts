@@ -136,6 +136,12 @@ export const SETTINGS = {
   /** How long shutdown waits for in-flight requests before closing connections. */
   SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 0, default: 10_000 },
 
+  /**
+   * On SIGTERM, how long `/healthz` answers 503 while the instance still serves, so load balancers stop sending before
+   * it stops listening. Default: 5 s on PostgreSQL (instances behind a load balancer), none on PGlite (one process).
+   */
+  SHUTDOWN_DRAIN_MS: { type: 'integer', minimum: 0, maximum: 300_000 },
+
   /** How long an agent's turn lasts without a sign of life before another agent may take the work. */
   AGENT_LEASE_MS: { type: 'integer', minimum: 1000, default: 300_000 },
 

@@ -41,7 +41,7 @@ describe('OpenAPI oracle', () => {
   it('fails a status the operation does not list, naming the operation, the status and the body', async () => {
     const http = agentWith((document) => delete responsesOf(document, ME, 'get')['200']);
     await expect(http.get(ME).set(owner.auth).then()).rejects.toThrow(
-      /OpenAPI oracle: GET \/api\/v0\/me 200: the document does not list 200 \(it lists 400, 401, 403, 429, 431\)/,
+      /OpenAPI oracle: GET \/api\/v0\/me 200: the document does not list 200 \(it lists 400, 401, 403, 429, 431, 503\)/,
     );
     await expect(http.get(ME).set(owner.auth).expect(200).then()).rejects.toThrow(/body: {"user":{"id":"/);
   });

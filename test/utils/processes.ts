@@ -72,7 +72,7 @@ function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = { ...process.env };
   for (const key of ['DATABASE_URL', 'TEST_DATABASE_URL', 'NODE_OPTIONS', 'DATA_DIR', 'PORT', 'HOST']) delete base[key];
   // No local agents unless a test asks for them: they would take work tests expect to stay pending.
-  return { ...base, LOG_LEVEL: 'info', LOCAL_AGENTS: 'off', ...env };
+  return { ...base, LOG_LEVEL: 'info', LOCAL_AGENTS: 'off', SHUTDOWN_DRAIN_MS: '0', ...env };
 }
 
 export function freePort(): Promise<number> {

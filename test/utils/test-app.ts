@@ -26,7 +26,8 @@ export async function startTestApp(env: Record<string, string> = {}, existing?: 
   // No local agents unless a test asks for them: they would take work tests expect to stay pending.
   // No rate limits unless a test asks for them: a suite makes more requests a minute than one client should.
   const config = loadConfig({
-    LOG_LEVEL: 'silent',
+    // TEST_LOG_LEVEL=error (or debug) shows what the app logs while a test runs.
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     DATABASE_POOL_SIZE: '5',
     LOCAL_AGENTS: 'off',
     RATE_LIMIT_CREDENTIAL_PER_MINUTE: '0',

@@ -1,5 +1,6 @@
 import { BeforeApplicationShutdown, Injectable, OnApplicationBootstrap } from '@nestjs/common';
-import { EventLog, OnDomainEvent, StoredEvent } from '../../platform/events';
+import { OnEvent } from '@nestjs/event-emitter';
+import { EventLog, INSTANCE_DRAINING, OnDomainEvent, StoredEvent } from '../../platform/events';
 import { MessageRole, SessionStatus } from '../sessions';
 
 /** The queue a long poll takes from (see SessionsRepository.lockNextWork). */
@@ -85,9 +86,11 @@ export class WorkSignal implements OnApplicationBootstrap, BeforeApplicationShut
   }
 
   /**
-   * Runs before the HTTP server stops accepting and drains requests: waiting long polls answer at
-   * once, so shutdown does not wait for their timeouts.
+   * When the instance begins to stop (and at the latest before the HTTP server stops accepting): waiting long polls
+   * answer at once, and new ones do not wait, so agents poll again through the load balancer, and shutdown does not
+   * wait for their timeouts.
    */
+  @OnEvent(INSTANCE_DRAINING)
   async beforeApplicationShutdown(): Promise<void> {
     this.closing = true;
     this.wakeEveryone('timeout');

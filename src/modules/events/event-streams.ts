@@ -1,7 +1,8 @@
 import { Writable } from 'node:stream';
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config';
-import { EventLog, LiveEvents, MessageDelta, OnDomainEvent, StoredEvent } from '../../platform/events';
+import { OnEvent } from '@nestjs/event-emitter';
+import { EventLog, INSTANCE_DRAINING, LiveEvents, MessageDelta, OnDomainEvent, StoredEvent } from '../../platform/events';
 import { logSecurityEvent } from '../../platform/logging/security-log';
 import { Metrics } from '../../platform/metrics';
 import { InFlight } from '../../platform/rate-limit/in-flight';
@@ -161,6 +162,8 @@ export class EventStreams implements OnModuleDestroy {
     return viewer.seesSession(delta.sessionId);
   }
 
+  /** When the instance begins to stop, and at the latest when it closes: each client reconnects after the stream's `retry`, through the load balancer. */
+  @OnEvent(INSTANCE_DRAINING)
   onModuleDestroy(): void {
     for (const stream of [...this.open]) stream.close();
   }

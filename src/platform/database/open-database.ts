@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { Client, PoolClient } from 'pg';
+import { Client, PoolClient } from 'pg';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
 import { entities, migrations } from '../../schema';
@@ -20,6 +20,8 @@ export interface OpenDatabaseOptions {
   migrate?: boolean;
   /** Where the pool's use and the queries' times are counted (the server's; a CLI run has none). */
   metrics?: Metrics;
+  /** Only the first this many migrations exist (a restore loads an older release's rows at their schema first). */
+  migrations?: number;
 }
 
 const logger = new Logger('Database');
@@ -37,12 +39,13 @@ export function dataSourceOptions(
   connection: { url: string } | { host: string; port: number; username: string; database: string },
   poolSize: number,
   pool: PoolOptions = {},
+  migrationCount = migrations.length,
 ): DataSourceOptions {
   return {
     type: 'postgres',
     ...connection,
     entities,
-    migrations,
+    migrations: migrations.slice(0, migrationCount),
     migrationsTableName: 'migrations',
     synchronize: false,
     migrationsRun: false,
@@ -66,11 +69,20 @@ export async function openDatabase(config: AppConfig, options: OpenDatabaseOptio
   // alike, so one request's statement can never land inside another's. That connection is kept
   // however long it idles, and a new one (after an error closed the old) starts from a clean session.
   const poolSize = embedded ? 1 : config.DATABASE_POOL_SIZE;
-  const Client = options.metrics ? timedClient(options.metrics) : undefined;
+  const PoolClientClass = listenedClient(options.metrics ? timedClient(options.metrics) : Client);
   const dataSource = new DataSource(
     embedded
-      ? dataSourceOptions(connection, poolSize, { idleTimeoutMillis: config.DATABASE_IDLE_TIMEOUT_MS ?? 0, onConnect: resetEmbeddedSession, Client })
-      : dataSourceOptions(connection, poolSize, { idleTimeoutMillis: config.DATABASE_IDLE_TIMEOUT_MS ?? 10_000, Client }),
+      ? dataSourceOptions(
+          connection,
+          poolSize,
+          {
+            idleTimeoutMillis: config.DATABASE_IDLE_TIMEOUT_MS ?? 0,
+            onConnect: resetEmbeddedSession,
+            Client: PoolClientClass,
+          },
+          options.migrations,
+        )
+      : dataSourceOptions(connection, poolSize, { idleTimeoutMillis: config.DATABASE_IDLE_TIMEOUT_MS ?? 10_000, Client: PoolClientClass }, options.migrations),
   );
   try {
     await dataSource.initialize();
@@ -88,6 +100,21 @@ export async function openDatabase(config: AppConfig, options: OpenDatabaseOptio
       if (dataSource.isInitialized) await dataSource.destroy();
       await embedded?.stop();
     },
+  };
+}
+
+/**
+ * The pool's client class, with an `error` listener of its own for the connection's whole life. `pg` emits a lost
+ * connection's errors on the client (a terminated backend sends one, its closed socket another), and an event
+ * emitter with no listener throws them, which ends the process: pg-pool listens only while a client is idle,
+ * TypeORM only until its first error. The request that used the connection still fails (503), the pool replaces it.
+ */
+function listenedClient(Base: typeof Client): typeof Client {
+  return class ListenedClient extends Base {
+    constructor(...args: ConstructorParameters<typeof Client>) {
+      super(...args);
+      this.on('error', (error: Error) => logger.warn(`A database connection was lost: ${error.message}`));
+    }
   };
 }
 

@@ -1,4 +1,5 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { isDatabaseUnavailable } from '../database/database-unavailable';
 import { DataSource, EntityManager } from 'typeorm';
 import { AppConfig } from '../../config/app-config';
 import { Sql } from '../database/sql';
@@ -234,11 +235,15 @@ export class DurableListeners implements OnApplicationBootstrap, BeforeApplicati
          RETURNING failures`,
         [listener.name, organizationId, MAX_BACKOFF_MS / 1000],
       );
-      this.logger.error(
-        { err: error, listener: listener.name, organizationId, fromSeq: events[0]?.seq, toSeq: events.at(-1)?.seq, failures: rows[0]?.failures },
-        'A durable event listener failed; it will retry',
-      );
+      const line = { listener: listener.name, organizationId, fromSeq: events[0]?.seq, toSeq: events.at(-1)?.seq, failures: rows[0]?.failures };
+      if (isDatabaseUnavailable(error)) this.logger.warn(line, `A durable event listener could not reach the database; it will retry: ${error.message}`);
+      else this.logger.error({ err: error, ...line }, 'A durable event listener failed; it will retry');
     } catch (inner) {
+      // The database away: it retries from its checkpoint when the database is back (nothing is lost).
+      if (isDatabaseUnavailable(error) || isDatabaseUnavailable(inner)) {
+        this.logger.warn({ listener: listener.name, organizationId }, `A durable event listener could not reach the database: ${error.message}`);
+        return;
+      }
       this.logger.error(
         { err: error, listener: listener.name, organizationId },
         `A durable event listener failed, and so did recording it: ${(inner as Error).message}`,

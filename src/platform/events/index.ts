@@ -4,3 +4,4 @@ export { LiveEvents, MESSAGE_DELTA_KINDS, MessageDelta, MessageDeltaKind, TOOL_D
 export { DurableListener, DurableListeners } from './durable-listeners';
 export { OnDomainEvent } from './on-domain-event.decorator';
 export { EventsModule } from './events.module';
+export { INSTANCE_DRAINING } from './instance-draining';

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { isDatabaseUnavailable } from '../database/database-unavailable';
 import { OnEvent } from '@nestjs/event-emitter';
 import { EventType, StoredEvent } from './event';
 
@@ -23,7 +24,9 @@ export function OnDomainEvent<T extends EventType>(type: T) {
       try {
         await listener.call(this, event);
       } catch (error) {
-        logger.error({ err: error, event: type, eventId: event.id, organizationId: event.organizationId, listener: where }, 'A domain event listener failed');
+        const line = { event: type, eventId: event.id, organizationId: event.organizationId, listener: where };
+        if (isDatabaseUnavailable(error)) logger.warn(line, `A domain event listener could not reach the database: ${(error as Error).message}`);
+        else logger.error({ err: error, ...line }, 'A domain event listener failed');
       }
     };
     descriptor.value = guarded as unknown as Listener;

@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { DatabaseUnavailableError, isDatabaseUnavailable } from '../database/database-unavailable';
 import { DomainError, statusOf } from './domain-error';
 import { errorBody, errorFlavourOf } from './error-body';
 import { ServerDetails } from './server-details';
@@ -13,8 +14,9 @@ interface Described {
 /**
  * The single place where failures become HTTP responses: the spec's error bodies, the right
  * status, never a stack trace, and never the server's folders or host name (a message that names
- * them is answered without them and logged whole with the request id). Unexpected errors answer
- * 500 and are logged with the request id.
+ * them is answered without them and logged whole with the request id). A database that does not
+ * answer is a 503 with `Retry-After` (a client retries it), logged as a warning; other unexpected
+ * errors answer 500 and are logged at error level with the request id.
  */
 @Catch()
 export class ApiExceptionFilter implements ExceptionFilter {
@@ -30,7 +32,8 @@ export class ApiExceptionFilter implements ExceptionFilter {
     private readonly allowedMethods: (path: string) => string[] = () => [],
   ) {}
 
-  catch(exception: unknown, host: ArgumentsHost): void {
+  catch(thrown: unknown, host: ArgumentsHost): void {
+    const exception = !(thrown instanceof DomainError) && isDatabaseUnavailable(thrown) ? new DatabaseUnavailableError() : thrown;
     const request = host.switchToHttp().getRequest<FastifyRequest>();
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const described = this.describe(exception, request);
@@ -40,7 +43,11 @@ export class ApiExceptionFilter implements ExceptionFilter {
     if (detail !== described.detail || JSON.stringify(metadata) !== JSON.stringify(described.metadata)) {
       this.logger.warn({ requestId: request.id, detail: described.detail, metadata: described.metadata }, 'Server details taken out of an error answer');
     }
-    if (status >= 500) {
+    if (status >= 500 && exception instanceof DomainError) {
+      // An answer the API describes (a database or a vendor not answering): the operator's concern, not a defect.
+      const cause = thrown === exception ? undefined : (thrown as Error).message;
+      this.logger.warn({ requestId: request.id, method: request.method, url: request.url, code: exception.code, cause }, exception.message);
+    } else if (status >= 500) {
       this.logger.error({ err: exception, requestId: request.id, method: request.method, url: request.url }, 'Unexpected error');
     }
     if (status === 405 && metadata?.allowed) void reply.header('allow', (metadata.allowed as string[]).join(', '));

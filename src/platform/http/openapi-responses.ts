@@ -8,6 +8,7 @@ import { ERROR_SCHEMAS, ErrorExample, EXAMPLE_EXTENSIONS, PASSED_ON, PROBE_EXTEN
  * same `errorBody` the exception filter answers with (so the examples cannot drift from real answers).
  *
  * Added where the operation does not document the status itself:
+ * - every operation but the probes: **503** `database_unavailable` with `Retry-After` (ApiExceptionFilter);
  * - every operation: **400**, for a URL with a bad percent-escape or bytes that are not UTF-8 (`malformed_url`,
  *   answered before routing) and a query parameter the operation does not take (`validation_failed`;
  *   NoUndeclaredQueryGuard and the query schemas); an operation's own 400 says so too;
@@ -60,6 +61,7 @@ const PLATFORM_EXAMPLES: Record<string, ErrorExample> = {
     metadata: { limitBytes: 1048576 },
   },
   '415': { code: 'unsupported_media_type', detail: 'Request bodies must be JSON: send Content-Type: application/json.' },
+  '503': { code: 'database_unavailable', detail: 'The database does not answer at the moment; try again shortly.' },
   '429': {
     code: 'rate_limited',
     detail: 'Too many requests: the credential limit is 1200 a minute. Retry after 42 s.',
@@ -82,6 +84,9 @@ function namedErrors(operation: Operation): Record<string, ErrorExample> {
   }
   return named;
 }
+
+/** What any operation but `/livez` answers 503 for, whatever its own 503 says. */
+const ANY_OPERATION_503 = 'Any operation: the database does not answer (`database_unavailable`); try again after `Retry-After` seconds.';
 
 /** What any operation answers 400 for, whatever its own 400 says. */
 const ANY_OPERATION_400 =
@@ -158,8 +163,17 @@ export function completeResponses(document: { paths: object }): void {
       }
       add('431', ADDED['431'], { 'application/json': { schema: V0_ERROR } }, clientErrorBody(431, REQUEST_ID));
       add('400', ANY_OPERATION_400, errorContent, undeclaredQueryExample(path, operation));
-      const own400 = operation.responses['400'];
-      if (!String(own400.description).endsWith(ANY_OPERATION_400)) own400.description = `${String(own400.description ?? '')} ${ANY_OPERATION_400}`.trim();
+      // Liveness needs no database; every other operation reads or writes it (readiness documents its own 503).
+      if (!probe) add('503', ANY_OPERATION_503);
+      for (const [status, any] of probe
+        ? [['400', ANY_OPERATION_400]]
+        : [
+            ['400', ANY_OPERATION_400],
+            ['503', ANY_OPERATION_503],
+          ]) {
+        const own = operation.responses[status];
+        if (!String(own.description).endsWith(any)) own.description = `${String(own.description ?? '')} ${any}`.trim();
+      }
       operation.responses = Object.fromEntries(Object.entries(operation.responses).sort(([a], [b]) => a.localeCompare(b)));
       for (const [status, response] of Object.entries(operation.responses)) {
         const media = (response.content as Record<string, Json> | undefined)?.['application/json'];

@@ -1,4 +1,5 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { isDatabaseUnavailable } from '../database/database-unavailable';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { Metrics } from '../metrics';
@@ -190,6 +191,8 @@ class ScheduledJob<T> implements JobHandle<T> {
         span.setStatus({ code: SpanStatusCode.ERROR, message });
         // Failing while the instance stops (its database closing) is expected: not an error.
         if (this.controller.signal.aborted) this.logger.warn({ err: error, job: this.name }, `Job ${this.name} failed while stopping: ${message}`);
+        // The database away (restarting, a lost connection): the next run tries again; /healthz says so meanwhile.
+        else if (isDatabaseUnavailable(error)) this.logger.warn({ job: this.name }, `Job ${this.name} could not reach the database: ${message}`);
         else this.logger.error({ err: error, job: this.name }, `Job ${this.name} failed: ${message}`);
         return undefined;
       } finally {

@@ -15,7 +15,9 @@ const logger = new Logger('Access');
 
 /** pino's numbers for the levels, to skip building lines that would not be written. */
 const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity };
-const levelOf = (status: number | null) => (status === null || status < 400 ? LEVELS.info : status < 500 ? LEVELS.warn : LEVELS.error);
+/** A 502, 503 or 504 is an answer the API describes (a vendor or the database away, the instance stopping), not a defect: a warning. */
+const levelOf = (status: number | null) =>
+  status === null || status < 400 ? LEVELS.info : status < 500 || (status >= 502 && status <= 504) ? LEVELS.warn : LEVELS.error;
 
 /**
  * One line per request, when it is answered or when its client goes away: the request id, the
