@@ -3,6 +3,7 @@ import { ApiKeysService, MembersActor, MembersService, OPERATOR, OrganizationsSe
 import type { UserEntity } from '../modules/auth/entities';
 import { isEmailAddress } from '../platform/http/json-schema';
 import { OrganizationFeatures } from '../modules/auth/entities/organization.entity';
+import { backup } from './backup-commands';
 
 export class UsageError extends Error {}
 
@@ -25,6 +26,12 @@ export const USAGE = `Usage: npm run cli -- <command> [arguments]
   key:revoke <apiKeyId>                         revoke an API key at once
   feature:enable <org> message-history          enable an organization feature
   feature:disable <org> message-history         disable it
+  backup <file>                                 a consistent snapshot of the whole database, while the server
+                                                runs (gzip, JSON lines); says which secrets key it needs
+  restore <file>                                a snapshot into an empty database: a new DATA_DIR, or an empty
+                                                PostgreSQL database (DATABASE_URL); older snapshots are migrated
+  move-to-postgres <url>                        copy the embedded database (DATA_DIR) into an empty PostgreSQL
+                                                database, checking every table's rows; the server may run
   readiness evaluate <path> [--json] [--upload]  evaluate a git repository's readiness for agents
   help                                          this text
 
@@ -90,6 +97,7 @@ function setFeature(enabled: boolean): Command {
 }
 
 export const COMMANDS: Record<string, Command> = {
+  backup,
   'org:create': async (app, args) => {
     expectArgs(args, 2, 2);
     const org = await app.get(OrganizationsService).createOrganization({ slug: slug(args[0]), name: args[1] });

@@ -1,13 +1,19 @@
 import 'reflect-metadata';
-import { INestApplicationContext } from '@nestjs/common';
+import { INestApplicationContext, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { ConfigError, loadConfig } from '../config/app-config';
+import { AppConfig, ConfigError, loadConfig } from '../config/app-config';
 import { DataDirectoryBusyError } from '../platform/database/embedded-postgres';
 import { DomainError } from '../platform/http/domain-error';
 import { CliModule } from './cli.module';
 import { COMMANDS, USAGE, UsageError } from './commands';
 import { askRunningServer, OperatorAnswer } from './operator-channel';
 import { runReadiness } from './readiness-command';
+import { backup, moveToPostgres, restore } from './backup-commands';
+import { SnapshotError } from '../platform/database/snapshot';
+import { resolve } from 'node:path';
+
+/** A backup through the server takes as long as the database is large. */
+const BACKUP_TIMEOUT_MS = 3_600_000;
 
 /** Exit codes: 0 done, 1 refused (e.g. not found, already exists), 2 database busy, 64 usage. */
 async function main(argv: string[]): Promise<number> {
@@ -18,6 +24,18 @@ async function main(argv: string[]): Promise<number> {
   }
   // Evaluating a repository needs no database.
   if (name === 'readiness') return runReadiness(args);
+  // A restore opens a database that must be new; a move reads the embedded one (through its server if it runs).
+  if (name === 'restore' || name === 'move-to-postgres') {
+    if (args.length !== 1) throw new UsageError(`Wrong number of arguments.\n\n${USAGE}`);
+    const config = loadConfig({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
+    // Standard output is the result's JSON alone, as for every command.
+    Logger.overrideLogger(false);
+    const result = name === 'restore' ? await restore(config, resolve(args[0])) : await moveToPostgres(config, args[0], (file) => backupTo(config, file));
+    console.log(JSON.stringify(result, null, 2));
+    return 0;
+  }
+  // The server writes the file on the CLI's behalf: the path it is given must not depend on its folder.
+  if (name === 'backup' && args.length === 1) args[0] = resolve(args[0]);
   const command = COMMANDS[name];
   if (!command) {
     console.error(`Unknown command "${name}".\n\n${USAGE}`);
@@ -40,10 +58,28 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** A snapshot of the configured database into `file`: by the server that holds the embedded database, if one runs. */
+async function backupTo(config: AppConfig, file: string): Promise<void> {
+  let app: INestApplicationContext;
+  try {
+    app = await NestFactory.createApplicationContext(CliModule.register(config), { logger: false, abortOnError: false });
+  } catch (error) {
+    if (!(error instanceof DataDirectoryBusyError && error.server)) throw error;
+    const answer = await askRunningServer(error.server.socketDir, { command: 'backup', args: [file] }, BACKUP_TIMEOUT_MS);
+    if (!answer.ok) throw new SnapshotError(answer.message);
+    return;
+  }
+  try {
+    await backup(app, [file]);
+  } finally {
+    await app.close();
+  }
+}
+
 async function viaRunningServer(socketDir: string, command: string, args: string[], busy: DataDirectoryBusyError): Promise<number> {
   let answer: OperatorAnswer;
   try {
-    answer = await askRunningServer(socketDir, { command, args });
+    answer = await askRunningServer(socketDir, { command, args }, command === 'backup' ? BACKUP_TIMEOUT_MS : undefined);
   } catch {
     throw busy;
   }

@@ -63,6 +63,11 @@ export class SecretBox {
     return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
   }
 
+  /** The key written in a key file (secrets.key), as SECRETS_KEY would hold it. */
+  static keyFileText(path: string): string {
+    return readFileSync(path, 'utf8').trim();
+  }
+
   static isEncrypted(value: unknown): value is string {
     return typeof value === 'string' && value.startsWith(PREFIX);
   }
