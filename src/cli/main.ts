@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { INestApplicationContext, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppConfig, ConfigError, loadConfig } from '../config/app-config';
-import { DataDirectoryBusyError } from '../platform/database/embedded-postgres';
+import { DataDirectoryBusyError, EmbeddedPostgres } from '../platform/database/embedded-postgres';
 import { DomainError } from '../platform/http/domain-error';
 import { CliModule } from './cli.module';
 import { COMMANDS, USAGE, UsageError } from './commands';
@@ -42,6 +42,12 @@ async function main(argv: string[]): Promise<number> {
     return 64;
   }
   const config = loadConfig({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
+  // A server runs on the embedded database: straight to it, without opening (and being refused) the database first.
+  const running = config.engine === 'pglite' ? await EmbeddedPostgres.runningServer(config.dataDir) : null;
+  if (running) {
+    const answer = await askRunningServer(running.socketDir, { command: name, args }, name === 'backup' ? BACKUP_TIMEOUT_MS : undefined).catch(() => null);
+    if (answer) return report(answer);
+  }
   let app: INestApplicationContext;
   try {
     app = await NestFactory.createApplicationContext(CliModule.register(config), { logger: false, abortOnError: false });
@@ -83,6 +89,11 @@ async function viaRunningServer(socketDir: string, command: string, args: string
   } catch {
     throw busy;
   }
+  return report(answer);
+}
+
+/** Prints the running server's answer; the exit code. */
+function report(answer: OperatorAnswer): number {
   if (answer.ok) {
     console.log(JSON.stringify(answer.result, null, 2));
     return 0;
