@@ -140,6 +140,8 @@ describe('A fresh clone', () => {
       at = Date.now();
       const install = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], clone);
       times.install = Date.now() - at;
+      // The install compiles (tsc, vite): on a machine busier than its cores, its budget stretches as the others do.
+      const installLoad = loadFactor();
       // No package refuses the running Node (test/e2e/engines.e2e-spec.ts checks every declared one).
       expect([...install.matchAll(/EBADENGINE +package: '(.+)@[^@]+'/g)].map((m) => m[1])).toEqual([]);
       expect(existsSync(join(clone, 'dist', 'main.js'))).toBe(true);
@@ -194,9 +196,9 @@ describe('A fresh clone', () => {
           .map(([k, v]) => `${k} ${v}`)
           .join(
             ', ',
-          )}; load per core at the demo ${demoLoad.toFixed(1)} (budget ${Math.round(demoBudget)} ms), at the faster start ${load.toFixed(1)} (start budget ${Math.round(START_BUDGET_MS * load)} ms)`,
+          )}; load per core after the install ${installLoad.toFixed(1)} (budget ${Math.round(INSTALL_BUDGET_MS * installLoad)} ms), at the demo ${demoLoad.toFixed(1)} (budget ${Math.round(demoBudget)} ms), at the faster start ${load.toFixed(1)} (start budget ${Math.round(START_BUDGET_MS * load)} ms)`,
       );
-      expect(times.install).toBeLessThan(INSTALL_BUDGET_MS);
+      expect(times.install).toBeLessThan(INSTALL_BUDGET_MS * installLoad);
       expect(times.cloneToFirst200 - times.install).toBeLessThan(demoBudget);
       expect(times.startToListening).toBeLessThan(START_BUDGET_MS * load);
     },
