@@ -7,6 +7,7 @@ import { ConfigError, loadConfig } from './config/app-config';
 import { DemoSeeder } from './demo/demo.seeder';
 import { SetupService } from './modules/auth';
 import { DataDirectoryBusyError, EmbeddedPostgres } from './platform/database/embedded-postgres';
+import { SchemaTooNewError } from './platform/database/open-database';
 import { openOperatorChannel } from './cli/operator-channel';
 import { WebConsole } from './platform/http/web-console';
 import { Draining } from './modules/health/draining';
@@ -68,7 +69,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof DataDirectoryBusyError) {
+  if (error instanceof ConfigError || error instanceof DataDirectoryBusyError || error instanceof SchemaTooNewError) {
     console.error(error.message);
   } else {
     console.error('Failed to start:', error);

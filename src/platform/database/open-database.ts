@@ -129,6 +129,22 @@ async function resetEmbeddedSession(client: PoolClient): Promise<void> {
   await client.query('DISCARD ALL');
 }
 
+/** Refuses a database with migrations this release does not have (a downgrade), before any of ours run. */
+async function refuseNewerSchema(dataSource: DataSource): Promise<void> {
+  const runner = dataSource.createQueryRunner();
+  try {
+    const [{ present }] = (await runner.query(`SELECT to_regclass('migrations') IS NOT NULL AS present`)) as Array<{ present: boolean }>;
+    if (!present) return;
+    const known = new Set(dataSource.migrations.map((migration) => migration.name));
+    const unknown = ((await runner.query('SELECT name FROM migrations ORDER BY id')) as Array<{ name: string }>)
+      .map((row) => row.name)
+      .filter((name) => !known.has(name));
+    if (unknown.length > 0) throw new SchemaTooNewError(unknown);
+  } finally {
+    await runner.release();
+  }
+}
+
 /**
  * Runs pending migrations. On a PostgreSQL server several instances may start together, so they
  * take turns under an advisory lock; PGlite's lock file already guarantees a single process.
@@ -149,7 +165,18 @@ export async function migrate(dataSource: DataSource, { serialize }: { serialize
   }
 }
 
+/** The database was migrated by a newer release: this one would not know its schema, and must not write to it. */
+export class SchemaTooNewError extends Error {
+  constructor(readonly unknown: string[]) {
+    super(
+      `The database was migrated by a newer release of Agent Platform (migration ${unknown.join(', ')}, unknown to this one). ` +
+        'Nothing was changed: start that release (or a newer one), or restore a backup made by this one into a new database.',
+    );
+  }
+}
+
 async function runMigrations(dataSource: DataSource): Promise<void> {
+  await refuseNewerSchema(dataSource);
   const applied = await dataSource.runMigrations({ transaction: 'each' });
   if (applied.length > 0) logger.log(`Applied migrations: ${applied.map((m) => m.name).join(', ')}`);
 }
