@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { runNode, ServerProcess, startServer } from '../utils/processes';
+import { runNode, ServerProcess, setUpFirstOwner, startServer } from '../utils/processes';
 import { createTestDatabase, serverUrl, TestDatabase, withAdmin, withDatabase } from '../utils/test-database';
 
 type Json = Record<string, unknown>;
@@ -50,13 +50,7 @@ describe('Backup and restore (real processes)', () => {
     folder = await mkdtemp(join(tmpdir(), 'backup-'));
     source = await createTestDatabase();
     server = await startServer([], { ...source.env, LOCAL_AGENTS: 'off' });
-    const token = /setup token (setup_[A-Za-z0-9_-]+)/.exec(server.output())![1];
-    const setup = await fetch(`${server.url}/api/v0/setup`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ setupToken: token, organization: { slug: 'acme', name: 'Acme' }, owner: { email: 'owner@acme.example', name: 'Owner' } }),
-    });
-    key = ((await setup.json()) as { apiKey: { key: string } }).apiKey.key;
+    key = await setUpFirstOwner(server);
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     for (const title of ['first', 'second']) {
       const created = await fetch(`${server.url}/api/v0/sessions`, { method: 'POST', headers, body: JSON.stringify({ title }) });
@@ -166,13 +160,7 @@ describe('Backup and restore (real processes)', () => {
     const embedded = await startServer([], { DATA_DIR: dataDir, LOCAL_AGENTS: 'off' });
     let ownerKey: string;
     try {
-      const token = /setup token (setup_[A-Za-z0-9_-]+)/.exec(embedded.output())![1];
-      const setup = await fetch(`${embedded.url}/api/v0/setup`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ setupToken: token, organization: { slug: 'solo', name: 'Solo' }, owner: { email: 'me@solo.example', name: 'Me' } }),
-      });
-      ownerKey = ((await setup.json()) as { apiKey: { key: string } }).apiKey.key;
+      ownerKey = await setUpFirstOwner(embedded, 'solo');
       const headers = { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' };
       const created = await fetch(`${embedded.url}/api/v0/sessions`, { method: 'POST', headers, body: JSON.stringify({ title: 'outgrown' }) });
       const { sessionId } = (await created.json()) as { sessionId: string };

@@ -1,4 +1,4 @@
-import { ServerProcess, startServer } from '../utils/processes';
+import { ServerProcess, setUpFirstOwner, startServer } from '../utils/processes';
 import { tcpProxy, TcpProxy } from '../utils/tcp-proxy';
 import { createTestDatabase, serverUrl, TestDatabase, withAdmin } from '../utils/test-database';
 
@@ -41,13 +41,7 @@ interface Answer {
   });
 
   it('keeps the process alive: requests fail with 503 and Retry-After, /healthz says so, the pool recovers, every acknowledged message is stored once', async () => {
-    const token = /setup token (setup_[A-Za-z0-9_-]+)/.exec(server.output())![1];
-    const setup = await fetch(`${server.url}/api/v0/setup`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ setupToken: token, organization: { slug: 'acme', name: 'Acme' }, owner: { email: 'owner@acme.example', name: 'Owner' } }),
-    });
-    const key = ((await setup.json()) as { apiKey: { key: string } }).apiKey.key;
+    const key = await setUpFirstOwner(server);
     const headers = { Authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const created = await fetch(`${server.url}/api/v0/sessions`, { method: 'POST', headers, body: JSON.stringify({ title: 'through a restart' }) });
     const { sessionId } = (await created.json()) as { sessionId: string };

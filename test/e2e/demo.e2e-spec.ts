@@ -2,7 +2,7 @@ import Ajv from 'ajv';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createTestDatabase, serverUrl, TestDatabase } from '../utils/test-database';
-import { runNode, ServerProcess, startServer } from '../utils/processes';
+import { runNode, ServerProcess, setUpFirstOwner, startServer } from '../utils/processes';
 
 type DemoKeys = Record<string, Record<string, string>>;
 
@@ -298,14 +298,7 @@ describe('start-up', () => {
       // No demo seed here: that is the describe above; this is the bare first start an operator meets.
       const first = await startServer([], { ...env, LOCAL_AGENTS: 'off' });
       if (!serverUrl()) expect(first.output()).toMatch(/Applied migrations/);
-      const setupToken = /setup token (setup_[A-Za-z0-9_-]+)/.exec(first.output())?.[1];
-      const setup = await fetch(`${first.url}/api/v0/setup`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ setupToken, organization: { slug: 'acme', name: 'Acme' }, owner: { email: 'owner@acme.example', name: 'Owner' } }),
-      });
-      expect(setup.status).toBe(201);
-      const key = ((await setup.json()) as { apiKey: { key: string } }).apiKey.key;
+      const key = await setUpFirstOwner(first);
       const created = await fetch(`${first.url}/settings/api-keys`, {
         method: 'POST',
         headers: { Authorization: `Bearer ${key}`, 'content-type': 'application/json' },

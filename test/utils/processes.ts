@@ -85,3 +85,19 @@ export function freePort(): Promise<number> {
     server.on('error', reject);
   });
 }
+
+/**
+ * A fresh server's first organization and owner, made as its operator makes them: with the setup token it printed at
+ * start (POST /api/v0/setup). Resolves to the owner's API key.
+ */
+export async function setUpFirstOwner(server: ServerProcess, slug = 'acme'): Promise<string> {
+  const setupToken = /setup token (setup_[A-Za-z0-9_-]+)/.exec(server.output())?.[1];
+  if (!setupToken) throw new Error(`The server printed no setup token:\n${server.output()}`);
+  const res = await fetch(`${server.url}/api/v0/setup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ setupToken, organization: { slug, name: slug.toUpperCase() }, owner: { email: `owner@${slug}.example`, name: 'Owner' } }),
+  });
+  if (res.status !== 201) throw new Error(`POST /api/v0/setup answered ${res.status}: ${await res.text()}`);
+  return ((await res.json()) as { apiKey: { key: string } }).apiKey.key;
+}
