@@ -1,4 +1,4 @@
-import { ServerProcess, setUpFirstOwner, startServer } from '../utils/processes';
+import { PROCESSES_TIMEOUT_MS, ServerProcess, setUpFirstOwner, startServer } from '../utils/processes';
 import { tcpProxy, TcpProxy } from '../utils/tcp-proxy';
 import { createTestDatabase, serverUrl, TestDatabase, withAdmin } from '../utils/test-database';
 
@@ -32,7 +32,7 @@ interface Answer {
       RATE_LIMIT_CREDENTIAL_PER_MINUTE: '100000',
       RATE_LIMIT_ORGANIZATION_PER_MINUTE: '100000',
     });
-  });
+  }, PROCESSES_TIMEOUT_MS);
 
   afterAll(async () => {
     await server?.stop();
@@ -40,87 +40,91 @@ interface Answer {
     await database?.drop();
   });
 
-  it('keeps the process alive: requests fail with 503 and Retry-After, /healthz says so, the pool recovers, every acknowledged message is stored once', async () => {
-    const key = await setUpFirstOwner(server);
-    const headers = { Authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const created = await fetch(`${server.url}/api/v0/sessions`, { method: 'POST', headers, body: JSON.stringify({ title: 'through a restart' }) });
-    const { sessionId } = (await created.json()) as { sessionId: string };
+  it(
+    'keeps the process alive: requests fail with 503 and Retry-After, /healthz says so, the pool recovers, every acknowledged message is stored once',
+    async () => {
+      const key = await setUpFirstOwner(server);
+      const headers = { Authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+      const created = await fetch(`${server.url}/api/v0/sessions`, { method: 'POST', headers, body: JSON.stringify({ title: 'through a restart' }) });
+      const { sessionId } = (await created.json()) as { sessionId: string };
 
-    const answers: Answer[] = [];
-    const call = async (path: string, init: RequestInit = {}): Promise<Answer> => {
-      const res = await fetch(`${server.url}${path}`, { ...init, headers: { ...headers, ...init.headers } });
-      const body = (await res.json().catch(() => ({}))) as { metadata?: { code?: string } };
-      const answer = { status: res.status, retryAfter: res.headers.get('retry-after'), code: body.metadata?.code };
-      answers.push(answer);
-      return answer;
-    };
+      const answers: Answer[] = [];
+      const call = async (path: string, init: RequestInit = {}): Promise<Answer> => {
+        const res = await fetch(`${server.url}${path}`, { ...init, headers: { ...headers, ...init.headers } });
+        const body = (await res.json().catch(() => ({}))) as { metadata?: { code?: string } };
+        const answer = { status: res.status, retryAfter: res.headers.get('retry-after'), code: body.metadata?.code };
+        answers.push(answer);
+        return answer;
+      };
 
-    // Clients as the reference agent is: a 503 is tried again after Retry-After, with the same Idempotency-Key.
-    const WRITERS = 6;
-    const MESSAGES = 12;
-    let stop = false;
-    const writers = Array.from({ length: WRITERS }, async (_, writer) => {
-      for (let n = 0; n < MESSAGES; n++) {
-        for (;;) {
-          const answer = await call(`/api/v0/sessions/${sessionId}/messages`, {
-            method: 'POST',
-            headers: { 'idempotency-key': `writer-${writer}-${n}` },
-            body: JSON.stringify({ text: `writer ${writer} message ${n}` }),
-          });
-          if (answer.status === 200) break;
-          if (answer.status !== 503) throw new Error(`a message answered ${answer.status}`);
-          await sleep(Math.min(Number(answer.retryAfter) * 1000, 500));
+      // Clients as the reference agent is: a 503 is tried again after Retry-After, with the same Idempotency-Key.
+      const WRITERS = 6;
+      const MESSAGES = 12;
+      let stop = false;
+      const writers = Array.from({ length: WRITERS }, async (_, writer) => {
+        for (let n = 0; n < MESSAGES; n++) {
+          for (;;) {
+            const answer = await call(`/api/v0/sessions/${sessionId}/messages`, {
+              method: 'POST',
+              headers: { 'idempotency-key': `writer-${writer}-${n}` },
+              body: JSON.stringify({ text: `writer ${writer} message ${n}` }),
+            });
+            if (answer.status === 200) break;
+            if (answer.status !== 503) throw new Error(`a message answered ${answer.status}`);
+            await sleep(Math.min(Number(answer.retryAfter) * 1000, 500));
+          }
+          await sleep(50);
         }
-        await sleep(50);
-      }
-    });
-    const readers = Array.from({ length: 2 }, async () => {
-      while (!stop) {
-        await call('/api/v0/sessions');
-        await sleep(30);
-      }
-    });
+      });
+      const readers = Array.from({ length: 2 }, async () => {
+        while (!stop) {
+          await call('/api/v0/sessions');
+          await sleep(30);
+        }
+      });
 
-    const health = async () => (await fetch(`${server.url}/healthz`)).status;
-    await sleep(400);
-    // The restart: backends terminated (the server sends 57P01 through the proxy), sockets reset, connections refused.
-    const name = new URL(database.env.DATABASE_URL).pathname.slice(1);
-    await withAdmin(serverUrl()!, (client) =>
-      client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]),
-    );
-    await sleep(50);
-    await proxy.down();
-    const healthWhileDown: number[] = [];
-    const downUntil = Date.now() + 3_000;
-    while (Date.now() < downUntil) {
-      healthWhileDown.push(await health());
-      await sleep(200);
-    }
-    await proxy.up();
-    await Promise.all(writers);
-    stop = true;
-    await Promise.all(readers);
+      const health = async () => (await fetch(`${server.url}/healthz`)).status;
+      await sleep(400);
+      // The restart: backends terminated (the server sends 57P01 through the proxy), sockets reset, connections refused.
+      const name = new URL(database.env.DATABASE_URL).pathname.slice(1);
+      await withAdmin(serverUrl()!, (client) =>
+        client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]),
+      );
+      await sleep(50);
+      await proxy.down();
+      const healthWhileDown: number[] = [];
+      const downUntil = Date.now() + 3_000;
+      while (Date.now() < downUntil) {
+        healthWhileDown.push(await health());
+        await sleep(200);
+      }
+      await proxy.up();
+      await Promise.all(writers);
+      stop = true;
+      await Promise.all(readers);
 
-    expect(server.child.exitCode).toBeNull();
-    expect(server.child.signalCode).toBeNull();
-    expect(healthWhileDown).toContain(503);
-    expect(await health()).toBe(200);
-    // Every answer is a success or a 503 the client may try again, never a 500.
-    const failed = answers.filter((answer) => answer.status !== 200);
-    expect(failed.length).toBeGreaterThan(0);
-    for (const answer of failed) expect(answer).toEqual({ status: 503, retryAfter: '2', code: 'database_unavailable' });
-    // Each acknowledged message once, whatever was retried (a write stored twice would count twice).
-    const session = (await (await fetch(`${server.url}/api/v0/sessions/${sessionId}`, { headers })).json()) as { messageCount: number };
-    expect(session.messageCount).toBe(WRITERS * MESSAGES);
-    // Nothing logged as a defect: a lost connection is a warning.
-    expect(
-      server
-        .output()
-        .split('\n')
-        .filter((line) => /"level":(50|60)|Unhandled|uncaught/i.test(line)),
-    ).toEqual([]);
-    console.info(
-      `database restart: ${answers.length} requests, ${failed.length} answered 503 and were retried; /healthz while down: ${healthWhileDown.join(' ')}`,
-    );
-  });
+      expect(server.child.exitCode).toBeNull();
+      expect(server.child.signalCode).toBeNull();
+      expect(healthWhileDown).toContain(503);
+      expect(await health()).toBe(200);
+      // Every answer is a success or a 503 the client may try again, never a 500.
+      const failed = answers.filter((answer) => answer.status !== 200);
+      expect(failed.length).toBeGreaterThan(0);
+      for (const answer of failed) expect(answer).toEqual({ status: 503, retryAfter: '2', code: 'database_unavailable' });
+      // Each acknowledged message once, whatever was retried (a write stored twice would count twice).
+      const session = (await (await fetch(`${server.url}/api/v0/sessions/${sessionId}`, { headers })).json()) as { messageCount: number };
+      expect(session.messageCount).toBe(WRITERS * MESSAGES);
+      // Nothing logged as a defect: a lost connection is a warning.
+      expect(
+        server
+          .output()
+          .split('\n')
+          .filter((line) => /"level":(50|60)|Unhandled|uncaught/i.test(line)),
+      ).toEqual([]);
+      console.info(
+        `database restart: ${answers.length} requests, ${failed.length} answered 503 and were retried; /healthz while down: ${healthWhileDown.join(' ')}`,
+      );
+    },
+    PROCESSES_TIMEOUT_MS,
+  );
 });

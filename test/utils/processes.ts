@@ -101,3 +101,6 @@ export async function setUpFirstOwner(server: ServerProcess, slug = 'acme'): Pro
   if (res.status !== 201) throw new Error(`POST /api/v0/setup answered ${res.status}: ${await res.text()}`);
   return ((await res.json()) as { apiKey: { key: string } }).apiKey.key;
 }
+
+/** For a test of real processes (servers, CLI runs, a new embedded database each): minutes on a loaded CI machine, not the default one. */
+export const PROCESSES_TIMEOUT_MS = 240_000;
