@@ -36,7 +36,7 @@ export interface ServerProcess {
 }
 
 /** Starts `dist/main.js` as a real process and waits until it listens. */
-export async function startServer(args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
+export async function startServer(args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<ServerProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, [...SHORT_LIVED_NODE, join(ROOT, 'dist/main.js'), ...args], {
     cwd: ROOT,
