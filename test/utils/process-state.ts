@@ -48,7 +48,13 @@ export const commandLineOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline
 
 export function environmentOf(pid: number): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const pair of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
+  let environ: string;
+  try {
+    environ = readFileSync(`/proc/${pid}/environ`, 'utf8');
+  } catch {
+    return env; // gone meanwhile
+  }
+  for (const pair of environ.split('\0')) {
     const at = pair.indexOf('=');
     if (at > 0) env[pair.slice(0, at)] = pair.slice(at + 1);
   }
