@@ -15,11 +15,11 @@ const FIRST_200_BUDGET_MS = Number(process.env.FRESH_CLONE_BUDGET_MS ?? 60_000);
  */
 const INSTALL_BUDGET_MS = Number(process.env.FRESH_CLONE_INSTALL_BUDGET_MS ?? 180_000);
 /**
- * A later start, to /healthz 200. It was 3 s; alone on 2 quiet cores it now takes 4.5-5.2 s, of which about 2 s is
- * Node 20 compiling the server's modules (Node 22 caches that: the launcher's module.enableCompileCache) and 3 s the
- * server's own start. A start that compiles or seeds takes tens of seconds, which this still catches.
+ * A later start, to /healthz 200. It was 3 s; alone on 2 quiet cores it now takes 4.5-5.2 s (5.8 s in CI's step of its
+ * own), of which about 2 s is Node 20 compiling the server's modules (Node 22 caches that: the launcher's
+ * module.enableCompileCache) and 2 s PGlite opening. What this catches is a start that compiles or seeds: tens of seconds.
  */
-const START_BUDGET_MS = 6_000;
+const START_BUDGET_MS = 10_000;
 
 /**
  * How oversubscribed the machine is (1-minute load average per core, at least 1). The start budget is for a machine
@@ -52,7 +52,7 @@ const hasGit = spawnSync('git', ['--version']).status === 0;
 
 /**
  * A new user's first minute: clone, the README's `npm install`, `npm run demo`, an authenticated call with a demo
- * key; then a second `npm start` with nothing changed, which must listen within 6 s (no compiling).
+ * key; then a second `npm start` with nothing changed, which must listen within 10 s (no compiling).
  */
 describe('A fresh clone', () => {
   let dir: string;
@@ -128,7 +128,7 @@ describe('A fresh clone', () => {
   };
 
   (hasGit ? it : it.skip)(
-    'clones, installs, runs the demo and answers an API call with a demo key within the budget; a later start listens in 6 s',
+    'clones, installs, runs the demo and answers an API call with a demo key within the budget; a later start listens in 10 s',
     async () => {
       const times: Record<string, number> = {};
       const began = Date.now();
