@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { Client, DatabaseError } from 'pg';
 import { QueryFailedError } from 'typeorm';
-import { isDatabaseUnavailable } from './database-unavailable';
+import { isDatabaseUnavailable, isStorageFull } from './database-unavailable';
 
 const databaseError = (code: string, message: string) => Object.assign(new DatabaseError(message, 0, 'error'), { code });
 
@@ -37,5 +37,22 @@ describe('isDatabaseUnavailable', () => {
     expect(isDatabaseUnavailable(new Error('Cannot read properties of undefined'))).toBe(false);
     expect(isDatabaseUnavailable('Connection terminated')).toBe(false);
     expect(isDatabaseUnavailable(undefined)).toBe(false);
+  });
+});
+
+describe('isStorageFull', () => {
+  it("is true of a full disk, as the database reports it (disk_full) wrapped by TypeORM, or as Node's errno", () => {
+    const full = databaseError('53100', 'could not extend file "base/5/16385": No space left on device');
+    expect(isStorageFull(new QueryFailedError('INSERT', [], full))).toBe(true);
+    expect(isStorageFull(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }))).toBe(true);
+    // A full disk is not a database that went away.
+    expect(isDatabaseUnavailable(full)).toBe(false);
+  });
+
+  it('is false of other insufficient resources and of statements refused', () => {
+    expect(isStorageFull(databaseError('53200', 'out of memory'))).toBe(false);
+    expect(isStorageFull(databaseError('53300', 'sorry, too many clients already'))).toBe(false);
+    expect(isStorageFull(databaseError('23505', 'duplicate key value violates unique constraint'))).toBe(false);
+    expect(isStorageFull(undefined)).toBe(false);
   });
 });

@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { DatabaseUnavailableError, isDatabaseUnavailable } from '../database/database-unavailable';
+import { DatabaseUnavailableError, isDatabaseUnavailable, isStorageFull, StorageFullError } from '../database/database-unavailable';
 import { DomainError, statusOf } from './domain-error';
 import { errorBody, errorFlavourOf } from './error-body';
 import { ServerDetails } from './server-details';
@@ -15,7 +15,8 @@ interface Described {
  * The single place where failures become HTTP responses: the spec's error bodies, the right
  * status, never a stack trace, and never the server's folders or host name (a message that names
  * them is answered without them and logged whole with the request id). A database that does not
- * answer is a 503 with `Retry-After` (a client retries it), logged as a warning; other unexpected
+ * answer is a 503 with `Retry-After` (a client retries it), logged as a warning; its disk full is a 503 too
+ * (`storage_full`), logged at error level for the operator; other unexpected
  * errors answer 500 and are logged at error level with the request id.
  */
 @Catch()
@@ -33,7 +34,7 @@ export class ApiExceptionFilter implements ExceptionFilter {
   ) {}
 
   catch(thrown: unknown, host: ArgumentsHost): void {
-    const exception = !(thrown instanceof DomainError) && isDatabaseUnavailable(thrown) ? new DatabaseUnavailableError() : thrown;
+    const exception = databaseTrouble(thrown) ?? thrown;
     const request = host.switchToHttp().getRequest<FastifyRequest>();
     const reply = host.switchToHttp().getResponse<FastifyReply>();
     const described = this.describe(exception, request);
@@ -43,7 +44,13 @@ export class ApiExceptionFilter implements ExceptionFilter {
     if (detail !== described.detail || JSON.stringify(metadata) !== JSON.stringify(described.metadata)) {
       this.logger.warn({ requestId: request.id, detail: described.detail, metadata: described.metadata }, 'Server details taken out of an error answer');
     }
-    if (status >= 500 && exception instanceof DomainError) {
+    if (exception instanceof StorageFullError) {
+      // The operator has to act (free space, grow the disk): an error line, though the answer is one the API describes.
+      this.logger.error(
+        { requestId: request.id, method: request.method, url: request.url, code: exception.code, cause: (thrown as Error).message },
+        'The database has no disk space left: writes are refused (503 storage_full) until space is freed; reads go on',
+      );
+    } else if (status >= 500 && exception instanceof DomainError) {
       // An answer the API describes (a database or a vendor not answering): the operator's concern, not a defect.
       const cause = thrown === exception ? undefined : (thrown as Error).message;
       this.logger.warn({ requestId: request.id, method: request.method, url: request.url, code: exception.code, cause }, exception.message);
@@ -145,4 +152,11 @@ function codeOf(exception: HttpException): string {
 function isBodyParseError(exception: HttpException): boolean {
   const cause = exception.cause as { code?: string; name?: string } | undefined;
   return cause?.name === 'SyntaxError' || (cause?.code?.startsWith('FST_ERR_CTP') ?? false) || /JSON|body/i.test(exception.message);
+}
+
+/** What a database failure means to the client: it did not answer, or its disk is full; else undefined. */
+function databaseTrouble(thrown: unknown): DomainError | undefined {
+  if (thrown instanceof DomainError) return undefined;
+  if (isStorageFull(thrown)) return new StorageFullError();
+  return isDatabaseUnavailable(thrown) ? new DatabaseUnavailableError() : undefined;
 }

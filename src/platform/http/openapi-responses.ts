@@ -8,7 +8,7 @@ import { ERROR_SCHEMAS, ErrorExample, EXAMPLE_EXTENSIONS, PASSED_ON, PROBE_EXTEN
  * same `errorBody` the exception filter answers with (so the examples cannot drift from real answers).
  *
  * Added where the operation does not document the status itself:
- * - every operation but the probes: **503** `database_unavailable` with `Retry-After` (ApiExceptionFilter);
+ * - every operation but the probes: **503** `database_unavailable` or `storage_full` with `Retry-After` (ApiExceptionFilter);
  * - every operation: **400**, for a URL with a bad percent-escape or bytes that are not UTF-8 (`malformed_url`,
  *   answered before routing) and a query parameter the operation does not take (`validation_failed`;
  *   NoUndeclaredQueryGuard and the query schemas); an operation's own 400 says so too;
@@ -86,7 +86,8 @@ function namedErrors(operation: Operation): Record<string, ErrorExample> {
 }
 
 /** What any operation but `/livez` answers 503 for, whatever its own 503 says. */
-const ANY_OPERATION_503 = 'Any operation: the database does not answer (`database_unavailable`); try again after `Retry-After` seconds.';
+const ANY_OPERATION_503 =
+  'Any operation: the database does not answer (`database_unavailable`), or its disk is full (`storage_full`: a write changed nothing; reads go on); try again after `Retry-After` seconds.';
 
 /** What any operation answers 400 for, whatever its own 400 says. */
 const ANY_OPERATION_400 =
