@@ -35,9 +35,12 @@ export interface ServerProcess {
   stop(): Promise<number | null>;
 }
 
-/** Starts `dist/main.js` as a real process and waits until it listens. */
+/**
+ * Starts `dist/main.js` as a real process and waits until it listens: on `env.PORT` when given (a restart on the same
+ * address), else on a free port.
+ */
 export async function startServer(args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<ServerProcess> {
-  const port = await freePort();
+  const port = env.PORT ? Number(env.PORT) : await freePort();
   const child = spawn(process.execPath, [...SHORT_LIVED_NODE, join(ROOT, 'dist/main.js'), ...args], {
     cwd: ROOT,
     env: cleanEnv({ ...env, PORT: String(port), HOST: '127.0.0.1' }),
