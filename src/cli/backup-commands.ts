@@ -7,10 +7,8 @@ import { DataSource } from 'typeorm';
 import { AppConfig, loadConfig } from '../config/app-config';
 import { openDatabase } from '../platform/database/open-database';
 import { countTables, inspectSnapshot, loadSnapshot, SnapshotError, writeSnapshot } from '../platform/database/snapshot';
-import { SecretBox } from '../platform/secrets/secret-box';
+import { KEY_FILE as SECRETS_KEY_FILE, SecretBox } from '../platform/secrets/secret-box';
 import { migrations } from '../schema';
-
-const SECRETS_KEY_FILE = 'secrets.key';
 
 /** What a backup needs kept beside it: the secrets key its encrypted values were made with. */
 function needs(secretKeyIds: string[], config: AppConfig): string {

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { AppConfig, ConfigError } from '../../config/app-config';
 
 const PREFIX = 'enc:v1:';
-const KEY_FILE = 'secrets.key';
+/** The file in DATA_DIR that holds the generated key when SECRETS_KEY is not set. */
+export const KEY_FILE = 'secrets.key';
 
 interface Key {
   id: string;
