@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
 import { EventLog } from '../../src/platform/events';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
@@ -112,6 +113,38 @@ describe('Turn control over the channel', () => {
       expect(ended).toMatchObject({ actor: { kind: 'system' }, data: { from: 'running', to: 'idle' } });
       // Another agent asking for work does not restart it.
       expect((await post(owner, '/api/v0/agent/claims', {}).expect(200)).body.work).toBeNull();
+    });
+
+    // On PGlite a held row holds the one connection, and the sweep waits for it rather than skipping it.
+    (serverUrl() ? it : it.skip)('a lapsed turn whose row is held when its grace runs out still ends then, not a sweep period later', async () => {
+      const { owner, sessionId } = await runningTurn();
+      const interrupted = await post(owner, `/api/v0/sessions/${sessionId}/interrupt`).expect(200);
+      // As an agent's heartbeat under load can: the session's row held across the moment the sweep comes for it.
+      const holder = t.app.get(DataSource).createQueryRunner();
+      await holder.connect();
+      await holder.startTransaction();
+      try {
+        await holder.query('SELECT id FROM sessions WHERE id = $1 FOR UPDATE', [sessionId]);
+        const lapsesAt = Number(interrupted.body.interruptedAt) + 3_000;
+        // Past the grace and the sweep's margin, the sweep has come and found the row held.
+        await until(
+          () => Date.now(),
+          (now) => now > lapsesAt + 500,
+          'the grace to run out',
+          LONG_WAIT_MS,
+        );
+        expect((await session(owner, sessionId)).status).toBe('running');
+      } finally {
+        await holder.commitTransaction();
+        await holder.release();
+      }
+      // Ended within moments of the row's release: TURN_SWEEP_MS is a minute here.
+      await until(
+        () => session(owner, sessionId),
+        (s) => s.status === 'idle',
+        'the held turn to end',
+        ENDED_EARLY_MS,
+      );
     });
 
     it('only someone who may write to the session may interrupt: another member 403, a guest 403, another organization 404', async () => {

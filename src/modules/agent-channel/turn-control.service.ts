@@ -124,7 +124,7 @@ export class TurnControlService {
    * and writes down approvals nobody answered in time as `expired`. Safe on many instances: rows
    * another instance holds are skipped.
    */
-  async sweep(now = new Date()): Promise<{ turnsEnded: number; approvalsExpired: number }> {
+  async sweep(now = new Date()): Promise<{ turnsEnded: number; approvalsExpired: number; turnsSkipped: boolean }> {
     let turnsEnded = 0;
     let approvalsExpired = 0;
     for (let batch = SWEEP_BATCH; batch === SWEEP_BATCH;) {
@@ -146,6 +146,8 @@ export class TurnControlService {
       });
       turnsEnded += batch;
     }
+    // A lapsed turn whose row another transaction held (its agent's heartbeat, say) was skipped: the caller sweeps again.
+    const turnsSkipped = await this.dataSource.transaction((manager) => this.sessionTurns.anyLapsedInterruptedTurn(manager, now));
     for (let batch = SWEEP_BATCH; batch === SWEEP_BATCH;) {
       const due = await this.approvals.dueToolApprovals(now, SWEEP_BATCH);
       let expiredNow = 0;
@@ -164,6 +166,6 @@ export class TurnControlService {
       // A full batch of which none could be expired (another instance took them all) ends the sweep too.
       batch = expiredNow === SWEEP_BATCH ? SWEEP_BATCH : 0;
     }
-    return { turnsEnded, approvalsExpired };
+    return { turnsEnded, approvalsExpired, turnsSkipped };
   }
 }

@@ -58,6 +58,10 @@ export class SessionTurns {
     return this.turns.lockLapsedInterruptedTurns(...args);
   }
 
+  anyLapsedInterruptedTurn(...args: Args<TurnsRepository['anyLapsedInterruptedTurn']>) {
+    return this.turns.anyLapsedInterruptedTurn(...args);
+  }
+
   endTurn(...args: Args<TurnsRepository['endTurn']>) {
     return this.turns.endTurn(...args);
   }

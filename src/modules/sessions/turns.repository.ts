@@ -126,6 +126,18 @@ export class TurnsRepository {
     return rows.map((row) => this.shapes.session.from(row));
   }
 
+  /** Whether an interrupted turn's lease has run out and it is still running (one another transaction held, say). */
+  async anyLapsedInterruptedTurn(manager: EntityManager, now: Date): Promise<boolean> {
+    const rows = await this.sql
+      .in(manager)
+      .query<Row>(
+        'sessions.anyLapsedInterrupted',
+        `SELECT 1 FROM sessions s WHERE s.status = 'running' AND s.lease_expires_at < $1 AND s.turn_interrupted_at IS NOT NULL LIMIT 1`,
+        [now],
+      );
+    return rows.length > 0;
+  }
+
   async endTurn(manager: EntityManager, session: SessionKey, end: { status: SessionStatus; now: Date; activeTimeMs: number }): Promise<SessionEntity> {
     const [row] = await this.sql.in(manager).query<Row>(
       'sessions.endTurn',

@@ -7,6 +7,8 @@ import { TurnControlService } from '../turn-control.service';
 const JOB_NAME = 'sessions.turn-sweep';
 /** After the moment something falls due, so that the database's clock has passed it too. */
 const MARGIN_MS = 50;
+/** How soon a sweep is tried again when a lapsed turn's row was held by another transaction (SKIP LOCKED). */
+const SKIPPED_RETRY_MS = 250;
 
 /**
  * Ends interrupted turns whose agent did not end them within AGENT_INTERRUPT_GRACE_MS, and writes
@@ -58,8 +60,11 @@ export class TurnSweepJob implements BeforeApplicationShutdown {
   }
 
   private async run(): Promise<void> {
-    const { turnsEnded, approvalsExpired } = await this.turns.sweep();
+    const { turnsEnded, approvalsExpired, turnsSkipped } = await this.turns.sweep();
     if (turnsEnded + approvalsExpired > 0) this.logger.log({ turnsEnded, approvalsExpired }, 'Turn sweep');
+    // Under load an agent's heartbeats can hold its session's row at every sweep: without this, its turn would wait for
+    // the next TURN_SWEEP_MS (a minute) rather than end at its grace (seen in CI on PostgreSQL).
+    if (turnsSkipped) this.dueAt(Date.now() + SKIPPED_RETRY_MS);
   }
 
   private dueAt(at: number): void {
