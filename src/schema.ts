@@ -4,7 +4,7 @@ import { Sessions1763798400000 } from './migrations/1763798400000-Sessions';
 import { Computers1763884800000 } from './migrations/1763884800000-Computers';
 import { MessageEntity, SessionEntity, TokenUsageDailyEntity } from './modules/sessions/entities';
 import { AgentPresenceEntity, ToolApprovalEntity } from './modules/agent-channel/entities';
-import { ComputerEntity, ProvisioningStepEntity } from './modules/computers/entities';
+import { ComputerEntity, ProvisioningStepEntity, WorkerEnrollmentTokenEntity, WorkerPoolEntity } from './modules/computers/entities';
 import { EnterpriseControls1763971200000 } from './migrations/1763971200000-EnterpriseControls';
 import { ControlRevisionEntity, McpOAuthConnectionEntity } from './modules/enterprise-controls/entities';
 import { Readiness1764057600000 } from './migrations/1764057600000-Readiness';
@@ -38,6 +38,7 @@ import { PluginCatalogs1765450800000 } from './migrations/1765450800000-PluginCa
 import { McpOAuth1765537200000 } from './migrations/1765537200000-McpOAuth';
 import { HotSessionRows1765623600000 } from './migrations/1765623600000-HotSessionRows';
 import { NumberedEventIndexes1765710000000 } from './migrations/1765710000000-NumberedEventIndexes';
+import { WorkerPools1765796400000 } from './migrations/1765796400000-WorkerPools';
 import { PluginCatalogEntity } from './modules/enterprise-controls/plugin-catalog/plugin-catalog.entity';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
@@ -52,6 +53,8 @@ export const entities = [
   TokenUsageDailyEntity,
   ComputerEntity,
   ProvisioningStepEntity,
+  WorkerPoolEntity,
+  WorkerEnrollmentTokenEntity,
   ControlRevisionEntity,
   PluginCatalogEntity,
   McpOAuthConnectionEntity,
@@ -92,4 +95,5 @@ export const migrations = [
   McpOAuth1765537200000,
   HotSessionRows1765623600000,
   NumberedEventIndexes1765710000000,
+  WorkerPools1765796400000,
 ];

@@ -5,6 +5,7 @@ import { AuthModule, ComputerTokenLookup, DefaultControlsReader, NoComputerToken
 import { DatabaseModule } from '../platform/database/database.module';
 import { MetricsModule } from '../platform/metrics';
 import { EventsModule } from '../platform/events';
+import { WorkerPoolsModule } from '../modules/computers';
 
 /**
  * Auth's contracts as the operator's commands need them: no computer token is valid, and the
@@ -20,10 +21,13 @@ import { EventsModule } from '../platform/events';
 })
 class CliContractsModule {}
 
-/** What operator commands need: the database, the event log and the Auth services, no HTTP. */
+/** What operator commands need: the database, the event log, the Auth services and worker pools, no HTTP. */
 @Module({})
 export class CliModule {
   static register(config: AppConfig): DynamicModule {
-    return { module: CliModule, imports: [ConfigModule.register(config), MetricsModule, DatabaseModule, EventsModule, CliContractsModule, AuthModule] };
+    return {
+      module: CliModule,
+      imports: [ConfigModule.register(config), MetricsModule, DatabaseModule, EventsModule, CliContractsModule, AuthModule, WorkerPoolsModule],
+    };
   }
 }

@@ -4,6 +4,8 @@ import type { UserEntity } from '../modules/auth/entities';
 import { isEmailAddress } from '../platform/http/json-schema';
 import { OrganizationFeatures } from '../modules/auth/entities/organization.entity';
 import { backup } from './backup-commands';
+import { POOL_NAME_PATTERN, WorkerPoolsService } from '../modules/computers';
+import type { WorkerEnrollmentTokenEntity, WorkerPoolEntity } from '../modules/computers';
 
 export class UsageError extends Error {}
 
@@ -32,6 +34,13 @@ export const USAGE = `Usage: npm run cli -- <command> [arguments]
                                                 PostgreSQL database (DATABASE_URL); older snapshots are migrated
   move-to-postgres <url>                        copy the embedded database (DATA_DIR) into an empty PostgreSQL
                                                 database, checking every table's rows; the server may run
+  pool:create <org> <name> [description]
+                                                create a worker pool (workers run managed computers in it)
+  pool:list <org>                               list the organization's worker pools
+  pool:token:create <org> <pool> [name] [expiresAt]
+                                                create a pool's enrollment token; prints it once
+  pool:token:list <org> <pool>                  list a pool's enrollment tokens
+  pool:token:revoke <org> <pool> <tokenId>      revoke an enrollment token: it registers no more workers
   readiness evaluate <path> [--json] [--upload]  evaluate a git repository's readiness for agents
   help                                          this text
 
@@ -77,6 +86,42 @@ function feature(value: string): keyof OrganizationFeatures {
   const name = FEATURES[value];
   if (!name) throw new UsageError(`Unknown feature "${value}"; known: ${Object.keys(FEATURES).join(', ')}.`);
   return name;
+}
+
+function poolName(value: string): string {
+  if (!new RegExp(POOL_NAME_PATTERN).test(value)) throw new UsageError(`"${value}" is not a valid pool name (lower-case letters, digits and -, at most 63).`);
+  return value;
+}
+
+function date(value: string | undefined): Date | undefined {
+  if (value === undefined) return undefined;
+  const parsed = new Date(value);
+  if (Number.isNaN(parsed.getTime())) throw new UsageError(`"${value}" is not a date (use ISO 8601).`);
+  return parsed;
+}
+
+const poolOperator = (organizationId: string) => ({ organizationId, userId: null, by: OPERATOR });
+
+function poolView(pool: WorkerPoolEntity) {
+  return {
+    id: pool.id,
+    name: pool.name,
+    description: pool.description,
+    createdAt: pool.createdAt.toISOString(),
+  };
+}
+
+function tokenView(token: WorkerEnrollmentTokenEntity) {
+  return {
+    id: token.id,
+    poolId: token.poolId,
+    name: token.name,
+    prefix: token.prefix,
+    createdAt: token.createdAt.toISOString(),
+    lastUsedAt: token.lastUsedAt?.toISOString() ?? null,
+    expiresAt: token.expiresAt?.toISOString() ?? null,
+    revokedAt: token.revokedAt?.toISOString() ?? null,
+  };
 }
 
 function role(value: string): Role {
@@ -176,6 +221,34 @@ export const COMMANDS: Record<string, Command> = {
     expectArgs(args, 1, 1);
     const key = await app.get(ApiKeysService).revokeById(args[0]);
     return { id: key.id, revokedAt: key.revokedAt?.toISOString() };
+  },
+  'pool:create': async (app, args) => {
+    expectArgs(args, 2, 3);
+    const org = await app.get(OrganizationsService).requireOrganization(slug(args[0]));
+    return poolView(await app.get(WorkerPoolsService).create(poolOperator(org.id), { name: poolName(args[1]), description: args[2] }));
+  },
+  'pool:list': async (app, args) => {
+    expectArgs(args, 1, 1);
+    const org = await app.get(OrganizationsService).requireOrganization(slug(args[0]));
+    return (await allPages((cursor) => app.get(WorkerPoolsService).list(org.id, cursor, 100))).map(poolView);
+  },
+  'pool:token:create': async (app, args) => {
+    expectArgs(args, 2, 4);
+    const expiresAt = date(args[3]);
+    const org = await app.get(OrganizationsService).requireOrganization(slug(args[0]));
+    const { entity, token } = await app.get(WorkerPoolsService).createToken(poolOperator(org.id), args[1], { name: args[2] ?? 'cli', expiresAt });
+    return { ...tokenView(entity), token };
+  },
+  'pool:token:list': async (app, args) => {
+    expectArgs(args, 2, 2);
+    const org = await app.get(OrganizationsService).requireOrganization(slug(args[0]));
+    const pool = await app.get(WorkerPoolsService).find(org.id, args[1]);
+    return (await allPages((cursor) => app.get(WorkerPoolsService).listTokens(org.id, pool.id, cursor, 100))).map(tokenView);
+  },
+  'pool:token:revoke': async (app, args) => {
+    expectArgs(args, 3, 3);
+    const org = await app.get(OrganizationsService).requireOrganization(slug(args[0]));
+    return tokenView(await app.get(WorkerPoolsService).revokeToken(poolOperator(org.id), args[1], args[2]));
   },
   'feature:enable': setFeature(true),
   'feature:disable': setFeature(false),

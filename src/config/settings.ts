@@ -124,6 +124,9 @@ export const SETTINGS = {
   /** Computers an organization may have (creating one more: 409 `quota_exceeded`). */
   COMPUTERS_PER_ORGANIZATION: { type: 'integer', minimum: 1, default: 100 },
 
+  /** Worker pools an organization may have (creating one more: 409 `quota_exceeded`). */
+  WORKER_POOLS_PER_ORGANIZATION: { type: 'integer', minimum: 1, default: 20 },
+
   /** Managed computers of one organization provisioning at once (creating or retrying one more: 429 `quota_exceeded`). */
   PROVISIONING_PER_ORGANIZATION: { type: 'integer', minimum: 1, default: 5 },
 

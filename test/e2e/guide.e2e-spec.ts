@@ -104,14 +104,18 @@ describe('docs/getting-started.md', () => {
     expect(tour.length).toBeGreaterThanOrEqual(7);
     for (const { method, template, example } of tour) {
       const key = `${method} ${template}`;
-      const path = template.replace('{sessionId}', ids.session ?? '').replace('{computerId}', ids.computer ?? '');
+      const path = template
+        .replace('{sessionId}', ids.session ?? '')
+        .replace('{computerId}', ids.computer ?? '')
+        .replace('{poolId}', ids.pool ?? '');
       const res = await send(method, path, example);
       expect([key, res.status, res.status < 300 ? '' : await res.text()]).toEqual([key, expect.any(Number), '']);
       const body = (await res.json()) as { sessionId?: string; id?: string };
       if (template === '/api/v0/sessions') ids.session = body.sessionId!;
       if (template === '/api/v0/computers') ids.computer = body.id!;
+      if (template === '/api/v0/worker-pools') ids.pool = body.id!;
     }
-    expect(Object.keys(ids).sort()).toEqual(['computer', 'session']);
+    expect(Object.keys(ids).sort()).toEqual(['computer', 'pool', 'session']);
   });
 });
 

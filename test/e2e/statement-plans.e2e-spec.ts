@@ -49,6 +49,10 @@ const EXPECTED_INDEX: Record<string, string | string[]> = {
   'webhooks.list.after': 'webhooks_organization',
   'webhooks.deliveries.list': 'webhook_deliveries_list',
   'webhooks.deliveries.list.status': 'webhook_deliveries_list',
+  'workerPools.list': 'worker_pools_organization_created_idx',
+  'workerPools.list.after': 'worker_pools_organization_created_idx',
+  'workerPools.tokens.list': 'worker_enrollment_tokens_pool_created_idx',
+  'workerPools.tokens.list.after': 'worker_enrollment_tokens_pool_created_idx',
 };
 
 interface PlanNode {
@@ -176,6 +180,18 @@ describe('Statement plans: every paged list reads its index, in order', () => {
     const webhook = { id: webhooks[0] };
     await everyPage(owner, `/api/v0/organization/webhooks/${webhook.id}/deliveries`);
     await everyPage(owner, `/api/v0/organization/webhooks/${webhook.id}/deliveries`, { status: 'pending' });
+
+    const pools: string[] = [];
+    for (const name of ['pool-a', 'pool-b']) {
+      const res = await http().post('/api/v0/worker-pools').set(owner.auth).send({ name });
+      expectStatus(res, 201);
+      pools.push(res.body.id as string);
+    }
+    await everyPage(owner, '/api/v0/worker-pools');
+    for (const name of ['rack-1', 'rack-2']) {
+      expectStatus(await http().post(`/api/v0/worker-pools/${pools[0]}/enrollment-tokens`).set(owner.auth).send({ name }), 201);
+    }
+    await everyPage(owner, `/api/v0/worker-pools/${pools[0]}/enrollment-tokens`);
 
     // A retention makes the sweep look for idle sessions (awaited here, rather than at its next tick).
     expectStatus(

@@ -35,6 +35,8 @@ const GLOBAL_UNIQUE: Record<string, string> = {
   // An agent's requests authenticate by its computer's token hash, likewise.
   computers_agent_token_hash_key: 'agent tokens are found by hash before the organization is known',
   // An MCP OAuth callback carries only its state, which tells the organization.
+  // A worker registers with its pool's enrollment token alone, which tells the organization.
+  worker_enrollment_tokens_token_hash_key: 'enrollment tokens are found by hash before the organization is known',
   mcp_oauth_connections_state_hash_key: 'an OAuth sign-in is found by its state before the organization is known',
 };
 

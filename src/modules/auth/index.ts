@@ -10,7 +10,7 @@ export { RequestAuthentication } from './request-authentication';
 export type { RequestIdentity } from './request-authentication';
 export { ComputerTokenLookup, NoComputerTokens } from './contracts/computer-token-lookup';
 export type { TokenComputer } from './contracts/computer-token-lookup';
-export { generateComputerToken } from './domain/api-key-secret';
+export { generateComputerToken, generateWorkerEnrollmentToken } from './domain/api-key-secret';
 export { AccessPolicy } from './domain/access-policy';
 export type { Principal } from './domain/principal';
 export { actingAs, credentialIdOf, eventActorOf, OPERATOR, securityActorOf } from './domain/principal';

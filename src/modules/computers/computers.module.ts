@@ -16,11 +16,12 @@ import { ProvisioningMetrics } from './jobs/provisioning-metrics';
 import { ComputeProvider } from './providers/compute-provider';
 import { LocalProvider } from './providers/local.provider';
 import { ComputerSandbox } from './sandbox/computer-sandbox';
+import { WorkerPoolsModule } from './workers/worker-pools.module';
 
 /** Global for the contracts it fulfils: Sessions' ComputerVisibility and Auth's ComputerTokenLookup. */
 @Global()
 @Module({
-  imports: [AuthModule, SessionsModule, EnterpriseControlsModule],
+  imports: [AuthModule, SessionsModule, EnterpriseControlsModule, WorkerPoolsModule],
   controllers: [ComputersController, AgentConnectController],
   providers: [
     ComputersRepository,

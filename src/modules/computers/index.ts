@@ -4,3 +4,7 @@ export type { ComputerView, StepView } from './domain/views';
 export { ComputerStatus } from './domain/computer-status';
 export * from './events';
 export { StepId } from './domain/provisioning-step';
+export { WorkerPoolsModule } from './workers/worker-pools.module';
+export { WorkerPoolsService } from './workers/worker-pools.service';
+export { POOL_NAME_PATTERN } from './workers/worker-pool.schemas';
+export type { WorkerEnrollmentTokenEntity, WorkerPoolEntity } from './entities';

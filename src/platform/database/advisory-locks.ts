@@ -18,4 +18,6 @@ export enum AdvisoryLock {
   FirstRun = 7_345_007,
   /** Numbering committed events: one sequencer run at a time, whatever the instances. */
   EventSequencer = 7_345_008,
+  /** With the organization's id hashed as the second key: counting and naming its worker pools, one change at a time. */
+  WorkerPools = 7_345_009,
 }

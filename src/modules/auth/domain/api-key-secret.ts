@@ -41,3 +41,19 @@ export function looksLikeComputerToken(token: string): boolean {
 export function isWellFormedComputerToken(token: string): boolean {
   return COMPUTER_TOKEN_SHAPE.test(token);
 }
+
+/**
+ * A worker pool's enrollment token: a worker presents it once, to register into its pool. The same strength as an API
+ * key, a prefix of its own, so the guard can tell it apart and a leaked one is recognisable.
+ */
+export const WORKER_ENROLLMENT_TOKEN_PREFIX = 'wkt_';
+const WORKER_ENROLLMENT_TOKEN_SHAPE = /^wkt_[A-Za-z0-9_-]{43}$/;
+
+export function generateWorkerEnrollmentToken(): { token: string; prefix: string; hash: string } {
+  const token = WORKER_ENROLLMENT_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  return { token, prefix: token.slice(0, WORKER_ENROLLMENT_TOKEN_PREFIX.length + 8), hash: hashApiKey(token) };
+}
+
+export function isWellFormedWorkerEnrollmentToken(token: string): boolean {
+  return WORKER_ENROLLMENT_TOKEN_SHAPE.test(token);
+}

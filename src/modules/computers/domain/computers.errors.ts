@@ -8,6 +8,10 @@ const COMPUTERS_ERRORS = {
   ReadOnlyRole: { code: 'read_only_role', kind: ErrorKind.Forbidden },
   NotFailed: { code: 'computer_not_failed', kind: ErrorKind.Conflict },
   NotComputerCredential: { code: 'computer_credential_required', kind: ErrorKind.Forbidden },
+  WorkerPoolNotFound: { code: 'worker_pool_not_found', kind: ErrorKind.NotFound },
+  WorkerPoolNameTaken: { code: 'worker_pool_name_taken', kind: ErrorKind.Conflict },
+  EnrollmentTokenNotFound: { code: 'enrollment_token_not_found', kind: ErrorKind.NotFound },
+  TooManyEnrollmentTokens: { code: 'too_many_enrollment_tokens', kind: ErrorKind.Conflict },
 } as const satisfies ErrorTable;
 
 export const ComputersErrorCode = codesOf(COMPUTERS_ERRORS);
@@ -20,6 +24,7 @@ export enum ComputerQuota {
   Computers = 'COMPUTERS_PER_ORGANIZATION',
   Provisioning = 'PROVISIONING_PER_ORGANIZATION',
   LocalAgents = 'LOCAL_AGENTS_PER_ORGANIZATION',
+  WorkerPools = 'WORKER_POOLS_PER_ORGANIZATION',
 }
 
 /**
@@ -41,6 +46,7 @@ export class QuotaExceededError extends DomainError<'quota_exceeded'> {
     switch (this.quota) {
       case ComputerQuota.Computers:
       case ComputerQuota.LocalAgents:
+      case ComputerQuota.WorkerPools:
         return ErrorKind.Conflict;
       case ComputerQuota.Provisioning:
         return ErrorKind.TooManyRequests;
@@ -51,4 +57,25 @@ export class QuotaExceededError extends DomainError<'quota_exceeded'> {
 /** The one answer for a computer the caller may not see, whatever the reason (unknown, another organization's, another member's). */
 export function computerNotFound(computerId: string, field?: string): ComputersError {
   return new ComputersError(ComputersErrorCode.ComputerNotFound, `No computer ${computerId} exists in your organization.`, field ? { field } : {});
+}
+
+/** The one answer for a pool the caller may not see (unknown, or another organization's). */
+export function workerPoolNotFound(poolId: string, field?: string): ComputersError {
+  return new ComputersError(ComputersErrorCode.WorkerPoolNotFound, `No worker pool ${poolId} exists in your organization.`, field ? { field } : {});
+}
+
+export function workerPoolNameTaken(name: string): ComputersError {
+  return new ComputersError(ComputersErrorCode.WorkerPoolNameTaken, `Your organization already has a worker pool named "${name}".`, { field: 'name' });
+}
+
+export function enrollmentTokenNotFound(poolId: string, tokenId: string): ComputersError {
+  return new ComputersError(ComputersErrorCode.EnrollmentTokenNotFound, `No enrollment token ${tokenId} exists in worker pool ${poolId}.`);
+}
+
+export function tooManyEnrollmentTokens(limit: number): ComputersError {
+  return new ComputersError(
+    ComputersErrorCode.TooManyEnrollmentTokens,
+    `The pool has ${limit} enrollment tokens that still work, as many as it may have; revoke one to create another.`,
+    { limit },
+  );
 }

@@ -29,10 +29,30 @@ export interface ComputerDeletedData {
   ownerId: string;
 }
 
+/** A worker pool as its events show it. */
+export interface WorkerPoolData {
+  poolId: string;
+  name: string;
+}
+
+/** An enrollment token as its events show it (never the token). */
+export interface EnrollmentTokenData {
+  poolId: string;
+  tokenId: string;
+  name: string;
+  prefix: string;
+  expiresAt: number | null;
+}
+
 declare module '../../../platform/events/event' {
   interface EventDataMap {
     'computer.created': ComputerCreatedData;
     'computer.status_changed': ComputerStatusChangedData;
     'computer.deleted': ComputerDeletedData;
+    'worker_pool.created': WorkerPoolData;
+    'worker_pool.updated': WorkerPoolData;
+    'worker_pool.deleted': WorkerPoolData;
+    'enrollment_token.created': EnrollmentTokenData;
+    'enrollment_token.revoked': EnrollmentTokenData;
   }
 }

@@ -47,6 +47,23 @@ const computerNamed = (): Record<string, SchemaObject> => ({
   ownerId: uuidString('Its owner.'),
 });
 
+/** A worker pool as its events show it. */
+const workerPool = (): SchemaObject =>
+  object('', {
+    poolId: uuidString('The pool.'),
+    name: text('Its name.'),
+  });
+
+/** An enrollment token as its events show it: never the token. */
+const enrollmentToken = (): SchemaObject =>
+  object('', {
+    poolId: uuidString('Its pool.'),
+    tokenId: uuidString('The token.'),
+    name: text('Its name.'),
+    prefix: text('The first characters of the token, as the tokens list shows them.'),
+    expiresAt: { type: 'integer', nullable: true, description: 'When it expires (Unix ms), or null.' },
+  });
+
 export interface EventTypeDoc {
   /** When it is raised, in a sentence. */
   summary: string;
@@ -166,6 +183,31 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     summary: 'A computer was deleted: its agent token stops working, and the agent the server ran for a `local` one is stopped.',
     target: { kind: 'computer', field: 'computerId' },
     data: object('', computerNamed()),
+  },
+  'worker_pool.created': {
+    summary: 'An owner, manager or the operator created a worker pool (seen by owners and managers).',
+    target: { kind: 'worker_pool', field: 'poolId' },
+    data: workerPool(),
+  },
+  'worker_pool.updated': {
+    summary: 'A worker pool was renamed or its settings changed (seen by owners and managers).',
+    target: { kind: 'worker_pool', field: 'poolId' },
+    data: workerPool(),
+  },
+  'worker_pool.deleted': {
+    summary: 'A worker pool was deleted, with its enrollment tokens (seen by owners and managers).',
+    target: { kind: 'worker_pool', field: 'poolId' },
+    data: workerPool(),
+  },
+  'enrollment_token.created': {
+    summary: "A worker pool's enrollment token was created; the token itself is never in an event (seen by owners and managers).",
+    target: { kind: 'enrollment_token', field: 'tokenId' },
+    data: enrollmentToken(),
+  },
+  'enrollment_token.revoked': {
+    summary: "A worker pool's enrollment token was revoked: it registers no more workers (seen by owners and managers).",
+    target: { kind: 'enrollment_token', field: 'tokenId' },
+    data: enrollmentToken(),
   },
   'controls.revised': {
     summary: 'An owner or manager changed the enterprise controls: `revision` is now in force.',
