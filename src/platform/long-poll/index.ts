@@ -1,0 +1,2 @@
+export { LongPoll, WaitRoom } from './wait-room';
+export type { ArrivalMatch, WaitOutcome } from './wait-room';
