@@ -4,7 +4,7 @@ import { Sessions1763798400000 } from './migrations/1763798400000-Sessions';
 import { Computers1763884800000 } from './migrations/1763884800000-Computers';
 import { MessageEntity, SessionEntity, TokenUsageDailyEntity } from './modules/sessions/entities';
 import { AgentPresenceEntity, ToolApprovalEntity } from './modules/agent-channel/entities';
-import { ComputerEntity, ProvisioningStepEntity, WorkerEnrollmentTokenEntity, WorkerPoolEntity } from './modules/computers/entities';
+import { ComputerEntity, ProvisioningStepEntity, WorkerEnrollmentTokenEntity, WorkerEntity, WorkerPoolEntity } from './modules/computers/entities';
 import { EnterpriseControls1763971200000 } from './migrations/1763971200000-EnterpriseControls';
 import { ControlRevisionEntity, McpOAuthConnectionEntity } from './modules/enterprise-controls/entities';
 import { Readiness1764057600000 } from './migrations/1764057600000-Readiness';
@@ -55,6 +55,7 @@ export const entities = [
   ProvisioningStepEntity,
   WorkerPoolEntity,
   WorkerEnrollmentTokenEntity,
+  WorkerEntity,
   ControlRevisionEntity,
   PluginCatalogEntity,
   McpOAuthConnectionEntity,

@@ -127,6 +127,15 @@ export const SETTINGS = {
   /** Worker pools an organization may have (creating one more: 409 `quota_exceeded`). */
   WORKER_POOLS_PER_ORGANIZATION: { type: 'integer', minimum: 1, default: 20 },
 
+  /** Workers online at once in one pool (registering one more: 409 `quota_exceeded`). */
+  WORKERS_PER_POOL: { type: 'integer', minimum: 1, default: 100 },
+
+  /** How long a worker stays online without a heartbeat; it heartbeats every third of it, and is `lost` after it. */
+  WORKER_LEASE_MS: { type: 'integer', minimum: 1000, default: 30_000 },
+
+  /** How often an instance looks for workers whose lease ran out (the `computers.workers` job). */
+  WORKER_SWEEP_MS: { type: 'integer', minimum: 100, default: 5_000 },
+
   /** Managed computers of one organization provisioning at once (creating or retrying one more: 429 `quota_exceeded`). */
   PROVISIONING_PER_ORGANIZATION: { type: 'integer', minimum: 1, default: 5 },
 

@@ -46,19 +46,19 @@ describe('npm run cli', () => {
   });
 
   it("creates a worker pool and an enrollment token, printed once; the organization's owner sees them, the revocation too", async () => {
-    await json('org:create', 'hooli', 'Hooli');
-    await json('user:create', 'hooli', 'gavin@hooli.example', 'Gavin', 'owner');
-    const key = await json('key:create', 'hooli', 'gavin@hooli.example');
-    const pool = await json('pool:create', 'hooli', 'gpu-lab', 'Rack 2');
+    await json('org:create', 'pied-piper', 'Pied Piper');
+    await json('user:create', 'pied-piper', 'richard@piedpiper.example', 'Richard', 'owner');
+    const key = await json('key:create', 'pied-piper', 'richard@piedpiper.example');
+    const pool = await json('pool:create', 'pied-piper', 'gpu-lab', 'Rack 2');
     expect(pool).toMatchObject({ name: 'gpu-lab', description: 'Rack 2' });
-    const token = await json('pool:token:create', 'hooli', 'gpu-lab', 'rack 2');
+    const token = await json('pool:token:create', 'pied-piper', 'gpu-lab', 'rack 2');
     expect(token).toMatchObject({ poolId: pool.id, name: 'rack 2', revokedAt: null });
     expect(token.token).toMatch(/^wkt_[A-Za-z0-9_-]{43}$/);
-    const listed = await json('pool:token:list', 'hooli', pool.id);
+    const listed = await json('pool:token:list', 'pied-piper', pool.id);
     expect(listed.map((x: { id: string }) => x.id)).toEqual([token.id]);
     expect(JSON.stringify(listed)).not.toContain(token.token);
-    expect(JSON.stringify(await json('pool:list', 'hooli'))).toContain('gpu-lab');
-    const revoked = await json('pool:token:revoke', 'hooli', 'gpu-lab', token.id);
+    expect(JSON.stringify(await json('pool:list', 'pied-piper'))).toContain('gpu-lab');
+    const revoked = await json('pool:token:revoke', 'pied-piper', 'gpu-lab', token.id);
     expect(revoked.revokedAt).toEqual(expect.any(String));
 
     const t = await startTestApp({}, database);
@@ -70,8 +70,8 @@ describe('npm run cli', () => {
       await t.close();
     }
     // A bad name, an unknown pool: the operator is told, and nothing is made.
-    expect((await cli('pool:create', 'hooli', 'GPU Lab')).stderr).toMatch(/not a valid pool name/);
-    const unknown = await cli('pool:token:create', 'hooli', 'no-such-pool');
+    expect((await cli('pool:create', 'pied-piper', 'GPU Lab')).stderr).toMatch(/not a valid pool name/);
+    const unknown = await cli('pool:token:create', 'pied-piper', 'no-such-pool');
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr).toMatch(/No worker pool no-such-pool/);
   });

@@ -97,9 +97,10 @@ describe('docs/getting-started.md', () => {
         .map(([method, operation]) => ({ method, template, example: operation.requestBody!.content['application/json'].example })),
     );
     const ids: Record<string, string> = {};
-    // The creations first, each later one using what they made; the agent channel's need a live turn (shape only).
+    // The creations first, each later one using what they made; the agent channel's need a live turn, the worker
+    // channel's a worker's token (shape only).
     const tour = examples
-      .filter(({ template }) => !template.includes('/agent/'))
+      .filter(({ template }) => !template.includes('/agent/') && !template.startsWith('/api/v0/worker/'))
       .sort((a, b) => Number(a.template.includes('{')) - Number(b.template.includes('{')));
     expect(tour.length).toBeGreaterThanOrEqual(7);
     for (const { method, template, example } of tour) {

@@ -53,6 +53,8 @@ const EXPECTED_INDEX: Record<string, string | string[]> = {
   'workerPools.list.after': 'worker_pools_organization_created_idx',
   'workerPools.tokens.list': 'worker_enrollment_tokens_pool_created_idx',
   'workerPools.tokens.list.after': 'worker_enrollment_tokens_pool_created_idx',
+  'workers.list': 'workers_pool_registered_idx',
+  'workers.list.after': 'workers_pool_registered_idx',
 };
 
 interface PlanNode {
@@ -188,10 +190,21 @@ describe('Statement plans: every paged list reads its index, in order', () => {
       pools.push(res.body.id as string);
     }
     await everyPage(owner, '/api/v0/worker-pools');
+    const enrollment: string[] = [];
     for (const name of ['rack-1', 'rack-2']) {
-      expectStatus(await http().post(`/api/v0/worker-pools/${pools[0]}/enrollment-tokens`).set(owner.auth).send({ name }), 201);
+      const res = await http().post(`/api/v0/worker-pools/${pools[0]}/enrollment-tokens`).set(owner.auth).send({ name });
+      expectStatus(res, 201);
+      enrollment.push(res.body.token as string);
     }
     await everyPage(owner, `/api/v0/worker-pools/${pools[0]}/enrollment-tokens`);
+    for (const token of enrollment) {
+      const res = await http()
+        .post('/api/v0/worker/register')
+        .set('Authorization', `Bearer ${token}`)
+        .send({ name: 'w', hostname: 'w.example', capacity: { computers: 1, cpus: 1, memoryMb: 1024, diskMb: 1024 }, sandboxed: true, version: '0.1.0' });
+      expectStatus(res, 201);
+    }
+    await everyPage(owner, `/api/v0/worker-pools/${pools[0]}/workers`);
 
     // A retention makes the sweep look for idle sessions (awaited here, rather than at its next tick).
     expectStatus(

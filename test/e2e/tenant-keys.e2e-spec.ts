@@ -37,6 +37,8 @@ const GLOBAL_UNIQUE: Record<string, string> = {
   // An MCP OAuth callback carries only its state, which tells the organization.
   // A worker registers with its pool's enrollment token alone, which tells the organization.
   worker_enrollment_tokens_token_hash_key: 'enrollment tokens are found by hash before the organization is known',
+  // Each call of a registered worker presents its session token alone, likewise.
+  workers_session_hash_key: 'worker session tokens are found by hash before the organization is known',
   mcp_oauth_connections_state_hash_key: 'an OAuth sign-in is found by its state before the organization is known',
 };
 

@@ -10,6 +10,8 @@ import { Role, ROLES } from './domain/role';
 export const PUBLIC_ROUTE = 'auth:public';
 export const ALLOWED_ROLES = 'auth:roles';
 export const BEARER_SCHEME = 'bearer';
+/** The OpenAPI security scheme of the worker channel: a worker's own tokens, which no other route takes. */
+export const WORKER_SCHEME = 'workerToken';
 export const ACCEPTS_COMPUTER_TOKENS = 'auth:computerTokens';
 
 declare module 'fastify' {
@@ -31,6 +33,13 @@ export const Public = (options: { probe?: boolean } = {}) =>
     ApiSecurity({}),
     ...(options.probe ? [ApiExtension(PROBE_EXTENSION, true)] : []),
   );
+
+/**
+ * The worker channel: the route checks a worker's own token itself (its enrollment or session token), which the
+ * Authenticator refuses everywhere else; API keys, JWTs and agent tokens are not credentials here. Its OpenAPI operation
+ * names the worker token scheme.
+ */
+export const WorkerCredentials = () => applyDecorators(SetMetadata(PUBLIC_ROUTE, true), EdgeConfig({ public: true }), ApiBearerAuth(WORKER_SCHEME));
 
 /**
  * Who may call a route: any authenticated user by default, or only the roles named

@@ -3,7 +3,14 @@ import { isUuid } from '../../platform/database/ids';
 import { AuthRepository, CallerRow } from './auth.repository';
 import { CredentialCache } from './credential-cache';
 import { ComputerTokenLookup } from './contracts/computer-token-lookup';
-import { hashApiKey, isWellFormedApiKey, isWellFormedComputerToken, looksLikeApiKey, looksLikeComputerToken } from './domain/api-key-secret';
+import {
+  hashApiKey,
+  isWellFormedApiKey,
+  isWellFormedComputerToken,
+  looksLikeApiKey,
+  looksLikeComputerToken,
+  looksLikeWorkerToken,
+} from './domain/api-key-secret';
 import { AuthError, AuthErrorCode } from './domain/auth.errors';
 import { Principal } from './domain/principal';
 import { JwtVerifier } from './jwt-verifier';
@@ -23,6 +30,12 @@ export class Authenticator {
     if (looksLikeApiKey(token)) return this.fromApiKey(token, now);
     if (looksLikeComputerToken(token)) return this.fromComputerToken(token);
     if (JwtVerifier.looksLikeJwt(token)) return this.fromJwt(token);
+    if (looksLikeWorkerToken(token)) {
+      throw new AuthError(
+        AuthErrorCode.WorkerTokenNotAccepted,
+        "A worker's token works only on the worker channel (/api/v0/worker); use an API key or JWT here.",
+      );
+    }
     throw new AuthError(AuthErrorCode.MalformedCredentials, 'The bearer token is neither an API key nor a well-formed JWT.');
   }
 

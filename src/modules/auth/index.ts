@@ -4,13 +4,20 @@ export { OrganizationsService } from './organizations.service';
 export { MembersService, actorOf } from './members.service';
 export type { MembersActor } from './members.service';
 export { SetupService } from './setup.service';
-export { AcceptsComputerTokens, AgentTokensOnly, Authenticated, CurrentPrincipal, Public } from './auth.decorators';
+export { AcceptsComputerTokens, AgentTokensOnly, Authenticated, CurrentPrincipal, Public, WorkerCredentials } from './auth.decorators';
 export { Authenticator } from './authenticator';
 export { RequestAuthentication } from './request-authentication';
 export type { RequestIdentity } from './request-authentication';
 export { ComputerTokenLookup, NoComputerTokens } from './contracts/computer-token-lookup';
 export type { TokenComputer } from './contracts/computer-token-lookup';
-export { generateComputerToken, generateWorkerEnrollmentToken } from './domain/api-key-secret';
+export {
+  generateComputerToken,
+  generateWorkerEnrollmentToken,
+  generateWorkerSessionToken,
+  hashApiKey as hashToken,
+  isWellFormedWorkerEnrollmentToken,
+  isWellFormedWorkerSessionToken,
+} from './domain/api-key-secret';
 export { AccessPolicy } from './domain/access-policy';
 export type { Principal } from './domain/principal';
 export { actingAs, credentialIdOf, eventActorOf, OPERATOR, securityActorOf } from './domain/principal';

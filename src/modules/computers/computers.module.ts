@@ -16,13 +16,16 @@ import { ProvisioningMetrics } from './jobs/provisioning-metrics';
 import { ComputeProvider } from './providers/compute-provider';
 import { LocalProvider } from './providers/local.provider';
 import { ComputerSandbox } from './sandbox/computer-sandbox';
+import { WorkerChannelController } from './workers/worker-channel.controller';
+import { WorkerChannelService } from './workers/worker-channel.service';
 import { WorkerPoolsModule } from './workers/worker-pools.module';
+import { WorkerSweepJob } from './workers/worker-sweep.job';
 
 /** Global for the contracts it fulfils: Sessions' ComputerVisibility and Auth's ComputerTokenLookup. */
 @Global()
 @Module({
   imports: [AuthModule, SessionsModule, EnterpriseControlsModule, WorkerPoolsModule],
-  controllers: [ComputersController, AgentConnectController],
+  controllers: [ComputersController, AgentConnectController, WorkerChannelController],
   providers: [
     ComputersRepository,
     ComputersService,
@@ -34,6 +37,8 @@ import { WorkerPoolsModule } from './workers/worker-pools.module';
     { provide: ComputeProvider, useExisting: LocalProvider },
     LocalAgentLauncher,
     LocalAgentSupervisor,
+    WorkerChannelService,
+    WorkerSweepJob,
     SecretBox,
     { provide: ComputerVisibility, useClass: ComputerVisibilityFromTable },
     { provide: ComputerTokenLookup, useClass: ComputerTokenLookupFromTable },

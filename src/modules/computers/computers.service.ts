@@ -358,7 +358,7 @@ export class ComputersService {
     if (usage.provisioning >= this.config.PROVISIONING_PER_ORGANIZATION) this.refuseQuota(principal, ComputerQuota.Provisioning);
   }
 
-  private refuseQuota(principal: Principal, quota: Exclude<ComputerQuota, ComputerQuota.WorkerPools>): never {
+  private refuseQuota(principal: Principal, quota: Exclude<ComputerQuota, ComputerQuota.WorkerPools | ComputerQuota.Workers>): never {
     const limit = this.config[quota];
     logSecurityEvent('quota.exceeded', securityActorOf(principal), { quota, limit });
     const detail = {

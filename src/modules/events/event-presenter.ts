@@ -78,5 +78,10 @@ export class EventPresenter {
 }
 
 function publicActor(actor: EventActor): PublicActor {
-  return { kind: actor.kind, ...(actor.userId ? { userId: actor.userId } : {}), ...(actor.computerId ? { computerId: actor.computerId } : {}) };
+  return {
+    kind: actor.kind,
+    ...(actor.userId ? { userId: actor.userId } : {}),
+    ...(actor.computerId ? { computerId: actor.computerId } : {}),
+    ...(actor.workerId ? { workerId: actor.workerId } : {}),
+  };
 }

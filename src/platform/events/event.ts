@@ -15,8 +15,11 @@ export type EventType = keyof EventDataMap;
 
 /** Who caused an event: ids and what an auditor needs, never a credential. */
 export interface EventActor {
-  /** `user` (a person or service account, with an API key or JWT), `computer` (its agent token), `operator` (the CLI), `system` (the server's own jobs). */
-  kind: 'user' | 'computer' | 'operator' | 'system';
+  /**
+   * `user` (a person or service account, with an API key or JWT), `computer` (its agent token), `worker` (a worker
+   * machine's token), `operator` (the CLI), `system` (the server's own jobs).
+   */
+  kind: 'user' | 'computer' | 'worker' | 'operator' | 'system';
   userId?: string;
   email?: string;
   role?: string;
@@ -24,6 +27,7 @@ export interface EventActor {
   credential?: string;
   credentialId?: string;
   computerId?: string;
+  workerId?: string;
   /** The client's address and the request's id, when the event was raised serving a request. */
   ip?: string;
   requestId?: string;

@@ -51,6 +51,14 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
     .addBearerAuth(
       { type: 'http', scheme: 'bearer', description: 'An API key (apk_...) or a JWT (exp, iat, sub, org_id; at most JWT_MAX_AGE_SECONDS old and long-lived).' },
       'bearer',
+    )
+    .addBearerAuth(
+      {
+        type: 'http',
+        scheme: 'bearer',
+        description: "The worker channel's own: a pool's enrollment token (wkt_..., registration only) or a worker's session token (wks_...).",
+      },
+      'workerToken',
     );
   const document = SwaggerModule.createDocument(app, builder.build());
   // The JSON Schemas that validate request bodies are published as they are.

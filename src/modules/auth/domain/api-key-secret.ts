@@ -57,3 +57,21 @@ export function generateWorkerEnrollmentToken(): { token: string; prefix: string
 export function isWellFormedWorkerEnrollmentToken(token: string): boolean {
   return WORKER_ENROLLMENT_TOKEN_SHAPE.test(token);
 }
+
+/** A registered worker's session token: returned once by registration, presented on each of its calls. */
+export const WORKER_SESSION_TOKEN_PREFIX = 'wks_';
+const WORKER_SESSION_TOKEN_SHAPE = /^wks_[A-Za-z0-9_-]{43}$/;
+
+export function generateWorkerSessionToken(): { token: string; hash: string } {
+  const token = WORKER_SESSION_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  return { token, hash: hashApiKey(token) };
+}
+
+export function isWellFormedWorkerSessionToken(token: string): boolean {
+  return WORKER_SESSION_TOKEN_SHAPE.test(token);
+}
+
+/** Either of a worker's tokens: good on the worker channel only. */
+export function looksLikeWorkerToken(token: string): boolean {
+  return token.startsWith(WORKER_ENROLLMENT_TOKEN_PREFIX) || token.startsWith(WORKER_SESSION_TOKEN_PREFIX);
+}

@@ -17,6 +17,7 @@ const AUTH_ERRORS = {
   UserExists: { code: 'user_exists', kind: ErrorKind.Conflict },
   ComputerTokenNotAccepted: { code: 'computer_token_not_accepted', kind: ErrorKind.Forbidden },
   AgentTokenRequired: { code: 'agent_token_required', kind: ErrorKind.Forbidden },
+  WorkerTokenNotAccepted: { code: 'worker_token_not_accepted', kind: ErrorKind.Forbidden },
   RoleAboveYours: { code: 'role_above_yours', kind: ErrorKind.Forbidden },
   LastOwner: { code: 'last_owner', kind: ErrorKind.Conflict },
   ServiceAccountNotFound: { code: 'service_account_not_found', kind: ErrorKind.NotFound },

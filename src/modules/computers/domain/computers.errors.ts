@@ -12,6 +12,9 @@ const COMPUTERS_ERRORS = {
   WorkerPoolNameTaken: { code: 'worker_pool_name_taken', kind: ErrorKind.Conflict },
   EnrollmentTokenNotFound: { code: 'enrollment_token_not_found', kind: ErrorKind.NotFound },
   TooManyEnrollmentTokens: { code: 'too_many_enrollment_tokens', kind: ErrorKind.Conflict },
+  WorkerNotFound: { code: 'worker_not_found', kind: ErrorKind.NotFound },
+  WorkerSandboxRequired: { code: 'worker_sandbox_required', kind: ErrorKind.Forbidden },
+  InvalidWorkerToken: { code: 'invalid_worker_token', kind: ErrorKind.Unauthenticated },
 } as const satisfies ErrorTable;
 
 export const ComputersErrorCode = codesOf(COMPUTERS_ERRORS);
@@ -25,6 +28,7 @@ export enum ComputerQuota {
   Provisioning = 'PROVISIONING_PER_ORGANIZATION',
   LocalAgents = 'LOCAL_AGENTS_PER_ORGANIZATION',
   WorkerPools = 'WORKER_POOLS_PER_ORGANIZATION',
+  Workers = 'WORKERS_PER_POOL',
 }
 
 /**
@@ -47,6 +51,7 @@ export class QuotaExceededError extends DomainError<'quota_exceeded'> {
       case ComputerQuota.Computers:
       case ComputerQuota.LocalAgents:
       case ComputerQuota.WorkerPools:
+      case ComputerQuota.Workers:
         return ErrorKind.Conflict;
       case ComputerQuota.Provisioning:
         return ErrorKind.TooManyRequests;
@@ -78,4 +83,8 @@ export function tooManyEnrollmentTokens(limit: number): ComputersError {
     `The pool has ${limit} enrollment tokens that still work, as many as it may have; revoke one to create another.`,
     { limit },
   );
+}
+
+export function workerNotFound(poolId: string, workerId: string): ComputersError {
+  return new ComputersError(ComputersErrorCode.WorkerNotFound, `No worker ${workerId} exists in worker pool ${poolId}.`);
 }

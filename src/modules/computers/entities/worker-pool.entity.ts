@@ -18,6 +18,14 @@ export class WorkerPoolEntity {
   @Column({ type: 'varchar', length: 500, nullable: true })
   description: string | null;
 
+  /** At most this many computers on any one worker of the pool, whatever capacity the worker reports (null: what it reports). */
+  @Column({ name: 'max_computers_per_worker', type: 'integer', nullable: true })
+  maxComputersPerWorker: number | null;
+
+  /** Whether a worker that runs computers without the sandbox may register (off: it is refused). */
+  @Column({ name: 'allow_unsandboxed', type: 'boolean', default: false })
+  allowUnsandboxed: boolean;
+
   /** Who created it (null: the operator). */
   @Column({ name: 'created_by', type: 'uuid', nullable: true })
   createdBy: string | null;

@@ -33,6 +33,8 @@ export interface ComputerDeletedData {
 export interface WorkerPoolData {
   poolId: string;
   name: string;
+  maxComputersPerWorker: number | null;
+  allowUnsandboxed: boolean;
 }
 
 /** An enrollment token as its events show it (never the token). */
@@ -42,6 +44,26 @@ export interface EnrollmentTokenData {
   name: string;
   prefix: string;
   expiresAt: number | null;
+}
+
+/** A worker registered into a pool. */
+export interface WorkerJoinedData {
+  workerId: string;
+  poolId: string;
+  name: string;
+  hostname: string;
+  labels: string[];
+  capacity: { computers: number; cpus: number; memoryMb: number; diskMb: number };
+  sandboxed: boolean;
+  version: string;
+}
+
+/** A worker's session ended: it left, its lease ran out (`lost`), its token was revoked, or it was evicted. */
+export interface WorkerLeftData {
+  workerId: string;
+  poolId: string;
+  name: string;
+  reason: 'left' | 'lost' | 'revoked' | 'evicted';
 }
 
 declare module '../../../platform/events/event' {
@@ -54,5 +76,7 @@ declare module '../../../platform/events/event' {
     'worker_pool.deleted': WorkerPoolData;
     'enrollment_token.created': EnrollmentTokenData;
     'enrollment_token.revoked': EnrollmentTokenData;
+    'worker.joined': WorkerJoinedData;
+    'worker.left': WorkerLeftData;
   }
 }

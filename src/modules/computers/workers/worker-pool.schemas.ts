@@ -1,6 +1,7 @@
 import type { ApiSchema } from '../../../platform/http/api-schema';
 import { answerObject as object, closedObject, displayName, SchemaObject, SchemaRegistry, unixMs, uuidString } from '../../../platform/http/json-schema';
 import { pageOf, pageQuery } from '../../../platform/http/pagination';
+import { MAX_COMPUTERS_PER_WORKER, WORKER_STATUSES } from './worker';
 
 /** A pool's name: lower-case letters, digits and -, at most 63. */
 export const POOL_NAME_PATTERN = '^[a-z0-9][a-z0-9-]{0,62}$';
@@ -13,12 +14,56 @@ const poolName: SchemaObject = {
   example: 'gpu-lab',
 };
 const description: SchemaObject = { type: 'string', nullable: true, maxLength: 500, description: 'What the pool is for; `null` clears it.' };
+const maxComputersPerWorker: SchemaObject = {
+  type: 'integer',
+  nullable: true,
+  minimum: 1,
+  maximum: MAX_COMPUTERS_PER_WORKER,
+  description: `At most this many computers on any one worker of the pool, whatever capacity the worker reports; \`null\`: what it reports (at most ${MAX_COMPUTERS_PER_WORKER}). Applies to workers registering from now on.`,
+};
+const allowUnsandboxed: SchemaObject = {
+  type: 'boolean',
+  description:
+    'Whether a worker that runs computers without the bubblewrap sandbox (`LOCAL_SANDBOX=off` on its machine) may register. Off (the default): it is refused (403 `worker_sandbox_required`).',
+};
+const MIB_LIMIT = 2 ** 31;
+const count = (maximum: number, description: string): SchemaObject => ({ type: 'integer', minimum: 1, maximum, description });
+const amount = (description: string): SchemaObject => ({ type: 'integer', minimum: 0, maximum: MIB_LIMIT, description });
+const label: SchemaObject = {
+  type: 'string',
+  pattern: '^[a-z0-9][a-z0-9._=/-]{0,62}$',
+  'x-problem': 'must be lower-case letters, digits and . _ = / -, at most 63, starting with a letter or digit',
+};
+const hostname: SchemaObject = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 253,
+  pattern: '^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$',
+  description: "The machine's host name (RFC 1123).",
+};
+const capacity = {
+  computers: count(
+    MAX_COMPUTERS_PER_WORKER,
+    `Computers it can hold at once (1 to ${MAX_COMPUTERS_PER_WORKER}; the pool's \`maxComputersPerWorker\` lowers it).`,
+  ),
+  cpus: count(1024, 'CPUs of the machine.'),
+  memoryMb: count(MIB_LIMIT, 'Memory of the machine, MiB.'),
+  diskMb: count(MIB_LIMIT, 'Disk free for workspaces, MiB.'),
+};
+const usage = {
+  cpuPercent: { type: 'number', minimum: 0, maximum: 102_400, description: 'CPU in use, percent of one CPU (so up to 100 × cpus).' },
+  memoryMb: amount('Memory in use, MiB.'),
+  diskMb: amount('Disk used by workspaces, MiB.'),
+};
+
 const createdBy: SchemaObject = { ...uuidString('Who created it; `null`: the operator (CLI).'), nullable: true };
 
 const pool = {
   id: uuidString(),
   name: { type: 'string' },
   description: { type: 'string', nullable: true },
+  maxComputersPerWorker: { type: 'integer', nullable: true },
+  allowUnsandboxed: { type: 'boolean' },
   createdBy,
   createdAt: unixMs(),
   updatedAt: unixMs(),
@@ -52,9 +97,11 @@ export const workerPoolSchemas = new SchemaRegistry('worker-pools').add({
   CreateWorkerPoolBody: closedObject(['name'], {
     name: poolName,
     description,
+    maxComputersPerWorker,
+    allowUnsandboxed: { ...allowUnsandboxed, default: false },
   }),
   UpdateWorkerPoolBody: {
-    ...closedObject([], { name: poolName, description }),
+    ...closedObject([], { name: poolName, description, maxComputersPerWorker, allowUnsandboxed }),
     minProperties: 1,
     description: 'At least one field.',
   },
@@ -67,7 +114,55 @@ export const workerPoolSchemas = new SchemaRegistry('worker-pools').add({
       example: '2027-01-01T00:00:00Z',
     },
   }),
+  WorkerView: object({
+    id: uuidString(),
+    poolId: uuidString(),
+    name: { type: 'string' },
+    hostname: { type: 'string' },
+    labels: { type: 'array', items: { type: 'string' } },
+    capacity: object(capacity),
+    usage: { ...object(usage), nullable: true, description: 'What its last heartbeat reported; null before the first.' },
+    sandboxed: { type: 'boolean' },
+    version: { type: 'string' },
+    status: {
+      type: 'string',
+      enum: [...WORKER_STATUSES],
+      description: '`online` while its lease runs; then `left`, `lost` (no heartbeat within `WORKER_LEASE_MS`), `revoked` or `evicted`, for good.',
+    },
+    registeredAt: unixMs(),
+    lastSeenAt: unixMs(),
+    leaseExpiresAt: unixMs(),
+    endedAt: unixMs('Unix ms; null while online.', true),
+  }),
+  WorkerListView: pageOf('workers', 'WorkerView'),
+  RegisterWorkerBody: closedObject(['name', 'hostname', 'capacity', 'sandboxed', 'version'], {
+    name: displayName("the worker's name", 63, 'gpu-01'),
+    hostname,
+    labels: { type: 'array', maxItems: 16, uniqueItems: true, items: label, default: [], description: 'What it offers (`gpu`, `arch=arm64`); at most 16.' },
+    capacity: closedObject(['computers', 'cpus', 'memoryMb', 'diskMb'], capacity),
+    sandboxed: {
+      type: 'boolean',
+      description: 'Whether it runs computers in the bubblewrap sandbox; a pool refuses unsandboxed workers unless `allowUnsandboxed`.',
+    },
+    version: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[0-9A-Za-z.+-]+$', description: 'Its agent-platform version.' },
+  }),
+  RegisteredWorkerView: object({
+    workerId: uuidString(),
+    poolId: uuidString(),
+    poolName: { type: 'string' },
+    sessionToken: {
+      type: 'string',
+      description: 'The credential of every later call of this worker (`wks_`...). Shown only in this answer; the worker keeps it in its data folder.',
+    },
+    capacity: object(capacity),
+    leaseMs: { type: 'integer', description: 'How long it stays online without a heartbeat (`WORKER_LEASE_MS`).' },
+    heartbeatMs: { type: 'integer', description: 'How often to heartbeat: a third of the lease.' },
+    leaseExpiresAt: unixMs(),
+  }),
+  WorkerHeartbeatBody: closedObject([], { usage: closedObject(['cpuPercent', 'memoryMb', 'diskMb'], usage) }),
+  WorkerHeartbeatView: object({ leaseExpiresAt: unixMs() }),
   ListWorkerPoolsQuery: pageQuery(),
+  ListWorkersQuery: pageQuery(),
   ListEnrollmentTokensQuery: pageQuery(),
 });
 
@@ -80,3 +175,9 @@ export type CreateWorkerPoolInput = ApiSchema<'CreateWorkerPoolBody'>;
 export type UpdateWorkerPoolInput = ApiSchema<'UpdateWorkerPoolBody'>;
 export type CreateEnrollmentTokenInput = ApiSchema<'CreateEnrollmentTokenBody'>;
 export type PageInput = ApiSchema<'ListWorkerPoolsQuery'>;
+export type WorkerView = ApiSchema<'WorkerView'>;
+export type WorkerListView = ApiSchema<'WorkerListView'>;
+export type RegisterWorkerInput = ApiSchema<'RegisterWorkerBody'>;
+export type RegisteredWorkerView = ApiSchema<'RegisteredWorkerView'>;
+export type WorkerHeartbeatInput = ApiSchema<'WorkerHeartbeatBody'>;
+export type WorkerHeartbeatView = ApiSchema<'WorkerHeartbeatView'>;

@@ -15,8 +15,8 @@ import { pageSize } from '../../../platform/http/pagination';
 import { QuerySchema, ref } from '../../../platform/http/json-schema';
 import { PathIds } from '../../../platform/http/path-ids';
 import { actingAs, Authenticated, CurrentPrincipal, Principal, Role } from '../../auth';
-import { enrollmentTokenNotFound, tooManyEnrollmentTokens, workerPoolNameTaken, workerPoolNotFound } from '../domain/computers.errors';
-import { WorkerEnrollmentTokenEntity, WorkerPoolEntity } from '../entities';
+import { enrollmentTokenNotFound, tooManyEnrollmentTokens, workerNotFound, workerPoolNameTaken, workerPoolNotFound } from '../domain/computers.errors';
+import { WorkerEnrollmentTokenEntity, WorkerEntity, WorkerPoolEntity } from '../entities';
 import {
   CreatedEnrollmentTokenView,
   CreateEnrollmentTokenInput,
@@ -25,8 +25,10 @@ import {
   EnrollmentTokenView,
   PageInput,
   UpdateWorkerPoolInput,
+  WorkerListView,
   WorkerPoolListView,
   workerPoolSchemas,
+  WorkerView,
   WorkerPoolView,
 } from './worker-pool.schemas';
 import { MAX_ENROLLMENT_TOKENS_PER_POOL, PoolActor, WorkerPoolsService } from './worker-pools.service';
@@ -47,7 +49,11 @@ const actorOf = (principal: Principal): PoolActor => ({ organizationId: principa
 @Controller('api/v0/worker-pools')
 @Authenticated(Role.Owner, Role.Manager)
 @ApiBadRequestResponse({ description: 'Invalid input; `detail` names the field, `metadata.errors` lists all.', schema: V0_ERROR })
-@PathIds({ poolId: (id) => workerPoolNotFound(id), tokenId: (id, { poolId }) => enrollmentTokenNotFound(poolId, id) })
+@PathIds({
+  poolId: (id) => workerPoolNotFound(id),
+  tokenId: (id, { poolId }) => enrollmentTokenNotFound(poolId, id),
+  workerId: (id, { poolId }) => workerNotFound(poolId, id),
+})
 @ApiErrorExamples(workerPoolNotFound(EXAMPLE_ID))
 export class WorkerPoolsController {
   constructor(private readonly pools: WorkerPoolsService) {}
@@ -162,6 +168,55 @@ export class WorkerPoolsController {
   ): Promise<EnrollmentTokenView> {
     return toEnrollmentTokenView(await this.pools.revokeToken(actorOf(principal), poolId, tokenId));
   }
+
+  @Get(':poolId/workers')
+  @ApiOperation({
+    summary: 'List workers',
+    description:
+      'The workers registered into the pool, newest first: online ones, and for a week those whose session ended (each restart of a worker registers anew).',
+  })
+  @ApiOkResponse({ schema: ref('WorkerListView') })
+  @ApiNotFoundResponse(POOL_NOT_FOUND)
+  async listWorkers(
+    @CurrentPrincipal() principal: Principal,
+    @Param('poolId') poolId: string,
+    @QuerySchema(workerPoolSchemas, 'ListWorkersQuery') query: PageInput,
+  ): Promise<WorkerListView> {
+    const page = await this.pools.listWorkers(principal.organizationId, poolId, query.cursor, pageSize(query));
+    return { workers: page.items.map(toWorkerView), pagination: page.pagination };
+  }
+
+  @Delete(':poolId/workers/:workerId')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Evict a worker',
+    description:
+      "Ends the worker's session at once (`evicted`): its next call is 401, and it must register again with a token that still works. Evicting twice is harmless.",
+  })
+  @ApiOkResponse({ schema: ref('WorkerView') })
+  @ApiNotFoundResponse({ description: '`worker_pool_not_found` or `worker_not_found`: not in this pool of your organization.', schema: V0_ERROR })
+  async evict(@CurrentPrincipal() principal: Principal, @Param('poolId') poolId: string, @Param('workerId') workerId: string): Promise<WorkerView> {
+    return toWorkerView(await this.pools.evict(actorOf(principal), poolId, workerId));
+  }
+}
+
+export function toWorkerView(worker: WorkerEntity): WorkerView {
+  return {
+    id: worker.id,
+    poolId: worker.poolId,
+    name: worker.name,
+    hostname: worker.hostname,
+    labels: worker.labels,
+    capacity: worker.capacity,
+    usage: worker.usage,
+    sandboxed: worker.sandboxed,
+    version: worker.version,
+    status: worker.status,
+    registeredAt: worker.registeredAt.getTime(),
+    lastSeenAt: worker.lastSeenAt.getTime(),
+    leaseExpiresAt: worker.leaseExpiresAt.getTime(),
+    endedAt: worker.endedAt?.getTime() ?? null,
+  };
 }
 
 export function toWorkerPoolView(pool: WorkerPoolEntity): WorkerPoolView {
@@ -169,6 +224,8 @@ export function toWorkerPoolView(pool: WorkerPoolEntity): WorkerPoolView {
     id: pool.id,
     name: pool.name,
     description: pool.description,
+    maxComputersPerWorker: pool.maxComputersPerWorker,
+    allowUnsandboxed: pool.allowUnsandboxed,
     createdBy: pool.createdBy,
     createdAt: pool.createdAt.getTime(),
     updatedAt: pool.updatedAt.getTime(),

@@ -7,7 +7,7 @@ import { Page, toPage } from '../../../platform/http/pagination';
 import { WorkerEnrollmentTokenEntity, WorkerPoolEntity } from '../entities';
 
 const POOL_COLUMNS = `organization_id AS "organizationId", id, name, description,
-  created_by AS "createdBy", created_at AS "createdAt", updated_at AS "updatedAt"`;
+  max_computers_per_worker AS "maxComputersPerWorker", allow_unsandboxed AS "allowUnsandboxed", created_by AS "createdBy", created_at AS "createdAt", updated_at AS "updatedAt"`;
 const TOKEN_COLUMNS = `organization_id AS "organizationId", id, pool_id AS "poolId", name, prefix, token_hash AS "tokenHash", created_by AS "createdBy",
   created_at AS "createdAt", last_used_at AS "lastUsedAt", expires_at AS "expiresAt", revoked_at AS "revokedAt"`;
 

@@ -12,12 +12,15 @@ import {
   enrollmentTokenNotFound,
   QuotaExceededError,
   tooManyEnrollmentTokens,
+  workerNotFound,
   workerPoolNameTaken,
   workerPoolNotFound,
 } from '../domain/computers.errors';
-import { WorkerEnrollmentTokenEntity, WorkerPoolEntity } from '../entities';
-import { EnrollmentTokenData, WorkerPoolData } from '../events';
+import { WorkerEnrollmentTokenEntity, WorkerEntity, WorkerPoolEntity } from '../entities';
+import { EnrollmentTokenData, WorkerLeftData, WorkerPoolData } from '../events';
 import { WorkerPoolsRepository } from './worker-pools.repository';
+import { WorkersRepository } from './workers.repository';
+import { WorkerStatus } from './worker';
 
 /** Enrollment tokens of one pool that still work (not revoked, not expired) at once. */
 export const MAX_ENROLLMENT_TOKENS_PER_POOL = 20;
@@ -33,6 +36,8 @@ export interface PoolActor {
 export interface PoolSettings {
   name?: string;
   description?: string | null;
+  maxComputersPerWorker?: number | null;
+  allowUnsandboxed?: boolean;
 }
 
 /** An organization's worker pools and the tokens workers register into them with (owners, managers and the operator). */
@@ -40,6 +45,7 @@ export interface PoolSettings {
 export class WorkerPoolsService {
   constructor(
     private readonly repository: WorkerPoolsRepository,
+    private readonly workers: WorkersRepository,
     private readonly events: EventLog,
     private readonly config: AppConfig,
   ) {}
@@ -50,6 +56,8 @@ export class WorkerPoolsService {
       id: newId(),
       name: checkedName(input.name),
       description: input.description ?? null,
+      maxComputersPerWorker: input.maxComputersPerWorker ?? null,
+      allowUnsandboxed: input.allowUnsandboxed ?? false,
       createdBy: actor.userId,
       createdAt: now,
       updatedAt: now,
@@ -96,6 +104,8 @@ export class WorkerPoolsService {
         pool.name = changes.name;
       }
       if (changes.description !== undefined) pool.description = changes.description;
+      if (changes.maxComputersPerWorker !== undefined) pool.maxComputersPerWorker = changes.maxComputersPerWorker;
+      if (changes.allowUnsandboxed !== undefined) pool.allowUnsandboxed = changes.allowUnsandboxed;
       pool.updatedAt = now;
       await this.repository.savePool(manager, pool);
       this.raisePool(manager, 'worker_pool.updated', pool, actor);
@@ -157,18 +167,50 @@ export class WorkerPoolsService {
     return this.repository.listTokens(pool, cursor, limit);
   }
 
-  /** Revokes the token once; revoking again is harmless and raises nothing. */
+  /** Revokes the token once, ending the session of every worker registered with it; revoking again is harmless and raises nothing. */
   async revokeToken(actor: PoolActor, poolId: string, tokenId: string, now = new Date()): Promise<WorkerEnrollmentTokenEntity> {
     const pool = await this.find(actor.organizationId, poolId);
     const known = isUuid(tokenId) ? await this.repository.findToken(actor.organizationId, pool.id, tokenId) : null;
     if (!known) throw enrollmentTokenNotFound(pool.id, tokenId);
+    let ended: WorkerEntity[] = [];
     const token = await this.repository.transaction(async (manager) => {
       const token = (await this.repository.revokeToken(manager, known, now)) ?? known;
       if (token.revokedAt?.getTime() === now.getTime()) this.raiseToken(manager, 'enrollment_token.revoked', token, actor);
+      ended = await this.workers.end(manager, { organizationId: token.organizationId, enrollmentTokenId: token.id }, WorkerStatus.Revoked);
+      for (const worker of ended) this.raiseLeft(manager, worker, 'revoked', actor);
       return token;
     });
     logSecurityEvent('enrollment_token.revoked', { organizationId: actor.organizationId, ...actor.by.security }, { poolId: pool.id, tokenId: token.id });
+    for (const worker of ended) logWorkerEnded(worker, 'revoked', actor);
     return token;
+  }
+
+  async listWorkers(organizationId: string, poolId: string, cursor: string | undefined, limit: number): Promise<Page<WorkerEntity>> {
+    const pool = await this.find(organizationId, poolId);
+    return this.workers.list(pool, cursor, limit);
+  }
+
+  /** Ends an online worker's session at once (its next call is 401); an ended one is answered as it is. */
+  async evict(actor: PoolActor, poolId: string, workerId: string): Promise<WorkerEntity> {
+    const pool = await this.find(actor.organizationId, poolId);
+    const known = isUuid(workerId) ? await this.workers.find(actor.organizationId, pool.id, workerId) : null;
+    if (!known) throw workerNotFound(pool.id, workerId);
+    const [evicted] = await this.workers.transaction(async (manager) => {
+      const ended = await this.workers.end(manager, { organizationId: known.organizationId, workerId: known.id }, WorkerStatus.Evicted);
+      for (const worker of ended) this.raiseLeft(manager, worker, 'evicted', actor);
+      return ended;
+    });
+    if (evicted) logWorkerEnded(evicted, 'evicted', actor);
+    return evicted ?? (await this.workers.find(actor.organizationId, pool.id, workerId)) ?? known;
+  }
+
+  private raiseLeft(manager: EntityManager, worker: WorkerEntity, reason: WorkerLeftData['reason'], actor: PoolActor): void {
+    this.events.raise(manager, {
+      type: 'worker.left',
+      organizationId: worker.organizationId,
+      actor: actor.by.event,
+      data: { workerId: worker.id, poolId: worker.poolId, name: worker.name, reason },
+    });
   }
 
   private async refuseTakenName(manager: EntityManager, organizationId: string, name: string): Promise<void> {
@@ -181,7 +223,12 @@ export class WorkerPoolsService {
     pool: WorkerPoolEntity,
     actor: PoolActor,
   ): void {
-    const data: WorkerPoolData = { poolId: pool.id, name: pool.name };
+    const data: WorkerPoolData = {
+      poolId: pool.id,
+      name: pool.name,
+      maxComputersPerWorker: pool.maxComputersPerWorker,
+      allowUnsandboxed: pool.allowUnsandboxed,
+    };
     this.events.raise(manager, { type, organizationId: pool.organizationId, actor: actor.by.event, data });
   }
 
@@ -206,4 +253,13 @@ export class WorkerPoolsService {
 function checkedName(name: string): string {
   if (isUuid(name)) throw validationError([{ field: 'name', message: 'must not be a UUID (a computer names its pool by name or id)' }]);
   return name;
+}
+
+/** A worker's session ended by someone: the security log's line. */
+export function logWorkerEnded(worker: WorkerEntity, reason: WorkerLeftData['reason'], actor?: PoolActor): void {
+  logSecurityEvent(
+    'worker.ended',
+    { organizationId: worker.organizationId, ...(actor?.by.security ?? { credentialId: `worker:${worker.id}` }) },
+    { workerId: worker.id, poolId: worker.poolId, reason },
+  );
 }

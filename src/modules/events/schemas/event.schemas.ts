@@ -52,6 +52,8 @@ const workerPool = (): SchemaObject =>
   object('', {
     poolId: uuidString('The pool.'),
     name: text('Its name.'),
+    maxComputersPerWorker: { type: 'integer', nullable: true, description: 'Its cap on computers per worker, or null.' },
+    allowUnsandboxed: { type: 'boolean', description: 'Whether unsandboxed workers may register.' },
   });
 
 /** An enrollment token as its events show it: never the token. */
@@ -209,6 +211,36 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     target: { kind: 'enrollment_token', field: 'tokenId' },
     data: enrollmentToken(),
   },
+  'worker.joined': {
+    summary: 'A worker registered into a pool with one of its enrollment tokens (seen by owners and managers).',
+    target: { kind: 'worker', field: 'workerId' },
+    data: object('', {
+      workerId: uuidString('The worker.'),
+      poolId: uuidString('Its pool.'),
+      name: text('Its name.'),
+      hostname: text("Its machine's host name."),
+      labels: { type: 'array', items: { type: 'string' }, description: 'Its labels.' },
+      capacity: object("What it can hold (computers after the pool's cap).", {
+        computers: { type: 'integer' },
+        cpus: { type: 'integer' },
+        memoryMb: { type: 'integer' },
+        diskMb: { type: 'integer' },
+      }),
+      sandboxed: { type: 'boolean', description: 'Whether it runs computers in the bubblewrap sandbox.' },
+      version: text('Its version of agent-platform.'),
+    }),
+  },
+  'worker.left': {
+    summary:
+      "A worker's session ended (seen by owners and managers): `left` (it shut down), `lost` (no heartbeat within WORKER_LEASE_MS), `revoked` (its enrollment token was) or `evicted`.",
+    target: { kind: 'worker', field: 'workerId' },
+    data: object('', {
+      workerId: uuidString('The worker.'),
+      poolId: uuidString('Its pool.'),
+      name: text('Its name.'),
+      reason: oneOf(['left', 'lost', 'revoked', 'evicted'], 'Why.'),
+    }),
+  },
   'controls.revised': {
     summary: 'An owner or manager changed the enterprise controls: `revision` is now in force.',
     target: { kind: 'enterprise_controls', field: 'revision' },
@@ -320,11 +352,12 @@ const ACTOR: SchemaObject = {
   required: ['kind'],
   properties: {
     kind: oneOf(
-      ['user', 'computer', 'operator', 'system'],
-      "`user` (a person or service account, by API key or JWT), `computer` (its agent token), `operator` (the CLI), `system` (the server's own work).",
+      ['user', 'computer', 'worker', 'operator', 'system'],
+      "`user` (a person or service account, by API key or JWT), `computer` (its agent token), `worker` (a worker machine's token), `operator` (the CLI), `system` (the server's own work).",
     ),
     userId: uuidString("The user (for a computer: the computer's owner, whom its agent acts for)."),
     computerId: uuidString('The computer whose agent token was used.'),
+    workerId: uuidString('The worker whose token was used.'),
     email: text("Audit log only: the user's address at the time."),
     role: oneOf(ROLES, "Audit log only: the user's role at the time."),
     credential: oneOf(['api_key', 'jwt', 'agent_token'], 'Audit log only: how the caller authenticated.'),

@@ -1,0 +1,180 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import { Sql } from '../../../platform/database/sql';
+import { NewestFirst } from '../../../platform/database/keyset';
+import { Page, toPage } from '../../../platform/http/pagination';
+import { WorkerEnrollmentTokenEntity, WorkerEntity, WorkerPoolEntity } from '../entities';
+import { WorkerCapacity, WorkerStatus, WorkerUsage } from './worker';
+
+const WORKER_COLUMNS = `organization_id AS "organizationId", id, pool_id AS "poolId", enrollment_token_id AS "enrollmentTokenId", name, hostname,
+  labels, capacity, usage, sandboxed, version, session_hash AS "sessionHash", status, registered_at AS "registeredAt",
+  last_seen_at AS "lastSeenAt", lease_expires_at AS "leaseExpiresAt", ended_at AS "endedAt"`;
+
+/** The database clock, to the millisecond: leases compare times from several instances. */
+const NOW = `date_trunc('milliseconds', clock_timestamp())`;
+
+/** An enrollment token with its pool, as registration reads them. */
+export interface EnrollmentGrant {
+  token: WorkerEnrollmentTokenEntity;
+  pool: WorkerPoolEntity;
+}
+
+export interface NewWorker {
+  organizationId: string;
+  id: string;
+  poolId: string;
+  enrollmentTokenId: string;
+  name: string;
+  hostname: string;
+  labels: string[];
+  capacity: WorkerCapacity;
+  sandboxed: boolean;
+  version: string;
+  sessionHash: string;
+}
+
+/** The SQL of workers: registration, leases and their end. */
+@Injectable()
+export class WorkersRepository {
+  static readonly order = new NewestFirst('workers');
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly sql: Sql,
+  ) {}
+
+  transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return this.dataSource.transaction(work);
+  }
+
+  /** The token of this hash with its pool, the pool's row locked (registrations into it count one at a time). */
+  async lockGrant(manager: EntityManager, tokenHash: string): Promise<EnrollmentGrant | null> {
+    const token = await manager.getRepository(WorkerEnrollmentTokenEntity).findOneBy({ tokenHash });
+    if (!token) return null;
+    const pool = await manager
+      .getRepository(WorkerPoolEntity)
+      .findOne({ where: { organizationId: token.organizationId, id: token.poolId }, lock: { mode: 'pessimistic_write' } });
+    return pool ? { token, pool } : null;
+  }
+
+  async countOnline(manager: EntityManager, pool: Pick<WorkerPoolEntity, 'organizationId' | 'id'>): Promise<number> {
+    const [{ count }] = await this.sql
+      .in(manager)
+      .query<{ count: number }>(
+        'workers.countOnline',
+        `SELECT count(*)::int AS count FROM workers WHERE organization_id = $1 AND pool_id = $2 AND status = '${WorkerStatus.Online}'`,
+        [pool.organizationId, pool.id],
+      );
+    return count;
+  }
+
+  /** Adds the worker, online with a lease of `leaseMs` from now by the database's clock. */
+  async insert(manager: EntityManager, worker: NewWorker, leaseMs: number): Promise<WorkerEntity> {
+    const [row] = await this.sql.in(manager).query<WorkerEntity>(
+      'workers.insert',
+      `INSERT INTO workers (organization_id, id, pool_id, enrollment_token_id, name, hostname, labels, capacity, sandboxed, version, session_hash,
+         status, registered_at, last_seen_at, lease_expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '${WorkerStatus.Online}', ${NOW}, ${NOW}, ${NOW} + $12 * interval '1 millisecond')
+       RETURNING ${WORKER_COLUMNS}`,
+      [
+        worker.organizationId,
+        worker.id,
+        worker.poolId,
+        worker.enrollmentTokenId,
+        worker.name,
+        worker.hostname,
+        JSON.stringify(worker.labels),
+        JSON.stringify(worker.capacity),
+        worker.sandboxed,
+        worker.version,
+        worker.sessionHash,
+        leaseMs,
+      ],
+    );
+    await manager
+      .getRepository(WorkerEnrollmentTokenEntity)
+      .update({ organizationId: worker.organizationId, id: worker.enrollmentTokenId }, { lastUsedAt: row.registeredAt });
+    return row;
+  }
+
+  /** The worker whose session token has this hash, whatever its status. */
+  bySessionHash(sessionHash: string): Promise<WorkerEntity | null> {
+    return this.dataSource.getRepository(WorkerEntity).findOneBy({ sessionHash });
+  }
+
+  /** Renews an online worker's lease and records its usage; null when it is no longer online. */
+  async renew(worker: Pick<WorkerEntity, 'organizationId' | 'id'>, usage: WorkerUsage | null, leaseMs: number): Promise<WorkerEntity | null> {
+    const rows = await this.sql.query<WorkerEntity>(
+      'workers.renew',
+      `UPDATE workers SET usage = coalesce($3::jsonb, usage), last_seen_at = ${NOW}, lease_expires_at = ${NOW} + $4 * interval '1 millisecond'
+       WHERE organization_id = $1 AND id = $2 AND status = '${WorkerStatus.Online}'
+       RETURNING ${WORKER_COLUMNS}`,
+      [worker.organizationId, worker.id, usage === null ? null : JSON.stringify(usage), leaseMs],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** Ends the sessions of the online workers matched, with `status`; the workers it ended. */
+  async end(
+    manager: EntityManager,
+    which: { organizationId: string; workerId?: string; enrollmentTokenId?: string; poolId?: string },
+    status: Exclude<WorkerStatus, WorkerStatus.Online>,
+  ): Promise<WorkerEntity[]> {
+    const values: unknown[] = [which.organizationId];
+    const conditions = ['organization_id = $1', `status = '${WorkerStatus.Online}'`];
+    if (which.workerId) conditions.push(`id = $${values.push(which.workerId)}`);
+    if (which.enrollmentTokenId) conditions.push(`enrollment_token_id = $${values.push(which.enrollmentTokenId)}`);
+    if (which.poolId) conditions.push(`pool_id = $${values.push(which.poolId)}`);
+    const key = `${which.workerId ? 'w' : ''}${which.enrollmentTokenId ? 't' : ''}${which.poolId ? 'p' : ''}`;
+    return this.sql
+      .in(manager)
+      .query<WorkerEntity>(
+        `workers.end.${key}`,
+        `UPDATE workers SET status = $${values.push(status)}, ended_at = ${NOW} WHERE ${conditions.join(' AND ')} RETURNING ${WORKER_COLUMNS}`,
+        values,
+      );
+  }
+
+  /** Online workers whose lease ran out, across organizations, made `lost`: claimed so that instances sweeping at once take disjoint ones. */
+  lapse(manager: EntityManager, limit: number): Promise<WorkerEntity[]> {
+    return this.sql.in(manager).query<WorkerEntity>(
+      'workers.lapse',
+      `UPDATE workers SET status = '${WorkerStatus.Lost}', ended_at = ${NOW}
+       WHERE (organization_id, id) IN (
+         SELECT organization_id, id FROM workers WHERE status = '${WorkerStatus.Online}' AND lease_expires_at < clock_timestamp()
+         ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+       RETURNING ${WORKER_COLUMNS}`,
+      [limit],
+    );
+  }
+
+  /** Forgets workers whose session ended more than `keepMs` ago (each restart of a worker registers anew). */
+  async forgetEnded(keepMs: number, limit: number): Promise<number> {
+    const rows = await this.sql.query<{ id: string }>(
+      'workers.forgetEnded',
+      `DELETE FROM workers WHERE (organization_id, id) IN (
+         SELECT organization_id, id FROM workers WHERE status <> '${WorkerStatus.Online}' AND ended_at < clock_timestamp() - $1 * interval '1 millisecond'
+         LIMIT $2 FOR UPDATE SKIP LOCKED)
+       RETURNING id`,
+      [keepMs, limit],
+    );
+    return rows.length;
+  }
+
+  find(organizationId: string, poolId: string, id: string): Promise<WorkerEntity | null> {
+    return this.dataSource.getRepository(WorkerEntity).findOneBy({ organizationId, poolId, id });
+  }
+
+  async list(pool: Pick<WorkerPoolEntity, 'organizationId' | 'id'>, cursor: string | undefined, limit: number): Promise<Page<WorkerEntity>> {
+    const after = WorkersRepository.order.positionOf(cursor);
+    const values: unknown[] = [pool.organizationId, pool.id, limit + 1];
+    const conditions = ['organization_id = $1', 'pool_id = $2'];
+    if (after) conditions.push(`(registered_at, id) < ($${values.push(after.createdAt)}, $${values.push(after.id)})`);
+    const rows = await this.sql.query<WorkerEntity>(
+      `workers.list${after ? '.after' : ''}`,
+      `SELECT ${WORKER_COLUMNS} FROM workers WHERE ${conditions.join(' AND ')} ORDER BY registered_at DESC, id DESC LIMIT $3`,
+      values,
+    );
+    return toPage(rows, limit, (row) => WorkersRepository.order.cursorOf({ createdAt: row.registeredAt, id: row.id }));
+  }
+}
