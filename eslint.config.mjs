@@ -9,13 +9,17 @@ const SRC = resolve(import.meta.dirname, 'src');
 /** Where a file sits in src/: its area (modules, agent, contract, platform...) and, in modules, which module. */
 function placeOf(file) {
   const [area, module, ...rest] = relative(SRC, file).split(sep);
-  return { area, module, rest };
+  return { area, module, rest, file };
 }
+
+/** What src/host may import besides itself and src/contract (paths in src/, without the extension). */
+const HOST_MAY_IMPORT = ['agent/sandbox/network-policy'];
 
 /**
  * The design's boundaries, checked on every relative import: a module reaches another only through its index.ts;
  * the agent (a program users run on their own machines) and the contract it shares with the server import nothing
- * of the server; the platform imports no module.
+ * of the server; the platform imports no module; the host library (what provisions and runs managed computers on a
+ * machine, for the server and for a worker alike) imports only itself, the contract and the agent's network policy.
  */
 const boundaries = {
   meta: { type: 'problem', schema: [], messages: { crossed: '{{why}}' } },
@@ -37,6 +41,14 @@ const boundaries = {
         why = 'The agent is a program of its own: it imports only src/agent and src/contract, never the server.';
       } else if (from.area === 'contract' && to.area !== 'contract') {
         why = 'src/contract is shared by the server and the agent: it imports nothing else.';
+      } else if (
+        from.area === 'host' &&
+        !['host', 'contract'].includes(to.area) &&
+        !HOST_MAY_IMPORT.includes(relative(SRC, to.file)) &&
+        !(isSpec && to.area === '..')
+      ) {
+        why =
+          "src/host runs on the server and on workers alike: it imports only src/host, src/contract and the agent's network policy, never a module, the platform or the configuration.";
       } else if (from.area === 'platform' && to.area === 'modules') {
         why = 'The platform serves every module and imports none.';
       }
@@ -66,6 +78,17 @@ const ONE_WAY = [
     selector: 'Decorator > CallExpression[callee.name=/^(Body|Query)$/][arguments.length=0]',
     message: 'Every body and query string is checked by its JSON Schema: `@Body(registry.pipe(name))`, `@QuerySchema(registry, name)`.',
   },
+];
+
+/** Packages the configuration and requests do without: one schema language (the block that uses it says why). */
+const SCHEMA_ONLY = [
+  {
+    name: '@nestjs/swagger',
+    importNames: ['ApiProperty', 'ApiPropertyOptional', 'ApiExtraModels', 'PickType'],
+    message: 'Describe shapes as JSON Schemas in the module registry.',
+  },
+  { name: 'class-validator', message: 'Requests and settings are checked by their JSON Schema (SchemaRegistry, SETTINGS), not class-validator.' },
+  { name: 'class-transformer', message: 'Requests and settings are checked by their JSON Schema (SchemaRegistry, SETTINGS), not class-transformer.' },
 ];
 
 export default tseslint.config(
@@ -100,14 +123,24 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          paths: [
+          paths: SCHEMA_ONLY,
+        },
+      ],
+    },
+  },
+  // The host library runs in a worker too, a plain Node program: no Nest, no database (its owner passes what it needs).
+  {
+    files: ['src/host/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: SCHEMA_ONLY,
+          patterns: [
             {
-              name: '@nestjs/swagger',
-              importNames: ['ApiProperty', 'ApiPropertyOptional', 'ApiExtraModels', 'PickType'],
-              message: 'Describe shapes as JSON Schemas in the module registry.',
+              group: ['@nestjs/*', 'typeorm', 'pg', '@electric-sql/*'],
+              message: 'src/host is Nest-free and opens no database: its owner passes what it needs.',
             },
-            { name: 'class-validator', message: 'Requests and settings are checked by their JSON Schema (SchemaRegistry, SETTINGS), not class-validator.' },
-            { name: 'class-transformer', message: 'Requests and settings are checked by their JSON Schema (SchemaRegistry, SETTINGS), not class-transformer.' },
           ],
         },
       ],

@@ -78,16 +78,10 @@ describe('The computer sandbox of a server that is not root', () => {
     chmodSync(join(workspace, 'escape.js'), 0o644);
     chmodSync(join(workspace, 'targets.json'), 0o644);
 
-    const output = runAsUser(
-      project,
-      (at) => [
-        join(at, 'test', 'fixtures', 'sandbox-as-user.js'),
-        join(at, 'dist', 'modules', 'computers', 'sandbox', 'computer-sandbox.js'),
-        workspace,
-        join(base, 'computers'),
-      ],
-      { PATH: process.env.PATH, SERVER_SECRET: canary },
-    );
+    const output = runAsUser(project, (at) => [join(at, 'test', 'fixtures', 'sandbox-as-user.js'), join(at, 'dist', 'host', 'host-sandbox.js'), workspace], {
+      PATH: process.env.PATH,
+      SERVER_SECRET: canary,
+    });
     const result = JSON.parse(output.trim().split('\n').pop()!) as { exit?: number; uid?: number; unavailable?: string };
     expect(result).toEqual({ exit: 0, uid: root ? USER.uid : process.getuid!() });
 

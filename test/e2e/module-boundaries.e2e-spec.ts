@@ -27,6 +27,25 @@ describe('Module boundaries (lint)', () => {
     ['the agent importing the platform', 'src/agent/agent.ts', "import type { AppConfig } from '../config/app-config';", /never the server/],
     ['the contract importing the server', 'src/contract/agent-channel.ts', "import type { Role } from '../modules/auth';", /imports nothing else/],
     ['the platform importing a module', 'src/platform/http/web-console.ts', "import type { Role } from '../../modules/auth';", /imports none/],
+    [
+      'the host library importing a module',
+      'src/host/host-sandbox.ts',
+      "import type { Role } from '../modules/auth';",
+      /src\/host runs on the server and on workers/,
+    ],
+    [
+      'the host library importing the platform',
+      'src/host/host-sandbox.ts',
+      "import { logSecurityEvent } from '../platform/logging/security-log';",
+      /never a module, the platform/,
+    ],
+    [
+      'the host library importing the configuration',
+      'src/host/host-provisioner.ts',
+      "import type { AppConfig } from '../config/app-config';",
+      /or the configuration/,
+    ],
+    ['the host library importing the agent', 'src/host/host-sandbox.ts', "import { Sandbox } from '../agent/sandbox/sandbox';", /the agent's network policy/],
   ])('refuses %s', async (_, file, code, why) => {
     const found = await complaints(file, `${code}\nexport const unused = 1;\n`);
     expect(found).toHaveLength(1);
@@ -40,6 +59,13 @@ describe('Module boundaries (lint)', () => {
     ['the agent importing the contract', 'src/agent/agent.ts', "import type { Work } from '../contract/agent-channel';"],
     ['the contract importing its generated types', 'src/contract/agent-channel.ts', "import type { paths } from './generated/openapi';"],
     ['a module importing the platform', 'src/modules/sessions/sessions.service.ts', "import { isUuid } from '../../platform/database/ids';"],
+    ['the host library importing the contract', 'src/host/host-sandbox.ts', "import { AddressPolicy } from '../contract/address-policy';"],
+    ["the host library importing the agent's network policy", 'src/host/host-sandbox.ts', "import type { AllowedIps } from '../agent/sandbox/network-policy';"],
+    [
+      'the Computers module importing the host library',
+      'src/modules/computers/providers/local.provider.ts',
+      "import { HostProvisioner } from '../../../host/host-provisioner';",
+    ],
   ])('lets through %s', async (_, file, code) => {
     expect(await complaints(file, `${code}\nexport const unused = 1;\n`)).toEqual([]);
   });

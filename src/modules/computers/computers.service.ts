@@ -18,7 +18,7 @@ import { ComputerQuota, computerNotFound, ComputersError, ComputersErrorCode, Qu
 import { kindRefusal } from './domain/kind-controls';
 import { ComputerOwner, CreateComputerInput, newComputer, newStep } from './domain/new-computer';
 import { planSteps, StepId, StepStatus } from './domain/provisioning-step';
-import { locateRepo } from './domain/repo-location';
+import { locateRepo } from '../../host/repo-location';
 import { ComputerShape, ComputerView, toComputerView } from './domain/views';
 import { ComputerEntity, ProvisioningStepEntity } from './entities';
 import { ProvisioningJob } from './jobs/provisioning.job';

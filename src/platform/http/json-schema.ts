@@ -6,7 +6,7 @@ import { isUuid } from '../database/ids';
 import type { SchemaName } from './api-schema';
 import { NO_EFFECT_KEYWORD } from './no-effect';
 import { countProblems } from './schema-limits';
-import { URL_FORMATS, UrlFormat } from './urls';
+import { URL_FORMATS, UrlFormat } from '../../contract/urls';
 import { checkQueryKeys, FieldError, ProblemList } from './validation';
 
 /** A pattern for one-line text: no C0 or C1 control characters (nor DEL). Linear to check, whatever the input. */

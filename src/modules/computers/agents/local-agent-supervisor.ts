@@ -1,6 +1,5 @@
 import { BeforeApplicationShutdown, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { DataSource } from 'typeorm';
@@ -13,33 +12,13 @@ import { ComputerStatus } from '../domain/computer-status';
 import { logSecurityEvent } from '../../../platform/logging/security-log';
 import { ComputersRepository } from '../computers.repository';
 import { LOCAL_PROVIDER } from '../domain/computer';
-import { AGENT_MAIN, AGENT_MODEL_SETTINGS, LocalAgentLauncher, ORPHAN_GUARD } from './local-agent-launcher';
+import { AGENT_MAIN, AGENT_MODEL_SETTINGS, AgentProcesses, ORPHAN_GUARD } from '../../../host/agent-processes';
+import { LocalAgentLauncher } from './local-agent-launcher';
 
 const JOB_NAME = 'computers.local-agents';
 
 /** How often each instance compares the agents it runs with the computers that need one. */
 const RECONCILE_MS = 5_000;
-/** An agent that exits is started again after this long, doubling at each exit up to the maximum. */
-const FIRST_RESTART_MS = 1_000;
-const MAX_RESTART_MS = 60_000;
-/** An agent asked to stop (SIGTERM) that still runs after this long is killed. */
-const STOP_GRACE_MS = 5_000;
-
-interface SupervisedAgent {
-  computerId: string;
-  organizationId: string;
-  /** The stored envelope its token came from: another one means the token was rotated. */
-  envelope: string;
-  token: string;
-  child: ChildProcess | null;
-  /** Resolves when `child` has exited. */
-  exited: Promise<void>;
-  startedAt: number;
-  restartDelayMs: number;
-  restartTimer: NodeJS.Timeout | null;
-  retired: boolean;
-}
-
 /**
  * Runs the reference agent (`dist/agent/main.js`) of every active managed `local` computer whose
  * workspace is on this host: one child process per computer, with the computer's token (kept
@@ -55,7 +34,8 @@ interface SupervisedAgent {
 @Injectable()
 export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(LocalAgentSupervisor.name);
-  private readonly agents = new Map<string, SupervisedAgent>();
+  /** The agents this instance runs, keyed by computer; each one's `version` is the stored envelope its token came from. */
+  private readonly agents: AgentProcesses;
   /** Computers left without an agent by their organization's LOCAL_AGENTS_PER_ORGANIZATION: said once, not at every look. */
   private readonly overQuota = new Set<string>();
   private locks: SessionLocks | null = null;
@@ -73,7 +53,9 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     private readonly adapterHost: HttpAdapterHost,
     private readonly jobs: JobRunner,
     private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.agents = launcher.processes({ url: () => this.serverUrl(), stopping: () => this.stopping });
+  }
 
   onApplicationBootstrap(): void {
     if (!this.config.LOCAL_AGENTS) return;
@@ -153,15 +135,15 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
           .map((row) => [row.id, { envelope: row.agentTokenEncrypted, organizationId: row.organizationId }]),
       );
       this.launcher.forgetAllBut(new Set(wanted.keys()));
-      for (const agent of [...this.agents.values()]) {
-        const envelope = wanted.get(agent.computerId)?.envelope;
-        if (envelope === undefined) {
+      for (const computerId of this.agents.computerIds()) {
+        const want = wanted.get(computerId);
+        if (want === undefined) {
           // Deleted (through another instance), or its workspace is gone.
-          await this.retire(agent.computerId, 'SIGKILL');
-        } else if (envelope !== agent.envelope) {
-          this.logger.log(`The token of computer ${agent.computerId} was rotated: restarting its agent with the new one`);
-          await this.retire(agent.computerId, 'SIGTERM', { keepLock: true });
-          if (!(await this.launch(agent.computerId, agent.organizationId, envelope))) await this.unlock(agent.computerId);
+          await this.retire(computerId, 'SIGKILL');
+        } else if (want.envelope !== this.agents.versionOf(computerId)) {
+          this.logger.log(`The token of computer ${computerId} was rotated: restarting its agent with the new one`);
+          await this.retire(computerId, 'SIGTERM', { keepLock: true });
+          if (!(await this.launch(computerId, want.organizationId, want.envelope))) await this.unlock(computerId);
         }
       }
       for (const [computerId, { envelope, organizationId }] of wanted) {
@@ -179,85 +161,18 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
   private async launch(computerId: string, organizationId: string, envelope: string): Promise<boolean> {
     const token = await this.launcher.tokenFor(computerId, envelope);
     if (token === null) return false;
-    const agent: SupervisedAgent = {
-      computerId,
-      organizationId,
-      envelope,
-      token,
-      child: null,
-      exited: Promise.resolve(),
-      startedAt: 0,
-      restartDelayMs: FIRST_RESTART_MS,
-      restartTimer: null,
-      retired: false,
-    };
-    this.agents.set(computerId, agent);
-    await this.start(agent);
+    await this.agents.start({ computerId, organizationId, token, version: envelope });
     return true;
   }
 
-  /** Starts the agent's process and watches it end. */
-  private async start(agent: SupervisedAgent): Promise<void> {
-    const url = this.serverUrl();
-    // Gone meanwhile: the next look retires the agent.
-    if (!url) return;
-    const { computerId, organizationId, token } = agent;
-    const child = await this.launcher.spawn({ computerId, organizationId, token, url }, () => agent.retired || this.stopping);
-    if (!child) return;
-    agent.child = child;
-    agent.startedAt = Date.now();
-    agent.exited = new Promise((resolve) => {
-      let settled = false;
-      const settle = (outcome: string) => {
-        if (settled) return;
-        settled = true;
-        resolve();
-        this.onExit(agent, child, outcome);
-      };
-      child.once('exit', (code, signal) => settle(code !== null ? `exit ${code}` : `killed by ${signal}`));
-      child.once('error', (error) => settle(`could not run: ${error.message}`));
-    });
-  }
-
-  /** A child ended: unless it was stopped on purpose, it is started again after its backoff. */
-  private onExit(agent: SupervisedAgent, child: ChildProcess, outcome: string): void {
-    if (agent.child !== child) return;
-    agent.child = null;
-    if (agent.retired || this.stopping) {
-      this.logger.log(`The agent of computer ${agent.computerId} stopped (${outcome})`);
-      return;
-    }
-    // One that ran a good while had a reason of its own to stop: start again from the shortest wait.
-    if (Date.now() - agent.startedAt >= MAX_RESTART_MS) agent.restartDelayMs = FIRST_RESTART_MS;
-    const delay = agent.restartDelayMs;
-    agent.restartDelayMs = Math.min(MAX_RESTART_MS, delay * 2);
-    this.logger.warn(`The agent of computer ${agent.computerId} exited (${outcome}); starting it again in ${delay / 1000} s`);
-    agent.restartTimer = setTimeout(() => {
-      agent.restartTimer = null;
-      if (agent.retired || this.stopping) return;
-      this.start(agent).catch((error: Error) => this.logger.error(`The agent of computer ${agent.computerId} could not be started again: ${error.message}`));
-    }, delay);
-  }
-
-  /** Stops supervising the computer's agent and stops its process (SIGTERM: SIGKILL after a grace period). */
+  /** Stops the computer's agent (SIGTERM: SIGKILL after a grace period), and lets its lock go unless `keepLock`. */
   private async retire(computerId: string, signal: 'SIGTERM' | 'SIGKILL', options: { keepLock?: boolean } = {}): Promise<void> {
-    const agent = this.agents.get(computerId);
-    if (!agent) return;
-    agent.retired = true;
-    this.agents.delete(computerId);
-    if (agent.restartTimer) clearTimeout(agent.restartTimer);
-    const child = agent.child;
-    if (child && child.exitCode === null && child.signalCode === null) {
-      killGroup(child, signal);
-      const escalation = signal === 'SIGKILL' ? null : setTimeout(() => killGroup(child, 'SIGKILL'), STOP_GRACE_MS);
-      await agent.exited;
-      if (escalation) clearTimeout(escalation);
-    }
+    if (!(await this.agents.retire(computerId, signal))) return;
     if (!options.keepLock) await this.unlock(computerId);
   }
 
   private async retireAll(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
-    await Promise.all([...this.agents.keys()].map((computerId) => this.retire(computerId, signal)));
+    await Promise.all(this.agents.computerIds().map((computerId) => this.retire(computerId, signal)));
   }
 
   private async unlock(computerId: string): Promise<void> {
@@ -285,14 +200,5 @@ export class LocalAgentSupervisor implements OnApplicationBootstrap, BeforeAppli
     if (!address || typeof address === 'string') return null;
     const host = address.address === '0.0.0.0' || address.address === '::' ? '127.0.0.1' : address.family === 'IPv6' ? `[${address.address}]` : address.address;
     return `http://${host}:${address.port}`;
-  }
-}
-
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // Already gone.
   }
 }

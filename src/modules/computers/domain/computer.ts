@@ -25,4 +25,4 @@ export const LOCAL_TEMPLATES = ['blank'] as const;
 export type ComputerSource = { kind: 'template'; templateId: string } | { kind: 'computer'; computerId: string };
 
 export const NAME_LIMITS = { min: 1, max: 63 } as const;
-export const REPO_LIMITS = { maxRepos: 20, maxLength: 2048 } as const;
+export { REPO_LIMITS } from '../../../host/repo-location';

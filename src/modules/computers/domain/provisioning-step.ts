@@ -1,3 +1,5 @@
+import { StepId } from '../../../host/step';
+
 /**
  * A provisioning step's status: pending → running when an instance claims it; running → running when another
  * instance takes over a claim whose lease ran out; running → completed or failed; failed → pending on retry (with
@@ -12,15 +14,7 @@ export enum StepStatus {
 
 export const STEP_STATUSES = Object.values(StepStatus);
 
-/**
- * The phases of a managed computer, in order. A computer has `create-computer` always, and the
- * others when its body asks for them (repos, autoInstallDeps).
- */
-export enum StepId {
-  CreateComputer = 'create-computer',
-  CloneRepos = 'clone-repos',
-  InstallDependencies = 'install-dependencies',
-}
+export { StepId };
 
 export const STEP_IDS = Object.values(StepId);
 

@@ -1,4 +1,4 @@
-import { checkUrl, HTTP_BASE_URL } from '../../../platform/http/urls';
+import { checkUrl, HTTP_BASE_URL } from '../../../contract/urls';
 import { EnterpriseSettings } from './settings';
 
 /** The stored form of a URL the schema accepted (`http-base-url`); a value it did not accept is left for it to refuse. */

@@ -43,7 +43,7 @@ const map = (values: SchemaObject, description: string, keys: SchemaObject = map
   additionalProperties: values,
   description: `${description} At most ${maxEntries} entries; keys 1-256 characters.`,
 });
-/** Checked by the shared URL checker (src/platform/http/urls.ts); stored as its normalized form. */
+/** Checked by the shared URL checker (src/contract/urls.ts); stored as its normalized form. */
 const httpUrl = (description: string): SchemaObject => ({
   type: 'string',
   maxLength: L.string,

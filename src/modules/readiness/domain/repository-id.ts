@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { checkUrl, UrlFormat, UrlRule, UrlVerdict } from '../../../platform/http/urls';
+import { checkUrl, UrlFormat, UrlRule, UrlVerdict } from '../../../contract/urls';
 import { REPORT_LIMITS } from './report';
 
 /**
  * A repository URL as the upload accepts it: https, http, ssh, git or file, with the shared URL
- * rules (src/platform/http/urls.ts). Credentials are dropped rather than refused: the evaluator
+ * rules (src/contract/urls.ts). Credentials are dropped rather than refused: the evaluator
  * reads the remote of a CI checkout, which often carries a token (`https://x-access-token:…@`),
  * and the report only needs to say which repository it was.
  */

@@ -3,15 +3,19 @@ import { createServer as createHttpServer, request as httpRequest, type Incoming
 import { connect, createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import type { AddressPolicy } from '../../../contract/address-policy';
+import type { AddressPolicy } from '../contract/address-policy';
+
+/**
+ * What `api.sock` reaches: the platform's own HTTP server, its bytes spliced to `host:port` as they are (the server);
+ * or an HTTP server made here, each request handed to `handle` (a process that forwards the agents' requests itself).
+ */
+export type EgressApi = { kind: 'splice'; host: string; port: number } | { kind: 'http'; handle(req: IncomingMessage, res: ServerResponse): void };
 
 export interface EgressOptions {
   /** The folder bound into the sandbox; `api.sock` and `proxy.sock` are made in it (and it, when missing). */
   dir: string;
-  /** The port of the platform's own HTTP server, which `api.sock` reaches. */
-  apiPort: number;
-  /** The address it listens on (default 127.0.0.1). */
-  apiHost?: string;
+  /** What `api.sock` reaches. */
+  api: EgressApi;
   /** Judges every destination of `proxy.sock`. */
   policy: Pick<AddressPolicy, 'vet'>;
   /** Called with each refused destination and why, for the security log. */
@@ -54,7 +58,7 @@ const HOP_BY_HOP = new Set([
 
 /**
  * A sandbox's way out, two unix sockets in `dir` that `socat` inside the sandbox forwards loopback
- * ports to: `api.sock` pipes bytes to the platform's HTTP server, and `proxy.sock` is an HTTP proxy
+ * ports to: `api.sock` reaches the platform (`options.api`), and `proxy.sock` is an HTTP proxy
  * (CONNECT tunnels and absolute-form `http://` requests) whose every destination goes through the
  * address policy and is reached at the address the policy vetted. Responses pass through as they
  * are: redirects reach the client, which asks the proxy again for the next hop.
@@ -126,16 +130,7 @@ export async function openEgress(options: EgressOptions): Promise<Egress> {
     (socket) => proxy.emit('connection', socket),
     (socket) => socket.end(rawResponse(503, `Too many connections through this sandbox's proxy (at most ${limits.maxConnections})`)),
   );
-  const apiFront = frontServer(
-    limits.maxConnections,
-    track,
-    (client) => {
-      const upstream = connect({ host: options.apiHost ?? '127.0.0.1', port: options.apiPort });
-      track(upstream);
-      splice(client, upstream);
-    },
-    (socket) => socket.destroy(),
-  );
+  const apiFront = frontServer(limits.maxConnections, track, apiAccept(options.api, limits.idleTimeoutMs, track), (socket) => socket.destroy());
 
   const servers: Server[] = [];
   try {
@@ -167,6 +162,30 @@ export async function openEgress(options: EgressOptions): Promise<Egress> {
     proxySocket,
     close: () => (closing ??= closeAll(servers, open)),
   };
+}
+
+/** How `api.sock` takes a connection: spliced to the platform's port, or served by an HTTP server of its own. */
+function apiAccept(api: EgressApi, idleTimeoutMs: number, track: (socket: Socket) => void): (client: Socket) => void {
+  if (api.kind === 'splice') {
+    return (client) => {
+      const upstream = connect({ host: api.host, port: api.port });
+      track(upstream);
+      splice(client, upstream);
+    };
+  }
+  const server = createHttpServer((req, res) => {
+    try {
+      api.handle(req, res);
+    } catch {
+      if (res.headersSent) res.destroy();
+      else reply(res, 502, 'The platform could not be reached');
+    }
+  });
+  // Its connections come from the unix socket (`frontServer`): their idle limit is the egress's, and long polls are not cut short.
+  server.timeout = idleTimeoutMs;
+  server.requestTimeout = 0;
+  server.on('clientError', (_error: NodeJS.ErrnoException, socket: Duplex) => socket.destroy());
+  return (client) => server.emit('connection', client);
 }
 
 /** A unix socket server that counts its connections and turns away those beyond `max`. */

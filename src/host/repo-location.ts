@@ -2,15 +2,17 @@ import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { basename, isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { checkUrl, URL_HTML_CHARACTERS, URL_UNSAFE_CHARACTERS, UrlRule } from '../../../platform/http/urls';
-import { REPO_LIMITS } from './computer';
+import { checkUrl, URL_HTML_CHARACTERS, URL_UNSAFE_CHARACTERS, UrlRule } from '../contract/urls';
+
+/** How many repos a computer may have, and how long each may be (the create request's schema says the same). */
+export const REPO_LIMITS = { maxRepos: 20, maxLength: 2048 } as const;
 
 /** Where a repo string points: a network remote, or a path on this host. */
 export type RepoLocation = { kind: 'remote'; url: string } | { kind: 'local'; path: string };
 
 /** `user@host:path`; neither user nor host may start with `-` (it would read as an ssh option). */
 const SCP_LIKE = /^[A-Za-z0-9._][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:[^\s]+$/;
-/** Remote URLs: the shared URL rules (src/platform/http/urls.ts), stored in their normalized form. */
+/** Remote URLs: the shared URL rules (src/contract/urls.ts), stored in their normalized form. */
 const REMOTE_URL: UrlRule = {
   schemes: ['https:', 'http:', 'ssh:', 'git:'],
   maxLength: REPO_LIMITS.maxLength,

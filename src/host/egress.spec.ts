@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer, request, type IncomingMessage, type Server } from 'node:http';
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AddressPolicy } from '../../../contract/address-policy';
+import { AddressPolicy } from '../contract/address-policy';
 import { openEgress, type Egress, type EgressOptions } from './egress';
 
 /** A server on 127.0.0.1 that a sandbox must not reach unless the operator allows it, counting what reaches it. */
@@ -131,6 +131,8 @@ function parseResponse(text: string): { status: number; headers: Record<string, 
 
 const complete = (text: string) => parseResponse(text) !== null;
 
+const splice = (port: number): EgressOptions['api'] => ({ kind: 'splice', host: '127.0.0.1', port });
+
 describe('a sandbox egress', () => {
   let target: LocalServer;
   let api: LocalServer;
@@ -142,7 +144,7 @@ describe('a sandbox egress', () => {
   const open = async (options: Partial<EgressOptions> = {}) => {
     const egress = await openEgress({
       dir: mkdtempSync(join(dir, 'e-')),
-      apiPort: api.port,
+      api: splice(api.port),
       policy: new AddressPolicy(),
       onRefusal: (host, reason) => refusals.push([host, reason]),
       ...options,
@@ -421,11 +423,90 @@ describe('a sandbox egress', () => {
       const down = await new LocalServer('down').start();
       const port = down.port;
       await down.stop();
-      const egress = await open({ apiPort: port });
+      const egress = await open({ api: splice(port) });
       const client = await RawClient.open(egress.apiSocket);
       client.socket.write('GET / HTTP/1.1\r\n\r\n');
       await client.closed;
       expect(client.text).toBe('');
+    });
+  });
+
+  describe('api.sock served in process (the http kind)', () => {
+    const handled: Array<{ method: string; url: string; headers: IncomingMessage['headers']; body: string }> = [];
+    const handle = (req: IncomingMessage, res: ServerResponse) => {
+      if (req.url === '/throws') throw new Error('the handler failed');
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        handled.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString() });
+        if (req.url === '/stream') {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.write('data: one\n\n');
+          setTimeout(() => res.end('data: two\n\n'), 50);
+          return;
+        }
+        res.writeHead(201, { 'x-handled': 'yes' });
+        res.end(`handled ${req.method} ${req.url} ${Buffer.concat(chunks).toString()}`);
+      });
+    };
+
+    beforeEach(() => {
+      handled.length = 0;
+    });
+
+    it('hands each request to the handler, with its method, path, headers and body, and sends its answer back', async () => {
+      const before = api.requests.length;
+      const egress = await open({ api: { kind: 'http', handle } });
+      const client = await RawClient.open(egress.apiSocket);
+      const response = parseResponse(
+        await client.exchange(
+          'POST /api/v0/agent/claims?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer cpt_x\r\nContent-Length: 5\r\n\r\nhello',
+          complete,
+        ),
+      );
+      expect(response).toMatchObject({ status: 201, headers: { 'x-handled': 'yes' }, body: 'handled POST /api/v0/agent/claims?x=1 hello' });
+      expect(handled).toEqual([
+        expect.objectContaining({
+          method: 'POST',
+          url: '/api/v0/agent/claims?x=1',
+          body: 'hello',
+          headers: expect.objectContaining({ authorization: 'Bearer cpt_x' }),
+        }),
+      ]);
+      expect(api.requests.length).toBe(before);
+    });
+
+    it('serves several requests on one connection, and streams an answer as it is written', async () => {
+      const egress = await open({ api: { kind: 'http', handle } });
+      const client = await RawClient.open(egress.apiSocket);
+      expect(parseResponse(await client.exchange('GET /a HTTP/1.1\r\nHost: x\r\n\r\n', complete))?.body).toBe('handled GET /a ');
+      const first = await client.exchange('GET /stream HTTP/1.1\r\nHost: x\r\n\r\n', (text) => text.includes('data: one'));
+      expect(first).not.toContain('data: two');
+      expect(parseResponse(await client.until(complete))?.body).toBe('data: one\n\ndata: two\n\n');
+      expect(handled.map((request) => request.url)).toEqual(['/a', '/stream']);
+    });
+
+    it('answers 502 when the handler throws, and keeps serving', async () => {
+      const egress = await open({ api: { kind: 'http', handle } });
+      const client = await RawClient.open(egress.apiSocket);
+      expect(parseResponse(await client.exchange('GET /throws HTTP/1.1\r\nHost: x\r\n\r\n', complete))?.status).toBe(502);
+    });
+
+    it('is not a proxy: CONNECT gets no tunnel', async () => {
+      const egress = await open({ api: { kind: 'http', handle } });
+      const tunnel = await RawClient.open(egress.apiSocket);
+      const answer = await tunnel.exchange(`CONNECT 127.0.0.1:${target.port} HTTP/1.1\r\nHost: 127.0.0.1:${target.port}\r\n\r\n`);
+      expect(answer).not.toContain('200 Connection Established');
+      expect(target.connections).toBe(connectionsBefore);
+    });
+
+    it('ends open connections on close(), and removes the socket', async () => {
+      const egress = await open({ api: { kind: 'http', handle } });
+      const client = await RawClient.open(egress.apiSocket);
+      client.socket.write('GET /stream HTTP/1.1\r\nHost: x\r\n\r\n');
+      await egress.close();
+      await client.closed;
+      expect(() => statSync(egress.apiSocket)).toThrow();
     });
   });
 
@@ -553,16 +634,18 @@ describe('a sandbox egress', () => {
       expect(parseResponse(await client.exchange('GET http://10.0.0.1/ HTTP/1.1\r\nHost: x\r\n\r\n', complete))?.status).toBe(403);
 
       // One that is alive belongs to another egress: kept, and this one does not open.
-      await expect(openEgress({ dir: folder, apiPort: api.port, policy: new AddressPolicy() })).rejects.toThrow(/is in use by another egress/);
+      await expect(openEgress({ dir: folder, api: splice(api.port), policy: new AddressPolicy() })).rejects.toThrow(/is in use by another egress/);
       expect(parseResponse(await client.exchange('GET http://10.0.0.2/ HTTP/1.1\r\nHost: x\r\n\r\n', complete))?.status).toBe(403);
 
       const other = mkdtempSync(join(dir, 'f-'));
       writeFileSync(join(other, 'api.sock'), 'not a socket');
-      await expect(openEgress({ dir: other, apiPort: api.port, policy: new AddressPolicy() })).rejects.toThrow(/exists and is not a socket/);
+      await expect(openEgress({ dir: other, api: splice(api.port), policy: new AddressPolicy() })).rejects.toThrow(/exists and is not a socket/);
     });
 
     it('refuse a folder whose socket paths would be too long', async () => {
-      await expect(openEgress({ dir: join(dir, 'x'.repeat(120)), apiPort: api.port, policy: new AddressPolicy() })).rejects.toThrow(/longer than 107 bytes/);
+      await expect(openEgress({ dir: join(dir, 'x'.repeat(120)), api: splice(api.port), policy: new AddressPolicy() })).rejects.toThrow(
+        /longer than 107 bytes/,
+      );
     });
   });
 });
