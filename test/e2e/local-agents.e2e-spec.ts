@@ -278,9 +278,13 @@ describe('Local agents', () => {
     }
 
     server = await start();
-    const pid = await theAgent(computer.id, 'the agent to start with the new server');
+    // Waited for with its token: under load the search can meet an agent as it exits (its environment reads empty).
+    const [pid] = await until(
+      () => agentPids(computer.id).filter((candidate) => environmentOf(candidate).AGENT_TOKEN === computer.token),
+      (pids) => pids.length === 1,
+      'the agent to start with the new server',
+    );
     expect(ancestorsOf(pid)).toContain(server.child.pid);
-    expect(environmentOf(pid).AGENT_TOKEN).toBe(computer.token);
     computer.pid = pid;
   });
 

@@ -1,12 +1,14 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
-import { EventLog } from '../../../platform/events';
-import { JobRunner } from '../../../platform/jobs';
+import { EventLog, OnDomainEvent } from '../../../platform/events';
+import { JobHandle, JobRunner } from '../../../platform/jobs';
 import { logWorkerEnded } from './worker-pools.service';
 import { workerActor } from './worker-channel.service';
 import { WorkersRepository } from './workers.repository';
 
 const JOB_NAME = 'computers.workers';
+const FORGET_JOB_NAME = 'computers.workers.forget';
+const HOUR_MS = 3_600_000;
 /** Workers ended in one transaction. */
 const BATCH = 100;
 /** How long an ended worker stays listed: a week, then it is forgotten (every restart of a worker registers anew). */
@@ -14,12 +16,17 @@ export const ENDED_WORKERS_KEPT_MS = 7 * 86_400_000;
 
 /**
  * Every WORKER_SWEEP_MS (the `computers.workers` job): online workers whose lease ran out become `lost`, with a
- * `worker.left` event, claimed with SKIP LOCKED so instances sweeping at once take disjoint ones; workers ended more
- * than a week ago are forgotten.
+ * `worker.left` event, claimed with SKIP LOCKED so instances sweeping at once take disjoint ones. A server with no
+ * worker online asks the database nothing: the sweep stops looking once none is left, and a `worker.joined` (from any
+ * instance, through the event log) starts it again. Hourly (`computers.workers.forget`), workers ended more than a
+ * week ago are forgotten.
  */
 @Injectable()
-export class WorkerSweepJob {
+export class WorkerSweepJob implements OnApplicationBootstrap {
   private readonly logger = new Logger(WorkerSweepJob.name);
+  /** Whether a worker may be online: true at start, until a sweep finds none. */
+  private watching = true;
+  private readonly job: JobHandle<number>;
 
   constructor(
     private readonly workers: WorkersRepository,
@@ -27,10 +34,24 @@ export class WorkerSweepJob {
     config: AppConfig,
     jobs: JobRunner,
   ) {
-    jobs.register({ name: JOB_NAME, everyMs: config.WORKER_SWEEP_MS, run: () => this.sweep() });
+    this.job = jobs.register({ name: JOB_NAME, everyMs: config.WORKER_SWEEP_MS, run: () => (this.watching ? this.sweep() : Promise.resolve(0)) });
+    jobs.register({ name: FORGET_JOB_NAME, everyMs: HOUR_MS, run: () => this.workers.forgetEnded(ENDED_WORKERS_KEPT_MS, 1000) });
   }
 
+  /** The first look at start: a server without workers stops asking right away. */
+  onApplicationBootstrap(): void {
+    void this.job.runNow();
+  }
+
+  @OnDomainEvent('worker.joined')
+  onWorkerJoined(): void {
+    this.watching = true;
+  }
+
+  /** Ends the lapsed workers' sessions; how many it ended. */
   async sweep(): Promise<number> {
+    // Cleared before looking: a worker joining meanwhile sets it again, so it is never missed.
+    this.watching = false;
     let lost = 0;
     for (let batch = BATCH; batch === BATCH;) {
       const ended = await this.workers.transaction(async (manager) => {
@@ -55,7 +76,7 @@ export class WorkerSweepJob {
       lost += ended.length;
       batch = ended.length;
     }
-    await this.workers.forgetEnded(ENDED_WORKERS_KEPT_MS, 1000);
+    if (await this.workers.anyOnline()) this.watching = true;
     return lost;
   }
 }

@@ -148,6 +148,16 @@ export class WorkersRepository {
     );
   }
 
+  /** Whether any worker of any organization is online (read through the lease index). */
+  async anyOnline(): Promise<boolean> {
+    const [row] = await this.sql.query<{ any: boolean }>(
+      'workers.anyOnline',
+      `SELECT EXISTS (SELECT 1 FROM workers WHERE status = '${WorkerStatus.Online}' AND lease_expires_at IS NOT NULL) AS any`,
+      [],
+    );
+    return row.any;
+  }
+
   /** Forgets workers whose session ended more than `keepMs` ago (each restart of a worker registers anew). */
   async forgetEnded(keepMs: number, limit: number): Promise<number> {
     const rows = await this.sql.query<{ id: string }>(
