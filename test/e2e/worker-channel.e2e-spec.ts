@@ -5,6 +5,7 @@ import { WorkerSweepJob } from '../../src/modules/computers/workers/worker-sweep
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { sleep, until } from '../utils/polling';
 import { startTestApp, TestApp } from '../utils/test-app';
+import { serverUrl } from '../utils/test-database';
 import { expectInvalid, expectStatus, expectV0Error } from '../utils/v0-errors';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -179,6 +180,36 @@ describe('Worker channel', () => {
     expectStatus(await heartbeat(survivor), 200);
     const events = (await t.http().get('/api/v0/events').query({ after: '0', limit: '100' }).set(owner.auth).expect(200)).body.events as Json[];
     expect(events.filter((e) => e.type === 'worker.left' && e.data.poolId === pool.id).map((e) => e.data.reason)).toEqual(['revoked']);
+  });
+
+  (serverUrl() ? it : it.skip)('a registration racing the revocation of its token never leaves a worker online with it', async () => {
+    const { pool, token, tokenId } = await poolWithToken(owner);
+    const db = t.app.get(DataSource);
+    const waiting = async () => ((await db.query('SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted')) as Array<{ n: number }>)[0].n;
+    // The pool's row held, so both queue behind it: the revocation first, then the registration, which has read the
+    // token (not yet revoked) before it waits.
+    const holder = db.createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    let revoking: Promise<Awaited<ReturnType<typeof register>>> | undefined;
+    let registering: Promise<Awaited<ReturnType<typeof register>>> | undefined;
+    try {
+      await holder.query('SELECT id FROM worker_pools WHERE id = $1 FOR UPDATE', [pool.id]);
+      revoking = t
+        .http()
+        .delete(`/api/v0/worker-pools/${pool.id}/enrollment-tokens/${tokenId}`)
+        .set(owner.auth)
+        .then((res) => res);
+      await until(waiting, (n) => n >= 1, 'the revocation to wait for the pool');
+      registering = register(token).then((res) => res);
+      await until(waiting, (n) => n >= 2, 'the registration to wait for the pool');
+    } finally {
+      await holder.commitTransaction();
+      await holder.release();
+    }
+    expectStatus(await revoking!, 200);
+    expectV0Error(await registering!, 401, 'invalid_worker_token');
+    expect((await workersOf(owner, pool.id)).filter((w) => w.status === 'online')).toEqual([]);
   });
 
   it('an expired enrollment token registers nothing', async () => {

@@ -70,7 +70,7 @@ export class WorkerChannelController {
       poolName: pool.name,
       sessionToken,
       capacity: worker.capacity,
-      leaseMs: worker.leaseExpiresAt.getTime() - worker.lastSeenAt.getTime(),
+      leaseMs: this.channel.leaseMs,
       heartbeatMs: this.channel.heartbeatMs,
       leaseExpiresAt: worker.leaseExpiresAt.getTime(),
     };

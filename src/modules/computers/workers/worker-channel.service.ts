@@ -31,6 +31,10 @@ export class WorkerChannelService {
     private readonly config: AppConfig,
   ) {}
 
+  get leaseMs(): number {
+    return this.config.WORKER_LEASE_MS;
+  }
+
   get heartbeatMs(): number {
     return Math.floor(this.config.WORKER_LEASE_MS / 3);
   }

@@ -68,11 +68,16 @@ export class WorkerPoolsRepository {
     return toPage(rows, limit, (row) => WorkerPoolsRepository.poolsOrder.cursorOf(row));
   }
 
-  /** Tokens of the pool that could still register a worker, under the pool's row lock (creation counts them one at a time). */
-  async countWorkingTokens(manager: EntityManager, pool: Pick<WorkerPoolEntity, 'organizationId' | 'id'>): Promise<number> {
+  /** Holds the pool's row until the transaction ends: token creations, revocations and registrations into it, one at a time. */
+  async lockPool(manager: EntityManager, pool: Pick<WorkerPoolEntity, 'organizationId' | 'id'>): Promise<void> {
     await this.sql
       .in(manager)
       .query('workerPools.lockOne', 'SELECT 1 FROM worker_pools WHERE organization_id = $1 AND id = $2 FOR UPDATE', [pool.organizationId, pool.id]);
+  }
+
+  /** Tokens of the pool that could still register a worker, under the pool's row lock (creation counts them one at a time). */
+  async countWorkingTokens(manager: EntityManager, pool: Pick<WorkerPoolEntity, 'organizationId' | 'id'>): Promise<number> {
+    await this.lockPool(manager, pool);
     const [{ count }] = await this.sql.in(manager).query<{ count: number }>(
       'workerPools.tokens.countWorking',
       `SELECT count(*)::int AS count FROM worker_enrollment_tokens

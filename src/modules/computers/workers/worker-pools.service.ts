@@ -174,6 +174,8 @@ export class WorkerPoolsService {
     if (!known) throw enrollmentTokenNotFound(pool.id, tokenId);
     let ended: WorkerEntity[] = [];
     const token = await this.repository.transaction(async (manager) => {
+      // Registrations with the token hold the pool's row: one waiting now sees the revocation, one done is ended below.
+      await this.repository.lockPool(manager, pool);
       const token = (await this.repository.revokeToken(manager, known, now)) ?? known;
       if (token.revokedAt?.getTime() === now.getTime()) this.raiseToken(manager, 'enrollment_token.revoked', token, actor);
       ended = await this.workers.end(manager, { organizationId: token.organizationId, enrollmentTokenId: token.id }, WorkerStatus.Revoked);

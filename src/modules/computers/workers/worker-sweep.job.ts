@@ -52,6 +52,18 @@ export class WorkerSweepJob implements OnApplicationBootstrap {
   async sweep(): Promise<number> {
     // Cleared before looking: a worker joining meanwhile sets it again, so it is never missed.
     this.watching = false;
+    try {
+      const lost = await this.endLapsed();
+      if (await this.workers.anyOnline()) this.watching = true;
+      return lost;
+    } catch (error) {
+      // Not known to be done (the database was away): the next tick looks again.
+      this.watching = true;
+      throw error;
+    }
+  }
+
+  private async endLapsed(): Promise<number> {
     let lost = 0;
     for (let batch = BATCH; batch === BATCH;) {
       const ended = await this.workers.transaction(async (manager) => {
@@ -76,7 +88,6 @@ export class WorkerSweepJob implements OnApplicationBootstrap {
       lost += ended.length;
       batch = ended.length;
     }
-    if (await this.workers.anyOnline()) this.watching = true;
     return lost;
   }
 }

@@ -47,14 +47,19 @@ export class WorkersRepository {
     return this.dataSource.transaction(work);
   }
 
-  /** The token of this hash with its pool, the pool's row locked (registrations into it count one at a time). */
+  /**
+   * The token of this hash with its pool, the pool's row locked: registrations into it count one at a time, and a
+   * revocation (which takes the same lock) is either seen here or ends this worker too.
+   */
   async lockGrant(manager: EntityManager, tokenHash: string): Promise<EnrollmentGrant | null> {
-    const token = await manager.getRepository(WorkerEnrollmentTokenEntity).findOneBy({ tokenHash });
-    if (!token) return null;
+    const found = await manager.getRepository(WorkerEnrollmentTokenEntity).findOneBy({ tokenHash });
+    if (!found) return null;
     const pool = await manager
       .getRepository(WorkerPoolEntity)
-      .findOne({ where: { organizationId: token.organizationId, id: token.poolId }, lock: { mode: 'pessimistic_write' } });
-    return pool ? { token, pool } : null;
+      .findOne({ where: { organizationId: found.organizationId, id: found.poolId }, lock: { mode: 'pessimistic_write' } });
+    // Read again under the lock: a revocation committed while this waited is seen.
+    const token = pool ? await manager.getRepository(WorkerEnrollmentTokenEntity).findOneBy({ organizationId: found.organizationId, id: found.id }) : null;
+    return pool && token ? { token, pool } : null;
   }
 
   async countOnline(manager: EntityManager, pool: Pick<WorkerPoolEntity, 'organizationId' | 'id'>): Promise<number> {
