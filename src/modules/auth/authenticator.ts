@@ -99,11 +99,17 @@ function bearerToken(header: string | undefined): string {
   if (!header) {
     throw new AuthError(AuthErrorCode.MissingCredentials, 'Send an API key or JWT as: Authorization: Bearer <token>.');
   }
-  const match = /^Bearer +(\S+) *$/i.exec(header);
-  if (!match) {
+  const token = parseBearer(header);
+  if (token === null) {
     throw new AuthError(AuthErrorCode.MalformedCredentials, 'The Authorization header must read: Bearer <token>.');
   }
-  return match[1];
+  return token;
+}
+
+/** The token of an `Authorization: Bearer <token>` header; null when the header is missing or reads otherwise. */
+export function parseBearer(header: string | undefined): string | null {
+  const match = header ? /^Bearer +(\S+) *$/i.exec(header) : null;
+  return match ? match[1] : null;
 }
 
 /** Throws the 401 that says why an API key's caller row (null: none) is refused. */

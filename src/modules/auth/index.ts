@@ -5,7 +5,7 @@ export { MembersService, actorOf } from './members.service';
 export type { MembersActor } from './members.service';
 export { SetupService } from './setup.service';
 export { AcceptsComputerTokens, AgentTokensOnly, Authenticated, CurrentPrincipal, Public, WorkerCredentials } from './auth.decorators';
-export { Authenticator } from './authenticator';
+export { Authenticator, parseBearer } from './authenticator';
 export { RequestAuthentication } from './request-authentication';
 export type { RequestIdentity } from './request-authentication';
 export { ComputerTokenLookup, NoComputerTokens } from './contracts/computer-token-lookup';

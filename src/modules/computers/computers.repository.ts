@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import type { TokenComputer } from '../auth';
 import { AdvisoryLock } from '../../platform/database/advisory-locks';
-import { Sql } from '../../platform/database/sql';
+import { DB_NOW, Sql } from '../../platform/database/sql';
 import { ComputerEntity, ProvisioningStepEntity } from './entities';
 import { LOCAL_PROVIDER } from './domain/computer';
 import { ComputerStatus, ComputerTrigger, nextStatus } from './domain/computer-status';
@@ -25,7 +25,6 @@ const STEP_COLUMNS = `s.organization_id AS "organizationId", s.computer_id AS "c
   s.attempts, s.claim_id AS "claimId", s.lease_expires_at AS "leaseExpiresAt"`;
 
 /** The database clock, to the millisecond: leases compare times from several instances. */
-const NOW = `date_trunc('milliseconds', clock_timestamp())`;
 
 /** A computer's key: its organization leads it (see the TenantKeys migration), so statements on one computer name both. */
 export type ComputerKey = Pick<ComputerEntity, 'organizationId' | 'id'>;
@@ -109,7 +108,7 @@ export class ComputersRepository {
     >,
   ): Promise<ComputerEntity> {
     const key = { organizationId: computer.organizationId, id: computer.id };
-    await manager.getRepository(ComputerEntity).update(key, { ...changes, updatedAt: () => `GREATEST(updated_at, ${NOW})` });
+    await manager.getRepository(ComputerEntity).update(key, { ...changes, updatedAt: () => `GREATEST(updated_at, ${DB_NOW})` });
     return (await manager.getRepository(ComputerEntity).findOneBy(key))!;
   }
 
@@ -213,7 +212,7 @@ export class ComputersRepository {
       const [row] = await sql.query<ProvisioningStepEntity>(
         'computers.steps.claim',
         `UPDATE provisioning_steps s SET status = 'running', claim_id = $3, attempts = s.attempts + 1, error = NULL, completed_at = NULL,
-           started_at = ${NOW}, lease_expires_at = ${NOW} + $4 * interval '1 millisecond'
+           started_at = ${DB_NOW}, lease_expires_at = ${DB_NOW} + $4 * interval '1 millisecond'
          WHERE s.organization_id = $5 AND s.computer_id = $1 AND s.position = $2 RETURNING ${STEP_COLUMNS}`,
         [candidate.computer_id, candidate.position, claimId, leaseMs, candidate.organization_id],
       );
@@ -227,7 +226,7 @@ export class ComputersRepository {
   async renewClaim(step: StepFence, leaseMs: number): Promise<boolean> {
     const rows = await this.sql.query(
       'computers.steps.renew',
-      `UPDATE provisioning_steps SET lease_expires_at = ${NOW} + $4 * interval '1 millisecond'
+      `UPDATE provisioning_steps SET lease_expires_at = ${DB_NOW} + $4 * interval '1 millisecond'
        WHERE organization_id = $5 AND computer_id = $1 AND position = $2 AND claim_id = $3 AND status = 'running' RETURNING 1`,
       [step.computerId, step.position, step.claimId, leaseMs, step.organizationId],
     );
@@ -314,7 +313,7 @@ export class ComputersRepository {
     const sql = this.sql.in(manager);
     const [finished] = await sql.query<ProvisioningStepEntity>(
       'computers.steps.finish',
-      `UPDATE provisioning_steps s SET status = $4::varchar, error = $5, completed_at = ${NOW}, claim_id = NULL, lease_expires_at = NULL
+      `UPDATE provisioning_steps s SET status = $4::varchar, error = $5, completed_at = ${DB_NOW}, claim_id = NULL, lease_expires_at = NULL
        WHERE s.organization_id = $6 AND s.computer_id = $1 AND s.position = $2 AND s.status = 'running' AND s.claim_id IS NOT DISTINCT FROM $3::uuid
        RETURNING ${STEP_COLUMNS}`,
       [step.computerId, step.position, step.claimId, status, error, step.organizationId],
@@ -329,7 +328,7 @@ export class ComputersRepository {
     const next = trigger ? nextStatus(trigger, ComputerStatus.Provisioning)! : ComputerStatus.Provisioning;
     await sql.query(
       'computers.setStatus',
-      `UPDATE computers SET status = $2, updated_at = GREATEST(updated_at, ${NOW}) WHERE organization_id = $3 AND id = $1 AND status = 'provisioning'`,
+      `UPDATE computers SET status = $2, updated_at = GREATEST(updated_at, ${DB_NOW}) WHERE organization_id = $3 AND id = $1 AND status = 'provisioning'`,
       [step.computerId, next, step.organizationId],
     );
     const computer = (await manager.getRepository(ComputerEntity).findOneBy({ organizationId: step.organizationId, id: step.computerId }))!;

@@ -3,7 +3,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { decodeCursor, encodeCursor, invalidCursor } from '../../platform/http/cursor';
 import { Page, toPage } from '../../platform/http/pagination';
 import { NewestFirst } from '../../platform/database/keyset';
-import { Params, Sql } from '../../platform/database/sql';
+import { DB_NOW, Params, Sql } from '../../platform/database/sql';
 import { EventActor, EventLog } from '../../platform/events';
 import { MessageEntity, SessionEntity } from './entities';
 import { ContentBlock, MessageAttributes, MessageRole } from './domain/message';
@@ -164,7 +164,7 @@ export class SessionsRepository {
        UPDATE sessions s SET
          message_count = s.message_count + $2,
          last_message_id = $3,
-         updated_at = GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp())),
+         updated_at = GREATEST(s.updated_at, ${DB_NOW}),
          lease_expires_at = ${RENEWED_LEASE('$4')}
        FROM old WHERE s.organization_id = old.organization_id AND s.id = old.id
        RETURNING ${this.shapes.session.columns}, old.status AS previous_status, old.last_message_id AS previous_last_message_id`,
@@ -305,10 +305,10 @@ export class SessionsRepository {
            message_count = s.message_count + 1,
            last_message_id = ${messageId},
            last_user_seq = s.message_count + 1,
-           updated_at = GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp())),
+           updated_at = GREATEST(s.updated_at, ${DB_NOW}),
            status = ${statusAfterSql(SessionTrigger.UserMessageAdded, 's.status')},
            pending_since = CASE WHEN s.status = 'running' THEN s.pending_since
-                                ELSE COALESCE(s.pending_since, GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp()))) END,
+                                ELSE COALESCE(s.pending_since, GREATEST(s.updated_at, ${DB_NOW})) END,
            work_computer_id = COALESCE(${p.add(input.computerId, 'uuid')}, s.computer_id)
          FROM old WHERE s.organization_id = ${organizationId} AND s.id = old.id
          RETURNING s.*, old.status AS previous_status, old.last_message_id AS previous_last_message_id
@@ -359,7 +359,7 @@ export class SessionsRepository {
          UPDATE sessions s SET
            message_count = s.message_count + 1,
            last_message_id = $3,
-           updated_at = GREATEST(s.updated_at, date_trunc('milliseconds', clock_timestamp()))
+           updated_at = GREATEST(s.updated_at, ${DB_NOW})
          FROM old WHERE s.organization_id = $2 AND s.id = old.id
          RETURNING s.organization_id, s.id, s.message_count, s.updated_at, old.last_message_id AS previous_last_message_id
        ), inserted AS (

@@ -2,6 +2,12 @@ import { Injectable } from '@nestjs/common';
 import type { Pool } from 'pg';
 import { DataSource, EntityManager } from 'typeorm';
 
+/**
+ * The database's clock at millisecond precision (what JSON timestamps carry), read at the statement's moment rather
+ * than the transaction's start: every instance stamps and compares times by this one clock.
+ */
+export const DB_NOW = `date_trunc('milliseconds', clock_timestamp())`;
+
 /** The `pg` pool under TypeORM's data source. */
 export function poolOf(dataSource: DataSource): Pool {
   return (dataSource.driver as unknown as { master: Pool }).master;

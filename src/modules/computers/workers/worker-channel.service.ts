@@ -3,7 +3,7 @@ import { AppConfig } from '../../../config/app-config';
 import { newId } from '../../../platform/database/ids';
 import { EventActor, EventLog } from '../../../platform/events';
 import { logSecurityEvent } from '../../../platform/logging/security-log';
-import { generateWorkerSessionToken, hashToken, isWellFormedWorkerEnrollmentToken, isWellFormedWorkerSessionToken } from '../../auth';
+import { generateWorkerSessionToken, hashToken, isWellFormedWorkerEnrollmentToken, isWellFormedWorkerSessionToken, parseBearer } from '../../auth';
 import { ComputerQuota, ComputersError, ComputersErrorCode, QuotaExceededError } from '../domain/computers.errors';
 import { WorkerEntity, WorkerPoolEntity } from '../entities';
 import { MAX_COMPUTERS_PER_WORKER, WorkerStatus, WorkerUsage } from './worker';
@@ -151,9 +151,9 @@ export function workerActor(worker: Pick<WorkerEntity, 'id'>): EventActor {
 }
 
 function bearer(header: string | undefined): string {
-  const match = header ? /^Bearer +(\S+) *$/i.exec(header) : null;
-  if (!match) throw invalidToken("Send the worker's token as: Authorization: Bearer <token>.");
-  return match[1];
+  const token = parseBearer(header);
+  if (token === null) throw invalidToken("Send the worker's token as: Authorization: Bearer <token>.");
+  return token;
 }
 
 function invalidToken(detail: string): ComputersError {

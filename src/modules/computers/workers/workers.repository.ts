@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
-import { Sql } from '../../../platform/database/sql';
+import { DB_NOW, Sql } from '../../../platform/database/sql';
 import { NewestFirst } from '../../../platform/database/keyset';
 import { Page, toPage } from '../../../platform/http/pagination';
 import { WorkerEnrollmentTokenEntity, WorkerEntity, WorkerPoolEntity } from '../entities';
@@ -11,7 +11,6 @@ const WORKER_COLUMNS = `organization_id AS "organizationId", id, pool_id AS "poo
   last_seen_at AS "lastSeenAt", lease_expires_at AS "leaseExpiresAt", ended_at AS "endedAt"`;
 
 /** The database clock, to the millisecond: leases compare times from several instances. */
-const NOW = `date_trunc('milliseconds', clock_timestamp())`;
 
 /** An enrollment token with its pool, as registration reads them. */
 export interface EnrollmentGrant {
@@ -79,7 +78,7 @@ export class WorkersRepository {
       'workers.insert',
       `INSERT INTO workers (organization_id, id, pool_id, enrollment_token_id, name, hostname, labels, capacity, sandboxed, version, session_hash,
          status, registered_at, last_seen_at, lease_expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '${WorkerStatus.Online}', ${NOW}, ${NOW}, ${NOW} + $12 * interval '1 millisecond')
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '${WorkerStatus.Online}', ${DB_NOW}, ${DB_NOW}, ${DB_NOW} + $12 * interval '1 millisecond')
        RETURNING ${WORKER_COLUMNS}`,
       [
         worker.organizationId,
@@ -111,7 +110,7 @@ export class WorkersRepository {
   async renew(worker: Pick<WorkerEntity, 'organizationId' | 'id'>, usage: WorkerUsage | null, leaseMs: number): Promise<WorkerEntity | null> {
     const rows = await this.sql.query<WorkerEntity>(
       'workers.renew',
-      `UPDATE workers SET usage = coalesce($3::jsonb, usage), last_seen_at = ${NOW}, lease_expires_at = ${NOW} + $4 * interval '1 millisecond'
+      `UPDATE workers SET usage = coalesce($3::jsonb, usage), last_seen_at = ${DB_NOW}, lease_expires_at = ${DB_NOW} + $4 * interval '1 millisecond'
        WHERE organization_id = $1 AND id = $2 AND status = '${WorkerStatus.Online}'
        RETURNING ${WORKER_COLUMNS}`,
       [worker.organizationId, worker.id, usage === null ? null : JSON.stringify(usage), leaseMs],
@@ -135,7 +134,7 @@ export class WorkersRepository {
       .in(manager)
       .query<WorkerEntity>(
         `workers.end.${key}`,
-        `UPDATE workers SET status = $${values.push(status)}, ended_at = ${NOW} WHERE ${conditions.join(' AND ')} RETURNING ${WORKER_COLUMNS}`,
+        `UPDATE workers SET status = $${values.push(status)}, ended_at = ${DB_NOW} WHERE ${conditions.join(' AND ')} RETURNING ${WORKER_COLUMNS}`,
         values,
       );
   }
@@ -144,7 +143,7 @@ export class WorkersRepository {
   lapse(manager: EntityManager, limit: number): Promise<WorkerEntity[]> {
     return this.sql.in(manager).query<WorkerEntity>(
       'workers.lapse',
-      `UPDATE workers SET status = '${WorkerStatus.Lost}', ended_at = ${NOW}
+      `UPDATE workers SET status = '${WorkerStatus.Lost}', ended_at = ${DB_NOW}
        WHERE (organization_id, id) IN (
          SELECT organization_id, id FROM workers WHERE status = '${WorkerStatus.Online}' AND lease_expires_at < clock_timestamp()
          ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
