@@ -39,6 +39,7 @@ import { McpOAuth1765537200000 } from './migrations/1765537200000-McpOAuth';
 import { HotSessionRows1765623600000 } from './migrations/1765623600000-HotSessionRows';
 import { NumberedEventIndexes1765710000000 } from './migrations/1765710000000-NumberedEventIndexes';
 import { WorkerPools1765796400000 } from './migrations/1765796400000-WorkerPools';
+import { WorkerPlacement1765882800000 } from './migrations/1765882800000-WorkerPlacement';
 import { PluginCatalogEntity } from './modules/enterprise-controls/plugin-catalog/plugin-catalog.entity';
 import { RateLimitWindowEntity } from './platform/rate-limit/rate-limit-window.entity';
 
@@ -97,4 +98,5 @@ export const migrations = [
   HotSessionRows1765623600000,
   NumberedEventIndexes1765710000000,
   WorkerPools1765796400000,
+  WorkerPlacement1765882800000,
 ];

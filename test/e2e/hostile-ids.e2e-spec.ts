@@ -6,6 +6,7 @@ import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { agentOf, Auth } from '../utils/fixtures/model-relay';
 import { startTestApp, TestApp } from '../utils/test-app';
+import { poolWithToken, registerWorker } from '../utils/workers';
 
 type Json = Record<string, unknown>;
 interface Parameter {
@@ -66,6 +67,7 @@ describe('Hostile ids, query values and headers', () => {
   let owner: TestUser;
   let guest: TestUser;
   let agent: Auth;
+  let worker: Auth;
   let sessionId: string;
   let doc: { paths: Record<string, Record<string, Operation>> };
   /** Every operation, and those with an id in their path. */
@@ -80,6 +82,7 @@ describe('Hostile ids, query values and headers', () => {
     owner = await createUser(t, Role.Owner, organization);
     guest = await createUser(t, Role.Guest, organization);
     agent = await agentOf(t, owner);
+    worker = await workerOf(owner);
     sessionId = (await t.http().post('/api/v0/sessions').set(owner.auth).send({}).expect(201)).body.sessionId as string;
     doc = (await t.http().get('/docs-json')).body;
     ajv.addSchema({ ...structuredClone(doc), $id: 'openapi' } as Json);
@@ -107,9 +110,24 @@ describe('Hostile ids, query values and headers', () => {
     return owners.map((other) => code404(other.operation)).find(Boolean);
   }
 
-  /** Agent-only operations (their 403 is agent_token_required) are called with the owner's computer's agent token. */
+  /** A worker of a pool of the owner's organization, by its session token. */
+  async function workerOf(user: TestUser): Promise<Auth> {
+    const { session } = await registerWorker(t, (await poolWithToken(t, user)).token);
+    return { Authorization: `Bearer ${session}` };
+  }
+
+  const onWorkerChannel = (route: Route) => route.path.startsWith('/api/v0/worker/');
+
+  /**
+   * Agent-only operations (their 403 is agent_token_required) are called with the owner's computer's agent token, the
+   * worker channel's with a worker's session token.
+   */
   const callerOf = (route: Route): Auth =>
-    route.operation.responses['403']?.content?.['application/json']?.example?.metadata?.code === 'agent_token_required' ? agent : owner.auth;
+    onWorkerChannel(route)
+      ? worker
+      : route.operation.responses['403']?.content?.['application/json']?.example?.metadata?.code === 'agent_token_required'
+        ? agent
+        : owner.auth;
 
   /** The route with every id replaced by `id`, its required query parameters given well-formed values. */
   function send(route: Route, id: string, auth: Auth, query: Record<string, string> = {}) {
@@ -152,7 +170,9 @@ describe('Hostile ids, query values and headers', () => {
     for (const route of routes) {
       const code = unknownIdCode(route);
       problems.push(...problemsOf(route, await send(route, id, callerOf(route)), { 404: code }));
-      problems.push(...problemsOf(route, await send(route, id, guest.auth), { 403: undefined, 404: code }));
+      // A person's credential on the worker channel is no worker's session.
+      const refused = onWorkerChannel(route) ? { 401: 'invalid_worker_token' } : { 403: undefined };
+      problems.push(...problemsOf(route, await send(route, id, guest.auth), { ...refused, 404: code }));
     }
     expect(problems).toEqual([]);
   });

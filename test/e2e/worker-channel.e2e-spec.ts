@@ -7,10 +7,12 @@ import { sleep, until } from '../utils/polling';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { serverUrl } from '../utils/test-database';
 import { expectInvalid, expectStatus, expectV0Error } from '../utils/v0-errors';
+import { poolWithToken as poolOf, workerRegistration } from '../utils/workers';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-const LEASE_MS = 1500;
+/** Long enough that a heartbeat every 300 ms keeps it under a loaded CI machine; short enough to wait for a lost one. */
+const LEASE_MS = 3000;
 const WORKERS_PER_POOL = 3;
 const CAPACITY = { computers: 4, cpus: 8, memoryMb: 16384, diskMb: 100000 };
 
@@ -36,27 +38,9 @@ describe('Worker channel', () => {
 
   const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 
-  async function poolWithToken(user: TestUser, pool: Json = {}): Promise<{ pool: Json; token: string; tokenId: string }> {
-    const created = await t
-      .http()
-      .post('/api/v0/worker-pools')
-      .set(user.auth)
-      .send({ name: `pool-${randomUUID().slice(0, 8)}`, ...pool });
-    expectStatus(created, 201);
-    const token = await t.http().post(`/api/v0/worker-pools/${created.body.id}/enrollment-tokens`).set(user.auth).send({ name: 'rack' });
-    expectStatus(token, 201);
-    return { pool: created.body as Json, token: token.body.token as string, tokenId: token.body.id as string };
-  }
+  const poolWithToken = (user: TestUser, pool: Json = {}) => poolOf(t, user, pool);
 
-  const registration = (more: Json = {}) => ({
-    name: `w-${randomUUID().slice(0, 6)}`,
-    hostname: 'worker-1.lab.example',
-    labels: ['gpu'],
-    capacity: CAPACITY,
-    sandboxed: true,
-    version: '0.1.0',
-    ...more,
-  });
+  const registration = (more: Json = {}) => workerRegistration({ labels: ['gpu'], capacity: CAPACITY, ...more });
   const register = (token: string, more: Json = {}) => t.http().post('/api/v0/worker/register').set(bearer(token)).send(registration(more));
   const heartbeat = (session: string) =>
     t
@@ -72,14 +56,20 @@ describe('Worker channel', () => {
     const { pool, token } = await poolWithToken(owner, { maxComputersPerWorker: 2 });
     const res = await register(token);
     expectStatus(res, 201);
-    expect(res.body).toMatchObject({ poolId: pool.id, poolName: pool.name, leaseMs: LEASE_MS, heartbeatMs: 500, capacity: { ...CAPACITY, computers: 2 } });
+    expect(res.body).toMatchObject({
+      poolId: pool.id,
+      poolName: pool.name,
+      leaseMs: LEASE_MS,
+      heartbeatMs: LEASE_MS / 3,
+      capacity: { ...CAPACITY, computers: 2 },
+    });
     expect(res.body.sessionToken).toMatch(/^wks_[A-Za-z0-9_-]{43}$/);
     const session = res.body.sessionToken as string;
     // Kept as a hash only.
     expect(JSON.stringify(await workerRow(res.body.workerId))).not.toContain(session.slice(4));
 
-    // Heartbeats past several leases keep it online.
-    const until_ = Date.now() + 2 * LEASE_MS;
+    // Heartbeats past its lease keep it online.
+    const until_ = Date.now() + LEASE_MS + 1000;
     while (Date.now() < until_) {
       expectStatus(await heartbeat(session), 200);
       await sleep(300);

@@ -17,4 +17,9 @@ export class AgentTokens {
     const { token, hash } = generateComputerToken();
     return { token, hash, encrypted: provider === LOCAL_PROVIDER ? this.box.encrypt(token, agentTokenContext(computerId)) : null };
   }
+
+  /** The kept token of a `local` computer, for whoever runs its agent (this server, or the worker it is placed on). */
+  reveal(computerId: string, encrypted: string): string {
+    return this.box.decrypt(encrypted, agentTokenContext(computerId));
+  }
 }

@@ -24,10 +24,11 @@ const STEP_COLUMNS = `s.organization_id AS "organizationId", s.computer_id AS "c
   s.started_at AS "startedAt", s.completed_at AS "completedAt", s.install_session_id AS "installSessionId",
   s.attempts, s.claim_id AS "claimId", s.lease_expires_at AS "leaseExpiresAt"`;
 
-/** The database clock, to the millisecond: leases compare times from several instances. */
-
 /** A computer's key: its organization leads it (see the TenantKeys migration), so statements on one computer name both. */
 export type ComputerKey = Pick<ComputerEntity, 'organizationId' | 'id'>;
+
+/** Who claims steps: the server's instances (computers on its host), or one worker (computers placed on it). */
+export type StepClaimant = { kind: 'server' } | { kind: 'worker'; organizationId: string; workerId: string };
 
 /** A claimed step, fenced by its claim. */
 export type StepFence = Pick<ProvisioningStepEntity, 'organizationId' | 'computerId' | 'position'> & { claimId: string };
@@ -54,12 +55,20 @@ export class ComputersRepository {
     const [usage] = await this.sql.in(manager).query<{ computers: number; local: number; provisioning: number }>(
       'computers.quotaUsage',
       `SELECT count(*)::int AS computers,
-              count(*) FILTER (WHERE provider = $2)::int AS local,
+              count(*) FILTER (WHERE provider = $2 AND NOT on_workers)::int AS local,
               count(*) FILTER (WHERE status = $3)::int AS provisioning
        FROM computers WHERE organization_id = $1`,
       [organizationId, LOCAL_PROVIDER, ComputerStatus.Provisioning],
     );
     return usage;
+  }
+
+  /** Whether the worker pool exists, its row then held (FOR SHARE) until the transaction ends, so it cannot be deleted meanwhile. */
+  async holdPool(manager: EntityManager, organizationId: string, poolId: string): Promise<boolean> {
+    const rows = await this.sql
+      .in(manager)
+      .query('computers.holdPool', 'SELECT 1 FROM worker_pools WHERE organization_id = $1 AND id = $2 FOR SHARE', [organizationId, poolId]);
+    return rows.length > 0;
   }
 
   async insertComputer(manager: EntityManager, computer: ComputerEntity): Promise<void> {
@@ -130,7 +139,7 @@ export class ComputersRepository {
   }
 
   /**
-   * Managed `local` computers whose agent the server runs: active, with their token kept (encrypted),
+   * Managed `local` computers whose agent the server runs (not a worker's): active, with their token kept (encrypted),
    * each with its place among its organization's (oldest first), which LOCAL_AGENTS_PER_ORGANIZATION caps.
    */
   localAgents(): Promise<Array<{ id: string; organizationId: string; agentTokenEncrypted: string; place: number }>> {
@@ -139,7 +148,7 @@ export class ComputersRepository {
       `SELECT id, organization_id AS "organizationId", agent_token_encrypted AS "agentTokenEncrypted",
               row_number() OVER (PARTITION BY organization_id ORDER BY created_at, id)::int AS place
        FROM computers
-       WHERE provider = $1 AND status = $2 AND agent_token_encrypted IS NOT NULL ORDER BY created_at, id`,
+       WHERE provider = $1 AND status = $2 AND agent_token_encrypted IS NOT NULL AND NOT on_workers ORDER BY created_at, id`,
       [LOCAL_PROVIDER, ComputerStatus.Active],
     );
   }
@@ -167,9 +176,11 @@ export class ComputersRepository {
   /**
    * Claims the next step to run, in one transaction: the first unfinished step of a provisioning
    * computer, pending, or running under a claim whose lease ran out (its instance died). Rows
-   * other instances are claiming are skipped, so no step is claimed twice.
+   * other instances are claiming are skipped, so no step is claimed twice. The server's instances take the steps of
+   * computers on its host; a worker only those of computers placed on it.
    */
   async claimNext(
+    claimant: StepClaimant,
     claimId: string,
     leaseMs: number,
     maxAttempts: number,
@@ -177,6 +188,10 @@ export class ComputersRepository {
   ): Promise<{ claimed: ClaimedStep } | { abandoned: ClaimedStep } | null> {
     return this.transaction(async (manager) => {
       const sql = this.sql.in(manager);
+      const [name, where, values] =
+        claimant.kind === 'server'
+          ? ['computers.steps.nextClaimable', 'NOT c.on_workers', []]
+          : ['computers.steps.nextClaimable.worker', 'c.organization_id = $1 AND c.worker_id = $2', [claimant.organizationId, claimant.workerId]];
       const [candidate] = await sql.query<{
         organization_id: string;
         computer_id: string;
@@ -185,21 +200,21 @@ export class ComputersRepository {
         status: StepStatus;
         claim_id: string | null;
       }>(
-        'computers.steps.nextClaimable',
+        name,
         `SELECT s.organization_id, s.computer_id, s.position, s.attempts, s.status, s.claim_id FROM provisioning_steps s
-         JOIN computers c ON c.organization_id = s.organization_id AND c.id = s.computer_id AND c.status = 'provisioning'
-         WHERE (s.status = 'pending' AND NOT EXISTS (
+         JOIN computers c ON c.organization_id = s.organization_id AND c.id = s.computer_id AND c.status = 'provisioning' AND ${where}
+         WHERE ((s.status = 'pending' AND NOT EXISTS (
                   SELECT 1 FROM provisioning_steps e
                   WHERE e.organization_id = s.organization_id AND e.computer_id = s.computer_id AND e.position < s.position AND e.status <> 'completed'))
-            OR (s.status = 'running' AND s.lease_expires_at < clock_timestamp())
+            OR (s.status = 'running' AND s.lease_expires_at < clock_timestamp()))
          ORDER BY c.created_at, s.computer_id, s.position
          LIMIT 1
          FOR UPDATE OF s SKIP LOCKED`,
-        [],
+        values,
       );
       if (!candidate) return null;
       if (candidate.status === StepStatus.Running && candidate.attempts >= maxAttempts) {
-        const error = `Abandoned: ${candidate.attempts} instances took this step and none finished it (each stopped without a word).`;
+        const error = `Abandoned: ${candidate.attempts} ${claimant.kind === 'server' ? 'instances' : 'runs'} took this step and none finished it (each stopped without a word).`;
         const abandoned = await this.finishStep(
           manager,
           { organizationId: candidate.organization_id, computerId: candidate.computer_id, position: candidate.position, claimId: candidate.claim_id },
@@ -222,14 +237,29 @@ export class ComputersRepository {
     });
   }
 
-  /** Renews a claim's lease; false when the claim is no longer held (computer deleted, or taken over). */
-  async renewClaim(step: StepFence, leaseMs: number): Promise<boolean> {
-    const rows = await this.sql.query(
-      'computers.steps.renew',
-      `UPDATE provisioning_steps SET lease_expires_at = ${DB_NOW} + $4 * interval '1 millisecond'
-       WHERE organization_id = $5 AND computer_id = $1 AND position = $2 AND claim_id = $3 AND status = 'running' RETURNING 1`,
-      [step.computerId, step.position, step.claimId, leaseMs, step.organizationId],
-    );
+  /**
+   * Renews a claim's lease; false when the claim is no longer held (computer deleted, or taken over). A worker renews
+   * only steps of computers placed on it, and not past `maxRunMs` from the step's start (a worker that says it is still
+   * running a step forever does not hold it forever).
+   */
+  async renewClaim(step: StepFence, leaseMs: number, worker?: { workerId: string; maxRunMs: number }): Promise<boolean> {
+    const rows = worker
+      ? await this.sql.query(
+          'computers.steps.renew.worker',
+          `UPDATE provisioning_steps s SET lease_expires_at = ${DB_NOW} + $4 * interval '1 millisecond'
+           FROM computers c
+           WHERE s.organization_id = $5 AND s.computer_id = $1 AND s.position = $2 AND s.claim_id = $3 AND s.status = 'running'
+             AND s.started_at > clock_timestamp() - $7 * interval '1 millisecond'
+             AND c.organization_id = s.organization_id AND c.id = s.computer_id AND c.worker_id = $6
+           RETURNING 1`,
+          [step.computerId, step.position, step.claimId, leaseMs, step.organizationId, worker.workerId, worker.maxRunMs],
+        )
+      : await this.sql.query(
+          'computers.steps.renew',
+          `UPDATE provisioning_steps SET lease_expires_at = ${DB_NOW} + $4 * interval '1 millisecond'
+           WHERE organization_id = $5 AND computer_id = $1 AND position = $2 AND claim_id = $3 AND status = 'running' RETURNING 1`,
+          [step.computerId, step.position, step.claimId, leaseMs, step.organizationId],
+        );
     return rows.length > 0;
   }
 
@@ -258,6 +288,27 @@ export class ComputersRepository {
     });
   }
 
+  /** A running step of a computer placed on this worker, held under this claim; null otherwise. */
+  async workerStep(worker: { organizationId: string; workerId: string }, fence: Omit<StepFence, 'organizationId'>): Promise<ProvisioningStepEntity | null> {
+    const rows = await this.sql.query<ProvisioningStepEntity>(
+      'computers.steps.ofWorker',
+      `SELECT ${STEP_COLUMNS} FROM provisioning_steps s JOIN computers c ON c.organization_id = s.organization_id AND c.id = s.computer_id
+       WHERE s.organization_id = $1 AND s.computer_id = $2 AND s.position = $3 AND s.claim_id = $4 AND s.status = 'running' AND c.worker_id = $5`,
+      [worker.organizationId, fence.computerId, fence.position, fence.claimId, worker.workerId],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** The computers placed on a worker: what it should hold. */
+  placedOn(organizationId: string, workerId: string): Promise<Array<Pick<ComputerEntity, 'id' | 'status' | 'agentTokenCreatedAt' | 'agentTokenEncrypted'>>> {
+    return this.sql.query(
+      'computers.placedOn',
+      `SELECT id, status, agent_token_created_at AS "agentTokenCreatedAt", agent_token_encrypted AS "agentTokenEncrypted"
+       FROM computers WHERE organization_id = $1 AND worker_id = $2 ORDER BY created_at, id`,
+      [organizationId, workerId],
+    );
+  }
+
   /** Gives a claim back (its instance is stopping): the step is pending again, for any instance. */
   async release(step: StepFence): Promise<void> {
     await this.sql.query(
@@ -282,12 +333,12 @@ export class ComputersRepository {
     return counts;
   }
 
-  /** On an embedded database only this process can hold claims: any running step is from a previous run. */
+  /** On an embedded database only this process runs the server's steps: any running one is from a previous run (workers hold their own). */
   async releaseAll(): Promise<number> {
     const rows = await this.sql.query(
       'computers.steps.releaseAll',
-      `UPDATE provisioning_steps SET status = 'pending', claim_id = NULL, lease_expires_at = NULL, started_at = NULL
-       WHERE status = 'running' RETURNING 1`,
+      `UPDATE provisioning_steps s SET status = 'pending', claim_id = NULL, lease_expires_at = NULL, started_at = NULL
+       FROM computers c WHERE c.organization_id = s.organization_id AND c.id = s.computer_id AND NOT c.on_workers AND s.status = 'running' RETURNING 1`,
       [],
     );
     return rows.length;

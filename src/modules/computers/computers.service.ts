@@ -14,21 +14,24 @@ import { LocalAgentSupervisor } from './agents/local-agent-supervisor';
 import { ComputersRepository } from './computers.repository';
 import { BYOM, LOCAL_PROVIDER, LOCAL_TEMPLATES, OwnerPrincipalKind } from './domain/computer';
 import { ComputerTrigger, nextStatus } from './domain/computer-status';
-import { ComputerQuota, computerNotFound, ComputersError, ComputersErrorCode, QuotaExceededError } from './domain/computers.errors';
+import { ComputerQuota, computerNotFound, ComputersError, ComputersErrorCode, QuotaExceededError, workerPoolNotFound } from './domain/computers.errors';
 import { kindRefusal } from './domain/kind-controls';
-import { ComputerOwner, CreateComputerInput, newComputer, newStep } from './domain/new-computer';
+import { ComputerOwner, CreateComputerInput, newComputer, newStep, Placement } from './domain/new-computer';
 import { planSteps, StepId, StepStatus } from './domain/provisioning-step';
 import { locateRepo } from '../../host/repo-location';
-import { ComputerShape, ComputerView, toComputerView } from './domain/views';
+import { ComputerShape, ComputerView, PlacementNames, toComputerView } from './domain/views';
 import { ComputerEntity, ProvisioningStepEntity } from './entities';
 import { ProvisioningJob } from './jobs/provisioning.job';
 import { ComputeProvider } from './providers/compute-provider';
+import { WorkerPoolsService } from './workers/worker-pools.service';
+import { WorkerSweepJob } from './workers/worker-sweep.job';
+import { WorkersRepository } from './workers/workers.repository';
 
 export type UpdateComputerInput = ApiSchema<'UpdateComputerBody'>;
 export type RotatedAgentToken = ApiSchema<'RotatedAgentToken'>;
 
 /** Fields only a managed provider's computer takes. */
-const MANAGED_ONLY = ['repos', 'autoInstallDeps', 'source'] as const;
+const MANAGED_ONLY = ['repos', 'autoInstallDeps', 'source', 'pool', 'labels'] as const;
 
 /** Steps of a recorded failure are this far apart. */
 const STEP_MS = 4_000;
@@ -56,6 +59,9 @@ export class ComputersService {
     private readonly authenticator: Authenticator,
     private readonly agents: LocalAgentSupervisor,
     private readonly provider: ComputeProvider,
+    private readonly pools: WorkerPoolsService,
+    private readonly workers: WorkersRepository,
+    private readonly placement: WorkerSweepJob,
     private readonly config: AppConfig,
   ) {
     this.details = new ServerDetails(config);
@@ -74,6 +80,7 @@ export class ComputersService {
     const copied = input.source?.kind === 'computer' ? await this.visible(principal, input.source.computerId, { field: 'source.computerId' }) : null;
     const repos = given ?? copied?.repos ?? [];
     const autoInstallDeps = input.autoInstallDeps ?? copied?.autoInstallDeps ?? false;
+    const placement = managed ? await this.placementOf(principal, input, copied) : null;
     const id = newId();
     const token = this.tokens.issue(input.provider, id);
     const now = new Date();
@@ -84,14 +91,16 @@ export class ComputersService {
       status: nextStatus(managed ? ComputerTrigger.ManagedCreated : ComputerTrigger.ByomRegistered, null)!,
       createdAt: now,
       updatedAt: now,
+      placement,
     });
     const steps = managed ? planSteps({ repos, autoInstallDeps }).map((stepId, position) => newStep(id, stepId, position)) : [];
     await this.store(principal, computer, steps);
     const actor = securityActorOf(principal);
     logSecurityEvent('computer.created', actor, { computerId: computer.id, provider: computer.provider });
     logSecurityEvent('computer.agent_token.issued', actor, { computerId: computer.id });
-    if (steps.length > 0) this.provisioning.wake();
-    return { ...this.view(computer, steps, 'create'), agentToken: token.token };
+    if (placement) this.placement.wake();
+    else if (steps.length > 0) this.provisioning.wake();
+    return { ...(await this.views([computer], new Map([[computer.id, steps]]), 'create'))[0], agentToken: token.token };
   }
 
   /**
@@ -145,7 +154,7 @@ export class ComputersService {
       principal.organizationId,
       computers.map((c) => c.id),
     );
-    return computers.map((computer) => this.view(computer, steps.get(computer.id)!, 'list'));
+    return this.views(computers, steps, 'list');
   }
 
   async get(principal: Principal, computerId: string): Promise<ComputerView> {
@@ -178,7 +187,8 @@ export class ComputersService {
     if (!deleted) throw computerNotFound(computerId);
     logSecurityEvent('computer.deleted', securityActorOf(principal), { computerId: computer.id });
     this.authenticator.forgetComputerToken(computer.agentTokenHash);
-    if (computer.provider === BYOM) return;
+    // A worker's computer: its worker stops the agent and removes the workspace when it learns of the deletion.
+    if (computer.provider === BYOM || computer.onWorkers) return;
     // Its agent may run on another instance: that one stops it at its next look at the computers.
     if (computer.provider === LOCAL_PROVIDER) await this.agents.stop(computer.id);
     // The computer is gone either way; a workspace that cannot be removed is the operator's to clean up.
@@ -209,7 +219,8 @@ export class ComputersService {
       });
       return this.repository.update(manager, locked, { status: next });
     });
-    this.provisioning.wake();
+    if (computer.onWorkers) this.placement.wake();
+    else this.provisioning.wake();
     return this.withSteps(computer, 'full');
   }
 
@@ -277,7 +288,13 @@ export class ComputersService {
       if (input.hostId === undefined) errors.push({ field: 'hostId', message: 'is required for a byom computer: the id of the machine you register' });
       if (input.remoteUser === undefined) errors.push({ field: 'remoteUser', message: 'is required for a byom computer: the user its agent runs as' });
       // Values that ask for nothing (no repos, no install) are harmless; anything else would be silently ignored.
-      const asks = { repos: (input.repos ?? []).length > 0, autoInstallDeps: input.autoInstallDeps === true, source: input.source !== undefined };
+      const asks = {
+        repos: (input.repos ?? []).length > 0,
+        autoInstallDeps: input.autoInstallDeps === true,
+        source: input.source !== undefined,
+        pool: input.pool !== undefined,
+        labels: (input.labels ?? []).length > 0,
+      };
       for (const field of MANAGED_ONLY) {
         if (asks[field]) errors.push({ field, message: 'is for managed computers; a byom machine is already set up' });
       }
@@ -318,7 +335,14 @@ export class ComputersService {
    */
   private store(principal: Principal, computer: ComputerEntity, steps: ProvisioningStepEntity[]): Promise<string | null> {
     return this.repository.transaction(async (manager) => {
-      await this.checkNewComputerQuotas(manager, principal, { managed: computer.provider !== BYOM, local: computer.provider === LOCAL_PROVIDER });
+      await this.checkNewComputerQuotas(manager, principal, {
+        managed: computer.provider !== BYOM,
+        local: computer.provider === LOCAL_PROVIDER && !computer.onWorkers,
+      });
+      // Held until the computer is in: a pool deleted meanwhile is 404 here, never a computer in a pool that is gone.
+      if (computer.poolId && !(await this.repository.holdPool(manager, computer.organizationId, computer.poolId))) {
+        throw workerPoolNotFound(computer.poolId, 'pool');
+      }
       await this.repository.insertComputer(manager, computer);
       let log: string | null = null;
       if (steps.length > 0) {
@@ -371,14 +395,46 @@ export class ComputersService {
 
   /** The computer's view with its provisioning steps as stored now. */
   private async withSteps(computer: ComputerEntity, shape: ComputerShape): Promise<ComputerView> {
-    return this.view(computer, (await this.repository.stepsOf(computer.organizationId, [computer.id])).get(computer.id)!, shape);
+    return (await this.views([computer], await this.repository.stepsOf(computer.organizationId, [computer.id]), shape))[0];
   }
 
-  private view(computer: ComputerEntity, steps: ProvisioningStepEntity[], shape: ComputerShape): ComputerView {
+  /** Computers' views, with the names of the pools and workers they run on (one query, only when any runs on one). */
+  private async views(computers: ComputerEntity[], steps: Map<string, ProvisioningStepEntity[]>, shape: ComputerShape): Promise<ComputerView[]> {
+    const onWorkers = computers.filter((computer) => computer.onWorkers);
+    const names =
+      onWorkers.length > 0
+        ? await this.workers.names(
+            onWorkers[0].organizationId,
+            onWorkers.map((c) => c.poolId).filter((id): id is string => id !== null),
+            onWorkers.map((c) => c.workerId).filter((id): id is string => id !== null),
+          )
+        : undefined;
+    return computers.map((computer) => this.view(computer, steps.get(computer.id) ?? [], shape, names));
+  }
+
+  private view(computer: ComputerEntity, steps: ProvisioningStepEntity[], shape: ComputerShape, names?: PlacementNames): ComputerView {
     const base = this.config.baseUrl;
-    const view = toComputerView(computer, steps, { agentUrl: `${base}/api/v0/agent`, clientUrl: `${base}/api/v0/sessions?computerId=${computer.id}` }, shape);
+    const view = toComputerView(
+      computer,
+      steps,
+      { agentUrl: `${base}/api/v0/agent`, clientUrl: `${base}/api/v0/sessions?computerId=${computer.id}` },
+      shape,
+      names,
+    );
     // A managed computer's repos lie in the server's COMPUTERS_DIR: named, never shown.
     if (view.clonedRepoDirectories) view.clonedRepoDirectories = view.clonedRepoDirectories.map((directory) => this.details.redact(directory));
     return view;
+  }
+
+  /**
+   * Where a new managed computer asks to run: the pool it names (404 when the organization has none of that name or
+   * id) and its labels; a copy keeps its source's unless the body gives them. Null: the server's host.
+   */
+  private async placementOf(principal: Principal, input: CreateComputerInput, copied: ComputerEntity | null): Promise<Placement | null> {
+    if (input.pool === undefined && (input.labels ?? []).length === 0) {
+      return copied?.onWorkers ? { poolId: copied.poolId, labels: copied.placementLabels } : null;
+    }
+    const poolId = input.pool !== undefined ? (await this.pools.find(principal.organizationId, input.pool, 'pool')).id : null;
+    return { poolId, labels: input.labels ?? [] };
   }
 }

@@ -60,6 +60,7 @@ export class EventViewer {
     switch (event.type) {
       case 'computer.created':
       case 'computer.status_changed':
+      case 'computer.placement_changed':
         return this.seesComputer(event.data.computerId);
       case 'computer.deleted':
         // Gone, so not visible any more: a member sees the deletion of their own.

@@ -20,4 +20,6 @@ export enum AdvisoryLock {
   EventSequencer = 7_345_008,
   /** With the organization's id hashed as the second key: counting and naming its worker pools, one change at a time. */
   WorkerPools = 7_345_009,
+  /** Placing an organization's waiting computers on its workers: one placer at a time counts each worker's load. */
+  WorkerPlacement = 7_345_010,
 }

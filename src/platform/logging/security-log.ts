@@ -12,6 +12,7 @@ export type SecurityAction =
   | 'computer.created'
   | 'computer.deleted'
   | 'computer.agent_token.issued'
+  | 'computer.agent_token.released'
   | 'worker_pool.created'
   | 'worker_pool.deleted'
   | 'enrollment_token.created'

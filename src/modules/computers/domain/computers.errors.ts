@@ -10,6 +10,8 @@ const COMPUTERS_ERRORS = {
   NotComputerCredential: { code: 'computer_credential_required', kind: ErrorKind.Forbidden },
   WorkerPoolNotFound: { code: 'worker_pool_not_found', kind: ErrorKind.NotFound },
   WorkerPoolNameTaken: { code: 'worker_pool_name_taken', kind: ErrorKind.Conflict },
+  WorkerPoolInUse: { code: 'worker_pool_in_use', kind: ErrorKind.Conflict },
+  StepClaimLost: { code: 'step_claim_lost', kind: ErrorKind.Conflict },
   EnrollmentTokenNotFound: { code: 'enrollment_token_not_found', kind: ErrorKind.NotFound },
   TooManyEnrollmentTokens: { code: 'too_many_enrollment_tokens', kind: ErrorKind.Conflict },
   WorkerNotFound: { code: 'worker_not_found', kind: ErrorKind.NotFound },

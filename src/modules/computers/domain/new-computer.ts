@@ -21,13 +21,28 @@ export interface IssuedAgentToken {
 }
 
 /** A new computer's row. */
+/** Where a managed computer asks to run: a pool (null: any of the organization's) and the labels its worker must have. */
+export interface Placement {
+  poolId: string | null;
+  labels: string[];
+}
+
 export function newComputer(
   id: string,
   principal: Principal,
   owner: ComputerOwner,
   input: CreateComputerInput,
   token: IssuedAgentToken,
-  fields: { managed: boolean; repos: string[]; autoInstallDeps: boolean; status: ComputerEntity['status']; createdAt: Date; updatedAt: Date },
+  fields: {
+    managed: boolean;
+    repos: string[];
+    autoInstallDeps: boolean;
+    status: ComputerEntity['status'];
+    createdAt: Date;
+    updatedAt: Date;
+    /** Placement on a worker pool; none: the server's host. */
+    placement?: Placement | null;
+  },
 ): ComputerEntity {
   return Object.assign(new ComputerEntity(), {
     id,
@@ -48,6 +63,12 @@ export function newComputer(
     agentTokenEncrypted: token.encrypted,
     agentTokenCreatedAt: fields.createdAt,
     agentConnectedAt: null,
+    onWorkers: !!fields.placement,
+    poolId: fields.placement?.poolId ?? null,
+    placementLabels: fields.placement?.labels ?? [],
+    workerId: null,
+    placedAt: null,
+    waitingSince: fields.placement ? fields.createdAt : null,
     createdAt: fields.createdAt,
     updatedAt: fields.updatedAt,
   });

@@ -1,5 +1,8 @@
 import type { ApiSchema } from '../../../platform/http/api-schema';
 import { ComputerEntity, ProvisioningStepEntity } from '../entities';
+import type { PlacementNames } from '../workers/placement';
+
+export type { PlacementNames };
 
 /** The spec's provisioning step; optional fields omitted when unset. */
 export type StepView = ApiSchema<'ProvisioningStep'>;
@@ -27,6 +30,7 @@ export function toComputerView(
   steps: ProvisioningStepEntity[],
   relay: { agentUrl: string; clientUrl: string },
   shape: ComputerShape,
+  names?: PlacementNames,
 ): ComputerView {
   const view: ComputerView = {
     id: computer.id,
@@ -47,5 +51,17 @@ export function toComputerView(
     view.ownerId = computer.ownerId;
     if (computer.source) view.computerSource = computer.source;
   }
+  if (computer.provider !== 'byom') Object.assign(view, placementView(computer, names));
   return view;
+}
+
+/** Where a managed computer may run (`placement`, when created for pools) and where it runs now (`runsOn`). */
+function placementView(computer: ComputerEntity, names: PlacementNames | undefined): Pick<ComputerView, 'placement' | 'runsOn'> {
+  if (!computer.onWorkers) return { runsOn: { kind: 'server' } };
+  const poolName = (id: string | null) => (id ? (names?.pools.get(id) ?? null) : null);
+  const placement = { poolId: computer.poolId, poolName: poolName(computer.poolId), labels: computer.placementLabels };
+  if (!computer.workerId) return { placement, runsOn: { kind: 'waiting', since: (computer.waitingSince ?? computer.updatedAt).getTime() } };
+  // Forgotten meanwhile (a week after it ended): named by its id alone.
+  const worker = names?.workers.get(computer.workerId) ?? { name: computer.workerId, poolId: computer.poolId ?? '', poolName: poolName(computer.poolId) ?? '' };
+  return { placement, runsOn: { kind: 'worker', workerId: computer.workerId, workerName: worker.name, poolId: worker.poolId, poolName: worker.poolName } };
 }

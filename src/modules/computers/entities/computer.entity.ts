@@ -6,7 +6,11 @@ import { ComputerSource, OwnerPrincipalKind, Provider } from '../domain/computer
 @Entity({ name: 'computers' })
 @Index('computers_organization_created_idx', ['organizationId', 'createdAt', 'id'])
 @Index('computers_owner_created_idx', ['ownerId', 'createdAt', 'id'])
+@Index('computers_worker_idx', ['organizationId', 'workerId'], { where: `"worker_id" IS NOT NULL` })
+@Index('computers_unplaced_idx', ['organizationId', 'createdAt'], { where: `"on_workers" AND "worker_id" IS NULL AND "status" = 'provisioning'` })
 @ForeignKey('UserEntity', ['organizationId', 'ownerId'], ['organizationId', 'id'], { name: 'computers_owner_id_fkey', onDelete: 'CASCADE' })
+@ForeignKey('WorkerPoolEntity', ['organizationId', 'poolId'], ['organizationId', 'id'], { name: 'computers_pool_id_fkey', onDelete: 'RESTRICT' })
+@ForeignKey('WorkerEntity', ['organizationId', 'workerId'], ['organizationId', 'id'], { name: 'computers_worker_id_fkey', onDelete: 'SET NULL' })
 export class ComputerEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'computers_pkey' })
   id: string;
@@ -72,6 +76,28 @@ export class ComputerEntity {
   /** When the agent last connected through the agent channel's connect call. */
   @Column({ name: 'agent_connected_at', type: 'timestamptz', precision: 3, nullable: true })
   agentConnectedAt: Date | null;
+
+  /** Runs on a worker of a pool (`poolId`, or any of the organization's when null), not on the server's host. */
+  @Column({ name: 'on_workers', type: 'boolean', default: false })
+  onWorkers: boolean;
+
+  @Column({ name: 'pool_id', type: 'uuid', nullable: true })
+  poolId: string | null;
+
+  /** Labels its worker must have, each of them. */
+  @Column({ name: 'placement_labels', type: 'jsonb', default: [] })
+  placementLabels: string[];
+
+  /** The worker it is placed on; null while it waits for one (or runs on the server). */
+  @Column({ name: 'worker_id', type: 'uuid', nullable: true })
+  workerId: string | null;
+
+  @Column({ name: 'placed_at', type: 'timestamptz', precision: 3, nullable: true })
+  placedAt: Date | null;
+
+  /** Since when it waits for a worker with room (the placement timeout counts from here). */
+  @Column({ name: 'waiting_since', type: 'timestamptz', precision: 3, nullable: true })
+  waitingSince: Date | null;
 
   @Column({ name: 'created_at', type: 'timestamptz', precision: 3 })
   createdAt: Date;

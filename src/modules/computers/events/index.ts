@@ -29,6 +29,17 @@ export interface ComputerDeletedData {
   ownerId: string;
 }
 
+/**
+ * A managed computer created for worker pools moved: placed on a worker (`placed`), or taken off one whose session
+ * ended (`worker_left`; it waits to be placed again).
+ */
+export interface ComputerPlacementChangedData {
+  computerId: string;
+  workerId: string | null;
+  poolId: string | null;
+  reason: 'placed' | 'worker_left';
+}
+
 /** A worker pool as its events show it. */
 export interface WorkerPoolData {
   poolId: string;
@@ -71,6 +82,7 @@ declare module '../../../platform/events/event' {
     'computer.created': ComputerCreatedData;
     'computer.status_changed': ComputerStatusChangedData;
     'computer.deleted': ComputerDeletedData;
+    'computer.placement_changed': ComputerPlacementChangedData;
     'worker_pool.created': WorkerPoolData;
     'worker_pool.updated': WorkerPoolData;
     'worker_pool.deleted': WorkerPoolData;

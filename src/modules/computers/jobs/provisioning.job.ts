@@ -8,12 +8,13 @@ import { JobHandle, JobRunner } from '../../../platform/jobs';
 import { ServerLogs } from '../../sessions';
 import { ClaimedStep, ComputersRepository, StepMoved } from '../computers.repository';
 import { StepStatus } from '../domain/provisioning-step';
+import { stepMovedEvents } from './step-events';
 import { ComputeProvider, StepFailure } from '../providers/compute-provider';
 
 const JOB_NAME = 'computers.provisioning';
 
 /** A step taken over this often without ever finishing fails (it keeps killing its instance). */
-const MAX_ATTEMPTS = 3;
+export const MAX_ATTEMPTS = 3;
 
 class StepTimedOut extends Error {}
 class ClaimLost extends Error {}
@@ -43,17 +44,19 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
   /** Step errors and install logs reach the computer's users: without the server's folders or host name. */
   private readonly details: ServerDetails;
   private job: JobHandle<void> | null = null;
+  private readonly stepMoved: StepMoved;
   private stopping = false;
 
   constructor(
     private readonly repository: ComputersRepository,
     private readonly provider: ComputeProvider,
     private readonly logs: ServerLogs,
-    private readonly events: EventLog,
+    events: EventLog,
     private readonly jobs: JobRunner,
     private readonly config: AppConfig,
   ) {
     this.details = new ServerDetails(config);
+    this.stepMoved = stepMovedEvents(events);
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -84,7 +87,7 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
   /** Claims steps while this instance has room; each runs in the background (a failed tick is logged by the runner). */
   private async tick(): Promise<void> {
     while (!this.stopping && this.running.size < this.config.PROVISIONING_CONCURRENCY) {
-      const next = await this.repository.claimNext(newId(), this.config.PROVISIONING_LEASE_MS, MAX_ATTEMPTS, this.stepMoved);
+      const next = await this.repository.claimNext({ kind: 'server' }, newId(), this.config.PROVISIONING_LEASE_MS, MAX_ATTEMPTS, this.stepMoved);
       if (!next) break;
       if ('abandoned' in next) continue;
       this.start(next.claimed);
@@ -163,22 +166,6 @@ export class ProvisioningJob implements OnApplicationBootstrap, BeforeApplicatio
       clearInterval(renewal);
     }
   }
-
-  /** A step started or finished: its computer's `computer.status_changed`, in the same transaction. */
-  private readonly stepMoved: StepMoved = (manager, { computer, step, from }) => {
-    this.events.raise(manager, {
-      type: 'computer.status_changed',
-      organizationId: computer.organizationId,
-      actor: { kind: 'system' },
-      data: {
-        computerId: computer.id,
-        provider: computer.provider,
-        from,
-        to: computer.status,
-        step: { stepId: step.stepId, status: step.status, error: step.error ?? null },
-      },
-    });
-  };
 
   private afterFinish(claim: ClaimedStep, finished: Awaited<ReturnType<ComputersRepository['finish']>>): void {
     if (finished.lost) {

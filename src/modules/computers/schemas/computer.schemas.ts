@@ -1,3 +1,4 @@
+import { WORKER_LABEL } from '../workers/worker-pool.schemas';
 import { closedObject, NO_CONTROL_CHARACTERS, ref, SchemaObject, SchemaRegistry, uuidString } from '../../../platform/http/json-schema';
 import { BYOM, LOCAL_PROVIDER, LOCAL_TEMPLATES, NAME_LIMITS, OwnerPrincipalKind, PROVIDERS, REPO_LIMITS } from '../domain/computer';
 import { COMPUTER_STATUSES } from '../domain/computer-status';
@@ -102,6 +103,22 @@ export const computerSchemas = new SchemaRegistry('computers').add({
       },
       ownerId: { type: 'string', description: 'The owning user or service account (create, get).' },
       computerSource: ref('ComputerSource'),
+      placement: closed(
+        ['poolId', 'poolName', 'labels'],
+        {
+          poolId: { type: 'string', format: 'uuid', nullable: true, description: 'The pool it was created for; `null`: any pool of the organization.' },
+          poolName: { type: 'string', nullable: true },
+          labels: { type: 'array', items: { type: 'string' }, description: 'Labels its worker must have, each of them.' },
+        },
+        "Not in the spec. A managed computer created with `pool` or `labels`: where it may run. Absent: on the server's host.",
+      ),
+      runsOn: {
+        type: 'object',
+        oneOf: [ref('RunsOnServer'), ref('RunsOnWorker'), ref('RunsOnWaiting')],
+        discriminator: { propertyName: 'kind' },
+        description:
+          'Not in the spec. A managed computer\'s place: `{kind: "server"}`, `{kind: "worker", workerId, workerName, poolId, poolName}`, or `{kind: "waiting", since}` while no worker of its pool has room.',
+      },
       agentToken: {
         type: 'string',
         description: "Not in the spec. The computer's agent token (`cpt_…`), in the create response only and never again; rotate it to get a new one.",
@@ -109,6 +126,19 @@ export const computerSchemas = new SchemaRegistry('computers').add({
     },
     'A computer. Accepts and carries no other properties.',
   ),
+  RunsOnServer: closed(['kind'], { kind: { type: 'string', enum: ['server'] } }, "The server's host (the default pool)."),
+  RunsOnWorker: closed(
+    ['kind', 'workerId', 'workerName', 'poolId', 'poolName'],
+    {
+      kind: { type: 'string', enum: ['worker'] },
+      workerId: { type: 'string', format: 'uuid' },
+      workerName: { type: 'string' },
+      poolId: { type: 'string', format: 'uuid' },
+      poolName: { type: 'string' },
+    },
+    'A worker of a pool.',
+  ),
+  RunsOnWaiting: closed(['kind', 'since'], { kind: { type: 'string', enum: ['waiting'] }, since: unixMs }, 'No worker with room yet; waiting since `since`.'),
   CreateComputerBody: closed(['name', 'provider'], {
     name: shortName("The computer's name."),
     provider: {
@@ -138,6 +168,22 @@ export const computerSchemas = new SchemaRegistry('computers').add({
         "Owners and managers only: create the computer for this service account of your organization instead of yourself. A person's id, or another organization's, is 404 `service_account_not_found`.",
     },
     source: ref('ComputerSource'),
+    pool: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 63,
+      description:
+        "Not in the spec. Managed only: run the computer on a worker of this pool of your organization (its name or id) instead of the server's host; " +
+        "another organization's pool, or an unknown one, is 404 `worker_pool_not_found`. A copy (`source.computerId`) keeps its source's pool unless given.",
+    },
+    labels: {
+      type: 'array',
+      maxItems: 16,
+      uniqueItems: true,
+      items: WORKER_LABEL,
+      description:
+        'Not in the spec. Managed only: place the computer on a worker that has every one of these labels (`gpu`, `arch=arm64`), in `pool` or, without it, in any pool of your organization. At most 16.',
+    },
   }),
   UpdateComputerBody: {
     ...closed([], { name: shortName('A new name.'), remoteUser }),

@@ -1,23 +1,45 @@
-import { Body, Controller, Headers, HttpCode, Ip, Post } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Ip, Param, Post, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 import {
   ApiBadRequestResponse,
   ApiBody,
   ApiConflictResponse,
   ApiCreatedResponse,
   ApiForbiddenResponse,
+  ApiNotFoundResponse,
   ApiNoContentResponse,
   ApiOkResponse,
   ApiOperation,
   ApiTags,
+  ApiTooManyRequestsResponse,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
-import { ApiErrorExamples, ApiRequestExample, V0_ERROR } from '../../../platform/http/openapi';
-import { ComputerQuota, QuotaExceededError } from '../domain/computers.errors';
+import { ApiErrorExamples, ApiRequestExample, EXAMPLE_ID, V0_ERROR } from '../../../platform/http/openapi';
+import { ComputerQuota, computerNotFound, ComputersError, ComputersErrorCode, QuotaExceededError } from '../domain/computers.errors';
 import { ref } from '../../../platform/http/json-schema';
+import { PathIds } from '../../../platform/http/path-ids';
 import { WorkerCredentials } from '../../auth';
-import { RegisteredWorkerView, RegisterWorkerInput, WorkerHeartbeatInput, WorkerHeartbeatView, workerPoolSchemas } from './worker-pool.schemas';
+import {
+  RegisteredWorkerView,
+  RegisterWorkerInput,
+  WorkerAgentTokenView,
+  WorkerClaimInput,
+  WorkerClaimView,
+  WorkerHeartbeatInput,
+  WorkerHeartbeatView,
+  workerPoolSchemas,
+  WorkerStepFinishInput,
+  WorkerStepFinishView,
+  WorkerStepLogInput,
+} from './worker-pool.schemas';
 import { WorkerChannelService } from './worker-channel.service';
 
+const STEP_LOST =
+  "`step_claim_lost`: the step is no longer this worker's (finished, taken back after its lease, past its time, or its computer moved or was deleted): stop running it.";
+const STEP_LOST_EXAMPLE = new ComputersError(
+  ComputersErrorCode.StepClaimLost,
+  `Step 1 of computer ${EXAMPLE_ID} is no longer this worker's (finished, taken back, or the computer moved or was deleted): stop it.`,
+);
 const SESSION =
   "Authorization: `Bearer wks_...`, the session token registration returned. 401 `invalid_worker_token` when it is not valid or the worker's session " +
   'ended (`metadata.workerStatus`: `left`, `lost`, `revoked`, `evicted`): the worker registers again.';
@@ -87,8 +109,88 @@ export class WorkerChannelController {
     @Headers('authorization') authorization: string | undefined,
     @Body(workerPoolSchemas.pipe('WorkerHeartbeatBody')) body: WorkerHeartbeatInput,
   ): Promise<WorkerHeartbeatView> {
-    const worker = await this.channel.heartbeat(await this.channel.authenticate(authorization), body.usage ?? null);
-    return { leaseExpiresAt: worker.leaseExpiresAt.getTime() };
+    return this.channel.heartbeat(await this.channel.authenticate(authorization), body);
+  }
+
+  @Post('claims')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Claim a provisioning step',
+    description:
+      `${SESSION} The next step of a computer placed on this worker, claimed for it with a lease of \`PROVISIONING_LEASE_MS\` (kept by heartbeats that ` +
+      'name it). With `waitMs`, a long poll: it answers `sync: true` when the computers placed on the worker changed (heartbeat to learn how), ' +
+      'and `work: null` at the end of the wait. At most 2 claims of one worker wait at once on a server instance (429 `rate_limited`, `Retry-After`).',
+  })
+  @ApiBody({ schema: ref('WorkerClaimBody') })
+  @ApiRequestExample({ waitMs: 25000 })
+  @ApiOkResponse({ schema: ref('WorkerClaimView') })
+  @ApiUnauthorizedResponse({ description: SESSION, schema: V0_ERROR })
+  @ApiTooManyRequestsResponse({ description: '`rate_limited`: this worker already has 2 claims waiting on this instance.', schema: V0_ERROR })
+  async claim(
+    @Headers('authorization') authorization: string | undefined,
+    @Body(workerPoolSchemas.pipe('WorkerClaimBody')) body: WorkerClaimInput,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<WorkerClaimView> {
+    const worker = await this.channel.authenticate(authorization);
+    // A worker gone while waiting (killed, disconnected) must not be handed a step no one will run.
+    const abandoned = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableEnded) abandoned.abort();
+    });
+    return this.channel.claim(worker, body.waitMs ?? 0, abandoned.signal);
+  }
+
+  @Post('steps/log')
+  @HttpCode(204)
+  @ApiOperation({ summary: "Add to a step's log", description: `${SESSION} Appends output of a step this worker holds to the computer's provisioning log.` })
+  @ApiBody({ schema: ref('WorkerStepLogBody') })
+  @ApiNoContentResponse({ description: 'Logged.' })
+  @ApiUnauthorizedResponse({ description: SESSION, schema: V0_ERROR })
+  @ApiConflictResponse({ description: STEP_LOST, schema: V0_ERROR })
+  @ApiErrorExamples(STEP_LOST_EXAMPLE)
+  async logStep(
+    @Headers('authorization') authorization: string | undefined,
+    @Body(workerPoolSchemas.pipe('WorkerStepLogBody')) body: WorkerStepLogInput,
+  ): Promise<void> {
+    await this.channel.logStep(await this.channel.authenticate(authorization), body);
+  }
+
+  @Post('steps/finish')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Finish a step',
+    description:
+      `${SESSION} Completes or fails a step this worker holds: the last step completed makes the computer \`active\`; a failed one puts it in ` +
+      "`error`, with `error` shown as the step's. The clone step's `clonedRepoDirectories` are set by the server: the repos' folder names.",
+  })
+  @ApiBody({ schema: ref('WorkerStepFinishBody') })
+  @ApiOkResponse({ schema: ref('WorkerStepFinishView') })
+  @ApiUnauthorizedResponse({ description: SESSION, schema: V0_ERROR })
+  @ApiConflictResponse({ description: STEP_LOST, schema: V0_ERROR })
+  @ApiErrorExamples(STEP_LOST_EXAMPLE)
+  async finishStep(
+    @Headers('authorization') authorization: string | undefined,
+    @Body(workerPoolSchemas.pipe('WorkerStepFinishBody')) body: WorkerStepFinishInput,
+  ): Promise<WorkerStepFinishView> {
+    return this.channel.finishStep(await this.channel.authenticate(authorization), body);
+  }
+
+  @Get('computers/:computerId/agent-token')
+  @PathIds({ computerId: (id) => computerNotFound(id) })
+  @ApiOperation({
+    summary: "A computer's agent token",
+    description: `${SESSION} The agent token of a computer placed on this worker, to start its agent with; any other computer is 404. Logged (\`computer.agent_token.released\`).`,
+  })
+  @ApiOkResponse({ schema: ref('WorkerAgentTokenView') })
+  @ApiUnauthorizedResponse({ description: SESSION, schema: V0_ERROR })
+  @ApiNotFoundResponse({ description: '`computer_not_found`: no computer of that id is placed on this worker.', schema: V0_ERROR })
+  @ApiErrorExamples(computerNotFound(EXAMPLE_ID))
+  async agentToken(
+    @Headers('authorization') authorization: string | undefined,
+    @Param('computerId') computerId: string,
+    @Ip() ip: string,
+  ): Promise<WorkerAgentTokenView> {
+    return this.channel.agentToken(await this.channel.authenticate(authorization), computerId, ip);
   }
 
   @Post('leave')

@@ -29,11 +29,18 @@ const allowUnsandboxed: SchemaObject = {
 const MIB_LIMIT = 2 ** 31;
 const count = (maximum: number, description: string): SchemaObject => ({ type: 'integer', minimum: 1, maximum, description });
 const amount = (description: string): SchemaObject => ({ type: 'integer', minimum: 0, maximum: MIB_LIMIT, description });
-const label: SchemaObject = {
+/** A worker's label, which computers name to be placed on a worker that has it. */
+export const WORKER_LABEL: SchemaObject = {
   type: 'string',
   pattern: '^[a-z0-9][a-z0-9._=/-]{0,62}$',
   'x-problem': 'must be lower-case letters, digits and . _ = / -, at most 63, starting with a letter or digit',
 };
+/** A step a worker claimed, named as its claim fences it. */
+const stepFence = closedObject(['computerId', 'position', 'claimId'], {
+  computerId: uuidString(),
+  position: { type: 'integer', minimum: 0, maximum: 16 },
+  claimId: uuidString(),
+}) as SchemaObject & { properties: Record<string, SchemaObject> };
 const hostname: SchemaObject = {
   type: 'string',
   minLength: 1,
@@ -138,7 +145,14 @@ export const workerPoolSchemas = new SchemaRegistry('worker-pools').add({
   RegisterWorkerBody: closedObject(['name', 'hostname', 'capacity', 'sandboxed', 'version'], {
     name: displayName("the worker's name", 63, 'gpu-01'),
     hostname,
-    labels: { type: 'array', maxItems: 16, uniqueItems: true, items: label, default: [], description: 'What it offers (`gpu`, `arch=arm64`); at most 16.' },
+    labels: {
+      type: 'array',
+      maxItems: 16,
+      uniqueItems: true,
+      items: WORKER_LABEL,
+      default: [],
+      description: 'What it offers (`gpu`, `arch=arm64`); at most 16.',
+    },
     capacity: closedObject(['computers', 'cpus', 'memoryMb', 'diskMb'], capacity),
     sandboxed: {
       type: 'boolean',
@@ -159,8 +173,74 @@ export const workerPoolSchemas = new SchemaRegistry('worker-pools').add({
     heartbeatMs: { type: 'integer', description: 'How often to heartbeat: a third of the lease.' },
     leaseExpiresAt: unixMs(),
   }),
-  WorkerHeartbeatBody: closedObject([], { usage: closedObject(['cpuPercent', 'memoryMb', 'diskMb'], usage) }),
-  WorkerHeartbeatView: object({ leaseExpiresAt: unixMs() }),
+  WorkerHeartbeatBody: closedObject([], {
+    usage: closedObject(['cpuPercent', 'memoryMb', 'diskMb'], usage),
+    steps: {
+      type: 'array',
+      maxItems: MAX_COMPUTERS_PER_WORKER,
+      items: stepFence,
+      description: "The steps it is running: each claim's lease is renewed, or reported back in `lostSteps`.",
+    },
+  }),
+  WorkerHeartbeatView: object({
+    leaseExpiresAt: unixMs(),
+    lostSteps: {
+      type: 'array',
+      items: object({ computerId: uuidString(), position: { type: 'integer' } }),
+      description: 'Steps of the heartbeat no longer its own (the computer was deleted or moved, or the step ran past its time): stop them.',
+    },
+    computers: {
+      type: 'array',
+      items: object({
+        computerId: uuidString(),
+        status: { type: 'string', enum: ['provisioning', 'active', 'error'] },
+        tokenIssuedAt: unixMs('When its agent token was issued: a newer one than the worker holds means fetch it again and restart the agent.'),
+      }),
+      description: "The computers placed on it: what it should hold. Run an active one's agent; remove from disk any computer not listed.",
+    },
+  }),
+  WorkerClaimBody: closedObject([], {
+    waitMs: { type: 'integer', minimum: 0, maximum: 30_000, default: 0, description: 'Wait up to this long for work (a long poll); 0: look once.' },
+  }),
+  WorkerClaimView: object({
+    work: {
+      ...object(
+        {
+          computerId: uuidString(),
+          organizationId: uuidString(),
+          position: { type: 'integer' },
+          stepId: { type: 'string', enum: ['create-computer', 'clone-repos', 'install-dependencies'] },
+          claimId: uuidString('Fences its log and finish: a claim the server took back is refused (409 `step_claim_lost`).'),
+          attempt: { type: 'integer' },
+          timeoutMs: { type: 'integer', description: 'Stop the step after this long (`PROVISIONING_STEP_TIMEOUT_MS`) and finish it failed.' },
+          repos: { type: 'array', items: { type: 'string' } },
+          autoInstallDeps: { type: 'boolean' },
+        },
+        [],
+        'A provisioning step of a computer placed on this worker, claimed for it: run it, name it in heartbeats, finish it. Null: none within `waitMs`.',
+      ),
+      nullable: true,
+    },
+    sync: {
+      type: 'boolean',
+      description: 'What the worker should hold changed (a computer placed, deleted or retried, or a step given up): heartbeat now to learn it.',
+    },
+  }),
+  WorkerStepLogBody: closedObject(['computerId', 'position', 'claimId', 'text'], {
+    ...stepFence.properties,
+    text: { type: 'string', minLength: 1, maxLength: 65_536, description: "Output of the step, for the computer's provisioning log; at most 64 KiB." },
+  }),
+  WorkerStepFinishBody: closedObject(['computerId', 'position', 'claimId', 'status'], {
+    ...stepFence.properties,
+    status: { type: 'string', enum: ['completed', 'failed'] },
+    error: { type: 'string', minLength: 1, maxLength: 2000, description: "Why it failed (with `failed` only): shown as the step's `error`." },
+  }),
+  WorkerStepFinishView: object({ computerStatus: { type: 'string', enum: ['provisioning', 'active', 'error'] } }),
+  WorkerAgentTokenView: object({
+    computerId: uuidString(),
+    agentToken: { type: 'string', description: "The computer's agent token (`cpt_...`): keep it in memory only, for the computer's agent." },
+    tokenIssuedAt: unixMs(),
+  }),
   ListWorkerPoolsQuery: pageQuery(),
   ListWorkersQuery: pageQuery(),
   ListEnrollmentTokensQuery: pageQuery(),
@@ -181,3 +261,9 @@ export type RegisterWorkerInput = ApiSchema<'RegisterWorkerBody'>;
 export type RegisteredWorkerView = ApiSchema<'RegisteredWorkerView'>;
 export type WorkerHeartbeatInput = ApiSchema<'WorkerHeartbeatBody'>;
 export type WorkerHeartbeatView = ApiSchema<'WorkerHeartbeatView'>;
+export type WorkerClaimInput = ApiSchema<'WorkerClaimBody'>;
+export type WorkerClaimView = ApiSchema<'WorkerClaimView'>;
+export type WorkerStepLogInput = ApiSchema<'WorkerStepLogBody'>;
+export type WorkerStepFinishInput = ApiSchema<'WorkerStepFinishBody'>;
+export type WorkerStepFinishView = ApiSchema<'WorkerStepFinishView'>;
+export type WorkerAgentTokenView = ApiSchema<'WorkerAgentTokenView'>;

@@ -15,7 +15,15 @@ import { pageSize } from '../../../platform/http/pagination';
 import { QuerySchema, ref } from '../../../platform/http/json-schema';
 import { PathIds } from '../../../platform/http/path-ids';
 import { actingAs, Authenticated, CurrentPrincipal, Principal, Role } from '../../auth';
-import { enrollmentTokenNotFound, tooManyEnrollmentTokens, workerNotFound, workerPoolNameTaken, workerPoolNotFound } from '../domain/computers.errors';
+import {
+  ComputersError,
+  ComputersErrorCode,
+  enrollmentTokenNotFound,
+  tooManyEnrollmentTokens,
+  workerNotFound,
+  workerPoolNameTaken,
+  workerPoolNotFound,
+} from '../domain/computers.errors';
 import { WorkerEnrollmentTokenEntity, WorkerEntity, WorkerPoolEntity } from '../entities';
 import {
   CreatedEnrollmentTokenView,
@@ -111,9 +119,19 @@ export class WorkerPoolsController {
 
   @Delete(':poolId')
   @HttpCode(204)
-  @ApiOperation({ summary: 'Delete a worker pool', description: 'Deletes the pool and its enrollment tokens.' })
+  @ApiOperation({
+    summary: 'Delete a worker pool',
+    description: 'Deletes the pool, its enrollment tokens and its workers (their sessions end). Refused while computers created for the pool remain.',
+  })
   @ApiNoContentResponse({ description: 'Deleted.' })
   @ApiNotFoundResponse(POOL_NOT_FOUND)
+  @ApiConflictResponse({
+    description: '`worker_pool_in_use`: computers were created for the pool (`metadata.computers` says how many); delete them first.',
+    schema: V0_ERROR,
+  })
+  @ApiErrorExamples(
+    new ComputersError(ComputersErrorCode.WorkerPoolInUse, 'Worker pool "gpu-lab" has 3 computer(s) created for it; delete them first.', { computers: 3 }),
+  )
   async remove(@CurrentPrincipal() principal: Principal, @Param('poolId') poolId: string): Promise<void> {
     await this.pools.remove(actorOf(principal), poolId);
   }

@@ -9,6 +9,8 @@ import { logSecurityEvent } from '../../../platform/logging/security-log';
 import { ActingAs, generateWorkerEnrollmentToken } from '../../auth';
 import {
   ComputerQuota,
+  ComputersError,
+  ComputersErrorCode,
   enrollmentTokenNotFound,
   QuotaExceededError,
   tooManyEnrollmentTokens,
@@ -113,12 +115,22 @@ export class WorkerPoolsService {
     });
   }
 
-  /** Deletes the pool and its enrollment tokens. */
+  /** Deletes the pool, its enrollment tokens and its workers; refused (409) while computers were created for it. */
   async remove(actor: PoolActor, poolId: string): Promise<void> {
     const pool = await this.repository.transaction(async (manager) => {
       await this.repository.lockPools(manager, actor.organizationId);
       const pool = isUuid(poolId) ? await this.repository.findPool(actor.organizationId, poolId, manager) : null;
       if (!pool) throw workerPoolNotFound(poolId);
+      // Its row first: a computer being created for it holds the row until it is in, and is counted below.
+      await this.repository.lockPool(manager, pool);
+      const computers = await this.workers.countPoolComputers(manager, pool);
+      if (computers > 0) {
+        throw new ComputersError(
+          ComputersErrorCode.WorkerPoolInUse,
+          `Worker pool "${pool.name}" has ${computers} computer(s) created for it; delete them first.`,
+          { computers },
+        );
+      }
       await this.repository.deletePool(manager, pool);
       this.raisePool(manager, 'worker_pool.deleted', pool, actor);
       return pool;

@@ -2,21 +2,24 @@ import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
 import { EventLog, OnDomainEvent } from '../../../platform/events';
 import { JobHandle, JobRunner } from '../../../platform/jobs';
+import { chooseWorker } from './placement';
 import { logWorkerEnded } from './worker-pools.service';
 import { workerActor } from './worker-channel.service';
-import { WorkersRepository } from './workers.repository';
+import { PlacementWorker, WorkersRepository } from './workers.repository';
 
 const JOB_NAME = 'computers.workers';
 const FORGET_JOB_NAME = 'computers.workers.forget';
 const HOUR_MS = 3_600_000;
-/** Workers ended in one transaction. */
+/** Workers ended, or an organization's computers placed, in one transaction. */
 const BATCH = 100;
 /** How long an ended worker stays listed: a week, then it is forgotten (every restart of a worker registers anew). */
 export const ENDED_WORKERS_KEPT_MS = 7 * 86_400_000;
 
 /**
  * Every WORKER_SWEEP_MS (the `computers.workers` job): online workers whose lease ran out become `lost`, with a
- * `worker.left` event, claimed with SKIP LOCKED so instances sweeping at once take disjoint ones. A server with no
+ * `worker.left` event, claimed with SKIP LOCKED so instances sweeping at once take disjoint ones; then computers waiting
+ * for a worker are placed on one of their pool with room (`computer.placement_changed`), under each organization's
+ * placement lock, so two instances never fill one worker past its room. A server with no
  * worker online asks the database nothing: the sweep stops looking once none is left, and a `worker.joined` (from any
  * instance, through the event log) starts it again. Hourly (`computers.workers.forget`), workers ended more than a
  * week ago are forgotten.
@@ -46,6 +49,13 @@ export class WorkerSweepJob implements OnApplicationBootstrap {
   @OnDomainEvent('worker.joined')
   onWorkerJoined(): void {
     this.watching = true;
+    void this.job.runNow();
+  }
+
+  /** A computer waits for a worker (created, retried or taken off one on this instance): place it now, not at the next tick. */
+  wake(): void {
+    this.watching = true;
+    setImmediate(() => void this.job.runNow());
   }
 
   /** Ends the lapsed workers' sessions; how many it ended. */
@@ -54,6 +64,7 @@ export class WorkerSweepJob implements OnApplicationBootstrap {
     this.watching = false;
     try {
       const lost = await this.endLapsed();
+      await this.placeWaiting();
       if (await this.workers.anyOnline()) this.watching = true;
       return lost;
     } catch (error) {
@@ -89,5 +100,34 @@ export class WorkerSweepJob implements OnApplicationBootstrap {
       batch = ended.length;
     }
     return lost;
+  }
+
+  /** Places the computers waiting for a worker, organization by organization; how many it placed. */
+  private async placeWaiting(): Promise<number> {
+    let placed = 0;
+    for (const organizationId of await this.workers.organizationsWaiting(BATCH)) {
+      placed += await this.workers.transaction(async (manager) => {
+        const { waiting, workers } = await this.workers.lockForPlacement(manager, organizationId, BATCH);
+        let count = 0;
+        for (const computer of waiting) {
+          const worker = chooseWorker(computer, workers) as PlacementWorker | null;
+          if (!worker) continue;
+          await this.workers.place(manager, organizationId, computer.id, worker.id);
+          this.events.raise(manager, {
+            type: 'computer.placement_changed',
+            organizationId,
+            actor: { kind: 'system' },
+            data: { computerId: computer.id, workerId: worker.id, poolId: worker.poolId, reason: 'placed' },
+          });
+          this.logger.log(
+            { organizationId, computerId: computer.id, workerId: worker.id },
+            `Computer ${computer.id} placed on worker ${worker.name} (pool ${worker.poolName})`,
+          );
+          count += 1;
+        }
+        return count;
+      });
+    }
+    return placed;
   }
 }

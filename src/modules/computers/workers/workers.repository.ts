@@ -4,13 +4,14 @@ import { DB_NOW, Sql } from '../../../platform/database/sql';
 import { NewestFirst } from '../../../platform/database/keyset';
 import { Page, toPage } from '../../../platform/http/pagination';
 import { WorkerEnrollmentTokenEntity, WorkerEntity, WorkerPoolEntity } from '../entities';
+import { AdvisoryLock } from '../../../platform/database/advisory-locks';
+import { PlacementNames, WaitingComputer, WorkerRoom } from './placement';
 import { WorkerCapacity, WorkerStatus, WorkerUsage } from './worker';
+import { MAX_COMPUTERS_PER_WORKER } from './worker';
 
 const WORKER_COLUMNS = `organization_id AS "organizationId", id, pool_id AS "poolId", enrollment_token_id AS "enrollmentTokenId", name, hostname,
   labels, capacity, usage, sandboxed, version, session_hash AS "sessionHash", status, registered_at AS "registeredAt",
   last_seen_at AS "lastSeenAt", lease_expires_at AS "leaseExpiresAt", ended_at AS "endedAt"`;
-
-/** The database clock, to the millisecond: leases compare times from several instances. */
 
 /** An enrollment token with its pool, as registration reads them. */
 export interface EnrollmentGrant {
@@ -191,4 +192,89 @@ export class WorkersRepository {
     );
     return toPage(rows, limit, (row) => WorkersRepository.order.cursorOf({ createdAt: row.registeredAt, id: row.id }));
   }
+
+  /** Organizations with computers waiting for a worker and a worker online to take them. */
+  async organizationsWaiting(limit: number): Promise<string[]> {
+    const rows = await this.sql.query<{ organization_id: string }>(
+      'workers.organizationsWaiting',
+      `SELECT DISTINCT c.organization_id FROM computers c
+       WHERE c.on_workers AND c.worker_id IS NULL AND c.status = 'provisioning'
+         AND EXISTS (SELECT 1 FROM workers w WHERE w.organization_id = c.organization_id AND w.status = '${WorkerStatus.Online}')
+       LIMIT $1`,
+      [limit],
+    );
+    return rows.map((row) => row.organization_id);
+  }
+
+  /**
+   * The organization's waiting computers, oldest first, and its online workers with their load, under the
+   * organization's placement lock (held until the transaction ends): two placers never count a worker's load at once.
+   */
+  async lockForPlacement(manager: EntityManager, organizationId: string, limit: number): Promise<{ waiting: WaitingComputer[]; workers: PlacementWorker[] }> {
+    const sql = this.sql.in(manager);
+    await sql.query('workers.lockPlacement', 'SELECT pg_advisory_xact_lock($1, hashtext($2))', [AdvisoryLock.WorkerPlacement, organizationId]);
+    const waiting = await sql.query<WaitingComputer>(
+      'workers.waitingComputers',
+      `SELECT id, pool_id AS "poolId", placement_labels AS labels FROM computers
+       WHERE organization_id = $1 AND on_workers AND worker_id IS NULL AND status = 'provisioning'
+       ORDER BY created_at, id LIMIT $2 FOR UPDATE`,
+      [organizationId, limit],
+    );
+    if (waiting.length === 0) return { waiting, workers: [] };
+    const workers = await sql.query<PlacementWorker>(
+      'workers.rooms',
+      `SELECT w.id, w.pool_id AS "poolId", w.name, p.name AS "poolName", w.labels, w.registered_at AS "registeredAt",
+              least((w.capacity->>'computers')::int, coalesce(p.max_computers_per_worker, ${MAX_COMPUTERS_PER_WORKER})) AS room,
+              (SELECT count(*)::int FROM computers c WHERE c.organization_id = w.organization_id AND c.worker_id = w.id) AS held
+       FROM workers w JOIN worker_pools p ON p.organization_id = w.organization_id AND p.id = w.pool_id
+       WHERE w.organization_id = $1 AND w.status = '${WorkerStatus.Online}' AND w.lease_expires_at > clock_timestamp()`,
+      [organizationId],
+    );
+    return { waiting, workers };
+  }
+
+  /** Places a waiting computer on the worker. */
+  async place(manager: EntityManager, organizationId: string, computerId: string, workerId: string): Promise<void> {
+    await this.sql.in(manager).query(
+      'workers.place',
+      `UPDATE computers SET worker_id = $3, placed_at = ${DB_NOW}, waiting_since = NULL, updated_at = GREATEST(updated_at, ${DB_NOW})
+       WHERE organization_id = $1 AND id = $2 AND worker_id IS NULL`,
+      [organizationId, computerId, workerId],
+    );
+  }
+
+  /** The names of these pools, and of these workers with their pools, for showing where computers run. */
+  async names(organizationId: string, poolIds: string[], workerIds: string[]): Promise<PlacementNames> {
+    const rows = await this.sql.query<{ kind: 'pool' | 'worker'; id: string; name: string; poolId: string | null; poolName: string | null }>(
+      'workers.names',
+      `SELECT 'pool' AS kind, id, name, NULL::uuid AS "poolId", NULL AS "poolName" FROM worker_pools WHERE organization_id = $1 AND id = ANY($2::uuid[])
+       UNION ALL
+       SELECT 'worker', w.id, w.name, w.pool_id, p.name FROM workers w JOIN worker_pools p ON p.organization_id = w.organization_id AND p.id = w.pool_id
+       WHERE w.organization_id = $1 AND w.id = ANY($3::uuid[])`,
+      [organizationId, poolIds, workerIds],
+    );
+    const names: PlacementNames = { pools: new Map(), workers: new Map() };
+    for (const row of rows) {
+      if (row.kind === 'pool') names.pools.set(row.id, row.name);
+      else names.workers.set(row.id, { name: row.name, poolId: row.poolId!, poolName: row.poolName! });
+    }
+    return names;
+  }
+
+  /** How many computers were created for the pool: while any is left, the pool cannot be deleted. */
+  async countPoolComputers(manager: EntityManager, pool: Pick<WorkerPoolEntity, 'organizationId' | 'id'>): Promise<number> {
+    const [{ count }] = await this.sql
+      .in(manager)
+      .query<{ count: number }>('workers.poolComputers', `SELECT count(*)::int AS count FROM computers WHERE organization_id = $1 AND pool_id = $2`, [
+        pool.organizationId,
+        pool.id,
+      ]);
+    return count;
+  }
+}
+
+/** An online worker as placement reads it, with its and its pool's names. */
+export interface PlacementWorker extends WorkerRoom {
+  name: string;
+  poolName: string;
 }

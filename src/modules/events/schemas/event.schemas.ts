@@ -163,6 +163,17 @@ export const EVENT_CATALOGUE: { readonly [T in EventType]: EventTypeDoc } = {
     target: { kind: 'computer', field: 'computerId' },
     data: object('', { ...computerNamed(), status: oneOf(COMPUTER_STATUSES, 'Its status.') }),
   },
+  'computer.placement_changed': {
+    summary:
+      'A managed computer created for worker pools moved: `placed` on a worker of its pool, or taken off a worker whose session ended (`worker_left`), to be placed again.',
+    target: { kind: 'computer', field: 'computerId' },
+    data: object('', {
+      computerId: uuidString('The computer.'),
+      workerId: { ...uuidString('The worker it is on now; null: none (it waits for one).'), nullable: true },
+      poolId: { ...uuidString("That worker's pool; null with no worker."), nullable: true },
+      reason: oneOf(['placed', 'worker_left'], 'Why it moved.'),
+    }),
+  },
   'computer.status_changed': {
     summary: "A computer's status or one of its provisioning steps changed; `from` equals `to` when only a step moved.",
     target: { kind: 'computer', field: 'computerId' },

@@ -1,0 +1,232 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { Role } from '../../src/modules/auth';
+import { WorkerChannelService } from '../../src/modules/computers/workers/worker-channel.service';
+import { createOrganization, createUser, TestUser } from '../utils/factories';
+import { until } from '../utils/polling';
+import { startTestApp, TestApp } from '../utils/test-app';
+import { expectInvalid, expectStatus, expectV0Error } from '../utils/v0-errors';
+import { poolWithToken, registerWorker } from '../utils/workers';
+
+type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/**
+ * Managed computers on worker pools, from a scripted worker's side and an attacker's: placement by pool, labels and
+ * room; steps claimed, logged and finished over the worker channel; the agent token released only to the computer's
+ * worker. Real app, real database; the worker is an HTTP client.
+ */
+describe('Worker placement and steps', () => {
+  let t: TestApp;
+  let owner: TestUser;
+  let member: TestUser;
+  let stranger: TestUser;
+
+  beforeAll(async () => {
+    t = await startTestApp({ WORKER_LEASE_MS: '60000', WORKER_SWEEP_MS: '100', PROVISIONING_PER_ORGANIZATION: '50', COMPUTERS_PER_ORGANIZATION: '100' });
+    const org = await createOrganization(t, { messageHistory: true });
+    owner = await createUser(t, Role.Owner, org);
+    member = await createUser(t, Role.Member, org);
+    stranger = await createUser(t, Role.Owner);
+  });
+
+  afterAll(() => t.close());
+
+  const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+  const db = () => t.app.get(DataSource);
+  const waitingClaims = () => t.app.get(WorkerChannelService).waitingClaims();
+
+  async function pool(user: TestUser, settings: Json = {}): Promise<{ id: string; name: string; token: string }> {
+    const { pool, token } = await poolWithToken(t, user, settings);
+    return { id: pool.id, name: pool.name, token };
+  }
+
+  const worker = (token: string, labels: string[] = [], computers = 4) =>
+    registerWorker(t, token, { labels, capacity: { computers, cpus: 8, memoryMb: 16384, diskMb: 100000 } });
+
+  const create = (user: TestUser, body: Json) =>
+    t
+      .http()
+      .post('/api/v0/computers')
+      .set(user.auth)
+      .send({ name: `c-${randomUUID().slice(0, 6)}`, provider: 'local', ...body });
+  const computer = async (id: string): Promise<Json> => (await t.http().get(`/api/v0/computers/${id}`).set(owner.auth).expect(200)).body;
+  const placedOn = async (id: string, workerId: string) =>
+    until(
+      () => computer(id),
+      (c) => c.runsOn?.workerId === workerId,
+      `computer ${id} to be placed on ${workerId}`,
+    );
+  const claim = (session: string, waitMs = 0) => t.http().post('/api/v0/worker/claims').set(bearer(session)).send({ waitMs });
+  const finish = (session: string, body: Json) => t.http().post('/api/v0/worker/steps/finish').set(bearer(session)).send(body);
+  const heartbeat = (session: string, body: Json = {}) => t.http().post('/api/v0/worker/heartbeat').set(bearer(session)).send(body);
+
+  it('a computer names a pool by name or id and labels; byom, unknown and foreign pools are refused', async () => {
+    const mine = await pool(owner);
+    const theirs = await pool(stranger);
+    const created = await create(member, { pool: mine.name, labels: ['gpu'] });
+    expectStatus(created, 201);
+    expect(created.body).toMatchObject({
+      status: 'provisioning',
+      placement: { poolId: mine.id, poolName: mine.name, labels: ['gpu'] },
+      runsOn: { kind: 'waiting', since: expect.any(Number) },
+    });
+    expectStatus(await create(owner, { pool: mine.id }), 201);
+    // No pool: the server's host, as before.
+    expect((await create(owner, {})).body.runsOn).toEqual({ kind: 'server' });
+
+    for (const name of [theirs.name, theirs.id, 'no-such-pool']) expectV0Error(await create(owner, { pool: name }), 404, 'worker_pool_not_found');
+    expectInvalid(await create(owner, { provider: 'byom', hostId: randomUUID(), remoteUser: 'dev', pool: mine.name }), 'pool');
+    expectInvalid(await create(owner, { provider: 'byom', hostId: randomUUID(), remoteUser: 'dev', labels: ['gpu'] }), 'labels');
+    expectInvalid(await create(owner, { labels: ['GPU!'] }), 'labels[0]');
+
+    // A pool with computers cannot be deleted out from under them.
+    expectV0Error(await t.http().delete(`/api/v0/worker-pools/${mine.id}`).set(owner.auth), 409, 'worker_pool_in_use');
+  });
+
+  it('places by pool, labels and room, spreading over the least loaded; the server never runs a worker computer', async () => {
+    const gpuPool = await pool(owner, { maxComputersPerWorker: 2 });
+    const gpu = await worker(gpuPool.token, ['gpu', 'arch=arm64'], 50);
+    const plain = await worker(gpuPool.token, [], 3);
+
+    const wantsGpu = await Promise.all([1, 2, 3].map(async () => (await create(owner, { pool: gpuPool.name, labels: ['gpu'] })).body.id as string));
+    await placedOn(wantsGpu[0], gpu.id);
+    await placedOn(wantsGpu[1], gpu.id);
+    // The worker said 50; the pool caps it at 2: the third waits, never on the worker without the label.
+    const third = await computer(wantsGpu[2]);
+    expect(third.runsOn).toMatchObject({ kind: 'waiting' });
+
+    const anyLabel = (await create(owner, { pool: gpuPool.name })).body.id as string;
+    const shown = await placedOn(anyLabel, plain.id);
+    expect(shown.runsOn).toEqual({ kind: 'worker', workerId: plain.id, workerName: expect.any(String), poolId: gpuPool.id, poolName: gpuPool.name });
+
+    // Placed on a worker, its steps wait for that worker: no server instance ran them.
+    const steps = (await db().query(`SELECT status, attempts FROM provisioning_steps WHERE computer_id = ANY($1::uuid[])`, [
+      [...wantsGpu, anyLabel],
+    ])) as Json[];
+    expect(steps.every((s) => s.status === 'pending' && s.attempts === 0)).toBe(true);
+
+    const events = (await t.http().get('/api/v0/events').query({ after: '0', limit: '100', types: 'computer.placement_changed' }).set(owner.auth).expect(200))
+      .body.events as Json[];
+    expect(events.filter((e) => e.type === 'computer.placement_changed' && wantsGpu.includes(e.data.computerId))).toEqual([
+      expect.objectContaining({ data: { computerId: expect.any(String), workerId: gpu.id, poolId: gpuPool.id, reason: 'placed' } }),
+      expect.objectContaining({ data: { computerId: expect.any(String), workerId: gpu.id, poolId: gpuPool.id, reason: 'placed' } }),
+    ]);
+  });
+
+  it('a worker claims, logs and finishes the steps of its computers, fenced by its claim; another worker cannot touch them', async () => {
+    const p = await pool(owner);
+    const mine = await worker(p.token);
+    const created = await create(owner, { pool: p.name });
+    const agentToken = created.body.agentToken as string;
+    const id = created.body.id as string;
+    await placedOn(id, mine.id);
+    const thief = await worker(p.token);
+    // The thief's computers are none: it is offered nothing of another worker's.
+    expect((await claim(thief.session)).body).toEqual({ work: null, sync: false });
+    expectV0Error(await t.http().get(`/api/v0/worker/computers/${id}/agent-token`).set(bearer(thief.session)), 404, 'computer_not_found');
+
+    const claimed = await claim(mine.session);
+    expectStatus(claimed, 200);
+    const step = claimed.body.work as Json;
+    expect(step).toMatchObject({ computerId: id, position: 0, stepId: 'create-computer', attempt: 1, repos: [], autoInstallDeps: false });
+    const fence = { computerId: id, position: 0, claimId: step.claimId };
+
+    // The thief knows the claim id (say it read it off the wire): still not its step.
+    expectV0Error(await finish(thief.session, { ...fence, status: 'completed' }), 409, 'step_claim_lost');
+    expect((await heartbeat(thief.session, { steps: [fence] })).body.lostSteps).toEqual([{ computerId: id, position: 0 }]);
+    // Forged fields and oversized logs are refused whole.
+    expectInvalid(await finish(mine.session, { ...fence, status: 'completed', clonedRepoDirectories: ['/etc'] }), 'clonedRepoDirectories');
+    expectInvalid(
+      await t
+        .http()
+        .post('/api/v0/worker/steps/log')
+        .set(bearer(mine.session))
+        .send({ ...fence, text: 'x'.repeat(70_000) }),
+      'text',
+    );
+    expectV0Error(await finish(mine.session, { ...fence, claimId: randomUUID(), status: 'completed' }), 409, 'step_claim_lost');
+
+    const beat = await heartbeat(mine.session, { steps: [fence] });
+    expect(beat.body).toMatchObject({ lostSteps: [], computers: [{ computerId: id, status: 'provisioning', tokenIssuedAt: expect.any(Number) }] });
+    expectStatus(
+      await t
+        .http()
+        .post('/api/v0/worker/steps/log')
+        .set(bearer(mine.session))
+        .send({ ...fence, text: 'workspace made on w.lab' }),
+      204,
+    );
+    const done = await finish(mine.session, { ...fence, status: 'completed' });
+    expectStatus(done, 200);
+    expect(done.body).toEqual({ computerStatus: 'active' });
+    // Finished once: the same claim finishes nothing more.
+    expectV0Error(await finish(mine.session, { ...fence, status: 'failed', error: 'late' }), 409, 'step_claim_lost');
+
+    const shown = await computer(id);
+    expect(shown).toMatchObject({ status: 'active', provisioningSteps: [{ id: 'create-computer', status: 'completed' }] });
+    const log = shown.provisioningSteps[0].installSessionId as string;
+    const messages = (await t.http().get(`/api/v0/sessions/${log}/messages?limit=100`).set(owner.auth).expect(200)).body;
+    expect(JSON.stringify(messages)).toContain('workspace made on w.lab');
+
+    // Its worker, and only it, gets the agent token, which is the computer's.
+    const released = await t.http().get(`/api/v0/worker/computers/${id}/agent-token`).set(bearer(mine.session));
+    expectStatus(released, 200);
+    expect(released.body).toEqual({ computerId: id, agentToken, tokenIssuedAt: expect.any(Number) });
+    // A person's key is no worker's session.
+    expectV0Error(await t.http().get(`/api/v0/worker/computers/${id}/agent-token`).set(owner.auth), 401, 'invalid_worker_token');
+  });
+
+  it('a failed step puts the computer in error with the reason; retry places it back in the queue of its worker', async () => {
+    const p = await pool(owner);
+    const w = await worker(p.token);
+    const id = (await create(owner, { pool: p.name })).body.id as string;
+    await placedOn(id, w.id);
+    const step = (await claim(w.session)).body.work as Json;
+    const failed = await finish(w.session, { computerId: id, position: 0, claimId: step.claimId, status: 'failed', error: 'disk full on the worker' });
+    expect(failed.body).toEqual({ computerStatus: 'error' });
+    expect(await computer(id)).toMatchObject({ status: 'error', provisioningSteps: [{ status: 'failed', error: 'disk full on the worker' }] });
+
+    expectStatus(await t.http().post(`/api/v0/computers/${id}/retry`).set(owner.auth), 200);
+    expect((await claim(w.session, 5000)).body.work).toMatchObject({ computerId: id, attempt: 1 });
+  });
+
+  it('a waiting claim answers as soon as a computer is placed on its worker, and a worker waits in at most two at once', async () => {
+    const p = await pool(owner);
+    const w = await worker(p.token);
+    const started = Date.now();
+    const waiting = claim(w.session, 20_000).then((res) => res);
+    const second = claim(w.session, 20_000).then((res) => res);
+    // Both wait (on this instance); a third is refused rather than piling up.
+    await until(waitingClaims, (n) => n === 2, 'two claims to wait');
+    const third = await claim(w.session, 20_000);
+    expectV0Error(third, 429, 'rate_limited');
+    expect(third.headers['retry-after']).toBe('1');
+    const id = (await create(owner, { pool: p.name })).body.id as string;
+    const [first, other] = await Promise.all([waiting, second]);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    const answers = [first.body, other.body];
+    expect(answers.some((a) => a.work?.computerId === id)).toBe(true);
+
+    // Deleting a computer of the worker's wakes its claim with sync: the worker learns by heartbeat that it is gone.
+    const polling = claim(w.session, 20_000).then((res) => res);
+    await until(waitingClaims, (n) => n === 1, 'the claim to wait');
+    expectStatus(await t.http().delete(`/api/v0/computers/${id}`).set(owner.auth), 204);
+    const woke = await polling;
+    expect(woke.body).toEqual({ work: null, sync: true });
+    expect((await heartbeat(w.session)).body.computers).toEqual([]);
+  });
+
+  it("a worker never learns of another organization's computers", async () => {
+    const theirs = await pool(stranger);
+    const theirWorker = await worker(theirs.token);
+    const mine = await pool(owner);
+    const myComputer = (await create(owner, { pool: mine.name })).body.id as string;
+    // Any pool of the owner's organization would do; none of the stranger's.
+    const anyPool = (await create(owner, { labels: [] })).body.runsOn;
+    expect(anyPool).toEqual({ kind: 'server' });
+    expect((await claim(theirWorker.session)).body.work).toBeNull();
+    expect((await heartbeat(theirWorker.session)).body.computers).toEqual([]);
+    expectV0Error(await t.http().get(`/api/v0/worker/computers/${myComputer}/agent-token`).set(bearer(theirWorker.session)), 404, 'computer_not_found');
+    expect((await computer(myComputer)).runsOn.kind).toBe('waiting');
+  });
+});
