@@ -70,7 +70,7 @@ the command line, which every user of the machine can read (ps).
 What it reports, from the machine unless set: WORKER_CPUS, WORKER_MEMORY_MB, WORKER_DISK_MB (free under the data
 folder), WORKER_CAPACITY_COMPUTERS (default: one per CPU and 4 GiB of memory, at least 1). LOCAL_SANDBOX=on (the
 default) runs computers in the bubblewrap sandbox; off is reported to the server, whose pool refuses it unless it
-allows unsandboxed workers. See docs/workers.md.`;
+allows unsandboxed workers. See docs/deployment.md, "Workers".`;
 
 /**
  * The settings after the command line and the environment are merged, before the machine's defaults: each a JSON
