@@ -70,7 +70,10 @@ describe('The worker configuration', () => {
   it('asks for the server and the token, and says what a setting must be, naming where it came from', () => {
     expect(refusal([], { WORKER_TOKEN: 'wkt_x' })).toBe("The server's URL (--url <base_url>) is required.");
     expect(refusal(['--url', 'http://127.0.0.1:9'])).toMatch(/enrollment token is required.*--token-file.*WORKER_TOKEN_FILE.*WORKER_TOKEN/);
-    expect(refusal(['--url', 'ftp://example.com'], { WORKER_TOKEN: 'wkt_x' })).toMatch(/^--url must be an http:\/\/ or https:\/\/ base URL/);
+    for (const url of ['ftp://example.com', 'https://user:secret@example.com', 'http://exa mple.com', 'http://[::1']) {
+      expect(refusal(['--url', url], { WORKER_TOKEN: 'wkt_x' })).toMatch(/^--url must be an http:\/\/ or https:\/\/ base URL/);
+    }
+    expect(refusal(['--url', 'https://user:secret@example.com'], { WORKER_TOKEN: 'wkt_x' })).toMatch(/not "https:\/\/\*\*\*@example\.com"\.$/);
     expect(refusal(['--url', 'http://x', '--labels', 'GPU'], { WORKER_TOKEN: 'wkt_x' })).toMatch(/^--labels must be .*not "GPU"\.$/);
     expect(refusal(['--url', 'http://x'], { WORKER_TOKEN: 'wkt_x', WORKER_LABELS: Array.from({ length: 17 }, (_, i) => `l${i}`).join(',') })).toMatch(
       /^WORKER_LABELS must be at most 16/,

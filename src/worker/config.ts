@@ -82,7 +82,7 @@ const SCHEMA = {
   required: ['url', 'dataDir', 'localSandbox'],
   additionalProperties: false,
   properties: {
-    url: { type: 'string', pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$' },
+    url: { type: 'string', pattern: '^https?://[^\\s/?#@]+(/[^\\s?#]*)?$' },
     tokenFile: { type: 'string', minLength: 1 },
     dataDir: { type: 'string', minLength: 1 },
     name: { type: 'string', minLength: 1, maxLength: 63, pattern: '^[^\\x00-\\x1f\\x7f]*\\S[^\\x00-\\x1f\\x7f]*$' },
@@ -99,7 +99,7 @@ type Field = keyof typeof SCHEMA.properties;
 
 /** What each field must be, for the message when it is not. */
 const MUST_BE: Record<Field, string> = {
-  url: 'an http:// or https:// base URL (the server\'s address, e.g. "https://agents.example.com")',
+  url: 'an http:// or https:// base URL without credentials (the server\'s address, e.g. "https://agents.example.com")',
   tokenFile: 'a path',
   dataDir: 'a path',
   name: '1 to 63 characters, no control characters',
@@ -155,11 +155,12 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv, machine: Mach
     localSandbox: env.LOCAL_SANDBOX || 'on',
   });
   if (raw.url === undefined) throw new WorkerConfigError("The server's URL (--url <base_url>) is required.");
-  if (!validate(raw)) {
+  if (!validate(raw) || !URL.canParse(raw.url)) {
     const [error] = validate.errors ?? [];
-    const field = (error.instancePath.split('/')[1] || (error.params as { missingProperty?: string }).missingProperty) as Field;
+    const field = (error ? error.instancePath.split('/')[1] || (error.params as { missingProperty?: string }).missingProperty : 'url') as Field;
     const value = (raw as Record<string, unknown>)[field];
-    throw new WorkerConfigError(`${source[field]} must be ${MUST_BE[field]}, not ${JSON.stringify(Array.isArray(value) ? value.join(',') : value)}.`);
+    const shown = Array.isArray(value) ? value.join(',') : typeof value === 'string' ? withoutCredentials(value) : value;
+    throw new WorkerConfigError(`${source[field]} must be ${MUST_BE[field]}, not ${JSON.stringify(shown)}.`);
   }
   const settings = raw as unknown as Settings;
 
@@ -234,6 +235,11 @@ function optionsOf(argv: string[]) {
   } catch (error) {
     throw new WorkerConfigError((error as Error).message);
   }
+}
+
+/** A URL's user and password (`https://user:secret@host`) are not said back. */
+function withoutCredentials(text: string): string {
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1***@');
 }
 
 /** A whole number written in digits; anything else is left as it is written, for the schema to refuse by name. */
