@@ -19,7 +19,8 @@ const HOST_MAY_IMPORT = ['agent/sandbox/network-policy'];
  * The design's boundaries, checked on every relative import: a module reaches another only through its index.ts;
  * the agent (a program users run on their own machines) and the contract it shares with the server import nothing
  * of the server; the platform imports no module; the host library (what provisions and runs managed computers on a
- * machine, for the server and for a worker alike) imports only itself, the contract and the agent's network policy.
+ * machine, for the server and for a worker alike) imports only itself, the contract and the agent's network policy;
+ * the worker (a program operators run on their machines) only itself, the host library and the contract.
  */
 const boundaries = {
   meta: { type: 'problem', schema: [], messages: { crossed: '{{why}}' } },
@@ -49,6 +50,8 @@ const boundaries = {
       ) {
         why =
           "src/host runs on the server and on workers alike: it imports only src/host, src/contract and the agent's network policy, never a module, the platform or the configuration.";
+      } else if (from.area === 'worker' && !['worker', 'host', 'contract'].includes(to.area) && !(isSpec && to.area === '..')) {
+        why = 'The worker is a program of its own, run on other machines: it imports only src/worker, src/host and src/contract, never the server.';
       } else if (from.area === 'platform' && to.area === 'modules') {
         why = 'The platform serves every module and imports none.';
       }
@@ -128,9 +131,9 @@ export default tseslint.config(
       ],
     },
   },
-  // The host library runs in a worker too, a plain Node program: no Nest, no database (its owner passes what it needs).
+  // The host library runs in a worker too, and the worker is a plain Node program: no Nest, no database.
   {
-    files: ['src/host/**/*.ts'],
+    files: ['src/host/**/*.ts', 'src/worker/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -139,7 +142,7 @@ export default tseslint.config(
           patterns: [
             {
               group: ['@nestjs/*', 'typeorm', 'pg', '@electric-sql/*'],
-              message: 'src/host is Nest-free and opens no database: its owner passes what it needs.',
+              message: "src/host and src/worker are Nest-free and open no database: the host's owner passes what it needs, the worker asks the server.",
             },
           ],
         },

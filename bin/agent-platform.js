@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * agent-platform: starts the built server, the demo, the reference agent or the CLI.
+ * agent-platform: starts the built server, the demo, the reference agent, a worker or the CLI.
  *
  * In a source checkout (src/ and TypeScript present) it first compiles, but only when a file under src/ or a
  * tsconfig changed since the last successful build: a stat of the sources (tens of milliseconds) decides, and
@@ -52,6 +52,12 @@ const PROGRAMS = {
   demo: { file: 'main.js', args: ['--demo'], about: 'seed the demo organizations, then start the server (npm run demo)' },
   agent: { file: 'agent/main.js', args: [], about: 'run the reference agent on a computer (agent --help)', help: true },
   cli: { file: 'cli/main.js', args: [], about: 'administration: organizations, users, keys (cli help)' },
+  worker: {
+    file: 'worker/main.js',
+    args: [],
+    about: 'run a worker that provisions and runs managed computers for a pool (worker --help)',
+    help: true,
+  },
 };
 
 const USAGE = `Usage: agent-platform <command> [arguments]

@@ -1,7 +1,8 @@
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs, ParseArgsConfig } from 'node:util';
+import { hasTokenOption, tokenFrom, TokenSourceError } from '../contract/token-source';
 import { Agent } from './agent';
 import { exec, OUTPUT_FORMATS, OutputFormat } from './headless';
 import { ModelApi, modelClient } from './models';
@@ -68,9 +69,15 @@ function placesOf(values: { workspace?: string; hooks?: string }): { workspace: 
   };
 }
 
-/** The agent token: from --token-file or AGENT_TOKEN_FILE, else AGENT_TOKEN (see tokenFrom). */
+/** The agent token: from --token-file or AGENT_TOKEN_FILE, else AGENT_TOKEN (see tokenFrom); a file it cannot use is said alone, exit 64. */
 function tokenOf(values: { 'token-file'?: string }): string | undefined {
-  return tokenFrom(values['token-file'] ?? process.env.AGENT_TOKEN_FILE, process.env.AGENT_TOKEN);
+  try {
+    return tokenFrom(values['token-file'] ?? process.env.AGENT_TOKEN_FILE, process.env.AGENT_TOKEN, "the computer's agent token");
+  } catch (error) {
+    if (!(error instanceof TokenSourceError)) throw error;
+    console.error(error.message);
+    process.exit(64);
+  }
 }
 
 function main(): void {
@@ -79,7 +86,7 @@ function main(): void {
     return;
   }
   // Before parsing: `--token` with or without its value is refused with the reason, not as an unknown option.
-  if (process.argv.slice(2).some((arg) => arg === '--token' || arg.startsWith('--token='))) {
+  if (hasTokenOption(process.argv.slice(2))) {
     console.error(
       '--token is not accepted: the command line is visible to every user of the machine (ps). Put the token in AGENT_TOKEN, ' +
         'or in a file only you can read and pass --token-file <path> (or AGENT_TOKEN_FILE).',
@@ -192,31 +199,6 @@ function execMain(argv: string[]): void {
       process.exit(1);
     },
   );
-}
-
-/**
- * The token from the file when one is named (a file wins over AGENT_TOKEN), else AGENT_TOKEN. An unreadable or empty
- * file exits 64. A file others may read only gets a warning: secrets mounted into containers (Docker, Kubernetes) are
- * usually 0444 or 0644 in a machine of one user, and refusing them would push people back to the environment.
- */
-function tokenFrom(file: string | undefined, fromEnv: string | undefined): string | undefined {
-  if (file === undefined || file === '') return fromEnv?.trim() || undefined;
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-    if (process.platform !== 'win32' && (statSync(file).mode & 0o077) !== 0) {
-      console.error(`Warning: the token file ${file} can be read by other users of this machine; chmod 600 it.`);
-    }
-  } catch (error) {
-    console.error(`The token file ${file} cannot be read: ${(error as Error).message}`);
-    process.exit(64);
-  }
-  const token = text.trim();
-  if (!token) {
-    console.error(`The token file ${file} is empty: it must hold the computer's agent token.`);
-    process.exit(64);
-  }
-  return token;
 }
 
 main();

@@ -1,13 +1,11 @@
 import type { CloudModelConfig } from './models/cloud-credentials';
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { retryAfterMs } from './models/retry';
+import { ChannelRefusal, retryAfterMs, retryingRequest } from '../contract/retrying-request';
 import type {
   AgentMessage,
   AgentPolicy,
   AppendAnswer,
   AppendRequest,
-  ChannelError,
   ClaimAnswer,
   ClaimRequest,
   ConnectAnswer,
@@ -34,20 +32,7 @@ import type {
   ExistingSessionsRequest,
 } from '../contract/agent-channel';
 
-/** An answer the server gave on purpose (4xx): retrying would not change it. */
-export class ChannelRefusal extends Error {
-  /** The body as it came: the channel's error body, unless something between the two (a proxy) answered instead. */
-  constructor(
-    readonly status: number,
-    readonly body: Partial<ChannelError>,
-  ) {
-    super(`${status}: ${body.detail ?? 'refused'}`);
-  }
-
-  get code(): string | undefined {
-    return this.body.metadata?.code;
-  }
-}
+export { ChannelRefusal };
 
 export interface ClientOptions {
   baseUrl: string;
@@ -65,10 +50,6 @@ export interface ClientOptions {
  * the turn's lease (AGENT_LEASE_MS, 5 minutes by default) outlasts this, so the turn is still the agent's when the server is back.
  */
 export const RETRY_WINDOW_MS = 120_000;
-/** The longest wait between two attempts, Retry-After included. */
-const MAX_DELAY_MS = 5_000;
-/** Answers that say "not now" rather than "no": the request is tried again. */
-const TRANSIENT = new Set([429, 502, 503, 504]);
 /** A delta is worth sending only now: a short timeout, no retry. */
 const DELTA_TIMEOUT_MS = 5_000;
 
@@ -213,39 +194,20 @@ export class PlatformClient {
     signal?: AbortSignal,
     retryWindowMs = this.retryWindowMs,
   ): Promise<Answer> {
-    let lastError: unknown;
-    const giveUpAt = Date.now() + retryWindowMs;
-    for (let attempt = 1; ; attempt++) {
-      signal?.throwIfAborted();
-      let retryAfter: number | null = null;
-      try {
-        const res = await fetch(`${this.options.baseUrl}${path}`, {
-          method,
-          headers: {
-            authorization: `Bearer ${this.options.token}`,
-            ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-            ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
-          },
-          body: body !== undefined ? JSON.stringify(body) : undefined,
-          signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(60_000)]) : AbortSignal.timeout(60_000),
-        });
-        const text = await res.text();
-        if (res.ok) return (text ? JSON.parse(text) : null) as Answer;
-        // A 502, 503 or 504 often comes from something in between (a proxy's error page), not as JSON.
-        if (!TRANSIENT.has(res.status)) throw new ChannelRefusal(res.status, (jsonOrNull(text) ?? {}) as ChannelRefusal['body']);
-        lastError = new Error(`${method} ${path}: ${res.status}`);
-        retryAfter = retryAfterMs(res.headers.get('retry-after')) ?? null;
-      } catch (error) {
-        if (error instanceof ChannelRefusal || signal?.aborted) throw error;
-        lastError = error;
-      }
-      // Bounded exponential backoff: 0.25 s, 0.5 s, 1 s ... up to 5 s between attempts, or what Retry-After asks (at most 5 s).
-      const delay = Math.min(MAX_DELAY_MS, retryAfter ?? 250 * 2 ** Math.min(attempt - 1, 10));
-      if (Date.now() + delay > giveUpAt) break;
-      this.options.log?.(`${method} ${path} failed (${describe(lastError)}); attempt ${attempt}, retrying in ${delay} ms`);
-      await sleep(delay, undefined, signal ? { signal } : undefined).catch(() => undefined);
-    }
-    throw lastError instanceof Error ? lastError : new Error(String(lastError));
+    return retryingRequest<Answer>({
+      method,
+      url: `${this.options.baseUrl}${path}`,
+      path,
+      headers: {
+        authorization: `Bearer ${this.options.token}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
+      },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+      signal,
+      retryWindowMs,
+      log: this.options.log,
+    });
   }
 }
 
@@ -259,20 +221,7 @@ export class DeltaRefused extends Error {
   }
 }
 
-function jsonOrNull(text: string): unknown {
-  try {
-    return text ? (JSON.parse(text) as unknown) : null;
-  } catch {
-    return null;
-  }
-}
-
 /** A query string of the parameters that are set. */
 function searchParams(query: Record<string, string | undefined>): URLSearchParams {
   return new URLSearchParams(Object.entries(query).filter((entry): entry is [string, string] => entry[1] !== undefined));
-}
-
-function describe(error: unknown): string {
-  if (error instanceof Error) return (error.cause as Error | undefined)?.message ?? error.message;
-  return String(error);
 }

@@ -338,7 +338,7 @@ function splice(a: Socket, b: Socket): void {
 }
 
 /** A message's headers as sent (names' case, repeats, order), less the hop-by-hop ones, those its Connection names and `drop`. */
-function endToEnd(message: IncomingMessage, drop: string[] = []): string[] {
+export function endToEnd(message: IncomingMessage, drop: string[] = []): string[] {
   const named = new Set([
     ...drop,
     ...String(message.headers.connection ?? '')

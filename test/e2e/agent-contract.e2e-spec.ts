@@ -26,7 +26,8 @@ describe("The agent against the agent channel's contract", () => {
 
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'agent-contract-'));
-    for (const folder of ['agent', 'contract']) cpSync(join(ROOT, 'src', folder), join(dir, 'src', folder), { recursive: true });
+    // The worker (with the host library it runs computers with) shares the contract on the same terms.
+    for (const folder of ['agent', 'contract', 'host', 'worker']) cpSync(join(ROOT, 'src', folder), join(dir, 'src', folder), { recursive: true });
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
     // The root's compiler options; the agent's program files only (its unit tests are the root's).
     writeFileSync(
@@ -71,7 +72,7 @@ describe("The agent against the agent channel's contract", () => {
     expect(readFileSync(join(dir, 'fresh.d.ts'), 'utf8')).toBe(readFileSync(CONTRACT_TYPES, 'utf8'));
   });
 
-  it('compiles from src/agent and src/contract alone, against the document the server publishes', () => {
+  it('compiles from src/agent and src/contract alone (and the worker with src/host), against the document the server publishes', () => {
     const { status, output } = typeCheckAgainst(current());
     expect(output).toBe('');
     expect(status).toBe(0);

@@ -46,6 +46,14 @@ describe('Module boundaries (lint)', () => {
       /or the configuration/,
     ],
     ['the host library importing the agent', 'src/host/host-sandbox.ts', "import { Sandbox } from '../agent/sandbox/sandbox';", /the agent's network policy/],
+    [
+      'the worker importing a server module',
+      'src/worker/worker.ts',
+      "import type { Role } from '../modules/auth';",
+      /src\/worker, src\/host and src\/contract/,
+    ],
+    ['the worker importing the configuration', 'src/worker/config.ts', "import type { AppConfig } from '../config/app-config';", /never the server/],
+    ['the worker importing the agent', 'src/worker/worker.ts', "import { PlatformClient } from '../agent/platform-client';", /never the server/],
   ])('refuses %s', async (_, file, code, why) => {
     const found = await complaints(file, `${code}\nexport const unused = 1;\n`);
     expect(found).toHaveLength(1);
@@ -66,6 +74,8 @@ describe('Module boundaries (lint)', () => {
       'src/modules/computers/providers/local.provider.ts',
       "import { HostProvisioner } from '../../../host/host-provisioner';",
     ],
+    ['the worker importing the host library', 'src/worker/worker.ts', "import { HostProvisioner } from '../host/host-provisioner';"],
+    ['the worker importing the contract', 'src/worker/worker.ts', "import type { Registration } from '../contract/worker-channel';"],
   ])('lets through %s', async (_, file, code) => {
     expect(await complaints(file, `${code}\nexport const unused = 1;\n`)).toEqual([]);
   });

@@ -71,6 +71,52 @@ export async function startServer(args: string[], env: Record<string, string>, t
   };
 }
 
+export interface WorkerProcess {
+  child: ChildProcess;
+  output(): string;
+  /** Its exit code, once it exits of itself. */
+  exited(): Promise<number | null>;
+  /** SIGTERM, then the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL: no leave, the worker's session stays as it was. */
+  killHard(): Promise<void>;
+}
+
+/**
+ * Starts `dist/worker/main.js` (`agent-platform worker`) against `url` as a real process and waits until it says it is
+ * registered. The token comes as an operator gives it: in `env` (WORKER_TOKEN_FILE or WORKER_TOKEN), never in `args`.
+ */
+export async function startWorker(url: string, env: Record<string, string>, args: string[] = [], timeoutMs = 60_000): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, [...SHORT_LIVED_NODE, join(ROOT, 'dist/worker/main.js'), '--url', url, ...args], { cwd: ROOT, env: cleanEnv(env) });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = once(child, 'exit') as Promise<[number | null]>;
+  const deadline = Date.now() + timeoutMs;
+  while (!/registered as /.test(output)) {
+    if (child.exitCode !== null) throw new Error(`The worker exited with ${child.exitCode}:\n${output}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`The worker did not register in ${timeoutMs} ms:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const gone = () => child.exitCode !== null || child.signalCode !== null;
+  return {
+    child,
+    output: () => output,
+    exited: async () => (await exited)[0],
+    stop: async () => {
+      if (!gone()) child.kill('SIGTERM');
+      return (await exited)[0];
+    },
+    killHard: async () => {
+      if (!gone()) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
 function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = { ...process.env };
   for (const key of ['DATABASE_URL', 'TEST_DATABASE_URL', 'NODE_OPTIONS', 'DATA_DIR', 'PORT', 'HOST']) delete base[key];

@@ -54,11 +54,4 @@ function backoff(policy: RetryPolicy, attempt: number): number {
   return Math.floor(Math.random() * Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1)));
 }
 
-/** `Retry-After` as milliseconds: delay-seconds or an HTTP date; undefined when absent or unreadable. */
-export function retryAfterMs(header: string | null, now = Date.now()): number | undefined {
-  if (!header) return undefined;
-  const value = header.trim();
-  if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
+export { retryAfterMs } from '../../contract/retrying-request';
