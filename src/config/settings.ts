@@ -135,6 +135,7 @@ export const SETTINGS = {
 
   /** How often an instance looks for workers whose lease ran out (the `computers.workers` job). */
   WORKER_SWEEP_MS: { type: 'integer', minimum: 100, default: 5_000 },
+  WORKER_PLACEMENT_TIMEOUT_MS: { type: 'integer', minimum: 1_000, default: 600_000 },
 
   /** Managed computers of one organization provisioning at once (creating or retrying one more: 429 `quota_exceeded`). */
   PROVISIONING_PER_ORGANIZATION: { type: 'integer', minimum: 1, default: 5 },

@@ -10,6 +10,8 @@ import { poolWithToken, registerWorker } from '../utils/workers';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
+const PLACEMENT_TIMEOUT_MS = 4000;
+
 /**
  * Managed computers on worker pools, from a scripted worker's side and an attacker's: placement by pool, labels and
  * room; steps claimed, logged and finished over the worker channel; the agent token released only to the computer's
@@ -22,7 +24,13 @@ describe('Worker placement and steps', () => {
   let stranger: TestUser;
 
   beforeAll(async () => {
-    t = await startTestApp({ WORKER_LEASE_MS: '60000', WORKER_SWEEP_MS: '100', PROVISIONING_PER_ORGANIZATION: '50', COMPUTERS_PER_ORGANIZATION: '100' });
+    t = await startTestApp({
+      WORKER_LEASE_MS: '60000',
+      WORKER_SWEEP_MS: '100',
+      WORKER_PLACEMENT_TIMEOUT_MS: String(PLACEMENT_TIMEOUT_MS),
+      PROVISIONING_PER_ORGANIZATION: '50',
+      COMPUTERS_PER_ORGANIZATION: '100',
+    });
     const org = await createOrganization(t, { messageHistory: true });
     owner = await createUser(t, Role.Owner, org);
     member = await createUser(t, Role.Member, org);
@@ -228,5 +236,108 @@ describe('Worker placement and steps', () => {
     expect((await heartbeat(theirWorker.session)).body.computers).toEqual([]);
     expectV0Error(await t.http().get(`/api/v0/worker/computers/${myComputer}/agent-token`).set(bearer(theirWorker.session)), 404, 'computer_not_found');
     expect((await computer(myComputer)).runsOn.kind).toBe('waiting');
+  });
+
+  /** Provisions a computer of the pool on this worker, as a worker would: claims its one step and completes it. */
+  async function activeOn(p: { name: string }, w: { id: string; session: string }, body: Json = {}): Promise<{ id: string; agentToken: string }> {
+    const created = await create(owner, { pool: p.name, ...body });
+    const id = created.body.id as string;
+    await placedOn(id, w.id);
+    const step = (await claim(w.session)).body.work as Json;
+    expect((await finish(w.session, { computerId: id, position: 0, claimId: step.claimId, status: 'completed' })).body).toEqual({ computerStatus: 'active' });
+    return { id, agentToken: created.body.agentToken as string };
+  }
+  const agentPolicy = (token: string) => t.http().get('/api/v0/agent/policy').set(bearer(token));
+
+  it('a worker that leaves gives up its computers: new agent tokens (the copies it holds are dead), every step again, placed on another', async () => {
+    const p = await pool(owner);
+    const leaving = await worker(p.token);
+    const { id, agentToken } = await activeOn(p, leaving);
+    expectStatus(await agentPolicy(agentToken), 200);
+    const staying = await worker(p.token);
+
+    expectStatus(await t.http().post('/api/v0/worker/leave').set(bearer(leaving.session)), 204);
+    const moved = await placedOn(id, staying.id);
+    expect(moved).toMatchObject({ status: 'provisioning', provisioningSteps: [{ id: 'create-computer', status: 'pending' }] });
+    expect(moved.clonedRepoDirectories).toEqual([]);
+    // The token the old worker held opens nothing; the new worker gets the new one, and only it.
+    expectV0Error(await agentPolicy(agentToken), 401, 'invalid_credentials');
+    const released = (await t.http().get(`/api/v0/worker/computers/${id}/agent-token`).set(bearer(staying.session)).expect(200)).body;
+    expect(released.agentToken).not.toBe(agentToken);
+    expectStatus(await agentPolicy(released.agentToken), 200);
+    expectV0Error(await t.http().get(`/api/v0/worker/computers/${id}/agent-token`).set(bearer(leaving.session)), 401, 'invalid_worker_token');
+
+    const events = (
+      await t
+        .http()
+        .get('/api/v0/events')
+        .query({ after: '0', limit: '100', types: 'computer.placement_changed,computer.status_changed' })
+        .set(owner.auth)
+        .expect(200)
+    ).body.events as Json[];
+    const mine = events.filter((e) => e.data.computerId === id).map((e) => [e.type, e.data.reason ?? `${e.data.from}->${e.data.to}`]);
+    expect(mine).toEqual(
+      expect.arrayContaining([
+        ['computer.placement_changed', 'worker_left'],
+        ['computer.status_changed', 'active->provisioning'],
+      ]),
+    );
+    // Provisioned again on the new worker, from the first step.
+    expect((await claim(staying.session)).body.work).toMatchObject({ computerId: id, position: 0, attempt: 1 });
+  });
+
+  it('a lost, evicted or revoked worker gives up its computers the same way; so does one of a deleted pool', async () => {
+    const p = await pool(owner);
+    const lost = await worker(p.token);
+    const onLost = await activeOn(p, lost);
+    // Its lease ran out (as if a minute passed without a heartbeat): the sweep finds it.
+    await db().query(`UPDATE workers SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [lost.id]);
+    await until(
+      () => computer(onLost.id),
+      (c) => c.runsOn.kind === 'waiting' && c.status === 'provisioning',
+      "the lost worker's computer to wait for another",
+    );
+    expectV0Error(await agentPolicy(onLost.agentToken), 401, 'invalid_credentials');
+
+    const evicted = await worker(p.token);
+    // The computer of the lost worker goes to the only worker left.
+    await placedOn(onLost.id, evicted.id);
+    expectStatus(await t.http().delete(`/api/v0/worker-pools/${p.id}/workers/${evicted.id}`).set(owner.auth), 200);
+    expect((await computer(onLost.id)).runsOn.kind).toBe('waiting');
+
+    const { pool: other, token, tokenId } = await poolWithToken(t, owner);
+    const revoked = await registerWorker(t, token);
+    const byLabel = (await create(owner, { labels: [], pool: other.name })).body.id as string;
+    await placedOn(byLabel, revoked.id);
+    expectStatus(await t.http().delete(`/api/v0/worker-pools/${other.id}/enrollment-tokens/${tokenId}`).set(owner.auth), 200);
+    expect((await computer(byLabel)).runsOn.kind).toBe('waiting');
+  });
+
+  it('a computer no worker takes within WORKER_PLACEMENT_TIMEOUT_MS goes to error saying why; retry waits again', async () => {
+    const p = await pool(owner);
+    await worker(p.token, ['gpu']);
+    const id = (await create(owner, { pool: p.name, labels: ['tpu'] })).body.id as string;
+    const failed = await until(
+      () => computer(id),
+      (c) => c.status === 'error',
+      'the placement to time out',
+      PLACEMENT_TIMEOUT_MS * 10,
+    );
+    expect(failed.provisioningSteps[0]).toMatchObject({
+      status: 'failed',
+      error: expect.stringMatching(/^No worker of its pool .* had room for \d+ s \(WORKER_PLACEMENT_TIMEOUT_MS\)/),
+    });
+    const retried = await t.http().post(`/api/v0/computers/${id}/retry`).set(owner.auth);
+    expect(retried.body).toMatchObject({ status: 'provisioning', runsOn: { kind: 'waiting' } });
+    expect(retried.body.runsOn.since).toBeGreaterThan(failed.runsOn.since);
+  });
+
+  it('deleting a pool whose workers hold computers placed by labels alone moves them off first', async () => {
+    const p = await pool(owner);
+    const w = await worker(p.token, ['arm']);
+    const id = (await create(owner, { labels: ['arm'] })).body.id as string;
+    await placedOn(id, w.id);
+    expectStatus(await t.http().delete(`/api/v0/worker-pools/${p.id}`).set(owner.auth), 204);
+    expect(await computer(id)).toMatchObject({ status: 'provisioning', placement: { poolId: null, labels: ['arm'] }, runsOn: { kind: 'waiting' } });
   });
 });

@@ -10,7 +10,6 @@ import { LocalAgentSupervisor } from './agents/local-agent-supervisor';
 import { AgentConnectController, ComputersController } from './computers.controller';
 import { ComputersRepository } from './computers.repository';
 import { ComputersService } from './computers.service';
-import { AgentTokens } from './agent-tokens.service';
 import { ProvisioningJob } from './jobs/provisioning.job';
 import { ProvisioningMetrics } from './jobs/provisioning-metrics';
 import { ComputeProvider } from './providers/compute-provider';
@@ -29,7 +28,6 @@ import { WorkerSweepJob } from './workers/worker-sweep.job';
   providers: [
     ComputersRepository,
     ComputersService,
-    AgentTokens,
     ProvisioningJob,
     ProvisioningMetrics,
     LocalProvider,

@@ -344,13 +344,22 @@ export class ComputersRepository {
     return rows.length;
   }
 
-  /** Retry: the failed step is pending again (later steps never ran), the computer provisioning. */
+  /**
+   * Retry: the failed step is pending again (later steps never ran), the computer provisioning. One waiting for a worker
+   * waits anew: its placement timeout starts again.
+   */
   async retry(manager: EntityManager, computer: ComputerKey): Promise<void> {
-    await this.sql.in(manager).query(
+    const sql = this.sql.in(manager);
+    await sql.query(
       'computers.steps.retry',
       `UPDATE provisioning_steps SET status = 'pending', error = NULL, started_at = NULL, completed_at = NULL, attempts = 0,
          claim_id = NULL, lease_expires_at = NULL
        WHERE organization_id = $2 AND computer_id = $1 AND status = 'failed'`,
+      [computer.id, computer.organizationId],
+    );
+    await sql.query(
+      'computers.waitAgain',
+      `UPDATE computers SET waiting_since = ${DB_NOW} WHERE organization_id = $2 AND id = $1 AND on_workers AND worker_id IS NULL`,
       [computer.id, computer.organizationId],
     );
   }

@@ -17,6 +17,10 @@ export enum ComputerTrigger {
   StepsCompleted = 'stepsCompleted',
   StepFailed = 'stepFailed',
   Retried = 'retried',
+  /** Its worker's session ended: provisioned again elsewhere (an error stays an error, to be retried). */
+  WorkerLost = 'workerLost',
+  /** No worker of its pool had room within WORKER_PLACEMENT_TIMEOUT_MS. */
+  PlacementTimedOut = 'placementTimedOut',
 }
 
 /** The status machine as data; `null` is "no computer yet". */
@@ -26,6 +30,12 @@ export const COMPUTER_TRANSITIONS: Readonly<Record<ComputerTrigger, ReadonlyArra
   [ComputerTrigger.StepsCompleted]: [[ComputerStatus.Provisioning, ComputerStatus.Active]],
   [ComputerTrigger.StepFailed]: [[ComputerStatus.Provisioning, ComputerStatus.Error]],
   [ComputerTrigger.Retried]: [[ComputerStatus.Error, ComputerStatus.Provisioning]],
+  [ComputerTrigger.WorkerLost]: [
+    [ComputerStatus.Active, ComputerStatus.Provisioning],
+    [ComputerStatus.Provisioning, ComputerStatus.Provisioning],
+    [ComputerStatus.Error, ComputerStatus.Error],
+  ],
+  [ComputerTrigger.PlacementTimedOut]: [[ComputerStatus.Provisioning, ComputerStatus.Error]],
 };
 
 /** The status `trigger` leads to from `from`, or null when the machine forbids the move. */

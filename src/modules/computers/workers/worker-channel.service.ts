@@ -30,6 +30,7 @@ import {
   WorkerStepLogInput,
 } from './worker-pool.schemas';
 import { logWorkerEnded } from './worker-pools.service';
+import { Recovery, WorkerRecovery } from './worker-recovery';
 import { WorkersRepository } from './workers.repository';
 
 /** A worker's registration: its session token (shown once) and the terms of its lease. */
@@ -55,6 +56,7 @@ export class WorkerChannelService implements BeforeApplicationShutdown {
     private readonly workers: WorkersRepository,
     private readonly computers: ComputersRepository,
     private readonly tokens: AgentTokens,
+    private readonly recovery: WorkerRecovery,
     private readonly logs: ServerLogs,
     private readonly events: EventLog,
     private readonly config: AppConfig,
@@ -311,8 +313,10 @@ export class WorkerChannelService implements BeforeApplicationShutdown {
 
   /** The worker shuts down: its session ends now (not a lease later). */
   async leave(worker: WorkerEntity): Promise<void> {
+    let recovery: Recovery | undefined;
     const [left] = await this.workers.transaction(async (manager) => {
       const left = await this.workers.end(manager, { organizationId: worker.organizationId, workerId: worker.id }, WorkerStatus.Left);
+      recovery = await this.recovery.recover(manager, left);
       for (const one of left) {
         this.events.raise(manager, {
           type: 'worker.left',
@@ -323,6 +327,7 @@ export class WorkerChannelService implements BeforeApplicationShutdown {
       }
       return left;
     });
+    recovery?.committed();
     if (left) logWorkerEnded(left, 'left');
   }
 }

@@ -21,6 +21,7 @@ import {
 import { WorkerEnrollmentTokenEntity, WorkerEntity, WorkerPoolEntity } from '../entities';
 import { EnrollmentTokenData, WorkerLeftData, WorkerPoolData } from '../events';
 import { WorkerPoolsRepository } from './worker-pools.repository';
+import { Recovery, WorkerRecovery } from './worker-recovery';
 import { WorkersRepository } from './workers.repository';
 import { WorkerStatus } from './worker';
 
@@ -48,6 +49,7 @@ export class WorkerPoolsService {
   constructor(
     private readonly repository: WorkerPoolsRepository,
     private readonly workers: WorkersRepository,
+    private readonly recovery: WorkerRecovery,
     private readonly events: EventLog,
     private readonly config: AppConfig,
   ) {}
@@ -117,6 +119,7 @@ export class WorkerPoolsService {
 
   /** Deletes the pool, its enrollment tokens and its workers; refused (409) while computers were created for it. */
   async remove(actor: PoolActor, poolId: string): Promise<void> {
+    let recovery: Recovery | undefined;
     const pool = await this.repository.transaction(async (manager) => {
       await this.repository.lockPools(manager, actor.organizationId);
       const pool = isUuid(poolId) ? await this.repository.findPool(actor.organizationId, poolId, manager) : null;
@@ -131,10 +134,15 @@ export class WorkerPoolsService {
           { computers },
         );
       }
+      // Its workers go with it: computers placed on them (by labels alone) are moved first, as for an eviction.
+      const ended = await this.workers.end(manager, { organizationId: pool.organizationId, poolId: pool.id }, WorkerStatus.Evicted);
+      for (const worker of ended) this.raiseLeft(manager, worker, 'evicted', actor);
+      recovery = await this.recovery.recover(manager, ended);
       await this.repository.deletePool(manager, pool);
       this.raisePool(manager, 'worker_pool.deleted', pool, actor);
       return pool;
     });
+    recovery?.committed();
     logSecurityEvent('worker_pool.deleted', { organizationId: actor.organizationId, ...actor.by.security }, { poolId: pool.id, name: pool.name });
   }
 
@@ -185,6 +193,7 @@ export class WorkerPoolsService {
     const known = isUuid(tokenId) ? await this.repository.findToken(actor.organizationId, pool.id, tokenId) : null;
     if (!known) throw enrollmentTokenNotFound(pool.id, tokenId);
     let ended: WorkerEntity[] = [];
+    let recovery: Recovery | undefined;
     const token = await this.repository.transaction(async (manager) => {
       // Registrations with the token hold the pool's row: one waiting now sees the revocation, one done is ended below.
       await this.repository.lockPool(manager, pool);
@@ -192,8 +201,10 @@ export class WorkerPoolsService {
       if (token.revokedAt?.getTime() === now.getTime()) this.raiseToken(manager, 'enrollment_token.revoked', token, actor);
       ended = await this.workers.end(manager, { organizationId: token.organizationId, enrollmentTokenId: token.id }, WorkerStatus.Revoked);
       for (const worker of ended) this.raiseLeft(manager, worker, 'revoked', actor);
+      recovery = await this.recovery.recover(manager, ended);
       return token;
     });
+    recovery?.committed();
     logSecurityEvent('enrollment_token.revoked', { organizationId: actor.organizationId, ...actor.by.security }, { poolId: pool.id, tokenId: token.id });
     for (const worker of ended) logWorkerEnded(worker, 'revoked', actor);
     return token;
@@ -209,11 +220,14 @@ export class WorkerPoolsService {
     const pool = await this.find(actor.organizationId, poolId);
     const known = isUuid(workerId) ? await this.workers.find(actor.organizationId, pool.id, workerId) : null;
     if (!known) throw workerNotFound(pool.id, workerId);
+    let recovery: Recovery | undefined;
     const [evicted] = await this.workers.transaction(async (manager) => {
       const ended = await this.workers.end(manager, { organizationId: known.organizationId, workerId: known.id }, WorkerStatus.Evicted);
       for (const worker of ended) this.raiseLeft(manager, worker, 'evicted', actor);
+      recovery = await this.recovery.recover(manager, ended);
       return ended;
     });
+    recovery?.committed();
     if (evicted) logWorkerEnded(evicted, 'evicted', actor);
     return evicted ?? (await this.workers.find(actor.organizationId, pool.id, workerId)) ?? known;
   }

@@ -1,10 +1,12 @@
 import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { AppConfig } from '../../../config/app-config';
-import { EventLog, OnDomainEvent } from '../../../platform/events';
+import { EventLog, OnDomainEvent, StoredEvent } from '../../../platform/events';
+import { ComputerStatus, ComputerTrigger, nextStatus } from '../domain/computer-status';
 import { JobHandle, JobRunner } from '../../../platform/jobs';
 import { chooseWorker } from './placement';
 import { logWorkerEnded } from './worker-pools.service';
 import { workerActor } from './worker-channel.service';
+import { Recovery, WorkerRecovery } from './worker-recovery';
 import { PlacementWorker, WorkersRepository } from './workers.repository';
 
 const JOB_NAME = 'computers.workers';
@@ -33,8 +35,9 @@ export class WorkerSweepJob implements OnApplicationBootstrap {
 
   constructor(
     private readonly workers: WorkersRepository,
+    private readonly recovery: WorkerRecovery,
     private readonly events: EventLog,
-    config: AppConfig,
+    private readonly config: AppConfig,
     jobs: JobRunner,
   ) {
     this.job = jobs.register({ name: JOB_NAME, everyMs: config.WORKER_SWEEP_MS, run: () => (this.watching ? this.sweep() : Promise.resolve(0)) });
@@ -52,6 +55,12 @@ export class WorkerSweepJob implements OnApplicationBootstrap {
     void this.job.runNow();
   }
 
+  /** A computer taken off an ended worker (on any instance) waits to be placed again. */
+  @OnDomainEvent('computer.placement_changed')
+  onPlacementChanged(event: StoredEvent<'computer.placement_changed'>): void {
+    if (event.data.reason === 'worker_left') this.wake();
+  }
+
   /** A computer waits for a worker (created, retried or taken off one on this instance): place it now, not at the next tick. */
   wake(): void {
     this.watching = true;
@@ -64,8 +73,9 @@ export class WorkerSweepJob implements OnApplicationBootstrap {
     this.watching = false;
     try {
       const lost = await this.endLapsed();
+      await this.timeOutWaiting();
       await this.placeWaiting();
-      if (await this.workers.anyOnline()) this.watching = true;
+      if (await this.workers.anythingToWatch()) this.watching = true;
       return lost;
     } catch (error) {
       // Not known to be done (the database was away): the next tick looks again.
@@ -77,8 +87,10 @@ export class WorkerSweepJob implements OnApplicationBootstrap {
   private async endLapsed(): Promise<number> {
     let lost = 0;
     for (let batch = BATCH; batch === BATCH;) {
+      let recovery: Recovery | undefined;
       const ended = await this.workers.transaction(async (manager) => {
         const ended = await this.workers.lapse(manager, BATCH);
+        recovery = await this.recovery.recover(manager, ended);
         for (const worker of ended) {
           this.events.raise(manager, {
             type: 'worker.left',
@@ -89,6 +101,7 @@ export class WorkerSweepJob implements OnApplicationBootstrap {
         }
         return ended;
       });
+      recovery?.committed();
       for (const worker of ended) {
         logWorkerEnded(worker, 'lost');
         this.logger.warn(
@@ -100,6 +113,31 @@ export class WorkerSweepJob implements OnApplicationBootstrap {
       batch = ended.length;
     }
     return lost;
+  }
+
+  /** Computers no worker took within WORKER_PLACEMENT_TIMEOUT_MS go to error, saying why. */
+  private async timeOutWaiting(): Promise<void> {
+    for (let batch = BATCH; batch === BATCH;) {
+      const timedOut = await this.workers.transaction(async (manager) => {
+        const timedOut = await this.workers.timeOutWaiting(manager, this.config.WORKER_PLACEMENT_TIMEOUT_MS, BATCH);
+        for (const computer of timedOut) {
+          this.events.raise(manager, {
+            type: 'computer.status_changed',
+            organizationId: computer.organizationId,
+            actor: { kind: 'system' },
+            data: {
+              computerId: computer.id,
+              provider: computer.provider,
+              from: ComputerStatus.Provisioning,
+              to: nextStatus(ComputerTrigger.PlacementTimedOut, ComputerStatus.Provisioning)!,
+              step: { stepId: computer.stepId, status: 'failed', error: computer.error },
+            },
+          });
+        }
+        return timedOut;
+      });
+      batch = timedOut.length;
+    }
   }
 
   /** Places the computers waiting for a worker, organization by organization; how many it placed. */

@@ -153,16 +153,6 @@ export class WorkersRepository {
     );
   }
 
-  /** Whether any worker of any organization is online (read through the lease index). */
-  async anyOnline(): Promise<boolean> {
-    const [row] = await this.sql.query<{ any: boolean }>(
-      'workers.anyOnline',
-      `SELECT EXISTS (SELECT 1 FROM workers WHERE status = '${WorkerStatus.Online}' AND lease_expires_at IS NOT NULL) AS any`,
-      [],
-    );
-    return row.any;
-  }
-
   /** Forgets workers whose session ended more than `keepMs` ago (each restart of a worker registers anew). */
   async forgetEnded(keepMs: number, limit: number): Promise<number> {
     const rows = await this.sql.query<{ id: string }>(
@@ -271,6 +261,99 @@ export class WorkersRepository {
       ]);
     return count;
   }
+
+  /** The computers placed on a worker, their rows locked: it has ended, and they are to be moved. */
+  computersOn(manager: EntityManager, worker: Pick<WorkerEntity, 'organizationId' | 'id'>): Promise<StrandedComputer[]> {
+    return this.sql.in(manager).query<StrandedComputer>(
+      'workers.computersOn',
+      `SELECT id, organization_id AS "organizationId", provider, status, agent_token_hash AS "agentTokenHash" FROM computers
+       WHERE organization_id = $1 AND worker_id = $2 ORDER BY created_at, id FOR UPDATE`,
+      [worker.organizationId, worker.id],
+    );
+  }
+
+  /**
+   * Takes a computer off its ended worker: it waits to be placed again, with a new agent token (the old one is the
+   * ended worker's to forget), no clones and every step to run again (its workspace was on that worker).
+   */
+  async unplace(manager: EntityManager, computer: StrandedComputer, token: { hash: string; encrypted: string | null }, status: string): Promise<void> {
+    const sql = this.sql.in(manager);
+    await sql.query(
+      'workers.unplace',
+      `UPDATE computers SET worker_id = NULL, placed_at = NULL, waiting_since = ${DB_NOW}, cloned_repo_directories = '[]', status = $3,
+         agent_token_hash = $4, agent_token_encrypted = $5, agent_token_created_at = ${DB_NOW}, agent_connected_at = NULL,
+         updated_at = GREATEST(updated_at, ${DB_NOW})
+       WHERE organization_id = $1 AND id = $2`,
+      [computer.organizationId, computer.id, status, token.hash, token.encrypted],
+    );
+    await sql.query(
+      'workers.replan',
+      `UPDATE provisioning_steps SET status = 'pending', error = NULL, started_at = NULL, completed_at = NULL, attempts = 0, claim_id = NULL,
+         lease_expires_at = NULL
+       WHERE organization_id = $1 AND computer_id = $2`,
+      [computer.organizationId, computer.id],
+    );
+  }
+
+  /**
+   * Computers that waited for a worker longer than `timeoutMs`, across organizations, each put in error with its first
+   * unfinished step failed with `error` (one transaction; rows other instances hold are skipped).
+   */
+  async timeOutWaiting(manager: EntityManager, timeoutMs: number, limit: number): Promise<TimedOutComputer[]> {
+    return this.sql.in(manager).query<TimedOutComputer>(
+      'workers.timeOutWaiting',
+      `WITH late AS (
+         SELECT organization_id, id, pool_id, placement_labels, waiting_since FROM computers
+         WHERE on_workers AND worker_id IS NULL AND status = 'provisioning' AND waiting_since < clock_timestamp() - $1 * interval '1 millisecond'
+         ORDER BY waiting_since LIMIT $2 FOR UPDATE SKIP LOCKED
+       ), failed AS (
+         UPDATE provisioning_steps s SET status = 'failed', error = replace($3, '{waited}', round(extract(epoch FROM clock_timestamp() - late.waiting_since))::text),
+           started_at = ${DB_NOW}, completed_at = ${DB_NOW}, claim_id = NULL, lease_expires_at = NULL
+         FROM late
+         WHERE s.organization_id = late.organization_id AND s.computer_id = late.id
+           AND s.position = (SELECT min(position) FROM provisioning_steps f WHERE f.organization_id = late.organization_id AND f.computer_id = late.id AND f.status <> 'completed')
+         RETURNING s.organization_id, s.computer_id, s.step_id, s.error
+       )
+       UPDATE computers c SET status = 'error', updated_at = GREATEST(c.updated_at, ${DB_NOW})
+       FROM late JOIN failed ON failed.organization_id = late.organization_id AND failed.computer_id = late.id
+       WHERE c.organization_id = late.organization_id AND c.id = late.id
+       RETURNING c.organization_id AS "organizationId", c.id, c.provider, failed.step_id AS "stepId", failed.error`,
+      [timeoutMs, limit, PLACEMENT_TIMED_OUT],
+    );
+  }
+
+  /** Whether the sweep has anything to watch: a worker online, or a computer waiting for one. */
+  async anythingToWatch(): Promise<boolean> {
+    const [row] = await this.sql.query<{ any: boolean }>(
+      'workers.anythingToWatch',
+      `SELECT EXISTS (SELECT 1 FROM workers WHERE status = '${WorkerStatus.Online}' AND lease_expires_at IS NOT NULL)
+           OR EXISTS (SELECT 1 FROM computers WHERE on_workers AND worker_id IS NULL AND status = 'provisioning') AS any`,
+      [],
+    );
+    return row.any;
+  }
+}
+
+/** The failed step's error of a computer no worker took in time; `{waited}` is the seconds it waited. */
+const PLACEMENT_TIMED_OUT =
+  'No worker of its pool with the labels it needs had room for {waited} s (WORKER_PLACEMENT_TIMEOUT_MS); add a worker or free one, then retry.';
+
+/** A computer on a worker whose session ended. */
+export interface StrandedComputer {
+  id: string;
+  organizationId: string;
+  provider: string;
+  status: 'provisioning' | 'active' | 'error';
+  agentTokenHash: string;
+}
+
+/** A computer put in error because no worker took it in time. */
+export interface TimedOutComputer {
+  organizationId: string;
+  id: string;
+  provider: string;
+  stepId: string;
+  error: string;
 }
 
 /** An online worker as placement reads it, with its and its pool's names. */
