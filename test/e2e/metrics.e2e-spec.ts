@@ -10,6 +10,7 @@ import { openClaim } from '../utils/raw-claims';
 import { openStream } from '../utils/sse';
 import { serverUrl } from '../utils/test-database';
 import { startTestApp, TestApp } from '../utils/test-app';
+import { poolWithToken, registerWorker } from '../utils/workers';
 import { expectV0Error } from '../utils/v0-errors';
 
 const TOKEN = randomBytes(24).toString('base64url');
@@ -173,6 +174,51 @@ describe('Metrics', () => {
     expect(valueOf(samples, 'agent_platform_provisioning_steps', { status: 'pending' })).toBe(before + steps);
     expect(valueOf(samples, 'agent_platform_provisioning_steps', { status: 'running' })).toBe(0);
     expect(valueOf(samples, 'agent_platform_analytics_rollup_pending_days')).toEqual(expect.any(Number));
+  });
+
+  it("shows the workers online, the computers placed on workers or waiting for one, and the workers' claims waiting here", async () => {
+    const owner = await createUser(t, Role.Owner);
+    const fleet = async () => {
+      const { samples } = await scrape();
+      return {
+        online: valueOf(samples, 'agent_platform_workers_online'),
+        placed: valueOf(samples, 'agent_platform_worker_computers', { placement: 'placed' }),
+        waiting: valueOf(samples, 'agent_platform_worker_computers', { placement: 'waiting' }),
+        claims: valueOf(samples, 'agent_platform_worker_claims_open'),
+      };
+    };
+    const before = await fleet();
+    const { pool, token } = await poolWithToken(t, owner);
+    const waiting = await t
+      .http()
+      .post('/api/v0/computers')
+      .set(owner.auth)
+      .send({ name: 'gpu', provider: 'local', pool: pool.name, labels: ['gpu'] });
+    expect(waiting.status).toBe(201);
+    expect(await fleet()).toEqual({ ...before, waiting: before.waiting! + 1 });
+    const worker = await registerWorker(t, token, { labels: ['gpu'] });
+    await until(fleet, (now) => now.placed === before.placed! + 1 && now.waiting === before.waiting, 'the computer to be placed');
+    expect((await fleet()).online).toBe(before.online! + 1);
+    const claim = t
+      .http()
+      .post('/api/v0/worker/claims')
+      .set({ Authorization: `Bearer ${worker.session}` })
+      .send({ waitMs: 20_000 })
+      .then((res) => res);
+    // Its step is there to take: the claim answers at once, and nothing is left waiting.
+    expect((await claim).body.work).toMatchObject({ computerId: waiting.body.id });
+    expect((await fleet()).claims).toBe(before.claims);
+    // A claim with nothing to take waits, and is counted while it does.
+    const idle = await registerWorker(t, token);
+    const waitingClaim = t
+      .http()
+      .post('/api/v0/worker/claims')
+      .set({ Authorization: `Bearer ${idle.session}` })
+      .send({ waitMs: 3_000 })
+      .then((res) => res);
+    await until(fleet, (now) => now.claims === before.claims! + 1, 'the idle claim to be counted');
+    expect((await waitingClaim).body).toEqual({ work: null, sync: false });
+    expect((await fleet()).claims).toBe(before.claims);
   });
 
   it('the Grafana dashboard in docker/ asks only for metrics and labels this server serves', async () => {

@@ -18,6 +18,7 @@ import { ComputerSandbox } from './sandbox/computer-sandbox';
 import { WorkerChannelController } from './workers/worker-channel.controller';
 import { WorkerChannelService } from './workers/worker-channel.service';
 import { WorkerPoolsModule } from './workers/worker-pools.module';
+import { WorkerMetrics } from './workers/worker-metrics';
 import { WorkerSweepJob } from './workers/worker-sweep.job';
 
 /** Global for the contracts it fulfils: Sessions' ComputerVisibility and Auth's ComputerTokenLookup. */
@@ -37,6 +38,7 @@ import { WorkerSweepJob } from './workers/worker-sweep.job';
     LocalAgentSupervisor,
     WorkerChannelService,
     WorkerSweepJob,
+    WorkerMetrics,
     SecretBox,
     { provide: ComputerVisibility, useClass: ComputerVisibilityFromTable },
     { provide: ComputerTokenLookup, useClass: ComputerTokenLookupFromTable },

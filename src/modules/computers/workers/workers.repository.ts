@@ -322,6 +322,18 @@ export class WorkersRepository {
     );
   }
 
+  /** The fleet at a glance, all organizations: workers online, and computers placed on workers or waiting for one. */
+  async fleet(): Promise<{ online: number; placed: number; waiting: number }> {
+    const [row] = await this.sql.query<{ online: number; placed: number; waiting: number }>(
+      'workers.fleet',
+      `SELECT (SELECT count(*)::int FROM workers WHERE status = '${WorkerStatus.Online}' AND lease_expires_at IS NOT NULL) AS online,
+              (SELECT count(*)::int FROM computers WHERE worker_id IS NOT NULL) AS placed,
+              (SELECT count(*)::int FROM computers WHERE on_workers AND worker_id IS NULL AND status = 'provisioning') AS waiting`,
+      [],
+    );
+    return row;
+  }
+
   /** Whether the sweep has anything to watch: a worker online, or a computer waiting for one. */
   async anythingToWatch(): Promise<boolean> {
     const [row] = await this.sql.query<{ any: boolean }>(
