@@ -1,3 +1,4 @@
+import { formatTime } from './format';
 import type { Schemas } from './api/client';
 
 export type Computer = Schemas['Computer'];
@@ -21,6 +22,20 @@ export const PROVIDERS: Record<Provider, { label: string; description: string }>
 };
 
 export const STATUS_LABELS: Record<ComputerStatus, string> = { provisioning: 'Provisioning', active: 'Active', error: 'Error' };
+
+/** Where a computer runs, in a line: "This server", "Worker W (pool P)" or "Waiting for a worker since …". */
+export function runsOnLabel(computer: Computer): string | null {
+  const runsOn = computer.runsOn;
+  if (!runsOn) return null;
+  switch (runsOn.kind) {
+    case 'server':
+      return 'This server';
+    case 'worker':
+      return `Worker ${runsOn.workerName} (pool ${runsOn.poolName})`;
+    case 'waiting':
+      return `Waiting for a worker since ${formatTime(runsOn.since)}`;
+  }
+}
 
 export const providerLabel = (provider: string) => (provider === 'byom' ? 'BYOM' : provider === 'local' ? 'Managed (local)' : provider);
 

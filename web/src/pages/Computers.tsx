@@ -5,7 +5,7 @@ import { useMe } from '../auth/auth';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { Page } from '../components/Page';
-import { handOverToken, newUuid, PROVIDERS, providerLabel, STATUS_LABELS, type Computer, type Provider } from '../computers';
+import { handOverToken, newUuid, PROVIDERS, providerLabel, runsOnLabel, STATUS_LABELS, type Computer, type Provider } from '../computers';
 import { formatTime } from '../format';
 import { LiveState } from '../components/LiveState';
 import '../fleet.css';
@@ -53,6 +53,7 @@ function ComputerTable({ computers }: { computers: Computer[] }) {
           <th scope="col">Kind</th>
           <th scope="col">Status</th>
           <th scope="col">Host</th>
+          <th scope="col">Runs on</th>
           <th scope="col">Created</th>
         </tr>
       </thead>
@@ -67,6 +68,7 @@ function ComputerTable({ computers }: { computers: Computer[] }) {
               {computer.status ? <span className={`status-pill status-${computer.status}`}>{STATUS_LABELS[computer.status]}</span> : '—'}
             </td>
             <td data-label="Host">{computer.hostname ?? <span className="muted">Agent not connected yet</span>}</td>
+            <td data-label="Runs on">{runsOnLabel(computer) ?? <span className="muted">—</span>}</td>
             <td data-label="Created">{formatTime(computer.createdAt)}</td>
           </tr>
         ))}
