@@ -37,6 +37,33 @@ export function runsOnLabel(computer: Computer): string | null {
   }
 }
 
+/** A worker label, as the API takes it (`labels` of `POST /api/v0/computers`). */
+export const LABEL_PATTERN = /^[a-z0-9][a-z0-9._=/-]{0,62}$/;
+export const MAX_LABELS = 16;
+
+/**
+ * Labels typed comma separated: the list to send (blanks dropped, each once), or what is wrong with them, checked as
+ * the API checks them so the form says so before sending.
+ */
+export function parseLabels(text: string): { labels: string[]; problem: string | null } {
+  const labels = [
+    ...new Set(
+      text
+        .split(',')
+        .map((label) => label.trim())
+        .filter(Boolean),
+    ),
+  ];
+  const bad = labels.filter((label) => !LABEL_PATTERN.test(label));
+  if (bad.length > 0)
+    return {
+      labels,
+      problem: `Not a label: ${bad.map((label) => `“${label}”`).join(', ')}. A label is lower-case letters, digits and . _ = / -, starting with a letter or digit, at most 63 characters.`,
+    };
+  if (labels.length > MAX_LABELS) return { labels, problem: `At most ${MAX_LABELS} labels (${labels.length} given).` };
+  return { labels, problem: null };
+}
+
 export const providerLabel = (provider: string) => (provider === 'byom' ? 'BYOM' : provider === 'local' ? 'Managed (local)' : provider);
 
 /**
