@@ -1,3 +1,4 @@
+import { formatTime } from './format';
 import type { Schemas } from './api/client';
 
 export type Computer = Schemas['Computer'];
@@ -21,6 +22,47 @@ export const PROVIDERS: Record<Provider, { label: string; description: string }>
 };
 
 export const STATUS_LABELS: Record<ComputerStatus, string> = { provisioning: 'Provisioning', active: 'Active', error: 'Error' };
+
+/** Where a computer runs, in a line: "This server", "Worker W (pool P)" or "Waiting for a worker since …". */
+export function runsOnLabel(computer: Computer): string | null {
+  const runsOn = computer.runsOn;
+  if (!runsOn) return null;
+  switch (runsOn.kind) {
+    case 'server':
+      return 'This server';
+    case 'worker':
+      return `Worker ${runsOn.workerName} (pool ${runsOn.poolName})`;
+    case 'waiting':
+      return `Waiting for a worker since ${formatTime(runsOn.since)}`;
+  }
+}
+
+/** A worker label, as the API takes it (`labels` of `POST /api/v0/computers`). */
+export const LABEL_PATTERN = /^[a-z0-9][a-z0-9._=/-]{0,62}$/;
+export const MAX_LABELS = 16;
+
+/**
+ * Labels typed comma separated: the list to send (blanks dropped, each once), or what is wrong with them, checked as
+ * the API checks them so the form says so before sending.
+ */
+export function parseLabels(text: string): { labels: string[]; problem: string | null } {
+  const labels = [
+    ...new Set(
+      text
+        .split(',')
+        .map((label) => label.trim())
+        .filter(Boolean),
+    ),
+  ];
+  const bad = labels.filter((label) => !LABEL_PATTERN.test(label));
+  if (bad.length > 0)
+    return {
+      labels,
+      problem: `Not a label: ${bad.map((label) => `“${label}”`).join(', ')}. A label is lower-case letters, digits and . _ = / -, starting with a letter or digit, at most 63 characters.`,
+    };
+  if (labels.length > MAX_LABELS) return { labels, problem: `At most ${MAX_LABELS} labels (${labels.length} given).` };
+  return { labels, problem: null };
+}
 
 export const providerLabel = (provider: string) => (provider === 'byom' ? 'BYOM' : provider === 'local' ? 'Managed (local)' : provider);
 

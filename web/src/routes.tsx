@@ -67,6 +67,15 @@ export const PAGES: readonly ConsolePage[] = [
     summary: 'Who belongs to the organization, with which role; service accounts and their keys.',
   },
   {
+    path: '/worker-pools',
+    label: 'Worker pools',
+    component: lazy(() => import('./pages/WorkerPools')),
+    roles: ADMINS,
+    inNav: true,
+    summary: 'Machines running agent-platform worker that managed computers run on: pools, enrollment tokens, workers.',
+  },
+  { path: '/worker-pools/:poolId', label: 'Worker pool', component: lazy(() => import('./pages/WorkerPoolDetail')), roles: ADMINS },
+  {
     path: '/settings/api-keys',
     label: 'API keys',
     component: lazy(() => import('./pages/ApiKeys')),

@@ -9,7 +9,7 @@ export const computerKeys = {
 };
 
 /** What the computers pages follow live. */
-export const COMPUTER_EVENTS = ['computer.created', 'computer.status_changed', 'computer.deleted'] as const;
+export const COMPUTER_EVENTS = ['computer.created', 'computer.status_changed', 'computer.placement_changed', 'computer.deleted'] as const;
 
 /** The computers the user may see (owners and managers: all of the organization's; members: their own; guests: none, 403). */
 export function useComputers({ enabled = true }: { enabled?: boolean } = {}) {

@@ -7,7 +7,7 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { LiveState } from '../components/LiveState';
 import { OneTimeSecret } from '../components/OneTimeSecret';
 import { Page } from '../components/Page';
-import { agentCommand, providerLabel, STATUS_LABELS, takeToken, type Computer } from '../computers';
+import { agentCommand, providerLabel, runsOnLabel, STATUS_LABELS, takeToken, type Computer } from '../computers';
 import { formatTime } from '../format';
 import '../fleet.css';
 
@@ -95,6 +95,33 @@ function Facts({ computer }: { computer: Computer }) {
       <dd>{providerLabel(computer.providerType)}</dd>
       <dt>Host</dt>
       <dd>{computer.hostname ?? 'Its agent has not connected yet'}</dd>
+      {computer.runsOn ? (
+        <>
+          <dt>Runs on</dt>
+          <dd data-fact="runs-on">{runsOnLabel(computer)}</dd>
+        </>
+      ) : null}
+      {computer.placement ? (
+        <>
+          <dt>Placement</dt>
+          <dd data-fact="placement">
+            {computer.placement.poolName ? `Pool ${computer.placement.poolName}` : 'Any pool of the organization'}
+            {computer.placement.labels.length > 0 ? (
+              <>
+                {', labels '}
+                {computer.placement.labels.map((label, i) => (
+                  <span key={label}>
+                    {i > 0 ? ', ' : ''}
+                    <code>{label}</code>
+                  </span>
+                ))}
+              </>
+            ) : (
+              ', no labels'
+            )}
+          </dd>
+        </>
+      ) : null}
       {computer.hostId ? (
         <>
           <dt>Machine id</dt>

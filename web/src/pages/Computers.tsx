@@ -5,7 +5,9 @@ import { useMe } from '../auth/auth';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { Page } from '../components/Page';
-import { handOverToken, newUuid, PROVIDERS, providerLabel, STATUS_LABELS, type Computer, type Provider } from '../computers';
+import { useFirstWorkerPools } from '../api/worker-pools';
+import { handOverToken, newUuid, parseLabels, PROVIDERS, providerLabel, runsOnLabel, STATUS_LABELS, type Computer, type Provider } from '../computers';
+import { ADMINS } from '../routes';
 import { formatTime } from '../format';
 import { LiveState } from '../components/LiveState';
 import '../fleet.css';
@@ -53,6 +55,7 @@ function ComputerTable({ computers }: { computers: Computer[] }) {
           <th scope="col">Kind</th>
           <th scope="col">Status</th>
           <th scope="col">Host</th>
+          <th scope="col">Runs on</th>
           <th scope="col">Created</th>
         </tr>
       </thead>
@@ -67,6 +70,7 @@ function ComputerTable({ computers }: { computers: Computer[] }) {
               {computer.status ? <span className={`status-pill status-${computer.status}`}>{STATUS_LABELS[computer.status]}</span> : '—'}
             </td>
             <td data-label="Host">{computer.hostname ?? <span className="muted">Agent not connected yet</span>}</td>
+            <td data-label="Runs on">{runsOnLabel(computer) ?? <span className="muted">—</span>}</td>
             <td data-label="Created">{formatTime(computer.createdAt)}</td>
           </tr>
         ))}
@@ -84,6 +88,10 @@ function CreateComputer() {
   const [remoteUser, setRemoteUser] = useState('');
   const [repos, setRepos] = useState('');
   const [autoInstallDeps, setAutoInstallDeps] = useState(true);
+  const [runOn, setRunOn] = useState<'server' | 'pool'>('server');
+  const [pool, setPool] = useState('');
+  const [labels, setLabels] = useState('');
+  const [labelsProblem, setLabelsProblem] = useState<string | null>(null);
   const create = useCreateComputer({
     onSuccess: (computer) => {
       if (computer.agentToken) handOverToken(computer.id, computer.agentToken);
@@ -96,6 +104,14 @@ function CreateComputer() {
       .split('\n')
       .map((repo) => repo.trim())
       .filter(Boolean);
+    // Labels without a pool mean any pool of the organization; neither would mean this server, which is the other choice.
+    const onPool = provider === 'local' && runOn === 'pool';
+    const placement = onPool ? parseLabels(labels) : { labels: [], problem: null };
+    const poolName = onPool ? pool.trim() : '';
+    const problem =
+      placement.problem ?? (onPool && !poolName && placement.labels.length === 0 ? 'Choose a pool, or give the labels its worker must have.' : null);
+    setLabelsProblem(problem);
+    if (problem) return;
     const body =
       provider === 'byom'
         ? { provider, name: name.trim(), hostId: hostId.trim(), remoteUser: remoteUser.trim() }
@@ -104,6 +120,8 @@ function CreateComputer() {
             name: name.trim(),
             ...(remoteUser.trim() ? { remoteUser: remoteUser.trim() } : {}),
             ...(repoList.length > 0 ? { repos: repoList, autoInstallDeps } : {}),
+            ...(poolName ? { pool: poolName } : {}),
+            ...(placement.labels.length > 0 ? { labels: placement.labels } : {}),
           };
     create.mutate(body);
   };
@@ -175,6 +193,18 @@ function CreateComputer() {
           <label className="checkbox">
             <input type="checkbox" checked={autoInstallDeps} onChange={(event) => setAutoInstallDeps(event.target.checked)} /> Install their dependencies
           </label>
+          <RunOn
+            runOn={runOn}
+            onRunOn={setRunOn}
+            pool={pool}
+            onPool={setPool}
+            labels={labels}
+            onLabels={(value) => {
+              setLabels(value);
+              setLabelsProblem(null);
+            }}
+            problem={labelsProblem}
+          />
         </>
       ) : null}
       <button type="submit" className="primary" disabled={create.isPending}>
@@ -182,5 +212,94 @@ function CreateComputer() {
       </button>
       <ErrorMessage error={create.error} action="Creating the computer" />
     </form>
+  );
+}
+
+/**
+ * Where a managed computer runs: this server (the default) or a worker of a pool. Owners and managers choose the pool
+ * from the organization's; members, whom the API refuses the pools list, type its name (an owner or manager gives it).
+ * Labels, comma separated, are checked as the API checks them before the form is sent.
+ */
+function RunOn(props: {
+  runOn: 'server' | 'pool';
+  onRunOn: (runOn: 'server' | 'pool') => void;
+  pool: string;
+  onPool: (pool: string) => void;
+  labels: string;
+  onLabels: (labels: string) => void;
+  problem: string | null;
+}) {
+  const id = useId();
+  const me = useMe();
+  const mayListPools = ADMINS.includes(me.user.role);
+  const pools = useFirstWorkerPools({ enabled: mayListPools && props.runOn === 'pool' });
+  const choices = pools.data?.workerPools ?? [];
+  return (
+    <fieldset className="segmented run-on">
+      <legend>Run on</legend>
+      <label>
+        <input type="radio" name={`${id}-run-on`} checked={props.runOn === 'server'} onChange={() => props.onRunOn('server')} /> This server
+      </label>
+      <label>
+        <input type="radio" name={`${id}-run-on`} checked={props.runOn === 'pool'} onChange={() => props.onRunOn('pool')} /> A worker pool
+      </label>
+      {props.runOn === 'pool' ? (
+        <>
+          <p className="hint">
+            The server places the computer on a worker of the pool with room and every label. In this version workers register but do not yet run the computers
+            placed on them (docs/deployment.md, Workers).
+          </p>
+          <div className="field">
+            <label htmlFor={`${id}-pool`}>Pool</label>
+            {mayListPools && !pools.isError ? (
+              <select id={`${id}-pool`} value={props.pool} onChange={(event) => props.onPool(event.target.value)} disabled={pools.isPending}>
+                <option value="">{pools.isPending ? 'Loading pools…' : 'Any pool (by labels)'}</option>
+                {choices.map((choice) => (
+                  <option key={choice.id} value={choice.name}>
+                    {choice.name}
+                  </option>
+                ))}
+              </select>
+            ) : (
+              <input
+                id={`${id}-pool`}
+                value={props.pool}
+                onChange={(event) => props.onPool(event.target.value)}
+                maxLength={63}
+                spellCheck={false}
+                placeholder="gpu-lab"
+                aria-describedby={`${id}-pool-hint`}
+              />
+            )}
+            {mayListPools && !pools.isError ? null : (
+              <p className="hint" id={`${id}-pool-hint`}>
+                Its name, as an owner or manager gave it; blank: any pool whose worker has the labels.
+              </p>
+            )}
+            {pools.isError ? <ErrorMessage error={pools.error} action="Listing the pools" /> : null}
+          </div>
+          <div className={`field${props.problem ? ' has-error' : ''}`}>
+            <label htmlFor={`${id}-labels`}>Labels (comma separated, optional)</label>
+            <input
+              id={`${id}-labels`}
+              value={props.labels}
+              onChange={(event) => props.onLabels(event.target.value)}
+              spellCheck={false}
+              placeholder="gpu, arch=arm64"
+              aria-invalid={props.problem ? true : undefined}
+              aria-describedby={props.problem ? `${id}-labels-problem ${id}-labels-hint` : `${id}-labels-hint`}
+            />
+            <p className="hint" id={`${id}-labels-hint`}>
+              Its worker must have every one.
+            </p>
+            {props.problem ? (
+              <p className="field-error" id={`${id}-labels-problem`}>
+                {props.problem}
+              </p>
+            ) : null}
+          </div>
+        </>
+      ) : null}
+    </fieldset>
   );
 }
