@@ -34,6 +34,16 @@ describe('The worker configuration', () => {
       capacity: { computers: 8, cpus: 16, memoryMb: 32768, diskMb: 200_000 },
       sandboxed: true,
       version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      // The server's defaults for its own computers.
+      host: {
+        localReposDir: undefined,
+        installScripts: false,
+        workspaceMaxMb: 10_240,
+        memoryMb: 4096,
+        cpuSeconds: 3600,
+        processes: 512,
+        outboundAllowedHosts: [],
+      },
     });
     expect(statSync(dataDir).mode & 0o777).toBe(0o700);
   });
