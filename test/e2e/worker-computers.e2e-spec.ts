@@ -30,6 +30,7 @@ describe('A worker running its computers', () => {
   let dataDir: string;
   let home: string;
   let poolName: string;
+  let pool: { id: string; tokenId: string };
   let computer: { id: string; token: string; pid: number };
 
   beforeAll(async () => {
@@ -43,7 +44,9 @@ describe('A worker running its computers', () => {
       .set(owner.auth)
       .send({ settings: { networkPolicy: { allowedIps: ALLOWED_IPS } } })
       .expect(200);
-    const { pool, token } = await poolWithToken(t, owner);
+    const made = await poolWithToken(t, owner);
+    const { token } = made;
+    pool = { id: made.pool.id as string, tokenId: made.tokenId };
     home = mkdtempSync(join(tmpdir(), 'ap-worker-computers-'));
     writeFileSync(join(home, 'token'), `${token}\n`, { mode: 0o600 });
     dataDir = join(home, 'data');
@@ -58,7 +61,7 @@ describe('A worker running its computers', () => {
       AGENT_MODEL_BASE_URL: '',
       AGENT_MODEL: '',
     });
-    poolName = pool.name as string;
+    poolName = made.pool.name as string;
   }, PROCESSES_TIMEOUT_MS);
 
   afterAll(async () => {
@@ -148,6 +151,29 @@ describe('A worker running its computers', () => {
       );
       expect(await gone(computer.pid)).toBe(true);
       expect(agentPids(computer.id)).toEqual([]);
+    },
+    PROCESSES_TIMEOUT_MS,
+  );
+
+  itInSandbox(
+    'once its session ends (its enrollment token revoked), kills its agents, removes every computer and its session, and exits 1',
+    async () => {
+      const created = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'left-behind', provider: 'local', pool: poolName });
+      expectStatus(created, 201);
+      const id = created.body.id as string;
+      await until(
+        () => view(id),
+        (c) => c.status === 'active',
+        'the computer to be provisioned',
+      );
+      const pid = await theAgent(id);
+      expectStatus(await t.http().delete(`/api/v0/worker-pools/${pool.id}/enrollment-tokens/${pool.tokenId}`).set(owner.auth), 200);
+      expect(await worker.exited()).toBe(1);
+      expect(worker.output()).toMatch(/ended this worker's session \(revoked\)/);
+      expect(await gone(pid)).toBe(true);
+      expect(existsSync(join(dataDir, 'computers', id))).toBe(false);
+      expect(existsSync(join(dataDir, 'computers', '.agent-state', id))).toBe(false);
+      expect(existsSync(join(dataDir, 'worker.json'))).toBe(false);
     },
     PROCESSES_TIMEOUT_MS,
   );
