@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ChannelRefusal, describe } from '../contract/retrying-request';
-import type { ClaimAnswer, HeldStep, StepFinishRequest, StepWork } from '../contract/worker-channel';
+import type { ClaimAnswer, HeldStep, StepFinishAnswer, StepFinishRequest, StepWork } from '../contract/worker-channel';
 import { StepFailure, StepId } from '../host/step';
 import type { WorkerComputers } from './computers';
 import { StepLog } from './step-log';
@@ -79,18 +79,23 @@ export class StepRunners {
   }
 
   private async claimLoop(): Promise<void> {
+    // After a step that left its computer provisioning, its next step is pending now, and the server wakes no waiting
+    // claim for it: a look without waiting (which takes no slot) gets it at once rather than a long poll later.
+    let lookNow = false;
     for (let failures = 0; !this.stopped;) {
       const session = this.session();
       if (!session) {
         await this.pause(MIN_CLAIM_MS);
         continue;
       }
-      const release = await this.slot();
+      const looking = lookNow;
+      lookNow = false;
+      const release = looking ? () => undefined : await this.slot();
       if (this.stopped) return release();
       const askedAt = Date.now();
       let answer: ClaimAnswer | null;
       try {
-        answer = await this.client.claim(session, CLAIM_WAIT_MS, this.stopping.signal);
+        answer = await this.client.claim(session, looking ? 0 : CLAIM_WAIT_MS, this.stopping.signal);
         failures = 0;
       } catch (error) {
         if (this.stopped) return release();
@@ -104,12 +109,13 @@ export class StepRunners {
       }
       release();
       if (answer?.sync) this.onSync();
-      if (answer?.work) await this.run(answer.work, session);
-      else if (Date.now() - askedAt < MIN_CLAIM_MS) await this.pause(MIN_CLAIM_MS);
+      if (answer?.work) lookNow = (await this.run(answer.work, session)) === 'provisioning';
+      else if (!looking && Date.now() - askedAt < MIN_CLAIM_MS) await this.pause(MIN_CLAIM_MS);
     }
   }
 
-  private async run(work: StepWork, session: string): Promise<void> {
+  /** Runs a claimed step; resolves to its computer's status once finished, null when the step ended unfinished. */
+  private async run(work: StepWork, session: string): Promise<StepFinishAnswer['computerStatus'] | null> {
     const { computerId, position, claimId } = work;
     const fence = { computerId, position, claimId };
     const controller = new AbortController();
@@ -140,7 +146,7 @@ export class StepRunners {
         this.log(
           `step ${work.stepId} of computer ${computerId} stopped: ${reason instanceof ClaimLost ? 'the server took it back' : 'the worker is stopping'}`,
         );
-        return;
+        return null;
       }
       const error =
         reason instanceof StepTimedOut
@@ -159,14 +165,16 @@ export class StepRunners {
       this.running.delete(keyOf(work));
       this.computers.stepEnded(computerId);
     }
-    if (controller.signal.reason instanceof ClaimLost || controller.signal.reason instanceof WorkerStopping) return;
+    if (controller.signal.reason instanceof ClaimLost || controller.signal.reason instanceof WorkerStopping) return null;
     try {
       const finished = await this.client.finishStep(session, { ...fence, ...outcome });
       this.log(`step ${work.stepId} of computer ${computerId} ${outcome.status}: the computer is ${finished.computerStatus}`);
       // Its agent starts at the next heartbeat's answer: asked now, not a heartbeat later.
       if (finished.computerStatus === 'active') this.onSync();
+      return finished.computerStatus;
     } catch (error) {
       this.log(`step ${work.stepId} of computer ${computerId} could not be finished (${describe(error)}): the server takes it back once its claim lapses`);
+      return null;
     }
   }
 
