@@ -31,6 +31,7 @@ describe('A worker running its computers', () => {
   let home: string;
   let poolName: string;
   let pool: { id: string; tokenId: string };
+  let start: () => Promise<WorkerProcess>;
   let computer: { id: string; token: string; pid: number };
 
   beforeAll(async () => {
@@ -51,16 +52,18 @@ describe('A worker running its computers', () => {
     writeFileSync(join(home, 'token'), `${token}\n`, { mode: 0o600 });
     dataDir = join(home, 'data');
     const url = (await t.app.getUrl()).replace('[::1]', '127.0.0.1');
-    worker = await startWorker(url, {
-      WORKER_TOKEN_FILE: join(home, 'token'),
-      WORKER_DATA_DIR: dataDir,
-      WORKER_CAPACITY_COMPUTERS: '2',
-      LOCAL_SANDBOX: 'on',
-      LOCAL_REPOS_DIR: root,
-      // No model: the agent answers with how to configure one (whatever the developer's shell has).
-      AGENT_MODEL_BASE_URL: '',
-      AGENT_MODEL: '',
-    });
+    start = () =>
+      startWorker(url, {
+        WORKER_TOKEN_FILE: join(home, 'token'),
+        WORKER_DATA_DIR: dataDir,
+        WORKER_CAPACITY_COMPUTERS: '2',
+        LOCAL_SANDBOX: 'on',
+        LOCAL_REPOS_DIR: root,
+        // No model: the agent answers with how to configure one (whatever the developer's shell has).
+        AGENT_MODEL_BASE_URL: '',
+        AGENT_MODEL: '',
+      });
+    worker = await start();
     poolName = made.pool.name as string;
   }, PROCESSES_TIMEOUT_MS);
 
@@ -151,6 +154,34 @@ describe('A worker running its computers', () => {
       );
       expect(await gone(computer.pid)).toBe(true);
       expect(agentPids(computer.id)).toEqual([]);
+    },
+    PROCESSES_TIMEOUT_MS,
+  );
+
+  itInSandbox(
+    "SIGTERM stops its agents and leaves, its computers' folders kept; started again (a new worker), it removes them before taking work",
+    async () => {
+      const created = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'kept', provider: 'local', pool: poolName });
+      expectStatus(created, 201);
+      const id = created.body.id as string;
+      await until(
+        () => view(id),
+        (c) => c.status === 'active',
+        'the computer to be provisioned',
+      );
+      const pid = await theAgent(id);
+      expect(await worker.stop()).toBe(0);
+      expect(await gone(pid)).toBe(true);
+      const workspace = join(dataDir, 'computers', id);
+      expect(existsSync(workspace)).toBe(true);
+
+      // Its session was left: the worker that starts is a new one, which holds nothing the old one held.
+      worker = await start();
+      await until(
+        () => existsSync(workspace),
+        (present) => !present,
+        "the old worker's computer to be removed",
+      );
     },
     PROCESSES_TIMEOUT_MS,
   );
