@@ -13,6 +13,10 @@ type AnswerOf<Operation, Status extends number> = Operation extends { responses:
 
 type Register = paths['/api/v0/worker/register']['post'];
 type Beat = paths['/api/v0/worker/heartbeat']['post'];
+type Claim = paths['/api/v0/worker/claims']['post'];
+type StepLog = paths['/api/v0/worker/steps/log']['post'];
+type StepFinish = paths['/api/v0/worker/steps/finish']['post'];
+type AgentToken = paths['/api/v0/worker/computers/{computerId}/agent-token']['get'];
 
 /** Who the worker is and what it offers: sent with the pool's enrollment token (`wkt_...`). */
 export type RegisterRequest = RequestOf<Register>;
@@ -22,6 +26,17 @@ export type WorkerCapacity = RegisterRequest['capacity'];
 export type HeartbeatRequest = RequestOf<Beat>;
 export type WorkerUsage = NonNullable<HeartbeatRequest['usage']>;
 export type HeartbeatAnswer = AnswerOf<Beat, 200>;
+/** A step the worker runs, named in its heartbeats to keep its claim. */
+export type HeldStep = NonNullable<HeartbeatRequest['steps']>[number];
+/** A computer placed on the worker, as a heartbeat answers it: the desired state. */
+export type PlacedComputer = HeartbeatAnswer['computers'][number];
+export type ClaimAnswer = AnswerOf<Claim, 200>;
+/** A provisioning step claimed for the worker. */
+export type StepWork = NonNullable<ClaimAnswer['work']>;
+export type StepLogRequest = RequestOf<StepLog>;
+export type StepFinishRequest = RequestOf<StepFinish>;
+export type StepFinishAnswer = AnswerOf<StepFinish, 200>;
+export type AgentTokenAnswer = AnswerOf<AgentToken, 200>;
 
 /** Why a worker's session ended, as a 401 `invalid_worker_token` says in `metadata.workerStatus`. */
 export type EndedStatus = Exclude<components['schemas']['WorkerView']['status'], 'online'>;

@@ -25,7 +25,7 @@ export interface HostProvisionerSettings {
 const ERROR_TAIL = 600;
 
 /** Beside the workspaces (no computer id looks like it): the agents' own files, kept out of the projects they work on. */
-const AGENT_STATE_DIR = '.agent-state';
+export const AGENT_STATE_DIR = '.agent-state';
 
 /**
  * Beside the workspaces, the server's own: which command each computer's step is running, so an instance taking

@@ -4,8 +4,7 @@ import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { chown, lstat, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import type { AllowedIps } from '../agent/sandbox/network-policy';
-import { AddressPolicy } from '../contract/address-policy';
+import { AddressPolicy, type OrganizationIps } from '../contract/address-policy';
 import { findOnPath } from './computer-environment';
 import { EgressApi, openEgress } from './egress';
 import type { HostLogger, HostSecurityLog } from './host-log';
@@ -96,7 +95,7 @@ export interface HostSandboxHooks {
   /** Where the platform's API is; null while it cannot be reached (a server not listening yet). */
   apiTarget(): ApiTarget | null;
   /** The organization's `networkPolicy.allowedIps` in force (null: no list). */
-  allowedIps(organizationId: string): Promise<AllowedIps | null>;
+  allowedIps(organizationId: string): Promise<OrganizationIps | null>;
   logger: HostLogger;
   securityLog: HostSecurityLog;
 }

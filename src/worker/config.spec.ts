@@ -34,6 +34,16 @@ describe('The worker configuration', () => {
       capacity: { computers: 8, cpus: 16, memoryMb: 32768, diskMb: 200_000 },
       sandboxed: true,
       version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      // The server's defaults for its own computers.
+      host: {
+        localReposDir: undefined,
+        installScripts: false,
+        workspaceMaxMb: 10_240,
+        memoryMb: 4096,
+        cpuSeconds: 3600,
+        processes: 512,
+        outboundAllowedHosts: [],
+      },
     });
     expect(statSync(dataDir).mode & 0o777).toBe(0o700);
   });
@@ -55,6 +65,26 @@ describe('The worker configuration', () => {
       capacity: { computers: 3, cpus: 2, memoryMb: 2048, diskMb: 5000 },
       sandboxed: false,
     });
+    // The computers' settings are the server's, by the same names.
+    expect(
+      read([], {
+        WORKER_TOKEN: 'wkt_x',
+        LOCAL_REPOS_DIR: '/srv/repos',
+        LOCAL_INSTALL_SCRIPTS: 'true',
+        LOCAL_WORKSPACE_MAX_MB: '2048',
+        LOCAL_SANDBOX_PROCESSES: '64',
+        OUTBOUND_ALLOWED_HOSTS: 'git.internal, npm.internal:8443',
+      }).host,
+    ).toMatchObject({
+      localReposDir: '/srv/repos',
+      installScripts: true,
+      workspaceMaxMb: 2048,
+      processes: 64,
+      outboundAllowedHosts: ['git.internal', 'npm.internal:8443'],
+    });
+    expect(refusal(['--url', 'https://agents.example.com'], { WORKER_TOKEN: 'wkt_x', LOCAL_SANDBOX_PROCESSES: '4' })).toBe(
+      'LOCAL_SANDBOX_PROCESSES must be a whole number from 8 to 1000000, not 4.',
+    );
     // A small machine still holds one computer.
     expect(read([], { WORKER_TOKEN: 'wkt_x', WORKER_MEMORY_MB: '2048' }).capacity.computers).toBe(1);
   });

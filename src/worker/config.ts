@@ -23,6 +23,19 @@ export interface WorkerConfig {
   capacity: WorkerCapacity;
   sandboxed: boolean;
   version: string;
+  /** How computers are provisioned and sandboxed here: the server's settings of the same names, read from the worker's environment. */
+  host: WorkerHostSettings;
+}
+
+export interface WorkerHostSettings {
+  /** LOCAL_REPOS_DIR: the one folder local repositories may be cloned from; none, no local repository. */
+  localReposDir: string | undefined;
+  installScripts: boolean;
+  workspaceMaxMb: number;
+  memoryMb: number;
+  cpuSeconds: number;
+  processes: number;
+  outboundAllowedHosts: string[];
 }
 
 /** What the worker reads of its machine when the environment does not say: injected by tests. */
@@ -54,8 +67,9 @@ export const thisMachine: Machine = {
 export const USAGE = `Usage: agent-platform worker --url <base_url> [--token-file <path>] [--data-dir <dir>] [--name <name>] [--labels a,b]
 
 Runs a worker of a pool: it connects out to the server (it needs no inbound port), registers what this machine can
-hold, keeps its lease with heartbeats, and leaves the pool on SIGTERM or SIGINT. Placing computers onto workers is not
-live yet: a worker registers and stays online, nothing more.
+hold, keeps its lease with heartbeats, and leaves the pool on SIGTERM or SIGINT. It provisions the computers the
+server places on it (under <data-dir>/computers), runs their agents in their sandboxes, and removes what the server
+no longer places on it.
 
 The pool's enrollment token (wkt_..., made in the console or with POST /api/v0/worker-pools/{id}/enrollment-tokens)
 comes from a file, --token-file <path> or WORKER_TOKEN_FILE (its content, trimmed), or from WORKER_TOKEN. Never from
@@ -70,7 +84,9 @@ the command line, which every user of the machine can read (ps).
 What it reports, from the machine unless set: WORKER_CPUS, WORKER_MEMORY_MB, WORKER_DISK_MB (free under the data
 folder), WORKER_CAPACITY_COMPUTERS (default: one per CPU and 4 GiB of memory, at least 1). LOCAL_SANDBOX=on (the
 default) runs computers in the bubblewrap sandbox; off is reported to the server, whose pool refuses it unless it
-allows unsandboxed workers. See docs/deployment.md, "Workers".`;
+allows unsandboxed workers. The computers' settings are the server's: LOCAL_REPOS_DIR, LOCAL_INSTALL_SCRIPTS,
+LOCAL_WORKSPACE_MAX_MB, LOCAL_SANDBOX_MEMORY_MB, LOCAL_SANDBOX_CPU_SECONDS, LOCAL_SANDBOX_PROCESSES, OUTBOUND_ALLOWED_HOSTS.
+See docs/deployment.md, "Workers".`;
 
 /**
  * The settings after the command line and the environment are merged, before the machine's defaults: each a JSON
@@ -92,6 +108,13 @@ const SCHEMA = {
     memoryMb: { type: 'integer', minimum: 1, maximum: MIB_LIMIT },
     diskMb: { type: 'integer', minimum: 1, maximum: MIB_LIMIT },
     localSandbox: { enum: ['on', 'off'] },
+    localReposDir: { type: 'string', minLength: 1 },
+    installScripts: { enum: ['true', 'false', '1', '0'] },
+    workspaceMaxMb: { type: 'integer', minimum: 1, maximum: MIB_LIMIT },
+    sandboxMemoryMb: { type: 'integer', minimum: 64, maximum: MIB_LIMIT },
+    sandboxCpuSeconds: { type: 'integer', minimum: 1, maximum: MIB_LIMIT },
+    sandboxProcesses: { type: 'integer', minimum: 8, maximum: 1_000_000 },
+    outboundAllowedHosts: { type: 'array', items: { type: 'string', pattern: '^[^\\s,]+$' } },
   },
 } as const;
 
@@ -109,6 +132,13 @@ const MUST_BE: Record<Field, string> = {
   memoryMb: `a whole number of MiB from 1 to ${MIB_LIMIT}`,
   diskMb: `a whole number of MiB from 1 to ${MIB_LIMIT}`,
   localSandbox: 'on or off',
+  localReposDir: 'a path',
+  installScripts: 'true or false',
+  workspaceMaxMb: `a whole number of MiB from 1 to ${MIB_LIMIT}`,
+  sandboxMemoryMb: `a whole number of MiB from 64 to ${MIB_LIMIT}`,
+  sandboxCpuSeconds: `a whole number of seconds from 1 to ${MIB_LIMIT}`,
+  sandboxProcesses: 'a whole number from 8 to 1000000',
+  outboundAllowedHosts: 'host names or host:port, comma-separated',
 };
 
 const validate = new Ajv({ allErrors: false }).compile(SCHEMA);
@@ -140,6 +170,13 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv, machine: Mach
     memoryMb: 'WORKER_MEMORY_MB',
     diskMb: 'WORKER_DISK_MB',
     localSandbox: 'LOCAL_SANDBOX',
+    localReposDir: 'LOCAL_REPOS_DIR',
+    installScripts: 'LOCAL_INSTALL_SCRIPTS',
+    workspaceMaxMb: 'LOCAL_WORKSPACE_MAX_MB',
+    sandboxMemoryMb: 'LOCAL_SANDBOX_MEMORY_MB',
+    sandboxCpuSeconds: 'LOCAL_SANDBOX_CPU_SECONDS',
+    sandboxProcesses: 'LOCAL_SANDBOX_PROCESSES',
+    outboundAllowedHosts: 'OUTBOUND_ALLOWED_HOSTS',
   };
   const labels = values.labels ?? env.WORKER_LABELS;
   const raw = withoutUnset({
@@ -153,6 +190,17 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv, machine: Mach
     memoryMb: integerOf(env.WORKER_MEMORY_MB),
     diskMb: integerOf(env.WORKER_DISK_MB),
     localSandbox: env.LOCAL_SANDBOX || 'on',
+    localReposDir: env.LOCAL_REPOS_DIR || undefined,
+    installScripts: env.LOCAL_INSTALL_SCRIPTS || undefined,
+    workspaceMaxMb: integerOf(env.LOCAL_WORKSPACE_MAX_MB),
+    sandboxMemoryMb: integerOf(env.LOCAL_SANDBOX_MEMORY_MB),
+    sandboxCpuSeconds: integerOf(env.LOCAL_SANDBOX_CPU_SECONDS),
+    sandboxProcesses: integerOf(env.LOCAL_SANDBOX_PROCESSES),
+    outboundAllowedHosts: env.OUTBOUND_ALLOWED_HOSTS?.trim()
+      ? env.OUTBOUND_ALLOWED_HOSTS.split(',')
+          .map((host) => host.trim())
+          .filter(Boolean)
+      : undefined,
   });
   if (raw.url === undefined) throw new WorkerConfigError("The server's URL (--url <base_url>) is required.");
   if (!validate(raw) || !URL.canParse(raw.url)) {
@@ -201,6 +249,16 @@ export function readConfig(argv: string[], env: NodeJS.ProcessEnv, machine: Mach
     },
     sandboxed: settings.localSandbox === 'on',
     version: versionOf(),
+    // The server's defaults (src/config/settings.ts), which a worker does not import.
+    host: {
+      localReposDir: settings.localReposDir === undefined ? undefined : resolve(settings.localReposDir),
+      installScripts: settings.installScripts === 'true' || settings.installScripts === '1',
+      workspaceMaxMb: settings.workspaceMaxMb ?? 10_240,
+      memoryMb: settings.sandboxMemoryMb ?? 4096,
+      cpuSeconds: settings.sandboxCpuSeconds ?? 3600,
+      processes: settings.sandboxProcesses ?? 512,
+      outboundAllowedHosts: settings.outboundAllowedHosts ?? [],
+    },
   };
 }
 
@@ -216,6 +274,13 @@ interface Settings {
   memoryMb?: number;
   diskMb?: number;
   localSandbox: 'on' | 'off';
+  localReposDir?: string;
+  installScripts?: 'true' | 'false' | '1' | '0';
+  workspaceMaxMb?: number;
+  sandboxMemoryMb?: number;
+  sandboxCpuSeconds?: number;
+  sandboxProcesses?: number;
+  outboundAllowedHosts?: string[];
 }
 
 function optionsOf(argv: string[]) {

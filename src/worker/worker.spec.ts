@@ -47,6 +47,8 @@ describe('Worker', () => {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   };
+  /** A heartbeat's answer: nothing placed on the worker. */
+  const beat = (res: ServerResponse) => json(res, 200, { leaseExpiresAt: Date.now() + LEASE_MS, lostSteps: [], computers: [] });
   let registered = 0;
   const registration = (res: ServerResponse) =>
     json(res, 201, {
@@ -78,6 +80,7 @@ describe('Worker', () => {
       capacity: { computers: 2, cpus: 4, memoryMb: 8192, diskMb: 1000 },
       sandboxed: true,
       version: '0.1.0',
+      host: { localReposDir: undefined, installScripts: false, workspaceMaxMb: 100, memoryMb: 1024, cpuSeconds: 60, processes: 64, outboundAllowedHosts: [] },
     };
     const log = (line: string) => lines.push(line);
     const worker = new Worker(config, new WorkerClient(url, log), log);
@@ -96,7 +99,7 @@ describe('Worker', () => {
     let away = false;
     answer = (path, res) => {
       if (path === '/api/v0/worker/register') return registration(res);
-      if (path === '/api/v0/worker/heartbeat') return away ? json(res, 503, {}) : json(res, 200, { leaseExpiresAt: Date.now() + LEASE_MS });
+      if (path === '/api/v0/worker/heartbeat') return away ? json(res, 503, {}) : beat(res);
       res.writeHead(204).end();
     };
     const { worker, done } = start();
@@ -118,7 +121,7 @@ describe('Worker', () => {
     let away = false;
     answer = (path, res) => {
       if (path === '/api/v0/worker/register') return away ? json(res, 503, {}) : registration(res);
-      if (path === '/api/v0/worker/heartbeat') return away ? json(res, 503, {}) : json(res, 200, { leaseExpiresAt: Date.now() + LEASE_MS });
+      if (path === '/api/v0/worker/heartbeat') return away ? json(res, 503, {}) : beat(res);
       res.writeHead(204).end();
     };
     const { worker, done } = start();
@@ -136,7 +139,7 @@ describe('Worker', () => {
   it('exits 1 when the server ends its session (evicted), forgetting it; a saved session that ended is replaced at start', async () => {
     answer = (path, res) => {
       if (path === '/api/v0/worker/register') return registration(res);
-      if (path === '/api/v0/worker/heartbeat') return count('/api/v0/worker/heartbeat') > 2 ? ended(res, 'evicted') : json(res, 200, { leaseExpiresAt: 0 });
+      if (path === '/api/v0/worker/heartbeat') return count('/api/v0/worker/heartbeat') > 2 ? ended(res, 'evicted') : beat(res);
       res.writeHead(204).end();
     };
     expect(await start().done).toBe(1);
@@ -151,8 +154,7 @@ describe('Worker', () => {
     calls = [];
     answer = (path, res, req) => {
       if (path === '/api/v0/worker/register') return registration(res);
-      if (path === '/api/v0/worker/heartbeat')
-        return req.headers.authorization === 'Bearer wks_old' ? ended(res, 'lost') : json(res, 200, { leaseExpiresAt: 0 });
+      if (path === '/api/v0/worker/heartbeat') return req.headers.authorization === 'Bearer wks_old' ? ended(res, 'lost') : beat(res);
       res.writeHead(204).end();
     };
     const { worker, done } = start();

@@ -4,8 +4,13 @@ import { freemem, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe } from '../contract/retrying-request';
-import type { Registration, WorkerUsage } from '../contract/worker-channel';
+import type { HeartbeatAnswer, Registration, WorkerUsage } from '../contract/worker-channel';
+import type { HostLogger } from '../host/host-log';
+import { packageRoot } from '../host/package-root';
+import { WorkerComputers } from './computers';
 import type { WorkerConfig } from './config';
+import { workerRedactor } from './step-log';
+import { StepRunners } from './steps';
 import { ChannelRefusal, WorkerClient } from './worker-client';
 
 /** What the worker keeps in `<dataDir>/worker.json` (mode 0600): enough to resume its session after a restart. */
@@ -35,12 +40,19 @@ const MiB = 1024 * 1024;
 
 /**
  * A worker of a pool: it registers with the enrollment token (or resumes the session it saved), keeps its lease with
- * heartbeats, and leaves when stopped. A session the server ended (revoked, evicted, lost: 401) ends the worker (exit 1);
- * while the server cannot be reached it keeps trying, and once its lease would have lapsed it registers anew.
+ * heartbeats, runs the steps of the computers placed on it and their agents, and leaves when stopped. A session the
+ * server ended (revoked, evicted, lost: 401) ends the worker (exit 1) and removes every computer it held; while the
+ * server cannot be reached it keeps trying, and once its lease would have lapsed it registers anew.
  */
 export class Worker {
   private readonly stopping = new AbortController();
   private readonly sessionFile: string;
+  private readonly computers: WorkerComputers;
+  private readonly steps: StepRunners;
+  /** The session the steps and agents act in; null while there is none. */
+  private session: SavedSession | null = null;
+  /** Ends the current wait between heartbeats: the server said what the worker holds changed. */
+  private heartbeatSoon: AbortController = new AbortController();
 
   constructor(
     private readonly config: WorkerConfig,
@@ -48,6 +60,18 @@ export class Worker {
     private readonly log: (line: string) => void,
   ) {
     this.sessionFile = join(config.dataDir, 'worker.json');
+    const logger: HostLogger = { log, warn: log, error: log };
+    const sessionToken = () => this.session?.sessionToken ?? null;
+    this.computers = new WorkerComputers(config, client, sessionToken, logger);
+    const redact = workerRedactor(
+      [
+        [join(config.dataDir, 'computers'), '$COMPUTERS_DIR'],
+        [config.dataDir, '$WORKER_DATA_DIR'],
+        [packageRoot(__dirname), '<worker>'],
+      ],
+      config.hostname,
+    );
+    this.steps = new StepRunners(config.capacity.computers, client, this.computers, sessionToken, () => this.heartbeatSoon.abort(), redact, log);
   }
 
   /** Ends the run: the pool is left, and `run` resolves to 0. */
@@ -60,19 +84,36 @@ export class Worker {
     try {
       let session = await this.resumed();
       for (;;) {
-        session ??= await this.registered();
+        if (!session) {
+          session = await this.registered();
+          // A new worker holds nothing yet: whatever an earlier session left on disk goes, before the first claim.
+          if (session) await this.computers.reconcile([], Date.now());
+        }
         if (!session || this.stopped) break;
+        this.session = session;
+        this.steps.start();
         if ((await this.keepLease(session)) === 'stopped') break;
         this.log(`the lease of ${session.workerId} has lapsed without a heartbeat reaching the server: registering anew`);
+        this.session = null;
         session = null;
       }
+      await this.steps.stop();
+      await this.computers.stop();
       if (session) await this.leave(session);
       return 0;
     } catch (error) {
       if (!(error instanceof WorkerStopped)) throw error;
       this.log(error.message);
+      await this.endEverything();
       return error.code;
     }
+  }
+
+  /** The session ended (or the worker cannot go on): no step, no agent, no computer's folder is left behind. */
+  private async endEverything(): Promise<void> {
+    this.session = null;
+    await this.steps.stop();
+    await this.computers.removeAll().catch((error: Error) => this.log(`removing the computers' folders failed: ${error.message}`));
   }
 
   private get stopped(): boolean {
@@ -89,8 +130,10 @@ export class Worker {
       this.log(`the saved session of ${saved.workerId} has ended (${endedStatusOf(renewed) ?? 'not valid'}): registering anew`);
       return null;
     }
-    if (renewed !== 'renewed') return null;
+    if (renewed === 'stopped' || renewed === 'lapsed') return null;
     this.log(`registered as ${saved.workerId} in pool ${saved.poolName} (the saved session, resumed)`);
+    // What the server still places here is kept, the rest goes, before the first claim.
+    await this.computers.reconcile(renewed.answer.computers, renewed.askedAt);
     return saved;
   }
 
@@ -139,15 +182,25 @@ export class Worker {
     return null;
   }
 
-  /** Heartbeats every `heartbeatMs` until stopped or the lease lapses; a session the server ended stops the worker (exit 1). */
+  /**
+   * Heartbeats every `heartbeatMs` (at once when a claim says what the worker holds changed) until stopped or the lease
+   * lapses; a session the server ended stops the worker (exit 1).
+   */
   private async keepLease(session: SavedSession): Promise<'stopped' | 'lapsed'> {
     let leaseUntil = Date.now() + session.leaseMs;
     for (;;) {
-      await this.pause(session.heartbeatMs);
+      if (!this.heartbeatSoon.signal.aborted) {
+        await sleep(session.heartbeatMs, undefined, { signal: AbortSignal.any([this.stopping.signal, this.heartbeatSoon.signal]) }).catch(() => undefined);
+      }
+      this.heartbeatSoon = new AbortController();
       if (this.stopped) return 'stopped';
       const startedAt = Date.now();
       const renewed = await this.heartbeatUntilLapsed(session, leaseUntil);
       if (renewed === 'stopped' || renewed === 'lapsed') return renewed;
+      if (!(renewed instanceof ChannelRefusal)) {
+        this.steps.lose(renewed.answer.lostSteps);
+        void this.computers.reconcile(renewed.answer.computers, renewed.askedAt);
+      }
       if (renewed instanceof ChannelRefusal) {
         this.forget();
         throw new WorkerStopped(
@@ -163,11 +216,15 @@ export class Worker {
    * One heartbeat, tried again (the server down, a 5xx) until the lease would have lapsed: `renewed`, the server's 401
    * (the session ended), or why it stopped trying. Another refusal (a 4xx the worker did not expect) stops the worker.
    */
-  private async heartbeatUntilLapsed(session: SavedSession, leaseUntil: number): Promise<'renewed' | 'stopped' | 'lapsed' | ChannelRefusal> {
+  private async heartbeatUntilLapsed(
+    session: SavedSession,
+    leaseUntil: number,
+  ): Promise<{ answer: HeartbeatAnswer; askedAt: number } | 'stopped' | 'lapsed' | ChannelRefusal> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.client.heartbeat(session.sessionToken, usage(), this.stopping.signal);
-        return 'renewed';
+        const askedAt = Date.now();
+        const answer = await this.client.heartbeat(session.sessionToken, { usage: usage(), steps: this.steps.held() }, this.stopping.signal);
+        return { answer, askedAt };
       } catch (error) {
         if (this.stopped) return 'stopped';
         if (error instanceof ChannelRefusal && error.status === 401) return error;
@@ -240,7 +297,7 @@ function endedStatusOf(refusal: ChannelRefusal): string | undefined {
   return typeof status === 'string' ? status : undefined;
 }
 
-/** What the machine uses now, for the pool's view. No computers run here yet, so their disk is 0. */
+/** What the machine uses now, for the pool's view. The computers' disk is not measured yet (0). */
 function usage(): WorkerUsage {
   return {
     cpuPercent: Math.min(102_400, Math.round(loadavg()[0] * 1000) / 10),

@@ -246,8 +246,8 @@ function RunOn(props: {
       {props.runOn === 'pool' ? (
         <>
           <p className="hint">
-            The server places the computer on a worker of the pool with room and every label. In this version workers register but do not yet run the computers
-            placed on them (docs/deployment.md, Workers).
+            The server places the computer on a worker of the pool with room and every label; that worker provisions it and runs its agent. If the worker goes
+            away, the computer is provisioned again on another.
           </p>
           <div className="field">
             <label htmlFor={`${id}-pool`}>Pool</label>
