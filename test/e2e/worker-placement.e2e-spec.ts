@@ -224,6 +224,21 @@ describe('Worker placement and steps', () => {
     expect((await heartbeat(w.session)).body.computers).toEqual([]);
   });
 
+  it('a claim waiting while its worker runs a step answers with the next step as soon as that step finishes', async () => {
+    const p = await pool(owner);
+    const w = await worker(p.token);
+    const id = (await create(owner, { pool: p.name, repos: ['https://git.example.com/team/app.git'] })).body.id as string;
+    await placedOn(id, w.id);
+    const first = (await claim(w.session)).body.work as Json;
+    expect(first).toMatchObject({ stepId: 'create-computer', repos: ['https://git.example.com/team/app.git'] });
+    const next = claim(w.session, 20_000).then((res) => res);
+    await until(waitingClaims, (n) => n === 1, 'the claim to wait');
+    const started = Date.now();
+    expectStatus(await finish(w.session, { computerId: id, position: 0, claimId: first.claimId, status: 'completed' }), 200);
+    expect((await next).body.work).toMatchObject({ computerId: id, position: 1, stepId: 'clone-repos' });
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
   it("a worker never learns of another organization's computers", async () => {
     const theirs = await pool(stranger);
     const theirWorker = await worker(theirs.token);

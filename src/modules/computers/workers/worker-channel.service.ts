@@ -68,8 +68,9 @@ export class WorkerChannelService implements BeforeApplicationShutdown {
     return this.config.WORKER_LEASE_MS;
   }
 
+  /** A third of the shorter lease: the worker's own, and its steps' claims, which its heartbeats renew. */
   get heartbeatMs(): number {
-    return Math.floor(this.config.WORKER_LEASE_MS / 3);
+    return Math.floor(Math.min(this.config.WORKER_LEASE_MS, this.config.PROVISIONING_LEASE_MS) / 3);
   }
 
   async register(authorization: string | undefined, input: RegisterWorkerInput, ip: string): Promise<Registration> {
@@ -293,11 +294,21 @@ export class WorkerChannelService implements BeforeApplicationShutdown {
     if (event.data.workerId) this.room.arrived(event.organizationId, (_, key) => key === workerKey(event.data.workerId!));
   }
 
+  /** A computer was deleted: the worker that held it learns so (sync) and removes it. */
   @OnDomainEvent('computer.deleted')
+  onComputerDeleted(event: StoredEvent<'computer.deleted'>): void {
+    this.wakeOrganization(event.organizationId);
+  }
+
+  /** A step finished (the next may be ready) or a computer was retried: its worker claims again. */
   @OnDomainEvent('computer.status_changed')
-  onComputerChanged(event: StoredEvent<'computer.deleted'> | StoredEvent<'computer.status_changed'>): void {
-    // The event does not say which worker holds it: each of the organization's workers looks (one claim each).
-    if (this.room.opened(event.organizationId) > 0) this.room.arrived(event.organizationId);
+  onComputerStatusChanged(event: StoredEvent<'computer.status_changed'>): void {
+    this.wakeOrganization(event.organizationId);
+  }
+
+  /** The events do not say which worker holds the computer: each of the organization's waiting workers looks once. */
+  private wakeOrganization(organizationId: string): void {
+    if (this.room.opened(organizationId) > 0) this.room.arrived(organizationId);
   }
 
   /** Workers' claims waiting on this instance. */

@@ -170,7 +170,10 @@ export const workerPoolSchemas = new SchemaRegistry('worker-pools').add({
     },
     capacity: object(capacity),
     leaseMs: { type: 'integer', description: 'How long it stays online without a heartbeat (`WORKER_LEASE_MS`).' },
-    heartbeatMs: { type: 'integer', description: 'How often to heartbeat: a third of the lease.' },
+    heartbeatMs: {
+      type: 'integer',
+      description: "How often to heartbeat: a third of the shorter of its lease and its steps' claims (`PROVISIONING_LEASE_MS`), which heartbeats renew.",
+    },
     leaseExpiresAt: unixMs(),
   }),
   WorkerHeartbeatBody: closedObject([], {
