@@ -76,7 +76,11 @@ export async function createApp(config: AppConfig): Promise<NestFastifyApplicati
   installSecurityHeaders(fastify, config);
   // First, so that requests refused at the edge are logged too.
   installAccessLog(fastify, config.LOG_LEVEL, (request) =>
-    request.principal ? { organizationId: request.principal.organizationId, credentialId: credentialIdOf(request.principal) } : {},
+    request.principal
+      ? { organizationId: request.principal.organizationId, credentialId: credentialIdOf(request.principal) }
+      : request.sessionWorker
+        ? { organizationId: request.sessionWorker.organizationId, credentialId: `worker:${request.sessionWorker.workerId}` }
+        : {},
   );
   installHttpMetrics(fastify, app.get(Metrics));
   // Once the instance stops listening, a request still arriving on an open connection: 503, and the connection closed.
@@ -140,6 +144,8 @@ function subjectOf(identity: RequestIdentity): RateLimitSubject {
         organizationId: identity.principal.organizationId,
         userId: identity.principal.userId,
       };
+    case 'worker':
+      return { kind: 'worker', workerId: identity.workerId, organizationId: identity.organizationId };
     case 'public':
       return identity.probe ? { kind: 'exempt' } : { kind: 'anonymous' };
     case 'refused':

@@ -1,14 +1,22 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { AppConfig } from '../config/app-config';
 import { ConfigModule } from '../config/config.module';
-import { AuthModule, ComputerTokenLookup, DefaultControlsReader, NoComputerTokens, OrganizationControlsReader } from '../modules/auth';
+import {
+  AuthModule,
+  ComputerTokenLookup,
+  DefaultControlsReader,
+  NoComputerTokens,
+  NoWorkerSessions,
+  OrganizationControlsReader,
+  WorkerSessionLookup,
+} from '../modules/auth';
 import { DatabaseModule } from '../platform/database/database.module';
 import { MetricsModule } from '../platform/metrics';
 import { EventsModule } from '../platform/events';
 import { WorkerPoolsModule } from '../modules/computers';
 
 /**
- * Auth's contracts as the operator's commands need them: no computer token is valid, and the
+ * Auth's contracts as the operator's commands need them: no computer token or worker session is valid, and the
  * controls are the defaults (the operator is bound by none of them).
  */
 @Global()
@@ -16,8 +24,9 @@ import { WorkerPoolsModule } from '../modules/computers';
   providers: [
     { provide: OrganizationControlsReader, useClass: DefaultControlsReader },
     { provide: ComputerTokenLookup, useClass: NoComputerTokens },
+    { provide: WorkerSessionLookup, useClass: NoWorkerSessions },
   ],
-  exports: [OrganizationControlsReader, ComputerTokenLookup],
+  exports: [OrganizationControlsReader, ComputerTokenLookup, WorkerSessionLookup],
 })
 class CliContractsModule {}
 

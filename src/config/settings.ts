@@ -112,6 +112,12 @@ export const SETTINGS = {
   /** Requests a minute per client address without a valid credential; 0 turns the limit off. */
   RATE_LIMIT_ANONYMOUS_PER_MINUTE: { type: 'integer', minimum: 0, default: 120 },
 
+  /**
+   * Requests a minute per worker on the worker channel, its own budget rather than its organization's; 0 turns the limit
+   * off. A worker sends a heartbeat every few seconds, a claim per step or half minute, and a step's log once a second.
+   */
+  WORKER_RATE_LIMIT_PER_MINUTE: { type: 'integer', minimum: 0, default: 1_200 },
+
   /** Long polls (`waitMs`) waiting at once per computer; more answer 429. */
   LONG_POLLS_PER_COMPUTER: { type: 'integer', minimum: 1, default: 10 },
 

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
@@ -8,6 +9,7 @@ import { sleep } from '../utils/polling';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { serverUrl } from '../utils/test-database';
 import { expectStatus, expectV0Error } from '../utils/v0-errors';
+import { poolWithToken, registerWorker, workerRegistration } from '../utils/workers';
 import { headOnly, MiB, portOf } from '../utils/fixtures/request-limits';
 
 // Rate limits: per credential, per organization and per client address, behind a proxy, turned off, and across instances.
@@ -181,6 +183,86 @@ describe('Rate limits', () => {
       expect(elsewhere.status).toBe(401);
       expect(parseRateLimit(elsewhere.headers.ratelimit)).toMatchObject({ name: 'anonymous', r: 3 });
       expect(securityLines(spy)).toEqual([expect.objectContaining({ ip: '127.0.0.1', policy: 'anonymous', limit: 4 })]);
+    });
+  });
+
+  describe('per worker on the worker channel', () => {
+    let t: TestApp;
+
+    beforeAll(async () => {
+      // AUTH_CACHE_MS 0: a session that ended is no longer its worker's at once (else within the cache's lifetime).
+      t = await startTestApp({
+        WORKER_RATE_LIMIT_PER_MINUTE: '5',
+        RATE_LIMIT_ORGANIZATION_PER_MINUTE: '10',
+        RATE_LIMIT_ANONYMOUS_PER_MINUTE: '6',
+        AUTH_CACHE_MS: '0',
+      });
+    });
+
+    afterAll(() => t.close());
+
+    const worker = (path: string, token: string, body: object = {}) =>
+      t.http().post(`/api/v0/worker/${path}`).set('Authorization', `Bearer ${token}`).send(body);
+    const guessedSession = () => `wks_${randomBytes(32).toString('base64url')}`;
+
+    it("a worker over its limit gets 429 with Retry-After; another worker at the same address and the organization's people go on", async () => {
+      await awayFromWindowEdge();
+      const spy = jest.spyOn(Logger.prototype, 'log');
+      const owner = await createUser(t, Role.Owner);
+      const { token } = await poolWithToken(t, owner);
+      const noisy = await registerWorker(t, token);
+      const quiet = await registerWorker(t, token);
+      const remaining: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await worker('heartbeat', noisy.session);
+        expectStatus(res, 200);
+        expect(res.headers['ratelimit-policy']).toBe('"worker";q=5;w=60');
+        remaining.push(parseRateLimit(res.headers.ratelimit).r);
+      }
+      expect(remaining).toEqual([4, 3, 2, 1, 0]);
+      expectRateLimited(await worker('heartbeat', noisy.session), 'worker', 5);
+      // Every route of the channel counts against it.
+      expectRateLimited(await worker('claims', noisy.session, { waitMs: 0 }), 'worker', 5);
+
+      const other = await worker('heartbeat', quiet.session);
+      expectStatus(other, 200);
+      expect(parseRateLimit(other.headers.ratelimit)).toMatchObject({ name: 'worker', r: 4 });
+      // The workers spent none of the organization's 10: its two requests for the pool and the token did.
+      const people = await t.http().get('/api/v0/sessions').set(owner.auth);
+      expectStatus(people, 200);
+      expect(parseRateLimit(people.headers.ratelimit)).toMatchObject({ name: 'organization', r: 7 });
+      expect(securityLines(spy)).toEqual([
+        expect.objectContaining({ organizationId: owner.organizationId, credentialId: `worker:${noisy.id}`, policy: 'worker', limit: 5 }),
+      ]);
+    });
+
+    it("guessed and ended sessions, enrollment tokens and registration spend the address's anonymous budget, never a worker's", async () => {
+      await awayFromWindowEdge();
+      const owner = await createUser(t, Role.Owner);
+      const { token } = await poolWithToken(t, owner);
+      const live = await registerWorker(t, token);
+      const leaving = await registerWorker(t, token);
+      expectStatus(await worker('leave', leaving.session), 204);
+
+      // Each of these is 401, counted against 127.0.0.1 until its budget is spent; none may open a budget of its own.
+      const attempts = [() => worker('heartbeat', guessedSession()), () => worker('heartbeat', leaving.session), () => worker('claims', token)];
+      let refused: Response | undefined;
+      for (let i = 0; i < 7 && !refused; i++) {
+        const res = await attempts[i % attempts.length]();
+        if (res.status === 429) refused = res;
+        else {
+          expectV0Error(res, 401, 'invalid_worker_token');
+          expect(parseRateLimit(res.headers.ratelimit).name).toBe('anonymous');
+        }
+      }
+      expectRateLimited(refused!, 'anonymous', 6);
+      expectRateLimited(await worker('register', token, workerRegistration()), 'anonymous', 6);
+      expectRateLimited(await worker('heartbeat', guessedSession()), 'anonymous', 6);
+
+      // The live worker keeps its own budget at the same address.
+      const res = await worker('heartbeat', live.session);
+      expectStatus(res, 200);
+      expect(parseRateLimit(res.headers.ratelimit)).toMatchObject({ name: 'worker', r: 4 });
     });
   });
 

@@ -33,6 +33,7 @@ export async function startTestApp(env: Record<string, string> = {}, existing?: 
     RATE_LIMIT_CREDENTIAL_PER_MINUTE: '0',
     RATE_LIMIT_ORGANIZATION_PER_MINUTE: '0',
     RATE_LIMIT_ANONYMOUS_PER_MINUTE: '0',
+    WORKER_RATE_LIMIT_PER_MINUTE: '0',
     ...database.env,
     ...env,
   });

@@ -3,6 +3,7 @@ import { ApiBearerAuth, ApiExtension, ApiForbiddenResponse, ApiSecurity, ApiUnau
 import type { FastifyRequest } from 'fastify';
 import { ApiErrorExamples, ApiSharedErrorExamples, PROBE_EXTENSION, V0_ERROR } from '../../platform/http/openapi';
 import { EdgeConfig } from '../../platform/http/route-config';
+import type { SessionWorker } from './contracts/worker-session-lookup';
 import { agentTokenRequired, insufficientRole } from './domain/auth.errors';
 import { Principal } from './domain/principal';
 import { Role, ROLES } from './domain/role';
@@ -17,6 +18,8 @@ export const ACCEPTS_COMPUTER_TOKENS = 'auth:computerTokens';
 declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
+    /** The worker whose live session sent a request on the worker channel, as the request edge found it. */
+    sessionWorker?: SessionWorker;
   }
 }
 
@@ -36,10 +39,12 @@ export const Public = (options: { probe?: boolean } = {}) =>
 
 /**
  * The worker channel: the route checks a worker's own token itself (its enrollment or session token), which the
- * Authenticator refuses everywhere else; API keys, JWTs and agent tokens are not credentials here. Its OpenAPI operation
- * names the worker token scheme.
+ * Authenticator refuses everywhere else; API keys, JWTs and agent tokens are not credentials here. The request edge
+ * counts a live session's requests against its worker's rate limit, anything else against the address's anonymous one.
+ * Its OpenAPI operation names the worker token scheme.
  */
-export const WorkerCredentials = () => applyDecorators(SetMetadata(PUBLIC_ROUTE, true), EdgeConfig({ public: true }), ApiBearerAuth(WORKER_SCHEME));
+export const WorkerCredentials = () =>
+  applyDecorators(SetMetadata(PUBLIC_ROUTE, true), EdgeConfig({ public: true, workerChannel: true }), ApiBearerAuth(WORKER_SCHEME));
 
 /**
  * Who may call a route: any authenticated user by default, or only the roles named

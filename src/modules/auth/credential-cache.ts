@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache';
 import { AppConfig } from '../../config/app-config';
 import type { CallerRow } from './auth.repository';
 import type { TokenComputer } from './contracts/computer-token-lookup';
+import type { SessionWorker } from './contracts/worker-session-lookup';
 
 /** Up to 10,000 answers by key for `ttl` ms, one lookup per key at a time; null when nothing is cached. */
 function answers<V extends object>(ttl: number): LRUCache<string, V, () => Promise<V | null>> | null {
@@ -31,15 +32,20 @@ function answers<V extends object>(ttl: number): LRUCache<string, V, () => Promi
  *
  * A computer's agent token is kept apart, as the computer it names: its owner as a caller is the
  * user's entry (`userKey`), shared with the owner's JWTs and other computers, and forgotten with them.
+ *
+ * A worker's session token is kept as the worker it names, for the request edge to count its requests (the worker
+ * channel checks the session itself): one that ended is counted as its worker's for at most AUTH_CACHE_MS.
  */
 @Injectable()
 export class CredentialCache {
   private readonly callers: LRUCache<string, CallerRow, () => Promise<CallerRow | null>> | null;
   private readonly computers: LRUCache<string, TokenComputer, () => Promise<TokenComputer | null>> | null;
+  private readonly workers: LRUCache<string, SessionWorker, () => Promise<SessionWorker | null>> | null;
 
   constructor(config: AppConfig) {
     this.callers = answers<CallerRow>(config.AUTH_CACHE_MS);
     this.computers = answers<TokenComputer>(config.AUTH_CACHE_MS);
+    this.workers = answers<SessionWorker>(config.AUTH_CACHE_MS);
   }
 
   /** The key of a user's own entry (no API key): JWTs and computer tokens act as it. */
@@ -70,5 +76,11 @@ export class CredentialCache {
 
   forgetComputer(tokenHash: string): void {
     this.computers?.delete(tokenHash);
+  }
+
+  /** The worker a session token's hash names. */
+  async worker(sessionHash: string, load: () => Promise<SessionWorker | null>): Promise<SessionWorker | null> {
+    if (!this.workers) return load();
+    return this.workers.get(sessionHash) ?? (await this.workers.fetch(sessionHash, { context: load })) ?? null;
   }
 }

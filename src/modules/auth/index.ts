@@ -10,6 +10,8 @@ export { RequestAuthentication } from './request-authentication';
 export type { RequestIdentity } from './request-authentication';
 export { ComputerTokenLookup, NoComputerTokens } from './contracts/computer-token-lookup';
 export type { TokenComputer } from './contracts/computer-token-lookup';
+export { NoWorkerSessions, WorkerSessionLookup } from './contracts/worker-session-lookup';
+export type { SessionWorker } from './contracts/worker-session-lookup';
 export {
   generateComputerToken,
   generateWorkerEnrollmentToken,

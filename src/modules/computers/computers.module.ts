@@ -1,8 +1,9 @@
 import { Global, Module } from '@nestjs/common';
-import { AuthModule, ComputerTokenLookup } from '../auth';
+import { AuthModule, ComputerTokenLookup, WorkerSessionLookup } from '../auth';
 import { EnterpriseControlsModule } from '../enterprise-controls';
 import { ComputerVisibility, SessionsModule } from '../sessions';
 import { ComputerTokenLookupFromTable } from './contracts/computer-token-lookup-from-table';
+import { WorkerSessionLookupFromTable } from './contracts/worker-session-lookup-from-table';
 import { ComputerVisibilityFromTable } from './contracts/computer-visibility-from-table';
 import { SecretBox } from '../../platform/secrets/secret-box';
 import { LocalAgentLauncher } from './agents/local-agent-launcher';
@@ -21,7 +22,7 @@ import { WorkerPoolsModule } from './workers/worker-pools.module';
 import { WorkerMetrics } from './workers/worker-metrics';
 import { WorkerSweepJob } from './workers/worker-sweep.job';
 
-/** Global for the contracts it fulfils: Sessions' ComputerVisibility and Auth's ComputerTokenLookup. */
+/** Global for the contracts it fulfils: Sessions' ComputerVisibility and Auth's ComputerTokenLookup and WorkerSessionLookup. */
 @Global()
 @Module({
   imports: [AuthModule, SessionsModule, EnterpriseControlsModule, WorkerPoolsModule],
@@ -42,7 +43,8 @@ import { WorkerSweepJob } from './workers/worker-sweep.job';
     SecretBox,
     { provide: ComputerVisibility, useClass: ComputerVisibilityFromTable },
     { provide: ComputerTokenLookup, useClass: ComputerTokenLookupFromTable },
+    { provide: WorkerSessionLookup, useClass: WorkerSessionLookupFromTable },
   ],
-  exports: [ComputersService, ComputerVisibility, ComputerTokenLookup],
+  exports: [ComputersService, ComputerVisibility, ComputerTokenLookup, WorkerSessionLookup],
 })
 export class ComputersModule {}

@@ -18,6 +18,8 @@ export interface EdgeRouteConfig {
   largeAnswer?: boolean;
   /** Authenticated calls have a limit of their own (the route's), and do not spend the shared rate limits. */
   ownRateLimit?: boolean;
+  /** The worker channel: a worker's session token counts the request against that worker's rate limit. */
+  workerChannel?: boolean;
 }
 
 /**

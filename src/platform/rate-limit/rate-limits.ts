@@ -13,9 +13,13 @@ import { RateLimitError, RateLimitErrorCode } from './rate-limit.errors';
 
 /** Whom a request counts against, decided once its credential is checked (before its body is read). */
 export type RateLimitSubject =
-  { kind: 'credential'; credentialId: string; organizationId: string; userId: string } | { kind: 'anonymous' } | { kind: 'exempt' };
+  | { kind: 'credential'; credentialId: string; organizationId: string; userId: string }
+  | { kind: 'worker'; workerId: string; organizationId: string }
+  | { kind: 'anonymous' }
+  | { kind: 'exempt' };
 
-type PolicyName = 'credential' | 'organization' | 'anonymous';
+const POLICY_NAMES = ['credential', 'organization', 'worker', 'anonymous'] as const;
+type PolicyName = (typeof POLICY_NAMES)[number];
 
 interface Policy {
   name: PolicyName;
@@ -41,8 +45,8 @@ export const WINDOW_MS = 60_000;
 const WINDOW_SECONDS = WINDOW_MS / 1000;
 
 /**
- * Requests a minute per credential, per organization and per client address without a valid
- * credential, counted in fixed one-minute windows. With PostgreSQL the budget is shared by every
+ * Requests a minute per credential, per organization, per worker (on the worker channel) and per client address
+ * without a valid credential, counted in fixed one-minute windows. With PostgreSQL the budget is shared by every
  * instance on the database (see PostgresLedger); on the embedded database it is counted in memory.
  * Every request is counted by LeasedCounter directly, without a promise while the instance holds budget: through
  * @fastify/rate-limit's limiter (an async key generator, a promise and a result object per policy) the same two
@@ -53,6 +57,7 @@ export class RateLimits {
   private readonly ledger: BudgetLedger;
   private readonly counter: LeasedCounter;
   private readonly ofCredential: Policies;
+  private readonly ofWorker: Policies;
   private readonly ofAnonymous: Policies;
   /** Clients refused in the current window, logged once each: key → end of its window. */
   private readonly logged = new Map<string, number>();
@@ -64,18 +69,20 @@ export class RateLimits {
     this.counter = new LeasedCounter(this.ledger);
     this.rejections = metrics.counter({
       name: 'rate_limit_rejections_total',
-      help: 'Requests refused with 429 by a rate limit, by policy (credential, organization, anonymous).',
+      help: 'Requests refused with 429 by a rate limit, by policy (credential, organization, worker, anonymous).',
       labelNames: ['policy'] as const,
     });
     // Each series from 0, so that a rate over the first refusal sees it.
-    for (const policy of ['credential', 'organization', 'anonymous'] as const) this.rejections.inc({ policy }, 0);
+    for (const policy of POLICY_NAMES) this.rejections.inc({ policy }, 0);
     const policy = (name: PolicyName, max: number, client: Policy['client']): Policy[] => (max > 0 ? [{ name, max, client }] : []);
     this.ofCredential = policies([
       ...policy('credential', config.RATE_LIMIT_CREDENTIAL_PER_MINUTE, (subject) => credentialOf(subject).credentialId),
       ...policy('organization', config.RATE_LIMIT_ORGANIZATION_PER_MINUTE, (subject) => credentialOf(subject).organizationId),
     ]);
+    // A worker's own budget, not its organization's: a fleet's steady traffic leaves the people theirs.
+    this.ofWorker = policies(policy('worker', config.WORKER_RATE_LIMIT_PER_MINUTE, (subject) => workerOf(subject).workerId));
     this.ofAnonymous = policies(policy('anonymous', config.RATE_LIMIT_ANONYMOUS_PER_MINUTE, (_subject, request) => normalizeIP(request.ip)));
-    if (this.ofCredential.list.length > 0 || this.ofAnonymous.list.length > 0) {
+    if ([this.ofCredential, this.ofWorker, this.ofAnonymous].some((of) => of.list.length > 0)) {
       jobs.register({ name: 'rate-limits.sweep', everyMs: WINDOW_MS, run: () => this.sweep() });
     }
   }
@@ -87,7 +94,7 @@ export class RateLimits {
    * (the database is down) lets the request through.
    */
   async admit(request: FastifyRequest, reply: FastifyReply, subject: RateLimitSubject): Promise<void> {
-    const policies = subject.kind === 'credential' ? this.ofCredential : subject.kind === 'anonymous' ? this.ofAnonymous : null;
+    const policies = this.policiesOf(subject);
     if (!policies || policies.list.length === 0) return;
     let tightest: Outcome | undefined;
     for (const policy of policies.list) {
@@ -116,18 +123,31 @@ export class RateLimits {
     throw error;
   }
 
+  private policiesOf(subject: RateLimitSubject): Policies | null {
+    switch (subject.kind) {
+      case 'credential':
+        return this.ofCredential;
+      case 'worker':
+        return this.ofWorker;
+      case 'anonymous':
+        return this.ofAnonymous;
+      case 'exempt':
+        return null;
+    }
+  }
+
   /** One line per client, policy and window, however many requests it sends over the limit. */
   private logOnce(request: FastifyRequest, subject: RateLimitSubject, outcome: Outcome, retryAfter: number): void {
-    const client =
-      subject.kind === 'credential' ? (outcome.policy.name === 'organization' ? subject.organizationId : subject.credentialId) : normalizeIP(request.ip);
-    const key = `${outcome.policy.name}:${client}`;
+    const key = `${outcome.policy.name}:${outcome.policy.client(subject, request)}`;
     const now = Date.now();
     if ((this.logged.get(key) ?? 0) > now) return;
     this.logged.set(key, now + retryAfter * 1000);
     const actor =
       subject.kind === 'credential'
         ? { organizationId: subject.organizationId, userId: subject.userId, credentialId: subject.credentialId }
-        : { ip: request.ip };
+        : subject.kind === 'worker'
+          ? { organizationId: subject.organizationId, credentialId: `worker:${subject.workerId}`, ip: request.ip }
+          : { ip: request.ip };
     logSecurityEvent('rate_limit.exceeded', actor, { policy: outcome.policy.name, limit: outcome.policy.max, windowSeconds: WINDOW_SECONDS });
   }
 
@@ -147,5 +167,10 @@ function policies(list: Policy[]): Policies {
 
 function credentialOf(subject: RateLimitSubject): Extract<RateLimitSubject, { kind: 'credential' }> {
   if (subject.kind !== 'credential') throw new Error('A credential limit was checked for a request without a credential');
+  return subject;
+}
+
+function workerOf(subject: RateLimitSubject): Extract<RateLimitSubject, { kind: 'worker' }> {
+  if (subject.kind !== 'worker') throw new Error("A worker's limit was checked for a request without a worker session");
   return subject;
 }
