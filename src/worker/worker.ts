@@ -9,6 +9,7 @@ import type { HostLogger } from '../host/host-log';
 import { packageRoot } from '../host/package-root';
 import { WorkerComputers } from './computers';
 import type { WorkerConfig } from './config';
+import { DiskUse } from './disk-use';
 import { workerRedactor } from './step-log';
 import { StepRunners } from './steps';
 import { ChannelRefusal, WorkerClient } from './worker-client';
@@ -53,6 +54,7 @@ export class Worker {
   private session: SavedSession | null = null;
   /** Ends the current wait between heartbeats: the server said what the worker holds changed. */
   private heartbeatSoon: AbortController = new AbortController();
+  private readonly diskUse: DiskUse;
 
   constructor(
     private readonly config: WorkerConfig,
@@ -60,6 +62,7 @@ export class Worker {
     private readonly log: (line: string) => void,
   ) {
     this.sessionFile = join(config.dataDir, 'worker.json');
+    this.diskUse = new DiskUse(join(config.dataDir, 'computers'));
     const logger: HostLogger = { log, warn: log, error: log };
     const sessionToken = () => this.session?.sessionToken ?? null;
     this.computers = new WorkerComputers(config, client, sessionToken, logger);
@@ -223,7 +226,7 @@ export class Worker {
     for (let attempt = 1; ; attempt++) {
       try {
         const askedAt = Date.now();
-        const answer = await this.client.heartbeat(session.sessionToken, { usage: usage(), steps: this.steps.held() }, this.stopping.signal);
+        const answer = await this.client.heartbeat(session.sessionToken, { usage: usage(this.diskUse.mb()), steps: this.steps.held() }, this.stopping.signal);
         return { answer, askedAt };
       } catch (error) {
         if (this.stopped) return 'stopped';
@@ -297,11 +300,11 @@ function endedStatusOf(refusal: ChannelRefusal): string | undefined {
   return typeof status === 'string' ? status : undefined;
 }
 
-/** What the machine uses now, for the pool's view. The computers' disk is not measured yet (0). */
-function usage(): WorkerUsage {
+/** What the machine uses now (its load and memory), and the disk its computers take, for the pool's view. */
+function usage(diskMb: number): WorkerUsage {
   return {
     cpuPercent: Math.min(102_400, Math.round(loadavg()[0] * 1000) / 10),
     memoryMb: Math.max(0, Math.floor((totalmem() - freemem()) / MiB)),
-    diskMb: 0,
+    diskMb,
   };
 }
