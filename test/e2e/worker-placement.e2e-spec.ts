@@ -170,6 +170,10 @@ describe('Worker placement and steps', () => {
 
     const beat = await heartbeat(mine.session, { steps: [fence] });
     expect(beat.body).toMatchObject({ lostSteps: [], computers: [{ computerId: id, status: 'provisioning', tokenIssuedAt: expect.any(Number) }] });
+    // One heartbeat renews many claims at once: a forged claim beside the real one is reported lost, the real one kept.
+    const forged = { ...fence, claimId: randomUUID() };
+    expect((await heartbeat(mine.session, { steps: [forged, fence] })).body.lostSteps).toEqual([{ computerId: id, position: 0 }]);
+    expect((await heartbeat(mine.session, { steps: [fence] })).body.lostSteps).toEqual([]);
     expectStatus(
       await t
         .http()

@@ -237,30 +237,50 @@ export class ComputersRepository {
     });
   }
 
-  /**
-   * Renews a claim's lease; false when the claim is no longer held (computer deleted, or taken over). A worker renews
-   * only steps of computers placed on it, and not past `maxRunMs` from the step's start (a worker that says it is still
-   * running a step forever does not hold it forever).
-   */
-  async renewClaim(step: StepFence, leaseMs: number, worker?: { workerId: string; maxRunMs: number }): Promise<boolean> {
-    const rows = worker
-      ? await this.sql.query(
-          'computers.steps.renew.worker',
-          `UPDATE provisioning_steps s SET lease_expires_at = ${DB_NOW} + $4 * interval '1 millisecond'
-           FROM computers c
-           WHERE s.organization_id = $5 AND s.computer_id = $1 AND s.position = $2 AND s.claim_id = $3 AND s.status = 'running'
-             AND s.started_at > clock_timestamp() - $7 * interval '1 millisecond'
-             AND c.organization_id = s.organization_id AND c.id = s.computer_id AND c.worker_id = $6
-           RETURNING 1`,
-          [step.computerId, step.position, step.claimId, leaseMs, step.organizationId, worker.workerId, worker.maxRunMs],
-        )
-      : await this.sql.query(
-          'computers.steps.renew',
-          `UPDATE provisioning_steps SET lease_expires_at = ${DB_NOW} + $4 * interval '1 millisecond'
-           WHERE organization_id = $5 AND computer_id = $1 AND position = $2 AND claim_id = $3 AND status = 'running' RETURNING 1`,
-          [step.computerId, step.position, step.claimId, leaseMs, step.organizationId],
-        );
+  /** Renews a claim's lease; false when the claim is no longer held (computer deleted, or taken over). */
+  async renewClaim(step: StepFence, leaseMs: number): Promise<boolean> {
+    const rows = await this.sql.query(
+      'computers.steps.renew',
+      `UPDATE provisioning_steps SET lease_expires_at = ${DB_NOW} + $4 * interval '1 millisecond'
+       WHERE organization_id = $5 AND computer_id = $1 AND position = $2 AND claim_id = $3 AND status = 'running' RETURNING 1`,
+      [step.computerId, step.position, step.claimId, leaseMs, step.organizationId],
+    );
     return rows.length > 0;
+  }
+
+  /**
+   * Renews the leases of the claims a worker's heartbeat names, in one statement; answers those no longer its own. A
+   * worker renews only steps of computers placed on it, and not past `maxRunMs` from the step's start (a worker that
+   * says it is still running a step forever does not hold it forever).
+   */
+  async renewWorkerClaims(
+    worker: { organizationId: string; workerId: string; maxRunMs: number },
+    steps: Array<Omit<StepFence, 'organizationId'>>,
+    leaseMs: number,
+  ): Promise<Array<{ computerId: string; position: number }>> {
+    if (steps.length === 0) return [];
+    const renewed = await this.sql.query<{ computer_id: string; position: number; claim_id: string }>(
+      'computers.steps.renew.worker',
+      `UPDATE provisioning_steps s SET lease_expires_at = ${DB_NOW} + $6 * interval '1 millisecond'
+       FROM computers c, unnest($3::uuid[], $4::smallint[], $5::uuid[]) AS held(computer_id, position, claim_id)
+       WHERE s.organization_id = $1 AND s.computer_id = held.computer_id AND s.position = held.position AND s.claim_id = held.claim_id
+         AND s.status = 'running' AND s.started_at > clock_timestamp() - $7 * interval '1 millisecond'
+         AND c.organization_id = s.organization_id AND c.id = s.computer_id AND c.worker_id = $2
+       RETURNING s.computer_id, s.position, s.claim_id`,
+      [
+        worker.organizationId,
+        worker.workerId,
+        steps.map((step) => step.computerId),
+        steps.map((step) => step.position),
+        steps.map((step) => step.claimId),
+        leaseMs,
+        worker.maxRunMs,
+      ],
+    );
+    const held = new Set(renewed.map((row) => `${row.computer_id}:${row.position}:${row.claim_id}`));
+    return steps
+      .filter((step) => !held.has(`${step.computerId}:${step.position}:${step.claimId}`))
+      .map(({ computerId, position }) => ({ computerId, position }));
   }
 
   /**

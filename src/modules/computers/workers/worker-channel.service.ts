@@ -162,15 +162,12 @@ export class WorkerChannelService implements BeforeApplicationShutdown {
   async heartbeat(worker: WorkerEntity, input: WorkerHeartbeatInput): Promise<WorkerHeartbeatView> {
     const renewed = await this.workers.renew(worker, input.usage ?? null, this.config.WORKER_LEASE_MS);
     if (!renewed) throw ended((await this.workers.find(worker.organizationId, worker.poolId, worker.id)) ?? worker);
-    const lostSteps: WorkerHeartbeatView['lostSteps'] = [];
     const maxRunMs = this.config.PROVISIONING_STEP_TIMEOUT_MS + this.config.PROVISIONING_LEASE_MS;
-    for (const step of input.steps ?? []) {
-      const held = await this.computers.renewClaim({ ...step, organizationId: worker.organizationId }, this.config.PROVISIONING_LEASE_MS, {
-        workerId: worker.id,
-        maxRunMs,
-      });
-      if (!held) lostSteps.push({ computerId: step.computerId, position: step.position });
-    }
+    const lostSteps = await this.computers.renewWorkerClaims(
+      { organizationId: worker.organizationId, workerId: worker.id, maxRunMs },
+      input.steps ?? [],
+      this.config.PROVISIONING_LEASE_MS,
+    );
     const computers = await this.computers.placedOn(worker.organizationId, worker.id);
     return {
       leaseExpiresAt: renewed.leaseExpiresAt.getTime(),
