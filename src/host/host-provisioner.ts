@@ -19,6 +19,8 @@ export interface HostProvisionerSettings {
   installScripts: boolean;
   /** A workspace's limit in MiB (`LOCAL_WORKSPACE_MAX_MB`), named in the step's error. */
   workspaceMaxMb: number;
+  /** This host as a step's error names it to a member: "the server's host", or "its worker's host". */
+  hostName: string;
 }
 
 /** The end of a failed command's output that goes into the step's `error`. */
@@ -65,7 +67,7 @@ export class HostProvisioner {
         if (unavailable) {
           throw new StepFailure(
             `This host cannot sandbox the computer: ${unavailable}. Managed local computers run members' code only in a sandbox ` +
-              "(the operator may set LOCAL_SANDBOX=off, which trusts every member with the server's host).",
+              `(the operator may set LOCAL_SANDBOX=off, which trusts every member with ${this.settings.hostName}).`,
           );
         }
         await mkdir(this.workspaceOf(context.computer.id), { recursive: true, mode: 0o700 });
@@ -163,7 +165,7 @@ export class HostProvisioner {
     const { id } = context.computer;
     if (!findOnPath(command)) {
       await context.log(`${line}\n${command} is not installed on this host.`);
-      throw new StepFailure(`${command} is not installed on the server's host, so this step cannot run.`);
+      throw new StepFailure(`${command} is not installed on ${this.settings.hostName}, so this step cannot run.`);
     }
     const workspace = this.workspaceOf(id);
     const home = join(workspace, COMPUTER_HOME);
@@ -192,7 +194,7 @@ export class HostProvisioner {
       });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT')
-        throw new StepFailure(`${sandboxed.file} is not installed on the server's host, so this step cannot run.`);
+        throw new StepFailure(`${sandboxed.file} is not installed on ${this.settings.hostName}, so this step cannot run.`);
       throw error;
     } finally {
       (disk as QuotaWatch | null)?.stop();

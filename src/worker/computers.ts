@@ -64,6 +64,7 @@ export class WorkerComputers {
         localReposDir: config.host.localReposDir,
         installScripts: config.host.installScripts,
         workspaceMaxMb: config.host.workspaceMaxMb,
+        hostName: "its worker's host",
       },
       this.sandbox,
     );

@@ -25,6 +25,7 @@ const ALLOWED_IPS = ['203.0.113.0/24'];
 describe('A worker running its computers', () => {
   let t: TestApp;
   let owner: TestUser;
+  let root: string;
   let repo: string;
   let worker: WorkerProcess;
   let dataDir: string;
@@ -35,7 +36,7 @@ describe('A worker running its computers', () => {
   let computer: { id: string; token: string; pid: number };
 
   beforeAll(async () => {
-    const root = await reposRoot();
+    root = await reposRoot();
     repo = await createGitRepo(root, 'app');
     t = await startTestApp({ WORKER_LEASE_MS: '9000', WORKER_SWEEP_MS: '100', LOCAL_REPOS_DIR: root });
     owner = await createUser(t, Role.Owner, await createOrganization(t, { messageHistory: true }));
@@ -154,6 +155,33 @@ describe('A worker running its computers', () => {
       );
       expect(await gone(computer.pid)).toBe(true);
       expect(agentPids(computer.id)).toEqual([]);
+    },
+    PROCESSES_TIMEOUT_MS,
+  );
+
+  itInSandbox(
+    "a step that cannot run on the worker fails saying so, on its worker's host rather than the server's",
+    async () => {
+      const php = await createGitRepo(root, 'php-app', { 'composer.json': '{}', 'composer.lock': '{}' });
+      const created = await t
+        .http()
+        .post('/api/v0/computers')
+        .set(owner.auth)
+        .send({ name: 'php', provider: 'local', pool: poolName, repos: [php], autoInstallDeps: true });
+      expectStatus(created, 201);
+      const id = created.body.id as string;
+      const failed = await until(
+        () => view(id),
+        (c) => c.status !== 'provisioning',
+        'the install step to end',
+      );
+      expect(failed).toMatchObject({ status: 'error', runsOn: { kind: 'worker' } });
+      expect(failed.provisioningSteps[2]).toMatchObject({
+        id: 'install-dependencies',
+        status: 'failed',
+        error: "composer is not installed on its worker's host, so this step cannot run.",
+      });
+      expectStatus(await t.http().delete(`/api/v0/computers/${id}`).set(owner.auth), 204);
     },
     PROCESSES_TIMEOUT_MS,
   );

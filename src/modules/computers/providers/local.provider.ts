@@ -31,6 +31,7 @@ export class LocalProvider extends ComputeProvider {
       get workspaceMaxMb() {
         return config.LOCAL_WORKSPACE_MAX_MB;
       },
+      hostName: "the server's host",
     };
     this.host = new HostProvisioner(settings, sandbox);
   }

@@ -21,9 +21,9 @@ export const ENDED_WORKERS_KEPT_MS = 7 * 86_400_000;
  * Every WORKER_SWEEP_MS (the `computers.workers` job): online workers whose lease ran out become `lost`, with a
  * `worker.left` event, claimed with SKIP LOCKED so instances sweeping at once take disjoint ones; then computers waiting
  * for a worker are placed on one of their pool with room (`computer.placement_changed`), under each organization's
- * placement lock, so two instances never fill one worker past its room. A server with no
- * worker online asks the database nothing: the sweep stops looking once none is left, and a `worker.joined` (from any
- * instance, through the event log) starts it again. Hourly (`computers.workers.forget`), workers ended more than a
+ * placement lock, so two instances never fill one worker past its room. A server with no worker online and no
+ * computer waiting for one asks the database nothing: the sweep stops looking once neither is left, and a
+ * `worker.joined` (from any instance, through the event log) or a computer waiting starts it again. Hourly (`computers.workers.forget`), workers ended more than a
  * week ago are forgotten.
  */
 @Injectable()
