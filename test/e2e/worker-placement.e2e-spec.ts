@@ -81,6 +81,12 @@ describe('Worker placement and steps', () => {
     }
   }
   const heartbeat = (session: string, body: Json = {}) => t.http().post('/api/v0/worker/heartbeat').set(bearer(session)).send(body);
+  const stepLog = (session: string, body: Json) => t.http().post('/api/v0/worker/steps/log').set(bearer(session)).send(body);
+  /** The computer's provisioning log as the owner reads it: the messages of its steps' session, as one text. */
+  async function provisioningLog(id: string): Promise<string> {
+    const session = (await computer(id)).provisioningSteps[0].installSessionId as string;
+    return JSON.stringify((await t.http().get(`/api/v0/sessions/${session}/messages?limit=100`).set(owner.auth).expect(200)).body);
+  }
 
   it('a computer names a pool by name or id and labels; byom, unknown and foreign pools are refused', async () => {
     const mine = await pool(owner);
@@ -200,6 +206,36 @@ describe('Worker placement and steps', () => {
     expect(released.body).toEqual({ computerId: id, agentToken, tokenIssuedAt: expect.any(Number) });
     // A person's key is no worker's session.
     expectV0Error(await t.http().get(`/api/v0/worker/computers/${id}/agent-token`).set(owner.auth), 401, 'invalid_worker_token');
+  });
+
+  it("a log on a lost claim (another worker's, a wrong claim id, a finished step) is 409 step_claim_lost and appends nothing", async () => {
+    const p = await pool(owner);
+    const mine = await worker(p.token);
+    const id = (await create(owner, { pool: p.name })).body.id as string;
+    await placedOn(id, mine.id);
+    // Registered after the placement: the computer is the first worker's, the second only shares its pool.
+    const other = await worker(p.token);
+    const step = (await claim(mine.session)).body.work as Json;
+    expect(step).toMatchObject({ computerId: id, position: 0 });
+    const fence = { computerId: id, position: 0, claimId: step.claimId };
+    // A marker of its own for each refused text, so that the log holding any of them names which refusal appended.
+    const refused = { otherWorker: `other-worker-${randomUUID()}`, wrongClaim: `wrong-claim-${randomUUID()}`, finished: `after-finish-${randomUUID()}` };
+
+    // Another worker of the same pool, with the right claim id (read off the wire, say): not its step.
+    expectV0Error(await stepLog(other.session, { ...fence, text: refused.otherWorker }), 409, 'step_claim_lost');
+    // The worker that holds the step, with a claim id that is not the step's.
+    expectV0Error(await stepLog(mine.session, { ...fence, claimId: randomUUID(), text: refused.wrongClaim }), 409, 'step_claim_lost');
+    // The control: the same worker with its live claim is heard, so the log read below is the one these would reach.
+    const heard = `heard-${randomUUID()}`;
+    expectStatus(await stepLog(mine.session, { ...fence, text: heard }), 204);
+    expectStatus(await finish(mine.session, { ...fence, status: 'completed' }), 200);
+    // Finished: the claim that ran the step logs nothing more to it.
+    expectV0Error(await stepLog(mine.session, { ...fence, text: refused.finished }), 409, 'step_claim_lost');
+
+    // Appends are done when the log answers: nothing to wait for.
+    const log = await provisioningLog(id);
+    expect(log).toContain(heard);
+    for (const text of Object.values(refused)) expect(log).not.toContain(text);
   });
 
   it('a failed step puts the computer in error with the reason; retry places it back in the queue of its worker', async () => {
@@ -371,5 +407,40 @@ describe('Worker placement and steps', () => {
     await placedOn(id, w.id);
     expectStatus(await t.http().delete(`/api/v0/worker-pools/${p.id}`).set(owner.auth), 204);
     expect(await computer(id)).toMatchObject({ status: 'provisioning', placement: { poolId: null, labels: ['arm'] }, runsOn: { kind: 'waiting' } });
+  });
+
+  it('creating computers while their pool is deleted answers 201 or 404 and the deletion 204 or 409, never 500; the answers agree', async () => {
+    const poolComputers = async (poolId: string) =>
+      ((await db().query(`SELECT count(*)::int AS n FROM computers WHERE pool_id = $1`, [poolId])) as Json[])[0].n as number;
+    // Rounds send the deletion first, among the creations and last, so that both orders are likely met; which one
+    // wins a round is the database's to say, not the test's.
+    for (const at of [0, 4, 8]) {
+      const p = await pool(owner);
+      const requests = Array.from({ length: 8 }, () => create(owner, { pool: p.name }));
+      const deletion = t.http().delete(`/api/v0/worker-pools/${p.id}`).set(owner.auth);
+      const answers = await Promise.all([...requests.slice(0, at), deletion, ...requests.slice(at)]);
+      const deleted = answers[at];
+      const created = answers.filter((_, i) => i !== at);
+
+      for (const res of created) if (res.status !== 201) expectV0Error(res, 404, 'worker_pool_not_found');
+      if (deleted.status !== 204) expectV0Error(deleted, 409, 'worker_pool_in_use');
+      const made = created.filter((res) => res.status === 201).map((res) => res.body.id as string);
+      // What the answers said is what the database holds: no computer of a 404 went in, none of a 201 is missing.
+      expect(await poolComputers(p.id)).toBe(made.length);
+      const shown = await t.http().get(`/api/v0/worker-pools/${p.id}`).set(owner.auth);
+      if (deleted.status === 204) {
+        // A computer in before the deletion would have made it 409; one after it finds no pool.
+        expect(made).toEqual([]);
+        expectV0Error(shown, 404, 'worker_pool_not_found');
+      } else {
+        // In use means one of these went in first; the pool stayed, so every one of them found it.
+        expect(made).toHaveLength(created.length);
+        expectStatus(shown, 200);
+        for (const id of made) expect((await computer(id)).placement.poolId).toBe(p.id);
+        // Their computers gone, the pool goes too: the quotas stay clear for the rounds after.
+        for (const id of made) expectStatus(await t.http().delete(`/api/v0/computers/${id}`).set(owner.auth), 204);
+        expectStatus(await t.http().delete(`/api/v0/worker-pools/${p.id}`).set(owner.auth), 204);
+      }
+    }
   });
 });
