@@ -409,6 +409,26 @@ describe('Worker placement and steps', () => {
     expect(await computer(id)).toMatchObject({ status: 'provisioning', placement: { poolId: null, labels: ['arm'] }, runsOn: { kind: 'waiting' } });
   });
 
+  it("a step finished while its worker leaves: either the finish or the recovery goes first, never a deadlock's 500", async () => {
+    // The recovery locks the computer, then its steps; a finish that locked the step first, then the computer, could
+    // deadlock with it (PostgreSQL then aborts one of the two).
+    for (let round = 0; round < 6; round++) {
+      const p = await pool(owner);
+      const leaving = await worker(p.token);
+      const id = (await create(owner, { pool: p.name })).body.id as string;
+      await placedOn(id, leaving.id);
+      const step = (await claim(leaving.session)).body.work as Json;
+      const [finished, left] = await Promise.all([
+        finish(leaving.session, { computerId: id, position: 0, claimId: step.claimId, status: 'completed' }),
+        t.http().post('/api/v0/worker/leave').set(bearer(leaving.session)),
+      ]);
+      expectStatus(left, 204);
+      if (finished.status !== 200) expect([401, 409]).toContain(finished.status);
+      // Either way the computer is off the worker that left, its steps to run again.
+      expect(await computer(id)).toMatchObject({ status: 'provisioning', runsOn: { kind: 'waiting' }, provisioningSteps: [{ status: 'pending' }] });
+    }
+  });
+
   it('creating computers while their pool is deleted answers 201 or 404 and the deletion 204 or 409, never 500; the answers agree', async () => {
     const poolComputers = async (poolId: string) =>
       ((await db().query(`SELECT count(*)::int AS n FROM computers WHERE pool_id = $1`, [poolId])) as Json[])[0].n as number;

@@ -214,6 +214,13 @@ export class ComputersRepository {
       );
       if (!candidate) return null;
       if (candidate.status === StepStatus.Running && candidate.attempts >= maxAttempts) {
+        // Abandoning updates the computer while this holds its step: never wait for the computer's lock then (a
+        // deletion or a worker's recovery holds it and waits for the step), only take it if it is free.
+        const [free] = await sql.query('computers.lockToAbandon', `SELECT 1 FROM computers WHERE organization_id = $1 AND id = $2 FOR UPDATE SKIP LOCKED`, [
+          candidate.organization_id,
+          candidate.computer_id,
+        ]);
+        if (!free) return null;
         const error = `Abandoned: ${candidate.attempts} ${claimant.kind === 'server' ? 'instances' : 'runs'} took this step and none finished it (each stopped without a word).`;
         const abandoned = await this.finishStep(
           manager,
@@ -286,6 +293,8 @@ export class ComputersRepository {
   /**
    * Finishes a claimed step (fenced by its claim): completed, with the computer active when it was
    * the last; or failed, with the computer in error. `lost` when the claim was no longer held.
+   * The computer's row is locked first, as a worker's recovery and a deletion lock it (then its steps): finishing
+   * the other way round could deadlock with them.
    */
   async finish(
     step: StepFence,
@@ -293,6 +302,9 @@ export class ComputersRepository {
     moved: StepMoved,
   ): Promise<FinishOutcome & { activated?: boolean }> {
     return this.transaction(async (manager) => {
+      await this.sql
+        .in(manager)
+        .query('computers.lockForFinish', `SELECT 1 FROM computers WHERE organization_id = $1 AND id = $2 FOR UPDATE`, [step.organizationId, step.computerId]);
       if (outcome.status === StepStatus.Completed && outcome.clonedRepoDirectories) {
         await this.sql.in(manager).query(
           'computers.setCloned',
