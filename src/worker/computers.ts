@@ -77,6 +77,11 @@ export class WorkerComputers {
     });
   }
 
+  /** Why this host cannot make a computer's sandbox (bubblewrap missing, no user namespaces); null when it can, or sandboxing is off. */
+  sandboxUnavailable(): Promise<string | null> {
+    return this.sandbox.unavailable('startup-probe');
+  }
+
   /** A step of the computer was claimed: its folders are not torn down by an answer that predates it. */
   stepStarted(computerId: string, organizationId: string): void {
     this.organizationId = organizationId;

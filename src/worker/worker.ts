@@ -84,6 +84,15 @@ export class Worker {
 
   /** Runs until stopped (0) or until it cannot go on (WorkerStopped's code); resolves to the exit code. */
   async run(): Promise<number> {
+    // A worker that cannot sandbox would take computers only to fail each one (and, least loaded, be chosen again).
+    const unsandboxable = await this.computers.sandboxUnavailable();
+    if (unsandboxable) {
+      this.log(
+        `this host cannot sandbox computers: ${unsandboxable}. Fix that, or run the worker with LOCAL_SANDBOX=off in a pool ` +
+          'that allows unsandboxed workers (which trusts every member of the organization with this host).',
+      );
+      return 1;
+    }
     try {
       let session = await this.resumed();
       for (;;) {

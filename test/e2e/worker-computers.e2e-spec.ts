@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Role } from '../../src/modules/auth';
@@ -7,8 +7,8 @@ import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { createGitRepo, reposRoot } from '../utils/git-fixtures';
 import { Body, until } from '../utils/polling';
 import { ancestorsOf, agentPids, environmentOf, gone, theAgent } from '../utils/process-state';
-import { PROCESSES_TIMEOUT_MS, startWorker, WorkerProcess } from '../utils/processes';
-import { itInSandbox } from '../utils/sandbox';
+import { PROCESSES_TIMEOUT_MS, runNode, startWorker, WorkerProcess } from '../utils/processes';
+import { describeInSandbox, itInSandbox } from '../utils/sandbox';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { expectStatus } from '../utils/v0-errors';
 import { poolWithToken } from '../utils/workers';
@@ -22,7 +22,7 @@ const ALLOWED_IPS = ['203.0.113.0/24'];
  * a session through the worker's uplink), keeps its sandbox to the organization's network policy, and removes the
  * computer when it is deleted.
  */
-describe('A worker running its computers', () => {
+describeInSandbox('A worker running its computers', () => {
   let t: TestApp;
   let owner: TestUser;
   let root: string;
@@ -233,6 +233,41 @@ describe('A worker running its computers', () => {
       expect(existsSync(join(dataDir, 'computers', id))).toBe(false);
       expect(existsSync(join(dataDir, 'computers', '.agent-state', id))).toBe(false);
       expect(existsSync(join(dataDir, 'worker.json'))).toBe(false);
+    },
+    PROCESSES_TIMEOUT_MS,
+  );
+  it(
+    'a worker whose host cannot make the sandbox refuses to start, saying why, and takes no computer',
+    async () => {
+      // A PATH with what a computer needs but bubblewrap: the sandbox cannot start, so the worker must not take work.
+      const bin = mkdtempSync(join(tmpdir(), 'ap-worker-no-bwrap-'));
+      for (const program of ['git', 'node', 'npm', 'sh', 'socat', 'prlimit', 'setpriv', 'chown', 'du', 'env']) {
+        const found = execFileSync('sh', ['-c', `command -v ${program} || true`], { encoding: 'utf8' }).trim();
+        if (found) symlinkSync(found, join(bin, program));
+      }
+      const made = await poolWithToken(t, owner);
+      writeFileSync(join(home, 'token-2'), `${made.token}\n`, { mode: 0o600 });
+      const created = await t.http().post('/api/v0/computers').set(owner.auth).send({ name: 'no-sandbox', provider: 'local', pool: made.pool.name });
+      expectStatus(created, 201);
+      try {
+        const url = (await t.app.getUrl()).replace('[::1]', '127.0.0.1');
+        const run = await runNode('dist/worker/main.js', ['--url', url], {
+          PATH: bin,
+          WORKER_TOKEN_FILE: join(home, 'token-2'),
+          WORKER_DATA_DIR: join(home, 'data-2'),
+          LOCAL_SANDBOX: 'on',
+        });
+        expect(run.code).toBe(1);
+        expect(run.stdout + run.stderr).toMatch(
+          /this host cannot sandbox computers: bwrap is not installed \(Debian: apt-get install bubblewrap\)\. .*LOCAL_SANDBOX=off/,
+        );
+        // It never joined: the pool has no worker, and the computer still waits for one.
+        expect((await t.http().get(`/api/v0/worker-pools/${made.pool.id}/workers`).set(owner.auth).expect(200)).body.workers).toEqual([]);
+        expect(await view(created.body.id as string)).toMatchObject({ status: 'provisioning', runsOn: { kind: 'waiting' } });
+        expect(existsSync(join(home, 'data-2', 'computers', created.body.id as string))).toBe(false);
+      } finally {
+        rmSync(bin, { recursive: true, force: true });
+      }
     },
     PROCESSES_TIMEOUT_MS,
   );

@@ -6,7 +6,7 @@ import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { Body, until } from '../utils/polling';
 import { environmentOf, gone, theAgent } from '../utils/process-state';
 import { PROCESSES_TIMEOUT_MS, startWorker, WorkerProcess } from '../utils/processes';
-import { itInSandbox } from '../utils/sandbox';
+import { describeInSandbox, itInSandbox } from '../utils/sandbox';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { expectStatus, expectV0Error } from '../utils/v0-errors';
 import { poolWithToken } from '../utils/workers';
@@ -19,7 +19,7 @@ const LEASE_MS = 3000;
  * `kill -9` and its computers provisioned again elsewhere with new agent tokens; a worker whose enrollment token is
  * revoked mid-run; deletion cleaning the worker's disk.
  */
-describe('A pool of two workers', () => {
+describeInSandbox('A pool of two workers', () => {
   let t: TestApp;
   let owner: TestUser;
   let home: string;

