@@ -15,6 +15,8 @@ import { poolWithToken } from '../utils/workers';
 
 /** The only addresses the organization's agents may reach: none of them the test's. */
 const ALLOWED_IPS = ['203.0.113.0/24'];
+/** The one loopback port the worker's operator lets sandboxes reach by name (OUTBOUND_ALLOWED_HOSTS). */
+const ALLOWED_PORT = 4444;
 
 /**
  * `agent-platform worker` running the managed computers placed on it: a real worker process, a real sandbox and real
@@ -60,6 +62,8 @@ describeInSandbox('A worker running its computers', () => {
         WORKER_CAPACITY_COMPUTERS: '2',
         LOCAL_SANDBOX: 'on',
         LOCAL_REPOS_DIR: root,
+        // The operator's exception, on the worker as on a server: this name and port, and nothing else of the host.
+        OUTBOUND_ALLOWED_HOSTS: `localhost:${ALLOWED_PORT}`,
         // No model: the agent answers with how to configure one (whatever the developer's shell has).
         AGENT_MODEL_BASE_URL: '',
         AGENT_MODEL: '',
@@ -134,6 +138,10 @@ describeInSandbox('A worker running its computers', () => {
         execFileSync('nsenter', ['-t', String(computer.pid), '-n', 'curl', '-s', '-m', '10', '-x', 'http://127.0.0.1:3128', target], { encoding: 'utf8' });
       expect(through('http://1.1.1.1/')).toMatch(/outside the organization's allowed IPs \(networkPolicy\.allowedIps: 203\.0\.113\.0\/24\)/);
       expect(through('http://169.254.169.254/latest/meta-data/')).toMatch(/is a cloud metadata address/);
+      // The worker's OUTBOUND_ALLOWED_HOSTS lifts the loopback rule for its one name and port, and no other; the
+      // organization's list still binds what it lets through.
+      expect(through(`http://localhost:${ALLOWED_PORT + 1}/`)).toMatch(/is a loopback name \(localhost\)/);
+      expect(through(`http://localhost:${ALLOWED_PORT}/`)).toMatch(/outside the organization's allowed IPs/);
       await until(
         () => worker.output(),
         (output) => /security: sandbox\.egress_refused .*"host":"1\.1\.1\.1"/.test(output),
