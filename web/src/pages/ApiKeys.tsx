@@ -3,12 +3,13 @@ import { useApiKeys, useCreateApiKey, useRevokeApiKey, type ApiKeyScope as Scope
 import type { Schemas } from '../api/client';
 import { useFirstMembers } from '../api/members';
 import { useAuth, useMe } from '../auth/auth';
-import { ConfirmDialog } from '../components/ConfirmDialog';
+import { CredentialTable } from '../components/CredentialTable';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { OneTimeSecret } from '../components/OneTimeSecret';
 import { Page } from '../components/Page';
-import { formatTime } from '../format';
+import { RevokeCredentialDialog } from '../components/RevokeCredentialDialog';
+import { ShowMore } from '../components/ShowMore';
 
 type ApiKey = Schemas['ApiKeyView'];
 
@@ -146,69 +147,19 @@ function KeyList({ scope }: { scope: Scope }) {
   }
   return (
     <>
-      <table className="table keys">
-        <caption className="visually-hidden">{scope === 'own' ? 'Your API keys' : 'Every API key of the organization'}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Key</th>
-            {scope === 'organization' ? <th scope="col">User</th> : null}
-            <th scope="col">Created</th>
-            <th scope="col">Last used</th>
-            <th scope="col">Expires</th>
-            <th scope="col">Status</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {keys.map((key) => {
-            const status = statusOf(key);
-            const current = me.credential.apiKeyId === key.id;
-            return (
-              <tr key={key.id}>
-                <th scope="row" data-label="Name">
-                  {key.name}
-                  {current ? <span className="badge">this session</span> : null}
-                </th>
-                <td data-label="Key">
-                  <code>{key.prefix}…</code>
-                </td>
-                {scope === 'organization' ? <td data-label="User">{ownerOf(key)}</td> : null}
-                <td data-label="Created">{formatTime(key.createdAt)}</td>
-                <td data-label="Last used">{formatTime(key.lastUsedAt, 'Not yet')}</td>
-                <td data-label="Expires">{formatTime(key.expiresAt)}</td>
-                <td data-label="Status">
-                  <span className={`status-pill status-${status.toLowerCase()}`}>{status}</span>
-                </td>
-                <td data-label="">
-                  {status === 'Active' ? (
-                    <button type="button" className="danger small" onClick={() => setRevoking(key)} aria-label={`Revoke ${key.name}`}>
-                      Revoke
-                    </button>
-                  ) : null}
-                </td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
-      {list.hasNextPage ? (
-        <button type="button" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>
-          {list.isFetchingNextPage ? 'Loading…' : 'Show more keys'}
-        </button>
-      ) : null}
-      {list.isFetchNextPageError ? <ErrorMessage error={list.error} action="Listing more keys" /> : null}
+      <CredentialTable
+        credentials={keys}
+        className="table keys"
+        caption={scope === 'own' ? 'Your API keys' : 'Every API key of the organization'}
+        prefixLabel="Key"
+        user={scope === 'organization' ? ownerOf : undefined}
+        badge={(key) => (me.credential.apiKeyId === key.id ? <span className="badge">this session</span> : null)}
+        onRevoke={setRevoking}
+      />
+      <ShowMore list={list} label="Show more keys" errorAction="Listing more keys" />
       <RevokeDialog apiKey={revoking} onClose={() => setRevoking(null)} />
     </>
   );
-}
-
-function statusOf(key: ApiKey): 'Active' | 'Revoked' | 'Expired' {
-  if (key.revokedAt !== null) return 'Revoked';
-  if (key.expiresAt !== null && key.expiresAt <= Date.now()) return 'Expired';
-  return 'Active';
 }
 
 function RevokeDialog({ apiKey, onClose }: { apiKey: ApiKey | null; onClose: () => void }) {
@@ -227,19 +178,11 @@ function RevokeDialog({ apiKey, onClose }: { apiKey: ApiKey | null; onClose: () 
     onClose();
   };
   return (
-    <ConfirmDialog
-      open={apiKey !== null}
-      onOpenChange={(open) => (open ? undefined : close())}
-      title={`Revoke “${apiKey?.name ?? ''}”?`}
-      confirmLabel="Revoke key"
-      pending={revoke.isPending}
-      onConfirm={() => apiKey && revoke.mutate(apiKey)}
-      error={<ErrorMessage error={revoke.error} action="Revoking" />}
-    >
+    <RevokeCredentialDialog credential={apiKey} revoke={revoke} confirmLabel="Revoke key" onClose={close}>
       <p>
         Anything using <code>{apiKey?.prefix}…</code> gets 401 from its next request. This cannot be undone.
       </p>
       {current ? <p className="alert alert-warning">This is the key you are signed in with: you will be signed out.</p> : null}
-    </ConfirmDialog>
+    </RevokeCredentialDialog>
   );
 }

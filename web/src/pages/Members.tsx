@@ -8,6 +8,8 @@ import { EmptyState } from '../components/EmptyState';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { OneTimeSecret } from '../components/OneTimeSecret';
 import { Page } from '../components/Page';
+import { ShowMore } from '../components/ShowMore';
+import { ActionsHeader } from '../components/TableActions';
 import { formatTime, ROLE_LABELS } from '../format';
 import '../fleet.css';
 
@@ -164,9 +166,7 @@ function MemberList() {
               <th scope="col">Role</th>
               <th scope="col">Kind</th>
               <th scope="col">Added</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
+              <ActionsHeader />
             </tr>
           </thead>
           <tbody>
@@ -176,12 +176,7 @@ function MemberList() {
           </tbody>
         </table>
       )}
-      {list.hasNextPage ? (
-        <button type="button" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>
-          {list.isFetchingNextPage ? 'Loading…' : 'Show more members'}
-        </button>
-      ) : null}
-      {list.isFetchNextPageError ? <ErrorMessage error={list.error} action="Listing more members" /> : null}
+      <ShowMore list={list} label="Show more members" errorAction="Listing more members" />
       <RemoveDialog member={removing} onClose={() => setRemoving(null)} />
       <ServiceAccountKeyDialog
         member={keyFor}

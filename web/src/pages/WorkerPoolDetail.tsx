@@ -17,13 +17,17 @@ import {
   type WorkerPool,
 } from '../api/worker-pools';
 import { ConfirmDialog } from '../components/ConfirmDialog';
+import { CredentialTable } from '../components/CredentialTable';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { LiveState } from '../components/LiveState';
 import { OneTimeSecret } from '../components/OneTimeSecret';
 import { Page } from '../components/Page';
+import { RevokeCredentialDialog } from '../components/RevokeCredentialDialog';
+import { ShowMore } from '../components/ShowMore';
+import { ActionsHeader, DangerRowAction } from '../components/TableActions';
 import { formatTime } from '../format';
-import { PoolFields } from './WorkerPools';
+import { PoolFields, poolDraft } from './WorkerPools';
 import '../fleet.css';
 
 const WORKER_STATUS: Record<Worker['status'], string> = { online: 'Online', left: 'Left', lost: 'Lost', revoked: 'Revoked', evicted: 'Evicted' };
@@ -108,9 +112,7 @@ function Workers({ pool }: { pool: WorkerPool }) {
               <th scope="col">Capacity</th>
               <th scope="col">Usage</th>
               <th scope="col">Last seen</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
+              <ActionsHeader />
             </tr>
           </thead>
           <tbody>
@@ -150,24 +152,13 @@ function Workers({ pool }: { pool: WorkerPool }) {
                   )}
                 </td>
                 <td data-label="Last seen">{formatTime(worker.lastSeenAt)}</td>
-                <td data-label="">
-                  {worker.status === 'online' ? (
-                    <button type="button" className="danger small" onClick={() => setEvicting(worker)} aria-label={`Evict ${worker.name}`}>
-                      Evict
-                    </button>
-                  ) : null}
-                </td>
+                <DangerRowAction action="Evict" name={worker.name} available={worker.status === 'online'} onClick={() => setEvicting(worker)} />
               </tr>
             ))}
           </tbody>
         </table>
       )}
-      {list.hasNextPage ? (
-        <button type="button" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>
-          {list.isFetchingNextPage ? 'Loading…' : 'Show more workers'}
-        </button>
-      ) : null}
-      {list.isFetchNextPageError ? <ErrorMessage error={list.error} action="Listing more workers" /> : null}
+      <ShowMore list={list} label="Show more workers" errorAction="Listing more workers" />
       <ConfirmDialog
         open={evicting !== null}
         onOpenChange={(open) => (open ? undefined : close())}
@@ -250,78 +241,23 @@ function Tokens({ pool }: { pool: WorkerPool }) {
       ) : tokens.length === 0 ? (
         <EmptyState title="No enrollment tokens yet." />
       ) : (
-        <table className="table tokens">
-          <caption className="visually-hidden">Enrollment tokens of {pool.name}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Token</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Status</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {tokens.map((token) => {
-              const status = tokenStatus(token);
-              return (
-                <tr key={token.id}>
-                  <th scope="row" data-label="Name">
-                    {token.name}
-                  </th>
-                  <td data-label="Token">
-                    <code>{token.prefix}…</code>
-                  </td>
-                  <td data-label="Created">{formatTime(token.createdAt)}</td>
-                  <td data-label="Last used">{formatTime(token.lastUsedAt, 'Not yet')}</td>
-                  <td data-label="Expires">{formatTime(token.expiresAt)}</td>
-                  <td data-label="Status">
-                    <span className={`status-pill status-${status.toLowerCase()}`}>{status}</span>
-                  </td>
-                  <td data-label="">
-                    {status === 'Active' ? (
-                      <button type="button" className="danger small" onClick={() => setRevoking(token)} aria-label={`Revoke ${token.name}`}>
-                        Revoke
-                      </button>
-                    ) : null}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <CredentialTable
+          credentials={tokens}
+          className="table tokens"
+          caption={<>Enrollment tokens of {pool.name}</>}
+          prefixLabel="Token"
+          onRevoke={setRevoking}
+        />
       )}
-      {list.hasNextPage ? (
-        <button type="button" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>
-          {list.isFetchingNextPage ? 'Loading…' : 'Show more tokens'}
-        </button>
-      ) : null}
-      <ConfirmDialog
-        open={revoking !== null}
-        onOpenChange={(open) => (open ? undefined : close())}
-        title={`Revoke “${revoking?.name ?? ''}”?`}
-        confirmLabel="Revoke token"
-        pending={revoke.isPending}
-        onConfirm={() => revoking && revoke.mutate(revoking)}
-        error={<ErrorMessage error={revoke.error} action="Revoking" />}
-      >
+      <ShowMore list={list} label="Show more tokens" errorAction="Listing more tokens" />
+      <RevokeCredentialDialog credential={revoking} revoke={revoke} confirmLabel="Revoke token" onClose={close}>
         <p>
           <code>{revoking?.prefix}…</code> registers no more workers, and every worker registered with it stops at once; their computers are placed on other
           workers. This cannot be undone.
         </p>
-      </ConfirmDialog>
+      </RevokeCredentialDialog>
     </section>
   );
-}
-
-function tokenStatus(token: EnrollmentToken): 'Active' | 'Revoked' | 'Expired' {
-  if (token.revokedAt !== null) return 'Revoked';
-  if (token.expiresAt !== null && token.expiresAt <= Date.now()) return 'Expired';
-  return 'Active';
 }
 
 /** How to run a worker with the token: from a file (`--token-file`), never on the command line, where `ps` shows it to every user. */
@@ -346,35 +282,23 @@ function WorkerCommand() {
 
 function Settings({ pool }: { pool: WorkerPool }) {
   const id = useId();
-  const [name, setName] = useState(pool.name);
-  const [description, setDescription] = useState(pool.description ?? '');
-  const [max, setMax] = useState(pool.maxComputersPerWorker === null ? '' : String(pool.maxComputersPerWorker));
-  const [allowUnsandboxed, setAllowUnsandboxed] = useState(pool.allowUnsandboxed);
+  const [draft, setDraft] = useState(() => poolDraft(pool));
   const [saved, setSaved] = useState(false);
   const update = useUpdateWorkerPool(pool.id, { onSuccess: () => setSaved(true) });
   const submit = (event: FormEvent) => {
     event.preventDefault();
     setSaved(false);
     update.mutate({
-      name: name.trim(),
-      description: description.trim() ? description.trim() : null,
-      maxComputersPerWorker: max.trim() ? Number(max) : null,
-      allowUnsandboxed,
+      name: draft.name.trim(),
+      description: draft.description.trim() ? draft.description.trim() : null,
+      maxComputersPerWorker: draft.max.trim() ? Number(draft.max) : null,
+      allowUnsandboxed: draft.allowUnsandboxed,
     });
   };
   return (
     <form className="form form-inline" onSubmit={submit} noValidate aria-labelledby={`${id}-title`}>
       <h2 id={`${id}-title`}>Settings</h2>
-      <PoolFields
-        name={name}
-        onName={setName}
-        description={description}
-        onDescription={setDescription}
-        max={max}
-        onMax={setMax}
-        allowUnsandboxed={allowUnsandboxed}
-        onAllowUnsandboxed={setAllowUnsandboxed}
-      />
+      <PoolFields value={draft} onChange={setDraft} />
       <button type="submit" className="primary" disabled={update.isPending}>
         {update.isPending ? 'Saving…' : 'Save settings'}
       </button>

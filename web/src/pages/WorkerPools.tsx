@@ -5,6 +5,7 @@ import { EmptyState } from '../components/EmptyState';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { LiveState } from '../components/LiveState';
 import { Page } from '../components/Page';
+import { ShowMore } from '../components/ShowMore';
 import { formatTime } from '../format';
 import '../fleet.css';
 
@@ -37,12 +38,7 @@ export default function WorkerPools() {
       ) : (
         <>
           <PoolTable pools={pools} />
-          {list.hasNextPage ? (
-            <button type="button" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>
-              {list.isFetchingNextPage ? 'Loading…' : 'Show more pools'}
-            </button>
-          ) : null}
-          {list.isFetchNextPageError ? <ErrorMessage error={list.error} action="Listing more pools" /> : null}
+          <ShowMore list={list} label="Show more pools" errorAction="Listing more pools" />
         </>
       )}
     </Page>
@@ -82,33 +78,21 @@ function PoolTable({ pools }: { pools: WorkerPool[] }) {
 function CreatePool() {
   const id = useId();
   const navigate = useNavigate();
-  const [name, setName] = useState('');
-  const [description, setDescription] = useState('');
-  const [max, setMax] = useState('');
-  const [allowUnsandboxed, setAllowUnsandboxed] = useState(false);
+  const [draft, setDraft] = useState(() => poolDraft());
   const create = useCreateWorkerPool({ onSuccess: (pool) => void navigate(`/worker-pools/${pool.id}`) });
   const submit = (event: FormEvent) => {
     event.preventDefault();
     create.mutate({
-      name: name.trim(),
-      ...(description.trim() ? { description: description.trim() } : {}),
-      ...(max.trim() ? { maxComputersPerWorker: Number(max) } : {}),
-      allowUnsandboxed,
+      name: draft.name.trim(),
+      ...(draft.description.trim() ? { description: draft.description.trim() } : {}),
+      ...(draft.max.trim() ? { maxComputersPerWorker: Number(draft.max) } : {}),
+      allowUnsandboxed: draft.allowUnsandboxed,
     });
   };
   return (
     <form className="form form-inline" onSubmit={submit} noValidate aria-labelledby={`${id}-title`}>
       <h2 id={`${id}-title`}>Create a pool</h2>
-      <PoolFields
-        name={name}
-        onName={setName}
-        description={description}
-        onDescription={setDescription}
-        max={max}
-        onMax={setMax}
-        allowUnsandboxed={allowUnsandboxed}
-        onAllowUnsandboxed={setAllowUnsandboxed}
-      />
+      <PoolFields value={draft} onChange={setDraft} />
       <button type="submit" className="primary" disabled={create.isPending}>
         {create.isPending ? 'Creating…' : 'Create pool'}
       </button>
@@ -117,17 +101,27 @@ function CreatePool() {
   );
 }
 
-/** A pool's settings as fields: the create form's and the pool page's. */
-export function PoolFields(props: {
+/** A pool's settings as the form holds them: as typed, trimmed and parsed on submit. */
+export interface PoolDraft {
   name: string;
-  onName: (name: string) => void;
   description: string;
-  onDescription: (description: string) => void;
+  /** Computers per worker; blank: what each worker reports. */
   max: string;
-  onMax: (max: string) => void;
   allowUnsandboxed: boolean;
-  onAllowUnsandboxed: (allow: boolean) => void;
-}) {
+}
+
+/** A new pool's draft, or an existing pool's settings to edit. */
+export function poolDraft(pool?: WorkerPool): PoolDraft {
+  return {
+    name: pool?.name ?? '',
+    description: pool?.description ?? '',
+    max: pool && pool.maxComputersPerWorker !== null ? String(pool.maxComputersPerWorker) : '',
+    allowUnsandboxed: pool?.allowUnsandboxed ?? false,
+  };
+}
+
+/** A pool's settings as fields: the create form's and the pool page's. */
+export function PoolFields({ value, onChange }: { value: PoolDraft; onChange: (value: PoolDraft) => void }) {
   const id = useId();
   return (
     <>
@@ -135,8 +129,8 @@ export function PoolFields(props: {
         <label htmlFor={`${id}-name`}>Name</label>
         <input
           id={`${id}-name`}
-          value={props.name}
-          onChange={(event) => props.onName(event.target.value)}
+          value={value.name}
+          onChange={(event) => onChange({ ...value, name: event.target.value })}
           maxLength={63}
           required
           spellCheck={false}
@@ -149,7 +143,12 @@ export function PoolFields(props: {
       </div>
       <div className="field">
         <label htmlFor={`${id}-description`}>Description (optional)</label>
-        <input id={`${id}-description`} value={props.description} onChange={(event) => props.onDescription(event.target.value)} maxLength={500} />
+        <input
+          id={`${id}-description`}
+          value={value.description}
+          onChange={(event) => onChange({ ...value, description: event.target.value })}
+          maxLength={500}
+        />
       </div>
       <div className="field">
         <label htmlFor={`${id}-max`}>Computers per worker (optional)</label>
@@ -158,8 +157,8 @@ export function PoolFields(props: {
           type="number"
           min={1}
           max={256}
-          value={props.max}
-          onChange={(event) => props.onMax(event.target.value)}
+          value={value.max}
+          onChange={(event) => onChange({ ...value, max: event.target.value })}
           aria-describedby={`${id}-max-hint`}
         />
         <p className="hint" id={`${id}-max-hint`}>
@@ -167,8 +166,8 @@ export function PoolFields(props: {
         </p>
       </div>
       <label className="checkbox">
-        <input type="checkbox" checked={props.allowUnsandboxed} onChange={(event) => props.onAllowUnsandboxed(event.target.checked)} /> Allow workers without
-        the sandbox
+        <input type="checkbox" checked={value.allowUnsandboxed} onChange={(event) => onChange({ ...value, allowUnsandboxed: event.target.checked })} /> Allow
+        workers without the sandbox
       </label>
     </>
   );
