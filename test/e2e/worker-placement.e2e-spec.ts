@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { Role } from '../../src/modules/auth';
 import { WorkerChannelService } from '../../src/modules/computers/workers/worker-channel.service';
@@ -57,27 +58,38 @@ describe('Worker placement and steps', () => {
       .post('/api/v0/computers')
       .set(user.auth)
       .send({ name: `c-${randomUUID().slice(0, 6)}`, provider: 'local', ...body });
-  const computer = async (id: string): Promise<Json> => (await t.http().get(`/api/v0/computers/${id}`).set(owner.auth).expect(200)).body;
-  const placedOn = async (id: string, workerId: string) =>
+  const computer = async (id: string, user = owner): Promise<Json> => (await t.http().get(`/api/v0/computers/${id}`).set(user.auth).expect(200)).body;
+  const placedOn = async (id: string, workerId: string, user = owner) =>
     until(
-      () => computer(id),
+      () => computer(id, user),
       (c) => c.runsOn?.workerId === workerId,
       `computer ${id} to be placed on ${workerId}`,
     );
   const claim = (session: string, waitMs = 0) => t.http().post('/api/v0/worker/claims').set(bearer(session)).send({ waitMs });
   const finish = (session: string, body: Json) => t.http().post('/api/v0/worker/steps/finish').set(bearer(session)).send(body);
   /**
-   * A 20 s claim seen waiting on this instance. An event of the setup delivered late (on PostgreSQL, events of other
-   * transactions arrive by NOTIFY) may wake it before the test acts: it then answers sync with no work, and is made again.
+   * `count` 20 s claims of the worker, seen waiting on this instance (the only claims waiting: the file's tests run one
+   * at a time). An event delivered late (on PostgreSQL, events reach listeners by NOTIFY, which lags under load) may
+   * wake one before the test acts: it then answers sync with no work, and is made again. The tests that wait for claims
+   * run in an organization of their own, whose only events are their own: the organization-wide wakes of other tests'
+   * computers never reach them.
    */
-  async function waitingClaim(session: string, waitingNow = 1) {
-    for (let attempt = 1; ; attempt++) {
-      let answered = false;
-      const pending = claim(session, 20_000).then((res) => ((answered = true), res));
-      await until(waitingClaims, (n) => n === waitingNow || answered, 'the claim to wait');
-      if (!answered) return { answer: pending };
-      expect((await pending).body).toEqual({ work: null, sync: true });
-      if (attempt === 3) throw new Error('The claim never waited: three in a row answered at once.');
+  async function claimsWaiting(session: string, count = 1): Promise<Array<Promise<Response>>> {
+    const slots: Array<{ answered: boolean; answer: Promise<Response> }> = [];
+    for (let round = 1; ; round++) {
+      while (slots.length < count) {
+        const slot = { answered: false, answer: Promise.resolve(undefined as unknown as Response) };
+        slot.answer = claim(session, 20_000).then((res) => ((slot.answered = true), res));
+        slots.push(slot);
+      }
+      await until(waitingClaims, (n) => n === count || slots.some((slot) => slot.answered), 'the claims to wait');
+      const answered = slots.filter((slot) => slot.answered);
+      if (answered.length === 0) return slots.map((slot) => slot.answer);
+      for (const slot of answered) {
+        expect((await slot.answer).body).toEqual({ work: null, sync: true });
+        slots.splice(slots.indexOf(slot), 1);
+      }
+      if (round === 5) throw new Error('The claims never all waited: five rounds in a row, one answered at once.');
     }
   }
   const heartbeat = (session: string, body: Json = {}) => t.http().post('/api/v0/worker/heartbeat').set(bearer(session)).send(body);
@@ -253,40 +265,40 @@ describe('Worker placement and steps', () => {
   });
 
   it('a waiting claim answers as soon as a computer is placed on its worker, and a worker waits in at most two at once', async () => {
-    const p = await pool(owner);
+    const alone = await createUser(t, Role.Owner, await createOrganization(t));
+    const p = await pool(alone);
     const w = await worker(p.token);
-    const waiting = await waitingClaim(w.session);
-    const second = await waitingClaim(w.session, 2);
+    const both = await claimsWaiting(w.session, 2);
     // Both wait (on this instance); a third is refused rather than piling up.
     const third = await claim(w.session, 20_000);
     expectV0Error(third, 429, 'rate_limited');
     expect(third.headers['retry-after']).toBe('1');
-    const id = (await create(owner, { pool: p.name })).body.id as string;
+    const id = (await create(alone, { pool: p.name })).body.id as string;
     // Unwoken, a claim would look again only after 30 s (its safety re-check), past its 20 s wait, and answer no work.
-    const [first, other] = await Promise.all([waiting.answer, second.answer]);
-    const answers = [first.body, other.body];
+    const answers = (await Promise.all(both)).map((res) => res.body);
     expect(answers.some((a) => a.work?.computerId === id)).toBe(true);
 
     // Deleting a computer of the worker's wakes its claim with sync: the worker learns by heartbeat that it is gone.
-    const polling = await waitingClaim(w.session);
-    expectStatus(await t.http().delete(`/api/v0/computers/${id}`).set(owner.auth), 204);
-    const woke = await polling.answer;
+    const [polling] = await claimsWaiting(w.session);
+    expectStatus(await t.http().delete(`/api/v0/computers/${id}`).set(alone.auth), 204);
+    const woke = await polling;
     expect(woke.body).toEqual({ work: null, sync: true });
     expect((await heartbeat(w.session)).body.computers).toEqual([]);
   });
 
   it('a claim waiting while its worker runs a step answers with the next step as soon as that step finishes', async () => {
-    const p = await pool(owner);
+    const alone = await createUser(t, Role.Owner, await createOrganization(t));
+    const p = await pool(alone);
     const w = await worker(p.token);
-    const id = (await create(owner, { pool: p.name, repos: ['https://git.example.com/team/app.git'] })).body.id as string;
-    await placedOn(id, w.id);
+    const id = (await create(alone, { pool: p.name, repos: ['https://git.example.com/team/app.git'] })).body.id as string;
+    await placedOn(id, w.id, alone);
     const first = (await claim(w.session)).body.work as Json;
     expect(first).toMatchObject({ stepId: 'create-computer', repos: ['https://git.example.com/team/app.git'] });
-    const next = await waitingClaim(w.session);
+    const [next] = await claimsWaiting(w.session);
     expectStatus(await finish(w.session, { computerId: id, position: 0, claimId: first.claimId, status: 'completed' }), 200);
     // Woken by the finish: unwoken, it would answer no work and no sync at the end of its 20 s (its safety re-check is
     // at 30 s). Woken by a late event of the setup instead, it answers sync, and the worker claims again.
-    const answer = (await next.answer).body;
+    const answer = (await next).body;
     expect(answer).not.toEqual({ work: null, sync: false });
     const work = answer.work ?? (await claim(w.session)).body.work;
     expect(work).toMatchObject({ computerId: id, position: 1, stepId: 'clone-repos' });
