@@ -210,11 +210,15 @@ describeInSandbox('A worker running its computers', () => {
       expect(await gone(pid)).toBe(true);
       const workspace = join(dataDir, 'computers', id);
       expect(existsSync(workspace)).toBe(true);
+      const leftover = join(workspace, 'left-by-the-old-session');
+      writeFileSync(leftover, 'x');
 
-      // Its session was left: the worker that starts is a new one, which holds nothing the old one held.
+      // Its session was left: the worker that starts is a new one, which holds nothing the old one held. The computer,
+      // placed again on it (the pool's only worker), may be provisioned afresh at once: the old workspace's file says
+      // whether what the old session left was removed, where the folder alone could already be back.
       worker = await start();
       await until(
-        () => existsSync(workspace),
+        () => existsSync(leftover),
         (present) => !present,
         "the old worker's computer to be removed",
       );
