@@ -5,6 +5,7 @@ import { Role } from '../../src/modules/auth';
 import { WorkerChannelService } from '../../src/modules/computers/workers/worker-channel.service';
 import { createOrganization, createUser, TestUser } from '../utils/factories';
 import { until } from '../utils/polling';
+import { serverUrl } from '../utils/test-database';
 import { startTestApp, TestApp } from '../utils/test-app';
 import { expectInvalid, expectStatus, expectV0Error } from '../utils/v0-errors';
 import { poolWithToken, registerWorker } from '../utils/workers';
@@ -439,6 +440,41 @@ describe('Worker placement and steps', () => {
       // Either way the computer is off the worker that left, its steps to run again.
       expect(await computer(id)).toMatchObject({ status: 'provisioning', runsOn: { kind: 'waiting' }, provisioningSteps: [{ status: 'pending' }] });
     }
+  });
+
+  // PostgreSQL only: PGlite runs one transaction at a time, so no claim could run beside the one holding the lock.
+  (serverUrl() ? it : it.skip)('a step to abandon whose computer another transaction holds is left for the next look, never waited on', async () => {
+    const p = await pool(owner);
+    const w = await worker(p.token);
+    const id = (await create(owner, { pool: p.name })).body.id as string;
+    await placedOn(id, w.id);
+    expect((await claim(w.session)).body.work).toMatchObject({ computerId: id, position: 0 });
+    // Its last run went silent: the lease is over, and no run is left to give it.
+    await db().query(`UPDATE provisioning_steps SET attempts = 3, lease_expires_at = now() - interval '1 second' WHERE computer_id = $1`, [id]);
+    // What a deletion or a worker's recovery does: lock the computer, then wait for its steps. A claim that waited for
+    // the computer's lock while holding the step would deadlock with it.
+    const holder = db().createQueryRunner();
+    await holder.connect();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await holder.startTransaction();
+      await holder.query(`SELECT 1 FROM computers WHERE id = $1 FOR UPDATE`, [id]);
+      const blocked = new Promise<'blocked'>((resolve) => (timer = setTimeout(() => resolve('blocked'), 20_000)));
+      const answer = await Promise.race([claim(w.session).then((res) => res), blocked]);
+      expect(answer === 'blocked' ? answer : answer.body).toEqual({ work: null, sync: false });
+      const [step] = (await db().query(`SELECT status, attempts FROM provisioning_steps WHERE computer_id = $1`, [id])) as Json[];
+      expect(step).toEqual({ status: 'running', attempts: 3 });
+    } finally {
+      clearTimeout(timer);
+      if (holder.isTransactionActive) await holder.rollbackTransaction();
+      await holder.release();
+    }
+    // Once the lock is free, the next look abandons it.
+    expect((await claim(w.session)).body).toEqual({ work: null, sync: true });
+    expect(await computer(id)).toMatchObject({
+      status: 'error',
+      provisioningSteps: [{ status: 'failed', error: expect.stringContaining('Abandoned: 3 runs took this step') }],
+    });
   });
 
   it('creating computers while their pool is deleted answers 201 or 404 and the deletion 204 or 409, never 500; the answers agree', async () => {
