@@ -6,6 +6,7 @@ import { useMe } from '../auth/auth';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { Page } from '../components/Page';
+import { ShowMore } from '../components/ShowMore';
 import { formatTime } from '../format';
 import { STATUS_LABELS, maySeeComputers, mayWriteSessions, sessionName, type Computer } from '../sessions/format';
 
@@ -124,12 +125,7 @@ function SessionList({
           ))}
         </tbody>
       </table>
-      {list.hasNextPage ? (
-        <button type="button" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>
-          {list.isFetchingNextPage ? 'Loading…' : 'Show more'}
-        </button>
-      ) : null}
-      {list.isFetchNextPageError ? <ErrorMessage error={list.error} action="Listing more sessions" /> : null}
+      <ShowMore list={list} label="Show more" errorAction="Listing more sessions" />
     </>
   );
 }

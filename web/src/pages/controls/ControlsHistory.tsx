@@ -7,6 +7,7 @@ import { useControlsHistory, useControlsRevision } from '../../api/controls';
 import { EmptyState } from '../../components/EmptyState';
 import { ErrorMessage } from '../../components/ErrorMessage';
 import { Page } from '../../components/Page';
+import { ShowMore } from '../../components/ShowMore';
 import { formatTime } from '../../format';
 import { pointerName, stableJson, type Json } from './settings-model';
 import './controls.css';
@@ -62,12 +63,7 @@ export default function ControlsHistory() {
           ))}
         </ol>
       )}
-      {list.hasNextPage ? (
-        <button type="button" onClick={() => void list.fetchNextPage()} disabled={list.isFetchingNextPage}>
-          {list.isFetchingNextPage ? 'Loading…' : 'Show older revisions'}
-        </button>
-      ) : null}
-      {list.isFetchNextPageError ? <ErrorMessage error={list.error} action="Reading older revisions" /> : null}
+      <ShowMore list={list} label="Show older revisions" errorAction="Reading older revisions" />
     </Page>
   );
 }
