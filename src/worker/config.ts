@@ -84,8 +84,9 @@ the command line, which every user of the machine can read (ps).
 What it reports, from the machine unless set: WORKER_CPUS, WORKER_MEMORY_MB, WORKER_DISK_MB (free under the data
 folder), WORKER_CAPACITY_COMPUTERS (default: one per CPU and 4 GiB of memory, at least 1). LOCAL_SANDBOX=on (the
 default) runs computers in the bubblewrap sandbox (a host that cannot make it stops the worker at start, exit 1); off
-is reported to the server, whose pool refuses it unless it allows unsandboxed workers. The computers' settings are the server's: LOCAL_REPOS_DIR, LOCAL_INSTALL_SCRIPTS,
-LOCAL_WORKSPACE_MAX_MB, LOCAL_SANDBOX_MEMORY_MB, LOCAL_SANDBOX_CPU_SECONDS, LOCAL_SANDBOX_PROCESSES, OUTBOUND_ALLOWED_HOSTS.
+is reported to the server, whose pool refuses it unless it allows unsandboxed workers. The computers' settings are
+the server's: LOCAL_REPOS_DIR, LOCAL_INSTALL_SCRIPTS, LOCAL_WORKSPACE_MAX_MB, LOCAL_SANDBOX_MEMORY_MB,
+LOCAL_SANDBOX_CPU_SECONDS, LOCAL_SANDBOX_PROCESSES, OUTBOUND_ALLOWED_HOSTS.
 See docs/deployment.md, "Workers".`;
 
 /**

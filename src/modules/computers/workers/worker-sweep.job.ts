@@ -23,8 +23,8 @@ export const ENDED_WORKERS_KEPT_MS = 7 * 86_400_000;
  * for a worker are placed on one of their pool with room (`computer.placement_changed`), under each organization's
  * placement lock, so two instances never fill one worker past its room. A server with no worker online and no
  * computer waiting for one asks the database nothing: the sweep stops looking once neither is left, and a
- * `worker.joined` (from any instance, through the event log) or a computer waiting starts it again. Hourly (`computers.workers.forget`), workers ended more than a
- * week ago are forgotten.
+ * `worker.joined` (from any instance, through the event log) or a computer waiting starts it again. Hourly
+ * (`computers.workers.forget`), workers ended more than a week ago are forgotten.
  */
 @Injectable()
 export class WorkerSweepJob implements OnApplicationBootstrap {
